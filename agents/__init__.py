@@ -1,0 +1,5 @@
+"""Players: the simulator interface and the built-in simulators of each game."""
+
+from scope_envs.agents.base import Simulator, View
+
+__all__ = ["Simulator", "View"]

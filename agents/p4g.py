@@ -1,0 +1,111 @@
+"""Built-in players of Persuasion for Good.
+
+* ``ReferencePersuadee``: the reference model playing the dealt card.
+* ``CollapsedPersuadee``: "one frozen aligned LLM playing a user". The reference
+  persuadee model with a modal default persona, an over-cooperative bias
+  (``cooperation`` added to its willingness) and typicality bias: its replies
+  are the reference distribution sharpened by ``gamma > 1``. Its verbalized
+  top-k reports the *unsharpened* reference with calibration noise.
+* ``HumanProxyPersuadee``: the held-out human-proxy behaviour model, playing the
+  card the episode deals. Evaluation only.
+* ``EmpiricalPersuader``: replays the per-turn strategy frequencies of the real
+  persuaders (the reference persuader of ``scope-envs validate``).
+* ``ScriptedPersuader``: a fixed, sensible script, for demonstrations.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from scope_envs.agents.base import Simulator, View, normalize, sharpen
+from scope_envs.core.game import Persona
+from scope_envs.games.p4g import acts, personas, reference
+
+PERSUADEE_ACTS = acts.PERSUADEE_ACTS
+
+
+class ReferencePersuadee(Simulator):
+    """The reference persuadee model playing the dealt card (or ``persona``), sharpened by ``gamma``."""
+
+    def __init__(self, gamma: float = 1.0, persona: Persona | None = None, cooperation: float = 0.0,
+                 calibration_noise: float = 0.25, name: str = "reference"):
+        if gamma < 1:
+            raise ValueError(f"gamma must be >= 1 (a sharpened reference), got {gamma}")
+        self.gamma = gamma
+        self.persona = persona
+        self.cooperation = cooperation
+        self.calibration_noise = calibration_noise
+        self.name = name
+
+    def reference(self, view: View) -> np.ndarray:
+        w = reference.willingness(view.persona, view.history) + self.cooperation
+        return reference.reply_distribution(w, view.history, view.legal, reference.gift_distribution(),
+                                            reference.neutral())
+
+    def distribution(self, view: View) -> np.ndarray:
+        return normalize(sharpen(self.reference(view), self.gamma), view.legal)
+
+    def verbalize(self, view, k, rng, tail: float | None = None):
+        """Top-k of the *unsharpened* reference, with calibration noise on the stated probabilities."""
+        p = self.reference(view)
+        stated = p * np.exp(self.calibration_noise * rng.standard_normal(len(p)))
+        stated = stated / stated.sum()
+        order = [int(a) for a in np.argsort(-stated, kind="stable") if view.legal[a] and stated[a] > 0]
+        if tail is not None:
+            order = [a for a in order if stated[a] < tail] or order[-1:]
+        return [(a, float(stated[a])) for a in order[:k]]
+
+
+class CollapsedPersuadee(ReferencePersuadee):
+    def __init__(self, gamma: float = 3.0, persona: Persona | None = None, cooperation: float = 1.0,
+                 calibration_noise: float = 0.25, name: str = "collapsed"):
+        super().__init__(gamma, persona or personas.default_persona(), cooperation, calibration_noise, name)
+
+
+class HumanProxyPersuadee(Simulator):
+    name = "human_proxy"
+    persona = None
+
+    def distribution(self, view: View) -> np.ndarray:
+        from scope_envs.games.p4g import human_proxy
+
+        return human_proxy.reply_distribution(view.persona, view.history, view.legal)
+
+    def follow_through(self, intended, rng):
+        from scope_envs.games.p4g import human_proxy
+
+        return human_proxy.follow_through(intended, rng)
+
+
+class EmpiricalPersuader(Simulator):
+    name = "empirical_persuader"
+
+    def distribution(self, view: View) -> np.ndarray:
+        emp = personas.params()["empirical_persuader"]
+        turn = min(view.public["persuader_turns"], len(emp["by_turn"]) - 1)
+        p = np.zeros(len(acts.PERSUADER_ACTS))
+        for name, q in zip(emp["acts"], emp["by_turn"][turn]):
+            p[acts.PERSUADER_INDEX[name]] = q
+        return normalize(p, view.legal)
+
+
+class ScriptedPersuader(Simulator):
+    name = "scripted_persuader"
+    SCRIPT = (
+        "greeting", "source_related_inquiry", "credibility_appeal", "emotion_appeal", "logical_appeal",
+        "propose_donation", "ask_donation_amount", "confirm_donation", "thank", "close",
+    )
+
+    def distribution(self, view: View) -> np.ndarray:
+        step = min(view.public["persuader_turns"], len(self.SCRIPT) - 1)
+        p = np.zeros(len(acts.PERSUADER_ACTS))
+        p[acts.PERSUADER_INDEX[self.SCRIPT[step]]] = 1.0
+        return normalize(p, view.legal)
+
+
+def rotation_members() -> list[CollapsedPersuadee]:
+    """Several frozen simulators: different default personas (train split) and sharpness."""
+    cards = [personas.default_persona(), personas.persona("train", 11), personas.persona("train", 222),
+             personas.persona("train", 333)]
+    gammas = [3.0, 2.0, 4.0, 6.0]
+    return [CollapsedPersuadee(g, c, name=f"collapsed-{c.id}-g{g:g}") for c, g in zip(cards, gammas)]

@@ -1,0 +1,229 @@
+"""``DialogueParallelEnv``: any game, any surface, any user seat, as a PettingZoo ParallelEnv.
+
+Turn-taking: every live agent is observed every step; the agent whose turn it is
+not has only the no-op (act 0) legal, its text is ignored, and
+``infos[a]["active"]`` says who speaks. When a simulator holds the user seat it
+replies inside ``step``, so ``agent_0`` acts every step.
+
+The user seat is filled per episode by one of ``members``: a ``Simulator``
+(played inside the env) or ``LEARNABLE`` (a live agent ``user_j``, ``j`` counting
+the learnable members). ``member_for_next_episode`` and ``sample_user_act`` are the
+two hooks that wrappers override (population schedules, verbalized sampling).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable
+
+import numpy as np
+from pettingzoo import ParallelEnv
+
+from scope_envs.agents.base import Simulator, View
+from scope_envs.core.game import Game, InGameError
+from scope_envs.core.surfaces import SURFACES
+
+AGENT = "agent_0"
+LEARNABLE = "learnable"
+
+
+class DialogueParallelEnv(ParallelEnv):
+    metadata = {"name": "scope_dialogue_v0", "render_modes": ["ansi"], "is_parallelizable": True}
+
+    def __init__(
+        self,
+        game: Game,
+        members: list[Simulator | str],
+        *,
+        surface: str = "act",
+        split: str = "train",
+        regime: str = "",
+        render_mode: str | None = None,
+        max_errors: int = 3,
+    ):
+        if surface not in SURFACES:
+            raise ValueError(f"surface must be one of {sorted(SURFACES)}, got {surface!r}")
+        if render_mode not in (None, "ansi"):
+            raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
+        if split not in ("train", "heldout"):
+            raise ValueError(f"split must be 'train' or 'heldout', got {split!r}")
+        self.game = game
+        self.surface = SURFACES[surface](game)
+        self.split = split
+        self.regime = regime
+        self.render_mode = render_mode
+        self.max_errors = max_errors
+        self.metadata = {**self.metadata, "name": f"scope_{game.name}_{regime or 'custom'}_v0"}
+        self._rng = np.random.default_rng()
+        self.set_members(members)
+        self.agents: list[str] = []
+        self.member = 0
+        self._errors: dict[str, list[str]] = {}
+        self._error_count: dict[str, int] = {}
+
+    # -- configuration -----------------------------------------------------
+    def set_members(self, members: list[Simulator | str]) -> None:
+        """Fill the user seat's roster (used by ``SimulatorPopulation``)."""
+        if not members:
+            raise ValueError("members must name at least one simulator or LEARNABLE slot")
+        for m in members:
+            if m != LEARNABLE and not isinstance(m, Simulator):
+                raise ValueError(f"each member must be a Simulator or {LEARNABLE!r}, got {m!r}")
+        self.members = list(members)
+        self.member_agent: list[str | None] = []
+        j = 0
+        for m in self.members:
+            if m == LEARNABLE:
+                self.member_agent.append(f"user_{j}")
+                j += 1
+            else:
+                self.member_agent.append(None)
+        self.possible_agents = [AGENT] + [a for a in self.member_agent if a]
+        self._role = {AGENT: self.game.agent_role}
+        self._role.update({a: self.game.user_role for a in self.member_agent if a})
+        self.observation_space.cache_clear()
+        self.action_space.cache_clear()
+
+    @functools.lru_cache(maxsize=None)
+    def observation_space(self, agent):
+        return self.surface.observation_space(self._agent_role(agent))
+
+    @functools.lru_cache(maxsize=None)
+    def action_space(self, agent):
+        return self.surface.action_space(self._agent_role(agent))
+
+    def _agent_role(self, agent):
+        if agent not in self._role:
+            raise ValueError(f"unknown agent {agent!r}; possible agents are {self.possible_agents}")
+        return self._role[agent]
+
+    # -- hooks ---------------------------------------------------------------
+    def member_for_next_episode(self, rng: np.random.Generator) -> int:
+        return 0 if len(self.members) == 1 else int(rng.integers(len(self.members)))
+
+    def sample_user_act(self, sim: Simulator, view: View, rng: np.random.Generator) -> tuple[int, dict]:
+        """One simulator turn: the act and anything worth reporting in infos."""
+        return sim.act(view, rng), {}
+
+    # -- PettingZoo API --------------------------------------------------------
+    def reset(self, seed: int | None = None, options: dict | None = None):
+        if seed is not None:
+            self._rng = np.random.default_rng(seed)
+        self.member = self.member_for_next_episode(self._rng)
+        sim = self.simulator
+        persona = sim.persona if sim is not None and sim.persona is not None else None
+        if persona is None:
+            persona = self.game.sample_persona(self._rng, self.split)
+        self.game.user_player = sim
+        self.game.reset(persona, self._rng)
+        user_agent = self.member_agent[self.member]
+        self.agents = [AGENT] + ([user_agent] if user_agent else [])
+        self._errors = {a: [] for a in self.agents}
+        self._error_count = {a: 0 for a in self.agents}
+        self._sim_info: dict = {}
+        self._run_simulator()
+        return self._observe(), self._infos()
+
+    @property
+    def simulator(self) -> Simulator | None:
+        m = self.members[self.member]
+        return None if m == LEARNABLE else m
+
+    def step(self, actions: dict[str, Any]):
+        if not self.agents:
+            raise ValueError("step() called on a finished episode; call reset() first")
+        for agent in actions:
+            if agent not in self.agents:
+                raise ValueError(f"unknown agent {agent!r}: live agents are {self.agents}")
+        speaker = self._speaker()
+        parsed = {}
+        for agent in self.agents:
+            if agent not in actions:
+                if agent == speaker:
+                    raise ValueError(f"{agent}: it is this agent's turn but no action was given")
+                continue
+            try:
+                parsed[agent] = self.surface.parse(agent, self._role[agent], actions[agent], agent == speaker)
+            except InGameError as e:
+                parsed[agent] = e
+        self._errors = {a: [] for a in self.agents}
+        truncated = False
+        result = parsed.get(speaker)
+        if isinstance(result, InGameError):
+            self._error_count[speaker] += 1
+            self._errors[speaker].append(f"{result} ({self._error_count[speaker]}/{self.max_errors})")
+            truncated = self._error_count[speaker] >= self.max_errors
+        elif speaker is not None:
+            act, text = result
+            self.game.apply(self._role[speaker], act, text or self._realize(self._role[speaker], act))
+            self._sim_info = {}
+            self._run_simulator()
+
+        done = self.game.active_role() is None
+        role_rewards = self.game.rewards() if done else {}
+        obs = self._observe()
+        rewards = {a: float(role_rewards.get(self._role[a], 0.0)) for a in self.agents}
+        terms = {a: done for a in self.agents}
+        truncs = {a: truncated and not done for a in self.agents}
+        infos = self._infos()
+        if done or truncated:
+            self.agents = []
+        return obs, rewards, terms, truncs, infos
+
+    def _run_simulator(self):
+        sim = self.simulator
+        role = self.game.user_role
+        while sim is not None and self.game.active_role() == role:
+            act, extra = self.sample_user_act(sim, self.view(role), self._rng)
+            self._sim_info = extra
+            self.game.apply(role, act, self._realize(role, act))
+
+    def _realize(self, role, act):
+        return self.game.realize(role, act, self._rng) if self.surface.name == "text" else ""
+
+    def view(self, role: str) -> View:
+        return View(
+            role=role,
+            persona=self.game.persona if role == self.game.user_role else None,
+            history=tuple(self.game.history),
+            legal=self.game.legal(role),
+            public=self.game.info(),
+        )
+
+    def _speaker(self):
+        role = self.game.active_role()
+        return next((a for a in self.agents if self._role[a] == role), None)
+
+    def _observe(self):
+        speaker = self._speaker()
+        return {a: self.surface.observe(self._role[a], a == speaker, self._errors.get(a, [])) for a in self.agents}
+
+    def _infos(self):
+        speaker = self._speaker()
+        shared = {k: float(v) for k, v in self.game.outcome().items()}
+        infos = {}
+        for a in self.agents:
+            info = {"active": a == speaker, "turn": len(self.game.history), "errors": self._error_count[a], **shared}
+            info.update(self.surface.infos(self._role[a]))
+            if self._sim_info:
+                info.update(self._sim_info)
+            infos[a] = info
+        return infos
+
+    def render(self):
+        if self.render_mode is None:
+            return None
+        lines = [f"[{self.game.name}] persona {self.game.persona.id if self.game.persona else '-'}"]
+        for i, t in enumerate(self.game.history):
+            # act-surface turns have no text; render one with its own generator, leaving the env's untouched
+            text = t.text or self.game.realize(t.role, t.act, np.random.default_rng(i))
+            lines.append(f"{t.role:>10}: [{self.game.acts(t.role)[t.act]}] {text}")
+        if self.game.active_role() is None and self.game.history:
+            lines.append("outcome: " + ", ".join(f"{k}={v:g}" for k, v in self.game.outcome().items()))
+        return "\n".join(lines)
+
+    def state(self) -> np.ndarray:
+        return np.concatenate([self.game.features(r) for r in self.game.roles]).astype(np.float32)
+
+    def close(self):
+        pass

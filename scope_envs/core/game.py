@@ -1,0 +1,102 @@
+"""The game interface: a pure, seeded turn-taking state machine with no gymnasium spaces.
+
+A game owns the hidden state, the roles' private information, the turn protocol
+and the outcome. Surfaces (``scope_envs.core.surfaces``) turn it into observations
+and parse actions; ``DialogueParallelEnv`` turns it into a PettingZoo env.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Persona:
+    """A user's persona card: what a prompted simulator is told about itself."""
+
+    id: str
+    split: str  # "train" | "heldout" | "default"
+    traits: dict[str, float]
+    attributes: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Turn:
+    role: str
+    act: int
+    text: str = ""
+
+
+class Game(ABC):
+    """One benchmark's rules. Deterministic given the generator passed to ``reset``."""
+
+    name: str
+    agent_role: str  # the role agent_0 plays
+    user_role: str  # the role the simulator / user_k plays
+    max_turns: int
+    user_player: Any = None  # the Simulator in the user seat this episode, None when learnable
+
+    def __init__(self) -> None:
+        self.history: list[Turn] = []
+        self.persona: Persona | None = None
+
+    @property
+    def roles(self) -> tuple[str, str]:
+        return (self.agent_role, self.user_role)
+
+    @abstractmethod
+    def acts(self, role: str) -> tuple[str, ...]:
+        """Names of the role's dialogue acts; index 0 is the no-op."""
+
+    @abstractmethod
+    def sample_persona(self, rng: np.random.Generator, split: str) -> Persona: ...
+
+    @abstractmethod
+    def reset(self, persona: Persona, rng: np.random.Generator) -> None: ...
+
+    @abstractmethod
+    def active_role(self) -> str | None:
+        """The role whose turn it is, or None once the game is over."""
+
+    @abstractmethod
+    def legal(self, role: str) -> np.ndarray:
+        """Boolean mask over ``acts(role)`` for the current state."""
+
+    @abstractmethod
+    def apply(self, role: str, act: int, text: str = "") -> None: ...
+
+    @abstractmethod
+    def features(self, role: str) -> np.ndarray:
+        """The role's view of the state as float32 features (fixed length per role)."""
+
+    @abstractmethod
+    def outcome(self) -> dict[str, float]:
+        """Numeric results; meaningful once ``active_role()`` is None."""
+
+    @abstractmethod
+    def rewards(self) -> dict[str, float]:
+        """Reward per role for the last transition (terminal rewards at the end)."""
+
+    # text surface -----------------------------------------------------------
+    @abstractmethod
+    def realize(self, role: str, act: int, rng: np.random.Generator) -> str:
+        """A natural-language rendering of ``act`` in the speaker's style."""
+
+    @abstractmethod
+    def understand(self, role: str, text: str) -> int:
+        """Map a text utterance to an act; raise ``InGameError`` if it cannot be read."""
+
+    @abstractmethod
+    def instructions(self, role: str) -> str:
+        """The role's private card and task instructions (a system prompt)."""
+
+    def info(self) -> dict[str, Any]:
+        return {}
+
+
+class InGameError(Exception):
+    """Malformed model output: an in-game error, never a crash (DESIGN.md §4.5)."""

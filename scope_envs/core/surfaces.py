@@ -1,0 +1,147 @@
+"""How a game is exposed: dialogue acts (``act``) or strings (``text``).
+
+``act``: ``Discrete(n)`` actions with ``Dict(observation=Box, action_mask=Box(int8))``
+observations — what SB3, RLlib, TorchRL and SuperSuit consume.
+``text``: the transcript from the role's point of view in, a string out; the
+chat-format message list rides in ``infos[agent]["messages"]``.
+"""
+
+from __future__ import annotations
+
+import string
+
+import numpy as np
+from gymnasium import spaces
+
+from scope_envs.core.game import Game, InGameError
+
+CHARSET = frozenset(string.printable)
+MAX_OBS_CHARS = 16384
+MAX_ACTION_CHARS = 4096
+ROLE_NAMES = {"persuader": "Persuader", "persuadee": "Persuadee"}
+
+
+class ActSurface:
+    name = "act"
+
+    def __init__(self, game: Game):
+        self.game = game
+        self._obs_space = {}
+        self._act_space = {}
+        for role in game.roles:
+            n = len(game.acts(role))
+            dim = game.features(role).shape[0]
+            self._obs_space[role] = spaces.Dict(
+                {
+                    "observation": spaces.Box(-5.0, 5.0, (dim,), np.float32),
+                    "action_mask": spaces.Box(0, 1, (n,), np.int8),
+                }
+            )
+            self._act_space[role] = spaces.Discrete(n)
+
+    def observation_space(self, role):
+        return self._obs_space[role]
+
+    def action_space(self, role):
+        return self._act_space[role]
+
+    def observe(self, role, active: bool, errors: list[str]):
+        mask = self.game.legal(role) if active else self._noop_mask(role)
+        return {
+            "observation": np.clip(self.game.features(role), -5.0, 5.0).astype(np.float32),
+            "action_mask": mask.astype(np.int8),
+        }
+
+    def _noop_mask(self, role):
+        m = np.zeros(len(self.game.acts(role)), dtype=bool)
+        m[0] = True
+        return m
+
+    def parse(self, agent: str, role: str, action, active: bool) -> tuple[int, str]:
+        if isinstance(action, np.ndarray) and action.shape == ():
+            action = action.item()
+        if isinstance(action, (bool, np.bool_)) or not isinstance(action, (int, np.integer)):
+            raise ValueError(
+                f"{agent}: action must be an int act index on the act surface, got {type(action).__name__} {action!r}"
+            )
+        n = len(self.game.acts(role))
+        if not 0 <= int(action) < n:
+            raise ValueError(f"{agent}: act {action} is out of range [0, {n})")
+        mask = self.game.legal(role) if active else self._noop_mask(role)
+        if not mask[int(action)]:
+            why = "it is not this agent's turn, only the no-op 0 is legal" if not active else "masked in action_mask"
+            raise ValueError(f"{agent}: act {int(action)} ({self.game.acts(role)[int(action)]}) is illegal: {why}")
+        return int(action), ""
+
+    def infos(self, role: str) -> dict:
+        return {}
+
+
+class _UnicodeKind:
+    """Equal to every numpy unicode dtype: numpy sizes ``<U`` by length, a transcript has none."""
+
+    def __eq__(self, other):
+        try:
+            return np.dtype(other).kind == "U"
+        except TypeError:
+            return False
+
+    def __hash__(self):
+        return hash("U")
+
+    def __repr__(self):
+        return "dtype('<U*')"
+
+
+class Transcript(spaces.Text):
+    """A ``Text`` space of transcripts. Observations are ``np.str_`` (a ``str``), so
+    PettingZoo's ``api_test`` can compare their dtype with the space's."""
+
+    dtype = _UnicodeKind()
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.__dict__.pop("dtype", None)
+
+
+class TextSurface:
+    name = "text"
+
+    def __init__(self, game: Game):
+        self.game = game
+        self._obs_space = Transcript(MAX_OBS_CHARS, min_length=0, charset=CHARSET)
+        self._act_space = spaces.Text(MAX_ACTION_CHARS, min_length=1, charset=CHARSET)
+
+    def observation_space(self, role):
+        return self._obs_space
+
+    def action_space(self, role):
+        return self._act_space
+
+    def observe(self, role, active: bool, errors: list[str]) -> np.str_:
+        lines = []
+        for turn in self.game.history:
+            who = "You" if turn.role == role else ROLE_NAMES.get(turn.role, turn.role)
+            lines.append(f"{who}: {turn.text}")
+        lines += [f"[error] {e}" for e in errors]
+        text = "".join(c if c in CHARSET else "?" for c in "\n".join(lines))
+        # The transcript keeps its most recent part; the full one is in infos["messages"].
+        return np.str_(text[-MAX_OBS_CHARS:])
+
+    def parse(self, agent: str, role: str, action, active: bool) -> tuple[int, str]:
+        if not active:
+            return 0, ""
+        if not isinstance(action, str):
+            raise ValueError(f"{agent}: action must be a str on the text surface, got {type(action).__name__}")
+        if not action.strip():
+            raise InGameError("empty message")
+        return self.game.understand(role, action), action.strip()
+
+    def infos(self, role: str) -> dict:
+        messages = [{"role": "system", "content": self.game.instructions(role)}]
+        for turn in self.game.history:
+            messages.append({"role": "assistant" if turn.role == role else "user", "content": turn.text})
+        return {"messages": messages}
+
+
+SURFACES = {"act": ActSurface, "text": TextSurface}

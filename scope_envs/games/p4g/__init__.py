@@ -1,0 +1,98 @@
+"""Persuasion for Good (``p4g``): a persuader asks a persuadee to donate to Save the Children.
+
+Game
+    Wang et al. (ACL 2019): two crowd workers talk; the persuader tries to get
+    the persuadee to give part of a $2 task payment. Turns alternate, the
+    persuader first. The episode ends when the persuadee says goodbye after
+    stating an amount, or after the persuadee's reply to the persuader's
+    ``close`` or to its ``max_turns``-th turn (default 10) — that last reply
+    must state an amount if none was stated yet.
+
+Agents
+    ``agent_0`` the persuader; ``user_0..`` the persuadee when it is learnable
+    (``cotrain``, ``population``); otherwise a simulator inside the env.
+
+Acts (``acts.py``)
+    Persuader: no-op, the ten P4G strategies (logical, emotion and credibility
+    appeal, foot-in-the-door, self-modeling, personal story, donation
+    information, source-, task- and personal-related inquiry), greeting,
+    propose donation, ask amount, confirm, thank, off-task, close (18).
+    Persuadee: no-op, the P4G persuadee acts (greeting, ask org info, ask
+    procedure, ask persuader's intention, agree/disagree, positive/neutral/
+    negative reaction and answer, task/personal inquiry, confirm, thank,
+    off-task, closing) and ``provide_amount_X`` for X in $0, 0.05, 0.10, 0.25,
+    0.50, 0.75, 1, 1.50, 2 (28).
+
+Spaces
+    ``act`` surface: ``Discrete(18)`` / ``Discrete(28)``;
+    ``Dict(observation=Box(-5, 5, (77,) | (93,), float32), action_mask=Box(int8))``.
+    The persuader sees the turn, the persuadee's last act and both sides' act
+    counts, and the amount stated so far; the persuadee also sees its persona
+    card (25 standardized survey traits) and whether its reply is the final one.
+    ``text`` surface: transcripts in, strings out; the persuadee states a gift
+    as ``[DONATE $N]``; ``infos[a]["messages"]`` holds the chat messages with
+    the role's instructions and persona card as the system prompt.
+
+Rewards (at the end)
+    ``agent_0``: the actual donation in dollars. ``infos`` carry ``intended``
+    (the stated amount) and ``actual`` every step. Simulators and learnable
+    users keep their word (actual = stated); the human proxies do not always.
+    A learnable persuadee's reward ``user_reward=``:
+    ``adversarial``: minus the actual donation;
+    ``persona``: minus the distance between the stated amount and the gift its
+    card implies (the data's propensity regression times the mean real gift;
+    computed from the card alone);
+    ``mixed`` (default): 0.5 * persona + 0.5 * adversarial — a user that
+    resists but stays in character.
+
+Personas (``personas.py``)
+    Synthetic survey cards (Big Five, moral foundations, Schwartz values,
+    decision style, demographics) drawn from a model fitted to the real
+    survey; ``train`` (1000) and ``heldout`` (500) draw from disjoint seed streams.
+
+Users
+    ``reference.py``: what a language model knows of persuadees (training side).
+    ``human_proxy.py``: the held-out behaviour model, evaluation only; its
+    docstring lists what was fitted to the data and what is assumed.
+    Built-in players in ``scope_envs.agents.p4g``.
+
+Arguments
+    ``surface`` (``act``|``text``), ``max_turns`` (10), ``user_reward``
+    (``mixed``), ``gamma`` (3.0, sharpness of the frozen simulator),
+    ``render_mode`` (``ansi``), ``max_errors`` (3, in-game errors of one agent
+    before the episode truncates, text surface); ``vs``: ``k``, ``tau``,
+    ``min_survivors``, ``weight_mode``, ``tail``, ``temperature``;
+    ``rotation``: ``schedule``; ``population``: ``members`` (4), ``schedule``.
+
+Version history
+    v0: first release.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from scope_envs.core import regimes
+from scope_envs.registry import REGIMES, register
+
+
+def make_p4g(regime: str, surface: str = "act", *, max_turns: int = 10, user_reward: str = "mixed",
+             gamma: float = 3.0, render_mode=None, max_errors: int = 3, **options):
+    from scope_envs.agents import p4g as players
+    from scope_envs.games.p4g.game import P4GGame
+
+    return regimes.build(
+        regime,
+        P4GGame(max_turns=max_turns, user_reward=user_reward),
+        frozen=lambda: players.CollapsedPersuadee(gamma=gamma),
+        rotation=players.rotation_members,
+        heldout=players.HumanProxyPersuadee,
+        surface=surface,
+        render_mode=render_mode,
+        max_errors=max_errors,
+        **options,
+    )
+
+
+for _regime in REGIMES:
+    register(f"p4g-{_regime}", functools.partial(make_p4g, _regime), game="p4g", regime=_regime)

@@ -1,0 +1,318 @@
+"""Fit the Persuasion-for-Good parameters that the p4g game ships (``params.json``).
+
+Reads three files of the real data set (Wang et al., ACL 2019) from ``--data``:
+
+* ``full_info.csv`` (all 1,017 dialogues; persuadee rows ``B4 == 1``): the
+  persona model (means, stds, ranges and the Cholesky factor of the
+  correlation of the 23 survey traits plus age and income; frequencies of the
+  categorical demographics), the propensity to give (an L2 logistic
+  regression on the standardised numeric fields), the distribution of
+  non-zero donations, and the real headline numbers.
+* ``300_dialog.csv`` (the 300 annotated dialogues): per-dialogue counts of
+  persuader acts, persuader-act -> persuadee-act response tables, the
+  per-turn strategy mix of real persuaders, and the valence of persuadee acts.
+* ``300_info.csv``: outcomes of those dialogues (``B6`` actual donation) and
+  the donation stated during the dialogue (``B5``), for the intention gap.
+
+Only aggregate numbers leave this script: no ids, no rows, no text.
+
+Assumptions (numbers chosen here, not measured):
+
+* donations ``B6 > 2`` are typos (the task paid at most $2) and their rows are
+  dropped everywhere; stated amounts ``B5 > 2`` likewise;
+* both logistic regressions use an L2 penalty of 1.0 * ||w||^2 / 2 on the
+  summed log-likelihood (intercept unpenalised); the strategy model has no
+  intercept of its own: the persuadee's propensity logit is its offset;
+* probability tables are add-0.5 smoothed (the donation-amount tables and the
+  gap's proportions are not);
+* a giver's donation is snapped to the nearest non-zero amount bin (the
+  $0.01-0.02 gifts would otherwise snap to $0);
+* turns >= 9 are pooled in the per-turn strategy mix; sample stds use ddof=1.
+
+Run ``python -m scope_envs.games.p4g.fit [--data DIR] [--out PATH]``; the
+output is deterministic (floats rounded to 6 decimals, keys sorted).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import sys
+from collections import Counter, defaultdict
+from pathlib import Path
+
+import numpy as np
+from scipy.optimize import minimize
+
+from scope_envs.games.p4g import acts
+
+TRAITS = (
+    "extrovert agreeable conscientious neurotic open care fairness loyalty authority purity freedom "
+    "conform tradition benevolence universalism self_direction stimulation hedonism achievement power "
+    "security rational intuitive"
+).split()
+NUMERIC = [*TRAITS, "age", "income"]
+CATEGORICAL = "sex race edu marital employment religion ideology".split()
+MAX_DOLLARS = 2.0
+FILES = ["full_info.csv", "300_dialog.csv", "300_info.csv"]
+RESPONSE_ACTS = [*acts.PERSUADEE_VERBAL, "provide_amount"]
+PERSUADER_REAL = list(acts.PERSUADER_ACTS[1:])
+N_TURN_BINS = 10
+
+
+def _read(path: Path) -> list[dict]:
+    with open(path, newline="", encoding="utf-8") as f:
+        return list(csv.DictReader(f))
+
+
+def _num(s: str) -> float:
+    return float(s) if s.strip() else math.nan
+
+
+def _smooth(counts, keys, alpha: float = 0.5) -> list[float]:
+    c = np.array([counts.get(k, 0) for k in keys], dtype=float) + alpha
+    return list(c / c.sum())
+
+
+def _logistic(X, y, offset=None, intercept=True, l2=1.0):
+    """Penalised maximum likelihood; returns (intercept, coef)."""
+    X = np.asarray(X, float)
+    y = np.asarray(y, float)
+    off = np.zeros(len(y)) if offset is None else np.asarray(offset, float)
+    A = np.hstack([np.ones((len(y), 1)), X]) if intercept else X
+    pen = np.ones(A.shape[1])
+    if intercept:
+        pen[0] = 0.0
+
+    def f(w):
+        z = off + A @ w
+        nll = np.sum(np.logaddexp(0.0, z) - y * z)
+        grad = A.T @ (1.0 / (1.0 + np.exp(-z)) - y)
+        return nll + 0.5 * l2 * np.sum(pen * w * w), grad + l2 * pen * w
+
+    res = minimize(f, np.zeros(A.shape[1]), jac=True, method="L-BFGS-B",
+                   options={"maxiter": 10000, "gtol": 1e-10, "ftol": 1e-15})
+    w = res.x
+    return (float(w[0]), w[1:]) if intercept else (0.0, w)
+
+
+def _clean(x):
+    """JSON-ready plain types, floats rounded so reruns are byte-identical."""
+    if isinstance(x, dict):
+        return {str(k): _clean(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple, np.ndarray)):
+        return [_clean(v) for v in x]
+    if isinstance(x, (bool, np.bool_)):
+        return bool(x)
+    if isinstance(x, (int, np.integer)):
+        return int(x)
+    if isinstance(x, (float, np.floating)):
+        v = round(float(x), 6)
+        return 0.0 if v == 0 else v  # no "-0.0"
+    return x
+
+
+def _donations(persuadees) -> list[float]:
+    """Donations of all persuadees after the typo filter (survey gaps do not matter here)."""
+    return [b for b in (_num(r["B6"]) for r in persuadees) if b <= MAX_DOLLARS]
+
+
+def _persona_model(people):
+    X = np.array([[p[k] for k in NUMERIC] for p in people])
+    mean, std = X.mean(0), X.std(0, ddof=1)
+    corr = np.corrcoef(X, rowvar=False)
+    try:
+        chol = np.linalg.cholesky(corr)
+    except np.linalg.LinAlgError:
+        chol = np.linalg.cholesky(corr + 1e-6 * np.eye(len(NUMERIC)))
+    categorical = {}
+    for field in CATEGORICAL:
+        c = Counter(p[field] or "unknown" for p in people)
+        values = sorted(c, key=lambda v: (-c[v], v))
+        categorical[field] = {"values": values, "probs": [c[v] / len(people) for v in values]}
+    model = {"numeric": NUMERIC, "mean": mean, "std": std, "min": X.min(0), "max": X.max(0),
+             "cholesky": np.tril(chol), "categorical": categorical, "n": len(people)}
+    return model, X
+
+
+def fit(data_dir) -> dict:
+    data = Path(data_dir)
+    full = _read(data / "full_info.csv")
+    dialog = _read(data / "300_dialog.csv")
+    info = _read(data / "300_info.csv")
+
+    # --- survey rows of persuadees ---------------------------------------------------------
+    persuadees = [r for r in full if r["B4"] == "1"]
+    outliers = [r for r in persuadees if _num(r["B6"]) > MAX_DOLLARS]
+    people, survey = [], {}
+    for r in persuadees:
+        if _num(r["B6"]) > MAX_DOLLARS:
+            continue
+        p = {k: _num(r[k + ".x"]) for k in NUMERIC}
+        p.update({k: r[k + ".x"].strip() for k in CATEGORICAL})
+        p["B6"] = _num(r["B6"])
+        if not any(math.isnan(p[k]) for k in NUMERIC):
+            people.append(p)
+            survey[r["B2"]] = p
+    persona, X = _persona_model(people)
+    mu, sd = persona["mean"], persona["std"]
+
+    # --- propensity to give, from the survey alone ------------------------------------------
+    give = np.array([p["B6"] > 0 for p in people], float)
+    b0, w = _logistic((X - mu) / sd, give)
+    propensity = {"intercept": b0, "coef": dict(zip(NUMERIC, w)), "base_rate": give.mean()}
+
+    def logit(p):
+        return b0 + float(((np.array([p[k] for k in NUMERIC]) - mu) / sd) @ w)
+
+    # --- donation amounts of givers ----------------------------------------------------------
+    gifts = [b for b in _donations(persuadees) if b > 0]
+    amount_counts = Counter(max(acts.amount_bin(g), 1) for g in gifts)
+    amounts = {"bins": list(acts.AMOUNT_BINS),
+               "given_give": [amount_counts[i] / len(gifts) for i in range(len(acts.AMOUNT_BINS))]}
+
+    # --- annotated dialogues -----------------------------------------------------------------
+    outcome = {r["B2"]: _num(r["B6"]) for r in info if r["B4"] == "1"}
+    units = defaultdict(list)  # dialogue -> rows in file order (the file's order is the speaking order)
+    for r in dialog:
+        units[r["B2"]].append(r)
+
+    def ee_act(label):
+        return "provide_amount" if label == "provide-donation-amount" else acts.persuadee_act(label)
+
+    er_counts, y_s, off_s = [], [], []
+    pairs, start = Counter(), Counter()
+    by_turn = [Counter() for _ in range(N_TURN_BINS)]
+    valence = {True: Counter(), False: Counter()}
+    for d in sorted(units):
+        rows = units[d]
+        ok_outcome = d in outcome and outcome[d] <= MAX_DOLLARS
+        turns = defaultdict(lambda: {"er": [], "ee": []})
+        for r in rows:
+            t = int(r["Turn"])
+            if r["B4"] == "0" and r["er_label_1"].strip():
+                a = acts.persuader_act(r["er_label_1"].strip())
+                turns[t]["er"].append(a)
+                by_turn[min(t, N_TURN_BINS - 1)][a] += 1
+            elif r["B4"] == "1" and r["ee_label_1"].strip():
+                a = ee_act(r["ee_label_1"].strip())
+                turns[t]["ee"].append(a)
+                if ok_outcome:
+                    valence[outcome[d] > 0][a] += 1
+        for t, tt in turns.items():
+            if tt["er"] and tt["ee"]:
+                pairs[(tt["er"][-1], tt["ee"][0])] += 1
+        if turns.get(0, {}).get("ee"):
+            start[turns[0]["ee"][0]] += 1
+        if ok_outcome and d in survey:
+            c = Counter(a for tt in turns.values() for a in tt["er"])
+            er_counts.append([c[a] for a in PERSUADER_REAL])
+            y_s.append(outcome[d] > 0)
+            off_s.append(logit(survey[d]))
+
+    _, beta = _logistic(er_counts, y_s, offset=off_s, intercept=False)
+    strategy_effects = {"coef": dict(zip(PERSUADER_REAL, beta)), "n_dialogues": len(y_s)}
+
+    pooled = Counter()
+    for (_, b), n in pairs.items():
+        pooled[b] += n
+    given = {}
+    for a in PERSUADER_REAL:
+        row = Counter({b: n for (er, b), n in pairs.items() if er == a})
+        given[a] = _smooth(row if row else pooled, RESPONSE_ACTS)
+    responses = {"acts": RESPONSE_ACTS, "given": given, "start": _smooth(start, RESPONSE_ACTS),
+                 "counts_total": sum(pairs.values())}
+    p_gave, p_not = _smooth(valence[True], RESPONSE_ACTS), _smooth(valence[False], RESPONSE_ACTS)
+    valence_out = {a: math.log(g / n) for a, g, n in zip(RESPONSE_ACTS, p_gave, p_not)}
+    empirical = {"acts": PERSUADER_REAL, "by_turn": [_smooth(c, PERSUADER_REAL) for c in by_turn]}
+
+    # --- intention versus action ---------------------------------------------------------------
+    ann = [(_num(r["B5"]), _num(r["B6"])) for r in info if r["B4"] == "1"]
+    ann = [(b5, b6) for b5, b6 in ann if b6 <= MAX_DOLLARS]
+    gap_rows = [(b5, b6) for b5, b6 in ann if math.isnan(b5) or b5 <= MAX_DOLLARS]
+    stated = [(b5, b6) for b5, b6 in gap_rows if not math.isnan(b5)]
+    unstated = [b6 for b5, b6 in gap_rows if math.isnan(b5)]
+    pos = [(b5, b6) for b5, b6 in stated if b5 > 0]
+    exact = [abs(b6 - b5) < 0.005 for b5, b6 in pos]
+    other = [b6 / b5 for (b5, b6), ex in zip(pos, exact) if b6 > 0 and not ex]
+    zero = [b6 for b5, b6 in stated if b5 == 0]
+    intended = Counter(acts.amount_bin(b5) for b5, _ in stated)
+    gap = {
+        "p_stated": len(stated) / len(gap_rows),
+        "intended_probs": [intended[i] / len(stated) for i in range(len(acts.AMOUNT_BINS))],
+        "p_zero_if_intended": np.mean([b6 == 0 for _, b6 in pos]),
+        "p_exact_if_intended": np.mean(exact),
+        "ratio_if_other": np.mean(other),
+        "ratio_if_other_median": np.median(other),  # the mean is dominated by a $0.01 -> $1 case
+        "p_give_if_intended_zero": np.mean([b6 > 0 for b6 in zero]),
+        "give_rate_if_unstated": np.mean([b6 > 0 for b6 in unstated]),
+        "mean_actual_if_unstated": np.mean(unstated),
+    }
+
+    kept = _donations(persuadees)
+    # intended and actual over the same persuadees (those who stated an amount), as the
+    # data's README compares them; mean_actual_all is every annotated persuadee
+    real = {"mean_donation": np.mean(kept), "give_rate": np.mean([b > 0 for b in kept]), "n": len(kept),
+            "mean_intended": np.mean([b5 for b5, _ in stated]),
+            "mean_actual": np.mean([b6 for _, b6 in stated]),
+            "mean_actual_all": np.mean([b6 for _, b6 in ann]),
+            "give_rate_annotated": np.mean([b6 > 0 for _, b6 in ann]), "n_annotated": len(ann)}
+
+    return _clean({
+        "source": {"dataset": "Persuasion for Good (Wang et al., ACL 2019)", "files": FILES,
+                   "n_persuadees": len(persuadees), "n_outliers_dropped": len(outliers)},
+        "persona_model": persona,
+        "propensity": propensity,
+        "amounts": amounts,
+        "strategy_effects": strategy_effects,
+        "responses": responses,
+        "valence": valence_out,
+        "gap": gap,
+        "empirical_persuader": empirical,
+        "real": real,
+    })
+
+
+def _summary(p: dict) -> str:
+    r, g, s = p["real"], p["gap"], p["strategy_effects"]["coef"]
+    top = sorted(s.items(), key=lambda kv: -abs(kv[1]))[:5]
+    return "\n".join([
+        f"persuadees {p['source']['n_persuadees']} ({p['source']['n_outliers_dropped']} typo donations dropped); "
+        f"persona model on {p['persona_model']['n']}",
+        f"real: mean donation ${r['mean_donation']:.3f}, give rate {r['give_rate']:.3f} (n={r['n']}); "
+        f"annotated: intended ${r['mean_intended']:.3f} vs actual ${r['mean_actual']:.3f} "
+        f"(all annotated ${r['mean_actual_all']:.3f}), "
+        f"give rate {r['give_rate_annotated']:.3f} (n={r['n_annotated']})",
+        "largest strategy effects (log-odds per use): " + ", ".join(f"{a} {v:+.3f}" for a, v in top),
+        f"gap: stated {g['p_stated']:.2f}, P(0|intended>0) {g['p_zero_if_intended']:.2f}, "
+        f"P(exact|intended>0) {g['p_exact_if_intended']:.2f}, ratio otherwise {g['ratio_if_other']:.2f} "
+        f"(median {g['ratio_if_other_median']:.2f}), "
+        f"P(give|intended 0) {g['p_give_if_intended_zero']:.2f}, "
+        f"give rate unstated {g['give_rate_if_unstated']:.2f}",
+        f"response pairs {p['responses']['counts_total']}",
+    ])
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data", default="../shared/data/p4g", help="directory with the P4G csv files")
+    ap.add_argument("--out", default=str(Path(__file__).with_name("params.json")))
+    ap.add_argument("--no-calibrate", action="store_true", help="skip simulating the willingness offsets")
+    args = ap.parse_args(argv)
+    params = fit(args.data)
+    out = Path(args.out)
+    if out.exists():  # keep keys that other code adds to the shipped file
+        params = {**json.loads(out.read_text()), **params}
+    if not args.no_calibrate:
+        from scope_envs.games.p4g.validate import calibrate
+
+        params["calibration"] = calibrate(params)
+    out.write_text(json.dumps(params, indent=1, sort_keys=True) + "\n")
+    print(_summary(params), file=sys.stderr)
+    print(f"wrote {out}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,119 @@
+"""The human-proxy persuadee: the evaluation-only behaviour model. Never train against it.
+
+Only the ``heldout`` regime, ``scope-envs validate`` and the fitting script use
+this module; a test checks that no training regime touches it (DESIGN.md §4.1).
+
+Fitted to the real data (``params.json``):
+  the propensity regression on the survey card, the per-use effect of each
+  persuasion act, the reply frequencies and donor valence, the distribution of
+  stated amounts, and the gap between stated and actual donation.
+Calibrated on *train* personas facing the empirical persuader, checked on
+  held-out ones by ``scope-envs validate``: ``calibration.human_proxy_offset``
+  (willingness) matches the real give rate, ``human_proxy_amount_shift`` (a
+  tilt of stated amounts) the real mean donation. The 300 annotated dialogues
+  that give the intention gap are less generous than the full 1,017, so the
+  stated amounts must lean higher than the annotated ones to meet both.
+Assumptions (the data cannot pin them down):
+  * only persuasion acts move willingness; greeting, thanks, confirmation,
+    off-task talk and closing do not (their associations are reverse-causal);
+  * effects differ by persona: each strategy's effect gets ``HETEROGENEITY``
+    times a trait moderator with mean zero over personas (e.g. emotion appeals
+    work on caring personas, logical appeals on rational ones), so the average
+    effect stays the data's;
+  * repetition wears out: the k-th use of the same strategy counts 1/k;
+  * pushiness backfires: every donation request beyond the second costs
+    ``PUSHINESS * (0.5 + reactance)``, reactance rising with freedom and
+    self-direction and falling with agreeableness and conformity;
+  * after stating an amount, a persona gives it in full with the real
+    probability, nothing with the real probability, and otherwise the real
+    median fraction of it; of those who state $0, the real share gives anyway.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+
+from scope_envs.core.game import Persona
+from scope_envs.games.p4g import acts
+from scope_envs.games.p4g.personas import numeric_traits, params, standardize
+from scope_envs.games.p4g import reference
+from scope_envs.games.p4g.reference import calibration, persuader_acts, propensity_logit
+
+HETEROGENEITY = 0.25
+PUSHINESS = 0.3
+REQUESTS = ("propose_donation", "ask_donation_amount")
+PERSUASION = (*acts.STRATEGIES, *REQUESTS)
+MODERATORS = {
+    "logical_appeal": ("rational", "open"),
+    "emotion_appeal": ("care", "benevolence"),
+    "credibility_appeal": ("conscientious", "authority"),
+    "foot_in_the_door": ("agreeable", "conform"),
+    "self_modeling": ("conform", "agreeable"),
+    "personal_story": ("care", "extrovert"),
+    "donation_information": ("rational", "conscientious"),
+    "source_related_inquiry": ("open", "universalism"),
+    "task_related_inquiry": ("extrovert", "open"),
+    "personal_related_inquiry": ("extrovert", "agreeable"),
+    "propose_donation": ("agreeable", "benevolence"),
+    "ask_donation_amount": ("agreeable", "conform"),
+}
+
+
+def _z(persona: Persona) -> dict[str, float]:
+    return dict(zip(numeric_traits(), np.clip(standardize(persona), -3, 3)))
+
+
+def reactance(persona: Persona) -> float:
+    z = _z(persona)
+    return max(0.0, (z["freedom"] + z["self_direction"] - z["agreeable"] - z["conform"]) / 2)
+
+
+def neutral() -> float:
+    return params()["propensity"]["intercept"] + calibration("human_proxy_offset")
+
+
+def reply_distribution(persona: Persona, history, legal: np.ndarray) -> np.ndarray:
+    return reference.reply_distribution(
+        willingness(persona, history), history, legal, stated_distribution(), neutral(),
+        calibration("human_proxy_amount_shift"),
+    )
+
+
+def willingness(persona: Persona, history) -> float:
+    offset = calibration("human_proxy_offset")
+    coef = params()["strategy_effects"]["coef"]
+    z = _z(persona)
+    w = propensity_logit(persona) + offset
+    uses: Counter = Counter()
+    for a in persuader_acts(history):
+        if a not in PERSUASION:
+            continue
+        uses[a] += 1
+        t1, t2 = MODERATORS[a]
+        w += (coef[a] + HETEROGENEITY * (z[t1] + z[t2]) / 2) / uses[a]
+        if a in REQUESTS and uses["propose_donation"] + uses["ask_donation_amount"] > 2:
+            w -= PUSHINESS * (0.5 + reactance(persona))
+    return w
+
+
+def stated_distribution() -> np.ndarray:
+    """What real persuadees said they would give (the base of a stated amount)."""
+    return np.array(params()["gap"]["intended_probs"], dtype=float)
+
+
+def follow_through(intended: float, rng: np.random.Generator) -> float:
+    """The intention-action gap, with the real rates."""
+    gap = params()["gap"]
+    if intended > 0:
+        u = rng.random()
+        if u < gap["p_zero_if_intended"]:
+            return 0.0
+        if u < gap["p_zero_if_intended"] + gap["p_exact_if_intended"]:
+            return intended
+        return round(intended * gap["ratio_if_other_median"], 2)
+    if rng.random() < gap["p_give_if_intended_zero"]:
+        gifts = np.array(params()["amounts"]["given_give"])
+        return acts.AMOUNT_BINS[int(rng.choice(len(gifts), p=gifts / gifts.sum()))]
+    return 0.0

@@ -1,0 +1,100 @@
+"""Persuadee personas: synthetic survey cards drawn from the model fitted to P4G's survey.
+
+No real participant's row ships with the package. Persona ``i`` of a split is
+drawn from ``params["persona_model"]`` (means, standard deviations, a correlation
+Cholesky factor, categorical frequencies) with a generator keyed by
+``(split key, i)``, so ``train`` and ``heldout`` are disjoint id spaces drawn
+from disjoint seed streams. The ``default`` persona is the modal one: every
+numeric trait at its mean, every attribute at its most frequent value.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from importlib import resources
+
+import numpy as np
+
+from scope_envs.core.game import Persona
+
+SPLIT_KEYS = {"train": 7_101, "heldout": 9_203}
+SPLIT_SIZES = {"train": 1000, "heldout": 500}
+
+TRAIT_LABELS = {
+    "extrovert": "extroverted", "agreeable": "agreeable", "conscientious": "conscientious",
+    "neurotic": "neurotic", "open": "open to experience",
+}
+
+
+_params: dict | None = None
+
+
+def params() -> dict:
+    """The shipped fitted parameters (``params.json``), loaded once."""
+    global _params
+    if _params is None:
+        _params = json.loads(resources.files("scope_envs.games.p4g").joinpath("params.json").read_text())
+    return _params
+
+
+def set_params(new: dict) -> None:
+    """Use other parameters (the fitting script calibrates freshly fitted ones)."""
+    global _params
+    _params = new
+    persona.cache_clear()
+    default_persona.cache_clear()
+
+
+def numeric_traits() -> list[str]:
+    return params()["persona_model"]["numeric"]
+
+
+def standardize(persona: Persona) -> np.ndarray:
+    pm = params()["persona_model"]
+    x = np.array([persona.traits[t] for t in pm["numeric"]])
+    return (x - np.array(pm["mean"])) / np.array(pm["std"])
+
+
+@functools.lru_cache(maxsize=4096)
+def persona(split: str, i: int) -> Persona:
+    if split not in SPLIT_KEYS:
+        raise ValueError(f"split must be one of {sorted(SPLIT_KEYS)}, got {split!r}")
+    if not 0 <= i < SPLIT_SIZES[split]:
+        raise ValueError(f"persona index {i} out of range for split {split!r} ({SPLIT_SIZES[split]})")
+    pm = params()["persona_model"]
+    rng = np.random.default_rng([SPLIT_KEYS[split], i])
+    z = np.array(pm["cholesky"]) @ rng.standard_normal(len(pm["numeric"]))
+    x = np.clip(np.array(pm["mean"]) + np.array(pm["std"]) * z, pm["min"], pm["max"])
+    attrs = {}
+    for field, spec in sorted(pm["categorical"].items()):
+        attrs[field] = str(spec["values"][rng.choice(len(spec["probs"]), p=np.array(spec["probs"]) / sum(spec["probs"]))])
+    traits = {t: round(float(v), 2) for t, v in zip(pm["numeric"], x)}
+    traits["age"] = float(round(traits["age"]))
+    return Persona(id=f"{split}-{i:04d}", split=split, traits=traits, attributes=attrs)
+
+
+def sample(rng: np.random.Generator, split: str) -> Persona:
+    return persona(split, int(rng.integers(SPLIT_SIZES[split])))
+
+
+@functools.lru_cache(maxsize=1)
+def default_persona() -> Persona:
+    pm = params()["persona_model"]
+    traits = {t: round(float(m), 2) for t, m in zip(pm["numeric"], pm["mean"])}
+    attrs = {f: str(s["values"][int(np.argmax(s["probs"]))]) for f, s in sorted(pm["categorical"].items())}
+    return Persona(id="default-modal", split="default", traits=traits, attributes=attrs)
+
+
+def card(p: Persona) -> str:
+    """The persona card in words, as a prompted simulator would be given it."""
+    t, a = p.traits, p.attributes
+    big5 = ", ".join(f"{TRAIT_LABELS[k]} {t[k]:.1f}/5" for k in TRAIT_LABELS)
+    return (
+        f"You are a {int(t['age'])}-year-old {a.get('sex', 'person').lower()} ({a.get('race', '')}), "
+        f"{a.get('marital', '').lower()}, {a.get('employment', '').lower()}, education: {a.get('edu', '').lower()}, "
+        f"religion: {a.get('religion', '').lower()}, politics: {a.get('ideology', '').lower()}. "
+        f"Personality: {big5}. Care for others {t['care']:.1f}/6, value of freedom {t['freedom']:.1f}/6, "
+        f"benevolence {t['benevolence']:.1f}/6. Decision style: rational {t['rational']:.1f}/5, "
+        f"intuitive {t['intuitive']:.1f}/5."
+    )

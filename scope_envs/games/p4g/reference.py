@@ -1,0 +1,105 @@
+"""The reference persuadee model: what a language model "knows" about persuadees.
+
+This is the training-side user model. Collapsed simulators sharpen it, the
+verbalized list reports it, and persona rewards use its card-only propensity.
+It reads nothing of the held-out behaviour model (``human_proxy``).
+
+* Willingness to give (log-odds) = the propensity regression on the persona
+  card + the *associational* effect of each persuader act seen so far
+  (``strategy_effects``: a regression of giving on act counts in the 300
+  annotated dialogues) + a calibration offset. The associational effects
+  include reverse-causal ones (persuaders confirm and thank after a yes), just
+  as a model trained on dialogue text would absorb them. Assumption.
+* Reply to the last persuader act: the real conditional frequencies
+  (``responses``), tilted towards acts donors use (``valence``) by
+  ``KAPPA * (willingness - neutral)``, neutral being an average persona's
+  willingness before persuasion. KAPPA is an assumption.
+* A stated amount: $0 with probability 1 - sigmoid(willingness), otherwise a
+  bin from the real distribution of gifts, tilted towards larger bins as
+  willingness grows (``AMOUNT_TILT``, assumption).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from scope_envs.core.game import Persona, Turn
+from scope_envs.games.p4g import acts
+from scope_envs.games.p4g.personas import params, standardize
+
+KAPPA = 0.5
+AMOUNT_TILT = 0.5
+PERSUADER = "persuader"
+
+_AMOUNT_Z = None
+
+
+def sigmoid(x: float) -> float:
+    return float(1.0 / (1.0 + np.exp(-x)))
+
+
+def propensity_logit(persona: Persona) -> float:
+    """Log-odds of giving from the card alone (the data's propensity regression)."""
+    prop = params()["propensity"]
+    z = np.clip(standardize(persona), -4, 4)
+    coef = np.array([prop["coef"][t] for t in params()["persona_model"]["numeric"]])
+    return float(prop["intercept"] + coef @ z)
+
+
+def expected_gift(persona: Persona) -> float:
+    """Expected donation in dollars implied by the card alone."""
+    gifts = np.array(params()["amounts"]["given_give"])
+    return sigmoid(propensity_logit(persona)) * float(gifts @ np.array(acts.AMOUNT_BINS))
+
+
+def persuader_acts(history: tuple[Turn, ...] | list[Turn]) -> list[str]:
+    return [acts.PERSUADER_ACTS[t.act] for t in history if t.role == PERSUADER]
+
+
+def calibration(key: str) -> float:
+    return params().get("calibration", {}).get(key, 0.0)
+
+
+def willingness(persona: Persona, history) -> float:
+    coef = params()["strategy_effects"]["coef"]
+    return propensity_logit(persona) + calibration("reference_offset") + sum(coef[a] for a in persuader_acts(history))
+
+
+def neutral() -> float:
+    """The willingness of an average persona before any persuasion."""
+    return params()["propensity"]["intercept"] + calibration("reference_offset")
+
+
+def amount_probs(w: float, gifts: np.ndarray, center: float, shift: float = 0.0) -> np.ndarray:
+    """Distribution over AMOUNT_BINS given willingness ``w`` (relative to ``center``),
+    a base gift distribution and a ``shift`` of the log-amount tilt."""
+    global _AMOUNT_Z
+    if _AMOUNT_Z is None:
+        logs = np.log(np.array(acts.AMOUNT_BINS[1:]))
+        _AMOUNT_Z = (logs - logs.mean()) / logs.std()
+    pos = gifts[1:] * np.exp((AMOUNT_TILT * (w - center) + shift) * _AMOUNT_Z)
+    out = np.empty(len(acts.AMOUNT_BINS))
+    out[0] = 1.0 - sigmoid(w)
+    out[1:] = sigmoid(w) * pos / pos.sum()
+    return out
+
+
+def reply_distribution(
+    w: float, history, legal: np.ndarray, gifts: np.ndarray, center: float, shift: float = 0.0
+) -> np.ndarray:
+    """Probabilities over PERSUADEE_ACTS for a persuadee of willingness ``w`` (``center``: an average one's)."""
+    resp = params()["responses"]
+    said = persuader_acts(history)
+    base = np.array(resp["given"][said[-1]] if said else resp["start"])
+    valence = np.array([params()["valence"][a] for a in resp["acts"]])
+    base = base * np.exp(KAPPA * valence * (w - center))
+    p = np.zeros(len(acts.PERSUADEE_ACTS))
+    for name, mass in zip(resp["acts"][:-1], base[:-1]):
+        p[acts.PERSUADEE_INDEX[name]] = mass
+    p[acts.FIRST_AMOUNT:] = base[-1] * amount_probs(w, gifts, center, shift)
+    p = np.where(legal, p, 0.0)
+    return p / p.sum()
+
+
+def gift_distribution() -> np.ndarray:
+    return np.array(params()["amounts"]["given_give"], dtype=float)

@@ -1,0 +1,66 @@
+"""Environment ids ``<game>-<regime>``, like gymnasium's registry, mirrored into PettingZoo's.
+
+``scope_envs.make("p4g-vs", k=5)`` and ``pettingzoo.make("parallel", "scope/P4G-Vs-v0")``
+build the same environment.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from typing import Callable
+
+import pettingzoo
+
+REGIMES = ("frozen", "vs", "rotation", "cotrain", "population", "heldout")
+REGIME_AGENTS = {
+    "frozen": "agent_0",
+    "vs": "agent_0",
+    "rotation": "agent_0",
+    "cotrain": "agent_0, user_0",
+    "population": "agent_0, user_k (one of K per episode)",
+    "heldout": "agent_0",
+}
+
+
+@dataclass(frozen=True)
+class EnvSpec:
+    id: str
+    game: str
+    regime: str
+    entry_point: Callable
+    kwargs: dict = field(default_factory=dict)
+
+    @property
+    def pettingzoo_id(self) -> str:
+        return f"scope/{self.game.upper()}-{self.regime.capitalize()}-v0"
+
+    def make(self, **kwargs):
+        return self.entry_point(**{**self.kwargs, **kwargs})
+
+
+registry: dict[str, EnvSpec] = {}
+
+
+def register(id: str, entry_point: Callable, game: str, regime: str, **kwargs) -> EnvSpec:
+    """Register an id with scope_envs and with PettingZoo's parallel registry."""
+    if id in registry:
+        raise ValueError(f"environment id {id!r} is already registered")
+    spec = EnvSpec(id, game, regime, entry_point, kwargs)
+    registry[id] = spec
+    pettingzoo.register("parallel", spec.pettingzoo_id, entry_point=spec.make)
+    return spec
+
+
+class UnknownEnvironment(KeyError):
+    def __str__(self):
+        return self.args[0]
+
+
+def make(id: str, surface: str = "act", **kwargs):
+    """Build a registered environment: ``surface`` is ``"act"`` or ``"text"``; kwargs go to the regime."""
+    if id not in registry:
+        close = difflib.get_close_matches(id, list(registry), n=3, cutoff=0.5)
+        hint = f" Did you mean {', '.join(map(repr, close))}?" if close else ""
+        raise UnknownEnvironment(f"unknown environment id {id!r}.{hint} Known ids: {', '.join(sorted(registry))}")
+    return registry[id].make(surface=surface, **kwargs)

@@ -1,0 +1,40 @@
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import scope_envs
+
+DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+ALL_IDS = sorted(scope_envs.registry)
+SURFACES = ("act", "text")
+
+
+@pytest.fixture
+def p4g_data():
+    path = DATA / "p4g"
+    if not (path / "full_info.csv").exists():
+        pytest.skip(f"real P4G data not found at {path} (see README: pointing it at the real data)")
+    return path
+
+
+def random_actions(env, obs, rng, text_pool=("Hello!", "Would you donate? [DONATE $0.50]", "bye")):
+    """A legal random action for every live agent (masked acts on act, strings on text)."""
+    actions = {}
+    for a in env.agents:
+        o = obs[a]
+        if isinstance(o, dict):
+            actions[a] = int(rng.choice(np.flatnonzero(o["action_mask"])))
+        else:
+            actions[a] = str(text_pool[int(rng.integers(len(text_pool)))])
+    return actions
+
+
+def play_episode(env, rng, seed=None):
+    obs, infos = env.reset(seed=seed)
+    trace = []
+    while env.agents:
+        acts = random_actions(env, obs, rng)
+        obs, rew, term, trunc, infos = env.step(acts)
+        trace.append((acts, obs, rew, term, trunc, infos))
+    return trace

@@ -1,0 +1,78 @@
+"""DESIGN.md §6: every registered id, both surfaces."""
+
+import warnings
+
+import numpy as np
+import pettingzoo
+import pytest
+from pettingzoo.test import api_test, parallel_api_test
+from pettingzoo.utils.conversions import parallel_to_aec
+
+import scope_envs
+from conftest import ALL_IDS, SURFACES, play_episode
+
+
+@pytest.fixture(autouse=True)
+def _quiet():
+    with warnings.catch_warnings():
+        # population: only one of the K users lives per episode, by design
+        warnings.filterwarnings("ignore", message="No agents present but not all possible_agents")
+        yield
+
+
+@pytest.mark.parametrize("surface", SURFACES)
+@pytest.mark.parametrize("env_id", ALL_IDS)
+def test_parallel_api(env_id, surface):
+    parallel_api_test(scope_envs.make(env_id, surface=surface), num_cycles=200)
+
+
+@pytest.mark.parametrize("surface", SURFACES)
+@pytest.mark.parametrize("env_id", ALL_IDS)
+def test_aec_api(env_id, surface):
+    api_test(parallel_to_aec(scope_envs.make(env_id, surface=surface)), num_cycles=200)
+
+
+def _same(a, b):
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if isinstance(a, np.ndarray):
+        return np.array_equal(a, b)
+    return a == b
+
+
+@pytest.mark.parametrize("surface", SURFACES)
+@pytest.mark.parametrize("env_id", ALL_IDS)
+def test_multi_episode_determinism(env_id, surface):
+    runs = []
+    for _ in range(2):
+        env, rng = scope_envs.make(env_id, surface=surface), np.random.default_rng(3)
+        runs.append([play_episode(env, rng, seed=11 if ep == 0 else None) for ep in range(4)])
+    assert _same(runs[0], runs[1])
+    env, rng = scope_envs.make(env_id, surface=surface), np.random.default_rng(3)
+    other = [play_episode(env, rng, seed=12 if ep == 0 else None) for ep in range(4)]
+    assert not _same(runs[0], other), "a different seed should give different episodes"
+
+
+@pytest.mark.parametrize("env_id", ALL_IDS)
+def test_spaces_by_identity_and_every_live_agent_observed(env_id):
+    env = scope_envs.make(env_id)
+    obs, infos = env.reset(seed=0)
+    spaces = {a: (env.observation_space(a), env.action_space(a)) for a in env.possible_agents}
+    rng = np.random.default_rng(0)
+    while env.agents:
+        assert set(obs) == set(env.agents) == set(infos)
+        assert sum(infos[a]["active"] for a in env.agents) == 1, "exactly one live agent speaks"
+        for a in env.agents:
+            assert env.observation_space(a) is spaces[a][0] and env.action_space(a) is spaces[a][1]
+            assert env.observation_space(a).contains(obs[a])
+        obs, *_, infos = env.step({a: int(rng.choice(np.flatnonzero(obs[a]["action_mask"]))) for a in env.agents})
+
+
+@pytest.mark.parametrize("env_id", ALL_IDS)
+def test_pettingzoo_registry(env_id):
+    spec = scope_envs.registry[env_id]
+    env = pettingzoo.make("parallel", spec.pettingzoo_id)
+    assert env.possible_agents == scope_envs.make(env_id).possible_agents
+    assert env.unwrapped.regime == spec.regime

@@ -1,0 +1,96 @@
+"""Verbalized sampling of the user role (Zhang et al. 2025).
+
+At every simulator turn the simulator is asked for its top-``k`` replies with
+stated probabilities, and one is sampled from that verbalized distribution
+instead of taking its single direct answer.
+
+Example::
+
+    >>> import scope_envs
+    >>> from scope_envs.wrappers import VerbalizedSampling
+    >>> env = VerbalizedSampling(scope_envs.make("p4g-frozen"), k=5, tau=0.05, min_survivors=2)
+    >>> obs, infos = env.reset(seed=0)
+    >>> obs, rew, term, trunc, infos = env.step({"agent_0": 1})
+    >>> infos["agent_0"]["vs_candidates"].shape
+    (5,)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from pettingzoo.utils import BaseParallelWrapper
+
+WEIGHT_MODES = ("elicited", "softmax", "uniform")
+
+
+def candidate_weights(
+    probs, tau: float | None = None, min_survivors: int = 1, weight_mode: str = "elicited", temperature: float = 2.0
+) -> np.ndarray:
+    """Sampling weights over verbalized candidates.
+
+    ``tau``: drop candidates whose stated probability is below it, keeping at
+    least the ``min_survivors`` most probable. ``weight_mode``: ``elicited``
+    (as stated), ``softmax`` (of the log stated probabilities at ``temperature``;
+    above 1 flattens) or ``uniform``.
+    """
+    p = np.asarray(probs, dtype=float)
+    if p.ndim != 1 or len(p) == 0:
+        raise ValueError("probs must be a non-empty 1-d sequence")
+    if weight_mode not in WEIGHT_MODES:
+        raise ValueError(f"weight_mode must be one of {WEIGHT_MODES}, got {weight_mode!r}")
+    p = np.where(np.isfinite(p) & (p > 0), p, 0.0)
+    keep = np.ones(len(p), dtype=bool)
+    if tau is not None:
+        keep = p >= tau
+        if keep.sum() < min_survivors:
+            keep[np.argsort(-p, kind="stable")[:min_survivors]] = True
+    if weight_mode == "uniform" or p[keep].sum() == 0:
+        w = keep.astype(float)
+    elif weight_mode == "elicited":
+        w = np.where(keep, p, 0.0)
+    else:
+        logits = np.where(keep, np.log(np.maximum(p, 1e-12)) / temperature, -np.inf)
+        w = np.exp(logits - logits[keep].max())
+    return w / w.sum()
+
+
+class VerbalizedSampling(BaseParallelWrapper):
+    """Replace the user simulator's direct answer with a draw from its verbalized top-k.
+
+    Candidates (act ids, padded with -1), their stated probabilities and the
+    chosen index go into ``infos[agent]`` as ``vs_candidates``, ``vs_probs``, ``vs_chosen``.
+    """
+
+    def __init__(self, env, k: int = 5, tau: float | None = None, min_survivors: int = 1,
+                 weight_mode: str = "elicited", tail: float | None = None, temperature: float = 2.0):
+        super().__init__(env)
+        if k < 1:
+            raise ValueError(f"k must be >= 1, got {k}")
+        if not 1 <= min_survivors <= k:
+            raise ValueError(f"min_survivors must be in [1, k={k}], got {min_survivors}")
+        if tail is not None and not 0 < tail <= 1:
+            raise ValueError(f"tail must be in (0, 1], got {tail}")
+        if weight_mode not in WEIGHT_MODES:
+            raise ValueError(f"weight_mode must be one of {WEIGHT_MODES}, got {weight_mode!r}")
+        self.k, self.tau, self.min_survivors = k, tau, min_survivors
+        self.weight_mode, self.tail, self.temperature = weight_mode, tail, temperature
+        env.unwrapped.sample_user_act = self.sample_user_act
+
+    def reset(self, seed=None, options=None):
+        obs, infos = self.env.reset(seed=seed, options=options)
+        for info in infos.values():  # the same keys every step, before the first user turn too
+            info.setdefault("vs_candidates", np.full(self.k, -1, dtype=np.int64))
+            info.setdefault("vs_probs", np.zeros(self.k))
+            info.setdefault("vs_chosen", -1)
+        return obs, infos
+
+    def sample_user_act(self, sim, view, rng):
+        cands = sim.verbalize(view, self.k, rng, tail=self.tail)
+        probs = np.array([p for _, p in cands])
+        w = candidate_weights(probs, self.tau, self.min_survivors, self.weight_mode, self.temperature)
+        chosen = int(rng.choice(len(cands), p=w))
+        ids = np.full(self.k, -1, dtype=np.int64)
+        stated = np.zeros(self.k, dtype=np.float64)
+        ids[: len(cands)] = [a for a, _ in cands]
+        stated[: len(cands)] = probs
+        return cands[chosen][0], {"vs_candidates": ids, "vs_probs": stated, "vs_chosen": chosen}
