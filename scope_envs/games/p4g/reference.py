@@ -98,7 +98,8 @@ def reply_distribution(
         p[acts.PERSUADEE_INDEX[name]] = mass
     p[acts.FIRST_AMOUNT:] = base[-1] * amount_probs(w, gifts, center, shift)
     p = np.where(legal, p, 0.0)
-    return p / p.sum()
+    total = p.sum()
+    return p / total if total > 0 else legal / legal.sum()  # off-turn: only the no-op
 
 
 def gift_distribution() -> np.ndarray:

@@ -17,8 +17,8 @@ from scope_envs.games.p4g import acts
 
 PERSUADER_TEXT = {
     "logical_appeal": [
-        "Your donation could go a long way: even a small amount buys meals and school supplies for a child.",
-        "Think about it logically: a few cents here does far more for a child abroad than it would for us.",
+        "Your donation could go a long way: every dollar buys meals and school supplies for a child.",
+        "Think about it logically: money here does far more for a child abroad than it would for us.",
     ],
     "emotion_appeal": [
         "Imagine a child going to bed hungry tonight, with no one to help. It breaks my heart.",
@@ -30,7 +30,7 @@ PERSUADER_TEXT = {
     ],
     "foot_in_the_door": [
         "Even a small amount, like ten cents, would be a great start.",
-        "You don't have to give much; would a small donation to start be possible?",
+        "You don't have to give much; even a little helps as a start.",
     ],
     "self_modeling": [
         "I'm going to donate part of my own payment to Save the Children.",
@@ -38,7 +38,7 @@ PERSUADER_TEXT = {
     ],
     "personal_story": [
         "When I was young my family got help from a charity, and I never forgot it.",
-        "A friend of mine volunteered abroad and told me how much these programs changed kids' lives.",
+        "A friend of mine volunteered abroad and saw these programs change kids' lives.",
     ],
     "donation_information": [
         "Your donation will be taken directly from your task payment, and you can choose any amount up to $2.",
@@ -91,20 +91,20 @@ PERSUADEE_TEXT = {
 
 _PERSUADER_RULES = [
     ("close", r"\b(bye|goodbye|have a (great|nice|good) day)\b"),
-    ("ask_donation_amount", r"\bhow much\b|\bwhat amount\b"),
+    ("ask_donation_amount", r"\bhow much (would|will|can|could|do) you\b|\bwhat amount\b"),
     ("propose_donation", r"\b(would|will|could) you (like to |be willing to |consider )?(donat|give|make a donation)"),
     ("confirm_donation", r"\bconfirm\b|\bso you are donating\b"),
-    ("self_modeling", r"\bi('m| am| will|'ll| have)( already)?( going to| also)? (donat|give)|\bi (also )?donated\b"),
-    ("foot_in_the_door", r"\b(even|just) a (small|little)|\bsmall amount\b|\bcents\b"),
+    ("self_modeling", r"\bi('m| am| will|'ll| have)( already)?( going to| also| decided to)? (donat|give)|\bi (also )?donated\b"),
+    ("foot_in_the_door", r"\b(even|just) a (small|little)|\bsmall amount\b|\bcents\b|\bas a start\b"),
     ("donation_information", r"\b(payment|deducted|taken (directly )?from|research team)\b"),
     ("credibility_appeal", r"\b(rated|established|since 19|countries|watchdog|reputable|transparent)\b"),
     ("emotion_appeal", r"\b(imagine|heart|suffer|hungry|starv|die|dying|war|tragic|pain)\w*"),
     ("personal_story", r"\b(when i was|my family|a friend of mine|i remember|my (mother|father|sister|brother))\b"),
-    ("logical_appeal", r"\b(go a long way|logical|research shows|statistic|percent|difference|effective)\w*"),
+    ("logical_appeal", r"\b(go a long way|logical|research shows|statistic|percent|difference|effective|every dollar)\w*"),
+    ("greeting", r"^\s*(hi|hello|hey|good (morning|afternoon|evening))\b"),
     ("source_related_inquiry", r"\b(heard of|know (the charity|about|of)) .*\?"),
     ("task_related_inquiry", r"\b(usually|ever|often) (donate|give)\w* .*\?|\bcharit\w* .*\?"),
     ("personal_related_inquiry", r"\byou\b.*\?"),
-    ("greeting", r"^\s*(hi|hello|hey|good (morning|afternoon|evening))\b"),
     ("thank", r"\bthank"),
 ]
 _PERSUADEE_RULES = [

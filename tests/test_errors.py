@@ -1,0 +1,100 @@
+"""DESIGN.md §4.5: programmer errors raise ValueError naming the agent; model errors stay in the game."""
+
+import numpy as np
+import pytest
+
+import scope_envs
+
+
+def test_masked_act_names_agent():
+    env = scope_envs.make("p4g-cotrain")
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match="user_0.*not this agent's turn"):
+        env.step({"agent_0": 1, "user_0": 3})
+    with pytest.raises(ValueError, match="agent_0.*act 0.*illegal"):
+        env.step({"agent_0": 0, "user_0": 0})
+
+
+def test_unknown_agent_and_missing_speaker():
+    env = scope_envs.make("p4g-frozen")
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match="unknown agent 'user_0'"):
+        env.step({"agent_0": 1, "user_0": 0})
+    with pytest.raises(ValueError, match="agent_0.*no action"):
+        env.step({})
+    with pytest.raises(ValueError, match="unknown agent"):
+        env.observation_space("user_9")
+
+
+@pytest.mark.parametrize("bad", [1.5, "1", None, True, [1], 99, -1])
+def test_wrong_type_or_range_on_act_surface(bad):
+    env = scope_envs.make("p4g-frozen")
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match="agent_0"):
+        env.step({"agent_0": bad})
+
+
+def test_numpy_ints_are_accepted():
+    env = scope_envs.make("p4g-frozen")
+    env.reset(seed=0)
+    env.step({"agent_0": np.int64(1)})
+    env.step({"agent_0": np.array(2)})
+
+
+def test_wrong_type_on_text_surface():
+    env = scope_envs.make("p4g-frozen", surface="text")
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match="agent_0.*str"):
+        env.step({"agent_0": 3})
+
+
+def test_bad_regime_options():
+    with pytest.raises(ValueError, match="takes no option.*'k'"):
+        scope_envs.make("p4g-frozen", k=5)
+    with pytest.raises(ValueError, match="members must be a positive int"):
+        scope_envs.make("p4g-population", members=0)
+    with pytest.raises(ValueError, match="weight_mode"):
+        scope_envs.make("p4g-vs", weight_mode="greedy")
+    with pytest.raises(ValueError, match="surface"):
+        scope_envs.make("p4g-frozen", surface="audio")
+    with pytest.raises(ValueError, match="user_reward"):
+        scope_envs.make("p4g-cotrain", user_reward="kind")
+
+
+def test_unknown_id_lists_close_matches():
+    with pytest.raises(KeyError, match="p4g-frozen"):
+        scope_envs.make("p4g-frozn")
+
+
+def test_step_after_end_is_an_error():
+    env = scope_envs.make("p4g-frozen")
+    obs, _ = env.reset(seed=0)
+    while env.agents:
+        obs, *_ = env.step({"agent_0": int(np.flatnonzero(obs["agent_0"]["action_mask"])[-1])})
+    with pytest.raises(ValueError, match="reset"):
+        env.step({"agent_0": 1})
+
+
+def test_text_errors_are_in_game_and_truncate_after_limit():
+    env = scope_envs.make("p4g-cotrain", surface="text", max_errors=2)
+    env.reset(seed=0)
+    obs, rew, term, trunc, infos = env.step({"agent_0": "Hello! How are you?", "user_0": ""})
+    assert infos["user_0"]["active"] and not any(trunc.values())
+    obs, rew, term, trunc, infos = env.step({"agent_0": "", "user_0": "   "})
+    assert infos["user_0"]["errors"] == 1 and "[error] empty message" in obs["user_0"]
+    obs, rew, term, trunc, infos = env.step({"agent_0": "", "user_0": "[DONATE $lots]"})
+    assert all(trunc.values()) and not any(term.values())
+    assert env.agents == []
+    # nothing lost: the transcript is still there
+    assert "Hello! How are you?" in env.unwrapped.game.history[0].text
+    assert infos["user_0"]["messages"][1]["content"] == "Hello! How are you?"
+
+
+def test_final_reply_must_state_an_amount_in_text():
+    env = scope_envs.make("p4g-cotrain", surface="text", max_turns=1)
+    env.reset(seed=0)
+    env.step({"agent_0": "Would you like to donate?", "user_0": ""})
+    obs, *_, infos = env.step({"agent_0": "", "user_0": "Nice chatting, bye"})
+    assert infos["user_0"]["errors"] == 1 and "[DONATE" in obs["user_0"]
+    obs, rew, term, trunc, infos = env.step({"agent_0": "", "user_0": "Fine. [DONATE $0.50]"})
+    assert all(term.values()) and rew["agent_0"] == 0.5 and infos["agent_0"]["intended"] == 0.5

@@ -1,0 +1,170 @@
+"""The Persuasion-for-Good game: rules, rewards, simulators, text surface."""
+
+import numpy as np
+import pytest
+
+import scope_envs
+from scope_envs.agents.p4g import CollapsedPersuadee, ReferencePersuadee, rotation_members
+from scope_envs.games.p4g import acts, text
+from scope_envs.games.p4g.game import P4GGame
+
+P, U = acts.PERSUADER_INDEX, acts.PERSUADEE_INDEX
+
+
+def amount(dollars):
+    return acts.FIRST_AMOUNT + acts.AMOUNT_BINS.index(dollars)
+
+
+def test_cotrain_episode_rules_and_rewards():
+    env = scope_envs.make("p4g-cotrain", user_reward="adversarial")
+    obs, infos = env.reset(seed=0)
+    assert infos["agent_0"]["active"] and not infos["user_0"]["active"]
+    assert obs["user_0"]["action_mask"].tolist() == [1] + [0] * (len(acts.PERSUADEE_ACTS) - 1)
+    env.step({"agent_0": P["propose_donation"], "user_0": 0})
+    # closing is illegal before an amount is stated
+    obs, *_ = env.step({"agent_0": 0, "user_0": U["agree_donation"]})
+    env.step({"agent_0": P["ask_donation_amount"], "user_0": 0})
+    assert not env.unwrapped.game.legal("persuadee")[U["closing"]]
+    obs, rew, term, *_ = env.step({"agent_0": 0, "user_0": amount(0.5)})
+    assert not any(term.values())
+    env.step({"agent_0": P["thank"], "user_0": 0})
+    obs, rew, term, trunc, infos = env.step({"agent_0": 0, "user_0": U["closing"]})
+    assert all(term.values()) and rew == {"agent_0": 0.5, "user_0": -0.5}
+    assert infos["agent_0"]["intended"] == infos["agent_0"]["actual"] == 0.5
+
+
+def test_turn_limit_forces_a_final_statement():
+    env = scope_envs.make("p4g-cotrain", max_turns=2)
+    env.reset(seed=0)
+    env.step({"agent_0": P["greeting"], "user_0": 0})
+    env.step({"agent_0": 0, "user_0": U["greeting"]})
+    obs, *_ = env.step({"agent_0": P["emotion_appeal"], "user_0": 0})
+    legal = np.flatnonzero(obs["user_0"]["action_mask"])
+    assert legal.min() == acts.FIRST_AMOUNT, "the final reply must state an amount"
+    obs, rew, term, *_ = env.step({"agent_0": 0, "user_0": amount(2.0)})
+    assert all(term.values()) and rew["agent_0"] == 2.0
+
+
+@pytest.mark.parametrize("mode", ["persona", "mixed", "adversarial"])
+def test_user_reward_modes(mode):
+    game = P4GGame(user_reward=mode)
+    game.reset(game.sample_persona(np.random.default_rng(0), "train"), np.random.default_rng(0))
+    game.apply("persuader", P["close"])
+    game.apply("persuadee", amount(1.0))
+    r = game.rewards()["persuadee"]
+    from scope_envs.games.p4g.reference import expected_gift
+
+    persona_term = -abs(1.0 - expected_gift(game.persona))
+    assert r == pytest.approx({"adversarial": -1.0, "persona": persona_term, "mixed": 0.5 * persona_term - 0.5}[mode])
+
+
+def _entropy(p):
+    p = p[p > 0]
+    return float(-(p * np.log(p)).sum())
+
+
+def test_frozen_simulator_is_collapsed_and_vs_recovers_diversity():
+    env = scope_envs.make("p4g-cotrain")
+    env.reset(seed=0)
+    env.step({"agent_0": P["emotion_appeal"], "user_0": 0})
+    view = env.unwrapped.view("persuadee")
+    collapsed, ref = CollapsedPersuadee(), ReferencePersuadee(persona=view.persona, cooperation=1.0)
+    assert _entropy(collapsed.distribution(view)) < 0.6 * _entropy(ref.distribution(view))
+    # over many turns, the vs regime's replies are more diverse than the frozen one's
+    def replies(env_id):
+        env, seen = scope_envs.make(env_id), []
+        for ep in range(30):
+            env.reset(seed=ep)
+            for a in ("greeting", "emotion_appeal", "credibility_appeal"):
+                env.step({"agent_0": P[a]})
+                seen.append(env.unwrapped.game.history[-1].act)
+        return len(set(seen))
+    assert replies("p4g-vs") > replies("p4g-frozen") + 3
+
+
+def test_vs_candidates_in_infos():
+    env = scope_envs.make("p4g-vs", k=4)
+    env.reset(seed=0)
+    *_, infos = env.step({"agent_0": P["greeting"]})
+    info = infos["agent_0"]
+    cands = info["vs_candidates"]
+    assert cands.shape == (4,) and (cands >= 0).all() and len(set(cands.tolist())) == 4
+    assert env.unwrapped.game.history[-1].act == cands[info["vs_chosen"]]
+    assert np.all(np.diff(info["vs_probs"]) <= 0), "candidates come most probable first"
+
+
+def test_rotation_members_differ():
+    members = rotation_members()
+    assert len({m.persona.id for m in members}) == len(members)
+    assert len({m.gamma for m in members}) == len(members)
+
+
+def test_population_schedules():
+    env = scope_envs.make("p4g-population", members=3, schedule="round_robin")
+    seen = []
+    for ep in range(6):
+        env.reset(seed=ep)
+        seen.append(env.agents[1])
+    assert seen == ["user_0", "user_1", "user_2"] * 2
+
+    env = scope_envs.make("p4g-population", members=3, schedule="bandit")
+    rng = np.random.default_rng(0)
+    for ep in range(30):
+        obs, _ = env.reset(seed=ep)
+        user = env.agents[1]
+        while env.agents:
+            acts_ = {}
+            for a in env.agents:
+                legal = np.flatnonzero(obs[a]["action_mask"])
+                # user_2 always gives nothing, the others give the most they can
+                acts_[a] = int(legal[0] if a == "user_2" and legal[0] >= acts.FIRST_AMOUNT else legal[-1]) if a != "agent_0" else int(rng.choice(legal))
+            obs, rew, term, trunc, infos = env.step(acts_)
+    counts = infos["agent_0"]["member_episodes"]
+    assert counts.sum() == 30 and counts[2] == counts.max(), counts
+
+
+def test_text_surface_roundtrip_of_every_persuader_rendering():
+    for name, options in text.PERSUADER_TEXT.items():
+        for utterance in options:
+            assert acts.PERSUADER_ACTS[text.understand_persuader(utterance)] == name, utterance
+
+
+def test_text_surface_persuadee_rendering_and_donate_tag():
+    rng = np.random.default_rng(0)
+    game = P4GGame()
+    for i in range(40):
+        persona = game.sample_persona(rng, "train")
+        for a in range(1, len(acts.PERSUADEE_ACTS)):
+            utterance = text.realize_persuadee(a, persona, rng)
+            if a >= acts.FIRST_AMOUNT:
+                assert text.understand_persuadee(utterance) == a, utterance
+    assert text.understand_persuadee("ok [DONATE $0.48]") == amount(0.5)
+    assert text.understand_persuadee("[donate 2]") == amount(2.0)
+
+
+def test_text_frozen_episode_and_messages():
+    env = scope_envs.make("p4g-frozen", surface="text")
+    obs, infos = env.reset(seed=1)
+    assert "Save the Children" in infos["agent_0"]["messages"][0]["content"]
+    obs, rew, term, trunc, infos = env.step({"agent_0": "Imagine a child going hungry tonight."})
+    assert env.unwrapped.game.history[0].act == P["emotion_appeal"]
+    assert obs["agent_0"].startswith("You: Imagine") and "\nPersuadee: " in obs["agent_0"]
+    msgs = infos["agent_0"]["messages"]
+    assert [m["role"] for m in msgs] == ["system", "assistant", "user"]
+
+
+def test_render_ansi():
+    env = scope_envs.make("p4g-heldout", render_mode="ansi")
+    env.reset(seed=0)
+    env.step({"agent_0": P["credibility_appeal"]})
+    out = env.render()
+    assert "heldout-" in out and "[credibility_appeal] Save the Children" in out
+    assert scope_envs.make("p4g-heldout").render() is None
+
+
+def test_state_is_a_global_vector():
+    env = scope_envs.make("p4g-cotrain")
+    env.reset(seed=0)
+    s = env.state()
+    dims = [env.observation_space(a)["observation"].shape[0] for a in ("agent_0", "user_0")]
+    assert s.shape == (sum(dims),) and s.dtype == np.float32
