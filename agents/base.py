@@ -18,6 +18,8 @@ class View:
     history: tuple[Turn, ...]
     legal: np.ndarray
     public: dict  # game-specific public facts (e.g. the amount stated so far)
+    instructions: str = ""  # the role's system prompt: task instructions and persona card
+    errors: tuple[str, ...] = ()  # why this player's last messages could not be read (text players)
 
 
 class Simulator:
@@ -25,10 +27,19 @@ class Simulator:
 
     ``persona``: the card this simulator always plays (a frozen simulator's
     default persona), or None to play whatever card the episode deals.
+
+    A text player (an LLM) sets ``plays_text = True`` and implements ``reply``
+    (and ``verbalize`` returning ``(text, probability)`` pairs); the env reads
+    its messages with the game's NLU, as it reads a learnable agent's.
     """
 
     name = "simulator"
     persona: Persona | None = None
+    plays_text = False
+
+    def reply(self, view: View, rng: np.random.Generator) -> str:
+        """A text player's next message."""
+        raise NotImplementedError
 
     def distribution(self, view: View) -> np.ndarray:
         """Probabilities over the role's acts; zero on illegal acts."""

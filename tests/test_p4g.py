@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import scope_envs
+from scope_envs.agents.base import Simulator
 from scope_envs.agents.p4g import CollapsedPersuadee, ReferencePersuadee, rotation_members
 from scope_envs.games.p4g import acts, text
 from scope_envs.games.p4g.game import P4GGame
@@ -168,3 +169,51 @@ def test_state_is_a_global_vector():
     s = env.state()
     dims = [env.observation_space(a)["observation"].shape[0] for a in ("agent_0", "user_0")]
     assert s.shape == (sum(dims),) and s.dtype == np.float32
+
+
+class ScriptedTextUser(Simulator):
+    """A text player that says its lines in order (stands in for an LLM user)."""
+
+    plays_text = True
+
+    def __init__(self, lines, candidates=()):
+        self.lines, self.candidates, self.seen = list(lines), list(candidates), []
+
+    def reply(self, view, rng):
+        self.seen.append(view)
+        return self.lines.pop(0) if self.lines else "bye [DONATE $0.10]"
+
+    def verbalize(self, view, k, rng, tail=None):
+        return self.candidates[:k]
+
+
+def test_text_player_in_the_user_seat():
+    user = ScriptedTextUser(["", "Sounds great! [DONATE $1]", "Goodbye!"])
+    env = scope_envs.make("p4g-frozen", surface="text", user=user)
+    env.reset(seed=0)
+    obs, rew, term, trunc, infos = env.step({"agent_0": "Would you like to donate to Save the Children?"})
+    assert infos["agent_0"]["simulator_errors"] == 1 and user.seen[1].errors == ("empty message",)
+    assert "Sounds great!" in obs["agent_0"] and "Save the Children" in user.seen[0].instructions
+    obs, rew, term, trunc, infos = env.step({"agent_0": "Thank you so much!"})
+    assert all(term.values()) and rew["agent_0"] == 1.0
+
+
+def test_text_player_errors_truncate():
+    env = scope_envs.make("p4g-frozen", surface="text", user=ScriptedTextUser(["", " ", "[DONATE $x]"]), max_errors=3)
+    env.reset(seed=0)
+    obs, rew, term, trunc, infos = env.step({"agent_0": "Hello!"})
+    assert all(trunc.values()) and infos["agent_0"]["simulator_errors"] == 3 and env.agents == []
+
+
+def test_vs_with_text_candidates_and_fallback():
+    cands = [("No thanks. [DONATE $0]", 0.2), ("Sure! [DONATE $0.50]", 0.7), ("Maybe later.", 0.1)]
+    env = scope_envs.make("p4g-vs", surface="text", user=ScriptedTextUser([], cands), k=3)
+    env.reset(seed=0)
+    *_, infos = env.step({"agent_0": "Hello!"})
+    info = infos["agent_0"]
+    assert info["vs_texts"] == [c for c, _ in cands] and info["vs_fallback"] == 0
+    assert env.unwrapped.game.history[-1].text == cands[info["vs_chosen"]][0]
+    env = scope_envs.make("p4g-vs", surface="text", user=ScriptedTextUser(["Hi there."], []), k=3)
+    env.reset(seed=0)
+    *_, infos = env.step({"agent_0": "Hello!"})
+    assert infos["agent_0"]["vs_fallback"] == 1 and env.unwrapped.game.history[-1].text == "Hi there."

@@ -20,6 +20,8 @@ from __future__ import annotations
 import numpy as np
 from pettingzoo.utils import BaseParallelWrapper
 
+from scope_envs.core.env import DialogueParallelEnv
+
 WEIGHT_MODES = ("elicited", "softmax", "uniform")
 
 
@@ -58,7 +60,10 @@ class VerbalizedSampling(BaseParallelWrapper):
     """Replace the user simulator's direct answer with a draw from its verbalized top-k.
 
     Candidates (act ids, padded with -1), their stated probabilities and the
-    chosen index go into ``infos[agent]`` as ``vs_candidates``, ``vs_probs``, ``vs_chosen``.
+    chosen index go into ``infos[agent]`` as ``vs_candidates``, ``vs_probs``,
+    ``vs_chosen``; a text player's candidate messages as ``vs_texts``.
+    ``vs_fallback`` is 1 when the simulator verbalized nothing usable and
+    its direct answer was taken.
     """
 
     def __init__(self, env, k: int = 5, tau: float | None = None, min_survivors: int = 1,
@@ -79,18 +84,25 @@ class VerbalizedSampling(BaseParallelWrapper):
     def reset(self, seed=None, options=None):
         obs, infos = self.env.reset(seed=seed, options=options)
         for info in infos.values():  # the same keys every step, before the first user turn too
-            info.setdefault("vs_candidates", np.full(self.k, -1, dtype=np.int64))
-            info.setdefault("vs_probs", np.zeros(self.k))
-            info.setdefault("vs_chosen", -1)
+            for key, value in {**self._empty(), "vs_fallback": 0}.items():
+                info.setdefault(key, value)
         return obs, infos
 
     def sample_user_act(self, sim, view, rng):
         cands = sim.verbalize(view, self.k, rng, tail=self.tail)
-        probs = np.array([p for _, p in cands])
+        if not cands:  # nothing verbalized (e.g. an unparseable LLM list): the direct answer
+            choice, info = DialogueParallelEnv.sample_user_act(self.env.unwrapped, sim, view, rng)
+            return choice, {**self._empty(), "vs_fallback": 1, **info}
+        probs = np.array([p for _, p in cands], dtype=float)
         w = candidate_weights(probs, self.tau, self.min_survivors, self.weight_mode, self.temperature)
         chosen = int(rng.choice(len(cands), p=w))
-        ids = np.full(self.k, -1, dtype=np.int64)
-        stated = np.zeros(self.k, dtype=np.float64)
-        ids[: len(cands)] = [a for a, _ in cands]
-        stated[: len(cands)] = probs
-        return cands[chosen][0], {"vs_candidates": ids, "vs_probs": stated, "vs_chosen": chosen}
+        info = {**self._empty(), "vs_chosen": chosen, "vs_fallback": 0}
+        info["vs_probs"][: len(cands)] = probs[: self.k]
+        if isinstance(cands[0][0], str):  # a text player's candidates
+            info["vs_texts"] = [c for c, _ in cands]
+        else:
+            info["vs_candidates"][: len(cands)] = [a for a, _ in cands][: self.k]
+        return cands[chosen][0], info
+
+    def _empty(self):
+        return {"vs_candidates": np.full(self.k, -1, dtype=np.int64), "vs_probs": np.zeros(self.k), "vs_chosen": -1}

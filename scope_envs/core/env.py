@@ -101,9 +101,9 @@ class DialogueParallelEnv(ParallelEnv):
     def member_for_next_episode(self, rng: np.random.Generator) -> int:
         return 0 if len(self.members) == 1 else int(rng.integers(len(self.members)))
 
-    def sample_user_act(self, sim: Simulator, view: View, rng: np.random.Generator) -> tuple[int, dict]:
-        """One simulator turn: the act and anything worth reporting in infos."""
-        return sim.act(view, rng), {}
+    def sample_user_act(self, sim: Simulator, view: View, rng: np.random.Generator) -> tuple[int | str, dict]:
+        """One simulator turn: an act (or a message, from a text player) and anything worth reporting in infos."""
+        return (sim.reply(view, rng) if sim.plays_text else sim.act(view, rng)), {}
 
     # -- PettingZoo API --------------------------------------------------------
     def reset(self, seed: int | None = None, options: dict | None = None):
@@ -121,6 +121,8 @@ class DialogueParallelEnv(ParallelEnv):
         self._errors = {a: [] for a in self.agents}
         self._error_count = {a: 0 for a in self.agents}
         self._sim_info: dict = {}
+        self.simulator_errors = 0
+        self._sim_errors: list[str] = []
         self._run_simulator()
         return self._observe(), self._infos()
 
@@ -157,7 +159,7 @@ class DialogueParallelEnv(ParallelEnv):
             act, text = result
             self.game.apply(self._role[speaker], act, text or self._realize(self._role[speaker], act))
             self._sim_info = {}
-            self._run_simulator()
+            truncated = not self._run_simulator()
 
         done = self.game.active_role() is None
         role_rewards = self.game.rewards() if done else {}
@@ -170,24 +172,42 @@ class DialogueParallelEnv(ParallelEnv):
             self.agents = []
         return obs, rewards, terms, truncs, infos
 
-    def _run_simulator(self):
+    def _run_simulator(self) -> bool:
+        """Let the simulator in the user seat speak; False if its errors used up ``max_errors``."""
         sim = self.simulator
         role = self.game.user_role
         while sim is not None and self.game.active_role() == role:
-            act, extra = self.sample_user_act(sim, self.view(role), self._rng)
+            choice, extra = self.sample_user_act(sim, self.view(role, errors=tuple(self._sim_errors)), self._rng)
             self._sim_info = extra
-            self.game.apply(role, act, self._realize(role, act))
+            if isinstance(choice, str):  # a text player's message, read like a learnable agent's
+                try:
+                    act, text = self.game.understand(role, choice), choice.strip()
+                    if not text:
+                        raise InGameError("empty message")
+                except InGameError as e:
+                    self.simulator_errors += 1
+                    self._sim_errors.append(str(e))
+                    if self.simulator_errors >= self.max_errors:
+                        return False
+                    continue
+            else:
+                act, text = int(choice), self._realize(role, choice)
+            self.game.apply(role, act, text)
+            self._sim_errors = []
+        return True
 
     def _realize(self, role, act):
         return self.game.realize(role, act, self._rng) if self.surface.name == "text" else ""
 
-    def view(self, role: str) -> View:
+    def view(self, role: str, errors: tuple[str, ...] = ()) -> View:
         return View(
             role=role,
             persona=self.game.persona if role == self.game.user_role else None,
             history=tuple(self.game.history),
             legal=self.game.legal(role),
             public=self.game.info(),
+            instructions=self.game.instructions(role),
+            errors=errors,
         )
 
     def _speaker(self):
@@ -203,7 +223,8 @@ class DialogueParallelEnv(ParallelEnv):
         shared = {k: float(v) for k, v in self.game.outcome().items()}
         infos = {}
         for a in self.agents:
-            info = {"active": a == speaker, "turn": len(self.game.history), "errors": self._error_count[a], **shared}
+            info = {"active": a == speaker, "turn": len(self.game.history), "errors": self._error_count[a],
+                    "simulator_errors": self.simulator_errors, **shared}
             info.update(self.surface.infos(self._role[a]))
             if self._sim_info:
                 info.update(self._sim_info)

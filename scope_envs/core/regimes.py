@@ -1,4 +1,8 @@
-"""Regimes decide who plays the user role (DESIGN.md §2); every game supports every regime."""
+"""Regimes decide who plays the user role (DESIGN.md §2); every game supports every regime.
+
+``frozen`` and ``vs`` take ``user=``: any ``Simulator`` (an LLM player, say) in
+place of the game's built-in frozen simulator.
+"""
 
 from __future__ import annotations
 
@@ -10,8 +14,8 @@ from scope_envs.core.game import Game
 from scope_envs.registry import REGIMES
 
 REGIME_OPTIONS = {
-    "frozen": set(),
-    "vs": {"k", "tau", "min_survivors", "weight_mode", "tail", "temperature"},
+    "frozen": {"user"},
+    "vs": {"user", "k", "tau", "min_survivors", "weight_mode", "tail", "temperature"},
     "rotation": {"schedule"},
     "cotrain": set(),
     "population": {"members", "schedule"},
@@ -41,14 +45,18 @@ def build(
             f"regime {regime!r} takes no option(s) {sorted(unknown)}; it takes {sorted(REGIME_OPTIONS[regime]) or 'none'}"
         )
 
+    user = options.pop("user", None)
+    if user is not None and not isinstance(user, Simulator):
+        raise ValueError(f"user must be a Simulator (e.g. an LLMPlayer), got {type(user).__name__}")
+
     def env(members, split="train"):
         return DialogueParallelEnv(game, members, surface=surface, split=split, regime=regime,
                                    render_mode=render_mode, max_errors=max_errors)
 
     if regime == "frozen":
-        return env([frozen()])
+        return env([user or frozen()])
     if regime == "vs":
-        return VerbalizedSampling(env([frozen()]), **options)
+        return VerbalizedSampling(env([user or frozen()]), **options)
     if regime == "rotation":
         return SimulatorPopulation(env([frozen()]), rotation(), schedule=options.get("schedule", "uniform"))
     if regime == "cotrain":
