@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -20,6 +20,7 @@ class View:
     public: dict  # game-specific public facts (e.g. the amount stated so far)
     instructions: str = ""  # the role's system prompt: task instructions and persona card
     errors: tuple[str, ...] = ()  # why this player's last messages could not be read (text players)
+    private: dict = field(default_factory=dict)  # what only this role knows (its own task)
 
 
 class Simulator:
@@ -58,6 +59,37 @@ class Simulator:
     def follow_through(self, intended: float, rng: np.random.Generator) -> float:
         """What the player actually does about a stated commitment (simulators keep their word)."""
         return intended
+
+
+class SharpenedReference(Simulator):
+    """A reference user model sharpened by ``gamma`` (typicality bias; DESIGN.md §1).
+
+    Subclasses give ``reference(view)``, the unsharpened distribution. Direct
+    answers come from ``reference ** gamma``; the verbalized top-k reports the
+    unsharpened reference with multiplicative calibration noise, which is what
+    verbalized sampling recovers.
+    """
+
+    def __init__(self, gamma: float = 1.0, persona: Persona | None = None, calibration_noise: float = 0.25,
+                 name: str = "reference"):
+        if gamma < 1:
+            raise ValueError(f"gamma must be >= 1 (a sharpened reference), got {gamma}")
+        self.gamma, self.persona, self.calibration_noise, self.name = gamma, persona, calibration_noise, name
+
+    def reference(self, view: View) -> np.ndarray:
+        raise NotImplementedError
+
+    def distribution(self, view: View) -> np.ndarray:
+        return normalize(sharpen(self.reference(view), self.gamma), view.legal)
+
+    def verbalize(self, view, k, rng, tail: float | None = None):
+        p = self.reference(view)
+        stated = p * np.exp(self.calibration_noise * rng.standard_normal(len(p)))
+        stated = stated / stated.sum()
+        order = [int(a) for a in np.argsort(-stated, kind="stable") if view.legal[a] and stated[a] > 0]
+        if tail is not None:
+            order = [a for a in order if stated[a] < tail] or order[-1:]
+        return [(a, float(stated[a])) for a in order[:k]]
 
 
 def normalize(p: np.ndarray, legal: np.ndarray) -> np.ndarray:

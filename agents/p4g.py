@@ -17,43 +17,25 @@ from __future__ import annotations
 
 import numpy as np
 
-from scope_envs.agents.base import Simulator, View, normalize, sharpen
+from scope_envs.agents.base import SharpenedReference, Simulator, View, normalize
 from scope_envs.core.game import Persona
 from scope_envs.games.p4g import acts, personas, reference
 
 PERSUADEE_ACTS = acts.PERSUADEE_ACTS
 
 
-class ReferencePersuadee(Simulator):
+class ReferencePersuadee(SharpenedReference):
     """The reference persuadee model playing the dealt card (or ``persona``), sharpened by ``gamma``."""
 
     def __init__(self, gamma: float = 1.0, persona: Persona | None = None, cooperation: float = 0.0,
                  calibration_noise: float = 0.25, name: str = "reference"):
-        if gamma < 1:
-            raise ValueError(f"gamma must be >= 1 (a sharpened reference), got {gamma}")
-        self.gamma = gamma
-        self.persona = persona
+        super().__init__(gamma, persona, calibration_noise, name)
         self.cooperation = cooperation
-        self.calibration_noise = calibration_noise
-        self.name = name
 
     def reference(self, view: View) -> np.ndarray:
         w = reference.willingness(view.persona, view.history) + self.cooperation
         return reference.reply_distribution(w, view.history, view.legal, reference.gift_distribution(),
                                             reference.neutral())
-
-    def distribution(self, view: View) -> np.ndarray:
-        return normalize(sharpen(self.reference(view), self.gamma), view.legal)
-
-    def verbalize(self, view, k, rng, tail: float | None = None):
-        """Top-k of the *unsharpened* reference, with calibration noise on the stated probabilities."""
-        p = self.reference(view)
-        stated = p * np.exp(self.calibration_noise * rng.standard_normal(len(p)))
-        stated = stated / stated.sum()
-        order = [int(a) for a in np.argsort(-stated, kind="stable") if view.legal[a] and stated[a] > 0]
-        if tail is not None:
-            order = [a for a in order if stated[a] < tail] or order[-1:]
-        return [(a, float(stated[a])) for a in order[:k]]
 
 
 class CollapsedPersuadee(ReferencePersuadee):

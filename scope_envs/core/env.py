@@ -208,6 +208,7 @@ class DialogueParallelEnv(ParallelEnv):
             public=self.game.info(),
             instructions=self.game.instructions(role),
             errors=errors,
+            private=self.game.private(role),
         )
 
     def _speaker(self):

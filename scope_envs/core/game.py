@@ -95,6 +95,11 @@ class Game(ABC):
         """The role's private card and task instructions (a system prompt)."""
 
     def info(self) -> dict[str, Any]:
+        """Public facts both roles know (the amount stated so far, the turn, ...)."""
+        return {}
+
+    def private(self, role: str) -> dict[str, Any]:
+        """What only ``role`` knows beyond its persona card (its own task, say)."""
         return {}
 
 

@@ -1,0 +1,75 @@
+"""Built-in CooperBench partners (styles in ``scope_envs.games.cooperbench.styles``).
+
+* ``ReferencePartner``: the population-average teammate policy, playing the
+  dealt style card (or ``persona``) with ``cooperation`` added to every
+  probability, sharpened by ``gamma``.
+* ``CollapsedPartner``: "one frozen chat model as a teammate": the modal
+  style, over-cooperative (+0.3), sharpened by ``gamma = 3`` — it announces its
+  plan, answers, keeps its claims and respects yours, every time. Its
+  verbalized top-k reports the unsharpened reference.
+* ``HumanProxyPartner``: the held-out population; each persona's coins are
+  flipped once per task, so a claim-breaker breaks the same claim all episode.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from scope_envs.agents.base import SharpenedReference, Simulator, View
+from scope_envs.core.game import Persona
+from scope_envs.games.cooperbench import styles
+
+
+def _cooperative(persona: Persona, cooperation: float) -> Persona:
+    if not cooperation:
+        return persona
+    traits = {t: min(1.0, v + cooperation) for t, v in persona.traits.items()}
+    return Persona(persona.id, persona.split, traits, persona.attributes)
+
+
+class ReferencePartner(SharpenedReference):
+    def __init__(self, gamma: float = 1.0, persona: Persona | None = None, cooperation: float = 0.0,
+                 calibration_noise: float = 0.25, name: str = "reference"):
+        super().__init__(gamma, persona, calibration_noise, name)
+        self.cooperation = cooperation
+
+    def reference(self, view: View) -> np.ndarray:
+        style = _cooperative(view.persona, self.cooperation)
+        return styles.decide(style, view.private, view.legal, sampled=False)
+
+
+class CollapsedPartner(ReferencePartner):
+    def __init__(self, gamma: float = 3.0, persona: Persona | None = None, cooperation: float = 0.3,
+                 calibration_noise: float = 0.25, name: str = "collapsed"):
+        super().__init__(gamma, persona or styles.default_persona(), cooperation, calibration_noise, name)
+
+
+class HumanProxyPartner(Simulator):
+    name = "human_proxy"
+    persona = None
+
+    def distribution(self, view: View) -> np.ndarray:
+        return styles.decide(view.persona, view.private, view.legal, sampled=True)
+
+
+def rotation_members() -> list[CollapsedPartner]:
+    """Several frozen partners: different train styles and sharpness."""
+    cards = [styles.default_persona(), *(styles.persona("train", i) for i in (3, 17, 42))]
+    return [CollapsedPartner(g, c, name=f"collapsed-{c.id}-g{g:g}") for c, g in zip(cards, (3.0, 2.0, 4.0, 6.0))]
+
+
+class ScriptedTeammate(Simulator):
+    """A coordinating teammate for the ``teammate`` role: announces, claims the shared
+    regions it learns of and does them combined, respects claims, submits when done."""
+
+    name = "scripted_teammate"
+
+    def __init__(self, communicate: bool = True):
+        self.communicate = communicate
+        self._style = Persona("scripted", "default", dict.fromkeys(styles.TRAITS, 1.0 if communicate else 0.0),
+                              {"style": "scripted"})
+        if not communicate:  # a silent worker still keeps its own plan
+            self._style.traits.update(keep=1.0)
+
+    def distribution(self, view: View) -> np.ndarray:
+        return styles.decide(self._style, view.private, view.legal, sampled=False)

@@ -1,0 +1,88 @@
+"""CooperBench (``cooperbench``): two teammates implement two features of one pull request.
+
+Game
+    After CooperBench (Khatua, Zhu et al., 2026): two coding agents each get one
+    feature of the same pull request, work in separate branches of the same
+    repository, and may message each other; the pair succeeds only if both
+    features pass after the branches merge. Here the repository is a small code
+    world of our own (``world.py``): 12 named regions in three files; a task
+    needs 2-4 regions per feature, 0-2 of them wanted by both. Each teammate
+    sees only its own feature. At the end both branches are merged for real
+    (a region-wise three-way merge equal to ``git merge-file``, tested): a
+    region both changed differently conflicts and fails every feature that
+    needs it. Turns alternate, ``agent_0`` first; the episode ends when both
+    have submitted (a teammate that used ``max_turns`` turns is submitted).
+
+Agents
+    ``agent_0`` the teammate being trained (feature A); ``user_0..`` the partner
+    (feature B) when it is learnable; otherwise a simulated partner in the env.
+
+Acts (both roles, 44, ``game.ACTS``)
+    no-op; ``edit:<region>`` (this feature's change); ``edit_combined:<region>``
+    (both features' changes; legal once the partner's needs are known);
+    ``claim:<region>``; messages ``announce_plan`` (reveals this teammate's
+    regions), ``report_done``, ``ask`` (for the partner's plan), ``answer``
+    (reveals them), ``decline``; ``wait``; ``submit``.
+
+Spaces
+    ``act``: ``Discrete(44)``; ``Dict(observation=Box(-5, 5, (82,)), action_mask)``:
+    own regions, the partner's regions as far as told, both sides' claims, own
+    edits (own / combined), the partner's last message, turn, a pending
+    question, whether the partner reported or submitted. ``text``: messages in
+    natural language, edits as commands (``EDIT <region> [COMBINED]``, ``WAIT``,
+    ``SUBMIT``; ``text.py``).
+
+Rewards (at the end)
+    ``agent_0``: team success (1.0 if both features are complete and the merge
+    is clean) + 0.5 if its own feature is complete. ``infos`` carry
+    ``success``, ``teammate_feature``, ``partner_feature``, ``conflicts`` and
+    ``message_share``. A learnable partner's ``user_reward=``: ``persona``
+    (default): team success + 0.5 for its own feature - |message share - the
+    ``talk`` on its card|, a teammate true to its style; ``adversarial``: minus
+    the agent's reward; ``mixed``: 0.5 * persona + 0.5 * adversarial.
+
+Partners (``styles.py``, ``scope_envs.agents.cooperbench``)
+    Five styles after the paper's failure modes (planner, silent worker,
+    claim-breaker, non-answerer, ignorer); the frozen simulator is the
+    idealized chat-model teammate (the modal style, over-cooperative,
+    sharpened); ``heldout`` mixes the styles with held-out parameters and
+    plays held-out tasks. The task sets are seeded; ``train`` (400) and
+    ``heldout`` (200) share no task.
+
+Arguments
+    ``surface``, ``max_turns`` (12), ``user_reward`` (``persona``), ``gamma``
+    (3.0), ``render_mode``, ``max_errors``; regime options as for every game.
+
+Version history
+    v0: first release.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from scope_envs.core import regimes
+from scope_envs.registry import REGIMES, register
+
+
+def make_cooperbench(regime: str, surface: str = "act", *, max_turns: int = 12, user_reward: str = "persona",
+                     gamma: float = 3.0, render_mode=None, max_errors: int = 3, **options):
+    from scope_envs.agents import cooperbench as players
+    from scope_envs.games.cooperbench.game import CooperBenchGame
+
+    return regimes.build(
+        regime,
+        CooperBenchGame(max_turns=max_turns, user_reward=user_reward),
+        frozen=lambda: players.CollapsedPartner(gamma=gamma),
+        rotation=players.rotation_members,
+        heldout=players.HumanProxyPartner,
+        surface=surface,
+        render_mode=render_mode,
+        max_errors=max_errors,
+        **options,
+    )
+
+
+for _regime in REGIMES:
+    register(f"cooperbench-{_regime}", functools.partial(make_cooperbench, _regime), game="cooperbench",
+             regime=_regime)
