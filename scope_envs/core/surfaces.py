@@ -18,7 +18,6 @@ from scope_envs.core.game import Game, InGameError
 CHARSET = frozenset(string.printable)
 MAX_OBS_CHARS = 16384
 MAX_ACTION_CHARS = 4096
-ROLE_NAMES = {"persuader": "Persuader", "persuadee": "Persuadee"}
 
 
 class ActSurface:
@@ -121,7 +120,7 @@ class TextSurface:
     def observe(self, role, active: bool, errors: list[str]) -> np.str_:
         lines = []
         for turn in self.game.history:
-            who = "You" if turn.role == role else ROLE_NAMES.get(turn.role, turn.role)
+            who = "You" if turn.role == role else turn.role.capitalize()
             lines.append(f"{who}: {turn.text}")
         lines += [f"[error] {e}" for e in errors]
         text = "".join(c if c in CHARSET else "?" for c in "\n".join(lines))
