@@ -1,0 +1,357 @@
+"""``scope-envs bench``: the simulator-collapse benchmark (games x methods x seeds).
+
+For every method the persuader is trained with the act-level PPO of
+``scope_envs.agents.ppo`` on the method's regime, then evaluated (a) against
+the simulator(s) it trained with and (b) against the held-out human-proxy
+population (``<game>-heldout``), which no training run and no setting here
+ever reads beyond that evaluation (DESIGN.md §4).
+
+=============  ==============================  ======================================
+method         trains on                       evaluated "vs its training simulator" on
+=============  ==============================  ======================================
+untrained      nothing (the initial network)   ``<game>-frozen``
+frozen         ``<game>-frozen``               ``<game>-frozen``
+vs             ``<game>-vs`` (k=5)             ``<game>-vs``
+rotation       ``<game>-rotation``             ``<game>-rotation``
+cotrain        ``<game>-cotrain``              ``<game>-cotrain`` with the trained user
+population     ``<game>-population`` (K=4)     ``<game>-population`` with the K trained users
+selfplay       ``<game>-cotrain``, one net     ``<game>-cotrain``, the same net as the user
+=============  ==============================  ======================================
+
+"Success" is the persuader's mean episode return: for p4g, the mean *actual*
+donation in dollars (0 to 2). Outputs in ``--out``: ``results.json``,
+``report.md``, ``curves.json``, ``<game>_learning_curves.png``,
+``<game>_entropy.png``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+
+METHODS = ("untrained", "frozen", "vs", "rotation", "cotrain", "population", "selfplay")
+PRESETS = {
+    # finishes in < 10 min on a 2-core machine
+    "default": {"seeds": 3, "steps": 30_000, "eval_episodes": 1000, "curve_points": 6, "curve_episodes": 200},
+    "full": {"seeds": 8, "steps": 100_000, "eval_episodes": 3000, "curve_points": 10, "curve_episodes": 300},
+}
+POPULATION_MEMBERS = 4
+DIVERSITY_COEF = 0.02  # set a priori, never tuned (DESIGN.md §4)
+METRICS = ("train_success", "heldout_success", "gap", "policy_entropy", "sim_entropy")
+COST = {"population": 4, "vs": 1.3}  # rough relative run time, to start the slow runs first
+
+
+def method_setup(game: str, method: str) -> tuple[str, dict, dict]:
+    """(training env id, env kwargs, PPOConfig overrides) of a method."""
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    regime = {"untrained": "frozen", "selfplay": "cotrain"}.get(method, method)
+    env_kwargs = {"members": POPULATION_MEMBERS} if method == "population" else {}
+    overrides = {"selfplay": method == "selfplay",
+                 "diversity_coef": DIVERSITY_COEF if method == "population" else 0.0}
+    return f"{game}-{regime}", env_kwargs, overrides
+
+
+def run_one(game: str, method: str, seed: int, steps: int, eval_episodes: int, curve_points: int,
+            curve_episodes: int) -> dict:
+    """Train one (game, method, seed) and evaluate it; the held-out side only ever measures."""
+    import torch
+
+    from scope_envs.agents.ppo import PPOConfig, PPOTrainer, evaluate
+
+    torch.set_num_threads(1)
+    t0 = time.perf_counter()
+    env_id, env_kwargs, overrides = method_setup(game, method)
+    total = 0 if method == "untrained" else steps
+    trainer = PPOTrainer(PPOConfig(env_id=env_id, env_kwargs=env_kwargs, seed=seed, total_steps=total, **overrides))
+    heldout_id = f"{game}-heldout"
+    # the same evaluation episodes (seeds, hence cards) for every method: common random numbers
+    train_seed, heldout_seed = 1_000_000 + 1000 * seed, 2_000_000 + 1000 * seed
+
+    curve = []
+
+    def checkpoint():
+        tr = evaluate(trainer, env_id, curve_episodes, seed=train_seed + 500, **env_kwargs)
+        ho = evaluate(trainer, heldout_id, curve_episodes, seed=heldout_seed + 500)
+        curve.append({"agent_steps": trainer.agent_steps, "train": tr["success"], "heldout": ho["success"],
+                      "policy_entropy": tr["policy_entropy"]})
+
+    checkpoint()
+    marks = list(np.linspace(0, total, curve_points + 1)[1:]) if total else []
+
+    def on_iteration(row):
+        while marks and row["agent_steps"] >= marks[0] - 1e-9:
+            marks.pop(0)
+            checkpoint()
+
+    history = trainer.train(on_iteration) if total else []
+    train_time = time.perf_counter() - t0
+    tr = evaluate(trainer, env_id, eval_episodes, seed=train_seed, **env_kwargs)
+    ho = evaluate(trainer, heldout_id, eval_episodes, seed=heldout_seed)
+    return {
+        "game": game, "method": method, "seed": seed,
+        "metrics": {"train_success": tr["success"], "heldout_success": ho["success"],
+                    "gap": tr["success"] - ho["success"], "policy_entropy": tr["policy_entropy"],
+                    "sim_entropy": tr["sim_entropy"]},
+        "heldout_intended": ho["intended"],
+        "curve": curve,
+        "training": [{"agent_steps": r["agent_steps"], "return": r["return"], "policy_entropy": r["policy_entropy"],
+                      "user_entropy": r["user_entropy"]} for r in history],
+        "env_steps": trainer.env_steps,
+        "env_steps_per_s": trainer.env_steps / max(train_time, 1e-9) if total else 0.0,
+        "wall_s": time.perf_counter() - t0,
+    }
+
+
+def _run_task(task):
+    return run_one(**task)
+
+
+# -- statistics -------------------------------------------------------------------------
+def holm(pvalues: list[float]) -> list[float]:
+    """Holm-Bonferroni adjusted p-values (step-down, monotone)."""
+    p = np.asarray(pvalues, float)
+    order = np.argsort(p)
+    adj = np.empty_like(p)
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (len(p) - rank) * p[i]))
+        adj[i] = running
+    return adj.tolist()
+
+
+def pairwise_tests(per_method: dict[str, list[float]]) -> list[dict]:
+    """Welch's t-test on held-out success for every pair of methods, Holm-corrected across pairs.
+    Effect size: Cohen's d with the average of the two variances (and the raw difference in dollars)."""
+    from scipy import stats
+
+    rows = []
+    for a, b in itertools.combinations(per_method, 2):
+        x, y = np.asarray(per_method[a]), np.asarray(per_method[b])
+        if len(x) < 2 or len(y) < 2:
+            continue
+        t, p = stats.ttest_ind(x, y, equal_var=False)
+        sd = np.sqrt((x.var(ddof=1) + y.var(ddof=1)) / 2)
+        diff = float(x.mean() - y.mean())
+        d = diff / sd if sd > 0 else (0.0 if diff == 0 else float(np.sign(diff)) * float("inf"))
+        p = float(p) if np.isfinite(p) else (1.0 if diff == 0 else 0.0)
+        rows.append({"a": a, "b": b, "diff": diff, "t": float(t) if np.isfinite(t) else float("nan"), "p": p, "d": d})
+    for row, adj in zip(rows, holm([r["p"] for r in rows])):
+        row["p_holm"] = adj
+    return rows
+
+
+# -- outputs ---------------------------------------------------------------------------
+def summarize(runs: list[dict]) -> dict:
+    """results.json: game -> method -> means over seeds, and ``per_seed``."""
+    out: dict = {}
+    for r in sorted(runs, key=lambda r: (r["game"], METHODS.index(r["method"]), r["seed"])):
+        entry = out.setdefault(r["game"], {}).setdefault(r["method"], {"per_seed": {}})
+        entry["per_seed"][str(r["seed"])] = dict(r["metrics"])
+    for game in out.values():
+        for entry in game.values():
+            seeds = entry["per_seed"].values()
+            for k in METRICS:
+                entry[k] = float(np.mean([s[k] for s in seeds]))
+    return out
+
+
+def _fmt(xs) -> str:
+    xs = np.asarray(xs, float)
+    return f"{xs.mean():.3f} ± {xs.std(ddof=1):.3f}" if len(xs) > 1 else f"{xs.mean():.3f}"
+
+
+def claims(table: dict) -> list[str]:
+    """The paper's claims, checked mechanically against this run's means (see benchmarks/README.md)."""
+    m = {k: v for k, v in table.items()}
+    lines = []
+    if {"untrained", "frozen"} <= set(m):
+        u, f = m["untrained"], m["frozen"]
+        high = f["train_success"] > u["train_success"]
+        near = abs(f["heldout_success"] - u["heldout_success"]) <= 0.25 * max(f["gap"], 1e-9)
+        lines.append(
+            f"1. Frozen-simulator RL scores high on its simulator (${f['train_success']:.3f} vs untrained "
+            f"${u['train_success']:.3f}: {'yes' if high else 'no'}) and near the untrained baseline on held-out users "
+            f"(${f['heldout_success']:.3f} vs ${u['heldout_success']:.3f}; 'near' = within a quarter of frozen's gap "
+            f"${f['gap']:.3f}: {'yes' if near else 'no'}).")
+    if "frozen" in m:
+        f = m["frozen"]
+        for k in ("vs", "cotrain"):
+            if k in m:
+                g = m[k]
+                rec = (g["heldout_success"] - f["heldout_success"])
+                smaller = g["gap"] < 0.5 * f["gap"]
+                lines.append(
+                    f"2. {k}: gap ${g['gap']:.3f} vs frozen's ${f['gap']:.3f} (less than half: "
+                    f"{'yes' if smaller else 'no'}); held-out ${g['heldout_success']:.3f}, "
+                    f"{'+' if rec >= 0 else ''}{rec:.3f} vs frozen ({'better' if rec > 0 else 'not better'}). "
+                    f"Recovers most of the gap (both): {'yes' if smaller and rec > 0 else 'no'}.")
+    if "population" in m:
+        best = max(m, key=lambda k: m[k]["heldout_success"])
+        lines.append(f"3. Population co-training best on held-out: the best method is {best} "
+                     f"(${m[best]['heldout_success']:.3f}; population ${m['population']['heldout_success']:.3f}): "
+                     f"{'yes' if best == 'population' else 'no'} (significance: see the tests above).")
+    return lines
+
+
+def write_report(out: Path, results: dict, runs: list[dict], settings: dict, wall_s: float) -> None:
+    lines = ["# scope-envs bench", "",
+             f"Settings: {json.dumps(settings)}. Wall time: {wall_s:.0f} s.", "",
+             "Success is the persuader's mean episode return: for p4g, the mean **actual donation in dollars** "
+             "($0-$2; held-out human proxies do not always give what they state). *train* is measured against the "
+             "simulator(s) the method trained with (untrained: the frozen simulator), *held-out* against "
+             "`<game>-heldout`, never used in training. Means ± sd across seeds; entropies in nats "
+             "(policy: the persuader's per-decision entropy against its training simulator; sim: entropy of the "
+             "user's act frequencies there).", ""]
+    for game, table in results.items():
+        lines += [f"## {game}", "",
+                  "| method | train ($) | held-out ($) | gap | policy entropy | sim entropy | seeds |",
+                  "|---|---|---|---|---|---|---|"]
+        for method, e in table.items():
+            ps = e["per_seed"].values()
+            lines.append(f"| {method} | {_fmt([s['train_success'] for s in ps])} | "
+                         f"{_fmt([s['heldout_success'] for s in ps])} | {_fmt([s['gap'] for s in ps])} | "
+                         f"{e['policy_entropy']:.3f} | {e['sim_entropy']:.3f} | {len(e['per_seed'])} |")
+        tests = pairwise_tests({m: [s["heldout_success"] for s in e["per_seed"].values()] for m, e in table.items()})
+        lines += ["", f"### Held-out success, pairwise Welch t-tests ({len(tests)} pairs, Holm-Bonferroni)", "",
+                  "| A | B | A − B ($) | t | p | p (Holm) | Cohen's d | significant (0.05, Holm) |",
+                  "|---|---|---|---|---|---|---|---|"]
+        for r in sorted(tests, key=lambda r: r["p"]):
+            lines.append(f"| {r['a']} | {r['b']} | {r['diff']:+.3f} | {r['t']:.2f} | {r['p']:.2g} | {r['p_holm']:.2g} "
+                         f"| {r['d']:+.2f} | {'yes' if r['p_holm'] < 0.05 else 'no'} |")
+        lines += ["", "### The paper's claims, checked against these numbers", "", *claims(table), "",
+                  f"Plots: `{game}_learning_curves.png`, `{game}_entropy.png`.", ""]
+    speeds = [r["env_steps_per_s"] for r in runs if r["env_steps_per_s"]]
+    if speeds:
+        lines += [f"Trainer throughput during these runs (one core each, with the learning-curve evaluations "
+                  f"included): median {np.median(speeds):.0f} env steps/s.", ""]
+    (out / "report.md").write_text("\n".join(lines))
+
+
+def plot(out: Path, runs: list[dict]) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    for game in sorted({r["game"] for r in runs}):
+        mine = [r for r in runs if r["game"] == game]
+        methods = [m for m in METHODS if any(r["method"] == m for r in mine)]
+        cols = min(4, len(methods))
+        rows_ = -(-len(methods) // cols)
+        fig, axes = plt.subplots(rows_, cols, figsize=(4 * cols, 3 * rows_), squeeze=False, sharey=True)
+        for ax, method in zip(axes.flat, methods):
+            curves = [r["curve"] for r in mine if r["method"] == method]
+            n = min(len(c) for c in curves)
+            x = np.array([c["agent_steps"] for c in curves[0][:n]])
+            for key, label in (("train", "vs training simulator"), ("heldout", "vs held-out proxies")):
+                y = np.array([[c[key] for c in cv[:n]] for cv in curves])
+                ax.plot(x, y.mean(0), marker="o", label=label)
+                ax.fill_between(x, y.min(0), y.max(0), alpha=0.2)
+            ax.set_title(method)
+            ax.set_xlabel("persuader decisions")
+        for ax in axes.flat[len(methods):]:
+            ax.axis("off")
+        axes[0, 0].set_ylabel("mean donation ($)" if game == "p4g" else "success")
+        axes[0, 0].legend(fontsize=8)
+        fig.suptitle(f"{game}: learning curves (mean over seeds, band = min..max)")
+        fig.tight_layout()
+        fig.savefig(out / f"{game}_learning_curves.png", dpi=100)
+        plt.close(fig)
+
+        fig, ax = plt.subplots(figsize=(7, 4))
+        for method in methods:
+            hist = [r["training"] for r in mine if r["method"] == method and r["training"]]
+            if not hist:
+                continue
+            grid = np.linspace(0, max(h[-1]["agent_steps"] for h in hist), 50)
+            y = np.mean([np.interp(grid, [h_["agent_steps"] for h_ in h], [h_["policy_entropy"] for h_ in h])
+                         for h in hist], 0)
+            ax.plot(grid, y, label=method)
+        ax.set_xlabel("persuader decisions")
+        ax.set_ylabel("persuader policy entropy (nats)")
+        ax.set_title(f"{game}: policy entropy during training (the collapse)")
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        fig.savefig(out / f"{game}_entropy.png", dpi=100)
+        plt.close(fig)
+
+
+# -- entry point -------------------------------------------------------------------------
+def add_arguments(ap: argparse.ArgumentParser) -> None:
+    ap.add_argument("--full", action="store_true", help="more seeds, steps and evaluation episodes (see PRESETS)")
+    ap.add_argument("--games", nargs="+", default=["p4g"])
+    ap.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
+    ap.add_argument("--seeds", type=int, default=None, help="number of seeds (0..N-1)")
+    ap.add_argument("--steps", type=int, default=None, help="training budget per run, in persuader decisions")
+    ap.add_argument("--eval-episodes", type=int, default=None, help="evaluation episodes per side")
+    ap.add_argument("--jobs", type=int, default=None, help="parallel worker processes (default: CPU count)")
+    ap.add_argument("--out", default="results")
+
+
+def run(games=("p4g",), methods=METHODS, seeds=None, steps=None, eval_episodes=None, full=False, out="results",
+        jobs=None, progress=True) -> dict:
+    """Run the benchmark and write its outputs; returns the results.json dict."""
+    import scope_envs
+
+    settings = dict(PRESETS["full" if full else "default"])
+    for key, value in (("seeds", seeds), ("steps", steps), ("eval_episodes", eval_episodes)):
+        if value is not None:
+            settings[key] = value
+    if steps is not None and eval_episodes is None and steps < 5000:  # a smoke run: keep evaluation small too
+        settings["eval_episodes"] = min(settings["eval_episodes"], 200)
+        settings["curve_episodes"] = min(settings["curve_episodes"], 50)
+        settings["curve_points"] = min(settings["curve_points"], 3)
+    if settings["seeds"] < 1 or settings["steps"] < 0:
+        raise ValueError(f"seeds must be >= 1 and steps >= 0, got {settings['seeds']}, {settings['steps']}")
+    for game in games:
+        if f"{game}-heldout" not in scope_envs.registry:
+            known = sorted({s.game for s in scope_envs.registry.values()})
+            raise ValueError(f"unknown game {game!r}; known games: {known}")
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    tasks = [dict(game=g, method=m, seed=s, steps=settings["steps"], eval_episodes=settings["eval_episodes"],
+                  curve_points=settings["curve_points"], curve_episodes=settings["curve_episodes"])
+             for g in games for m in methods for s in range(settings["seeds"])]
+    tasks.sort(key=lambda t: -COST.get(t["method"], 1.0 if t["method"] != "untrained" else 0.1))
+    jobs = max(1, min(jobs or os.cpu_count() or 1, len(tasks)))
+    t0 = time.perf_counter()
+    runs = []
+    from tqdm import tqdm
+
+    bar = tqdm(total=len(tasks), desc="bench", unit="run", disable=not progress)
+    if jobs == 1:
+        for task in tasks:
+            runs.append(run_one(**task))
+            bar.set_postfix_str(f"{task['method']} seed {task['seed']}")
+            bar.update()
+    else:
+        import multiprocessing as mp
+
+        with mp.get_context("fork").Pool(jobs) as pool:
+            for r in pool.imap_unordered(_run_task, tasks):
+                runs.append(r)
+                bar.set_postfix_str(f"{r['method']} seed {r['seed']}")
+                bar.update()
+    bar.close()
+    wall = time.perf_counter() - t0
+    results = summarize(runs)
+    (out / "results.json").write_text(json.dumps(results, indent=1))
+    (out / "curves.json").write_text(json.dumps({"settings": settings, "wall_s": wall, "runs": runs}, indent=1))
+    write_report(out, results, runs, {**settings, "games": list(games), "methods": list(methods), "jobs": jobs}, wall)
+    plot(out, runs)
+    return results
+
+
+def main(args: argparse.Namespace) -> None:
+    t0 = time.perf_counter()
+    run(games=args.games, methods=args.methods, seeds=args.seeds, steps=args.steps,
+        eval_episodes=args.eval_episodes, full=args.full, out=args.out, jobs=args.jobs)
+    print(f"wrote {args.out}/results.json, report.md and plots in {time.perf_counter() - t0:.0f} s")
+    print((Path(args.out) / "report.md").read_text())

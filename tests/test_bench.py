@@ -1,0 +1,52 @@
+"""``scope-envs bench`` end to end (tiny budget) and its statistics."""
+
+import json
+
+import numpy as np
+import pytest
+
+from scope_envs import bench
+from scope_envs.cli import main
+
+KEYS = {"train_success", "heldout_success", "gap", "per_seed", "policy_entropy", "sim_entropy"}
+SEED_KEYS = KEYS - {"per_seed"}
+
+
+def test_bench_end_to_end(tmp_path):
+    out = tmp_path / "res"
+    main(["bench", "--steps", "300", "--seeds", "2", "--eval-episodes", "40", "--out", str(out)])
+    results = json.loads((out / "results.json").read_text())
+    assert set(results) == {"p4g"}
+    assert set(results["p4g"]) == set(bench.METHODS)
+    for method, entry in results["p4g"].items():
+        assert set(entry) == KEYS, method
+        assert set(entry["per_seed"]) == {"0", "1"}
+        for seed in entry["per_seed"].values():
+            assert set(seed) == SEED_KEYS
+            assert seed["gap"] == pytest.approx(seed["train_success"] - seed["heldout_success"])
+            assert 0 <= seed["heldout_success"] <= 2
+        assert entry["gap"] == pytest.approx(np.mean([s["gap"] for s in entry["per_seed"].values()]))
+    report = (out / "report.md").read_text()
+    assert "Welch" in report and "Holm" in report and "dollars" in report
+    for png in ("p4g_learning_curves.png", "p4g_entropy.png"):
+        assert (out / png).stat().st_size > 1000
+
+
+def test_holm():
+    assert bench.holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
+    assert bench.holm([0.5, 0.001]) == pytest.approx([0.5, 0.002])
+
+
+def test_pairwise_tests():
+    rows = bench.pairwise_tests({"a": [1.0, 1.1, 0.9], "b": [0.0, 0.1, -0.1], "c": [1.0, 1.2, 0.8]})
+    assert len(rows) == 3
+    ab = next(r for r in rows if (r["a"], r["b"]) == ("a", "b"))
+    assert ab["diff"] == pytest.approx(1.0) and ab["p"] < 0.01 and ab["p_holm"] >= ab["p"] and ab["d"] > 5
+
+
+def test_method_setup_never_trains_on_heldout():
+    for method in bench.METHODS:
+        env_id, _, _ = bench.method_setup("p4g", method)
+        assert not env_id.endswith("heldout")
+    with pytest.raises(ValueError):
+        bench.method_setup("p4g", "nope")

@@ -1,0 +1,111 @@
+"""The act-level PPO trainer: it learns, co-trains both sides, keeps population members apart,
+shares one network in selfplay, and saves/loads."""
+
+import numpy as np
+import pytest
+import torch
+
+from scope_envs.agents.ppo import PPOConfig, PPOTrainer, evaluate
+
+torch.set_num_threads(1)
+
+
+def params(net):
+    return torch.cat([p.detach().flatten() for p in net.parameters()])
+
+
+def test_ppo_learns_on_a_fixed_seed():
+    """Against the frozen simulator the training return rises; held-out is only measured, before and after."""
+    trainer = PPOTrainer(PPOConfig(env_id="p4g-frozen", total_steps=8000, seed=0))
+    before = evaluate(trainer, "p4g-frozen", episodes=200, seed=1)["success"]
+    history = trainer.train()
+    after = evaluate(trainer, "p4g-frozen", episodes=200, seed=1)["success"]
+    first, last = np.mean([r["return"] for r in history[:2]]), np.mean([r["return"] for r in history[-2:]])
+    assert last > first + 0.2, (first, last)
+    assert after > before + 0.2, (before, after)
+    assert history[-1]["policy_entropy"] < history[0]["policy_entropy"]
+    assert trainer.agent_steps >= 8000 and trainer.env_steps >= trainer.agent_steps
+
+
+def test_masks_are_respected():
+    trainer = PPOTrainer(PPOConfig(env_id="p4g-cotrain", total_steps=0, seed=0, user_init="random"))
+    env = trainer.envs[0]
+    obs, infos = env.reset(seed=3)
+    while env.agents:  # every act the trainer picks is legal (the env raises otherwise)
+        reqs = [(a, obs[a]) for a in env.agents if infos[a]["active"]]
+        acts = {a: 0 for a in env.agents}
+        for (a, o), d in zip(reqs, trainer.act(reqs)):
+            assert o["action_mask"][d["a"]] == 1
+            acts[a] = d["a"]
+        obs, _, _, _, infos = env.step(acts)
+
+
+def test_cotraining_changes_both_networks():
+    trainer = PPOTrainer(PPOConfig(env_id="p4g-cotrain", total_steps=1500, seed=0, bc_episodes=40, bc_steps=20))
+    assert set(trainer.learners) == {"agent_0", "user_0"}
+    before = {n: params(net) for n, net in trainer.learners.items()}
+    init_user = params(trainer.init["user_0"])
+    history = trainer.train()
+    for n, net in trainer.learners.items():
+        assert not torch.allclose(before[n], params(net)), f"{n} did not change"
+    assert torch.equal(init_user, params(trainer.init["user_0"]))  # the KL anchor stays frozen
+    assert "user_0" in history[-1]["losses"] and history[-1]["losses"]["user_0"]["kl_init"] >= 0
+
+
+def test_population_members_diverge():
+    trainer = PPOTrainer(PPOConfig(env_id="p4g-population", env_kwargs={"members": 3}, total_steps=2000, seed=0,
+                                   bc_episodes=40, bc_steps=20, diversity_coef=0.05))
+    users = ["user_0", "user_1", "user_2"]
+    assert set(trainer.learners) == {"agent_0", *users}
+    start = [params(trainer.learners[u]) for u in users]
+    assert all(torch.equal(start[0], s) for s in start)  # members start as one clone of the frozen simulator
+    trainer.train()
+    end = [params(trainer.learners[u]) for u in users]
+    for i in range(3):
+        assert not torch.equal(start[i], end[i])
+        for j in range(i + 1, 3):
+            assert (end[i] - end[j]).norm() > 1e-3, (i, j)
+
+
+def test_selfplay_uses_one_network():
+    trainer = PPOTrainer(PPOConfig(env_id="p4g-cotrain", selfplay=True, total_steps=1000, seed=0,
+                                   bc_episodes=30, bc_steps=20))
+    assert list(trainer.learners) == ["shared"]
+    assert trainer.seat == {"agent_0": "shared", "user_0": "shared"}
+    env = trainer.envs[0]
+    obs, _ = env.reset(seed=0)
+    x_agent, _ = trainer.encode("agent_0", obs["agent_0"])
+    x_user, _ = trainer.encode("user_0", obs["user_0"])
+    assert x_agent.shape == x_user.shape and x_agent[0] == 1 and x_user[1] == 1  # told its role
+    before = params(trainer.learners["shared"])
+    history = trainer.train()
+    assert not torch.equal(before, params(trainer.learners["shared"]))
+    assert set(history[-1]["losses"]) == {"shared"}
+    with pytest.raises(ValueError, match="selfplay"):
+        PPOTrainer(PPOConfig(env_id="p4g-frozen", selfplay=True, total_steps=0))
+
+
+def test_save_and_load(tmp_path):
+    trainer = PPOTrainer(PPOConfig(env_id="p4g-cotrain", total_steps=500, seed=1, bc_episodes=20, bc_steps=10))
+    trainer.train()
+    trainer.save(tmp_path / "run")
+    assert (tmp_path / "run" / "config.json").exists() and (tmp_path / "run" / "model.pt").exists()
+    loaded = PPOTrainer.load(tmp_path / "run")
+    assert loaded.cfg == trainer.cfg and loaded.agent_steps == trainer.agent_steps
+    for n in trainer.learners:
+        assert torch.equal(params(trainer.learners[n]), params(loaded.learners[n]))
+        assert torch.equal(params(trainer.init[n] if n in trainer.init else trainer.learners[n]),
+                           params(loaded.init[n] if n in loaded.init else loaded.learners[n]))
+    a = evaluate(trainer, "p4g-heldout", episodes=20, seed=5, greedy=True)
+    b = evaluate(loaded, "p4g-heldout", episodes=20, seed=5, greedy=True)
+    assert a["success"] == b["success"]
+
+
+def test_same_seed_same_training():
+    runs = [PPOTrainer(PPOConfig(env_id="p4g-frozen", total_steps=600, seed=4)).train() for _ in range(2)]
+    assert [r["return"] for r in runs[0]] == [r["return"] for r in runs[1]]
+
+
+def test_bad_config():
+    with pytest.raises(ValueError, match="user_init"):
+        PPOTrainer(PPOConfig(env_id="p4g-cotrain", user_init="nope", total_steps=0))
