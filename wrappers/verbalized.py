@@ -83,10 +83,19 @@ class VerbalizedSampling(BaseParallelWrapper):
 
     def reset(self, seed=None, options=None):
         obs, infos = self.env.reset(seed=seed, options=options)
-        for info in infos.values():  # the same keys every step, before the first user turn too
+        return obs, self._fill(infos)
+
+    def step(self, actions):
+        obs, rew, term, trunc, infos = self.env.step(actions)
+        return obs, rew, term, trunc, self._fill(infos)
+
+    def _fill(self, infos):
+        # the same keys every step, also before the first user turn and after the last: TorchRL
+        # builds its info spec from one step and then expects those keys on every step
+        for info in infos.values():
             for key, value in {**self._empty(), "vs_fallback": 0}.items():
                 info.setdefault(key, value)
-        return obs, infos
+        return infos
 
     def sample_user_act(self, sim, view, rng):
         cands = sim.verbalize(view, self.k, rng, tail=self.tail)

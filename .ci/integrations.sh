@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# RLlib integration tests in their own virtualenv: Ray pins gymnasium (==1.2.2 for ray 2.60),
+# which our main environment does not share. torch goes first so that nothing pulls a CUDA build.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+python3 -m venv .venv-rllib
+.venv-rllib/bin/pip install -q torch==2.13.0
+.venv-rllib/bin/pip install -q -e . "pytest>=7" "ray[rllib]~=2.60.0"
+.venv-rllib/bin/python -c "import torch, ray.rllib; assert torch.__version__.startswith('2.13.0'), torch.__version__"
+# the RLlib tests, and the README's RLlib snippet (its other snippets skip here: no sb3/torchrl)
+.venv-rllib/bin/python -m pytest -q tests/integrations tests/test_integrations.py::test_readme_snippet_runs

@@ -1,0 +1,316 @@
+"""Wrappers (issue 3): one concern each, docstring examples that run, the invariants they promise."""
+
+import doctest
+import importlib
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+import scope_envs
+from scope_envs.agents.p4g import EmpiricalPersuader, ScriptedPersuader
+from scope_envs.core.env import LEARNABLE
+from scope_envs.wrappers import (LegalActions, RecordTranscripts, SimulatorPopulation, SingleAgentView,
+                                 VerbalizedSampling, read_transcripts)
+from conftest import play_episode
+
+GAMES = sorted({spec.game for spec in scope_envs.registry.values()})
+SINGLE = ("frozen", "vs", "rotation", "heldout")  # the regimes in which only agent_0 acts
+
+pytestmark = pytest.mark.filterwarnings("ignore:.*alternative render modes.*")
+
+
+def make_act(env_id, **kwargs):
+    try:
+        return scope_envs.make(env_id, **kwargs)
+    except ValueError as e:
+        if "no act surface" not in str(e):
+            raise
+        pytest.skip(str(e))
+
+
+@pytest.mark.parametrize("module", ["verbalized", "population", "single_agent", "record", "legal"])
+def test_docstring_examples_run(module):
+    mod = importlib.import_module(f"scope_envs.wrappers.{module}")
+    result = doctest.testmod(mod, optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0
+
+
+def masked_random(rng):
+    return lambda obs: int(rng.choice(np.flatnonzero(obs["action_mask"])))
+
+
+def run_view(env, policy, seed):
+    obs, info = env.reset(seed=seed)
+    total, steps, done = 0.0, [], False
+    while not done:
+        a = policy(obs)
+        obs, r, term, trunc, info = env.step(a)
+        total += r
+        steps.append((a, r))
+        done = term or trunc
+    return total, steps, info
+
+
+# -- SingleAgentView -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("regime", SINGLE)
+@pytest.mark.parametrize("game", GAMES)
+def test_single_agent_view_passes_gymnasium_check_env(game, regime):
+    check_env(SingleAgentView(make_act(f"{game}-{regime}", render_mode="ansi")), skip_render_check=False)
+
+
+@pytest.mark.parametrize("regime", SINGLE)
+@pytest.mark.parametrize("game", GAMES)
+def test_single_agent_view_and_recording_on_the_text_surface_of_every_game(game, regime, tmp_path):
+    env = SingleAgentView(RecordTranscripts(scope_envs.make(f"{game}-{regime}", surface="text"), tmp_path / "t.jsonl"))
+    for ep in range(2):
+        total, steps, info = run_view(env, lambda obs: "Hello, how can I help you today?", seed=ep)
+        assert isinstance(total, float) and info["messages"][0]["role"] == "system"
+    lines = read_transcripts(tmp_path / "t.jsonl")
+    assert [x["seed"] for x in lines] == [0, 1] and all(x["game"] == game and x["finished"] for x in lines)
+    assert lines[0]["turns"][0]["text"] == "Hello, how can I help you today?"
+
+
+def test_single_agent_view_of_the_user_against_a_fixed_persuader():
+    env = SingleAgentView(scope_envs.make("p4g-cotrain"), role="user_0", others={"agent_0": ScriptedPersuader()})
+    check_env(env)
+    assert env.action_space.n == 28
+    total, steps, info = run_view(env, masked_random(np.random.default_rng(0)), seed=3)
+    assert info["active"] is False or info["turn"] > 0
+    # the user's reward arrives at the end, on its own last step (the persuader's closing turn is folded in)
+    assert all(r == 0.0 for _, r in steps[:-1]) and total == steps[-1][1]
+
+
+def test_single_agent_view_plays_every_other_role_with_a_callable_policy():
+    rng = np.random.default_rng(1)
+    env = SingleAgentView(scope_envs.make("p4g-cotrain"), others={"user_0": masked_random(rng)})
+    total, steps, info = run_view(env, masked_random(np.random.default_rng(2)), seed=0)
+    assert total == pytest.approx(info["actual"])  # the persuader earns the donation
+    assert len(steps) == info["persuader_turns"]  # one step per persuader turn, the user's turns played through
+
+
+def test_single_agent_view_return_is_the_donation_and_is_deterministic():
+    runs = [run_view(SingleAgentView(scope_envs.make("p4g-rotation")), masked_random(np.random.default_rng(0)), 7)
+            for _ in range(2)]
+    assert runs[0][:2] == runs[1][:2]
+    assert runs[0][0] == pytest.approx(runs[0][2]["actual"])
+
+
+def test_single_agent_view_text_surface():
+    env = SingleAgentView(scope_envs.make("p4g-vs", surface="text"),)
+    obs, info = env.reset(seed=0)
+    assert isinstance(obs, str) and "messages" in info
+    total, steps, info = run_view(env, lambda o: "Would you donate to Save the Children?", seed=0)
+    assert total == pytest.approx(info["actual"]) and "[DONATE $" in info["messages"][-1]["content"]
+    # a persuader simulator in the user's place on the text surface speaks through the realizer
+    user = SingleAgentView(scope_envs.make("p4g-cotrain", surface="text"), role="user_0",
+                           others={"agent_0": EmpiricalPersuader()})
+    total, steps, info = run_view(user, lambda o: "Okay, I'll give something. [DONATE $0.25]", seed=1)
+    assert info["intended"] == pytest.approx(0.25) and info["stated"] == 1.0
+
+
+def test_single_agent_view_illegal_acts():
+    env = SingleAgentView(scope_envs.make("p4g-frozen"))
+    env.reset(seed=0)
+    assert not env.action_masks()[0]
+    _, _, _, _, info = env.step(0)  # the no-op is masked for the speaker: replaced, and counted
+    assert info["illegal_actions"] == 1
+    strict = SingleAgentView(scope_envs.make("p4g-frozen"), illegal="raise")
+    strict.reset(seed=0)
+    with pytest.raises(ValueError, match="agent_0: act 0"):
+        strict.step(0)
+
+
+def test_single_agent_view_clear_errors():
+    with pytest.raises(ValueError, match="role 'user_0' is not an agent"):
+        SingleAgentView(scope_envs.make("p4g-frozen"), role="user_0")
+    with pytest.raises(ValueError, match="others: 'user_7'"):
+        SingleAgentView(scope_envs.make("p4g-cotrain"), others={"user_7": ScriptedPersuader()})
+    with pytest.raises(ValueError, match="Simulator or a callable"):
+        SingleAgentView(scope_envs.make("p4g-cotrain"), others={"user_0": 3})
+    env = SingleAgentView(scope_envs.make("p4g-cotrain"))
+    with pytest.raises(ValueError, match="user_0 is live but has no policy"):
+        env.reset(seed=0)
+        env.step(int(np.flatnonzero(env.action_masks())[0]))
+    pop = SingleAgentView(scope_envs.make("p4g-population", members=3, schedule="round_robin"), role="user_2",
+                          others={"agent_0": ScriptedPersuader()})
+    with pytest.raises(ValueError, match="'user_2' is not live this episode"):
+        pop.reset(seed=0)
+    with pytest.raises(ValueError, match="finished episode"):
+        SingleAgentView(scope_envs.make("p4g-frozen")).step(1)
+
+
+# -- RecordTranscripts -------------------------------------------------------------------
+
+
+def test_record_transcripts_one_line_per_finished_episode(tmp_path):
+    path = tmp_path / "t.jsonl"
+    env = RecordTranscripts(scope_envs.make("p4g-rotation"), path)
+    rng = np.random.default_rng(0)
+    traces = [play_episode(env, rng, seed=5 if ep == 0 else None) for ep in range(3)]
+    lines = read_transcripts(path)
+    assert [x["episode"] for x in lines] == [0, 1, 2] and {x["seed"] for x in lines} == {5}
+    for line, trace in zip(lines, traces):
+        assert line["regime"] == "rotation" and line["finished"] and line["persona"]
+        assert line["simulator"].startswith("collapsed-")
+        assert line["returns"]["agent_0"] == pytest.approx(sum(t[2]["agent_0"] for t in trace))
+        assert line["outcome"]["actual"] == line["returns"]["agent_0"]
+        assert all(t["text"] and t["act_name"] for t in line["turns"])
+        assert [t["role"] for t in line["turns"][:2]] == ["persuader", "persuadee"]
+    assert len({x["id"] for x in lines}) == 3
+
+
+def test_record_transcripts_seed_and_episode_reproduce_the_episode(tmp_path):
+    rng = np.random.default_rng(0)
+    env = RecordTranscripts(scope_envs.make("p4g-vs"), tmp_path / "a.jsonl")
+    for ep in range(3):
+        play_episode(env, rng, seed=9 if ep == 0 else None)
+    third = read_transcripts(tmp_path / "a.jsonl")[2]
+    rng = np.random.default_rng(0)
+    again = RecordTranscripts(scope_envs.make("p4g-vs"), tmp_path / "b.jsonl")
+    for ep in range(3):
+        play_episode(again, rng, seed=third["seed"] if ep == 0 else None)
+    assert read_transcripts(tmp_path / "b.jsonl")[2]["turns"] == third["turns"]
+
+
+def test_record_transcripts_text_surface_and_population(tmp_path):
+    env = RecordTranscripts(scope_envs.make("p4g-population", members=2, surface="text"), tmp_path / "t.jsonl")
+    rng = np.random.default_rng(0)
+    for ep in range(2):
+        play_episode(env, rng, seed=0 if ep == 0 else None)
+    lines = read_transcripts(tmp_path / "t.jsonl")
+    assert lines[0]["surface"] == "text" and lines[0]["simulator"] in ("user_0", "user_1")
+    assert set(lines[0]["returns"]) == {"agent_0", lines[0]["simulator"]}
+    sent = {"Hello!", "Would you donate? [DONATE $0.50]", "bye"}  # conftest's random text actions
+    assert {t["text"] for x in lines for t in x["turns"]} <= sent
+
+
+CRASH = """
+import os, sys, numpy as np, scope_envs
+from scope_envs.wrappers import RecordTranscripts
+env = RecordTranscripts(scope_envs.make("p4g-frozen"), sys.argv[1])
+rng = np.random.default_rng(0)
+for ep in range(3):
+    obs, _ = env.reset(seed=1 if ep == 0 else None)
+    while env.agents:
+        if ep == 2 and obs["agent_0"]["observation"][0] > 0:  # in the middle of the third episode
+            os._exit(1)
+        obs, *_ = env.step({"agent_0": int(rng.choice(np.flatnonzero(obs["agent_0"]["action_mask"])))})
+"""
+
+
+def test_record_transcripts_survive_an_interrupted_process(tmp_path):
+    path = tmp_path / "t.jsonl"
+    proc = subprocess.run([sys.executable, "-c", CRASH, str(path)], capture_output=True, text=True)
+    assert proc.returncode == 1, proc.stderr
+    assert [x["episode"] for x in read_transcripts(path)] == [0, 1]
+
+
+def test_record_transcripts_close_mid_episode_and_a_cut_line(tmp_path):
+    path = tmp_path / "t.jsonl"
+    env = RecordTranscripts(scope_envs.make("p4g-frozen"), path)
+    obs, _ = env.reset(seed=0)
+    env.step({"agent_0": 1})
+    env.close()
+    (line,) = read_transcripts(path)
+    assert line["finished"] is False and len(line["turns"]) == 2
+    with open(path, "a") as f:
+        f.write('{"id": "cut sho')  # what a crash during the write leaves behind
+    assert len(read_transcripts(path)) == 1
+
+
+# -- VerbalizedSampling and SimulatorPopulation --------------------------------------------
+
+
+VS_KEYS = {"vs_candidates", "vs_probs", "vs_chosen", "vs_fallback"}
+
+
+@pytest.mark.parametrize("surface", ["act", "text"])
+def test_vs_regime_is_the_wrapper_and_reports_candidates_every_step(surface):
+    env = scope_envs.make("p4g-vs", surface=surface, k=4)
+    assert isinstance(env, VerbalizedSampling) and env.k == 4
+    trace = play_episode(env, np.random.default_rng(0), seed=0)
+    for *_, infos in trace:
+        info = infos["agent_0"]
+        assert VS_KEYS <= set(info) and info["vs_candidates"].shape == (4,)
+        if info["vs_chosen"] >= 0:
+            assert info["vs_candidates"][info["vs_chosen"]] >= 0 and info["vs_probs"][info["vs_chosen"]] > 0
+    assert trace[-1][5]["agent_0"]["vs_chosen"] == -1 or trace[-1][3]["agent_0"]
+
+
+def _user_acts(env, episodes=40):
+    rng, acts = np.random.default_rng(0), []
+    for ep in range(episodes):
+        env.reset(seed=ep)
+        play_episode(env, rng)
+        acts += [t.act for t in env.unwrapped.game.history if t.role == env.unwrapped.game.user_role]
+    return np.bincount(acts, minlength=28) / len(acts)
+
+
+def test_vs_is_more_diverse_than_the_frozen_simulator():
+    def entropy(p):
+        p = p[p > 0]
+        return float(-(p * np.log(p)).sum())
+
+    assert entropy(_user_acts(scope_envs.make("p4g-vs"))) > entropy(_user_acts(scope_envs.make("p4g-frozen"))) + 0.3
+
+
+@pytest.mark.parametrize("regime", ["rotation", "population"])
+def test_rotation_and_population_are_the_population_wrapper(regime):
+    env = scope_envs.make(f"p4g-{regime}", schedule="round_robin")
+    assert isinstance(env, SimulatorPopulation)
+    n = len(env.unwrapped.members)
+    rng = np.random.default_rng(0)
+    members = []
+    for ep in range(2 * n):
+        trace = play_episode(env, rng, seed=0 if ep == 0 else None)
+        members.append(trace[-1][5]["agent_0"]["member"])
+    assert members == list(range(n)) * 2
+    info = trace[-1][5]["agent_0"]
+    assert list(info["member_episodes"]) == [2] * n and info["member_returns"].shape == (n,)
+
+
+def test_bandit_schedule_meets_the_hardest_member_most():
+    from scope_envs.agents.p4g import CollapsedPersuadee
+
+    stingy, generous = CollapsedPersuadee(cooperation=-3.0, name="stingy"), CollapsedPersuadee(name="generous")
+    env = SimulatorPopulation(scope_envs.make("p4g-frozen"), [generous, stingy], schedule="bandit", exploration=0.5)
+    rng = np.random.default_rng(0)
+    for ep in range(60):
+        play_episode(env, rng, seed=0 if ep == 0 else None)
+    assert env.episodes[1] > env.episodes[0]
+    assert env.returns[1] / env.episodes[1] < env.returns[0] / env.episodes[0]
+
+
+def test_population_of_learnable_slots_by_hand():
+    env = SimulatorPopulation(scope_envs.make("p4g-cotrain"), [LEARNABLE] * 2, schedule="uniform")
+    assert env.possible_agents == ["agent_0", "user_0", "user_1"]
+
+
+# -- LegalActions -----------------------------------------------------------------------------
+
+
+def test_legal_actions_replaces_only_masked_acts_deterministically():
+    def run():
+        env = LegalActions(scope_envs.make("p4g-cotrain"))
+        obs, infos = env.reset(seed=4)
+        out = []
+        while env.agents:
+            obs, rew, term, trunc, infos = env.step({a: 5 for a in env.agents})  # often illegal
+            out.append([t.act for t in env.unwrapped.game.history])
+        return out, infos
+
+    (a, infos), (b, _) = run(), run()
+    assert a == b and infos["agent_0"]["illegal_actions"] + infos["user_0"]["illegal_actions"] > 0
+    env = LegalActions(scope_envs.make("p4g-frozen"))
+    obs, _ = env.reset(seed=0)
+    env.step({"agent_0": 3})
+    assert env.unwrapped.game.history[0].act == 3  # a legal act passes untouched
+    with pytest.raises(ValueError, match="out of range"):
+        env.step({"agent_0": 99})
+    with pytest.raises(ValueError, match="act surface"):
+        LegalActions(scope_envs.make("p4g-frozen", surface="text"))

@@ -1,0 +1,107 @@
+"""Append every finished episode to a JSON-lines file, one line per episode.
+
+A line holds ``id``, ``seed`` and ``episode`` (the seed of the last seeded
+reset and the episode's index since it, which together reproduce it),
+``regime``, ``persona``, ``simulator`` (the user-seat member's name, or the
+live user agent), ``surface``, ``turns`` (role, act, act name and text of each
+turn; act-surface turns get a rendering of their act), ``outcome``,
+``returns`` (per agent), and ``finished`` (False only for an episode cut off
+by ``close()``). Each line is flushed and synced when its episode ends, so an
+interrupted process loses at most the episode in flight.
+
+Example::
+
+    >>> import json, tempfile, numpy as np, scope_envs
+    >>> from scope_envs.wrappers import RecordTranscripts
+    >>> path = tempfile.mktemp(suffix=".jsonl")
+    >>> env = RecordTranscripts(scope_envs.make("p4g-frozen"), path)
+    >>> obs, infos = env.reset(seed=0)
+    >>> while env.agents:
+    ...     obs, *_ = env.step({"agent_0": int(np.flatnonzero(obs["agent_0"]["action_mask"])[-1])})
+    >>> line = json.loads(open(path).readline())
+    >>> line["seed"], line["regime"], line["turns"][0]["role"], line["finished"]
+    (0, 'frozen', 'persuader', True)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+
+import numpy as np
+from pettingzoo.utils import BaseParallelWrapper
+
+
+class RecordTranscripts(BaseParallelWrapper):
+    def __init__(self, env, path: str | os.PathLike):
+        super().__init__(env)
+        self.path = os.fspath(path)
+        self._seed: int | None = None
+        self._episode = -1
+        self._returns: dict[str, float] | None = None
+
+    def reset(self, seed=None, options=None):
+        if seed is not None:
+            self._seed, self._episode = seed, -1
+        self._episode += 1
+        obs, infos = self.env.reset(seed=seed, options=options)
+        self._returns = {a: 0.0 for a in self.env.agents}
+        return obs, infos
+
+    def step(self, actions):
+        obs, rew, term, trunc, infos = self.env.step(actions)
+        for a, r in rew.items():
+            self._returns[a] = self._returns.get(a, 0.0) + float(r)
+        if not self.env.agents:
+            self._write(finished=True)
+        return obs, rew, term, trunc, infos
+
+    def close(self):
+        if self._returns is not None and self.env.agents:
+            self._write(finished=False)
+        self.env.close()
+
+    def _write(self, finished: bool):
+        base = self.env.unwrapped
+        game = base.game
+        sim = base.simulator
+        turns = []
+        for i, t in enumerate(game.history):
+            # the same rendering as render(): its own generator, so the env's randomness is untouched
+            text = t.text or game.realize(t.role, t.act, np.random.default_rng(i))
+            turns.append({"role": t.role, "act": int(t.act), "act_name": game.acts(t.role)[t.act], "text": text})
+        record = {
+            "id": uuid.uuid4().hex,
+            "seed": self._seed,
+            "episode": self._episode,
+            "game": game.name,
+            "regime": base.regime,
+            "surface": base.surface.name,
+            "persona": game.persona.id if game.persona else None,
+            "simulator": sim.name if sim is not None else base.member_agent[base.member],
+            "member": int(base.member),
+            "turns": turns,
+            "outcome": {k: float(v) for k, v in game.outcome().items()},
+            "returns": self._returns,
+            "finished": finished,
+        }
+        # one write per line, then fsync: a crash can cut only the line being written, never an earlier one
+        with open(self.path, "a", encoding="utf-8") as f:
+            f.write(json.dumps(record) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+        self._returns = None
+
+
+def read_transcripts(path: str | os.PathLike) -> list[dict]:
+    """The recorded episodes; a last line cut short by a crash is skipped."""
+    out = []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            try:
+                out.append(json.loads(line))
+            except json.JSONDecodeError:
+                if line.endswith("\n"):
+                    raise
+    return out
