@@ -442,19 +442,22 @@ def entropy_of_counts(counts: np.ndarray) -> float:
 def evaluate(trainer: PPOTrainer, env_id: str, episodes: int = 500, seed: int = 12345, num_envs: int = 16,
              greedy: bool = False, **env_kwargs) -> dict:
     """Play ``episodes`` episodes of ``env_id`` with the trained persuader (and, where the env has
-    learnable users, the trained user networks). Returns ``success`` (mean agent_0 return: for p4g
-    the mean actual donation in dollars), ``intended``, ``policy_entropy`` (mean entropy of the
-    persuader's policy per decision, nats), ``sim_entropy`` (entropy of the user's act frequencies
-    over all its turns, nats) and ``returns``."""
+    learnable users, the trained user networks). Returns ``success`` (the mean of the game's
+    ``success_metric`` outcome — for p4g the actual donation in dollars, for cooperbench the
+    cooperative success rate — or of agent_0's return), ``outcome`` (the mean of every outcome key),
+    ``policy_entropy`` (mean entropy of the persuader's policy per decision, nats), ``sim_entropy``
+    (entropy of the user's act frequencies over all its turns, nats) and ``returns``."""
     envs = [scope_envs.make(env_id, **env_kwargs) for _ in range(num_envs)]
     eps, _ = trainer.play(envs, episodes, seed=seed, greedy=greedy)
     returns = np.array([e["return"] for e in eps])
     n_user = envs[0].action_space(envs[0].possible_agents[-1]).n if len(envs[0].possible_agents) > 1 else None
     user_acts = np.concatenate([e["user_acts"] for e in eps]).astype(int)
     counts = np.bincount(user_acts, minlength=n_user or 1)
+    outcome = {k: float(np.mean([e["outcome"][k] for e in eps])) for k in eps[0]["outcome"]}
+    metric = envs[0].unwrapped.game.success_metric
     return {
-        "success": float(returns.mean()),
-        "intended": float(np.mean([e["outcome"].get("intended", np.nan) for e in eps])),
+        "success": outcome[metric] if metric else float(returns.mean()),
+        "outcome": outcome,
         "policy_entropy": float(np.mean([d["ent"] for e in eps for d in e["traj"].get(AGENT, [])])),
         "sim_entropy": entropy_of_counts(counts),
         "returns": returns,

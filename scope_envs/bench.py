@@ -18,8 +18,10 @@ population     ``<game>-population`` (K=4)     ``<game>-population`` with the K 
 selfplay       ``<game>-cotrain``, one net     ``<game>-cotrain``, the same net as the user
 =============  ==============================  ======================================
 
-"Success" is the persuader's mean episode return: for p4g, the mean *actual*
-donation in dollars (0 to 2). Outputs in ``--out``: ``results.json``,
+"Success" is each game's ``success_metric``: for p4g the mean *actual*
+donation in dollars (0 to 2), for cooperbench the cooperative success rate
+(both features complete, clean merge), next to its conflict rate, message
+share and the solo baseline. Outputs in ``--out``: ``results.json``,
 ``report.md``, ``curves.json``, ``<game>_learning_curves.png``,
 ``<game>_entropy.png``.
 """
@@ -99,7 +101,7 @@ def run_one(game: str, method: str, seed: int, steps: int, eval_episodes: int, c
         "metrics": {"train_success": tr["success"], "heldout_success": ho["success"],
                     "gap": tr["success"] - ho["success"], "policy_entropy": tr["policy_entropy"],
                     "sim_entropy": tr["sim_entropy"]},
-        "heldout_intended": ho["intended"],
+        "outcomes": {"train": tr["outcome"], "heldout": ho["outcome"]},
         "curve": curve,
         "training": [{"agent_steps": r["agent_steps"], "return": r["return"], "policy_entropy": r["policy_entropy"],
                       "user_entropy": r["user_entropy"]} for r in history],
@@ -176,10 +178,10 @@ def claims(table: dict) -> list[str]:
         high = f["train_success"] > u["train_success"]
         near = abs(f["heldout_success"] - u["heldout_success"]) <= 0.25 * max(f["gap"], 1e-9)
         lines.append(
-            f"1. Frozen-simulator RL scores high on its simulator (${f['train_success']:.3f} vs untrained "
-            f"${u['train_success']:.3f}: {'yes' if high else 'no'}) and near the untrained baseline on held-out users "
-            f"(${f['heldout_success']:.3f} vs ${u['heldout_success']:.3f}; 'near' = within a quarter of frozen's gap "
-            f"${f['gap']:.3f}: {'yes' if near else 'no'}).")
+            f"1. Frozen-simulator RL scores high on its simulator ({f['train_success']:.3f} vs untrained "
+            f"{u['train_success']:.3f}: {'yes' if high else 'no'}) and near the untrained baseline on held-out users "
+            f"({f['heldout_success']:.3f} vs {u['heldout_success']:.3f}; 'near' = within a quarter of frozen's gap "
+            f"{f['gap']:.3f}: {'yes' if near else 'no'}).")
     if "frozen" in m:
         f = m["frozen"]
         for k in ("vs", "cotrain"):
@@ -188,30 +190,52 @@ def claims(table: dict) -> list[str]:
                 rec = (g["heldout_success"] - f["heldout_success"])
                 smaller = g["gap"] < 0.5 * f["gap"]
                 lines.append(
-                    f"2. {k}: gap ${g['gap']:.3f} vs frozen's ${f['gap']:.3f} (less than half: "
-                    f"{'yes' if smaller else 'no'}); held-out ${g['heldout_success']:.3f}, "
+                    f"2. {k}: gap {g['gap']:.3f} vs frozen's {f['gap']:.3f} (less than half: "
+                    f"{'yes' if smaller else 'no'}); held-out {g['heldout_success']:.3f}, "
                     f"{'+' if rec >= 0 else ''}{rec:.3f} vs frozen ({'better' if rec > 0 else 'not better'}). "
                     f"Recovers most of the gap (both): {'yes' if smaller and rec > 0 else 'no'}.")
     if "population" in m:
         best = max(m, key=lambda k: m[k]["heldout_success"])
         lines.append(f"3. Population co-training best on held-out: the best method is {best} "
-                     f"(${m[best]['heldout_success']:.3f}; population ${m['population']['heldout_success']:.3f}): "
+                     f"({m[best]['heldout_success']:.3f}; population {m['population']['heldout_success']:.3f}): "
                      f"{'yes' if best == 'population' else 'no'} (significance: see the tests above).")
+    return lines
+
+
+LABELS = {"p4g": "mean donation ($)", "cooperbench": "cooperative success rate"}
+
+
+def cooperbench_metrics(results: dict, runs: list[dict]) -> list[str]:
+    """CooperBench's own figures: conflicts, talk, and the solo baseline on the same held-out tasks."""
+    from scope_envs.games.cooperbench import world
+
+    solo = np.mean([world.solo_success(t, 12) for t in world.tasks("heldout")])
+    lines = ["### CooperBench metrics on held-out partners and tasks", "",
+             f"Solo baseline (one agent that knows both features, within one teammate's 12 turns): {solo:.2f}.", "",
+             "| method | cooperative success | own feature | partner feature | merge-conflict rate | message share |",
+             "|---|---|---|---|---|---|"]
+    for method in results["cooperbench"]:
+        outs = [r["outcomes"]["heldout"] for r in runs if r["game"] == "cooperbench" and r["method"] == method]
+        mean = {k: np.mean([o[k] for o in outs]) for k in outs[0]}
+        lines.append(f"| {method} | {mean['success']:.3f} | {mean['teammate_feature']:.3f} | "
+                     f"{mean['partner_feature']:.3f} | {mean['merge_conflict']:.3f} | {mean['message_share']:.3f} |")
     return lines
 
 
 def write_report(out: Path, results: dict, runs: list[dict], settings: dict, wall_s: float) -> None:
     lines = ["# scope-envs bench", "",
              f"Settings: {json.dumps(settings)}. Wall time: {wall_s:.0f} s.", "",
-             "Success is the persuader's mean episode return: for p4g, the mean **actual donation in dollars** "
-             "($0-$2; held-out human proxies do not always give what they state). *train* is measured against the "
+             "Success is each game's success metric: for p4g the mean **actual donation in dollars** "
+             "($0-$2; held-out human proxies do not always give what they state), for cooperbench the "
+             "**cooperative success rate** (both features complete and a clean merge). *train* is measured against the "
              "simulator(s) the method trained with (untrained: the frozen simulator), *held-out* against "
              "`<game>-heldout`, never used in training. Means ± sd across seeds; entropies in nats "
              "(policy: the persuader's per-decision entropy against its training simulator; sim: entropy of the "
              "user's act frequencies there).", ""]
     for game, table in results.items():
-        lines += [f"## {game}", "",
-                  "| method | train ($) | held-out ($) | gap | policy entropy | sim entropy | seeds |",
+        unit = LABELS.get(game, "success")
+        lines += [f"## {game}: {unit}", "",
+                  "| method | train | held-out | gap | policy entropy | sim entropy | seeds |",
                   "|---|---|---|---|---|---|---|"]
         for method, e in table.items():
             ps = e["per_seed"].values()
@@ -220,11 +244,13 @@ def write_report(out: Path, results: dict, runs: list[dict], settings: dict, wal
                          f"{e['policy_entropy']:.3f} | {e['sim_entropy']:.3f} | {len(e['per_seed'])} |")
         tests = pairwise_tests({m: [s["heldout_success"] for s in e["per_seed"].values()] for m, e in table.items()})
         lines += ["", f"### Held-out success, pairwise Welch t-tests ({len(tests)} pairs, Holm-Bonferroni)", "",
-                  "| A | B | A − B ($) | t | p | p (Holm) | Cohen's d | significant (0.05, Holm) |",
+                  "| A | B | A − B | t | p | p (Holm) | Cohen's d | significant (0.05, Holm) |",
                   "|---|---|---|---|---|---|---|---|"]
         for r in sorted(tests, key=lambda r: r["p"]):
             lines.append(f"| {r['a']} | {r['b']} | {r['diff']:+.3f} | {r['t']:.2f} | {r['p']:.2g} | {r['p_holm']:.2g} "
                          f"| {r['d']:+.2f} | {'yes' if r['p_holm'] < 0.05 else 'no'} |")
+        if game == "cooperbench":
+            lines += ["", *cooperbench_metrics(results, runs)]
         lines += ["", "### The paper's claims, checked against these numbers", "", *claims(table), "",
                   f"Plots: `{game}_learning_curves.png`, `{game}_entropy.png`.", ""]
     speeds = [r["env_steps_per_s"] for r in runs if r["env_steps_per_s"]]
@@ -258,7 +284,7 @@ def plot(out: Path, runs: list[dict]) -> None:
             ax.set_xlabel("persuader decisions")
         for ax in axes.flat[len(methods):]:
             ax.axis("off")
-        axes[0, 0].set_ylabel("mean donation ($)" if game == "p4g" else "success")
+        axes[0, 0].set_ylabel(LABELS.get(game, "success"))
         axes[0, 0].legend(fontsize=8)
         fig.suptitle(f"{game}: learning curves (mean over seeds, band = min..max)")
         fig.tight_layout()

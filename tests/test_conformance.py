@@ -12,6 +12,15 @@ import scope_envs
 from conftest import ALL_IDS, SURFACES, play_episode
 
 
+TEXT_ONLY = {"tau2"}  # games whose act surface is not built yet (tau2: issue 7); make(surface="act") raises
+
+
+def _make(env_id, surface="act"):
+    if surface == "act" and scope_envs.registry[env_id].game in TEXT_ONLY:
+        pytest.skip(f"{env_id} has no act surface yet (issue 7): make(..., surface='act') raises a ValueError")
+    return scope_envs.make(env_id, surface=surface)
+
+
 @pytest.fixture(autouse=True)
 def _quiet():
     with warnings.catch_warnings():
@@ -23,13 +32,13 @@ def _quiet():
 @pytest.mark.parametrize("surface", SURFACES)
 @pytest.mark.parametrize("env_id", ALL_IDS)
 def test_parallel_api(env_id, surface):
-    parallel_api_test(scope_envs.make(env_id, surface=surface), num_cycles=200)
+    parallel_api_test(_make(env_id, surface), num_cycles=200)
 
 
 @pytest.mark.parametrize("surface", SURFACES)
 @pytest.mark.parametrize("env_id", ALL_IDS)
 def test_aec_api(env_id, surface):
-    api_test(parallel_to_aec(scope_envs.make(env_id, surface=surface)), num_cycles=200)
+    api_test(parallel_to_aec(_make(env_id, surface)), num_cycles=200)
 
 
 def _same(a, b):
@@ -47,17 +56,17 @@ def _same(a, b):
 def test_multi_episode_determinism(env_id, surface):
     runs = []
     for _ in range(2):
-        env, rng = scope_envs.make(env_id, surface=surface), np.random.default_rng(3)
+        env, rng = _make(env_id, surface), np.random.default_rng(3)
         runs.append([play_episode(env, rng, seed=11 if ep == 0 else None) for ep in range(4)])
     assert _same(runs[0], runs[1])
-    env, rng = scope_envs.make(env_id, surface=surface), np.random.default_rng(3)
+    env, rng = _make(env_id, surface), np.random.default_rng(3)
     other = [play_episode(env, rng, seed=12 if ep == 0 else None) for ep in range(4)]
     assert not _same(runs[0], other), "a different seed should give different episodes"
 
 
 @pytest.mark.parametrize("env_id", ALL_IDS)
 def test_spaces_by_identity_and_every_live_agent_observed(env_id):
-    env = scope_envs.make(env_id)
+    env = _make(env_id)
     obs, infos = env.reset(seed=0)
     spaces = {a: (env.observation_space(a), env.action_space(a)) for a in env.possible_agents}
     rng = np.random.default_rng(0)
@@ -74,5 +83,6 @@ def test_spaces_by_identity_and_every_live_agent_observed(env_id):
 def test_pettingzoo_registry(env_id):
     spec = scope_envs.registry[env_id]
     env = pettingzoo.make("parallel", spec.pettingzoo_id)
-    assert env.possible_agents == scope_envs.make(env_id).possible_agents
+    surface = "text" if spec.game in TEXT_ONLY else "act"
+    assert env.possible_agents == _make(env_id, surface).possible_agents
     assert env.unwrapped.regime == spec.regime

@@ -161,8 +161,11 @@ class DialogueParallelEnv(ParallelEnv):
             self._sim_info = {}
             truncated = not self._run_simulator()
 
-        done = self.game.active_role() is None
-        role_rewards = self.game.rewards() if done else {}
+        over = self.game.active_role() is None
+        # a game cut short by its own limits (steps, tool errors) truncates rather than terminates
+        truncated = truncated or (over and self.game.truncated())
+        done = over and not truncated
+        role_rewards = self.game.rewards() if over else {}
         obs = self._observe()
         rewards = {a: float(role_rewards.get(self._role[a], 0.0)) for a in self.agents}
         terms = {a: done for a in self.agents}

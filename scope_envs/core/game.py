@@ -39,6 +39,8 @@ class Game(ABC):
     user_role: str  # the role the simulator / user_k plays
     max_turns: int
     user_player: Any = None  # the Simulator in the user seat this episode, None when learnable
+    success_metric: str | None = None  # the outcome key the benchmark calls success (None: agent_0's return)
+    success_label: str = "success"
 
     def __init__(self) -> None:
         self.history: list[Turn] = []
@@ -101,6 +103,18 @@ class Game(ABC):
     def private(self, role: str) -> dict[str, Any]:
         """What only ``role`` knows beyond its persona card (its own task, say)."""
         return {}
+
+    def truncated(self) -> bool:
+        """Once over: True when the game was cut short (a step or error limit) rather than finished."""
+        return False
+
+    def transcript(self, role: str) -> str | None:
+        """The text surface's observation for ``role``; None for the surface's default rendering."""
+        return None
+
+    def text_infos(self, role: str) -> dict[str, Any] | None:
+        """The text surface's infos for ``role`` (must hold ``messages``); None for the default."""
+        return None
 
 
 class InGameError(Exception):

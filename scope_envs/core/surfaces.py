@@ -118,8 +118,9 @@ class TextSurface:
         return self._act_space
 
     def observe(self, role, active: bool, errors: list[str]) -> np.str_:
-        lines = []
-        for turn in self.game.history:
+        custom = self.game.transcript(role)  # a game may render its own transcript (tau2: tools, policy)
+        lines = [] if custom is None else [custom]
+        for turn in self.game.history if custom is None else ():
             who = "You" if turn.role == role else turn.role.capitalize()
             lines.append(f"{who}: {turn.text}")
         lines += [f"[error] {e}" for e in errors]
@@ -137,6 +138,9 @@ class TextSurface:
         return self.game.understand(role, action), action.strip()
 
     def infos(self, role: str) -> dict:
+        custom = self.game.text_infos(role)
+        if custom is not None:
+            return custom
         messages = [{"role": "system", "content": self.game.instructions(role)}]
         for turn in self.game.history:
             messages.append({"role": "assistant" if turn.role == role else "user", "content": turn.text})

@@ -35,8 +35,8 @@ Spaces
 Rewards (at the end)
     ``agent_0``: team success (1.0 if both features are complete and the merge
     is clean) + 0.5 if its own feature is complete. ``infos`` carry
-    ``success``, ``teammate_feature``, ``partner_feature``, ``conflicts`` and
-    ``message_share``. A learnable partner's ``user_reward=``: ``persona``
+    ``success``, ``teammate_feature``, ``partner_feature``, ``conflicts`` (regions),
+    ``merge_conflict`` (0/1) and ``message_share``. A learnable partner's ``user_reward=``: ``persona``
     (default): team success + 0.5 for its own feature - |message share - the
     ``talk`` on its card|, a teammate true to its style; ``adversarial``: minus
     the agent's reward; ``mixed``: 0.5 * persona + 0.5 * adversarial.

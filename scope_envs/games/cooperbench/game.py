@@ -40,6 +40,8 @@ class CooperBenchGame(Game):
     name = "cooperbench"
     agent_role = TEAMMATE
     user_role = PARTNER
+    success_metric = "success"
+    success_label = "cooperative success rate"
 
     def __init__(self, max_turns: int = 12, user_reward: str = "persona"):
         super().__init__()
@@ -141,6 +143,7 @@ class CooperBenchGame(Game):
             "teammate_feature": float(done[TEAMMATE]),
             "partner_feature": float(done[PARTNER]),
             "conflicts": float(len(conflicts)),
+            "merge_conflict": float(bool(conflicts)),
             "message_share": self.messages / max(1, len(self.history)),
         }
 
@@ -163,7 +166,8 @@ class CooperBenchGame(Game):
         return np.concatenate([multi.ravel(), last, flags])
 
     def outcome(self):
-        base = {"success": 0.0, "teammate_feature": 0.0, "partner_feature": 0.0, "conflicts": 0.0, "message_share": 0.0}
+        base = {"success": 0.0, "teammate_feature": 0.0, "partner_feature": 0.0, "conflicts": 0.0, "merge_conflict": 0.0,
+                "message_share": 0.0}
         return self.result or base
 
     def rewards(self):

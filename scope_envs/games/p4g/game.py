@@ -29,6 +29,8 @@ class P4GGame(Game):
     name = "p4g"
     agent_role = PERSUADER
     user_role = PERSUADEE
+    success_metric = "actual"
+    success_label = "mean donation ($)"
 
     def __init__(self, max_turns: int = 10, user_reward: str = "mixed"):
         super().__init__()

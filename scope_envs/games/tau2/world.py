@@ -1,0 +1,122 @@
+"""One task's live world: the database state, tool calls and their bookkeeping.
+
+This is the surface-free layer every consumer shares: the game (text surface now,
+an act surface later), ``scope_envs.tau2.replay`` and the evaluation's gold
+replay. ``World.for_task`` builds the task's initial state the way tau^2-bench's
+``Environment.set_state`` does: initialization data, then initialization
+actions, then the tool calls in the task's message history.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any
+
+from scope_envs.games.tau2 import airline, mock, retail, telecom
+from scope_envs.games.tau2.data import DomainData
+from scope_envs.games.tau2.state import State, merge
+from scope_envs.games.tau2.tools import ToolError, bind, to_content
+
+MODULES: dict[str, ModuleType] = {"airline": airline, "retail": retail, "telecom": telecom, "mock": mock}
+# dict-shaped databases get copy-on-write tables; telecom's lists are small and copied whole
+COW = {"airline": True, "retail": True, "mock": True, "telecom": False}
+
+
+def _base(data: DomainData) -> tuple[dict, dict | None]:
+    """The shared base database and the normalized user database, computed once per loaded domain."""
+    cached = getattr(data, "_base", None)
+    if cached is None:
+        user_db = telecom.normalize_user_db(data.user_db) if data.name == "telecom" else None
+        cached = (data.db, user_db)
+        data._base = cached
+    return cached
+
+
+@dataclass
+class Call:
+    requestor: str  # "assistant" | "user"
+    name: str
+    arguments: Any
+    content: str
+    error: bool
+
+
+@dataclass
+class World:
+    data: DomainData
+    task: dict
+    state: State
+    calls: list[Call] = field(default_factory=list)
+    violations: list[str] = field(default_factory=list)
+    identified: set = field(default_factory=set)  # user / customer ids the agent looked up (authentication)
+    initial_messages: list[dict] = field(default_factory=list)  # the task's message history, as chat messages
+
+    @property
+    def module(self) -> ModuleType:
+        return MODULES[self.data.name]
+
+    @classmethod
+    def fresh(cls, data: DomainData, task: dict) -> "World":
+        db, user_db = _base(data)
+        return cls(data, task, State.fresh(db, user_db, COW[data.name]))
+
+    @classmethod
+    def for_task(cls, data: DomainData, task: dict) -> "World":
+        w = cls.fresh(data, task)
+        init = task.get("initial_state") or {}
+        idata = init.get("initialization_data") or {}
+        if idata.get("agent_data"):
+            w.state.update_db(idata["agent_data"])
+        if idata.get("user_data"):
+            merge(w.state.user_db, idata["user_data"])
+        for action in init.get("initialization_actions") or []:
+            w.function(action["env_type"], action["func_name"], action.get("arguments") or {})
+        for msg in init.get("message_history") or []:
+            w.initial_messages.append(msg)
+            for tc in msg.get("tool_calls") or []:
+                w.call(tc["name"], tc.get("arguments") or {}, tc.get("requestor", msg.get("role", "assistant")))
+        w.sync()
+        return w
+
+    # ------------------------------------------------------------------ calls
+    def tools(self, requestor: str = "assistant") -> dict:
+        return self.module.TOOLS if requestor == "assistant" else self.module.USER_TOOLS
+
+    def call(self, name: str, arguments: Any, requestor: str = "assistant") -> tuple[str, bool]:
+        """One tool call by ``requestor``: ``(content, error)``, recorded in ``calls``; never raises."""
+        tools = self.tools(requestor)
+        try:
+            if name not in tools:
+                who = "the agent" if requestor == "assistant" else "the user"
+                raise ToolError(f"Tool '{name}' not found for {who}; available: {', '.join(tools)}")
+            kwargs = bind(tools[name], arguments)
+            if requestor == "assistant":
+                self.violations.extend(self.module.violations(self.state, name, kwargs, self.identified))
+            result = tools[name].fn(self.state, **kwargs)
+            self.sync()
+            content, error = to_content(result), False
+            if requestor == "assistant":
+                who = self.module.identifies(name, kwargs, result)
+                self.identified.update([who] if isinstance(who, str) else who or [])
+        except ToolError as e:
+            content, error = f"Error: {e}", True
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            # data the tool did not expect (upstream would raise the same way): still a tool error
+            content, error = f"Error: {type(e).__name__}: {e}", True
+        self.calls.append(Call(requestor, name, arguments, content, error))
+        return content, error
+
+    def function(self, env_type: str, func_name: str, arguments: dict) -> Any:
+        """An environment function (task set-up or assertion) on the agent or user side; raises on failure."""
+        table = self.module.FUNCTIONS if env_type == "assistant" else getattr(self.module, "USER_FUNCTIONS", {})
+        if func_name not in table:
+            raise ValueError(f"tau2 {self.data.name}: no {env_type} function {func_name!r}")
+        result = table[func_name](self.state, **arguments)
+        self.sync()
+        return result
+
+    def sync(self) -> None:
+        sync = getattr(self.module, "sync", None)
+        if sync is not None:
+            sync(self.state)
