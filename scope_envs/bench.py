@@ -40,9 +40,10 @@ import numpy as np
 METHODS = ("untrained", "frozen", "vs", "rotation", "cotrain", "population", "selfplay")
 PRESETS = {
     # finishes in < 10 min on a 2-core machine
-    "default": {"seeds": 3, "steps": 30_000, "eval_episodes": 1000, "curve_points": 6, "curve_episodes": 200},
+    "default": {"seeds": 3, "steps": 20_000, "eval_episodes": 500, "curve_points": 4, "curve_episodes": 100},
     "full": {"seeds": 8, "steps": 100_000, "eval_episodes": 3000, "curve_points": 10, "curve_episodes": 300},
 }
+GAMES = ("p4g", "cooperbench")
 POPULATION_MEMBERS = 4
 DIVERSITY_COEF = 0.02  # set a priori, never tuned (DESIGN.md §4)
 METRICS = ("train_success", "heldout_success", "gap", "policy_entropy", "sim_entropy")
@@ -312,7 +313,7 @@ def plot(out: Path, runs: list[dict]) -> None:
 # -- entry point -------------------------------------------------------------------------
 def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--full", action="store_true", help="more seeds, steps and evaluation episodes (see PRESETS)")
-    ap.add_argument("--games", nargs="+", default=["p4g"])
+    ap.add_argument("--games", nargs="+", default=list(GAMES))
     ap.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
     ap.add_argument("--seeds", type=int, default=None, help="number of seeds (0..N-1)")
     ap.add_argument("--steps", type=int, default=None, help="training budget per run, in persuader decisions")
@@ -321,7 +322,7 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--out", default="results")
 
 
-def run(games=("p4g",), methods=METHODS, seeds=None, steps=None, eval_episodes=None, full=False, out="results",
+def run(games=GAMES, methods=METHODS, seeds=None, steps=None, eval_episodes=None, full=False, out="results",
         jobs=None, progress=True) -> dict:
     """Run the benchmark and write its outputs; returns the results.json dict."""
     import scope_envs
