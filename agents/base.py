@@ -46,11 +46,12 @@ class Simulator:
         """Probabilities over the role's acts; zero on illegal acts."""
         raise NotImplementedError
 
-    def verbalize(self, view: View, k: int, rng: np.random.Generator) -> list[tuple[int, float]]:
-        """The simulator's stated top-k acts with stated probabilities (verbalized sampling)."""
+    def verbalize(self, view: View, k: int, rng: np.random.Generator, tail: float | None = None) -> list:
+        """The simulator's stated top-k acts with stated probabilities (verbalized sampling);
+        with ``tail``, only candidates stated below that probability."""
         p = self.distribution(view)
-        top = np.argsort(-p, kind="stable")[:k]
-        return [(int(a), float(p[a])) for a in top if p[a] > 0]
+        order = [int(a) for a in np.argsort(-p, kind="stable") if p[a] > 0 and (tail is None or p[a] < tail)]
+        return [(a, float(p[a])) for a in order[:k]]
 
     def act(self, view: View, rng: np.random.Generator) -> int:
         p = self.distribution(view)

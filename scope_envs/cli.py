@@ -1,4 +1,4 @@
-"""The ``scope-envs`` command line: list, validate, demo."""
+"""The ``scope-envs`` command line: list, validate, demo, bench."""
 
 from __future__ import annotations
 
@@ -19,8 +19,13 @@ def cmd_list(args) -> None:
 
 
 def cmd_validate(args) -> None:
+    if args.game == "tau2":
+        from scope_envs.games.tau2.validate import validate as validate_tau2
+
+        print(json.dumps(validate_tau2(args.data), indent=1))
+        return
     if args.game != "p4g":
-        raise SystemExit(f"validate: only 'p4g' can be validated, got {args.game!r}")
+        raise SystemExit(f"validate: only 'p4g' and 'tau2' can be validated, got {args.game!r}")
     from scope_envs.games.p4g.validate import validate
 
     print(json.dumps(validate(args.data, episodes=args.episodes, seed=args.seed), indent=1))
@@ -43,6 +48,26 @@ def cmd_demo(args) -> None:
         print(f"{id_:<12} scripted persuader: mean donation ${np.mean(gifts):.3f} over {len(gifts)} episodes")
 
 
+def cmd_bench(args) -> None:
+    from scope_envs import bench
+
+    bench.main(args)
+
+
+def cmd_train_llm(args) -> None:
+    """LLM-PPO on multi-turn text episodes (scope_envs.agents.llm.ppo)."""
+    from scope_envs.agents.llm import ppo
+
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
+    fields = {f for f in ppo.Config.__dataclass_fields__}
+    cfg = ppo.Config(**{k: v for k, v in vars(args).items() if k in fields and k != "env_kwargs" and v is not None},
+                     env_kwargs=json.loads(args.env_kwargs))
+    ppo.train(cfg)
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(prog="scope-envs", description=scope_envs.__doc__)
     sub = ap.add_subparsers(dest="command", required=True)
@@ -57,6 +82,39 @@ def main(argv=None) -> None:
     d.add_argument("--episodes", type=int, default=200)
     d.add_argument("--seed", type=int, default=0)
     d.set_defaults(func=cmd_demo)
+    from scope_envs.bench import add_arguments as bench_arguments
+
+    b = sub.add_parser("bench", help="the simulator-collapse benchmark: train per method, evaluate vs held-out users")
+    bench_arguments(b)
+    b.set_defaults(func=cmd_bench)
+    t = sub.add_parser("train-llm", help="LLM-PPO: train LLM agents/users on text episodes (needs scope-envs[llm])")
+    t.add_argument("--env", default="p4g-frozen", help="an env id (text surface is used) or llm-toy")
+    t.add_argument("--env-kwargs", default="{}", help='JSON options for the env, e.g. \'{"max_turns": 4}\'')
+    t.add_argument("--mode", choices=["agent", "cotrain", "population"], default="agent")
+    t.add_argument("--model", default="tiny", help="a local model directory, or 'tiny' (random tiny Llama; no download)")
+    t.add_argument("--user-model", default=None, help="agent mode: a frozen LLM user; cotrain: the user's model")
+    t.add_argument("--shared", action="store_true", help="cotrain: one model plays both roles")
+    t.add_argument("--members", type=int, default=2, help="population: K user adapters")
+    t.add_argument("--lora", action="store_true")
+    t.add_argument("--lora-r", type=int, default=8)
+    t.add_argument("--engine", choices=["hf", "vllm"], default="hf")
+    t.add_argument("--device", default="cpu")
+    t.add_argument("--updates", type=int, default=10)
+    t.add_argument("--groups", type=int, default=4, help="scenario seeds per update")
+    t.add_argument("--group-size", type=int, default=2, help="episodes per seed")
+    t.add_argument("--max-new-tokens", type=int, default=32)
+    t.add_argument("--temperature", type=float, default=1.0)
+    t.add_argument("--lr", type=float, default=1e-4)
+    t.add_argument("--ppo-epochs", type=int, default=2)
+    t.add_argument("--minibatch", type=int, default=4)
+    t.add_argument("--kl-coef", type=float, default=0.05)
+    t.add_argument("--kl-estimator", choices=["k1", "k3"], default="k1")
+    t.add_argument("--kl-target", type=float, default=None, help="set for an adaptive KL coefficient")
+    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--out", default="runs/llm", help="metrics.jsonl and checkpoints/ go here")
+    t.add_argument("--save-every", type=int, default=0)
+    t.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
+    t.set_defaults(func=cmd_train_llm)
     args = ap.parse_args(argv)
     args.func(args)
 

@@ -1,0 +1,181 @@
+"""Verbalized sampling for LLM players: the prompt that asks for k candidates, and a robust parser.
+
+``parse_verbalized(text)`` reads what a model answers to ``vs_prompt(k)``: JSON
+(``{"responses": [{"text": ..., "probability": ...}]}``, a bare list, ``[text, p]``
+pairs), possibly in a code fence, with trailing commas or single quotes, or the
+XML-tag form (``<response><text>..</text><probability>..</probability></response>``).
+Weights are repaired (percent strings, negatives, values above 1, NaN, missing)
+and renormalized; an optional ``tau`` floor keeps at least ``min_survivors``.
+Anything unreadable gives ``[]`` — the caller then falls back to a direct reply.
+It never raises on any string.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import math
+import re
+
+import numpy as np
+
+TEXT_KEYS = ("text", "response", "reply", "message", "content", "candidate", "utterance")
+PROB_KEYS = ("probability", "prob", "p", "weight", "confidence", "likelihood", "score")
+
+_FENCE = re.compile(r"```[a-zA-Z0-9_-]*\s*\n?(.*?)```", re.DOTALL)
+_TRAILING_COMMA = re.compile(r",\s*([}\]])")
+_XML_ITEM = re.compile(r"<response>(.*?)</response>", re.DOTALL | re.IGNORECASE)
+_XML_TEXT = re.compile(r"<text>(.*?)</text>", re.DOTALL | re.IGNORECASE)
+_XML_PROB = re.compile(r"<probability>(.*?)</probability>", re.DOTALL | re.IGNORECASE)
+_NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|inf", re.IGNORECASE)
+
+
+def vs_prompt(k: int, tail: float | None = None) -> str:
+    """The instruction appended to a player's messages to ask for ``k`` candidates with probabilities."""
+    tail_text = (f" Sample from the tails of the distribution: each response's probability must be below {tail:g}."
+                 if tail is not None else "")
+    return (
+        f"Instead of one reply, write {k} different replies you might send next, each with its probability: how "
+        f"likely you would be to send that reply, relative to the full distribution of replies you could give.{tail_text} "
+        'Answer with JSON only, in this form: {"responses": [{"text": "<a reply>", "probability": 0.4}, ...]}'
+    )
+
+
+def _number(value) -> float:
+    """A stated probability as a float: numbers, numeric strings, percent strings; NaN when unreadable."""
+    if isinstance(value, bool):
+        return float("nan")
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str):
+        s = value.strip()
+        m = _NUMBER.search(s)
+        if not m:
+            return float("nan")
+        try:
+            x = float(m.group(0))
+        except ValueError:
+            return float("nan")
+        return x / 100.0 if "%" in s[m.end():m.end() + 2] else x
+    return float("nan")
+
+
+def _load(text: str):
+    """The JSON value in ``text``, tolerating fences, prose around it, trailing commas, Python literals."""
+    fenced = _FENCE.findall(text)
+    candidates = [f for f in fenced if f.strip()] + [text]
+    for chunk in candidates:
+        starts = [i for i in (chunk.find("{"), chunk.find("[")) if i >= 0]
+        if not starts:
+            continue
+        start = min(starts)
+        end = max(chunk.rfind("}"), chunk.rfind("]"))
+        if end <= start:
+            continue
+        body = chunk[start:end + 1]
+        body = body.replace("\u201c", '"').replace("\u201d", '"')
+        attempts = (body, _TRAILING_COMMA.sub(r"\1", body))
+        for attempt in attempts:
+            try:
+                return json.loads(attempt)
+            except (json.JSONDecodeError, RecursionError, ValueError):
+                pass
+        for attempt in attempts:  # single quotes, True/None: a Python literal
+            try:
+                return ast.literal_eval(attempt)
+            except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):
+                pass
+    return None
+
+
+def _items(value) -> list[tuple[str, object]]:
+    """(text, raw probability) pairs from a parsed JSON value."""
+    if isinstance(value, dict):
+        for key in ("responses", "candidates", "replies", "answers", "options", "items"):
+            if isinstance(value.get(key), list):
+                return _items(value[key])
+        if any(k in value for k in TEXT_KEYS):
+            return _items([value])
+        # {"reply one": 0.4, "reply two": 0.6}
+        if value and all(isinstance(v, (int, float, str)) and not isinstance(v, bool) for v in value.values()):
+            return [(str(k), v) for k, v in value.items()]
+        return []
+    if not isinstance(value, list):
+        return []
+    out = []
+    for item in value:
+        if isinstance(item, dict):
+            text = next((item[k] for k in TEXT_KEYS if k in item and isinstance(item[k], str)), None)
+            prob = next((item[k] for k in PROB_KEYS if k in item), None)
+            if text is not None:
+                out.append((text, prob))
+        elif isinstance(item, (list, tuple)) and len(item) == 2 and isinstance(item[0], str):
+            out.append((item[0], item[1]))
+        elif isinstance(item, str):
+            out.append((item, None))
+    return out
+
+
+def _xml_items(text: str) -> list[tuple[str, object]]:
+    out = []
+    for block in _XML_ITEM.findall(text):
+        t, p = _XML_TEXT.search(block), _XML_PROB.search(block)
+        if t:
+            out.append((t.group(1), p.group(1) if p else None))
+    return out
+
+
+def repair_weights(raw) -> np.ndarray:
+    """Stated probabilities to a distribution: unreadable or negative count 0; plain numbers on a 0-100
+    scale (40 for 40%) are rescaled; percent strings are read as percent; all-zero becomes uniform."""
+    raw = list(raw)
+    if not raw:
+        return np.zeros(0)
+    p = np.array([_number(x) if x is not None else float("nan") for x in raw], dtype=float)
+    percent = np.array([isinstance(x, str) and "%" in x for x in raw])
+    p = np.where(np.isfinite(p) & (p > 0), p, 0.0)
+    plain = p[~percent]
+    if len(plain) and 1.0 < plain.max() <= 100.0:
+        p = np.where(percent, p, p / 100.0)
+    total = p.sum()
+    if total <= 0 or not math.isfinite(total):
+        return np.full(len(p), 1.0 / len(p))
+    return p / total
+
+
+def parse_verbalized(text, tau: float | None = None, min_survivors: int = 1) -> list[tuple[str, float]]:
+    """``[(reply, probability), ...]`` read from a model's verbalized answer, probabilities summing to 1.
+
+    Empty replies are dropped and duplicates merged. ``tau``: drop candidates below it (after
+    renormalizing), keeping the ``min_survivors`` most probable, then renormalize again.
+    Returns ``[]`` when nothing can be read.
+    """
+    if not isinstance(text, str) or not text.strip():
+        return []
+    value = _load(text)
+    items = _items(value) if value is not None else []
+    if not items:
+        items = _xml_items(text)
+    merged: dict[str, list] = {}
+    for reply, prob in items:
+        reply = reply.strip()
+        if reply:
+            merged.setdefault(reply, []).append(prob)
+    if not merged:
+        return []
+    texts = list(merged)
+    weights = repair_weights([_sum(ps) for ps in merged.values()])
+    if tau is not None:
+        from scope_envs.wrappers.verbalized import candidate_weights
+
+        weights = candidate_weights(weights, tau=tau, min_survivors=min(min_survivors, len(texts)))
+    return [(t, float(w)) for t, w in zip(texts, weights) if w > 0]
+
+
+def _sum(probs: list):
+    """Duplicate replies: their stated probabilities added (unreadable ones count 0)."""
+    if len(probs) == 1:
+        return probs[0]
+    vals = [_number(p) if p is not None else float("nan") for p in probs]
+    vals = [v for v in vals if math.isfinite(v) and v > 0]
+    return sum(vals) if vals else None

@@ -1,0 +1,62 @@
+"""Shared by the LLM tests: a tiny random chat model built on the spot (no download), and fakes."""
+
+from __future__ import annotations
+
+import functools
+import os
+import tempfile
+
+import pytest
+
+os.environ["HF_HUB_OFFLINE"] = "1"  # any attempt to reach the hub fails loudly
+os.environ["TRANSFORMERS_OFFLINE"] = "1"
+os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+
+
+@functools.lru_cache(maxsize=None)
+def tiny_model_dir(arch: str = "llama") -> str:
+    """A 2-layer, hidden-64 random model with a byte-level BPE tokenizer (vocab 400) trained on the spot."""
+    from scope_envs.agents.llm.tiny import build_tiny_model
+
+    path = tempfile.mkdtemp(prefix=f"scope-tiny-{arch}-")
+    build_tiny_model(path, arch=arch, hidden=64, layers=2, vocab_size=400, seed=0)
+    return path
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    """Tiny models run fastest on one thread (and the CI machine is shared)."""
+    import torch
+
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+@pytest.fixture
+def tiny_dir():
+    pytest.importorskip("transformers")
+    pytest.importorskip("tokenizers")
+    return tiny_model_dir()
+
+
+class ScriptedBackend:
+    """A backend that answers from a script: ``replies`` for direct turns, ``lists`` for verbalized ones."""
+
+    def __init__(self, replies=("Okay. [DONATE $0.50] Goodbye!",), lists=None):
+        self.replies, self.lists = list(replies), lists
+        self.calls = []
+
+    def chat(self, conversations, *, max_new_tokens=256, temperature=1.0, seed=None):
+        from scope_envs.agents.llm.backends import Generation
+
+        out = []
+        for msgs in conversations:
+            self.calls.append(msgs)
+            asks_list = "probability" in msgs[-1]["content"] and msgs[-1]["role"] == "user"
+            if asks_list and self.lists is not None:
+                out.append(Generation(self.lists))
+            else:
+                out.append(Generation(self.replies[(len(self.calls) - 1) % len(self.replies)]))
+        return out
