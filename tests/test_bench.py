@@ -16,20 +16,23 @@ def test_bench_end_to_end(tmp_path):
     out = tmp_path / "res"
     main(["bench", "--steps", "300", "--seeds", "2", "--eval-episodes", "40", "--out", str(out)])
     results = json.loads((out / "results.json").read_text())
-    assert set(results) == {"p4g"}
-    assert set(results["p4g"]) == set(bench.METHODS)
-    for method, entry in results["p4g"].items():
-        assert set(entry) == KEYS, method
-        assert set(entry["per_seed"]) == {"0", "1"}
-        for seed in entry["per_seed"].values():
-            assert set(seed) == SEED_KEYS
-            assert seed["gap"] == pytest.approx(seed["train_success"] - seed["heldout_success"])
-            assert 0 <= seed["heldout_success"] <= 2
-        assert entry["gap"] == pytest.approx(np.mean([s["gap"] for s in entry["per_seed"].values()]))
+    assert set(results) == set(bench.GAMES)
+    top = {"p4g": 2.0, "cooperbench": 1.0}  # dollars; a success rate
+    for game in bench.GAMES:
+        assert set(results[game]) == set(bench.METHODS)
+        for method, entry in results[game].items():
+            assert set(entry) == KEYS, method
+            assert set(entry["per_seed"]) == {"0", "1"}
+            for seed in entry["per_seed"].values():
+                assert set(seed) == SEED_KEYS
+                assert seed["gap"] == pytest.approx(seed["train_success"] - seed["heldout_success"])
+                assert 0 <= seed["heldout_success"] <= top[game]
+            assert entry["gap"] == pytest.approx(np.mean([s["gap"] for s in entry["per_seed"].values()]))
+        for png in (f"{game}_learning_curves.png", f"{game}_entropy.png"):
+            assert (out / png).stat().st_size > 1000
     report = (out / "report.md").read_text()
     assert "Welch" in report and "Holm" in report and "dollars" in report
-    for png in ("p4g_learning_curves.png", "p4g_entropy.png"):
-        assert (out / png).stat().st_size > 1000
+    assert "merge-conflict rate" in report and "Solo baseline" in report
 
 
 def test_holm():

@@ -36,3 +36,11 @@ def test_cli_list_names_every_id(capsys):
     for id_, spec in scope_envs.registry.items():
         line = next(l for l in out if l.startswith(id_ + " "))
         assert f"regime={spec.regime}" in line and "agent_0" in line
+
+
+def test_cli_demo_reports_both_sides(capsys):
+    main(["demo", "--episodes", "5"])
+    out = capsys.readouterr().out
+    for id_ in ("p4g-frozen", "p4g-heldout"):
+        line = next(l for l in out.splitlines() if l.startswith(id_))
+        assert 0.0 <= float(line.split("$")[1].split()[0]) <= 2.0
