@@ -40,10 +40,11 @@ import numpy as np
 METHODS = ("untrained", "frozen", "vs", "rotation", "cotrain", "population", "selfplay")
 PRESETS = {
     # finishes in < 10 min on a 2-core machine
-    "default": {"seeds": 3, "steps": 20_000, "eval_episodes": 500, "curve_points": 4, "curve_episodes": 100},
+    "default": {"seeds": 3, "steps": 20_000, "eval_episodes": 500, "curve_points": 4, "curve_episodes": 100,
+                "steps_scale": {"tau2": 0.4}},  # tau2 learns in ~8k decisions, and its episodes are longer
     "full": {"seeds": 8, "steps": 100_000, "eval_episodes": 3000, "curve_points": 10, "curve_episodes": 300},
 }
-GAMES = ("p4g", "cooperbench")
+GAMES = ("p4g", "cooperbench", "tau2")
 POPULATION_MEMBERS = 4
 DIVERSITY_COEF = 0.02  # set a priori, never tuned (DESIGN.md §4)
 METRICS = ("train_success", "heldout_success", "gap", "policy_entropy", "sim_entropy")
@@ -203,7 +204,25 @@ def claims(table: dict) -> list[str]:
     return lines
 
 
-LABELS = {"p4g": "mean donation ($)", "cooperbench": "cooperative success rate"}
+LABELS = {"p4g": "mean donation ($)", "cooperbench": "cooperative success rate",
+          "tau2": "task success rate (tau^2 reward 1)"}
+
+
+def tau2_metrics(results: dict, runs: list[dict]) -> list[str]:
+    """tau^2 per domain on held-out tasks and users, with the decoy writes and slips behind the failures."""
+    from scope_envs.games.tau2.data import DOMAINS
+
+    domains = [d for d in DOMAINS[:3] if any(r["outcomes"]["heldout"].get(d) for r in runs if r["game"] == "tau2")]
+    lines = ["### tau^2 per domain (held-out tasks of the test split, held-out human-proxy users)", "",
+             "| method | " + " | ".join(f"{d} success" for d in domains) + " | decoy writes | user slips | steps |",
+             "|---|" + "---|" * (len(domains) + 3)]
+    for method in results["tau2"]:
+        outs = [r["outcomes"]["heldout"] for r in runs if r["game"] == "tau2" and r["method"] == method]
+        mean = {k: np.mean([o[k] for o in outs]) for k in outs[0]}
+        per = [mean[f"{d}_success"] / mean[d] if mean[d] else float("nan") for d in domains]
+        lines.append(f"| {method} | " + " | ".join(f"{x:.3f}" for x in per)
+                     + f" | {mean['decoy_executed']:.3f} | {mean['slips']:.3f} | {mean['steps']:.1f} |")
+    return lines
 
 
 def cooperbench_metrics(results: dict, runs: list[dict]) -> list[str]:
@@ -252,6 +271,8 @@ def write_report(out: Path, results: dict, runs: list[dict], settings: dict, wal
                          f"| {r['d']:+.2f} | {'yes' if r['p_holm'] < 0.05 else 'no'} |")
         if game == "cooperbench":
             lines += ["", *cooperbench_metrics(results, runs)]
+        if game == "tau2":
+            lines += ["", *tau2_metrics(results, runs)]
         lines += ["", "### The paper's claims, checked against these numbers", "", *claims(table), "",
                   f"Plots: `{game}_learning_curves.png`, `{game}_entropy.png`.", ""]
     speeds = [r["env_steps_per_s"] for r in runs if r["env_steps_per_s"]]
@@ -279,6 +300,10 @@ def plot(out: Path, runs: list[dict]) -> None:
             x = np.array([c["agent_steps"] for c in curves[0][:n]])
             for key, label in (("train", "vs training simulator"), ("heldout", "vs held-out proxies")):
                 y = np.array([[c[key] for c in cv[:n]] for cv in curves])
+                if n == 1:  # untrained: one evaluation, drawn as a level across the axis
+                    ax.axhline(y.mean(), color="C0" if key == "train" else "C1", label=label)
+                    ax.set_xticks([])
+                    continue
                 ax.plot(x, y.mean(0), marker="o", label=label)
                 ax.fill_between(x, y.min(0), y.max(0), alpha=0.2)
             ax.set_title(method)
@@ -343,7 +368,10 @@ def run(games=GAMES, methods=METHODS, seeds=None, steps=None, eval_episodes=None
             raise ValueError(f"unknown game {game!r}; known games: {known}")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    tasks = [dict(game=g, method=m, seed=s, steps=settings["steps"], eval_episodes=settings["eval_episodes"],
+    scale = settings.pop("steps_scale", {}) if steps is None else {}  # preset budgets only; --steps is exact
+    settings.pop("steps_scale", None)
+    tasks = [dict(game=g, method=m, seed=s, steps=int(settings["steps"] * scale.get(g, 1.0)),
+                  eval_episodes=settings["eval_episodes"],
                   curve_points=settings["curve_points"], curve_episodes=settings["curve_episodes"])
              for g in games for m in methods for s in range(settings["seeds"])]
     tasks.sort(key=lambda t: -COST.get(t["method"], 1.0 if t["method"] != "untrained" else 0.1))
