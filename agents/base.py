@@ -65,17 +65,19 @@ class Simulator:
 class SharpenedReference(Simulator):
     """A reference user model sharpened by ``gamma`` (typicality bias; DESIGN.md §1).
 
-    Subclasses give ``reference(view)``, the unsharpened distribution. Direct
+    Subclasses give ``reference(view)``, the unsharpened distribution, in which
+    ``cooperation`` is the game's own over-cooperative bias. Direct
     answers come from ``reference ** gamma``; the verbalized top-k reports the
     unsharpened reference with multiplicative calibration noise, which is what
     verbalized sampling recovers.
     """
 
     def __init__(self, gamma: float = 1.0, persona: Persona | None = None, calibration_noise: float = 0.25,
-                 name: str = "reference"):
+                 name: str = "reference", *, cooperation: float = 0.0):
         if gamma < 1:
             raise ValueError(f"gamma must be >= 1 (a sharpened reference), got {gamma}")
-        self.gamma, self.persona, self.calibration_noise, self.name = gamma, persona, calibration_noise, name
+        self.gamma, self.persona, self.cooperation = gamma, persona, cooperation
+        self.calibration_noise, self.name = calibration_noise, name
 
     def reference(self, view: View) -> np.ndarray:
         raise NotImplementedError

@@ -28,11 +28,6 @@ def _cooperative(persona: Persona, cooperation: float) -> Persona:
 
 
 class ReferencePartner(SharpenedReference):
-    def __init__(self, gamma: float = 1.0, persona: Persona | None = None, cooperation: float = 0.0,
-                 calibration_noise: float = 0.25, name: str = "reference"):
-        super().__init__(gamma, persona, calibration_noise, name)
-        self.cooperation = cooperation
-
     def reference(self, view: View) -> np.ndarray:
         style = _cooperative(view.persona, self.cooperation)
         return styles.decide(style, view.private, view.legal, sampled=False)
@@ -41,7 +36,7 @@ class ReferencePartner(SharpenedReference):
 class CollapsedPartner(ReferencePartner):
     def __init__(self, gamma: float = 3.0, persona: Persona | None = None, cooperation: float = 0.3,
                  calibration_noise: float = 0.25, name: str = "collapsed"):
-        super().__init__(gamma, persona or styles.default_persona(), cooperation, calibration_noise, name)
+        super().__init__(gamma, persona or styles.default_persona(), calibration_noise, name, cooperation=cooperation)
 
 
 class HumanProxyPartner(Simulator):

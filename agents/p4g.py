@@ -27,11 +27,6 @@ PERSUADEE_ACTS = acts.PERSUADEE_ACTS
 class ReferencePersuadee(SharpenedReference):
     """The reference persuadee model playing the dealt card (or ``persona``), sharpened by ``gamma``."""
 
-    def __init__(self, gamma: float = 1.0, persona: Persona | None = None, cooperation: float = 0.0,
-                 calibration_noise: float = 0.25, name: str = "reference"):
-        super().__init__(gamma, persona, calibration_noise, name)
-        self.cooperation = cooperation
-
     def reference(self, view: View) -> np.ndarray:
         w = reference.willingness(view.persona, view.history) + self.cooperation
         return reference.reply_distribution(w, view.history, view.legal, reference.gift_distribution(),
@@ -41,7 +36,7 @@ class ReferencePersuadee(SharpenedReference):
 class CollapsedPersuadee(ReferencePersuadee):
     def __init__(self, gamma: float = 3.0, persona: Persona | None = None, cooperation: float = 1.0,
                  calibration_noise: float = 0.25, name: str = "collapsed"):
-        super().__init__(gamma, persona or personas.default_persona(), cooperation, calibration_noise, name)
+        super().__init__(gamma, persona or personas.default_persona(), calibration_noise, name, cooperation=cooperation)
 
 
 class HumanProxyPersuadee(Simulator):
