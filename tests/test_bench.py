@@ -17,7 +17,7 @@ def test_bench_end_to_end(tmp_path):
     main(["bench", "--steps", "300", "--seeds", "2", "--eval-episodes", "40", "--out", str(out)])
     results = json.loads((out / "results.json").read_text())
     assert set(results) == set(bench.GAMES)
-    top = {"p4g": 2.0, "cooperbench": 1.0}  # dollars; a success rate
+    top = {"p4g": 2.0, "cooperbench": 1.0, "tau2": 1.0}  # dollars; success rates
     for game in bench.GAMES:
         assert set(results[game]) == set(bench.METHODS)
         for method, entry in results[game].items():

@@ -12,12 +12,7 @@ import scope_envs
 from conftest import ALL_IDS, SURFACES, play_episode
 
 
-TEXT_ONLY = {"tau2"}  # games whose act surface is not built yet (tau2: issue 7); make(surface="act") raises
-
-
 def _make(env_id, surface="act"):
-    if surface == "act" and scope_envs.registry[env_id].game in TEXT_ONLY:
-        pytest.skip(f"{env_id} has no act surface yet (issue 7): make(..., surface='act') raises a ValueError")
     return scope_envs.make(env_id, surface=surface)
 
 
@@ -83,6 +78,5 @@ def test_spaces_by_identity_and_every_live_agent_observed(env_id):
 def test_pettingzoo_registry(env_id):
     spec = scope_envs.registry[env_id]
     env = pettingzoo.make("parallel", spec.pettingzoo_id)
-    surface = "text" if spec.game in TEXT_ONLY else "act"
-    assert env.possible_agents == _make(env_id, surface).possible_agents
+    assert env.possible_agents == _make(env_id).possible_agents
     assert env.unwrapped.regime == spec.regime

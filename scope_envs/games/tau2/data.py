@@ -100,7 +100,13 @@ class DomainData:
         ids = self.splits.get(split)
         if ids is None:
             return [t["id"] for t in self.tasks]
-        return [i for i in ids if i in self.task_index]
+        present = [i for i in ids if i in self.task_index]
+        if not present and split in ("train", "test") and not any(
+                i in self.task_index for s in ("train", "test") for i in self.splits.get(s) or []):
+            # a task file the split file does not cover (telecom's tasks_small.json): a fixed split of its own,
+            # every third task (in file order) for test, disjoint by construction
+            return [t["id"] for k, t in enumerate(self.tasks) if (k % 3 == 2) == (split == "test")]
+        return present
 
 
 def _policy(folder: Path, name: str) -> str:

@@ -1,4 +1,6 @@
-"""``scope-envs validate tau2``: per domain, the share of tasks whose gold-action replay earns reward 1."""
+"""``scope-envs validate tau2``: per domain, the share of tasks whose gold-action replay earns reward 1,
+and the share an oracle act policy (it knows the gold calls, plays them through the act surface alone, against
+the frozen collapsed user) brings to reward 1 (``oracle_act_pass_rate``), next to random legal acts."""
 
 from __future__ import annotations
 
@@ -23,4 +25,42 @@ def validate(data_dir=None, domains=DOMAINS) -> dict:
         ms = (time.perf_counter() - start) * 1000 / max(len(data.tasks), 1)
         out[domain] = {"gold_pass_rate": 1 - len(failed) / max(len(data.tasks), 1), "tasks": len(data.tasks),
                        "ms_per_task": round(ms, 3), "failed": failed, "source": data.source}
+        acts = act_pass_rates(domain, data_dir)
+        out[domain].update(oracle_act_pass_rate=acts["oracle"], random_act_pass_rate=acts["random"],
+                           oracle_act_failed=acts["oracle_failed"])
     return out
+
+
+def act_pass_rates(domain: str, data_dir=None, regime: str = "frozen", seed: int = 0) -> dict:
+    """Every task of ``domain`` once with the oracle act policy and once with random legal acts, on the act
+    surface against ``tau2-<regime>``'s user: ``{"oracle", "random", "oracle_failed"}``."""
+    import numpy as np
+
+    import scope_envs
+    from scope_envs.agents.tau2 import oracle_act
+    from scope_envs.core.game import Persona
+
+    data = load_domain(domain, None if data_dir is None else str(data_dir))
+    env = scope_envs.make(f"tau2-{regime}", domain=domain, data_dir=data_dir)
+    game = env.unwrapped.game
+    rng = np.random.default_rng(seed)
+    passed = {"oracle": [], "random": []}
+    failed = []
+    for i, task in enumerate(data.tasks):
+        for who in passed:
+            env.reset(seed=seed * 100_003 + i)
+            p = game.persona  # keep the dealt user card, pin the task
+            game.reset(Persona(p.id, p.split, p.traits, {**p.attributes, "domain": domain, "task_id": task["id"]}),
+                       np.random.default_rng(seed * 100_003 + i))
+            env.unwrapped._run_simulator()
+            obs = {"agent_0": env.unwrapped.surface.observe(game.agent_role, True, [])}
+            while env.agents:
+                act = oracle_act(game) if who == "oracle" else \
+                    int(rng.choice(np.flatnonzero(obs["agent_0"]["action_mask"])))
+                obs, *_ = env.step({"agent_0": act})
+            ok = game.outcome()["reward"] >= 1.0
+            passed[who].append(ok)
+            if who == "oracle" and not ok:
+                failed.append(task["id"])
+    return {"oracle": float(np.mean(passed["oracle"])), "random": float(np.mean(passed["random"])),
+            "oracle_failed": failed}

@@ -1,0 +1,138 @@
+"""Built-in tau2 players (act surface; they also play on the text surface through the game's renderer).
+
+* ``ReferenceUser``: the training-side reference user model (``behaviour.py``)
+  playing the dealt card (or ``style``), sharpened by ``gamma``.
+* ``CollapsedUser``: "one frozen aligned LLM playing the customer": the modal
+  ``default`` card — discloses everything in its first message, never insists,
+  always complies, never changes its mind, never slips, endlessly patient —
+  sharpened by ``gamma = 3``. Its verbalized top-k reports the unsharpened
+  reference (verbalized sampling recovers the reference's spread).
+* ``HumanProxyUser``: the held-out population (``human_proxy.py``), playing the
+  held-out card the episode deals. Evaluation only.
+* ``OracleAgent``: a scripted agent that knows the task's gold calls and plays
+  them through the act surface alone (``scope-envs validate tau2``:
+  ``oracle_act_pass_rate``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from scope_envs.agents.base import SharpenedReference, Simulator, View
+from scope_envs.core.game import Persona
+from scope_envs.games.tau2 import behaviour
+from scope_envs.games.tau2.behaviour import USER_ACTS
+
+
+class ReferenceUser(SharpenedReference):
+    """The reference user on the dealt task; ``style`` (a card) fixes its behaviour, else the dealt card's."""
+
+    def __init__(self, gamma: float = 1.0, style: Persona | None = None, calibration_noise: float = 0.25,
+                 name: str = "reference"):
+        super().__init__(gamma, None, calibration_noise, name)  # persona None: the env deals the task
+        self.style = style
+
+    def reference(self, view: View) -> np.ndarray:
+        traits = self.style.traits if self.style is not None else view.persona.traits
+        return behaviour.reference_distribution(traits, view.private["state"], view.legal)
+
+
+class CollapsedUser(ReferenceUser):
+    def __init__(self, gamma: float = 3.0, style: Persona | None = None, calibration_noise: float = 0.25,
+                 name: str = "collapsed"):
+        super().__init__(gamma, style or behaviour.default_card(), calibration_noise, name)
+
+
+class HumanProxyUser(Simulator):
+    name = "human_proxy"
+    persona = None
+
+    def distribution(self, view: View) -> np.ndarray:
+        from scope_envs.games.tau2 import human_proxy
+
+        return human_proxy.distribution(view.persona.traits, view.private["state"], view.legal)
+
+
+def rotation_members() -> list[CollapsedUser]:
+    """Several distinct collapsed styles: the modal card and three train cards, at different sharpness."""
+    cards = [behaviour.default_card(), *(behaviour.card("train", i) for i in (5, 50, 500))]
+    return [CollapsedUser(g, c, name=f"collapsed-{c.id}-g{g:g}") for c, g in zip(cards, (3.0, 2.0, 4.0, 6.0))]
+
+
+def oracle_act(game) -> int:
+    """The oracle's next agent act on a ``Tau2ActGame``: the task's gold calls, in order, through the acts."""
+    from scope_envs.games.tau2.acts import A
+    from scope_envs.games.tau2.goals import TRANSFER
+
+    g, c = game.goal, game.candidates()
+    legal = game.legal("agent")
+    last_user = USER_ACTS[game.last["user"]]
+
+    def find(kind, call):
+        keys = [x.key() for x in c[kind]]
+        return keys.index(call.key()) if call.key() in keys else None
+
+    if game.history and game.history[-1].role == "agent" and game.history[-1].error and game.history[-1].call \
+            and game.history[-1].call["name"] in ("get_user_details", "find_user_id_by_email",
+                                                  "find_user_id_by_name_zip", "get_customer_by_phone"):
+        slot = next(iter(game.told), None)  # a failed identity lookup: ask again
+        if slot is not None and game.told.get(slot) == "slip":
+            return A[f"request:{slot}"]
+    if not game.told and g.identity and last_user != "inform_identity":
+        return A[f"request:{next(iter(g.identity))}"]
+    if not game.stated and (g.requests or g.phone_actions or g.decoy_kind) and game.user_msgs < 6:
+        return A["request:details"]
+    if game.decoy_stated and not game.decoy_retracted and g.decoy_kind == "forbidden" and not game.denied:
+        return A["deny"]
+    for call in g.calls:
+        if call.key() in game.done:
+            continue
+        if call.name == TRANSFER:
+            return A["transfer"]
+        if call.kind == "phone":
+            j = find("phone", call)
+            if j is not None:
+                return A[f"instruct:{j}"]
+            return A["request:details"]
+        if call.kind == "write":
+            j = find("write", call)
+            if j is None:
+                if c["read"]:  # look up what the user's records reveal first
+                    return A["lookup:0"]
+                return A["request:details"] if not game.details_given else A["request:record_id"]
+            # a candidate ahead of it that is not gold (a decoy): ask to confirm that one, which retracts it
+            for jj, other in enumerate(c["write"][:j]):
+                if g.decoy_kind == "mind_change" and other.key() == g.decoy.key():
+                    return A[f"confirm:{jj}"]
+            if call.key() not in game.confirmed:
+                return A[f"confirm:{j}"]
+            return A[f"execute:{j}"]
+        j = find("read", call)
+        if j is not None:
+            return A[f"lookup:{j}"]
+        if not game.details_given and g.details:
+            return A["request:details"]
+        if c["read"]:
+            return A["lookup:0"]
+        continue  # a lookup that cannot be grounded: skip it
+    if g.decoy is not None and game.decoy_stated and not game.decoy_retracted and g.decoy_kind == "mind_change":
+        j = find("write", g.decoy)
+        if j is not None:
+            return A[f"confirm:{j}"]
+    if g.questions and not game.answered:
+        return A["answer"]
+    return A["end"] if legal[A["end"]] else int(np.flatnonzero(legal)[0])
+
+
+class OracleAgent(Simulator):
+    """Knows the task's gold calls (reads them from ``game``); plays them with agent acts only."""
+
+    name = "oracle"
+
+    def __init__(self, game):
+        self.game = game
+
+    def distribution(self, view: View) -> np.ndarray:
+        p = np.zeros(len(view.legal))
+        p[oracle_act(self.game)] = 1.0
+        return p

@@ -1,0 +1,78 @@
+"""The tau2 human-proxy user: the evaluation-only behaviour model. Never train against it.
+
+Only the ``heldout`` regime (and ``scope-envs validate``) use this module; a test
+checks that no training regime touches it (DESIGN.md §4.1). It plays held-out
+cards (``behaviour.card("heldout", i)``) on the tasks of the ``test`` split.
+
+It differs from the training-side reference in the ways real users differ from a
+prompted model: per-episode coin flips (a user who slips, slips on its first
+identity answer; a user who changes its mind does so at its first chance), a
+patience that runs out faster after tool errors, half-answers to slot requests
+(it may restate its request instead), and unprompted questions. Its parameters
+were set a priori from the trait definitions and are never tuned toward any
+benchmark result (DESIGN.md §4.4).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from scope_envs.games.tau2.behaviour import U, USER_ACTS, patience_turns
+
+
+def _coin(seed: int, what: str, p: float) -> bool:
+    """A coin flipped once per episode (``seed``) and purpose: the same answer all episode long."""
+    h = (seed * 1_000_003 + sum(ord(c) * 31 ** i for i, c in enumerate(what))) % (2**32)
+    return np.random.default_rng(h).random() < p
+
+
+def distribution(traits: dict, st: dict, legal: np.ndarray) -> np.ndarray:
+    t, seed = traits, st["episode_seed"]
+    w = np.zeros(len(USER_ACTS))
+    patience = patience_turns(t) - 2 * st["tool_errors"]
+    slips = _coin(seed, "slip", t["slip"])
+    changes = _coin(seed, "mind", t["mind_change"])
+    if st["transfer_pending"]:
+        w[U["transfer"]] = 1.0
+    elif st["first_turn"]:
+        if changes and st["decoy_kind"] == "mind_change":
+            w[U["change_mind"]] = 1.0
+        else:
+            w[U["inform_all"]] = t["disclose"] ** 2
+            w[U["state_request"]] = 1 - t["disclose"] ** 2 + 0.05
+    elif st["satisfied"]:
+        w[U["stop"]] = 1.0
+    elif st["agent_msgs"] > patience:
+        w[U["stop"]] = 1.0
+    elif st["instructed"]:
+        w[U["phone_action"]] = t["comply"] ** 0.5
+        w[U["deny"]] = 1 - t["comply"] ** 0.5 + 0.02
+    elif st["confirm_target"] == "decoy":
+        w[U["change_mind" if st["decoy_kind"] == "mind_change" else "confirm"]] = 1.0
+    elif st["confirm_target"] == "real":
+        w[U["confirm"]] = 1.0
+        w[U["deny"]] = 0.15 * (1 - t["comply"])
+    elif st["asked_slot"] in ("user_id", "email", "name_zip", "phone"):
+        if slips and not st["slipped"]:
+            w[U["inform_slip"]] = 1.0
+        else:
+            w[U["inform_identity"]] = 1.0
+            w[U["state_request"]] = 0.2 * (1 - t["disclose"]) * (1 - st["stated"])
+    elif st["asked_slot"] in ("record_id", "details"):
+        w[U["inform_details"]] = 0.6 + 0.4 * t["disclose"]
+        w[U["ask_question"]] = 0.2 * st["has_question"] * (1 - st["asked"])
+    elif st["denied"] and st["decoy_kind"] == "forbidden":
+        keeps = st["insisted"] < 1 + 3 * t["insist"]
+        w[U["insist"]] = t["insist"] * keeps
+        w[U["state_request"]] = 0.5 * st["real_pending"]
+        w[U["stop"]] = (1 - t["insist"]) * (not st["real_pending"]) + 0.1 * (not keeps)
+    else:
+        w[U["state_request"]] = 0.5 * (1 - st["stated"]) + 0.15
+        w[U["ask_question"]] = 0.4 * st["has_question"] * (1 - st["asked"])
+        w[U["inform_details"]] = 0.15 * (1 - st["details_given"]) * t["disclose"]
+        w[U["change_mind"]] = 0.5 * changes * st["decoy_open"]
+        w[U["stop"]] = 0.1 * st["agent_msgs"] / max(1, patience)
+    w = np.where(legal, w, 0.0)
+    if w.sum() <= 0:
+        w = np.where(legal, 1.0, 0.0)
+    return w / w.sum()
