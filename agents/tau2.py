@@ -1,4 +1,4 @@
-"""Built-in tau2 players (act surface; they also play on the text surface through the game's renderer).
+"""Built-in tau2 players (act-level; on the text surface ``textgame.py`` renders their acts and reads the agent).
 
 * ``ReferenceUser``: the training-side reference user model (``behaviour.py``)
   playing the dealt card (or ``style``), sharpened by ``gamma``.
@@ -11,7 +11,8 @@
   held-out card the episode deals. Evaluation only.
 * ``OracleAgent``: a scripted agent that knows the task's gold calls and plays
   them through the act surface alone (``scope-envs validate tau2``:
-  ``oracle_act_pass_rate``).
+  ``oracle_act_pass_rate``). ``oracle_text`` / ``OracleTextAgent``: the same
+  oracle on the text surface (gold calls as JSON, requests in plain words).
 """
 
 from __future__ import annotations
@@ -136,3 +137,60 @@ class OracleAgent(Simulator):
         p = np.zeros(len(view.legal))
         p[oracle_act(self.game)] = 1.0
         return p
+
+
+def _words(call) -> str:
+    from scope_envs.games.tau2.realize import _arg_words
+
+    args = _arg_words(call.arguments)
+    return call.name.replace("_", " ") + (f" ({args})" if args else "")
+
+
+def oracle_text(game) -> str:
+    """The oracle's next turn on the text surface (a ``Tau2TextGame``): the task's gold calls replayed as
+    JSON, confirmations, phone instructions and answers asked for in plain words, then ``###STOP###``."""
+    import json
+
+    from scope_envs.games.tau2.realize import SLOT_WORDS
+
+    g = game.goal
+    said = [t.text for t in game.history if t.role == "agent" and t.call is None]
+    tried = {json.dumps([t.call["name"], t.call["arguments"]], sort_keys=True)
+             for t in game.history if t.role == "agent" and t.call is not None}
+    if not said:
+        return "Hello! How can I help you today?"
+    if g.identity and not game.told:
+        ask = f"Could you please give me {SLOT_WORDS[next(iter(g.identity))]}?"
+        if said.count(ask) < 2:
+            return ask
+    if game.decoy_stated and not game.decoy_retracted and g.decoy_kind == "forbidden" and not game.denied:
+        return f"I'm sorry, but our policy does not allow me to {_words(g.decoy)}."
+    for call in g.calls:
+        if call.key() in game.done or json.dumps([call.name, call.arguments], sort_keys=True) in tried:
+            continue
+        if call.kind == "phone":
+            say = f"Please {_words(call)} on your phone and tell me what you see."
+            if said.count(say) < 3:
+                return say
+            continue
+        if call.kind == "write":
+            ask = f"To confirm: I will {_words(call)}. Shall I proceed (yes/no)?"
+            if ask not in said:
+                return ask
+        return json.dumps({"name": call.name, "arguments": call.arguments})
+    if g.questions and not game.answered:
+        return "Here is what I found: " + "; ".join(g.questions) + "."
+    if game.transfer_pending:
+        return "YOU ARE BEING TRANSFERRED TO A HUMAN AGENT. PLEASE HOLD ON."
+    last = "Is there anything else I can help you with?"
+    return last if last not in said else "Thank you for contacting us. Goodbye! ###STOP###"
+
+
+class OracleTextAgent:
+    """``oracle_text`` as a text policy: ``agent(obs, infos) -> str`` for a text-surface env's ``agent_0``."""
+
+    def __init__(self, env):
+        self.game = env.unwrapped.game
+
+    def __call__(self, obs=None, infos=None) -> str:
+        return oracle_text(self.game)

@@ -196,7 +196,7 @@ def test_max_steps_truncate_and_the_user_can_use_phone_tools():
     assert trunc["user_0"] and infos["agent_0"]["termination"] == "max_steps" and rew["agent_0"] == 0.0
 
 
-def test_frozen_scripted_user_plays_a_whole_episode():
+def test_frozen_collapsed_user_plays_a_whole_text_episode():
     env = make("retail", regime="frozen")
     start(env, "syn_ret_0")
     obs, _, _, _, infos = env.step({"agent_0": "Hi! How can I help you today?"})

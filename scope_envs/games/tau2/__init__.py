@@ -21,9 +21,11 @@ Agents
     reference, ``rotation`` = four collapsed styles, ``heldout`` = the human-proxy
     population (``human_proxy.py``) on held-out cards and the ``test`` tasks.
     Each task's user goal is derived automatically (``goals.py``), behaviour
-    cards in ``behaviour.py``. On the text surface the user is still the INTERIM
-    keyword-driven ``ScriptedUser`` (``users.py``), or any text player given as
-    ``user=``.
+    cards in ``behaviour.py``. The same users play on the text surface
+    (``textgame.py``): their acts are rendered in our own varied words carrying
+    the concrete values they disclose (``realize.user_says``), and a light NLU
+    (``nlu.py``) maps the agent's messages and JSON tool calls back to agent
+    acts. ``user=`` puts any text player (an LLM) in the seat instead.
 
 Surfaces
     ``act`` (default, ``acts.py``): 22 agent acts (greet, request a slot, look
@@ -50,10 +52,10 @@ Rewards (at the end)
     ``judge=`` (a callable ``judge(assertions, messages) -> list[bool]``) and is
     left out (``reward_info["nl_evaluated"]`` False) without one. 0 when the
     episode was truncated. ``user_reward``: ``shared`` (default: the customer
-    wants its request done) or ``zero``; on the act surface also ``persona`` (the
+    wants its request done), ``zero``, ``persona`` (the
     reward minus half the gap between its share of tell-everything turns and its
     card's ``disclose``: its own task, in character), ``adversarial`` and ``mixed``.
-    The act surface's outcome adds ``success``, ``decoy_executed``, ``slips`` and
+    The outcome adds ``success``, ``decoy_executed``, ``slips`` and
     per-domain ``<domain>``/``<domain>_success``. Policy rules that can be checked
     mechanically (authentication before writes, cancellation eligibility,
     basic-economy changes, one bill awaiting payment, ...) are recorded in
@@ -77,7 +79,7 @@ Arguments
 
 Version history
     v0: first release (text surface, interim scripted users); act surface, derived goals, collapsed /
-    rotation / human-proxy users (issue 7).
+    rotation / human-proxy users (issue 7), which also play the text surface (realizer + NLU).
 """
 
 from __future__ import annotations
@@ -91,21 +93,16 @@ from scope_envs.registry import REGIMES, register
 def make_tau2(regime: str, surface: str = "act", *, domain=("airline", "retail", "telecom"), data_dir=None,
               max_steps: int = 100, max_tool_errors: int = 10, judge=None, user_reward: str = "shared",
               gamma: float = 3.0, render_mode=None, max_errors: int = 3, **options):
-    from scope_envs.games.tau2.game import Tau2Game
-
     kwargs = dict(max_steps=max_steps, max_tool_errors=max_tool_errors, judge=judge, user_reward=user_reward)
     if surface == "act":
-        from scope_envs.agents import tau2 as players
-        from scope_envs.games.tau2.acts import Tau2ActGame
+        from scope_envs.games.tau2.acts import Tau2ActGame as GameClass
+    else:  # the same act-level users; a realizer and a light NLU carry them onto text (textgame.py, nlu.py)
+        from scope_envs.games.tau2.textgame import Tau2TextGame as GameClass
+    from scope_envs.agents import tau2 as players
 
-        game = Tau2ActGame(domain, data_dir, **kwargs)
-        frozen, rotation, heldout = (lambda: players.CollapsedUser(gamma=gamma)), players.rotation_members, \
-            players.HumanProxyUser
-    else:
-        from scope_envs.games.tau2.users import ScriptedUser, rotation_members
-
-        game = Tau2Game(domain, data_dir, **kwargs)
-        frozen, rotation, heldout = ScriptedUser, rotation_members, (lambda: ScriptedUser("chatty"))
+    game = GameClass(domain, data_dir, **kwargs)
+    frozen, rotation, heldout = (lambda: players.CollapsedUser(gamma=gamma)), players.rotation_members, \
+        players.HumanProxyUser
     return regimes.build(regime, game, frozen=frozen, rotation=rotation, heldout=heldout, surface=surface,
                          render_mode=render_mode, max_errors=max_errors, **options)
 

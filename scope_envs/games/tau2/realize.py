@@ -114,3 +114,109 @@ def user(game, act: int, rng: np.random.Generator | None = None) -> str:
     if name == "transfer":
         return T.TRANSFER
     return "..."
+
+
+# ---------------------------------------------------------------- the text surface: what a user act says
+def _arg_words(args) -> str:
+    from scope_envs.games.tau2.goals import leaves
+
+    parts = []
+    for name, v in leaves(args):
+        if name == "summary":
+            continue
+        parts.append(f"{name.replace('_', ' ')} {v}" if name else str(v))
+    return ", ".join(parts)
+
+
+def _wants(call, rng) -> str:
+    from scope_envs.games.tau2.goals import TRANSFER
+
+    if call.name == TRANSFER:
+        return _pick(["I'd like to speak with a human agent", "please put me through to a person"], rng)
+    verb = call.name.replace("_", " ")
+    args = _arg_words(call.arguments)
+    if not args:
+        return _pick([f"I'd like to {verb}", f"I need to {verb}"], rng)
+    return _pick([f"I'd like to {verb} ({args})", f"I need to {verb}: {args}", f"please {verb} for me ({args})"],
+                  rng)
+
+
+def _identity_says(slot: str, vals: dict, rng) -> str:
+    v = {k: str(x) for k, x in vals.items()}
+    if slot == "user_id" and set(v) == {"user_id"}:
+        return _pick([f"my user id is {v['user_id']}", f"user id {v['user_id']}",
+                      f"it's {v['user_id']} (my user id)"], rng)
+    if slot == "email" and set(v) == {"email"}:
+        return _pick([f"my email is {v['email']}", f"the email on the account is {v['email']}",
+                      f"you can find me under {v['email']}"], rng)
+    if slot == "name_zip" and {"first_name", "last_name", "zip"} <= set(v):
+        n = f"{v['first_name']} {v['last_name']}"
+        return _pick([f"I'm {n}, zip code {v['zip']}", f"my name is {n} and my zip is {v['zip']}",
+                      f"{n}, {v['zip']}"], rng)
+    if slot == "phone" and set(v) == {"phone_number"}:
+        return _pick([f"my phone number is {v['phone_number']}", f"the number is {v['phone_number']}"], rng)
+    return ", ".join(f"{k.replace('_', ' ')} {x}" for k, x in v.items())
+
+
+def _reason(game) -> str:
+    sc = (game.task.get("user_scenario") or {}).get("instructions")
+    reason = str(sc.get("reason_for_call") or "") if isinstance(sc, dict) else str(sc or "")
+    first = reason.strip().split(". ")[0].strip().rstrip(".")
+    return first[:240] if first else "I have a question about my account"
+
+
+def user_says(game, act: int, rng: np.random.Generator | None = None) -> str:
+    """A user act in words, on the text surface, *before* the act is applied: the identity values it
+    discloses (all of them for ``inform_all``, the asked slot for ``inform_identity``, a typo for
+    ``inform_slip``), the requests and details with their concrete values, in varied wordings."""
+    from scope_envs.games.tau2.acts import typo
+    from scope_envs.games.tau2.behaviour import USER_ACTS
+
+    name = USER_ACTS[act]
+    g = game.goal
+    verbose = game.traits.get("verbose", 0.5)
+    hello = _pick(["Hi there, I hope you're doing well. ", "Hello! Thanks for taking my call. ",
+                   "Hi, good to reach someone. "], rng) if verbose > 0.6 else ("" if verbose < 0.3 else
+                                                                              _pick(["Hi. ", "Hello. ", ""], rng))
+    want = "; ".join(_wants(c, rng) for c in g.requests) if g.requests else _reason(game)
+    details = ", ".join(_arg_words({k.split(":")[0]: v}) for k, v in g.details.items())
+    extra = ", ".join(_arg_words({k.split(":")[0]: v}) for k, v in g.details.items() if str(v) not in want)
+    decoy = f" Also, {_wants(g.decoy, rng)}." if g.decoy_kind == "forbidden" and g.decoy is not None else ""
+
+    def ident(slots):
+        return "; ".join(_identity_says(s, g.identity[s], rng) for s in slots)
+
+    if name == "inform_all":
+        who = ident(g.identity)
+        parts = [_pick([f"{who[0].upper()}{who[1:]}.", f"For verification: {who}."], rng) if who else "",
+                 _pick([f"{want[0].upper()}{want[1:]}.", f"Here's what I need: {want}."], rng),
+                 _pick([f"Details: {extra}.", f"In case you need them: {extra}."], rng) if extra else "",
+                 decoy.strip(),
+                 _pick(["I'd also like you to tell me what you find.", "And please let me know the details."], rng)
+                 if g.questions else ""]
+        return hello + " ".join(p for p in parts if p)
+    if name == "state_request":
+        return hello + _pick([f"I'm contacting you because {want[0].lower()}{want[1:]}.{decoy}",
+                              f"{want[0].upper()}{want[1:]}.{decoy}", f"Can you help? {want}.{decoy}"], rng)
+    if name in ("inform_identity", "inform_slip"):
+        slot = game.asked_slot if game.asked_slot in g.identity else next(iter(g.identity), None)
+        if slot is None:
+            return "I'm not sure what you need from me."
+        vals = dict(g.identity[slot])
+        if name == "inform_slip":
+            vals = {k: typo(str(v)) if any(ch.isdigit() for ch in str(v)) else v for k, v in vals.items()}
+        said = _identity_says(slot, vals, rng)
+        return _pick([f"Sure, {said}.", f"{said[0].upper()}{said[1:]}.", f"Of course: {said}."], rng)
+    if name == "inform_details":
+        if not details:
+            return _pick(["I don't have more details than that.", "That's all I know, sorry."], rng)
+        return _pick([f"Here are the details: {details}.", f"Sure: {details}.", f"The details are {details}."], rng)
+    if name == "change_mind" and g.decoy is not None and not game.decoy_stated:
+        return _pick([f"Actually, {_wants(g.decoy, rng)}.", f"Oh, and before anything else: {_wants(g.decoy, rng)}."],
+                     rng)
+    if name == "ask_question":
+        return _pick(["Could you also tell me what you found about my request?",
+                      "One more thing: what exactly do my records say about this?"], rng)
+    if name == "phone_action":
+        return _pick(["Okay, I did that.", "Done.", "Alright, I've done it."], rng)
+    return user(game, act, rng)
