@@ -60,7 +60,9 @@ class Backend:
 
     def chat(self, conversations: list[list[dict]], *, max_new_tokens: int = 256, temperature: float = 1.0,
              seed: int | None = None) -> list[Generation]:
-        raise NotImplementedError
+        """Replies to chat conversations (local backends: the chat template, then ``generate_ids``)."""
+        prompts = [self.encode(self.render(m)) for m in conversations]
+        return self.generate_ids(prompts, max_new_tokens=max_new_tokens, temperature=temperature, seed=seed)
 
     def generate_ids(self, prompts: list[list[int]], *, max_new_tokens: int = 256, temperature: float = 1.0,
                      seed: int | None = None, adapter: str | None = None) -> list[Generation]:
@@ -111,10 +113,6 @@ class TransformersBackend(Backend):
         tokenizer = AutoTokenizer.from_pretrained(p, local_files_only=True)
         model = AutoModelForCausalLM.from_pretrained(p, local_files_only=True, dtype=getattr(torch, dtype)).to(device)
         return cls(model.eval(), tokenizer)
-
-    def chat(self, conversations, *, max_new_tokens=256, temperature=1.0, seed=None):
-        prompts = [self.encode(self.render(m)) for m in conversations]
-        return self.generate_ids(prompts, max_new_tokens=max_new_tokens, temperature=temperature, seed=seed)
 
     def generate_ids(self, prompts, *, max_new_tokens=256, temperature=1.0, seed=None, adapter=None):
         import torch
@@ -207,10 +205,6 @@ class VLLMBackend(Backend):
 
         self._lora[name] = LoRARequest(f"{name}-{self._lora_next_id}", self._lora_next_id, str(path))
         self._lora_next_id += 1
-
-    def chat(self, conversations, *, max_new_tokens=256, temperature=1.0, seed=None):
-        prompts = [self.encode(self.render(m)) for m in conversations]
-        return self.generate_ids(prompts, max_new_tokens=max_new_tokens, temperature=temperature, seed=seed)
 
     def generate_ids(self, prompts, *, max_new_tokens=256, temperature=1.0, seed=None, adapter=None):
         from vllm import SamplingParams

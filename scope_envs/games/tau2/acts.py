@@ -229,13 +229,16 @@ class Tau2ActGame(Tau2Game):
             raise ValueError(f"tau2: it is the {self._next}'s turn, not the {role}'s")
         self.last[role] = act
         self._cands = None
-        (self._agent if role == AGENT else self._user)(act, text)
+        self._turn(role, act, text)
         self._cands = None
         if self.termination is None:
             if self.tool_errors >= self.max_tool_errors:
                 self._end("too_many_errors")
             elif self.steps >= self.max_steps:
                 self._end("max_steps")
+
+    def _turn(self, role: str, act: int, text: str) -> None:
+        (self._agent if role == AGENT else self._user)(act, text)
 
     def _say(self, role, act, text):
         self.history.append(Tau2Turn(role, act, text))

@@ -80,25 +80,13 @@ class Tau2TextGame(Tau2ActGame):
             return TA[f"{reading.act}:{j}"]
         return TA[reading.act]
 
-    def apply(self, role: str, act: int, text: str = "") -> None:
-        if self.termination is not None:
-            raise ValueError("tau2: the episode is over")
-        if role != self._next:
-            raise ValueError(f"tau2: it is the {self._next}'s turn, not the {role}'s")
-        self.last[role] = act
-        self._cands = None
+    def _turn(self, role: str, act: int, text: str) -> None:
         if role == AGENT:
             self._agent_turn(act, text)
         elif self.act_level_user and T.parse(text) is None:
             self._act_user_turn(act, text)
         else:
             self._text_user_turn(act, text)
-        self._cands = None
-        if self.termination is None:
-            if self.tool_errors >= self.max_tool_errors:
-                self._end("too_many_errors")
-            elif self.steps >= self.max_steps:
-                self._end("max_steps")
 
     # ------------------------------------------------------------ bookkeeping
     def _record_call(self, role, act, call: dict, text: str) -> tuple[str, bool]:
