@@ -21,7 +21,8 @@ selfplay       ``<game>-cotrain``, one net     ``<game>-cotrain``, the same net 
 "Success" is each game's ``success_metric``: for p4g the mean *actual*
 donation in dollars (0 to 2), for cooperbench the cooperative success rate
 (both features complete, clean merge), next to its conflict rate, message
-share and the solo baseline. Outputs in ``--out``: ``results.json``,
+share and the solo baseline, for tau2 the task success rate (reward 1) with
+per-domain figures. Outputs in ``--out``: ``results.json``,
 ``report.md``, ``curves.json``, ``<game>_learning_curves.png``,
 ``<game>_entropy.png``.
 """
@@ -247,7 +248,8 @@ def write_report(out: Path, results: dict, runs: list[dict], settings: dict, wal
              f"Settings: {json.dumps(settings)}. Wall time: {wall_s:.0f} s.", "",
              "Success is each game's success metric: for p4g the mean **actual donation in dollars** "
              "($0-$2; held-out human proxies do not always give what they state), for cooperbench the "
-             "**cooperative success rate** (both features complete and a clean merge). *train* is measured against the "
+             "**cooperative success rate** (both features complete and a clean merge), for tau2 the **task success "
+             "rate** (tau^2 reward 1; held-out = test-split tasks). *train* is measured against the "
              "simulator(s) the method trained with (untrained: the frozen simulator), *held-out* against "
              "`<game>-heldout`, never used in training. Means ± sd across seeds; entropies in nats "
              "(policy: the persuader's per-decision entropy against its training simulator; sim: entropy of the "
