@@ -64,9 +64,15 @@ class Game(ABC):
     def active_role(self) -> str | None:
         """The role whose turn it is, or None once the game is over."""
 
-    @abstractmethod
     def legal(self, role: str) -> np.ndarray:
-        """Boolean mask over ``acts(role)`` for the current state."""
+        """Boolean mask over ``acts(role)``: off turn only the no-op, on turn every act
+        (games narrow it further)."""
+        mask = np.zeros(len(self.acts(role)), dtype=bool)
+        if role != self.active_role():
+            mask[0] = True
+        else:
+            mask[1:] = True
+        return mask
 
     @abstractmethod
     def apply(self, role: str, act: int, text: str = "") -> None: ...

@@ -86,10 +86,9 @@ class CooperBenchGame(Game):
         return None if self.result is not None else self._next
 
     def legal(self, role):
-        mask = np.zeros(len(ACTS), dtype=bool)
         if role != self.active_role():
-            mask[0] = True
-            return mask
+            return super().legal(role)
+        mask = np.zeros(len(ACTS), dtype=bool)
         own, known = self.needs[role], self.known[role]
         for r in own:
             mask[EDIT + r] = True

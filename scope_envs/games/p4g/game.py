@@ -69,12 +69,8 @@ class P4GGame(Game):
         return PERSUADEE if self.history and self.history[-1].role == PERSUADER else PERSUADER
 
     def legal(self, role):
-        mask = np.zeros(len(self.acts(role)), dtype=bool)
-        if role != self.active_role():
-            mask[0] = True
-            return mask
-        mask[1:] = True
-        if role == PERSUADEE:
+        mask = super().legal(role)
+        if role == PERSUADEE and role == self.active_role():
             if self.final:
                 mask[1 : acts.FIRST_AMOUNT] = False
             mask[acts.PERSUADEE_INDEX["closing"]] = self.stated is not None

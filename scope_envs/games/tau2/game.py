@@ -156,14 +156,6 @@ class Tau2Game(Game):
     def active_role(self):
         return None if self.termination is not None else self._next
 
-    def legal(self, role):
-        mask = np.zeros(len(self.acts(role)), dtype=bool)
-        if role != self.active_role():
-            mask[0] = True
-            return mask
-        mask[1:] = True
-        return mask
-
     def understand(self, role: str, text: str) -> int:
         if not text.strip():
             raise InGameError("empty message")
