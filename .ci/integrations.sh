@@ -8,4 +8,4 @@ python3 -m venv .venv-rllib
 .venv-rllib/bin/pip install -q -e . "pytest>=7" "ray[rllib]~=2.60.0"
 .venv-rllib/bin/python -c "import torch, ray.rllib; assert torch.__version__.startswith('2.13.0'), torch.__version__"
 # the RLlib tests, and the README's RLlib snippet (its other snippets skip here: no sb3/torchrl)
-.venv-rllib/bin/python -m pytest -q tests/integrations tests/test_integrations.py::test_readme_snippet_runs
+.venv-rllib/bin/python -m pytest -q tests/integrations tests/test_integrations.py::test_readme_snippet_runs tests/test_integrations.py::test_readme_has_a_snippet_per_library
