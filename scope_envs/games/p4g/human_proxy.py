@@ -65,8 +65,8 @@ def _z(persona: Persona) -> dict[str, float]:
     return dict(zip(numeric_traits(), np.clip(standardize(persona), -3, 3)))
 
 
-def reactance(persona: Persona) -> float:
-    z = _z(persona)
+def reactance(z: dict[str, float]) -> float:
+    """How much pushing backfires, from standardized traits (``_z``)."""
     return max(0.0, (z["freedom"] + z["self_direction"] - z["agreeable"] - z["conform"]) / 2)
 
 
@@ -94,7 +94,7 @@ def willingness(persona: Persona, history) -> float:
         t1, t2 = MODERATORS[a]
         w += (coef[a] + HETEROGENEITY * (z[t1] + z[t2]) / 2) / uses[a]
         if a in REQUESTS and uses["propose_donation"] + uses["ask_donation_amount"] > 2:
-            w -= PUSHINESS * (0.5 + reactance(persona))
+            w -= PUSHINESS * (0.5 + reactance(z))
     return w
 
 

@@ -31,7 +31,9 @@ KAPPA = 0.5
 AMOUNT_TILT = 0.5
 PERSUADER = "persuader"
 
-_AMOUNT_Z = None
+# standardized log amounts of the positive bins: the axis along which willingness tilts a gift
+_LOG_AMOUNTS = np.log(np.array(acts.AMOUNT_BINS[1:]))
+AMOUNT_Z = (_LOG_AMOUNTS - _LOG_AMOUNTS.mean()) / _LOG_AMOUNTS.std()
 
 
 def sigmoid(x: float) -> float:
@@ -73,11 +75,7 @@ def neutral() -> float:
 def amount_probs(w: float, gifts: np.ndarray, center: float, shift: float = 0.0) -> np.ndarray:
     """Distribution over AMOUNT_BINS given willingness ``w`` (relative to ``center``),
     a base gift distribution and a ``shift`` of the log-amount tilt."""
-    global _AMOUNT_Z
-    if _AMOUNT_Z is None:
-        logs = np.log(np.array(acts.AMOUNT_BINS[1:]))
-        _AMOUNT_Z = (logs - logs.mean()) / logs.std()
-    pos = gifts[1:] * np.exp((AMOUNT_TILT * (w - center) + shift) * _AMOUNT_Z)
+    pos = gifts[1:] * np.exp((AMOUNT_TILT * (w - center) + shift) * AMOUNT_Z)
     out = np.empty(len(acts.AMOUNT_BINS))
     out[0] = 1.0 - sigmoid(w)
     out[1:] = sigmoid(w) * pos / pos.sum()
