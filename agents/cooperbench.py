@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from scope_envs.agents.base import SharpenedReference, Simulator, View
+from scope_envs.agents.base import SharpenedReference
+from scope_envs.core.simulator import Simulator, View
 from scope_envs.core.game import Persona
 from scope_envs.games.cooperbench import styles
 

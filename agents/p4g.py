@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from scope_envs.agents.base import SharpenedReference, Simulator, View, normalize
+from scope_envs.agents.base import SharpenedReference, normalize
+from scope_envs.core.simulator import Simulator, View
 from scope_envs.core.game import Persona
 from scope_envs.games.p4g import acts, personas, reference
 

@@ -7,7 +7,7 @@ tokenizer (no model is downloaded), then measures
   ``transformers.generate`` (``TransformersBackend.generate_ids``), same prompts, same batch;
 * the time to push the trained weights into the vLLM engine (``load_weights``) and the
   gap between vLLM's sampling logprobs and the trainer's recomputed ones;
-* the time and peak GPU memory of LLM-PPO updates (``scope_envs.agents.llm.ppo.train``
+* the time and peak GPU memory of LLM-PPO updates (``scope_envs.train.llm.ppo.train``
   with ``engine="vllm"`` on ``p4g-frozen``, text surface).
 
 Writes a JSON (``--out``). Needs ``pip install -e '.[llm,vllm]'`` and one CUDA GPU.
@@ -73,7 +73,7 @@ def main():
 
     import torch
 
-    from scope_envs.agents.llm import ppo
+    from scope_envs.train.llm import ppo
     from scope_envs.agents.llm.backends import TransformersBackend
     from scope_envs.agents.llm.tiny import build_tiny_model
 

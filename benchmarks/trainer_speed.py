@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 import scope_envs
-from scope_envs.agents.ppo import PPOConfig, PPOTrainer
+from scope_envs.train.act_ppo import PPOConfig, PPOTrainer
 
 
 def random_steps(env_id: str, n: int, seed: int) -> float:

@@ -2,9 +2,7 @@
 
 from scope_envs.registry import REGIMES, EnvSpec, make, register, registry
 
-from scope_envs.games import cooperbench as _cooperbench  # noqa: E402,F401  (registers the ids)
-from scope_envs.games import p4g as _p4g  # noqa: E402,F401
-from scope_envs.games import tau2 as _tau2  # noqa: E402,F401
+from scope_envs import regimes as _regimes  # noqa: E402,F401  (registers every <game>-<regime> id)
 
 __version__ = "0.1.0"
 __all__ = ["REGIMES", "EnvSpec", "make", "register", "registry"]

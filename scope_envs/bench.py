@@ -1,7 +1,7 @@
 """``scope-envs bench``: the simulator-collapse benchmark (games x methods x seeds).
 
 For every method the persuader is trained with the act-level PPO of
-``scope_envs.agents.ppo`` on the method's regime, then evaluated (a) against
+``scope_envs.train.act_ppo`` on the method's regime, then evaluated (a) against
 the simulator(s) it trained with and (b) against the held-out human-proxy
 population (``<game>-heldout``), which no training run and no setting here
 ever reads beyond that evaluation (DESIGN.md §4).
@@ -68,7 +68,7 @@ def run_one(game: str, method: str, seed: int, steps: int, eval_episodes: int, c
     """Train one (game, method, seed) and evaluate it; the held-out side only ever measures."""
     import torch
 
-    from scope_envs.agents.ppo import PPOConfig, PPOTrainer, evaluate
+    from scope_envs.train.act_ppo import PPOConfig, PPOTrainer, evaluate
 
     torch.set_num_threads(1)
     t0 = time.perf_counter()

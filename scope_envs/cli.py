@@ -55,8 +55,8 @@ def cmd_bench(args) -> None:
 
 
 def cmd_train_llm(args) -> None:
-    """LLM-PPO on multi-turn text episodes (scope_envs.agents.llm.ppo)."""
-    from scope_envs.agents.llm import ppo
+    """LLM-PPO on multi-turn text episodes (scope_envs.train.llm.ppo)."""
+    from scope_envs.train.llm import ppo
 
     if args.threads:
         import torch

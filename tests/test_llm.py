@@ -26,7 +26,7 @@ pytest.importorskip("tokenizers")
 
 # ----------------------------------------------------------------------------- import cost
 def test_import_stays_light():
-    code = ("import sys, scope_envs, scope_envs.agents.llm, scope_envs.agents.llm.ppo, scope_envs.agents.llm.trl_adapter;"
+    code = ("import sys, scope_envs, scope_envs.agents.llm, scope_envs.train.llm.ppo, scope_envs.train.llm.trl;"
             "print([m for m in ('transformers', 'peft', 'vllm', 'trl', 'tokenizers') if m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
@@ -292,7 +292,7 @@ def test_parse_verbalized_recovers_malformed_lists(items, damage):
 
 # ----------------------------------------------------------------------------- the trainer
 def _cfg(tmp_path, **kw):
-    from scope_envs.agents.llm import ppo
+    from scope_envs.train.llm import ppo
 
     base = dict(model=tiny_model_dir(), out=str(tmp_path), log=False, updates=1, groups=2, group_size=1,
                 max_new_tokens=6, lr=1e-3)
@@ -301,7 +301,7 @@ def _cfg(tmp_path, **kw):
 
 
 def test_rollout_loss_mask_covers_exactly_the_persuaders_tokens(tmp_path, tiny_dir):
-    from scope_envs.agents.llm import ppo
+    from scope_envs.train.llm import ppo
 
     cfg = _cfg(tmp_path, env="p4g-frozen", env_kwargs={"max_turns": 3}, groups=3, group_size=1, max_new_tokens=10)
     learners = ppo.build_learners(cfg)
@@ -357,7 +357,7 @@ def test_rollout_loss_mask_covers_exactly_the_persuaders_tokens(tmp_path, tiny_d
 def test_gae_runs_over_trained_tokens_only():
     import torch
 
-    from scope_envs.agents.llm.ppo import gae
+    from scope_envs.train.llm.ppo import gae
 
     mask = torch.tensor([[0, 1, 1, 0, 0, 1, 0]], dtype=torch.float32)
     rewards = torch.tensor([[9, 0, 1, 9, 9, 2, 9]], dtype=torch.float32)  # 9s sit on untrained tokens
@@ -368,7 +368,7 @@ def test_gae_runs_over_trained_tokens_only():
 def test_kl_estimators_and_adaptive_coefficient():
     import torch
 
-    from scope_envs.agents.llm.ppo import KLController, kl_estimate
+    from scope_envs.train.llm.ppo import KLController, kl_estimate
 
     logp, ref = torch.tensor([-1.0, -2.0, -0.5]), torch.tensor([-1.5, -1.0, -0.5])
     assert kl_estimate(logp, ref, "k1").tolist() == pytest.approx([0.5, -1.0, 0.0])
@@ -382,7 +382,7 @@ def test_kl_estimators_and_adaptive_coefficient():
 
 
 def test_ppo_learns_a_toy_text_task(tmp_path, tiny_dir):
-    from scope_envs.agents.llm import ppo
+    from scope_envs.train.llm import ppo
 
     cfg = _cfg(tmp_path, env="llm-toy", updates=24, groups=8, group_size=2, max_new_tokens=8, lr=3e-3,
                ppo_epochs=4, minibatch=8, kl_coef=0.01, seed=0)
@@ -407,7 +407,7 @@ def _changed(before, params):
 
 
 def test_cotraining_updates_both_models(tmp_path, tiny_dir):
-    from scope_envs.agents.llm import ppo
+    from scope_envs.train.llm import ppo
 
     cfg = _cfg(tmp_path, env="p4g-cotrain", mode="cotrain", env_kwargs={"max_turns": 2}, updates=1)
     learners = ppo.build_learners(cfg)
@@ -428,7 +428,7 @@ def test_population_keeps_k_distinct_lora_adapters(tmp_path, tiny_dir):
     pytest.importorskip("peft")
     import torch
 
-    from scope_envs.agents.llm import ppo
+    from scope_envs.train.llm import ppo
 
     cfg = _cfg(tmp_path, env="p4g-population", mode="population", members=2, lora=True, lora_r=4,
                env_kwargs={"max_turns": 2, "schedule": "round_robin"}, groups=2, group_size=1, updates=2, lr=1e-2)
@@ -459,7 +459,7 @@ def test_population_keeps_k_distinct_lora_adapters(tmp_path, tiny_dir):
 
 
 def test_agent_against_a_frozen_llm_user(tmp_path, tiny_dir):
-    from scope_envs.agents.llm import ppo
+    from scope_envs.train.llm import ppo
 
     cfg = _cfg(tmp_path, env="p4g-frozen", user_model=tiny_model_dir(), env_kwargs={"max_turns": 1}, updates=1)
     history = ppo.train(cfg)["history"]
@@ -476,7 +476,7 @@ def test_cli_train_llm(tmp_path, tiny_dir):
 
 
 def test_cotraining_one_shared_model_plays_both_roles(tmp_path, tiny_dir):
-    from scope_envs.agents.llm import ppo
+    from scope_envs.train.llm import ppo
 
     cfg = _cfg(tmp_path, env="p4g-cotrain", mode="cotrain", shared=True, env_kwargs={"max_turns": 1}, updates=1)
     learners = ppo.build_learners(cfg)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from llm_fixtures import _one_thread, tiny_dir  # noqa: F401
 
-from scope_envs.agents.llm.trl_adapter import ScopeEnvironment, environment_factory
+from scope_envs.train.llm.trl import ScopeEnvironment, environment_factory
 
 
 def test_adapter_plays_an_episode_through_its_tool():

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import scope_envs
-from scope_envs.agents.base import Simulator
+from scope_envs.core.simulator import Simulator
 from scope_envs.agents.p4g import CollapsedPersuadee, ReferencePersuadee, rotation_members
 from scope_envs.games.p4g import acts, text
 from scope_envs.games.p4g.game import P4GGame

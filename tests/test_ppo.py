@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from scope_envs.agents.ppo import PPOConfig, PPOTrainer, evaluate
+from scope_envs.train.act_ppo import PPOConfig, PPOTrainer, evaluate
 
 torch.set_num_threads(1)
 

@@ -187,7 +187,7 @@ def test_acts_and_masks_are_small_and_consistent():
 def test_ppo_on_frozen_improves_over_random_on_training_tasks():
     import torch
 
-    from scope_envs.agents.ppo import PPOConfig, PPOTrainer, evaluate
+    from scope_envs.train.act_ppo import PPOConfig, PPOTrainer, evaluate
 
     torch.set_num_threads(1)
     trainer = PPOTrainer(PPOConfig(env_id="tau2-frozen", total_steps=5000, seed=0))

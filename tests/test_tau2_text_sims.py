@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import scope_envs
-from scope_envs.agents.base import Simulator
+from scope_envs.core.simulator import Simulator
 from scope_envs.agents.tau2 import oracle_text
 from scope_envs.core.game import Persona
 from scope_envs.games.tau2 import human_proxy

@@ -4,7 +4,9 @@ Members are frozen ``Simulator``\\ s (multi-model *rotation*) or ``LEARNABLE``
 slots (population co-training: slot ``j`` is the live agent ``user_j``).
 Schedules: ``uniform``; ``round_robin``; ``bandit`` — the member ``agent_0``
 currently does worst against, by a lower confidence bound on its mean return
-(UCB on the agent's regret), so the agent meets its hardest users most.
+(UCB on the agent's regret), so the agent meets its hardest users most. The
+wrapper's one concern is the roster: it gives the env its members and a
+``MemberSchedule``; the env asks the schedule for each episode's member.
 
 Example::
 
@@ -26,28 +28,21 @@ from pettingzoo.utils import BaseParallelWrapper
 SCHEDULES = ("uniform", "round_robin", "bandit")
 
 
-class SimulatorPopulation(BaseParallelWrapper):
-    """Per-member episode counts and mean agent returns ride in ``infos`` as
-    ``member``, ``member_episodes`` and ``member_returns`` (arrays over members)."""
+class MemberSchedule:
+    """Picks each episode's member and keeps per-member episode counts and mean agent returns."""
 
-    def __init__(self, env, members: list, schedule: str = "uniform", exploration: float = 1.0):
-        super().__init__(env)
-        if schedule not in SCHEDULES:
-            raise ValueError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
-        env.unwrapped.set_members(members)
-        self.schedule = schedule
-        self.exploration = exploration
-        self.episodes = np.zeros(len(members), dtype=np.int64)
-        self.returns = np.zeros(len(members), dtype=np.float64)
+    def __init__(self, n: int, kind: str = "uniform", exploration: float = 1.0):
+        if kind not in SCHEDULES:
+            raise ValueError(f"schedule must be one of {SCHEDULES}, got {kind!r}")
+        self.kind, self.exploration = kind, exploration
+        self.episodes = np.zeros(n, dtype=np.int64)
+        self.returns = np.zeros(n, dtype=np.float64)
         self._next = 0
-        self._episode_return = 0.0
-        env.unwrapped.member_for_next_episode = self.member_for_next_episode
 
-    def member_for_next_episode(self, rng: np.random.Generator) -> int:
-        n = len(self.episodes)
-        if self.schedule == "uniform":
+    def pick(self, n: int, rng: np.random.Generator) -> int:
+        if self.kind == "uniform":
             return int(rng.integers(n))
-        if self.schedule == "round_robin":
+        if self.kind == "round_robin":
             k, self._next = self._next, (self._next + 1) % n
             return k
         if (self.episodes == 0).any():
@@ -56,22 +51,43 @@ class SimulatorPopulation(BaseParallelWrapper):
         bonus = self.exploration * np.sqrt(np.log(self.episodes.sum()) / self.episodes)
         return int(np.argmin(mean - bonus))
 
+    def episode_end(self, member: int, agent_return: float) -> None:
+        self.episodes[member] += 1
+        self.returns[member] += agent_return
+
+    def mean_returns(self) -> np.ndarray:
+        return np.divide(self.returns, np.maximum(self.episodes, 1))
+
+
+class SimulatorPopulation(BaseParallelWrapper):
+    """Per-member episode counts and mean agent returns ride in ``infos`` as
+    ``member``, ``member_episodes`` and ``member_returns`` (arrays over members)."""
+
+    def __init__(self, env, members: list, schedule: str = "uniform", exploration: float = 1.0):
+        super().__init__(env)
+        self.schedule = MemberSchedule(len(members), schedule, exploration)
+        env.unwrapped.set_members(members)
+        env.unwrapped.schedule = self.schedule
+
+    @property
+    def episodes(self) -> np.ndarray:
+        return self.schedule.episodes
+
+    @property
+    def returns(self) -> np.ndarray:
+        return self.schedule.returns
+
     def reset(self, seed=None, options=None):
         obs, infos = self.env.reset(seed=seed, options=options)
-        self._episode_return = 0.0
         return obs, self._annotate(infos)
 
     def step(self, actions):
         obs, rew, term, trunc, infos = self.env.step(actions)
-        self._episode_return += rew.get("agent_0", 0.0)
-        if not self.env.unwrapped.agents:
-            k = self.env.unwrapped.member
-            self.episodes[k] += 1
-            self.returns[k] += self._episode_return
         return obs, rew, term, trunc, self._annotate(infos)
 
     def _annotate(self, infos):
-        mean = np.divide(self.returns, np.maximum(self.episodes, 1))
+        mean = self.schedule.mean_returns()
         for info in infos.values():
-            info.update(member=self.env.unwrapped.member, member_episodes=self.episodes.copy(), member_returns=mean)
+            info.update(member=self.env.unwrapped.member, member_episodes=self.schedule.episodes.copy(),
+                        member_returns=mean)
         return infos

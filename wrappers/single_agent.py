@@ -34,7 +34,7 @@ from typing import Any, Callable
 import gymnasium as gym
 import numpy as np
 
-from scope_envs.agents.base import Simulator
+from scope_envs.core.simulator import Simulator
 from scope_envs.wrappers.legal import LegalActions
 
 Policy = Simulator | Callable[[Any], Any]

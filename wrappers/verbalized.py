@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 from pettingzoo.utils import BaseParallelWrapper
 
-from scope_envs.core.env import DialogueParallelEnv
+from scope_envs.core.env import DirectAnswer
 
 WEIGHT_MODES = ("elicited", "softmax", "uniform")
 
@@ -56,19 +56,11 @@ def candidate_weights(
     return w / w.sum()
 
 
-class VerbalizedSampling(BaseParallelWrapper):
-    """Replace the user simulator's direct answer with a draw from its verbalized top-k.
+class VerbalizedSampler:
+    """A user-act sampler: one candidate drawn from the simulator's verbalized top-``k``."""
 
-    Candidates (act ids, padded with -1), their stated probabilities and the
-    chosen index go into ``infos[agent]`` as ``vs_candidates``, ``vs_probs``,
-    ``vs_chosen``; a text player's candidate messages as ``vs_texts``.
-    ``vs_fallback`` is 1 when the simulator verbalized nothing usable and
-    its direct answer was taken.
-    """
-
-    def __init__(self, env, k: int = 5, tau: float | None = None, min_survivors: int = 1,
+    def __init__(self, k: int = 5, tau: float | None = None, min_survivors: int = 1,
                  weight_mode: str = "elicited", tail: float | None = None, temperature: float = 2.0):
-        super().__init__(env)
         if k < 1:
             raise ValueError(f"k must be >= 1, got {k}")
         if not 1 <= min_survivors <= k:
@@ -79,7 +71,48 @@ class VerbalizedSampling(BaseParallelWrapper):
             raise ValueError(f"weight_mode must be one of {WEIGHT_MODES}, got {weight_mode!r}")
         self.k, self.tau, self.min_survivors = k, tau, min_survivors
         self.weight_mode, self.tail, self.temperature = weight_mode, tail, temperature
-        env.unwrapped.sample_user_act = self.sample_user_act
+
+    def __call__(self, sim, view, rng):
+        cands = sim.verbalize(view, self.k, rng, tail=self.tail)
+        if not cands:  # nothing verbalized (e.g. an unparseable LLM list): the direct answer
+            choice, info = DirectAnswer()(sim, view, rng)
+            return choice, {**self.empty(), "vs_fallback": 1, **info}
+        probs = np.array([p for _, p in cands], dtype=float)
+        w = candidate_weights(probs, self.tau, self.min_survivors, self.weight_mode, self.temperature)
+        chosen = int(rng.choice(len(cands), p=w))
+        info = {**self.empty(), "vs_chosen": chosen, "vs_fallback": 0}
+        info["vs_probs"][: len(cands)] = probs[: self.k]
+        if isinstance(cands[0][0], str):  # a text player's candidates
+            info["vs_texts"] = [c for c, _ in cands]
+        else:
+            info["vs_candidates"][: len(cands)] = [a for a, _ in cands][: self.k]
+        return cands[chosen][0], info
+
+    def empty(self) -> dict:
+        return {"vs_candidates": np.full(self.k, -1, dtype=np.int64), "vs_probs": np.zeros(self.k), "vs_chosen": -1,
+                "vs_fallback": 0}
+
+
+class VerbalizedSampling(BaseParallelWrapper):
+    """Replace the user simulator's direct answer with a draw from its verbalized top-k.
+
+    The wrapper gives the env a ``VerbalizedSampler`` as its user-act sampler and
+    keeps the ``vs_*`` keys in every step's infos. Candidates (act ids, padded
+    with -1), their stated probabilities and the chosen index go into
+    ``infos[agent]`` as ``vs_candidates``, ``vs_probs``, ``vs_chosen``; a text
+    player's candidate messages as ``vs_texts``. ``vs_fallback`` is 1 when the
+    simulator verbalized nothing usable and its direct answer was taken.
+    """
+
+    def __init__(self, env, k: int = 5, tau: float | None = None, min_survivors: int = 1,
+                 weight_mode: str = "elicited", tail: float | None = None, temperature: float = 2.0):
+        super().__init__(env)
+        self.sampler = VerbalizedSampler(k, tau, min_survivors, weight_mode, tail, temperature)
+        env.unwrapped.user_sampler = self.sampler
+
+    @property
+    def k(self) -> int:
+        return self.sampler.k
 
     def reset(self, seed=None, options=None):
         obs, infos = self.env.reset(seed=seed, options=options)
@@ -93,25 +126,6 @@ class VerbalizedSampling(BaseParallelWrapper):
         # the same keys every step, also before the first user turn and after the last: TorchRL
         # builds its info spec from one step and then expects those keys on every step
         for info in infos.values():
-            for key, value in {**self._empty(), "vs_fallback": 0}.items():
+            for key, value in self.sampler.empty().items():
                 info.setdefault(key, value)
         return infos
-
-    def sample_user_act(self, sim, view, rng):
-        cands = sim.verbalize(view, self.k, rng, tail=self.tail)
-        if not cands:  # nothing verbalized (e.g. an unparseable LLM list): the direct answer
-            choice, info = DialogueParallelEnv.sample_user_act(self.env.unwrapped, sim, view, rng)
-            return choice, {**self._empty(), "vs_fallback": 1, **info}
-        probs = np.array([p for _, p in cands], dtype=float)
-        w = candidate_weights(probs, self.tau, self.min_survivors, self.weight_mode, self.temperature)
-        chosen = int(rng.choice(len(cands), p=w))
-        info = {**self._empty(), "vs_chosen": chosen, "vs_fallback": 0}
-        info["vs_probs"][: len(cands)] = probs[: self.k]
-        if isinstance(cands[0][0], str):  # a text player's candidates
-            info["vs_texts"] = [c for c, _ in cands]
-        else:
-            info["vs_candidates"][: len(cands)] = [a for a, _ in cands][: self.k]
-        return cands[chosen][0], info
-
-    def _empty(self):
-        return {"vs_candidates": np.full(self.k, -1, dtype=np.int64), "vs_probs": np.zeros(self.k), "vs_chosen": -1}

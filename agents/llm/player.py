@@ -17,7 +17,7 @@ import json
 
 import numpy as np
 
-from scope_envs.agents.base import Simulator, View
+from scope_envs.core.simulator import Simulator, View
 from scope_envs.agents.llm.verbalized import parse_verbalized, vs_prompt
 
 USER_GUIDELINES = (

@@ -7,8 +7,15 @@ replies inside ``step``, so ``agent_0`` acts every step.
 
 The user seat is filled per episode by one of ``members``: a ``Simulator``
 (played inside the env) or ``LEARNABLE`` (a live agent ``user_j``, ``j`` counting
-the learnable members). ``member_for_next_episode`` and ``sample_user_act`` are the
-two hooks that wrappers override (population schedules, verbalized sampling).
+the learnable members). Two parts are pluggable, as objects the env is built
+with or given (wrappers supply them; they never patch the env):
+
+* ``schedule`` picks the member for each episode: ``schedule.pick(n, rng)``,
+  told each finished episode by ``schedule.episode_end(member, agent_return)``
+  (``FirstOrUniform`` by default);
+* ``user_sampler`` plays one simulator turn: ``user_sampler(sim, view, rng)``
+  returns ``(act or message, infos extras)`` (``DirectAnswer`` by default; the
+  ``VerbalizedSampling`` wrapper supplies a verbalized sampler).
 """
 
 from __future__ import annotations
@@ -19,12 +26,29 @@ from typing import Any, Callable
 import numpy as np
 from pettingzoo import ParallelEnv
 
-from scope_envs.agents.base import Simulator, View
+from scope_envs.core.simulator import Simulator, View
 from scope_envs.core.game import Game, InGameError
 from scope_envs.core.surfaces import SURFACES
 
 AGENT = "agent_0"
 LEARNABLE = "learnable"
+
+
+class DirectAnswer:
+    """The default user-act sampler: the simulator's own answer (an act, or a text player's message)."""
+
+    def __call__(self, sim: Simulator, view: View, rng: np.random.Generator) -> tuple[int | str, dict]:
+        return (sim.reply(view, rng) if sim.plays_text else sim.act(view, rng)), {}
+
+
+class FirstOrUniform:
+    """The default member schedule: the only member, or one drawn uniformly per episode."""
+
+    def pick(self, n: int, rng: np.random.Generator) -> int:
+        return 0 if n == 1 else int(rng.integers(n))
+
+    def episode_end(self, member: int, agent_return: float) -> None:
+        pass
 
 
 class DialogueParallelEnv(ParallelEnv):
@@ -40,6 +64,8 @@ class DialogueParallelEnv(ParallelEnv):
         regime: str = "",
         render_mode: str | None = None,
         max_errors: int = 3,
+        user_sampler: Callable[[Simulator, View, np.random.Generator], tuple[int | str, dict]] | None = None,
+        schedule: Any = None,
     ):
         if surface not in SURFACES:
             raise ValueError(f"surface must be one of {sorted(SURFACES)}, got {surface!r}")
@@ -53,6 +79,8 @@ class DialogueParallelEnv(ParallelEnv):
         self.regime = regime
         self.render_mode = render_mode
         self.max_errors = max_errors
+        self.user_sampler = DirectAnswer() if user_sampler is None else user_sampler
+        self.schedule = FirstOrUniform() if schedule is None else schedule
         self.metadata = {**self.metadata, "name": f"scope_{game.name}_{regime or 'custom'}_v0"}
         self._rng = np.random.default_rng()
         self.set_members(members)
@@ -97,19 +125,12 @@ class DialogueParallelEnv(ParallelEnv):
             raise ValueError(f"unknown agent {agent!r}; possible agents are {self.possible_agents}")
         return self._role[agent]
 
-    # -- hooks ---------------------------------------------------------------
-    def member_for_next_episode(self, rng: np.random.Generator) -> int:
-        return 0 if len(self.members) == 1 else int(rng.integers(len(self.members)))
-
-    def sample_user_act(self, sim: Simulator, view: View, rng: np.random.Generator) -> tuple[int | str, dict]:
-        """One simulator turn: an act (or a message, from a text player) and anything worth reporting in infos."""
-        return (sim.reply(view, rng) if sim.plays_text else sim.act(view, rng)), {}
-
     # -- PettingZoo API --------------------------------------------------------
     def reset(self, seed: int | None = None, options: dict | None = None):
         if seed is not None:
             self._rng = np.random.default_rng(seed)
-        self.member = self.member_for_next_episode(self._rng)
+        self.member = self.schedule.pick(len(self.members), self._rng)
+        self._agent_return = 0.0
         sim = self.simulator
         persona = sim.persona if sim is not None and sim.persona is not None else None
         if persona is None:
@@ -171,8 +192,10 @@ class DialogueParallelEnv(ParallelEnv):
         terms = {a: done for a in self.agents}
         truncs = {a: truncated and not done for a in self.agents}
         infos = self._infos()
+        self._agent_return += rewards[AGENT]
         if done or truncated:
             self.agents = []
+            self.schedule.episode_end(self.member, self._agent_return)
         return obs, rewards, terms, truncs, infos
 
     def _run_simulator(self) -> bool:
@@ -180,7 +203,7 @@ class DialogueParallelEnv(ParallelEnv):
         sim = self.simulator
         role = self.game.user_role
         while sim is not None and self.game.active_role() == role:
-            choice, extra = self.sample_user_act(sim, self.view(role, errors=tuple(self._sim_errors)), self._rng)
+            choice, extra = self.user_sampler(sim, self.view(role, errors=tuple(self._sim_errors)), self._rng)
             self._sim_info = extra
             if isinstance(choice, str):  # a text player's message, read like a learnable agent's
                 try:

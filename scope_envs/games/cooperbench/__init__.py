@@ -56,33 +56,3 @@ Arguments
 Version history
     v0: first release.
 """
-
-from __future__ import annotations
-
-import functools
-
-from scope_envs.core import regimes
-from scope_envs.registry import REGIMES, register
-
-
-def make_cooperbench(regime: str, surface: str = "act", *, max_turns: int = 12, user_reward: str = "persona",
-                     gamma: float = 3.0, render_mode=None, max_errors: int = 3, **options):
-    from scope_envs.agents import cooperbench as players
-    from scope_envs.games.cooperbench.game import CooperBenchGame
-
-    return regimes.build(
-        regime,
-        CooperBenchGame(max_turns=max_turns, user_reward=user_reward),
-        frozen=lambda: players.CollapsedPartner(gamma=gamma),
-        rotation=players.rotation_members,
-        heldout=players.HumanProxyPartner,
-        surface=surface,
-        render_mode=render_mode,
-        max_errors=max_errors,
-        **options,
-    )
-
-
-for _regime in REGIMES:
-    register(f"cooperbench-{_regime}", functools.partial(make_cooperbench, _regime), game="cooperbench",
-             regime=_regime)

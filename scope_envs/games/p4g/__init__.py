@@ -67,32 +67,3 @@ Arguments
 Version history
     v0: first release.
 """
-
-from __future__ import annotations
-
-import functools
-
-from scope_envs.core import regimes
-from scope_envs.registry import REGIMES, register
-
-
-def make_p4g(regime: str, surface: str = "act", *, max_turns: int = 10, user_reward: str = "mixed",
-             gamma: float = 3.0, render_mode=None, max_errors: int = 3, **options):
-    from scope_envs.agents import p4g as players
-    from scope_envs.games.p4g.game import P4GGame
-
-    return regimes.build(
-        regime,
-        P4GGame(max_turns=max_turns, user_reward=user_reward),
-        frozen=lambda: players.CollapsedPersuadee(gamma=gamma),
-        rotation=players.rotation_members,
-        heldout=players.HumanProxyPersuadee,
-        surface=surface,
-        render_mode=render_mode,
-        max_errors=max_errors,
-        **options,
-    )
-
-
-for _regime in REGIMES:
-    register(f"p4g-{_regime}", functools.partial(make_p4g, _regime), game="p4g", regime=_regime)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from scope_envs.agents.base import Simulator
+from scope_envs.core.simulator import Simulator
 from scope_envs.core.env import DialogueParallelEnv
 from scope_envs.games.p4g import personas
 from scope_envs.games.p4g.game import P4GGame

@@ -75,37 +75,9 @@ Arguments
     ``surface`` (``act``), ``domain`` (a name or a sequence of names),
     ``data_dir``, ``max_steps`` (100), ``max_tool_errors`` (10), ``judge``,
     ``user_reward``, ``gamma`` (3.0, the collapsed user's sharpening), ``render_mode`` (``ansi``),
-    ``max_errors`` (3 in-game errors); regime options as in ``scope_envs.core.regimes``.
+    ``max_errors`` (3 in-game errors); regime options as in ``scope_envs.regimes``.
 
 Version history
     v0: first release (text surface, interim scripted users); act surface, derived goals, collapsed /
     rotation / human-proxy users (issue 7), which also play the text surface (realizer + NLU).
 """
-
-from __future__ import annotations
-
-import functools
-
-from scope_envs.core import regimes
-from scope_envs.registry import REGIMES, register
-
-
-def make_tau2(regime: str, surface: str = "act", *, domain=("airline", "retail", "telecom"), data_dir=None,
-              max_steps: int = 100, max_tool_errors: int = 10, judge=None, user_reward: str = "shared",
-              gamma: float = 3.0, render_mode=None, max_errors: int = 3, **options):
-    kwargs = dict(max_steps=max_steps, max_tool_errors=max_tool_errors, judge=judge, user_reward=user_reward)
-    if surface == "act":
-        from scope_envs.games.tau2.acts import Tau2ActGame as GameClass
-    else:  # the same act-level users; a realizer and a light NLU carry them onto text (textgame.py, nlu.py)
-        from scope_envs.games.tau2.textgame import Tau2TextGame as GameClass
-    from scope_envs.agents import tau2 as players
-
-    game = GameClass(domain, data_dir, **kwargs)
-    frozen, rotation, heldout = (lambda: players.CollapsedUser(gamma=gamma)), players.rotation_members, \
-        players.HumanProxyUser
-    return regimes.build(regime, game, frozen=frozen, rotation=rotation, heldout=heldout, surface=surface,
-                         render_mode=render_mode, max_errors=max_errors, **options)
-
-
-for _regime in REGIMES:
-    register(f"tau2-{_regime}", functools.partial(make_tau2, _regime), game="tau2", regime=_regime)

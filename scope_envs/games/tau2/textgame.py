@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from scope_envs.agents.base import Simulator
+from scope_envs.core.simulator import Simulator
 from scope_envs.core.game import InGameError
 from scope_envs.games.tau2 import nlu
 from scope_envs.games.tau2 import text as T

@@ -1,0 +1,121 @@
+"""Regime assembly: an id ``<game>-<regime>`` becomes a game, its players and wrappers.
+
+Regimes decide who plays the user role (DESIGN.md §2); every game supports every
+regime. ``frozen`` and ``vs`` take ``user=``: any ``Simulator`` (an LLM player,
+say) in place of the game's built-in frozen simulator. This module registers
+every id; it sits above the games, the players and the wrappers and is
+imported by ``scope_envs`` itself.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Callable
+
+from scope_envs.core.env import LEARNABLE, DialogueParallelEnv
+from scope_envs.core.game import Game
+from scope_envs.core.simulator import Simulator
+from scope_envs.registry import REGIMES, register
+from scope_envs.wrappers import SimulatorPopulation, VerbalizedSampling
+
+# the keyword arguments each regime takes beyond the game's own
+REGIME_KWARGS = {
+    "frozen": {"user"},
+    "vs": {"user", "k", "tau", "min_survivors", "weight_mode", "tail", "temperature"},
+    "rotation": {"schedule"},
+    "cotrain": set(),
+    "population": {"members", "schedule"},
+    "heldout": set(),
+}
+
+
+def build(
+    regime: str,
+    game: Game,
+    *,
+    frozen: Callable[[], Simulator],
+    rotation: Callable[[], list[Simulator]],
+    heldout: Callable[[], Simulator],
+    surface: str = "act",
+    render_mode: str | None = None,
+    max_errors: int = 3,
+    **options,
+):
+    if regime not in REGIMES:
+        raise ValueError(f"regime must be one of {REGIMES}, got {regime!r}")
+    unknown = set(options) - REGIME_KWARGS[regime]
+    if unknown:
+        raise ValueError(
+            f"regime {regime!r} takes no option(s) {sorted(unknown)}; it takes {sorted(REGIME_KWARGS[regime]) or 'none'}"
+        )
+
+    user = options.pop("user", None)
+    if user is not None and not isinstance(user, Simulator):
+        raise ValueError(f"user must be a Simulator (e.g. an LLMPlayer), got {type(user).__name__}")
+
+    def env(members, split="train"):
+        return DialogueParallelEnv(game, members, surface=surface, split=split, regime=regime,
+                                   render_mode=render_mode, max_errors=max_errors)
+
+    if regime == "frozen":
+        return env([user or frozen()])
+    if regime == "vs":
+        return VerbalizedSampling(env([user or frozen()]), **options)
+    if regime == "rotation":
+        return SimulatorPopulation(env([frozen()]), rotation(), schedule=options.get("schedule", "uniform"))
+    if regime == "cotrain":
+        return env([LEARNABLE])
+    if regime == "population":
+        k = options.get("members", 4)
+        if not isinstance(k, int) or k < 1:
+            raise ValueError(f"members must be a positive int, got {k!r}")
+        return SimulatorPopulation(env([LEARNABLE]), [LEARNABLE] * k, schedule=options.get("schedule", "uniform"))
+    return env([heldout()], split="heldout")
+
+
+# -- the games' factories ------------------------------------------------------------------
+def make_p4g(regime: str, surface: str = "act", *, max_turns: int = 10, user_reward: str = "mixed",
+             gamma: float = 3.0, render_mode=None, max_errors: int = 3, **options):
+    """Persuasion for Good (arguments: ``scope_envs.games.p4g``)."""
+    from scope_envs.agents import p4g as players
+    from scope_envs.games.p4g.game import P4GGame
+
+    return build(regime, P4GGame(max_turns=max_turns, user_reward=user_reward),
+                 frozen=lambda: players.CollapsedPersuadee(gamma=gamma), rotation=players.rotation_members,
+                 heldout=players.HumanProxyPersuadee, surface=surface, render_mode=render_mode,
+                 max_errors=max_errors, **options)
+
+
+def make_cooperbench(regime: str, surface: str = "act", *, max_turns: int = 12, user_reward: str = "persona",
+                     gamma: float = 3.0, render_mode=None, max_errors: int = 3, **options):
+    """CooperBench (arguments: ``scope_envs.games.cooperbench``)."""
+    from scope_envs.agents import cooperbench as players
+    from scope_envs.games.cooperbench.game import CooperBenchGame
+
+    return build(regime, CooperBenchGame(max_turns=max_turns, user_reward=user_reward),
+                 frozen=lambda: players.CollapsedPartner(gamma=gamma), rotation=players.rotation_members,
+                 heldout=players.HumanProxyPartner, surface=surface, render_mode=render_mode,
+                 max_errors=max_errors, **options)
+
+
+def make_tau2(regime: str, surface: str = "act", *, domain=("airline", "retail", "telecom"), data_dir=None,
+              max_steps: int = 100, max_tool_errors: int = 10, judge=None, user_reward: str = "shared",
+              gamma: float = 3.0, render_mode=None, max_errors: int = 3, **options):
+    """tau^2-bench (arguments: ``scope_envs.games.tau2``)."""
+    from scope_envs.agents import tau2 as players
+
+    if surface == "act":
+        from scope_envs.games.tau2.acts import Tau2ActGame as GameClass
+    else:  # the same act-level users; a realizer and a light NLU carry them onto text (textgame.py, nlu.py)
+        from scope_envs.games.tau2.textgame import Tau2TextGame as GameClass
+    game = GameClass(domain, data_dir, max_steps=max_steps, max_tool_errors=max_tool_errors, judge=judge,
+                     user_reward=user_reward)
+    return build(regime, game, frozen=lambda: players.CollapsedUser(gamma=gamma), rotation=players.rotation_members,
+                 heldout=players.HumanProxyUser, surface=surface, render_mode=render_mode, max_errors=max_errors,
+                 **options)
+
+
+GAMES = {"p4g": make_p4g, "cooperbench": make_cooperbench, "tau2": make_tau2}
+for _game, _factory in GAMES.items():
+    for _regime in REGIMES:
+        register(f"{_game}-{_regime}", functools.partial(_factory, _regime), game=_game, regime=_regime)

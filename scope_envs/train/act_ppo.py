@@ -1,0 +1,464 @@
+"""Act-level multi-agent PPO for the ``act`` surface, CleanRL style: read it top to bottom.
+
+It trains whatever the regime makes learnable:
+
+* ``frozen``, ``vs``, ``rotation`` (and any single-agent id): the persuader ``agent_0`` only.
+* ``cotrain``: the persuader and the user ``user_0``, each with its own network.
+* ``population``: the persuader and K user networks, ``user_k`` trained only on
+  the episodes it played; an optional diversity term pushes members apart.
+* ``selfplay=True`` (on a ``cotrain`` id): one network plays both roles and is
+  told its role in the observation (a one-hot, then the role's features,
+  zero-padded; action masks are padded with illegal acts).
+
+Learnable users start from a behaviour clone of the game's *frozen* simulator
+(``user_init="frozen"``, the training-side "aligned LLM playing the dealt
+card"; ``"random"`` for a fresh network) and are trained with their env
+reward, an entropy bonus and a KL penalty toward that initial policy.
+
+Episodes are collected whole (every turn-based dialogue ends within a few
+turns), so GAE needs no bootstrapping. Each agent's own decisions form its
+trajectory: turns where it only has the no-op are skipped (it sends 0), and a
+reward that arrives on another agent's turn is credited to its last decision.
+
+Example::
+
+    >>> from scope_envs.train.act_ppo import PPOConfig, PPOTrainer, evaluate
+    >>> trainer = PPOTrainer(PPOConfig(env_id="p4g-frozen", total_steps=2000, seed=0))
+    >>> history = trainer.train()
+    >>> evaluate(trainer, "p4g-heldout", episodes=50, seed=1)["success"]  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+import random
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import torch
+import torch.nn as nn
+from torch.distributions import Categorical
+
+import scope_envs
+
+AGENT = "agent_0"
+POPULATION_KWARGS = ("members", "schedule")  # kwargs of population/rotation that the frozen env does not take
+
+
+@dataclass
+class PPOConfig:
+    env_id: str = "p4g-frozen"
+    env_kwargs: dict = field(default_factory=dict)
+    seed: int = 0
+    total_steps: int = 30_000  # the budget, in persuader (agent_0) decisions: equal across regimes, whereas
+    # env steps are not (where the user is a live agent its turns are env steps too)
+    num_envs: int = 16  # envs stepped in lockstep, one batched forward pass per step
+    episodes_per_iter: int = 64  # whole episodes per PPO iteration
+    learning_rate: float = 1e-3
+    anneal_lr: bool = True
+    gamma: float = 1.0  # episodic, the reward comes at the end
+    gae_lambda: float = 0.95
+    update_epochs: int = 4
+    num_minibatches: int = 4
+    min_minibatch: int = 128
+    clip_coef: float = 0.2
+    clip_vloss: bool = True
+    norm_adv: bool = True
+    ent_coef: float = 0.01  # the persuader's entropy bonus
+    vf_coef: float = 0.5
+    max_grad_norm: float = 0.5
+    hidden: int = 64
+    # learnable users (cotrain, population, the user role of selfplay)
+    user_init: str = "frozen"  # "frozen": behaviour-clone the game's frozen simulator; "random"
+    user_ent_coef: float = 0.01
+    user_kl_coef: float = 0.1  # KL(user || its initial policy); 0 turns it off
+    bc_episodes: int = 300
+    bc_steps: int = 300
+    diversity_coef: float = 0.0  # population: reward each member's KL from the others (capped)
+    diversity_cap: float = 1.0
+    selfplay: bool = False
+
+
+def layer_init(layer: nn.Linear, std: float = np.sqrt(2), bias: float = 0.0) -> nn.Linear:
+    nn.init.orthogonal_(layer.weight, std)
+    nn.init.constant_(layer.bias, bias)
+    return layer
+
+
+class ActorCritic(nn.Module):
+    """Separate actor and critic MLPs; illegal acts get a logit of -1e9."""
+
+    def __init__(self, obs_dim: int, n_actions: int, hidden: int = 64):
+        super().__init__()
+        self.obs_dim, self.n_actions, self.hidden = obs_dim, n_actions, hidden
+        self.critic = nn.Sequential(
+            layer_init(nn.Linear(obs_dim, hidden)), nn.Tanh(),
+            layer_init(nn.Linear(hidden, hidden)), nn.Tanh(),
+            layer_init(nn.Linear(hidden, 1), std=1.0),
+        )
+        self.actor = nn.Sequential(
+            layer_init(nn.Linear(obs_dim, hidden)), nn.Tanh(),
+            layer_init(nn.Linear(hidden, hidden)), nn.Tanh(),
+            layer_init(nn.Linear(hidden, n_actions), std=0.01),
+        )
+
+    def value(self, x: torch.Tensor) -> torch.Tensor:
+        return self.critic(x).squeeze(-1)
+
+    def dist(self, x: torch.Tensor, mask: torch.Tensor) -> Categorical:
+        return Categorical(logits=self.actor(x).masked_fill(~mask, -1e9))
+
+
+def masked_kl(p: Categorical, q: Categorical) -> torch.Tensor:
+    """KL(p || q) per row; masked acts have probability 0 under both and add nothing."""
+    return (p.probs * (p.logits - q.logits)).sum(-1)
+
+
+class PPOTrainer:
+    """Builds the envs and one network per learnable seat, then ``train()``s them.
+
+    ``learners`` maps a learner name (``agent_0``, ``user_0``.., or ``shared`` in
+    selfplay) to its network; ``seat`` maps each live agent to its learner.
+    """
+
+    def __init__(self, cfg: PPOConfig):
+        self.cfg = cfg
+        random.seed(cfg.seed)
+        np.random.seed(cfg.seed)
+        torch.manual_seed(cfg.seed)
+        self.envs = [scope_envs.make(cfg.env_id, **cfg.env_kwargs) for _ in range(cfg.num_envs)]
+        env = self.envs[0]
+        users = [a for a in env.possible_agents if a != AGENT]
+        if cfg.selfplay and len(users) != 1:
+            raise ValueError(f"selfplay needs an env with one learnable user (a cotrain id), got {cfg.env_id!r}")
+        self.dims = {a: env.observation_space(a)["observation"].shape[0] for a in env.possible_agents}
+        self.n_acts = {a: env.action_space(a).n for a in env.possible_agents}
+        if cfg.selfplay:
+            self.in_dim, self.out_dim = 2 + max(self.dims.values()), max(self.n_acts.values())
+            self.learners = {"shared": ActorCritic(self.in_dim, self.out_dim, cfg.hidden)}
+            self.seat = {a: "shared" for a in env.possible_agents}
+        else:
+            self.learners = {a: ActorCritic(self.dims[a], self.n_acts[a], cfg.hidden) for a in env.possible_agents}
+            self.seat = {a: a for a in env.possible_agents}
+        # the frozen initial policy of every network that plays a user (KL anchor)
+        self.init: dict[str, ActorCritic] = {}
+        if cfg.user_init not in ("frozen", "random"):
+            raise ValueError(f"user_init must be 'frozen' or 'random', got {cfg.user_init!r}")
+        user_nets = sorted({self.seat[u] for u in users})
+        if user_nets and cfg.user_init == "frozen":  # clone once; population members start as copies
+            self.behaviour_clone(self.learners[user_nets[0]], users[0])
+            for name in user_nets[1:]:
+                self.learners[name].load_state_dict(self.learners[user_nets[0]].state_dict())
+        for name in user_nets:
+            self.init[name] = copy.deepcopy(self.learners[name]).requires_grad_(False)
+        self.optimizers = {n: torch.optim.Adam(net.parameters(), lr=cfg.learning_rate, eps=1e-5)
+                           for n, net in self.learners.items()}
+        self.agent_steps = 0  # agent_0 decisions so far (the budget)
+        self.env_steps = 0  # env.step calls so far (throughput)
+        self._seeded = False
+
+    # -- observations ------------------------------------------------------------
+    def encode(self, agent: str, obs: dict) -> tuple[np.ndarray, np.ndarray]:
+        """The network input and action mask of ``agent``; selfplay prepends the role and pads."""
+        x, m = obs["observation"], obs["action_mask"].astype(bool)
+        if not self.cfg.selfplay:
+            return x, m
+        xx = np.zeros(self.in_dim, np.float32)
+        xx[0 if agent == AGENT else 1] = 1.0
+        xx[2 : 2 + len(x)] = x
+        mm = np.zeros(self.out_dim, bool)
+        mm[: len(m)] = m
+        return xx, mm
+
+    @torch.no_grad()
+    def act(self, requests: list[tuple[str, dict]], greedy: bool = False) -> list[dict]:
+        """Actions for a batch of (agent, obs): one forward pass per learner."""
+        out: list[dict] = [{} for _ in requests]
+        groups: dict[str, list[int]] = {}
+        for i, (agent, _) in enumerate(requests):
+            groups.setdefault(self.seat[agent], []).append(i)
+        for name, idx in groups.items():
+            net = self.learners[name]
+            enc = [self.encode(*requests[i]) for i in idx]
+            x = torch.as_tensor(np.stack([e[0] for e in enc]))
+            m = torch.as_tensor(np.stack([e[1] for e in enc]))
+            dist = net.dist(x, m)
+            a = dist.probs.argmax(-1) if greedy else dist.sample()
+            logp, ent, v = dist.log_prob(a), dist.entropy(), net.value(x)
+            for j, i in enumerate(idx):
+                out[i] = {"x": enc[j][0], "m": enc[j][1], "a": int(a[j]), "logp": float(logp[j]),
+                          "v": float(v[j]), "ent": float(ent[j]), "r": 0.0, "user": requests[i][0] != AGENT}
+        return out
+
+    # -- rollout -------------------------------------------------------------------
+    def play(self, envs, n_episodes: int, seed: int | None = None, greedy: bool = False) -> tuple[list[dict], int]:
+        """Play ``n_episodes`` whole episodes on ``envs`` in lockstep.
+
+        Returns the finished episodes, each ``{"traj": {agent: [decision, ...]},
+        "return": agent_0's return, "outcome": the game's outcome, "user_acts": [...]}``,
+        and the number of env steps taken."""
+        n = len(envs)
+        obs, infos = [None] * n, [None] * n
+        traj: list[dict] = [{} for _ in range(n)]
+        started = steps = 0
+        episodes = []
+        for i, env in enumerate(envs):
+            if started < n_episodes:
+                obs[i], infos[i] = env.reset(seed=None if seed is None else seed + i)
+                started += 1
+        live = [obs[i] is not None for i in range(n)]
+        while any(live):
+            requests, where = [], []
+            for i in range(n):
+                if live[i]:
+                    for agent in envs[i].agents:
+                        if infos[i][agent]["active"]:
+                            requests.append((agent, obs[i][agent]))
+                            where.append((i, agent))
+            decisions = self.act(requests, greedy)
+            chosen = [{a: 0 for a in envs[i].agents} if live[i] else None for i in range(n)]
+            for (i, agent), d in zip(where, decisions):
+                chosen[i][agent] = d["a"]
+                traj[i].setdefault(agent, []).append(d)
+            for i in range(n):
+                if not live[i]:
+                    continue
+                obs[i], rew, _, _, infos[i] = envs[i].step(chosen[i])
+                steps += 1
+                for agent, r in rew.items():
+                    if traj[i].get(agent):
+                        traj[i][agent][-1]["r"] += r
+                if not envs[i].agents:  # finished: record, then start another if more are due
+                    game = envs[i].unwrapped.game
+                    episodes.append({
+                        "traj": traj[i],
+                        "return": sum(d["r"] for d in traj[i].get(AGENT, [])),
+                        "outcome": game.outcome(),
+                        "user_acts": [t.act for t in game.history if t.role == game.user_role],
+                    })
+                    traj[i] = {}
+                    if started < n_episodes:
+                        obs[i], infos[i] = envs[i].reset()
+                        started += 1
+                    else:
+                        live[i] = False
+        return episodes, steps
+
+    # -- learning --------------------------------------------------------------------
+    def gae(self, decisions: list[dict]) -> tuple[np.ndarray, np.ndarray]:
+        """Advantages and returns of one agent's decisions in one finished episode."""
+        r = np.array([d["r"] for d in decisions], np.float32)
+        v = np.array([d["v"] for d in decisions], np.float32)
+        adv = np.zeros_like(r)
+        last = 0.0
+        for t in reversed(range(len(r))):
+            next_v = v[t + 1] if t + 1 < len(r) else 0.0  # the episode ended: no bootstrap
+            delta = r[t] + self.cfg.gamma * next_v - v[t]
+            last = delta + self.cfg.gamma * self.cfg.gae_lambda * last
+            adv[t] = last
+        return adv, adv + v
+
+    def batches(self, episodes: list[dict]) -> dict[str, dict[str, torch.Tensor]]:
+        """Each learner's decisions of this iteration as tensors."""
+        rows: dict[str, list] = {}
+        for ep in episodes:
+            for agent, decisions in ep["traj"].items():
+                adv, ret = self.gae(decisions)
+                for d, a_, r_ in zip(decisions, adv, ret):
+                    rows.setdefault(self.seat[agent], []).append((d, a_, r_))
+        out = {}
+        for name, rs in rows.items():
+            out[name] = {
+                "x": torch.as_tensor(np.stack([d["x"] for d, _, _ in rs])),
+                "m": torch.as_tensor(np.stack([d["m"] for d, _, _ in rs])),
+                "a": torch.as_tensor([d["a"] for d, _, _ in rs]),
+                "logp": torch.as_tensor([d["logp"] for d, _, _ in rs]),
+                "v": torch.as_tensor([d["v"] for d, _, _ in rs]),
+                "user": torch.as_tensor([d["user"] for d, _, _ in rs]),
+                "adv": torch.as_tensor(np.array([a_ for _, a_, _ in rs])),
+                "ret": torch.as_tensor(np.array([r_ for _, _, r_ in rs])),
+            }
+        return out
+
+    def update(self, name: str, b: dict[str, torch.Tensor]) -> dict[str, float]:
+        """Clipped PPO on one learner's batch (plus, for users, the KL anchor and the diversity term)."""
+        cfg, net, opt = self.cfg, self.learners[name], self.optimizers[name]
+        n = len(b["a"])
+        mb_size = max(cfg.min_minibatch, n // cfg.num_minibatches)  # population members see 1/K of the data
+        ent_coef = torch.where(b["user"], cfg.user_ent_coef, cfg.ent_coef)
+        others = [net for o, net in self.learners.items() if o != name and o.startswith("user_")] \
+            if name.startswith("user_") else []  # the other population members
+        stats = {}
+        for _ in range(cfg.update_epochs):
+            perm = torch.randperm(n)
+            for start in range(0, n, mb_size):
+                mb = perm[start : start + mb_size]
+                x, m, user = b["x"][mb], b["m"][mb], b["user"][mb]
+                dist = net.dist(x, m)
+                logratio = dist.log_prob(b["a"][mb]) - b["logp"][mb]
+                ratio = logratio.exp()
+                adv = b["adv"][mb]
+                if cfg.norm_adv and len(mb) > 1:
+                    adv = (adv - adv.mean()) / (adv.std() + 1e-8)
+                pg_loss = torch.max(-adv * ratio, -adv * ratio.clamp(1 - cfg.clip_coef, 1 + cfg.clip_coef)).mean()
+                v = net.value(x)
+                if cfg.clip_vloss:
+                    v_clipped = b["v"][mb] + (v - b["v"][mb]).clamp(-cfg.clip_coef, cfg.clip_coef)
+                    v_loss = 0.5 * torch.max((v - b["ret"][mb]) ** 2, (v_clipped - b["ret"][mb]) ** 2).mean()
+                else:
+                    v_loss = 0.5 * ((v - b["ret"][mb]) ** 2).mean()
+                entropy = dist.entropy()
+                loss = pg_loss - (ent_coef[mb] * entropy).mean() + cfg.vf_coef * v_loss
+                kl_init = torch.zeros(())
+                if name in self.init and cfg.user_kl_coef > 0 and user.any():
+                    kl_init = masked_kl(dist, self.init[name].dist(x, m))[user].mean()
+                    loss = loss + cfg.user_kl_coef * kl_init
+                diversity = torch.zeros(())
+                if cfg.diversity_coef > 0 and others:
+                    with torch.no_grad():
+                        other_dists = [o.dist(x, m) for o in others]
+                    kls = torch.stack([masked_kl(dist, q) for q in other_dists]).mean(0)
+                    diversity = kls.clamp(max=cfg.diversity_cap).mean()
+                    loss = loss - cfg.diversity_coef * diversity
+                opt.zero_grad()
+                loss.backward()
+                nn.utils.clip_grad_norm_(net.parameters(), cfg.max_grad_norm)
+                opt.step()
+                with torch.no_grad():
+                    stats = {"pg_loss": float(pg_loss), "v_loss": float(v_loss), "entropy": float(entropy.mean()),
+                             "approx_kl": float(((ratio - 1) - logratio).mean()), "kl_init": float(kl_init),
+                             "diversity": float(diversity)}
+        return stats
+
+    def train(self, callback: Callable[[dict], None] | None = None) -> list[dict]:
+        """Train for ``cfg.total_steps`` persuader decisions. After each iteration ``callback``
+        (if given) receives that iteration's log row; the rows are returned."""
+        cfg = self.cfg
+        history = []
+        it = 0
+        while self.agent_steps < cfg.total_steps:
+            t0 = time.perf_counter()
+            if cfg.anneal_lr:
+                frac = max(0.0, 1.0 - self.agent_steps / cfg.total_steps)
+                for opt in self.optimizers.values():
+                    opt.param_groups[0]["lr"] = frac * cfg.learning_rate
+            seed = None if self._seeded else cfg.seed * 10_000
+            self._seeded = True
+            episodes, steps = self.play(self.envs, cfg.episodes_per_iter, seed=seed)
+            self.env_steps += steps
+            agent_dec = [d for ep in episodes for d in ep["traj"].get(AGENT, [])]
+            self.agent_steps += len(agent_dec)
+            stats = {name: self.update(name, b) for name, b in self.batches(episodes).items()}
+            user_dec = [d for ep in episodes for a, ds in ep["traj"].items() if a != AGENT for d in ds]
+            row = {
+                "iteration": it, "agent_steps": self.agent_steps, "env_steps": self.env_steps,
+                "return": float(np.mean([ep["return"] for ep in episodes])),
+                "policy_entropy": float(np.mean([d["ent"] for d in agent_dec])),
+                "user_entropy": float(np.mean([d["ent"] for d in user_dec])) if user_dec else float("nan"),
+                "steps_per_s": steps / (time.perf_counter() - t0),
+                "losses": stats,
+            }
+            history.append(row)
+            if callback:
+                callback(row)
+            it += 1
+        return history
+
+    def behaviour_clone(self, net: ActorCritic, user: str) -> None:
+        """Fit ``net``'s user policy to the game's frozen simulator on the training cards (cross-entropy
+        to its full distribution); the persuader side of the data plays random legal acts."""
+        cfg = self.cfg
+        game = scope_envs.registry[cfg.env_id].game
+        kwargs = {k: v for k, v in cfg.env_kwargs.items() if k not in POPULATION_KWARGS}
+        sim = scope_envs.make(f"{game}-frozen", **kwargs).unwrapped.members[0]
+        env = scope_envs.make(f"{game}-cotrain", **kwargs)
+        role = env.unwrapped.game.user_role
+        rng = np.random.default_rng(cfg.seed + 777)
+        xs, ms, ps = [], [], []
+        obs, infos = env.reset(seed=cfg.seed + 777)
+        for ep in range(cfg.bc_episodes):
+            if ep:
+                obs, infos = env.reset()
+            while env.agents:
+                actions = {}
+                for a in env.agents:
+                    legal = np.flatnonzero(obs[a]["action_mask"])
+                    if a == "user_0" and infos[a]["active"]:
+                        p = sim.distribution(env.unwrapped.view(role))
+                        x, m = self.encode(user, obs[a])
+                        target = np.zeros(len(m), np.float32)
+                        target[: len(p)] = p
+                        xs.append(x), ms.append(m), ps.append(target)
+                        actions[a] = int(rng.choice(len(p), p=p))
+                    else:
+                        actions[a] = int(rng.choice(legal))
+                obs, _, _, _, infos = env.step(actions)
+        x, m, p = (torch.as_tensor(np.stack(v)) for v in (xs, ms, ps))
+        opt = torch.optim.Adam(net.actor.parameters(), lr=3e-3)
+        g = torch.Generator().manual_seed(cfg.seed)
+        for _ in range(cfg.bc_steps):
+            idx = torch.randint(len(x), (256,), generator=g)
+            logp = torch.log_softmax(net.actor(x[idx]).masked_fill(~m[idx], -1e9), -1)
+            loss = -(p[idx] * logp.clamp(min=-1e4)).sum(-1).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+
+    # -- save / load -----------------------------------------------------------------
+    def save(self, path: str | Path) -> None:
+        """``path/config.json`` (the PPOConfig) and ``path/model.pt`` (the state dicts)."""
+        path = Path(path)
+        path.mkdir(parents=True, exist_ok=True)
+        (path / "config.json").write_text(json.dumps(asdict(self.cfg), indent=1))
+        torch.save({"learners": {n: net.state_dict() for n, net in self.learners.items()},
+                    "init": {n: net.state_dict() for n, net in self.init.items()},
+                    "agent_steps": self.agent_steps, "env_steps": self.env_steps}, path / "model.pt")
+
+    @classmethod
+    def load(cls, path: str | Path) -> "PPOTrainer":
+        path = Path(path)
+        cfg = PPOConfig(**json.loads((path / "config.json").read_text()))
+        trainer = cls(dataclasses.replace(cfg, user_init="random"))  # no cloning: the weights are loaded
+        trainer.cfg = cfg
+        state = torch.load(path / "model.pt", weights_only=True)
+        for n, sd in state["learners"].items():
+            trainer.learners[n].load_state_dict(sd)
+        for n, sd in state["init"].items():
+            trainer.init[n].load_state_dict(sd)
+        trainer.agent_steps, trainer.env_steps = state["agent_steps"], state["env_steps"]
+        return trainer
+
+
+def entropy_of_counts(counts: np.ndarray) -> float:
+    p = counts[counts > 0] / counts.sum()
+    return float(-(p * np.log(p)).sum()) if len(p) else 0.0
+
+
+def evaluate(trainer: PPOTrainer, env_id: str, episodes: int = 500, seed: int = 12345, num_envs: int = 16,
+             greedy: bool = False, **env_kwargs) -> dict:
+    """Play ``episodes`` episodes of ``env_id`` with the trained persuader (and, where the env has
+    learnable users, the trained user networks). Returns ``success`` (the mean of the game's
+    ``success_metric`` outcome — for p4g the actual donation in dollars, for cooperbench the
+    cooperative success rate — or of agent_0's return), ``outcome`` (the mean of every outcome key),
+    ``policy_entropy`` (mean entropy of the persuader's policy per decision, nats), ``sim_entropy``
+    (entropy of the user's act frequencies over all its turns, nats) and ``returns``."""
+    envs = [scope_envs.make(env_id, **env_kwargs) for _ in range(num_envs)]
+    eps, _ = trainer.play(envs, episodes, seed=seed, greedy=greedy)
+    returns = np.array([e["return"] for e in eps])
+    n_user = envs[0].action_space(envs[0].possible_agents[-1]).n if len(envs[0].possible_agents) > 1 else None
+    user_acts = np.concatenate([e["user_acts"] for e in eps]).astype(int)
+    counts = np.bincount(user_acts, minlength=n_user or 1)
+    outcome = {k: float(np.mean([e["outcome"][k] for e in eps])) for k in eps[0]["outcome"]}
+    metric = envs[0].unwrapped.game.success_metric
+    return {
+        "success": outcome[metric] if metric else float(returns.mean()),
+        "outcome": outcome,
+        "policy_entropy": float(np.mean([d["ent"] for e in eps for d in e["traj"].get(AGENT, [])])),
+        "sim_entropy": entropy_of_counts(counts),
+        "returns": returns,
+    }
