@@ -20,9 +20,9 @@ import numpy as np
 from scope_envs.agents.base import SharpenedReference, normalize
 from scope_envs.core.simulator import Simulator, View
 from scope_envs.core.game import Persona
-from scope_envs.games.p4g import acts, personas, reference
+from scope_envs.games.p4g import dialogue_acts, personas, reference
 
-PERSUADEE_ACTS = acts.PERSUADEE_ACTS
+PERSUADEE_ACTS = dialogue_acts.PERSUADEE_ACTS
 
 
 class ReferencePersuadee(SharpenedReference):
@@ -61,9 +61,9 @@ class EmpiricalPersuader(Simulator):
     def distribution(self, view: View) -> np.ndarray:
         emp = personas.params()["empirical_persuader"]
         turn = min(view.public["persuader_turns"], len(emp["by_turn"]) - 1)
-        p = np.zeros(len(acts.PERSUADER_ACTS))
+        p = np.zeros(len(dialogue_acts.PERSUADER_ACTS))
         for name, q in zip(emp["acts"], emp["by_turn"][turn]):
-            p[acts.PERSUADER_INDEX[name]] = q
+            p[dialogue_acts.PERSUADER_INDEX[name]] = q
         return normalize(p, view.legal)
 
 
@@ -76,8 +76,8 @@ class ScriptedPersuader(Simulator):
 
     def distribution(self, view: View) -> np.ndarray:
         step = min(view.public["persuader_turns"], len(self.SCRIPT) - 1)
-        p = np.zeros(len(acts.PERSUADER_ACTS))
-        p[acts.PERSUADER_INDEX[self.SCRIPT[step]]] = 1.0
+        p = np.zeros(len(dialogue_acts.PERSUADER_ACTS))
+        p[dialogue_acts.PERSUADER_INDEX[self.SCRIPT[step]]] = 1.0
         return normalize(p, view.legal)
 
 

@@ -1,4 +1,4 @@
-"""Built-in tau2 players (act-level; on the text surface ``textgame.py`` renders their acts and reads the agent).
+"""Built-in tau2 players (act-level; on the text surface ``text_game.py`` renders their acts and reads the agent).
 
 * ``ReferenceUser``: the training-side reference user model (``behaviour.py``)
   playing the dealt card (or ``style``), sharpened by ``gamma``.
@@ -17,13 +17,17 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 
 from scope_envs.agents.base import SharpenedReference
-from scope_envs.core.simulator import Simulator, View
 from scope_envs.core.game import Persona
-from scope_envs.games.tau2 import behaviour
-from scope_envs.games.tau2.behaviour import USER_ACTS
+from scope_envs.core.simulator import Simulator, View
+from scope_envs.games.tau2 import behaviour, human_proxy
+from scope_envs.games.tau2.dialogue_acts import AGENT_INDEX, USER_ACTS
+from scope_envs.games.tau2.goals import TRANSFER
+from scope_envs.games.tau2.realize import SLOT_WORDS, arg_words
 
 
 class ReferenceUser(SharpenedReference):
@@ -50,8 +54,6 @@ class HumanProxyUser(Simulator):
     persona = None
 
     def distribution(self, view: View) -> np.ndarray:
-        from scope_envs.games.tau2 import human_proxy
-
         return human_proxy.distribution(view.persona.traits, view.private["state"], view.legal)
 
 
@@ -63,9 +65,6 @@ def rotation_members() -> list[CollapsedUser]:
 
 def oracle_act(game) -> int:
     """The oracle's next agent act on a ``Tau2ActGame``: the task's gold calls, in order, through the acts."""
-    from scope_envs.games.tau2.acts import A
-    from scope_envs.games.tau2.goals import TRANSFER
-
     g, c = game.goal, game.candidates()
     legal = game.legal("agent")
     last_user = USER_ACTS[game.last["user"]]
@@ -79,51 +78,51 @@ def oracle_act(game) -> int:
                                                   "find_user_id_by_name_zip", "get_customer_by_phone"):
         slot = next(iter(game.told), None)  # a failed identity lookup: ask again
         if slot is not None and game.told.get(slot) == "slip":
-            return A[f"request:{slot}"]
+            return AGENT_INDEX[f"request:{slot}"]
     if not game.told and g.identity and last_user != "inform_identity":
-        return A[f"request:{next(iter(g.identity))}"]
+        return AGENT_INDEX[f"request:{next(iter(g.identity))}"]
     if not game.stated and (g.requests or g.phone_actions or g.decoy_kind) and game.user_msgs < 6:
-        return A["request:details"]
+        return AGENT_INDEX["request:details"]
     if game.decoy_stated and not game.decoy_retracted and g.decoy_kind == "forbidden" and not game.denied:
-        return A["deny"]
+        return AGENT_INDEX["deny"]
     for call in g.calls:
         if call.key() in game.done:
             continue
         if call.name == TRANSFER:
-            return A["transfer"]
+            return AGENT_INDEX["transfer"]
         if call.kind == "phone":
             j = find("phone", call)
             if j is not None:
-                return A[f"instruct:{j}"]
-            return A["request:details"]
+                return AGENT_INDEX[f"instruct:{j}"]
+            return AGENT_INDEX["request:details"]
         if call.kind == "write":
             j = find("write", call)
             if j is None:
                 if c["read"]:  # look up what the user's records reveal first
-                    return A["lookup:0"]
-                return A["request:details"] if not game.details_given else A["request:record_id"]
+                    return AGENT_INDEX["lookup:0"]
+                return AGENT_INDEX["request:details"] if not game.details_given else AGENT_INDEX["request:record_id"]
             # a candidate ahead of it that is not gold (a decoy): ask to confirm that one, which retracts it
             for jj, other in enumerate(c["write"][:j]):
                 if g.decoy_kind == "mind_change" and other.key() == g.decoy.key():
-                    return A[f"confirm:{jj}"]
+                    return AGENT_INDEX[f"confirm:{jj}"]
             if call.key() not in game.confirmed:
-                return A[f"confirm:{j}"]
-            return A[f"execute:{j}"]
+                return AGENT_INDEX[f"confirm:{j}"]
+            return AGENT_INDEX[f"execute:{j}"]
         j = find("read", call)
         if j is not None:
-            return A[f"lookup:{j}"]
+            return AGENT_INDEX[f"lookup:{j}"]
         if not game.details_given and g.details:
-            return A["request:details"]
+            return AGENT_INDEX["request:details"]
         if c["read"]:
-            return A["lookup:0"]
+            return AGENT_INDEX["lookup:0"]
         continue  # a lookup that cannot be grounded: skip it
     if g.decoy is not None and game.decoy_stated and not game.decoy_retracted and g.decoy_kind == "mind_change":
         j = find("write", g.decoy)
         if j is not None:
-            return A[f"confirm:{j}"]
+            return AGENT_INDEX[f"confirm:{j}"]
     if g.questions and not game.answered:
-        return A["answer"]
-    return A["end"] if legal[A["end"]] else int(np.flatnonzero(legal)[0])
+        return AGENT_INDEX["answer"]
+    return AGENT_INDEX["end"] if legal[AGENT_INDEX["end"]] else int(np.flatnonzero(legal)[0])
 
 
 class OracleAgent(Simulator):
@@ -141,19 +140,13 @@ class OracleAgent(Simulator):
 
 
 def _words(call) -> str:
-    from scope_envs.games.tau2.realize import _arg_words
-
-    args = _arg_words(call.arguments)
+    args = arg_words(call.arguments)
     return call.name.replace("_", " ") + (f" ({args})" if args else "")
 
 
 def oracle_text(game) -> str:
     """The oracle's next turn on the text surface (a ``Tau2TextGame``): the task's gold calls replayed as
     JSON, confirmations, phone instructions and answers asked for in plain words, then ``###STOP###``."""
-    import json
-
-    from scope_envs.games.tau2.realize import SLOT_WORDS
-
     g = game.goal
     said = [t.text for t in game.history if t.role == "agent" and t.call is None]
     tried = {json.dumps([t.call["name"], t.call["arguments"]], sort_keys=True)

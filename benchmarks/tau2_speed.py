@@ -4,8 +4,8 @@ For every task of each domain: build a fresh state for the task, replay its gold
 actions, and evaluate. Ours: what an episode costs the environment — a fresh
 copy-on-write ``World`` for the task, the gold calls, then the full evaluation
 (which, when DB is scored, replays the gold actions a second time on another
-fresh world); ``ours_replay_ms_per_task`` times ``scope_envs.tau2.replay``, which
-adds a full JSON dump of the final databases. The one-time database load is
+fresh world); ``ours_replay_ms_per_task`` times ``replay`` (``scope_envs.games.tau2.replay``),
+which adds a full JSON dump of the final databases. The one-time database load is
 reported apart (``ours_load_ms``). tau^2-bench: ``get_environment()`` + ``set_state`` + the
 gold calls + the database hash (``scope_envs/games/tau2/upstream.py``), run in
 this interpreter's ``tau2`` or in ``--tau2-python`` / ``$TAU2_PYTHON`` (a separate
@@ -27,8 +27,8 @@ from pathlib import Path
 
 from scope_envs.games.tau2.data import load_domain, resolve_data_dir
 from scope_envs.games.tau2.evaluate import evaluate
+from scope_envs.games.tau2.replay import replay
 from scope_envs.games.tau2.world import World
-from scope_envs.tau2 import replay
 
 UPSTREAM = Path(__file__).resolve().parents[1] / "scope_envs" / "games" / "tau2" / "upstream.py"
 

@@ -1,6 +1,7 @@
 """``scope-envs bench``: the simulator-collapse benchmark (games x methods x seeds).
 
-For every method the persuader is trained with the act-level PPO of
+For every method ``agent_0`` (the persuader, the teammate, the service agent) is
+trained with the act-level PPO of
 ``scope_envs.train.act_ppo`` on the method's regime, then evaluated (a) against
 the simulator(s) it trained with and (b) against the held-out human-proxy
 population (``<game>-heldout``), which no training run and no setting here
@@ -143,10 +144,12 @@ def pairwise_tests(per_method: dict[str, list[float]]) -> list[dict]:
             continue
         t, p = stats.ttest_ind(x, y, equal_var=False)
         sd = np.sqrt((x.var(ddof=1) + y.var(ddof=1)) / 2)
+        degenerate = min(x.std(ddof=1), y.std(ddof=1)) < 1e-9
         diff = float(x.mean() - y.mean())
         d = diff / sd if sd > 0 else (0.0 if diff == 0 else float(np.sign(diff)) * float("inf"))
         p = float(p) if np.isfinite(p) else (1.0 if diff == 0 else 0.0)
-        rows.append({"a": a, "b": b, "diff": diff, "t": float(t) if np.isfinite(t) else float("nan"), "p": p, "d": d})
+        rows.append({"a": a, "b": b, "diff": diff, "t": float(t) if np.isfinite(t) else float("nan"), "p": p, "d": d,
+                     "degenerate": bool(degenerate)})
     for row, adj in zip(rows, holm([r["p"] for r in rows])):
         row["p_holm"] = adj
     return rows
@@ -187,13 +190,13 @@ def claims(table: dict) -> list[str]:
             f"{f['gap']:.3f}: {'yes' if near else 'no'}).")
     if "frozen" in m:
         f = m["frozen"]
-        for k in ("vs", "cotrain"):
+        for label, k in (("2a", "vs"), ("2b", "cotrain")):
             if k in m:
                 g = m[k]
                 rec = (g["heldout_success"] - f["heldout_success"])
                 smaller = g["gap"] < 0.5 * f["gap"]
                 lines.append(
-                    f"2. {k}: gap {g['gap']:.3f} vs frozen's {f['gap']:.3f} (less than half: "
+                    f"{label}. {k}: gap {g['gap']:.3f} vs frozen's {f['gap']:.3f} (less than half: "
                     f"{'yes' if smaller else 'no'}); held-out {g['heldout_success']:.3f}, "
                     f"{'+' if rec >= 0 else ''}{rec:.3f} vs frozen ({'better' if rec > 0 else 'not better'}). "
                     f"Recovers most of the gap (both): {'yes' if smaller and rec > 0 else 'no'}.")
@@ -207,6 +210,7 @@ def claims(table: dict) -> list[str]:
 
 LABELS = {"p4g": "mean donation ($)", "cooperbench": "cooperative success rate",
           "tau2": "task success rate (tau^2 reward 1)"}
+ROLES = {"p4g": "persuader", "cooperbench": "teammate", "tau2": "service agent"}  # who agent_0 is in each game
 
 
 def tau2_metrics(results: dict, runs: list[dict]) -> list[str]:
@@ -244,19 +248,21 @@ def cooperbench_metrics(results: dict, runs: list[dict]) -> list[str]:
 
 
 def write_report(out: Path, results: dict, runs: list[dict], settings: dict, wall_s: float) -> None:
-    lines = ["# scope-envs bench", "",
-             f"Settings: {json.dumps(settings)}. Wall time: {wall_s:.0f} s.", "",
+    lines = ["# scope-envs bench", "", "| setting | value |", "|---|---|",
+             *(f"| {k} | {', '.join(map(str, v)) if isinstance(v, list) else v} |" for k, v in settings.items()),
+             f"| wall time | {wall_s:.0f} s |", "",
              "Success is each game's success metric: for p4g the mean **actual donation in dollars** "
              "($0-$2; held-out human proxies do not always give what they state), for cooperbench the "
              "**cooperative success rate** (both features complete and a clean merge), for tau2 the **task success "
              "rate** (tau^2 reward 1; held-out = test-split tasks). *train* is measured against the "
              "simulator(s) the method trained with (untrained: the frozen simulator), *held-out* against "
              "`<game>-heldout`, never used in training. Means ± sd across seeds; entropies in nats "
-             "(policy: the persuader's per-decision entropy against its training simulator; sim: entropy of the "
-             "user's act frequencies there).", ""]
+             "(policy: `agent_0`'s per-decision entropy against its training simulator; sim: entropy of the "
+             "user's act frequencies there). `agent_0` is the " + ", the ".join(
+                 f"{ROLES[g]} in {g}" for g in results if g in ROLES) + ".", ""]
     for game, table in results.items():
         unit = LABELS.get(game, "success")
-        lines += [f"## {game}: {unit}", "",
+        lines += [f"## {game}: {unit} (agent_0 = the {ROLES.get(game, 'agent')})", "",
                   "| method | train | held-out | gap | policy entropy | sim entropy | seeds |",
                   "|---|---|---|---|---|---|---|"]
         for method, e in table.items():
@@ -269,8 +275,13 @@ def write_report(out: Path, results: dict, runs: list[dict], settings: dict, wal
                   "| A | B | A − B | t | p | p (Holm) | Cohen's d | significant (0.05, Holm) |",
                   "|---|---|---|---|---|---|---|---|"]
         for r in sorted(tests, key=lambda r: r["p"]):
+            d = "n/a" if r["degenerate"] else f"{r['d']:+.2f}"
             lines.append(f"| {r['a']} | {r['b']} | {r['diff']:+.3f} | {r['t']:.2f} | {r['p']:.2g} | {r['p_holm']:.2g} "
-                         f"| {r['d']:+.2f} | {'yes' if r['p_holm'] < 0.05 else 'no'} |")
+                         f"| {d} | {'yes' if r['p_holm'] < 0.05 else 'no'} |")
+        if any(r["degenerate"] for r in tests):
+            lines += ["", "Cohen's d is n/a where one method's held-out score did not vary across seeds (sd ≈ 0): "
+                          "d divides by a standard deviation that is then the other method's alone, and it "
+                          "grows without bound as that one shrinks, so it says nothing about the size of the effect."]
         if game == "cooperbench":
             lines += ["", *cooperbench_metrics(results, runs)]
         if game == "tau2":
@@ -309,7 +320,7 @@ def plot(out: Path, runs: list[dict]) -> None:
                 ax.plot(x, y.mean(0), marker="o", label=label)
                 ax.fill_between(x, y.min(0), y.max(0), alpha=0.2)
             ax.set_title(method)
-            ax.set_xlabel("persuader decisions")
+            ax.set_xlabel(f"{ROLES.get(game, 'agent_0')} decisions")
         for ax in axes.flat[len(methods):]:
             ax.axis("off")
         axes[0, 0].set_ylabel(LABELS.get(game, "success"))
@@ -328,8 +339,8 @@ def plot(out: Path, runs: list[dict]) -> None:
             y = np.mean([np.interp(grid, [h_["agent_steps"] for h_ in h], [h_["policy_entropy"] for h_ in h])
                          for h in hist], 0)
             ax.plot(grid, y, label=method)
-        ax.set_xlabel("persuader decisions")
-        ax.set_ylabel("persuader policy entropy (nats)")
+        ax.set_xlabel(f"{ROLES.get(game, 'agent_0')} decisions")
+        ax.set_ylabel(f"{ROLES.get(game, 'agent_0')} policy entropy (nats)")
         ax.set_title(f"{game}: policy entropy during training (the collapse)")
         ax.legend(fontsize=8)
         fig.tight_layout()
@@ -339,13 +350,16 @@ def plot(out: Path, runs: list[dict]) -> None:
 
 # -- entry point -------------------------------------------------------------------------
 def add_arguments(ap: argparse.ArgumentParser) -> None:
+    from scope_envs.arguments import game_name, positive_int
+
     ap.add_argument("--full", action="store_true", help="more seeds, steps and evaluation episodes (see PRESETS)")
-    ap.add_argument("--games", nargs="+", default=list(GAMES))
+    ap.add_argument("--games", nargs="+", type=game_name, default=list(GAMES))
     ap.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
-    ap.add_argument("--seeds", type=int, default=None, help="number of seeds (0..N-1)")
-    ap.add_argument("--steps", type=int, default=None, help="training budget per run, in persuader decisions")
-    ap.add_argument("--eval-episodes", type=int, default=None, help="evaluation episodes per side")
-    ap.add_argument("--jobs", type=int, default=None, help="parallel worker processes (default: CPU count)")
+    ap.add_argument("--seeds", type=positive_int, default=None, help="number of seeds (0..N-1)")
+    ap.add_argument("--steps", type=positive_int, default=None,
+                    help="training budget per run, in decisions of agent_0")
+    ap.add_argument("--eval-episodes", type=positive_int, default=None, help="evaluation episodes per side")
+    ap.add_argument("--jobs", type=positive_int, default=None, help="parallel worker processes (default: CPU count)")
     ap.add_argument("--out", default="results")
 
 
@@ -362,8 +376,9 @@ def run(games=GAMES, methods=METHODS, seeds=None, steps=None, eval_episodes=None
         settings["eval_episodes"] = min(settings["eval_episodes"], 200)
         settings["curve_episodes"] = min(settings["curve_episodes"], 50)
         settings["curve_points"] = min(settings["curve_points"], 3)
-    if settings["seeds"] < 1 or settings["steps"] < 0:
-        raise ValueError(f"seeds must be >= 1 and steps >= 0, got {settings['seeds']}, {settings['steps']}")
+    for key in ("seeds", "steps", "eval_episodes"):
+        if not isinstance(settings[key], int) or settings[key] < 1:
+            raise ValueError(f"{key} must be a positive int, got {settings[key]!r}")
     for game in games:
         if f"{game}-heldout" not in scope_envs.registry:
             known = sorted({s.game for s in scope_envs.registry.values()})

@@ -15,6 +15,7 @@ from typing import Callable
 from scope_envs.core.env import LEARNABLE, DialogueParallelEnv
 from scope_envs.core.game import Game
 from scope_envs.core.simulator import Simulator
+from scope_envs.core.surfaces import MAX_MESSAGE_CHARS
 from scope_envs.registry import REGIMES, register
 from scope_envs.wrappers import SimulatorPopulation, VerbalizedSampling
 
@@ -39,6 +40,7 @@ def build(
     surface: str = "act",
     render_mode: str | None = None,
     max_errors: int = 3,
+    max_message_chars: int = MAX_MESSAGE_CHARS,
     **options,
 ):
     if regime not in REGIMES:
@@ -55,7 +57,8 @@ def build(
 
     def env(members, split="train"):
         return DialogueParallelEnv(game, members, surface=surface, split=split, regime=regime,
-                                   render_mode=render_mode, max_errors=max_errors)
+                                   render_mode=render_mode, max_errors=max_errors,
+                                   max_message_chars=max_message_chars)
 
     if regime == "frozen":
         return env([user or frozen()])
@@ -105,9 +108,9 @@ def make_tau2(regime: str, surface: str = "act", *, domain=("airline", "retail",
     from scope_envs.agents import tau2 as players
 
     if surface == "act":
-        from scope_envs.games.tau2.acts import Tau2ActGame as GameClass
-    else:  # the same act-level users; a realizer and a light NLU carry them onto text (textgame.py, nlu.py)
-        from scope_envs.games.tau2.textgame import Tau2TextGame as GameClass
+        from scope_envs.games.tau2.act_game import Tau2ActGame as GameClass
+    else:  # the same act-level users; a realizer and a light NLU carry them onto text (text_game.py, nlu.py)
+        from scope_envs.games.tau2.text_game import Tau2TextGame as GameClass
     game = GameClass(domain, data_dir, max_steps=max_steps, max_tool_errors=max_tool_errors, judge=judge,
                      user_reward=user_reward)
     return build(regime, game, frozen=lambda: players.CollapsedUser(gamma=gamma), rotation=players.rotation_members,

@@ -38,3 +38,8 @@ def play_episode(env, rng, seed=None):
         obs, rew, term, trunc, infos = env.step(acts)
         trace.append((acts, obs, rew, term, trunc, infos))
     return trace
+
+
+def pytest_addoption(parser):
+    parser.addoption("--fuzz-examples", type=int, default=None,
+                     help="Hypothesis examples per test in tests/test_fuzz.py (default 10; also SCOPE_FUZZ_EXAMPLES)")

@@ -98,3 +98,55 @@ def test_final_reply_must_state_an_amount_in_text():
     assert infos["user_0"]["errors"] == 1 and "[DONATE" in obs["user_0"]
     obs, rew, term, trunc, infos = env.step({"agent_0": "", "user_0": "Fine. [DONATE $0.50]"})
     assert all(term.values()) and rew["agent_0"] == 0.5 and infos["agent_0"]["intended"] == 0.5
+
+
+def test_step_before_reset_says_so():
+    env = scope_envs.make("p4g-frozen")
+    with pytest.raises(ValueError, match="before reset"):
+        env.step({"agent_0": 1})
+
+
+@pytest.mark.parametrize("bad", [None, 5, ["hi"], b"hi", np.array(["hi"])])
+def test_wrong_type_off_turn_on_text_surface(bad):
+    """The agent whose turn it is not still sends a str (ignored); anything else is a programmer's error."""
+    env = scope_envs.make("p4g-cotrain", surface="text")
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match="user_0.*str"):
+        env.step({"agent_0": "Hello!", "user_0": bad})
+
+
+@pytest.mark.parametrize("message, why", [
+    ("x" * 4001, "too long: 4001 characters, the limit is 4000"),
+    ("I will give\x00\x00 [DONATE $1]", "not printable text"),
+    (bytes(range(256)).decode("latin-1"), "not printable text"),
+    (bytes(range(256)).decode("utf-8", errors="replace"), "not printable text"),
+])
+def test_unreadable_text_is_an_in_game_error(message, why):
+    env = scope_envs.make("p4g-cotrain", surface="text", max_errors=2)
+    env.reset(seed=0)
+    env.step({"agent_0": "Hello! How are you?", "user_0": ""})
+    obs, rew, term, trunc, infos = env.step({"agent_0": "", "user_0": message})
+    assert infos["user_0"]["errors"] == 1 and why in obs["user_0"] and not any(trunc.values())
+    obs, rew, term, trunc, infos = env.step({"agent_0": "", "user_0": message})
+    assert all(trunc.values()) and env.agents == []
+    # the refused message is nowhere: not in the history, not in the chat messages
+    assert [t.text for t in env.unwrapped.game.history] == ["Hello! How are you?"]
+    assert all(message not in m["content"] for m in infos["user_0"]["messages"])
+
+
+def test_a_character_cut_mid_encoding_is_still_text():
+    """U+FFFD is what a model's output cut inside a multi-byte character decodes to: readable, kept."""
+    env = scope_envs.make("p4g-cotrain", surface="text")
+    env.reset(seed=0)
+    _, _, _, _, infos = env.step({"agent_0": "Would you give to the children? \ufffd", "user_0": ""})
+    assert infos["agent_0"]["errors"] == 0
+
+
+def test_message_cap_is_an_argument_and_the_action_space():
+    env = scope_envs.make("p4g-cotrain", surface="text", max_message_chars=20)
+    assert env.action_space("agent_0").max_length == 20
+    env.reset(seed=0)
+    _, _, _, _, infos = env.step({"agent_0": "Hello there, would you like to help?", "user_0": ""})
+    assert infos["agent_0"]["errors"] == 1
+    with pytest.raises(ValueError, match="max_message_chars"):
+        scope_envs.make("p4g-frozen", surface="text", max_message_chars=0)

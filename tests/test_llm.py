@@ -24,6 +24,16 @@ pytest.importorskip("transformers")
 pytest.importorskip("tokenizers")
 
 
+def readable(text: str) -> bool:
+    from scope_envs.core.game import InGameError
+    from scope_envs.core.surfaces import MAX_MESSAGE_CHARS, check_message
+
+    try:
+        return bool(check_message(text, MAX_MESSAGE_CHARS))
+    except InGameError:
+        return False
+
+
 # ----------------------------------------------------------------------------- import cost
 def test_import_stays_light():
     code = ("import sys, scope_envs, scope_envs.agents.llm, scope_envs.train.llm.ppo, scope_envs.train.llm.trl;"
@@ -262,11 +272,17 @@ def test_parse_verbalized_never_raises_and_returns_a_distribution(text):
         assert sum(p for _, p in got) == pytest.approx(1)
 
 
+def test_trailing_comma_repair_leaves_strings_alone():
+    """A reply may itself end in ",}": only a comma before a closing bracket *outside* a string is dropped."""
+    body = json.dumps({"responses": [{"text": ",}", "probability": 0.5}, {"text": 'a ",]', "probability": 0.5}]})
+    assert parse_verbalized(body[:-2] + ",]}") == [(",}", 0.5), ('a ",]', 0.5)]
+
+
 _reply = st.text(alphabet=st.characters(blacklist_categories=("Cs", "Cc")), min_size=1, max_size=30).filter(
     lambda s: s.strip() == s and s)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200, deadline=None, derandomize=True, database=None)  # the same examples in every CI run
 @given(st.lists(st.tuples(_reply, st.floats(0.01, 1.0)), min_size=1, max_size=6, unique_by=lambda x: x[0]),
        st.sampled_from(["plain", "percent", "scaled", "fence", "comma", "prose"]))
 def test_parse_verbalized_recovers_malformed_lists(items, damage):
@@ -342,7 +358,8 @@ def test_rollout_loss_mask_covers_exactly_the_persuaders_tokens(tmp_path, tiny_d
         # the decoded mask-1 runs are exactly the messages this persuader sent, in order, and the env kept them
         matches = [e for e in by_env if by_env[e] == texts]
         assert len(matches) >= 1
-        assert kept_by_env[matches[0]] == [t.strip() for t in texts if t.strip()]
+        # (a random tiny model also writes control bytes: the env refuses those messages as not printable text)
+        assert kept_by_env[matches[0]] == [t.strip() for t in texts if readable(t)]
         # and nothing the persuadee said is under the mask
         ctx = tok.decode([t for t, m in zip(trace.ids, trace.mask) if m == 0])
         assert "<|im_start|>system" in ctx and ctx.count("<|im_start|>user") >= trace.turns - 1
@@ -484,3 +501,18 @@ def test_cotraining_one_shared_model_plays_both_roles(tmp_path, tiny_dir):
     history = ppo.train(cfg, learners=learners)["history"]
     assert history[0]["sequences/policy"] == 4  # two episodes, one stream per role
     assert "group_reward_var/user" in history[0] and "group_reward_var/agent" in history[0]
+
+
+# ----------------------------------------------------------------------------- the README's LLM snippet
+def test_readme_llm_snippet_runs_as_written(capsys):
+    """The README's LLM players snippet defines every name it uses and runs on a tiny model built on the spot."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = re.search(r"^## LLMs\n(.*?)(?=^## |\Z)", text, re.S | re.M).group(1)
+    snippets = re.findall(r"```python\n(.*?)```", section, re.S)
+    assert snippets, "the README's LLMs section has no python snippet"
+    for code in snippets:
+        exec(compile(code, "README.md", "exec"), {"__name__": "readme"})
+    assert "'role'" in capsys.readouterr().out

@@ -6,30 +6,29 @@ import pytest
 import scope_envs
 from scope_envs.core.simulator import Simulator
 from scope_envs.agents.p4g import CollapsedPersuadee, ReferencePersuadee, rotation_members
-from scope_envs.games.p4g import acts, text
+from scope_envs.games.p4g import dialogue_acts, language
+from scope_envs.games.p4g.dialogue_acts import PERSUADEE_INDEX, PERSUADER_INDEX
 from scope_envs.games.p4g.game import P4GGame
-
-P, U = acts.PERSUADER_INDEX, acts.PERSUADEE_INDEX
 
 
 def amount(dollars):
-    return acts.FIRST_AMOUNT + acts.AMOUNT_BINS.index(dollars)
+    return dialogue_acts.FIRST_AMOUNT + dialogue_acts.AMOUNT_BINS.index(dollars)
 
 
 def test_cotrain_episode_rules_and_rewards():
     env = scope_envs.make("p4g-cotrain", user_reward="adversarial")
     obs, infos = env.reset(seed=0)
     assert infos["agent_0"]["active"] and not infos["user_0"]["active"]
-    assert obs["user_0"]["action_mask"].tolist() == [1] + [0] * (len(acts.PERSUADEE_ACTS) - 1)
-    env.step({"agent_0": P["propose_donation"], "user_0": 0})
+    assert obs["user_0"]["action_mask"].tolist() == [1] + [0] * (len(dialogue_acts.PERSUADEE_ACTS) - 1)
+    env.step({"agent_0": PERSUADER_INDEX["propose_donation"], "user_0": 0})
     # closing is illegal before an amount is stated
-    obs, *_ = env.step({"agent_0": 0, "user_0": U["agree_donation"]})
-    env.step({"agent_0": P["ask_donation_amount"], "user_0": 0})
-    assert not env.unwrapped.game.legal("persuadee")[U["closing"]]
+    obs, *_ = env.step({"agent_0": 0, "user_0": PERSUADEE_INDEX["agree_donation"]})
+    env.step({"agent_0": PERSUADER_INDEX["ask_donation_amount"], "user_0": 0})
+    assert not env.unwrapped.game.legal("persuadee")[PERSUADEE_INDEX["closing"]]
     obs, rew, term, *_ = env.step({"agent_0": 0, "user_0": amount(0.5)})
     assert not any(term.values())
-    env.step({"agent_0": P["thank"], "user_0": 0})
-    obs, rew, term, trunc, infos = env.step({"agent_0": 0, "user_0": U["closing"]})
+    env.step({"agent_0": PERSUADER_INDEX["thank"], "user_0": 0})
+    obs, rew, term, trunc, infos = env.step({"agent_0": 0, "user_0": PERSUADEE_INDEX["closing"]})
     assert all(term.values()) and rew == {"agent_0": 0.5, "user_0": -0.5}
     assert infos["agent_0"]["intended"] == infos["agent_0"]["actual"] == 0.5
 
@@ -37,11 +36,11 @@ def test_cotrain_episode_rules_and_rewards():
 def test_turn_limit_forces_a_final_statement():
     env = scope_envs.make("p4g-cotrain", max_turns=2)
     env.reset(seed=0)
-    env.step({"agent_0": P["greeting"], "user_0": 0})
-    env.step({"agent_0": 0, "user_0": U["greeting"]})
-    obs, *_ = env.step({"agent_0": P["emotion_appeal"], "user_0": 0})
+    env.step({"agent_0": PERSUADER_INDEX["greeting"], "user_0": 0})
+    env.step({"agent_0": 0, "user_0": PERSUADEE_INDEX["greeting"]})
+    obs, *_ = env.step({"agent_0": PERSUADER_INDEX["emotion_appeal"], "user_0": 0})
     legal = np.flatnonzero(obs["user_0"]["action_mask"])
-    assert legal.min() == acts.FIRST_AMOUNT, "the final reply must state an amount"
+    assert legal.min() == dialogue_acts.FIRST_AMOUNT, "the final reply must state an amount"
     obs, rew, term, *_ = env.step({"agent_0": 0, "user_0": amount(2.0)})
     assert all(term.values()) and rew["agent_0"] == 2.0
 
@@ -50,7 +49,7 @@ def test_turn_limit_forces_a_final_statement():
 def test_user_reward_modes(mode):
     game = P4GGame(user_reward=mode)
     game.reset(game.sample_persona(np.random.default_rng(0), "train"), np.random.default_rng(0))
-    game.apply("persuader", P["close"])
+    game.apply("persuader", PERSUADER_INDEX["close"])
     game.apply("persuadee", amount(1.0))
     r = game.rewards()["persuadee"]
     from scope_envs.games.p4g.reference import expected_gift
@@ -67,7 +66,7 @@ def _entropy(p):
 def test_frozen_simulator_is_collapsed_and_vs_recovers_diversity():
     env = scope_envs.make("p4g-cotrain")
     env.reset(seed=0)
-    env.step({"agent_0": P["emotion_appeal"], "user_0": 0})
+    env.step({"agent_0": PERSUADER_INDEX["emotion_appeal"], "user_0": 0})
     view = env.unwrapped.view("persuadee")
     collapsed, ref = CollapsedPersuadee(), ReferencePersuadee(persona=view.persona, cooperation=1.0)
     assert _entropy(collapsed.distribution(view)) < 0.6 * _entropy(ref.distribution(view))
@@ -77,7 +76,7 @@ def test_frozen_simulator_is_collapsed_and_vs_recovers_diversity():
         for ep in range(30):
             env.reset(seed=ep)
             for a in ("greeting", "emotion_appeal", "credibility_appeal"):
-                env.step({"agent_0": P[a]})
+                env.step({"agent_0": PERSUADER_INDEX[a]})
                 seen.append(env.unwrapped.game.history[-1].act)
         return len(set(seen))
     assert replies("p4g-vs") > replies("p4g-frozen") + 3
@@ -86,7 +85,7 @@ def test_frozen_simulator_is_collapsed_and_vs_recovers_diversity():
 def test_vs_candidates_in_infos():
     env = scope_envs.make("p4g-vs", k=4)
     env.reset(seed=0)
-    *_, infos = env.step({"agent_0": P["greeting"]})
+    *_, infos = env.step({"agent_0": PERSUADER_INDEX["greeting"]})
     info = infos["agent_0"]
     cands = info["vs_candidates"]
     assert cands.shape == (4,) and (cands >= 0).all() and len(set(cands.tolist())) == 4
@@ -114,20 +113,20 @@ def test_population_schedules():
         obs, _ = env.reset(seed=ep)
         user = env.agents[1]
         while env.agents:
-            acts_ = {}
+            actions = {}
             for a in env.agents:
                 legal = np.flatnonzero(obs[a]["action_mask"])
                 # user_2 always gives nothing, the others give the most they can
-                acts_[a] = int(legal[0] if a == "user_2" and legal[0] >= acts.FIRST_AMOUNT else legal[-1]) if a != "agent_0" else int(rng.choice(legal))
-            obs, rew, term, trunc, infos = env.step(acts_)
+                actions[a] = int(legal[0] if a == "user_2" and legal[0] >= dialogue_acts.FIRST_AMOUNT else legal[-1]) if a != "agent_0" else int(rng.choice(legal))
+            obs, rew, term, trunc, infos = env.step(actions)
     counts = infos["agent_0"]["member_episodes"]
     assert counts.sum() == 30 and counts[2] == counts.max(), counts
 
 
 def test_text_surface_roundtrip_of_every_persuader_rendering():
-    for name, options in text.PERSUADER_TEXT.items():
+    for name, options in language.PERSUADER_TEXT.items():
         for utterance in options:
-            assert acts.PERSUADER_ACTS[text.understand_persuader(utterance)] == name, utterance
+            assert dialogue_acts.PERSUADER_ACTS[language.understand_persuader(utterance)] == name, utterance
 
 
 def test_text_surface_persuadee_rendering_and_donate_tag():
@@ -135,12 +134,12 @@ def test_text_surface_persuadee_rendering_and_donate_tag():
     game = P4GGame()
     for i in range(40):
         persona = game.sample_persona(rng, "train")
-        for a in range(1, len(acts.PERSUADEE_ACTS)):
-            utterance = text.realize_persuadee(a, persona, rng)
-            if a >= acts.FIRST_AMOUNT:
-                assert text.understand_persuadee(utterance) == a, utterance
-    assert text.understand_persuadee("ok [DONATE $0.48]") == amount(0.5)
-    assert text.understand_persuadee("[donate 2]") == amount(2.0)
+        for a in range(1, len(dialogue_acts.PERSUADEE_ACTS)):
+            utterance = language.realize_persuadee(a, persona, rng)
+            if a >= dialogue_acts.FIRST_AMOUNT:
+                assert language.understand_persuadee(utterance) == a, utterance
+    assert language.understand_persuadee("ok [DONATE $0.48]") == amount(0.5)
+    assert language.understand_persuadee("[donate 2]") == amount(2.0)
 
 
 def test_text_frozen_episode_and_messages():
@@ -148,7 +147,7 @@ def test_text_frozen_episode_and_messages():
     obs, infos = env.reset(seed=1)
     assert "Save the Children" in infos["agent_0"]["messages"][0]["content"]
     obs, rew, term, trunc, infos = env.step({"agent_0": "Imagine a child going hungry tonight."})
-    assert env.unwrapped.game.history[0].act == P["emotion_appeal"]
+    assert env.unwrapped.game.history[0].act == PERSUADER_INDEX["emotion_appeal"]
     assert obs["agent_0"].startswith("You: Imagine") and "\nPersuadee: " in obs["agent_0"]
     msgs = infos["agent_0"]["messages"]
     assert [m["role"] for m in msgs] == ["system", "assistant", "user"]
@@ -157,7 +156,7 @@ def test_text_frozen_episode_and_messages():
 def test_render_ansi():
     env = scope_envs.make("p4g-heldout", render_mode="ansi")
     env.reset(seed=0)
-    env.step({"agent_0": P["credibility_appeal"]})
+    env.step({"agent_0": PERSUADER_INDEX["credibility_appeal"]})
     out = env.render()
     assert "heldout-" in out and "[credibility_appeal] Save the Children" in out
     assert scope_envs.make("p4g-heldout").render() is None
@@ -217,3 +216,33 @@ def test_vs_with_text_candidates_and_fallback():
     env.reset(seed=0)
     *_, infos = env.step({"agent_0": "Hello!"})
     assert infos["agent_0"]["vs_fallback"] == 1 and env.unwrapped.game.history[-1].text == "Hi there."
+
+
+def test_modules_of_the_game_import_each_other_without_cycles():
+    """Module-level imports inside the package form a DAG; no function-local import of a sibling dodges a cycle."""
+    import ast
+    import graphlib
+    from pathlib import Path
+
+    import scope_envs.games.p4g as package
+
+    folder, prefix = Path(package.__file__).parent, package.__name__
+    names = {f.stem for f in folder.glob("*.py")} - {"__init__"}
+
+    def siblings(node):
+        if isinstance(node, ast.Import):
+            return {a.name[len(prefix) + 1 :] for a in node.names if a.name.startswith(prefix + ".")}
+        if isinstance(node, ast.ImportFrom) and node.module == prefix:
+            return {a.name for a in node.names} & names
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(prefix + "."):
+            return {node.module[len(prefix) + 1 :]}
+        return set()
+
+    graph = {}
+    for name in names:
+        tree = ast.parse((folder / f"{name}.py").read_text())
+        graph[name] = set().union(*(siblings(n) for n in tree.body))
+        top = set(map(id, tree.body))
+        local = [ast.unparse(n) for n in ast.walk(tree) if id(n) not in top and siblings(n)]
+        assert not local, f"{name}.py imports siblings inside functions: {local}"
+    list(graphlib.TopologicalSorter(graph).static_order())  # raises CycleError on a cycle

@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data" / "p4g"
 PARAMS = ROOT / "scope_envs" / "games" / "p4g" / "params.json"
 
-pytestmark = pytest.mark.skipif(
+needs_data = pytest.mark.skipif(
     not (DATA / "full_info.csv").exists(),
     reason=f"Persuasion-for-Good data not found at {DATA} (needed to refit params.json)",
 )
@@ -45,12 +45,14 @@ def _assert_close(a, b, where="params"):
         assert a == b, f"{where}: {a!r} != {b!r}"
 
 
+@needs_data
 def test_refit_matches_shipped(fitted, shipped):
     for key, value in fitted.items():  # keys written by other code (calibration, ...) are not ours
         assert key in shipped, f"params.json lacks {key!r}: rerun python -m scope_envs.games.p4g.fit"
         _assert_close(value, shipped[key], key)
 
 
+@needs_data
 def test_facts(fitted):
     real = fitted["real"]
     assert 0.30 <= real["mean_donation"] <= 0.40
@@ -81,3 +83,143 @@ def test_no_raw_rows_shipped():
     text = PARAMS.read_text()
     assert "user_" not in text, "a user id leaked into params.json"
     assert "_live" not in text, "a dialogue id leaked into params.json"
+
+
+# ----------------------------------------------------------------------------- the fitting script
+
+
+@pytest.fixture
+def fake_data(tmp_path):
+    """A folder with the three file names the script checks for (empty: enough for argument checks)."""
+    from scope_envs.games.p4g.fit import FILES
+
+    folder = tmp_path / "fake_p4g"
+    folder.mkdir()
+    for name in FILES:
+        (folder / name).write_text("")
+    return folder
+
+
+def _packaged_state():
+    return PARAMS.read_bytes(), PARAMS.stat().st_mtime_ns
+
+
+def test_default_output_is_not_the_packaged_file(fake_data, tmp_path, monkeypatch):
+    from scope_envs.games.p4g import fit
+    from scope_envs.validate import p4g as command
+
+    monkeypatch.chdir(tmp_path)
+    ap = command.build_parser()
+    out = command.output_path(ap, ap.parse_args(["--data", str(fake_data)]))
+    assert out.resolve() == tmp_path.resolve() / "p4g_params.json"
+    assert out.resolve() != PARAMS.resolve() and fit.PACKAGED.resolve() == PARAMS.resolve()
+    assert command.output_path(ap, ap.parse_args(["--data", str(fake_data), "--overwrite-packaged"])) == fit.PACKAGED
+
+
+@pytest.mark.parametrize("argv", [["--out", str(PARAMS)], ["--out", "x.json", "--overwrite-packaged"]])
+def test_writing_the_packaged_file_needs_the_flag_alone(argv, fake_data, tmp_path, monkeypatch, capsys):
+    from scope_envs.validate.p4g import fit_command as main
+
+    monkeypatch.chdir(tmp_path)
+    before = _packaged_state()
+    with pytest.raises(SystemExit) as exc:
+        main(["--data", str(fake_data), *argv])
+    assert exc.value.code == 2
+    assert "argument --" in capsys.readouterr().err
+    assert _packaged_state() == before
+
+
+@pytest.mark.parametrize("argv,named", [
+    (["--data", "{tmp}/no_such_folder"], "--data"),
+    (["--episodes", "0"], "--episodes"),
+    (["--out", "{tmp}/no_such_folder/params.json"], "--out"),
+])
+def test_bad_arguments_exit_2_naming_the_argument(argv, named, fake_data, tmp_path, monkeypatch, capsys):
+    from scope_envs.validate.p4g import fit_command as main
+
+    monkeypatch.chdir(tmp_path)
+    argv = [a.format(tmp=tmp_path) for a in argv]
+    if "--data" not in argv:
+        argv = ["--data", str(fake_data), *argv]
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert f"argument {named}:" in err, err
+    if named == "--data":
+        assert "no_such_folder" in err and "full_info.csv" in err
+
+
+def test_missing_data_file_is_named(fake_data, capsys):
+    from scope_envs.validate.p4g import fit_command as main
+
+    (fake_data / "300_info.csv").unlink()
+    with pytest.raises(SystemExit) as exc:
+        main(["--data", str(fake_data)])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "argument --data:" in err and "300_info.csv" in err
+
+
+@needs_data
+def test_script_writes_out_and_leaves_the_packaged_file_alone(fitted, tmp_path, monkeypatch):
+    from scope_envs.games.p4g import personas
+    from scope_envs.validate.p4g import fit_command as main
+
+    monkeypatch.chdir(tmp_path)
+    before, shipped_params = _packaged_state(), personas.params()
+    try:
+        main(["--data", str(DATA), "--no-calibrate"])
+        written = json.loads((tmp_path / "p4g_params.json").read_text())
+        assert set(written) == set(fitted) and "calibration" not in written
+        _assert_close(written["real"], fitted["real"], "real")
+        # with calibration (a few episodes, to be quick), into a named file
+        main(["--data", str(DATA), "--out", "calibrated.json", "--episodes", "2"])
+        calibrated = json.loads((tmp_path / "calibrated.json").read_text())
+        assert calibrated["calibration"]["episodes"] == 2 and calibrated["calibration"]["split"] == "train"
+    finally:
+        personas.set_params(shipped_params)  # calibration installs the parameters it fits
+    assert _packaged_state() == before
+
+
+# ----------------------------------------------------------------------------- validation
+
+
+def test_validate_with_a_wrong_folder_names_folder_and_file(tmp_path):
+    from scope_envs.validate.p4g import validate
+
+    missing = tmp_path / "not_here"
+    with pytest.raises(FileNotFoundError) as exc:
+        validate(missing, episodes=1)
+    message = str(exc.value)
+    assert str(missing) in message and "full_info.csv" in message and "\n" not in message
+
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "full_info.csv").write_text("")
+    with pytest.raises(FileNotFoundError) as exc:
+        validate(str(empty), episodes=1)
+    assert str(empty) in str(exc.value) and "300_dialog.csv" in str(exc.value)
+
+
+def test_validate_with_files_of_the_wrong_shape(fake_data):
+    from scope_envs.validate.p4g import validate
+
+    (fake_data / "full_info.csv").write_text("a,b\n1,2\n")
+    with pytest.raises(ValueError, match="full_info.csv lacks the column"):
+        validate(fake_data, episodes=1)
+
+
+def test_compare_takes_the_real_statistics_it_is_given():
+    from scope_envs.agents.p4g import EmpiricalPersuader, HumanProxyPersuadee
+    from scope_envs.games.p4g.simulate import play, statistics
+    from scope_envs.games.p4g.validate import compare
+
+    real = {"mean_donation": 0.5, "give_rate": 0.25, "mean_intended": 1.0, "mean_actual": 0.5, "n": 7, "extra": 1}
+    sim = statistics(play(HumanProxyPersuadee(), EmpiricalPersuader(), "heldout", 20, 0))
+    report = compare(real, sim)
+    assert report["real"] == {k: v for k, v in real.items() if k != "extra"}
+    assert report["simulated"] == sim and sim["episodes"] == 20
+    assert report["abs_diff"]["give_rate"] == round(abs(sim["give_rate"] - 0.25), 4)
+    with pytest.raises(ValueError, match="mean_intended"):
+        compare({"mean_donation": 0.3, "give_rate": 0.5, "mean_actual": 0.3, "n": 1}, sim)

@@ -7,11 +7,10 @@ import scope_envs
 from conftest import DATA
 from scope_envs.agents.tau2 import CollapsedUser, HumanProxyUser, rotation_members
 from scope_envs.games.tau2 import behaviour, human_proxy
-from scope_envs.games.tau2.acts import AGENT_ACTS, A
-from scope_envs.games.tau2.behaviour import U, USER_ACTS
 from scope_envs.games.tau2.data import load_domain
+from scope_envs.games.tau2.dialogue_acts import AGENT_ACTS, AGENT_INDEX, USER_ACTS, USER_INDEX
 from scope_envs.games.tau2.goals import goal_for
-from scope_envs.games.tau2.validate import act_pass_rates
+from scope_envs.validate.tau2 import act_pass_rates
 
 REAL = DATA / "tau2" / "domains"
 ROOT = str(REAL) if (REAL / "airline" / "tasks.json").exists() else None  # the real tasks where present
@@ -27,7 +26,9 @@ def test_oracle_act_policy_reaches_reward_one_through_acts_alone_and_random_far_
 
 def test_oracle_on_mock_and_its_one_known_miss():
     rates = act_pass_rates("mock", ROOT)
-    # the real mock set has one task whose env assertion needs a call its gold list lacks (gold replay fails too)
+    # the real mock set's update_task_with_history_and_env_assertions has no gold actions (its criteria hold only
+    # an env assertion that needs update_task_status(task_2, completed)): the oracle, which plays the gold list,
+    # cannot pass it, and neither does the gold replay (tests/test_tau2_fidelity.py explains and checks why)
     assert rates["oracle"] >= (0.88 if ROOT else 1.0) and set(rates["oracle_failed"]) <= {
         "update_task_with_history_and_env_assertions"}
 
@@ -57,7 +58,7 @@ def _first_user_acts(env_id, n=60):
     acts = []
     for ep in range(n):
         env.reset(seed=ep)
-        env.step({"agent_0": A["greet"]})  # the agent speaks first
+        env.step({"agent_0": AGENT_INDEX["greet"]})  # the agent speaks first
         acts.append(env.unwrapped.game.last["user"])
     return acts
 
@@ -65,8 +66,8 @@ def _first_user_acts(env_id, n=60):
 def test_collapsed_user_discloses_everything_at_once_proxies_vary():
     collapsed = _first_user_acts("tau2-frozen")
     proxies = _first_user_acts("tau2-heldout")
-    assert np.mean([a == U["inform_all"] for a in collapsed]) > 0.9
-    assert len(set(proxies)) >= 2 and np.mean([a == U["inform_all"] for a in proxies]) < 0.7
+    assert np.mean([a == USER_INDEX["inform_all"] for a in collapsed]) > 0.9
+    assert len(set(proxies)) >= 2 and np.mean([a == USER_INDEX["inform_all"] for a in proxies]) < 0.7
 
 
 def _play(env_id, policy, episodes, seed=0, **kw):
@@ -102,16 +103,16 @@ def test_write_candidates_need_grounding_and_decoys_are_real_traps():
     env.reset(seed=0)
     game.reset(Persona("x", "train", dict(behaviour.default_card().traits), {"domain": "airline", "task_id": "0"}),
                np.random.default_rng(0))
-    assert game.legal("agent")[A["execute:0"]] == 0  # nothing stated yet
-    env.step({"agent_0": A["greet"]})
-    env.step({"user_0": U["inform_all"]})
+    assert game.legal("agent")[AGENT_INDEX["execute:0"]] == 0  # nothing stated yet
+    env.step({"agent_0": AGENT_INDEX["greet"]})
+    env.step({"user_0": USER_INDEX["inform_all"]})
     # the forbidden cancellation is grounded by what the user said: a candidate the policy check flags
     assert game.candidates()["write"][0].name == "cancel_reservation"
     f = game.features("agent")
     assert f.shape == env.observation_space("agent_0")["observation"].shape
-    env.step({"agent_0": A["lookup:0"]})  # get_user_details: the agent has identified the user
-    env.step({"agent_0": A["execute:0"]})
-    env.step({"agent_0": A["end"]})
+    env.step({"agent_0": AGENT_INDEX["lookup:0"]})  # get_user_details: the agent has identified the user
+    env.step({"agent_0": AGENT_INDEX["execute:0"]})
+    env.step({"agent_0": AGENT_INDEX["end"]})
     assert game.outcome()["reward"] == 0.0 and game.outcome()["decoy_executed"] == 1.0
 
 
@@ -168,7 +169,7 @@ def test_vs_verbalizes_the_reference_and_spreads_the_collapsed_user():
     firsts = []
     for ep in range(60):
         env.reset(seed=ep)
-        _, _, _, _, infos = env.step({"agent_0": A["greet"]})
+        _, _, _, _, infos = env.step({"agent_0": AGENT_INDEX["greet"]})
         assert (infos["agent_0"]["vs_candidates"] >= 0).sum() >= 2
         firsts.append(env.unwrapped.game.last["user"])
     assert len(set(firsts)) >= 2  # the frozen user's first move is almost always inform_all
@@ -181,7 +182,7 @@ def test_acts_and_masks_are_small_and_consistent():
     assert env.observation_space("agent_0")["observation"].shape[0] <= 64
     obs, infos = env.reset(seed=0)
     with pytest.raises(ValueError, match="agent_0"):
-        env.step({"agent_0": A["execute:1"]})  # masked: no write candidate yet
+        env.step({"agent_0": AGENT_INDEX["execute:1"]})  # masked: no write candidate yet
 
 
 def test_ppo_on_frozen_improves_over_random_on_training_tasks():

@@ -20,16 +20,16 @@ import pytest
 from conftest import DATA
 from scope_envs.games.tau2.data import load_domain
 from scope_envs.games.tau2.evaluate import gold_world
+from scope_envs.games.tau2.replay import replay
 from scope_envs.games.tau2.state import Table
 from scope_envs.games.tau2.world import World
-from scope_envs.tau2 import replay
 
 ROOT = DATA / "tau2" / "domains"
 DOMAINS = ("airline", "retail", "telecom", "mock")
-# gold replays that cannot earn 1, and why (upstream annotations)
+# gold replays that cannot earn 1, and why (upstream's data, not our evaluation: see the test below)
 KNOWN = {
     ("mock", "update_task_with_history_and_env_assertions"):
-        "its basis is ENV_ASSERTION (task_2 completed) but the task lists no gold action that completes it",
+        "its basis is ENV_ASSERTION (task_2 completed) but its evaluation criteria hold no gold actions at all",
 }
 UPSTREAM = Path(__file__).resolve().parents[1] / "scope_envs" / "games" / "tau2" / "upstream.py"
 
@@ -62,6 +62,30 @@ def test_gold_replay_earns_its_reward_and_doing_nothing_does_not(root, domain):
                 idle_passed.append(task["id"])
     assert not failed, f"{domain}: gold replays below reward 1: {failed}"
     assert not idle_passed, f"{domain}: doing nothing earns reward on {idle_passed}"
+
+
+def test_the_mock_task_without_gold_actions_is_solvable_by_the_call_it_omits(root):
+    """Why the real mock domain's gold replay passes 8 of 9 tasks: the ninth is upstream's, not our bug.
+
+    ``update_task_with_history_and_env_assertions`` opens with a message history
+    that creates task_2 (pending), asks the user to have it marked completed, and
+    is scored on ENV_ASSERTION alone (``assert_task_status(task_2, completed)``;
+    its NL assertions are outside the reward basis, no judge is involved). Its
+    ``evaluation_criteria`` have no ``actions`` key, so the gold replay makes no
+    call and the assertion fails. tau^2-bench's evaluator does the same: it runs
+    env assertions on the episode's environment and replays ``actions or []``
+    for the gold one. The one call the gold list omits earns the reward.
+    """
+    task_id = "update_task_with_history_and_env_assertions"
+    crit = load_domain("mock", root).task(task_id)["evaluation_criteria"]
+    assert "actions" not in crit and crit["reward_basis"] == ["ENV_ASSERTION"]
+    gold = replay("mock", task_id, data_dir=root)
+    assert gold["reward"] == 0.0 and gold["reward_info"]["env_assertions"] == [
+        {"func_name": "assert_task_status", "met": False}]
+    assert gold["db"]["tasks"]["task_2"]["status"] == "pending"  # created by the opening message history
+    done = replay("mock", task_id, data_dir=root,
+                  actions=[{"name": "update_task_status", "arguments": {"task_id": "task_2", "status": "completed"}}])
+    assert done["reward"] == 1.0 and done["reward_info"]["breakdown"] == {"ENV_ASSERTION": 1.0}
 
 
 def test_replays_never_write_into_the_shared_database(root):

@@ -96,20 +96,20 @@ def test_user_messages_carry_the_values_their_goal_discloses(domain):
 
 def test_asked_identity_is_answered_with_its_value_and_a_slip_is_a_typo():
     from scope_envs.games.tau2 import realize
-    from scope_envs.games.tau2.behaviour import U
+    from scope_envs.games.tau2.dialogue_acts import USER_INDEX
 
     env = make("frozen", "retail")
     game = pin(env, "syn_ret_0")
     game.asked_slot = "email"
     email = game.goal.identity["email"]["email"]
-    texts = {realize.user_says(game, U["inform_identity"], np.random.default_rng(s)) for s in range(12)}
+    texts = {realize.user_says(game, USER_INDEX["inform_identity"], np.random.default_rng(s)) for s in range(12)}
     assert len(texts) > 1 and all(email in t for t in texts), "varied words, the same value"
     air = make("frozen", "airline")
     agame = pin(air, "syn_air_1")
     agame.asked_slot = "user_id"
     uid = agame.goal.identity["user_id"]["user_id"]  # holds digits: a slip changes one
-    assert uid in realize.user_says(agame, U["inform_identity"], np.random.default_rng(0))
-    slip = realize.user_says(agame, U["inform_slip"], np.random.default_rng(0))
+    assert uid in realize.user_says(agame, USER_INDEX["inform_identity"], np.random.default_rng(0))
+    slip = realize.user_says(agame, USER_INDEX["inform_slip"], np.random.default_rng(0))
     assert uid not in slip and uid[:-1] in slip
 
 

@@ -6,7 +6,7 @@ import pytest
 
 from scope_envs.cli import main
 from scope_envs.games.p4g import personas
-from scope_envs.games.p4g.validate import validate
+from scope_envs.validate.p4g import validate
 
 
 def test_heldout_proxies_match_real_statistics():

@@ -4,6 +4,8 @@ import doctest
 import importlib
 import subprocess
 import sys
+import time
+import warnings
 
 import numpy as np
 import pytest
@@ -223,6 +225,67 @@ def test_record_transcripts_close_mid_episode_and_a_cut_line(tmp_path):
     assert len(read_transcripts(path)) == 1
 
 
+BIG_WRITER = """
+import sys, numpy as np, scope_envs
+from scope_envs.wrappers import RecordTranscripts, record
+dumps = record.json.dumps
+record.json.dumps = lambda r: dumps(dict(r, pad="x" * 3_000_000))  # ~3 MB a line: a kill lands mid-write
+env = RecordTranscripts(scope_envs.make("p4g-frozen"), sys.argv[1])
+rng = np.random.default_rng(0)
+print("writing", flush=True)
+while True:
+    obs, _ = env.reset()
+    while env.agents:
+        obs, *_ = env.step({"agent_0": int(rng.choice(np.flatnonzero(obs["agent_0"]["action_mask"])))})
+"""
+
+
+def test_record_transcripts_killed_mid_write_stay_readable_and_appendable(tmp_path):
+    from scope_envs.wrappers import TornTranscriptWarning
+
+    path = tmp_path / "t.jsonl"
+    rng = np.random.default_rng(0)
+    for _ in range(10):  # kill -9 at random moments until one lands inside a line
+        child = subprocess.Popen([sys.executable, "-c", BIG_WRITER, str(path)], stdout=subprocess.PIPE, text=True)
+        child.stdout.readline()
+        deadline = time.monotonic() + 60
+        while (not path.exists() or path.stat().st_size < 4_000_000) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(float(rng.uniform(0, 0.05)))
+        child.kill()
+        child.wait()
+        if path.read_bytes()[-1:] != b"\n":
+            break
+    else:  # no kill landed mid-line: cut the last line as such a kill would have
+        data = path.read_bytes()
+        path.write_bytes(data[:-1_000_000])
+    with pytest.warns(TornTranscriptWarning):
+        complete = read_transcripts(path)
+    assert complete and all(x["finished"] and x["turns"] for x in complete)
+    env = RecordTranscripts(scope_envs.make("p4g-frozen"), path)  # a restarted writer
+    with pytest.warns(TornTranscriptWarning, match="removed a torn last line"):
+        play_episode(env, rng, seed=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # nothing torn is left
+        after = read_transcripts(path)
+    assert [x["id"] for x in after[:-1]] == [x["id"] for x in complete]
+    assert after[-1]["seed"] == 3 and "pad" not in after[-1]
+
+
+def test_read_transcripts_recovers_a_record_appended_onto_a_torn_line(tmp_path):
+    """A file poisoned by an older writer: the next record was appended onto the cut line."""
+    from scope_envs.wrappers import TornTranscriptWarning
+
+    path = tmp_path / "t.jsonl"
+    env = RecordTranscripts(scope_envs.make("p4g-frozen"), path)
+    play_episode(env, np.random.default_rng(0), seed=0)
+    first = path.read_text()
+    path.write_text(first + first[:40] + first)
+    with pytest.warns(TornTranscriptWarning, match=r"line\(s\) \[2\]"):
+        lines = read_transcripts(path)
+    assert len(lines) == 2 and lines[0] == lines[1]
+
+
 # -- VerbalizedSampling and SimulatorPopulation --------------------------------------------
 
 
@@ -314,3 +377,19 @@ def test_legal_actions_replaces_only_masked_acts_deterministically():
         env.step({"agent_0": 99})
     with pytest.raises(ValueError, match="act surface"):
         LegalActions(scope_envs.make("p4g-frozen", surface="text"))
+
+
+@pytest.mark.parametrize("schedule", ["round_robin", "bandit"])
+def test_a_schedule_spans_episodes_and_restarts_on_request(schedule):
+    env = scope_envs.make("p4g-population", members=4, schedule=schedule)
+    rng = np.random.default_rng(0)
+    members = []
+    for _ in range(4):
+        play_episode(env, rng, seed=0)
+        members.append(env.unwrapped.member)
+    assert members == [0, 1, 2, 3]  # by design: the rotation goes on across reset(seed)
+    replay = []
+    for _ in range(4):
+        env.reset(seed=0, options={"reset_schedule": True})
+        replay.append(env.unwrapped.member)
+    assert replay == [0, 0, 0, 0] and env.unwrapped.schedule.episodes.sum() == 0

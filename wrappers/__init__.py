@@ -9,7 +9,7 @@
 
 from scope_envs.wrappers.legal import LegalActions
 from scope_envs.wrappers.population import SimulatorPopulation
-from scope_envs.wrappers.record import RecordTranscripts, read_transcripts
+from scope_envs.wrappers.record import RecordTranscripts, TornTranscriptWarning, read_transcripts
 from scope_envs.wrappers.single_agent import SingleAgentView
 from scope_envs.wrappers.verbalized import VerbalizedSampling, candidate_weights
 
@@ -18,6 +18,7 @@ __all__ = [
     "RecordTranscripts",
     "SimulatorPopulation",
     "SingleAgentView",
+    "TornTranscriptWarning",
     "VerbalizedSampling",
     "candidate_weights",
     "read_transcripts",

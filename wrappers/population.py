@@ -7,6 +7,9 @@ currently does worst against, by a lower confidence bound on its mean return
 (UCB on the agent's regret), so the agent meets its hardest users most. The
 wrapper's one concern is the roster: it gives the env its members and a
 ``MemberSchedule``; the env asks the schedule for each episode's member.
+``round_robin`` and ``bandit`` carry their state across episodes, also across
+``reset(seed)``; ``reset(seed=s, options={"reset_schedule": True})`` restarts
+them, so a run can be replayed from its seed alone.
 
 Example::
 
@@ -34,9 +37,13 @@ class MemberSchedule:
     def __init__(self, n: int, kind: str = "uniform", exploration: float = 1.0):
         if kind not in SCHEDULES:
             raise ValueError(f"schedule must be one of {SCHEDULES}, got {kind!r}")
-        self.kind, self.exploration = kind, exploration
-        self.episodes = np.zeros(n, dtype=np.int64)
-        self.returns = np.zeros(n, dtype=np.float64)
+        self.kind, self.exploration, self.n = kind, exploration, n
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget the rotation's position and the bandit's statistics."""
+        self.episodes = np.zeros(self.n, dtype=np.int64)
+        self.returns = np.zeros(self.n, dtype=np.float64)
         self._next = 0
 
     def pick(self, n: int, rng: np.random.Generator) -> int:

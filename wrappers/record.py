@@ -9,6 +9,12 @@ turn; act-surface turns get a rendering of their act), ``outcome``,
 by ``close()``). Each line is flushed and synced when its episode ends, so an
 interrupted process loses at most the episode in flight.
 
+A process killed while it writes can leave a torn last line. A writer opening
+an existing file cuts such a tail back to the last complete line before it
+appends (one writer per file), and ``read_transcripts`` skips a torn line with
+a ``TornTranscriptWarning`` instead of failing, so a reader never sees half a
+record and no complete record is ever lost.
+
 Example::
 
     >>> import json, tempfile, numpy as np, scope_envs
@@ -28,6 +34,7 @@ from __future__ import annotations
 import json
 import os
 import uuid
+import warnings
 
 import numpy as np
 from pettingzoo.utils import BaseParallelWrapper
@@ -37,6 +44,7 @@ class RecordTranscripts(BaseParallelWrapper):
     def __init__(self, env, path: str | os.PathLike):
         super().__init__(env)
         self.path = os.fspath(path)
+        self._repaired = False
         self._seed: int | None = None
         self._episode = -1
         self._returns: dict[str, float] | None = None
@@ -86,22 +94,74 @@ class RecordTranscripts(BaseParallelWrapper):
             "returns": self._returns,
             "finished": finished,
         }
+        if not self._repaired:
+            cut_torn_tail(self.path)
+            self._repaired = True
         # one write per line, then fsync: a crash can cut only the line being written, never an earlier one
-        with open(self.path, "a", encoding="utf-8") as f:
-            f.write(json.dumps(record) + "\n")
-            f.flush()
-            os.fsync(f.fileno())
+        line = (json.dumps(record) + "\n").encode("utf-8")
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            view = memoryview(line)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
         self._returns = None
 
 
+class TornTranscriptWarning(UserWarning):
+    """A transcript line cut short by a crash was skipped or removed."""
+
+
+def cut_torn_tail(path: str | os.PathLike) -> int:
+    """Cut a file back to its last complete line; returns the number of bytes removed (0: nothing torn)."""
+    try:
+        f = open(path, "r+b")
+    except FileNotFoundError:
+        return 0
+    with f:
+        size = f.seek(0, os.SEEK_END)
+        end = size
+        while end > 0:  # scan back in blocks for the last newline
+            start = max(0, end - 65536)
+            f.seek(start)
+            block = f.read(end - start)
+            i = block.rfind(b"\n")
+            if i >= 0:
+                end = start + i + 1
+                break
+            end = start
+        if end == size:
+            return 0
+        f.truncate(end)
+        f.flush()
+        os.fsync(f.fileno())
+    warnings.warn(f"{os.fspath(path)}: removed a torn last line ({size - end} bytes) left by an interrupted writer",
+                  TornTranscriptWarning, stacklevel=3)
+    return size - end
+
+
 def read_transcripts(path: str | os.PathLike) -> list[dict]:
-    """The recorded episodes; a last line cut short by a crash is skipped."""
-    out = []
-    with open(path, encoding="utf-8") as f:
-        for line in f:
+    """The recorded episodes. A line cut short by a crash is skipped with a ``TornTranscriptWarning``;
+    a complete record that an older writer appended onto a torn line is recovered."""
+    out, torn = [], []
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for number, line in enumerate(f, 1):
             try:
                 out.append(json.loads(line))
+                continue
             except json.JSONDecodeError:
-                if line.endswith("\n"):
-                    raise
+                pass
+            start = line.rfind('{"id": ')
+            try:
+                record = json.loads(line[start:]) if start > 0 else None
+            except json.JSONDecodeError:
+                record = None
+            if record is not None:
+                out.append(record)
+            torn.append(number)
+    if torn:
+        warnings.warn(f"{os.fspath(path)}: skipped the torn part of line(s) {torn} (a writer was interrupted)",
+                      TornTranscriptWarning, stacklevel=2)
     return out

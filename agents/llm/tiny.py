@@ -23,15 +23,33 @@ CHATML_TEMPLATE = (
 def corpus() -> list[str]:
     """Text to train the tokenizer on: what this package's games say, plus digits and tags."""
     from scope_envs.games.p4g import game as p4g_game
-    from scope_envs.games.p4g import text as p4g_text
+    from scope_envs.games.p4g import language as p4g_language
 
     lines = [p4g_game.PERSUADER_INSTRUCTIONS, p4g_game.PERSUADEE_INSTRUCTIONS]
-    for table in (p4g_text.PERSUADER_TEXT, p4g_text.PERSUADEE_TEXT):
+    for table in (p4g_language.PERSUADER_TEXT, p4g_language.PERSUADEE_TEXT):
         for options in table.values():
             lines += options
     lines += [f"[DONATE ${x:.2f}]" for x in (0, 0.05, 0.1, 0.25, 0.5, 0.75, 1, 1.5, 2)]
     lines += ['{"responses": [{"text": "Hello", "probability": 0.25}]}', "0123456789 aaaa bbbb"]
     return lines
+
+
+def printable_byte_alphabet() -> list[str]:
+    """The byte-level alphabet less the control bytes (NUL .. US but tab, newlines and feeds; DEL).
+
+    A random model samples any token; one that could write control bytes would
+    write messages the text surface refuses as not printable text, which no
+    real chat model does. Multi-byte UTF-8 stays possible.
+    """
+    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    symbol = {b: chr(b) for b in printable}
+    extra = 0
+    for b in range(256):  # GPT-2's byte-to-unicode table: the other bytes get 256, 257, ...
+        if b not in symbol:
+            symbol[b] = chr(256 + extra)
+            extra += 1
+    control = {*range(0x00, 0x09), *range(0x0E, 0x20), 0x7F}
+    return [symbol[b] for b in range(256) if b not in control]
 
 
 def train_tokenizer(vocab_size: int = 400, texts: list[str] | None = None):
@@ -43,7 +61,7 @@ def train_tokenizer(vocab_size: int = 400, texts: list[str] | None = None):
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
-        vocab_size=vocab_size, special_tokens=SPECIAL_TOKENS, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        vocab_size=vocab_size, special_tokens=SPECIAL_TOKENS, initial_alphabet=printable_byte_alphabet(),
         show_progress=False,
     )
     tok.train_from_iterator((texts or corpus()) * 4, trainer=trainer)

@@ -23,7 +23,6 @@ TEXT_KEYS = ("text", "response", "reply", "message", "content", "candidate", "ut
 PROB_KEYS = ("probability", "prob", "p", "weight", "confidence", "likelihood", "score")
 
 _FENCE = re.compile(r"```[a-zA-Z0-9_-]*\s*\n?(.*?)```", re.DOTALL)
-_TRAILING_COMMA = re.compile(r",\s*([}\]])")
 _XML_ITEM = re.compile(r"<response>(.*?)</response>", re.DOTALL | re.IGNORECASE)
 _XML_TEXT = re.compile(r"<text>(.*?)</text>", re.DOTALL | re.IGNORECASE)
 _XML_PROB = re.compile(r"<probability>(.*?)</probability>", re.DOTALL | re.IGNORECASE)
@@ -60,6 +59,28 @@ def _number(value) -> float:
     return float("nan")
 
 
+def _drop_trailing_commas(body: str) -> str:
+    """``[1, 2,]`` -> ``[1, 2]``: commas before a closing bracket, outside strings (a reply may say ",}")."""
+    next_char = [""] * (len(body) + 1)  # the next non-blank character after each position
+    for i in range(len(body) - 1, -1, -1):
+        next_char[i] = next_char[i + 1] if body[i].isspace() else body[i]
+    out, in_string, escaped = [], False, False
+    for i, c in enumerate(body):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif c == "\\":
+                escaped = True
+            elif c == '"':
+                in_string = False
+        elif c == '"':
+            in_string = True
+        elif c == "," and next_char[i + 1] in ("}", "]"):
+            continue
+        out.append(c)
+    return "".join(out)
+
+
 def _load(text: str):
     """The JSON value in ``text``, tolerating fences, prose around it, trailing commas, Python literals."""
     fenced = _FENCE.findall(text)
@@ -74,7 +95,7 @@ def _load(text: str):
             continue
         body = chunk[start:end + 1]
         body = body.replace("\u201c", '"').replace("\u201d", '"')
-        attempts = (body, _TRAILING_COMMA.sub(r"\1", body))
+        attempts = (body, _drop_trailing_commas(body))
         for attempt in attempts:
             try:
                 return json.loads(attempt)

@@ -12,7 +12,10 @@ with or given (wrappers supply them; they never patch the env):
 
 * ``schedule`` picks the member for each episode: ``schedule.pick(n, rng)``,
   told each finished episode by ``schedule.episode_end(member, agent_return)``
-  (``FirstOrUniform`` by default);
+  (``FirstOrUniform`` by default). A schedule spans episodes by design (a
+  round robin, a bandit's statistics), so ``reset(seed)`` alone does not
+  restart it: ``reset(seed=s, options={"reset_schedule": True})`` does
+  (``schedule.reset()``), and then the run replays from its seed alone;
 * ``user_sampler`` plays one simulator turn: ``user_sampler(sim, view, rng)``
   returns ``(act or message, infos extras)`` (``DirectAnswer`` by default; the
   ``VerbalizedSampling`` wrapper supplies a verbalized sampler).
@@ -28,7 +31,7 @@ from pettingzoo import ParallelEnv
 
 from scope_envs.core.simulator import Simulator, View
 from scope_envs.core.game import Game, InGameError
-from scope_envs.core.surfaces import SURFACES
+from scope_envs.core.surfaces import MAX_MESSAGE_CHARS, SURFACES, TextSurface, check_message
 
 AGENT = "agent_0"
 LEARNABLE = "learnable"
@@ -50,6 +53,9 @@ class FirstOrUniform:
     def episode_end(self, member: int, agent_return: float) -> None:
         pass
 
+    def reset(self) -> None:
+        pass
+
 
 class DialogueParallelEnv(ParallelEnv):
     metadata = {"name": "scope_dialogue_v0", "render_modes": ["ansi"], "is_parallelizable": True}
@@ -64,6 +70,7 @@ class DialogueParallelEnv(ParallelEnv):
         regime: str = "",
         render_mode: str | None = None,
         max_errors: int = 3,
+        max_message_chars: int = MAX_MESSAGE_CHARS,
         user_sampler: Callable[[Simulator, View, np.random.Generator], tuple[int | str, dict]] | None = None,
         schedule: Any = None,
     ):
@@ -74,7 +81,8 @@ class DialogueParallelEnv(ParallelEnv):
         if split not in ("train", "heldout"):
             raise ValueError(f"split must be 'train' or 'heldout', got {split!r}")
         self.game = game
-        self.surface = SURFACES[surface](game)
+        self.surface = TextSurface(game, max_message_chars) if surface == "text" else SURFACES[surface](game)
+        self.max_message_chars = max_message_chars
         self.split = split
         self.regime = regime
         self.render_mode = render_mode
@@ -85,6 +93,7 @@ class DialogueParallelEnv(ParallelEnv):
         self._rng = np.random.default_rng()
         self.set_members(members)
         self.agents: list[str] = []
+        self._started = False
         self.member = 0
         self._errors: dict[str, list[str]] = {}
         self._error_count: dict[str, int] = {}
@@ -129,6 +138,9 @@ class DialogueParallelEnv(ParallelEnv):
     def reset(self, seed: int | None = None, options: dict | None = None):
         if seed is not None:
             self._rng = np.random.default_rng(seed)
+        if (options or {}).get("reset_schedule"):
+            self.schedule.reset()
+        self._started = True
         self.member = self.schedule.pick(len(self.members), self._rng)
         self._agent_return = 0.0
         sim = self.simulator
@@ -153,6 +165,8 @@ class DialogueParallelEnv(ParallelEnv):
         return None if m == LEARNABLE else m
 
     def step(self, actions: dict[str, Any]):
+        if not self._started:
+            raise ValueError("step() called before reset(); call reset(seed=...) first")
         if not self.agents:
             raise ValueError("step() called on a finished episode; call reset() first")
         for agent in actions:
@@ -207,9 +221,8 @@ class DialogueParallelEnv(ParallelEnv):
             self._sim_info = extra
             if isinstance(choice, str):  # a text player's message, read like a learnable agent's
                 try:
-                    act, text = self.game.understand(role, choice), choice.strip()
-                    if not text:
-                        raise InGameError("empty message")
+                    text = check_message(choice, self.max_message_chars)
+                    act = self.game.understand(role, text)
                 except InGameError as e:
                     self.simulator_errors += 1
                     self._sim_errors.append(str(e))

@@ -8,6 +8,7 @@ chat-format message list rides in ``infos[agent]["messages"]``.
 
 from __future__ import annotations
 
+import re
 import string
 
 import numpy as np
@@ -17,7 +18,26 @@ from scope_envs.core.game import Game, InGameError
 
 CHARSET = frozenset(string.printable)
 MAX_OBS_CHARS = 16384
-MAX_ACTION_CHARS = 4096
+MAX_MESSAGE_CHARS = 4000
+# control characters (whitespace aside), surrogates and non-characters: binary, not text. U+FFFD stays
+# readable: a model's output cut inside a multi-byte character decodes to it.
+NOT_TEXT = re.compile("[\x00-\x08\x0e-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
+
+
+def check_message(text: str, max_chars: int) -> str:
+    """A message as the game may read it (stripped), or an ``InGameError`` saying why not.
+
+    Runs before any parsing, so no parser ever sees more than ``max_chars`` characters.
+    """
+    if len(text) > max_chars:
+        raise InGameError(f"message too long: {len(text)} characters, the limit is {max_chars}")
+    bad = NOT_TEXT.search(text)
+    if bad:
+        raise InGameError(f"message is not printable text (character U+{ord(bad.group()):04X} at {bad.start()})")
+    text = text.strip()
+    if not text:
+        raise InGameError("empty message")
+    return text
 
 
 class ActSurface:
@@ -106,10 +126,13 @@ class Transcript(spaces.Text):
 class TextSurface:
     name = "text"
 
-    def __init__(self, game: Game):
+    def __init__(self, game: Game, max_message_chars: int = MAX_MESSAGE_CHARS):
+        if not isinstance(max_message_chars, int) or max_message_chars < 1:
+            raise ValueError(f"max_message_chars must be a positive int, got {max_message_chars!r}")
         self.game = game
+        self.max_message_chars = max_message_chars
         self._obs_space = Transcript(MAX_OBS_CHARS, min_length=0, charset=CHARSET)
-        self._act_space = spaces.Text(MAX_ACTION_CHARS, min_length=1, charset=CHARSET)
+        self._act_space = spaces.Text(max_message_chars, min_length=1, charset=CHARSET)
 
     def observation_space(self, role):
         return self._obs_space
@@ -129,13 +152,12 @@ class TextSurface:
         return np.str_(text[-MAX_OBS_CHARS:])
 
     def parse(self, agent: str, role: str, action, active: bool) -> tuple[int, str]:
+        if not isinstance(action, str):  # also off turn: a wrong type is a programmer's error either way
+            raise ValueError(f"{agent}: action must be a str on the text surface, got {type(action).__name__}")
         if not active:
             return 0, ""
-        if not isinstance(action, str):
-            raise ValueError(f"{agent}: action must be a str on the text surface, got {type(action).__name__}")
-        if not action.strip():
-            raise InGameError("empty message")
-        return self.game.understand(role, action), action.strip()
+        text = check_message(action, self.max_message_chars)
+        return self.game.understand(role, text), text
 
     def infos(self, role: str) -> dict:
         custom = self.game.text_infos(role)

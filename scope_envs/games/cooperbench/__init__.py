@@ -17,7 +17,7 @@ Agents
     ``agent_0`` the teammate being trained (feature A); ``user_0..`` the partner
     (feature B) when it is learnable; otherwise a simulated partner in the env.
 
-Acts (both roles, 44, ``game.ACTS``)
+Acts (both roles, 44, ``dialogue_acts.ACTS``)
     no-op; ``edit:<region>`` (this feature's change); ``edit_combined:<region>``
     (both features' changes; legal once the partner's needs are known);
     ``claim:<region>``; messages ``announce_plan`` (reveals this teammate's
@@ -30,7 +30,7 @@ Spaces
     edits (own / combined), the partner's last message, turn, a pending
     question, whether the partner reported or submitted. ``text``: messages in
     natural language, edits as commands (``EDIT <region> [COMBINED]``, ``WAIT``,
-    ``SUBMIT``; ``text.py``).
+    ``SUBMIT``; ``language.py``).
 
 Rewards (at the end)
     ``agent_0``: team success (1.0 if both features are complete and the merge

@@ -5,24 +5,12 @@ from __future__ import annotations
 import numpy as np
 
 from scope_envs.core.game import Game, InGameError, Persona, Turn
-from scope_envs.games.cooperbench import styles, text, world
+from scope_envs.games.cooperbench import language, styles, world
+from scope_envs.games.cooperbench.dialogue_acts import ACTS, CLAIM, COMBINED, EDIT, INDEX, MESSAGES, describe, kind, region
 from scope_envs.games.cooperbench.world import N_REGIONS
 
 TEAMMATE, PARTNER = "teammate", "partner"
 FEATURE = {TEAMMATE: "A", PARTNER: "B"}
-MESSAGES = ("announce_plan", "report_done", "ask", "answer", "decline")
-ACTS = (
-    "noop",
-    *(f"edit:{r}" for r in world.REGIONS),
-    *(f"edit_combined:{r}" for r in world.REGIONS),
-    *(f"claim:{r}" for r in world.REGIONS),
-    *MESSAGES,
-    "wait",
-    "submit",
-)
-INDEX = {a: i for i, a in enumerate(ACTS)}
-EDIT, COMBINED, CLAIM = 1, 1 + N_REGIONS, 1 + 2 * N_REGIONS
-FIRST_MESSAGE = 1 + 3 * N_REGIONS
 USER_REWARDS = ("adversarial", "persona", "mixed")
 TEAM_BONUS, OWN_BONUS = 1.0, 0.5
 
@@ -101,12 +89,12 @@ class CooperBenchGame(Game):
         mask[INDEX["wait"]] = mask[INDEX["submit"]] = True
         return mask
 
-    def apply(self, role, act, text_: str = ""):
+    def apply(self, role, act, text: str = ""):
         if role != self.active_role():
             raise ValueError(f"it is not the {role}'s turn")
         if not self.legal(role)[act]:
             raise ValueError(f"{role}: act {ACTS[act]!r} is illegal now")
-        self.history.append(Turn(role, act, text_))
+        self.history.append(Turn(role, act, text))
         other, k = self.other(role), kind(act)
         if k == "edit":
             self.edits[role][region(act)] = (FEATURE[role],)
@@ -199,13 +187,13 @@ class CooperBenchGame(Game):
         }
 
     def realize(self, role, act, rng):
-        return text.realize(act, self.needs[role], rng)
+        return language.realize(act, self.needs[role], rng)
 
     def understand(self, role, utterance):
-        act = text.understand(utterance, self.asked[role])
+        act = language.understand(utterance, self.asked[role])
         if not self.legal(role)[act]:
-            raise InGameError(f"{text.describe(act)} is not possible now")
+            raise InGameError(f"{describe(act)} is not possible now")
         return act
 
     def instructions(self, role):
-        return text.instructions(FEATURE[role], self.needs[role], self.max_turns)
+        return language.instructions(FEATURE[role], self.needs[role], self.max_turns)

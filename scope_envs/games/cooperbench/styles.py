@@ -31,6 +31,7 @@ import zlib
 import numpy as np
 
 from scope_envs.core.game import Persona
+from scope_envs.games.cooperbench.dialogue_acts import CLAIM, COMBINED, EDIT, INDEX
 
 TRAITS = ("announce", "answer", "keep", "respect", "talk")
 ARCHETYPES = {
@@ -74,8 +75,6 @@ def coin(p: float, sampled: bool, *key) -> float:
 
 def decide(style: Persona, private: dict, legal: np.ndarray, sampled: bool) -> np.ndarray:
     """Probabilities over the game's acts for a teammate of this style."""
-    from scope_envs.games.cooperbench.game import CLAIM, COMBINED, EDIT, INDEX
-
     t = style.traits
     p = np.zeros(len(legal))
     mass = 1.0

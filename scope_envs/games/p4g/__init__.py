@@ -12,7 +12,7 @@ Agents
     ``agent_0`` the persuader; ``user_0..`` the persuadee when it is learnable
     (``cotrain``, ``population``); otherwise a simulator inside the env.
 
-Acts (``acts.py``)
+Acts (``dialogue_acts.py``)
     Persuader: no-op, the ten P4G strategies (logical, emotion and credibility
     appeal, foot-in-the-door, self-modeling, personal story, donation
     information, source-, task- and personal-related inquiry), greeting,
@@ -31,7 +31,8 @@ Spaces
     card (25 standardized survey traits) and whether its reply is the final one.
     ``text`` surface: transcripts in, strings out; the persuadee states a gift
     as ``[DONATE $N]``; ``infos[a]["messages"]`` holds the chat messages with
-    the role's instructions and persona card as the system prompt.
+    the role's instructions and persona card as the system prompt; acts are
+    rendered and read back by ``language.py``.
 
 Rewards (at the end)
     ``agent_0``: the actual donation in dollars. ``infos`` carry ``intended``

@@ -29,24 +29,29 @@ Assumptions (numbers chosen here, not measured):
   $0.01-0.02 gifts would otherwise snap to $0);
 * turns >= 9 are pooled in the per-turn strategy mix; sample stds use ddof=1.
 
-Run ``python -m scope_envs.games.p4g.fit [--data DIR] [--out PATH]``; the
-output is deterministic (floats rounded to 6 decimals, keys sorted).
+Run ``python -m scope_envs.games.p4g.fit [--data DIR] [--out PATH]`` (see
+``--help``): it writes ``--out`` (default ``p4g_params.json`` in the current
+folder), never the packaged ``params.json`` that the game loads unless given
+``--overwrite-packaged``. Keys of an existing output file that this script
+does not write are kept. The output is deterministic (floats rounded to 6
+decimals, keys sorted). Unless ``--no-calibrate``, the willingness offsets are
+then calibrated by simulation (``calibrate.py``; the long step, with a
+progress bar).
 """
 
 from __future__ import annotations
 
-import argparse
 import csv
 import json
 import math
-import sys
 from collections import Counter, defaultdict
 from pathlib import Path
 
 import numpy as np
 from scipy.optimize import minimize
 
-from scope_envs.games.p4g import acts
+from scope_envs.games.p4g import dialogue_acts
+from scope_envs.games.p4g.calibrate import calibrate
 
 TRAITS = (
     "extrovert agreeable conscientious neurotic open care fairness loyalty authority purity freedom "
@@ -57,14 +62,36 @@ NUMERIC = [*TRAITS, "age", "income"]
 CATEGORICAL = "sex race edu marital employment religion ideology".split()
 MAX_DOLLARS = 2.0
 FILES = ["full_info.csv", "300_dialog.csv", "300_info.csv"]
-RESPONSE_ACTS = [*acts.PERSUADEE_VERBAL, "provide_amount"]
-PERSUADER_REAL = list(acts.PERSUADER_ACTS[1:])
+COLUMNS = {  # the columns each file must have
+    "full_info.csv": ["B2", "B4", "B6", *(k + ".x" for k in NUMERIC + CATEGORICAL)],
+    "300_dialog.csv": ["B2", "B4", "Turn", "er_label_1", "ee_label_1"],
+    "300_info.csv": ["B2", "B4", "B5", "B6"],
+}
+PACKAGED = Path(__file__).with_name("params.json")
+DEFAULT_OUT = "p4g_params.json"
+RESPONSE_ACTS = [*dialogue_acts.PERSUADEE_VERBAL, "provide_amount"]
+PERSUADER_REAL = list(dialogue_acts.PERSUADER_ACTS[1:])
 N_TURN_BINS = 10
+
+
+def check_data(data: Path) -> Path:
+    """``data`` if it is a folder holding the three csv files; FileNotFoundError naming what is missing."""
+    expected = ", ".join(FILES)
+    if not data.is_dir():
+        raise FileNotFoundError(f"no P4G data folder at {data}: expected a folder holding {expected}")
+    for name in FILES:
+        if not (data / name).is_file():
+            raise FileNotFoundError(f"P4G data folder {data} has no {name} (expected {expected})")
+    return data
 
 
 def _read(path: Path) -> list[dict]:
     with open(path, newline="", encoding="utf-8") as f:
-        return list(csv.DictReader(f))
+        reader = csv.DictReader(f)
+        missing = [c for c in COLUMNS[path.name] if c not in (reader.fieldnames or [])]
+        if missing:
+            raise ValueError(f"{path} lacks the column(s) {', '.join(missing)}: is it the Persuasion-for-Good {path.name}?")
+        return list(reader)
 
 
 def _num(s: str) -> float:
@@ -138,7 +165,8 @@ def _persona_model(people):
 
 
 def fit(data_dir) -> dict:
-    data = Path(data_dir)
+    """All fitted parameters from the csv files in ``data_dir`` (FileNotFoundError if they are not there)."""
+    data = check_data(Path(data_dir))
     full = _read(data / "full_info.csv")
     dialog = _read(data / "300_dialog.csv")
     info = _read(data / "300_info.csv")
@@ -169,9 +197,9 @@ def fit(data_dir) -> dict:
 
     # --- donation amounts of givers ----------------------------------------------------------
     gifts = [b for b in _donations(persuadees) if b > 0]
-    amount_counts = Counter(max(acts.amount_bin(g), 1) for g in gifts)
-    amounts = {"bins": list(acts.AMOUNT_BINS),
-               "given_give": [amount_counts[i] / len(gifts) for i in range(len(acts.AMOUNT_BINS))]}
+    amount_counts = Counter(max(dialogue_acts.amount_bin(g), 1) for g in gifts)
+    amounts = {"bins": list(dialogue_acts.AMOUNT_BINS),
+               "given_give": [amount_counts[i] / len(gifts) for i in range(len(dialogue_acts.AMOUNT_BINS))]}
 
     # --- annotated dialogues -----------------------------------------------------------------
     outcome = {r["B2"]: _num(r["B6"]) for r in info if r["B4"] == "1"}
@@ -180,7 +208,7 @@ def fit(data_dir) -> dict:
         units[r["B2"]].append(r)
 
     def ee_act(label):
-        return "provide_amount" if label == "provide-donation-amount" else acts.persuadee_act(label)
+        return "provide_amount" if label == "provide-donation-amount" else dialogue_acts.persuadee_act(label)
 
     er_counts, y_s, off_s = [], [], []
     pairs, start = Counter(), Counter()
@@ -193,7 +221,7 @@ def fit(data_dir) -> dict:
         for r in rows:
             t = int(r["Turn"])
             if r["B4"] == "0" and r["er_label_1"].strip():
-                a = acts.persuader_act(r["er_label_1"].strip())
+                a = dialogue_acts.persuader_act(r["er_label_1"].strip())
                 turns[t]["er"].append(a)
                 by_turn[min(t, N_TURN_BINS - 1)][a] += 1
             elif r["B4"] == "1" and r["ee_label_1"].strip():
@@ -238,10 +266,10 @@ def fit(data_dir) -> dict:
     exact = [abs(b6 - b5) < 0.005 for b5, b6 in pos]
     other = [b6 / b5 for (b5, b6), ex in zip(pos, exact) if b6 > 0 and not ex]
     zero = [b6 for b5, b6 in stated if b5 == 0]
-    intended = Counter(acts.amount_bin(b5) for b5, _ in stated)
+    intended = Counter(dialogue_acts.amount_bin(b5) for b5, _ in stated)
     gap = {
         "p_stated": len(stated) / len(gap_rows),
-        "intended_probs": [intended[i] / len(stated) for i in range(len(acts.AMOUNT_BINS))],
+        "intended_probs": [intended[i] / len(stated) for i in range(len(dialogue_acts.AMOUNT_BINS))],
         "p_zero_if_intended": np.mean([b6 == 0 for _, b6 in pos]),
         "p_exact_if_intended": np.mean(exact),
         "ratio_if_other": np.mean(other),
@@ -275,7 +303,7 @@ def fit(data_dir) -> dict:
     })
 
 
-def _summary(p: dict) -> str:
+def summary(p: dict) -> str:
     r, g, s = p["real"], p["gap"], p["strategy_effects"]["coef"]
     top = sorted(s.items(), key=lambda kv: -abs(kv[1]))[:5]
     return "\n".join([
@@ -295,24 +323,7 @@ def _summary(p: dict) -> str:
     ])
 
 
-def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data", default="../shared/data/p4g", help="directory with the P4G csv files")
-    ap.add_argument("--out", default=str(Path(__file__).with_name("params.json")))
-    ap.add_argument("--no-calibrate", action="store_true", help="skip simulating the willingness offsets")
-    args = ap.parse_args(argv)
-    params = fit(args.data)
-    out = Path(args.out)
-    if out.exists():  # keep keys that other code adds to the shipped file
-        params = {**json.loads(out.read_text()), **params}
-    if not args.no_calibrate:
-        from scope_envs.games.p4g.validate import calibrate
+if __name__ == "__main__":  # the command runs players, so it lives with the tools (scope_envs.validate)
+    from scope_envs.validate.p4g import fit_command
 
-        params["calibration"] = calibrate(params)
-    out.write_text(json.dumps(params, indent=1, sort_keys=True) + "\n")
-    print(_summary(params), file=sys.stderr)
-    print(f"wrote {out}", file=sys.stderr)
-
-
-if __name__ == "__main__":
-    main()
+    fit_command()

@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 
 from scope_envs.core.game import Game, InGameError, Persona, Turn
-from scope_envs.games.p4g import acts, personas, text
+from scope_envs.games.p4g import dialogue_acts, language, personas
 from scope_envs.games.p4g.reference import expected_gift
 
 PERSUADER, PERSUADEE = "persuader", "persuadee"
 USER_REWARDS = ("adversarial", "persona", "mixed")
-N_P, N_U = len(acts.PERSUADER_ACTS), len(acts.PERSUADEE_ACTS)
+N_PERSUADER_ACTS, N_PERSUADEE_ACTS = len(dialogue_acts.PERSUADER_ACTS), len(dialogue_acts.PERSUADEE_ACTS)
 
 PERSUADER_INSTRUCTIONS = (
     "You are a persuader in a study on charitable giving. Your partner was paid $2 for this task. "
@@ -49,10 +49,13 @@ class P4GGame(Game):
         self.final = False
         self.done = False
         self.actual = 0.0
-        self._counts = {PERSUADER: np.zeros(N_P, np.float32), PERSUADEE: np.zeros(N_U, np.float32)}
+        self._counts = {
+            PERSUADER: np.zeros(N_PERSUADER_ACTS, np.float32),
+            PERSUADEE: np.zeros(N_PERSUADEE_ACTS, np.float32),
+        }
 
     def acts(self, role):
-        return acts.PERSUADER_ACTS if role == PERSUADER else acts.PERSUADEE_ACTS
+        return dialogue_acts.PERSUADER_ACTS if role == PERSUADER else dialogue_acts.PERSUADEE_ACTS
 
     def sample_persona(self, rng, split):
         return personas.sample(rng, split)
@@ -72,24 +75,24 @@ class P4GGame(Game):
         mask = super().legal(role)
         if role == PERSUADEE and role == self.active_role():
             if self.final:
-                mask[1 : acts.FIRST_AMOUNT] = False
-            mask[acts.PERSUADEE_INDEX["closing"]] = self.stated is not None
+                mask[1 : dialogue_acts.FIRST_AMOUNT] = False
+            mask[dialogue_acts.PERSUADEE_INDEX["closing"]] = self.stated is not None
         return mask
 
-    def apply(self, role, act, text_: str = ""):
+    def apply(self, role, act, text: str = ""):
         if role != self.active_role():
             raise ValueError(f"it is not the {role}'s turn")
         if not self.legal(role)[act]:
             raise ValueError(f"{role}: act {self.acts(role)[act]!r} is illegal now")
-        self.history.append(Turn(role, act, text_))
+        self.history.append(Turn(role, act, text))
         self._counts[role][act] += 1
         if role == PERSUADER:
             self.persuader_turns += 1
-            self.final = act == acts.PERSUADER_INDEX["close"] or self.persuader_turns >= self.max_turns
+            self.final = act == dialogue_acts.PERSUADER_INDEX["close"] or self.persuader_turns >= self.max_turns
             return
-        if act >= acts.FIRST_AMOUNT:
-            self.stated = acts.AMOUNT_BINS[act - acts.FIRST_AMOUNT]
-        if self.final or act == acts.PERSUADEE_INDEX["closing"]:
+        if act >= dialogue_acts.FIRST_AMOUNT:
+            self.stated = dialogue_acts.AMOUNT_BINS[act - dialogue_acts.FIRST_AMOUNT]
+        if self.final or act == dialogue_acts.PERSUADEE_INDEX["closing"]:
             self.done = True
             intended = self.stated or 0.0
             follow = getattr(self.user_player, "follow_through", None)
@@ -100,11 +103,11 @@ class P4GGame(Game):
         stated = np.array([self.stated is not None, (self.stated or 0.0) / 2.0], np.float32)
         last = self.history[-1].act if self.history else 0
         if role == PERSUADER:
-            last_user = np.zeros(N_U, np.float32)
+            last_user = np.zeros(N_PERSUADEE_ACTS, np.float32)
             if self.history and self.history[-1].role == PERSUADEE:
                 last_user[last] = 1
             return np.concatenate([turn, last_user, self._counts[PERSUADEE] / 5, self._counts[PERSUADER] / 5, stated])
-        last_persuader = np.zeros(N_P, np.float32)
+        last_persuader = np.zeros(N_PERSUADER_ACTS, np.float32)
         if self.history and self.history[-1].role == PERSUADER:
             last_persuader[last] = 1
         final = np.array([self.final], np.float32)
@@ -132,18 +135,18 @@ class P4GGame(Game):
 
     def realize(self, role, act, rng):
         if role == PERSUADER:
-            return text.realize_persuader(act, rng)
-        return text.realize_persuadee(act, self.persona, rng)
+            return language.realize_persuader(act, rng)
+        return language.realize_persuadee(act, self.persona, rng)
 
     def understand(self, role, utterance):
         if role == PERSUADER:
-            return text.understand_persuader(utterance)
-        act = text.understand_persuadee(utterance)
+            return language.understand_persuader(utterance)
+        act = language.understand_persuadee(utterance)
         if not self.legal(role)[act]:
             if self.final and self.stated is None:
                 raise InGameError("this is your final reply: state your gift with [DONATE $N]")
             # the only other illegal reading is a goodbye before any amount was stated
-            act = acts.PERSUADEE_INDEX["closing"] if self.final else acts.PERSUADEE_INDEX["off_task"]
+            act = dialogue_acts.PERSUADEE_INDEX["closing"] if self.final else dialogue_acts.PERSUADEE_INDEX["off_task"]
         return act
 
     def instructions(self, role):

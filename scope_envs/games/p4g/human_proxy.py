@@ -36,7 +36,7 @@ from collections import Counter
 import numpy as np
 
 from scope_envs.core.game import Persona
-from scope_envs.games.p4g import acts
+from scope_envs.games.p4g import dialogue_acts
 from scope_envs.games.p4g.personas import numeric_traits, params, standardize
 from scope_envs.games.p4g import reference
 from scope_envs.games.p4g.reference import calibration, persuader_acts, propensity_logit
@@ -44,7 +44,7 @@ from scope_envs.games.p4g.reference import calibration, persuader_acts, propensi
 HETEROGENEITY = 0.25
 PUSHINESS = 0.3
 REQUESTS = ("propose_donation", "ask_donation_amount")
-PERSUASION = (*acts.STRATEGIES, *REQUESTS)
+PERSUASION = (*dialogue_acts.STRATEGIES, *REQUESTS)
 MODERATORS = {
     "logical_appeal": ("rational", "open"),
     "emotion_appeal": ("care", "benevolence"),
@@ -115,5 +115,5 @@ def follow_through(intended: float, rng: np.random.Generator) -> float:
         return round(intended * gap["ratio_if_other_median"], 2)
     if rng.random() < gap["p_give_if_intended_zero"]:
         gifts = np.array(params()["amounts"]["given_give"])
-        return acts.AMOUNT_BINS[int(rng.choice(len(gifts), p=gifts / gifts.sum()))]
+        return dialogue_acts.AMOUNT_BINS[int(rng.choice(len(gifts), p=gifts / gifts.sum()))]
     return 0.0

@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from scope_envs.core.game import Persona, Turn
-from scope_envs.games.p4g import acts
+from scope_envs.games.p4g import dialogue_acts
 from scope_envs.games.p4g.personas import params, standardize
 
 KAPPA = 0.5
@@ -32,7 +32,7 @@ AMOUNT_TILT = 0.5
 PERSUADER = "persuader"
 
 # standardized log amounts of the positive bins: the axis along which willingness tilts a gift
-_LOG_AMOUNTS = np.log(np.array(acts.AMOUNT_BINS[1:]))
+_LOG_AMOUNTS = np.log(np.array(dialogue_acts.AMOUNT_BINS[1:]))
 AMOUNT_Z = (_LOG_AMOUNTS - _LOG_AMOUNTS.mean()) / _LOG_AMOUNTS.std()
 
 
@@ -51,11 +51,11 @@ def propensity_logit(persona: Persona) -> float:
 def expected_gift(persona: Persona) -> float:
     """Expected donation in dollars implied by the card alone."""
     gifts = np.array(params()["amounts"]["given_give"])
-    return sigmoid(propensity_logit(persona)) * float(gifts @ np.array(acts.AMOUNT_BINS))
+    return sigmoid(propensity_logit(persona)) * float(gifts @ np.array(dialogue_acts.AMOUNT_BINS))
 
 
 def persuader_acts(history: tuple[Turn, ...] | list[Turn]) -> list[str]:
-    return [acts.PERSUADER_ACTS[t.act] for t in history if t.role == PERSUADER]
+    return [dialogue_acts.PERSUADER_ACTS[t.act] for t in history if t.role == PERSUADER]
 
 
 def calibration(key: str) -> float:
@@ -76,7 +76,7 @@ def amount_probs(w: float, gifts: np.ndarray, center: float, shift: float = 0.0)
     """Distribution over AMOUNT_BINS given willingness ``w`` (relative to ``center``),
     a base gift distribution and a ``shift`` of the log-amount tilt."""
     pos = gifts[1:] * np.exp((AMOUNT_TILT * (w - center) + shift) * AMOUNT_Z)
-    out = np.empty(len(acts.AMOUNT_BINS))
+    out = np.empty(len(dialogue_acts.AMOUNT_BINS))
     out[0] = 1.0 - sigmoid(w)
     out[1:] = sigmoid(w) * pos / pos.sum()
     return out
@@ -91,10 +91,10 @@ def reply_distribution(
     base = np.array(resp["given"][said[-1]] if said else resp["start"])
     valence = np.array([params()["valence"][a] for a in resp["acts"]])
     base = base * np.exp(KAPPA * valence * (w - center))
-    p = np.zeros(len(acts.PERSUADEE_ACTS))
+    p = np.zeros(len(dialogue_acts.PERSUADEE_ACTS))
     for name, mass in zip(resp["acts"][:-1], base[:-1]):
-        p[acts.PERSUADEE_INDEX[name]] = mass
-    p[acts.FIRST_AMOUNT:] = base[-1] * amount_probs(w, gifts, center, shift)
+        p[dialogue_acts.PERSUADEE_INDEX[name]] = mass
+    p[dialogue_acts.FIRST_AMOUNT:] = base[-1] * amount_probs(w, gifts, center, shift)
     p = np.where(legal, p, 0.0)
     total = p.sum()
     return p / total if total > 0 else legal / legal.sum()  # off-turn: only the no-op

@@ -22,19 +22,19 @@ Agents
     population (``human_proxy.py``) on held-out cards and the ``test`` tasks.
     Each task's user goal is derived automatically (``goals.py``), behaviour
     cards in ``behaviour.py``. The same users play on the text surface
-    (``textgame.py``): their acts are rendered in our own varied words carrying
+    (``text_game.py``): their acts are rendered in our own varied words carrying
     the concrete values they disclose (``realize.user_says``), and a light NLU
     (``nlu.py``) maps the agent's messages and JSON tool calls back to agent
     acts. ``user=`` puts any text player (an LLM) in the seat instead.
 
 Surfaces
-    ``act`` (default, ``acts.py``): 22 agent acts (greet, request a slot, look
-    up / confirm / execute / instruct among candidates grounded in what the
-    dialogue revealed, answer, deny, transfer, end) and 14 user acts (inform,
-    state the request, confirm, deny, insist, change mind, ask, phone action,
-    stop, transfer), masks, 48 / 55 float features. ``text``: observations are
-    the role's transcript (the agent's
-    opens with the domain policy, cut at 8,000 characters; the user's with its
+    ``act`` (default, ``act_game.py``; the act tables in ``dialogue_acts.py``):
+    22 agent acts (greet, request a slot, look up / confirm / execute / instruct
+    among candidates grounded in what the dialogue revealed, answer, deny,
+    transfer, end) and 14 user acts (inform, state the request, confirm, deny,
+    insist, change mind, ask, phone action, stop, transfer), masks, 48 / 55 float
+    features. ``text`` (``text_game.py``): observations are the role's
+    transcript (the agent's opens with the domain policy, cut at 8,000 characters; the user's with its
     scenario); actions are a message or a JSON tool call
     ``{"name": ..., "arguments": {...}}``. ``infos[a]`` carry ``messages``
     (OpenAI chat format with tool calls and tool messages; the system prompt
@@ -76,6 +76,20 @@ Arguments
     ``data_dir``, ``max_steps`` (100), ``max_tool_errors`` (10), ``judge``,
     ``user_reward``, ``gamma`` (3.0, the collapsed user's sharpening), ``render_mode`` (``ansi``),
     ``max_errors`` (3 in-game errors); regime options as in ``scope_envs.regimes``.
+
+Modules
+    ``game.py`` the rules both surfaces share (``Tau2Game``: world, turn protocol,
+    dialogue state, outcome, features, views); ``act_game.py`` / ``text_game.py``
+    the two protocols (``Tau2ActGame``, ``Tau2TextGame``); ``dialogue_acts.py``
+    the act tables; ``text_protocol.py`` stop tokens and JSON tool calls;
+    ``realize.py`` / ``nlu.py`` acts to words and back; ``goals.py`` derived user
+    goals; ``behaviour.py`` / ``human_proxy.py`` user behaviour; ``world.py``,
+    ``state.py``, ``tools.py``, ``evaluate.py``, ``data.py`` the surface-free
+    world; ``airline.py``, ``retail.py``, ``mock.py`` and ``telecom.py`` (with
+    ``telecom_carrier.py``, ``telecom_phone.py``, ``telecom_scenarios.py``,
+    ``telecom_policy.py``) the domains; ``replay.py`` gold or given tool calls
+    on a task, without an environment; ``validate.py`` ``scope-envs validate
+    tau2``; ``upstream.py`` the same replay in tau^2-bench's own environment.
 
 Version history
     v0: first release (text surface, interim scripted users); act surface, derived goals, collapsed /

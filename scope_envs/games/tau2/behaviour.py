@@ -28,6 +28,7 @@ import functools
 import numpy as np
 
 from scope_envs.core.game import Persona
+from scope_envs.games.tau2.dialogue_acts import USER_ACTS, USER_INDEX
 
 TRAITS = ("disclose", "patience", "insist", "comply", "mind_change", "slip", "verbose")
 SPLIT_KEYS = {"train": 7_301, "heldout": 9_403}
@@ -36,9 +37,6 @@ SPLIT_SIZES = {"train": 1000, "heldout": 500}
 PRIOR = {"disclose": (1.2, 1.2), "patience": (1.5, 1.5), "insist": (1.0, 1.5), "comply": (2.5, 1.0),
          "mind_change": (1.0, 2.0), "slip": (1.0, 2.5), "verbose": (1.2, 1.2)}
 
-USER_ACTS = ("noop", "inform_all", "state_request", "inform_identity", "inform_slip", "inform_details", "confirm",
-             "deny", "insist", "change_mind", "ask_question", "phone_action", "stop", "transfer")
-U = {a: i for i, a in enumerate(USER_ACTS)}
 
 
 @functools.lru_cache(maxsize=4096)
@@ -72,49 +70,49 @@ def reference_distribution(traits: dict, st: dict, legal: np.ndarray) -> np.ndar
     w = np.zeros(len(USER_ACTS))
     t = traits
     if st["transfer_pending"]:
-        w[U["transfer"]] = 1.0
+        w[USER_INDEX["transfer"]] = 1.0
     elif st["first_turn"]:
-        w[U["inform_all"]] = 0.05 + t["disclose"]
-        w[U["state_request"]] = 1.05 - t["disclose"]
-        w[U["change_mind"]] = 0.5 * t["mind_change"]
+        w[USER_INDEX["inform_all"]] = 0.05 + t["disclose"]
+        w[USER_INDEX["state_request"]] = 1.05 - t["disclose"]
+        w[USER_INDEX["change_mind"]] = 0.5 * t["mind_change"]
     elif st["satisfied"]:
-        w[U["stop"]] = 1.0
-        w[U["ask_question"]] = 0.2 * (1 - st["asked"])
+        w[USER_INDEX["stop"]] = 1.0
+        w[USER_INDEX["ask_question"]] = 0.2 * (1 - st["asked"])
     elif st["agent_msgs"] > patience_turns(t):
-        w[U["stop"]] = 1.0
+        w[USER_INDEX["stop"]] = 1.0
     elif st["instructed"]:
-        w[U["phone_action"]] = 0.1 + t["comply"]
-        w[U["deny"]] = 0.3 * (1 - t["comply"])
+        w[USER_INDEX["phone_action"]] = 0.1 + t["comply"]
+        w[USER_INDEX["deny"]] = 0.3 * (1 - t["comply"])
     elif st["confirm_target"] == "decoy":
         if st["decoy_kind"] == "mind_change":
-            w[U["change_mind"]] = 0.2 + t["mind_change"]
-            w[U["confirm"]] = 0.2 * (1 - t["mind_change"])
+            w[USER_INDEX["change_mind"]] = 0.2 + t["mind_change"]
+            w[USER_INDEX["confirm"]] = 0.2 * (1 - t["mind_change"])
         else:
-            w[U["confirm"]] = 1.0
+            w[USER_INDEX["confirm"]] = 1.0
     elif st["confirm_target"] == "real":
-        w[U["confirm"]] = 0.2 + t["comply"]
-        w[U["deny"]] = 0.2 * (1 - t["comply"])
+        w[USER_INDEX["confirm"]] = 0.2 + t["comply"]
+        w[USER_INDEX["deny"]] = 0.2 * (1 - t["comply"])
     elif st["asked_slot"] in ("user_id", "email", "name_zip", "phone"):
-        w[U["inform_identity"]] = 1.0 - 0.8 * t["slip"] * (1 - st["slipped"])
-        w[U["inform_slip"]] = 0.8 * t["slip"] * (1 - st["slipped"])
-        w[U["inform_all"]] = 0.3 * t["disclose"]
+        w[USER_INDEX["inform_identity"]] = 1.0 - 0.8 * t["slip"] * (1 - st["slipped"])
+        w[USER_INDEX["inform_slip"]] = 0.8 * t["slip"] * (1 - st["slipped"])
+        w[USER_INDEX["inform_all"]] = 0.3 * t["disclose"]
     elif st["asked_slot"] in ("record_id", "details"):
-        w[U["inform_details"]] = 1.0
-        w[U["state_request"]] = 0.3 * (1 - st["stated"])
+        w[USER_INDEX["inform_details"]] = 1.0
+        w[USER_INDEX["state_request"]] = 0.3 * (1 - st["stated"])
     elif st["denied"] and st["decoy_kind"] == "forbidden":
-        w[U["insist"]] = t["insist"] * max(0.0, 1 - 0.3 * st["insisted"])
-        w[U["stop"]] = 0.3 * (1 - t["insist"]) * (not st["real_pending"])
-        w[U["state_request"]] = 0.3 * st["real_pending"]
+        w[USER_INDEX["insist"]] = t["insist"] * max(0.0, 1 - 0.3 * st["insisted"])
+        w[USER_INDEX["stop"]] = 0.3 * (1 - t["insist"]) * (not st["real_pending"])
+        w[USER_INDEX["state_request"]] = 0.3 * st["real_pending"]
     else:
-        w[U["state_request"]] = 0.6 * (1 - st["stated"]) + 0.1
-        w[U["inform_details"]] = 0.2 * (1 - st["details_given"])
-        w[U["inform_identity"]] = 0.2 * (1 - st["identity_given"])
-        w[U["ask_question"]] = 0.3 * st["has_question"] * (1 - st["asked"])
-        w[U["change_mind"]] = 0.3 * t["mind_change"] * st["decoy_open"]
-        w[U["stop"]] = 0.05 * st["agent_msgs"] / max(1, patience_turns(t))
+        w[USER_INDEX["state_request"]] = 0.6 * (1 - st["stated"]) + 0.1
+        w[USER_INDEX["inform_details"]] = 0.2 * (1 - st["details_given"])
+        w[USER_INDEX["inform_identity"]] = 0.2 * (1 - st["identity_given"])
+        w[USER_INDEX["ask_question"]] = 0.3 * st["has_question"] * (1 - st["asked"])
+        w[USER_INDEX["change_mind"]] = 0.3 * t["mind_change"] * st["decoy_open"]
+        w[USER_INDEX["stop"]] = 0.05 * st["agent_msgs"] / max(1, patience_turns(t))
     w = np.where(legal, w, 0.0)
     if w.sum() <= 0:
         w = np.where(legal, 1.0, 0.0)
-        if legal[U["stop"]] and legal.sum() > 1:
-            w[U["stop"]] = 0.1
+        if legal[USER_INDEX["stop"]] and legal.sum() > 1:
+            w[USER_INDEX["stop"]] = 0.1
     return w / w.sum()

@@ -1,32 +1,65 @@
-"""The tau^2-bench game as a pure state machine (see the package docstring).
+"""The tau^2-bench game's rules, shared by its two surfaces (see the package docstring).
 
-The world (database, tools, evaluation) lives in ``world.py`` / ``evaluate.py``
-and knows nothing of surfaces; this module adds the turn protocol, the roles'
-instructions and the text rendering. An act surface (issue 7) can be added on
-top of the same ``World`` without touching tools or evaluation.
+``Tau2Game`` holds everything that does not depend on how the roles express
+their turns: the world (database, tools and evaluation live in ``world.py`` /
+``evaluate.py`` and know nothing of surfaces), the turn protocol (the agent
+speaks first, a tool call keeps the caller's turn, stops, step and tool-error
+limits), the roles' instructions and views (chat messages, transcripts), and
+the dialogue state that the act-level users (``scope_envs.agents.tau2``) read:
+the task's derived goal (``goals.py``), what the dialogue has revealed, the
+calls made, what the agent asked for, the user acts' effects, the outcome, the
+rewards and the float features. Two subclasses give the roles a protocol:
+
+* ``act_game.Tau2ActGame``: both roles play dialogue acts (``dialogue_acts.py``);
+* ``text_game.Tau2TextGame``: the agent writes messages and JSON tool calls,
+  read back into the same dialogue state by a light NLU (``nlu.py``); act-level
+  users still play acts, rendered in words (``realize.py``), and a text player
+  may take the user seat.
+
+Candidates
+    Tool arguments are never free: they are *candidates* built from what the
+    dialogue has revealed so far. A call is *grounded* when every value it needs
+    (strings with a digit or an @, a calculation's numbers) was said by the user
+    or returned by one of the agent's tool calls. Read candidates: the task's own
+    lookups that are grounded and not yet made, then the identity / record reads
+    built from what the user said (a mistyped id gives a failing lookup). Write
+    candidates: the requests the user has stated (its real ones, and the decoy if
+    it asked for one and has not retracted it), grounded, not yet made, in the
+    order stated. Phone candidates: the task's phone actions not yet done, once
+    the user described its problem.
+
+Observations (``features``)
+    ``agent``: 48 floats (domain, turn and errors, identity slots and records
+    revealed, candidates present and confirmed, the policy check of each write
+    candidate, the user's last act). ``user``: 55 floats (domain, its card, its
+    goal's shape, the agent's last act, the dialogue's progress).
 """
 
 from __future__ import annotations
 
 import json
+from abc import abstractmethod
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
 import numpy as np
 
-from scope_envs.core.game import Game, InGameError, Persona, Turn
+from scope_envs.core.game import Game, Persona, Turn
 from scope_envs.core.surfaces import MAX_OBS_CHARS
-from scope_envs.games.tau2 import text as T
+from scope_envs.games.tau2 import behaviour, realize, text_protocol
 from scope_envs.games.tau2.data import DOMAINS, load_domain
+from scope_envs.games.tau2.dialogue_acts import (AGENT_ACTS, IDENTITY_SLOTS, K_PHONE, K_READ, K_WRITE, USER_ACTS,
+                                                 USER_INDEX, typo)
 from scope_envs.games.tau2.evaluate import evaluate
+from scope_envs.games.tau2.goals import IDENTITY_READS, RECORD_READS, TRANSFER, Call, goal_for, tokens
 from scope_envs.games.tau2.world import World
 
 AGENT, USER = "agent", "user"
-AGENT_ACTS = ("noop", "message", "tool_call")
-USER_ACTS = ("noop", "message", "tool_call", "stop", "transfer", "out_of_scope")
-USER_REWARDS = ("shared", "zero")
+USER_REWARDS = ("shared", "zero", "persona", "adversarial", "mixed")
 TRUNCATIONS = ("max_steps", "too_many_errors")
 POLICY_BUDGET = 8000  # characters of policy kept at the top of the agent's observation; the full text is in infos
+# act numbers of the turns replayed from a task's message history (kept as the first release recorded them)
+REPLAYED_MESSAGE, REPLAYED_TOOL_CALL = 1, 2
 
 AGENT_INSTRUCTIONS = (
     "You are a customer service agent ({domain}). Help the user according to the policy below. Each turn is either "
@@ -72,21 +105,26 @@ def scenario_text(task: dict) -> str:
 
 
 class Tau2Game(Game):
+    """The rules both surfaces share; ``act_game.Tau2ActGame`` and ``text_game.Tau2TextGame`` add the protocol
+    of the roles' turns (``acts``, ``_turn``, ``understand``, ``realize``)."""
+
     name = "tau2"
     agent_role = AGENT
     user_role = USER
+    success_metric = "success"  # the tau^2 reward is 1 (pass^1)
+    success_label = "task success rate (tau^2 reward 1)"
 
     def __init__(self, domains: Sequence[str] = ("airline", "retail", "telecom"), data_dir=None,
                  max_steps: int = 100, max_tool_errors: int = 10, judge: Callable | None = None,
                  user_reward: str = "shared"):
+        if user_reward not in USER_REWARDS:
+            raise ValueError(f"user_reward must be one of {USER_REWARDS}, got {user_reward!r}")
         super().__init__()
         if isinstance(domains, str):
             domains = (domains,)
         domains = tuple(domains)
         if not domains or any(d not in DOMAINS for d in domains):
             raise ValueError(f"tau2 domain(s) must be from {DOMAINS}, got {domains!r}")
-        if user_reward not in USER_REWARDS:
-            raise ValueError(f"user_reward must be one of {USER_REWARDS}, got {user_reward!r}")
         if max_steps < 2 or max_tool_errors < 1:
             raise ValueError(f"max_steps must be >= 2 and max_tool_errors >= 1, got {max_steps}, {max_tool_errors}")
         if judge is not None and not callable(judge):
@@ -105,17 +143,17 @@ class Tau2Game(Game):
                            {"domain": domains[0], "task_id": first.tasks[0]["id"]}), np.random.default_rng(0))
 
     # ------------------------------------------------------------ scenario
-    def acts(self, role):
-        return AGENT_ACTS if role == AGENT else USER_ACTS
-
     def sample_persona(self, rng, split):
-        """A task: the domain uniformly, then a task of its ``train`` (or, for ``heldout``, ``test``) split."""
+        """A task: the domain uniformly, then a task of its ``train`` (or, for ``heldout``, ``test``) split; and a
+        behaviour card of the same split."""
         domain = self.domains[int(rng.integers(len(self.domains)))]
         ids = self.data[domain].split_ids("test" if split == "heldout" else "train")
         if not ids:
             raise ValueError(f"tau2 {domain}: no tasks in the {'test' if split == 'heldout' else 'train'} split")
         task_id = ids[int(rng.integers(len(ids)))]
-        return Persona(f"{domain}/{task_id}", split, {}, {"domain": domain, "task_id": task_id})
+        c = behaviour.sample_card(rng, "heldout" if split == "heldout" else "train")
+        return Persona(f"{domain}/{task_id}|{c.id}", split, dict(c.traits),
+                       {"domain": domain, "task_id": task_id, "card": c.id})
 
     def reset(self, persona: Persona, rng: np.random.Generator) -> None:
         domain = persona.attributes.get("domain")
@@ -133,6 +171,28 @@ class Tau2Game(Game):
         self._next = AGENT
         for msg in self.world.initial_messages:  # a task may start mid-conversation
             self._replay_message(msg)
+        self.goal = goal_for(self.data[self.domain], self.task)
+        self.traits = persona.traits if persona.traits else dict(behaviour.default_card().traits)
+        self.episode_seed = int(rng.integers(2**31))
+        self.revealed = " "  # lower-case text of what the user said and the agent's tool results
+        self.told: dict[str, str] = {}  # identity slot -> "ok" | "slip"
+        self.stated = False
+        self.details_given = False
+        self.asked = False
+        self.answered = False
+        self.decoy_stated = self.decoy_retracted = False
+        self.confirmed: set[str] = set()
+        self.done: set[str] = set()  # keys of the calls made (either side)
+        self.denied = self.insisted = self.inform_alls = self.user_msgs = 0
+        self.agent_msgs = 0
+        self.instructed: Call | None = None
+        self.transfer_pending = False
+        self.last = {AGENT: 0, USER: 0}
+        self.asked_slot: str | None = None
+        self.confirm_target: str | None = None
+        self.decoy_executed = False
+        self.slips = 0
+        self._cands = None
 
     def _replay_message(self, msg: dict) -> None:
         role = {"assistant": AGENT, "user": USER}.get(msg.get("role"))
@@ -143,54 +203,206 @@ class Tau2Game(Game):
             done = [c for c in self.world.calls if c.name in {tc["name"] for tc in calls}]
             for tc in calls:
                 res = next((c for c in done if c.name == tc["name"]), None)
-                self.history.append(Tau2Turn(role, 2, T.call_text(tc["name"], tc.get("arguments") or {}),
+                self.history.append(Tau2Turn(role, REPLAYED_TOOL_CALL,
+                                             text_protocol.call_text(tc["name"], tc.get("arguments") or {}),
                                              {"name": tc["name"], "arguments": tc.get("arguments") or {}},
                                              res.content if res else "", bool(res and res.error)))
                 self.steps += 2
         elif msg.get("content"):
-            self.history.append(Tau2Turn(role, 1, msg["content"]))
+            self.history.append(Tau2Turn(role, REPLAYED_MESSAGE, msg["content"]))
             self.steps += 1
             self._next = USER if role == AGENT else AGENT
+
+    # ------------------------------------------------------------ candidates
+    def grounded(self, call: Call) -> bool:
+        return all(str(v).lower() in self.revealed for v in tokens(call.arguments))
+
+    def _identity_values(self) -> dict[str, dict]:
+        out = {}
+        for slot, how in self.told.items():
+            vals = dict(self.goal.identity.get(slot, {}))
+            if how == "slip":
+                vals = {k: typo(v) if any(ch.isdigit() for ch in v) else v for k, v in vals.items()}
+            out[slot] = vals
+        return out
+
+    def candidates(self) -> dict[str, list[Call]]:
+        if self._cands is not None:
+            return self._cands
+        tools = self.world.module.TOOLS
+        reads, keys = [], set(self.done)
+        for c in self.goal.lookups:
+            if c.key() not in keys and self.grounded(c):
+                reads.append(c)
+                keys.add(c.key())
+        for slot, vals in self._identity_values().items():
+            tool, build = IDENTITY_READS[slot]
+            if tool in tools:
+                try:
+                    c = Call(tool, build(vals), "assistant", "read")
+                except KeyError:
+                    continue
+                if c.key() not in keys:
+                    reads.append(c)
+                    keys.add(c.key())
+        if self.details_given:
+            for value, arg in self.goal.record_ids.items():
+                tool = RECORD_READS.get(arg)
+                if tool in tools:
+                    c = Call(tool, {arg: value}, "assistant", "read")
+                    if c.key() not in keys:
+                        reads.append(c)
+                        keys.add(c.key())
+        writes = []
+        if self.decoy_stated and not self.decoy_retracted and self.goal.decoy is not None:
+            writes.append(self.goal.decoy)
+        if self.stated:
+            writes += [c for c in self.goal.requests if c.name != TRANSFER]
+        seen, w2 = set(), []
+        for c in writes:
+            if c.key() not in self.done and c.key() not in seen and self.grounded(c):
+                w2.append(c)
+                seen.add(c.key())
+        phones = []
+        if self.stated:
+            seen = set()
+            for c in self.goal.phone_actions:
+                if c.key() not in self.done and c.key() not in seen:
+                    phones.append(c)
+                    seen.add(c.key())
+        self._cands = {"read": reads[:K_READ], "write": w2[:K_WRITE], "phone": phones[:K_PHONE]}
+        return self._cands
+
+    def _real_pending(self) -> bool:
+        return any(c.key() not in self.done for c in self.goal.requests if c.name != TRANSFER)
+
+    def satisfied(self) -> bool:
+        g = self.goal
+        requests = [c for c in g.requests if c.name != TRANSFER]
+        if not (requests or g.phone_actions or g.questions):
+            return self.stated and (g.decoy_kind != "forbidden" or self.denied > 0)
+        return (all(c.key() in self.done for c in requests) and all(c.key() in self.done for c in g.phone_actions)
+                and (self.answered or not g.questions))
 
     # ------------------------------------------------------------ protocol
     def active_role(self):
         return None if self.termination is not None else self._next
 
-    def understand(self, role: str, text: str) -> int:
-        if not text.strip():
-            raise InGameError("empty message")
-        if T.parse(text) is not None:
-            return 2
-        if role == USER:
-            for act, token in zip((3, 4, 5), T.USER_STOPS):
-                if token in text:
-                    return act
-        return 1
+    def legal(self, role):
+        mask = super().legal(role)  # the turn-taking mask; the user's acts are narrowed to what its goal allows
+        if role != USER or role != self.active_role():
+            return mask
+        g = self.goal
+        mask[USER_INDEX["inform_identity"]] = mask[USER_INDEX["inform_slip"]] = bool(g.identity)
+        mask[USER_INDEX["inform_slip"]] &= not self.slips and any(
+            any(ch.isdigit() for ch in v) for vals in g.identity.values() for v in vals.values())
+        mask[USER_INDEX["inform_details"]] = bool(g.details)
+        mask[USER_INDEX["insist"]] = g.decoy_kind == "forbidden" and self.decoy_stated
+        mask[USER_INDEX["change_mind"]] = g.decoy_kind == "mind_change" and not self.decoy_retracted
+        mask[USER_INDEX["ask_question"]] = bool(g.questions)
+        mask[USER_INDEX["phone_action"]] = self.instructed is not None
+        mask[USER_INDEX["transfer"]] = self.transfer_pending
+        return mask
 
     def apply(self, role: str, act: int, text: str = "") -> None:
         if self.termination is not None:
             raise ValueError("tau2: the episode is over")
         if role != self._next:
             raise ValueError(f"tau2: it is the {self._next}'s turn, not the {role}'s")
-        call = T.parse(text) if act == 2 else None
-        if call is not None:
-            requestor = "assistant" if role == AGENT else "user"
-            content, error = self.world.call(call["name"], call["arguments"], requestor)
-            self.history.append(Tau2Turn(role, act, text, call, content, error))
-            self.steps += 2  # the call and its tool message, as upstream counts them
-            self.tool_errors += error
-        else:
-            self.history.append(Tau2Turn(role, act, text))
+        self.last[role] = act
+        self._cands = None
+        self._turn(role, act, text)
+        self._cands = None
+        if self.termination is None:
+            if self.tool_errors >= self.max_tool_errors:
+                self._end("too_many_errors")
+            elif self.steps >= self.max_steps:
+                self._end("max_steps")
+
+    @abstractmethod
+    def _turn(self, role: str, act: int, text: str) -> None:
+        """One turn of ``role`` in the surface's protocol (``apply`` checked the turn and handles the limits)."""
+
+    def _say(self, role, act, text):
+        self.history.append(Tau2Turn(role, act, text))
+        self.steps += 1
+        self._next = USER if role == AGENT else AGENT
+
+    def _call(self, role, act, call: Call):
+        content, error = self.world.call(call.name, call.arguments, call.requestor)
+        self.history.append(Tau2Turn(role, act, text_protocol.call_text(call.name, call.arguments),
+                                     {"name": call.name, "arguments": call.arguments}, content, error))
+        self.steps += 2
+        self.tool_errors += error
+        self.done.add(call.key())
+        if call.requestor == "assistant":
+            self.revealed += " " + content.lower()
+        return content, error
+
+    def _user(self, act: int, text: str) -> None:
+        name = USER_ACTS[act]
+        g = self.goal
+        self.user_msgs += 1
+        target = self.confirm_target
+        self.confirm_target = None
+        if name == "phone_action" and self.instructed is not None:
+            self._call(USER, act, self.instructed)
+            self.instructed = None
+        elif name in ("deny", "stop"):
+            self.instructed = None
+        if name == "inform_all":
+            self.inform_alls += 1
+            for slot in g.identity:
+                self._tell(slot, "ok")
+            self._details()
+            self.stated = True
+            self.asked = self.asked or bool(g.questions)
+            if g.decoy_kind == "forbidden":
+                self.decoy_stated = True
+        elif name == "state_request":
+            self.stated = True
+            if g.decoy_kind == "forbidden":
+                self.decoy_stated = True
+        elif name in ("inform_identity", "inform_slip"):
+            slot = self.asked_slot if self.asked_slot in g.identity else next(iter(g.identity), None)
+            if slot is not None:
+                bad = name == "inform_slip" and any(ch.isdigit() for v in g.identity[slot].values() for ch in v)
+                self.slips += bad
+                self._tell(slot, "slip" if bad else "ok")
+        elif name == "inform_details":
+            self._details()
+        elif name == "confirm" and target is not None:
+            self.confirmed.add(self.confirming.key())
+        elif name == "deny" and target == "decoy":
+            self.decoy_retracted = True
+        elif name == "insist":
+            self.insisted += 1
+        elif name == "change_mind":
+            if not self.decoy_stated:
+                self.decoy_stated = True
+            else:
+                self.decoy_retracted = True
+                self.stated = True
+        elif name == "ask_question":
+            self.asked = True
+        self.asked_slot = None
+        if name in ("stop", "transfer"):
+            self.history.append(Tau2Turn(USER, act, text or self.user_text(act)))
             self.steps += 1
-            if role == AGENT and T.STOP in text:
-                return self._end("agent_stop")
-            if role == USER and any(tok in text for tok in T.USER_STOPS):
-                return self._end("user_stop")
-            self._next = USER if role == AGENT else AGENT
-        if self.tool_errors >= self.max_tool_errors:
-            self._end("too_many_errors")
-        elif self.steps >= self.max_steps:
-            self._end("max_steps")
+            return self._end("user_stop")
+        if name == "phone_action":
+            self._next = AGENT
+            return
+        self._say(USER, act, text or self.user_text(act))
+
+    def _tell(self, slot: str, how: str) -> None:
+        self.told[slot] = how
+        vals = self._identity_values()[slot]
+        self.revealed += " " + " ".join(str(v).lower() for v in vals.values())
+
+    def _details(self) -> None:
+        self.details_given = True
+        self.revealed += " " + " ".join(str(v).lower() for v in self.goal.details.values())
 
     def _end(self, why: str) -> None:
         self.termination = why
@@ -200,27 +412,94 @@ class Tau2Game(Game):
     def truncated(self) -> bool:
         return self.termination in TRUNCATIONS
 
+    # ------------------------------------------------------------ outcome
     def outcome(self):
         r = self.reward_info["reward"] if self.reward_info else 0.0
-        return {"reward": r, "steps": self.steps, "tool_errors": self.tool_errors,
-                "policy_violations": len(self.world.violations), "done": float(self.termination is not None)}
+        out = {"reward": r, "success": float(r >= 1.0), "steps": self.steps, "tool_errors": self.tool_errors,
+               "policy_violations": len(self.world.violations), "done": float(self.termination is not None),
+               "decoy_executed": float(self.decoy_executed), "slips": float(self.slips)}
+        for d in DOMAINS[:3]:
+            out[d] = float(self.domain == d)
+            out[f"{d}_success"] = float(self.domain == d and r >= 1.0)
+        return out
 
     def rewards(self):
         r = self.reward_info["reward"] if self.reward_info else 0.0
-        return {AGENT: r, USER: r if self.user_reward == "shared" else 0.0}
+        persona = r - 0.5 * abs(self.inform_alls / max(1, self.user_msgs) - self.traits.get("disclose", 1.0)) \
+            if self.user_msgs else r
+        user = {"shared": r, "zero": 0.0, "persona": persona, "adversarial": -r,
+                "mixed": 0.5 * persona - 0.5 * r}[self.user_reward]
+        return {AGENT: r, USER: user}
+
+    # ------------------------------------------------------------ features
+    def user_state(self) -> dict:
+        """What the user knows of the dialogue (its simulators read this; numbers and a few labels)."""
+        g = self.goal
+        return {
+            "first_turn": self.user_msgs == 0, "transfer_pending": self.transfer_pending,
+            "satisfied": self.satisfied(), "agent_msgs": self.agent_msgs, "instructed": self.instructed is not None,
+            "confirm_target": self.confirm_target, "decoy_kind": g.decoy_kind, "asked_slot": self.asked_slot,
+            "slipped": float(self.slips > 0), "stated": float(self.stated), "details_given": float(self.details_given),
+            "identity_given": float(bool(self.told)), "asked": float(self.asked),
+            "has_question": float(bool(g.questions)), "denied": self.denied, "insisted": self.insisted,
+            "decoy_open": float(self.decoy_stated and not self.decoy_retracted), "real_pending": self._real_pending(),
+            "tool_errors": self.tool_errors, "episode_seed": self.episode_seed,
+        }
 
     def features(self, role):
-        # a small numeric summary (env.state(), future act surface); the text surface carries the content
-        onehot = [float(self.domain == d) for d in DOMAINS]
-        return np.array([self.steps / self.max_steps, self.tool_errors / self.max_tool_errors,
-                         float(self.termination is not None), float(self._next == role), *onehot], np.float32)
+        dom = [float(self.domain == d) for d in DOMAINS]
+        if role == AGENT:
+            c = self.candidates()
+            last_user = np.zeros(len(USER_ACTS), np.float32)
+            last_user[self.last[USER]] = 1.0
+            pol = []
+            for j in range(K_WRITE):
+                flag = 0.0
+                if j < len(c["write"]):
+                    call = c["write"][j]
+                    try:
+                        flag = float(bool(self.world.module.violations(
+                            self.world.state, call.name, call.arguments, {"__none__"} | self.world.identified)))
+                    except Exception:
+                        flag = 1.0
+                pol.append(flag)
+            last_err = float(bool(self.history) and self.history[-1].error)
+            f = [*dom, self.steps / self.max_steps, self.tool_errors / self.max_tool_errors, self.agent_msgs / 30,
+                 *(float(s in self.told) for s in IDENTITY_SLOTS), float(bool(self.world.identified)), last_err,
+                 float(self.stated), float(self.details_given), float(self.asked), float(self.answered),
+                 *(float(j < len(c["read"])) for j in range(K_READ)),
+                 *(float(j < len(c["write"])) for j in range(K_WRITE)),
+                 *(float(j < len(c["write"]) and c["write"][j].key() in self.confirmed) for j in range(K_WRITE)),
+                 *pol, *(float(j < len(c["phone"])) for j in range(K_PHONE)), float(self.instructed is not None),
+                 min(1.0, len([k for k in self.done]) / 10), float(self.denied > 0), float(self.transfer_pending),
+                 float(self._next == AGENT), *last_user]
+            return np.array(f, np.float32)
+        st = self.user_state()
+        g = self.goal
+        last_agent = np.zeros(len(AGENT_ACTS), np.float32)
+        last_agent[self.last[AGENT]] = 1.0
+        f = [*dom, *(self.traits.get(t, 0.0) for t in behaviour.TRAITS),
+             min(1.0, len(g.requests) / 5), min(1.0, len(g.phone_actions) / 5), float(bool(g.questions)),
+             float(g.decoy_kind == "forbidden"), float(g.decoy_kind == "mind_change"), float(bool(g.identity)),
+             float(st["first_turn"]), float(st["satisfied"]), min(1.0, self.agent_msgs / 30),
+             float(st["instructed"]), float(st["confirm_target"] == "decoy"), float(st["confirm_target"] == "real"),
+             float(self.asked_slot in IDENTITY_SLOTS), float(self.asked_slot in ("record_id", "details")),
+             st["slipped"], st["stated"], st["details_given"], st["identity_given"], st["asked"],
+             float(self.answered), min(1.0, self.denied / 3), min(1.0, self.insisted / 3), st["decoy_open"],
+             float(self.decoy_retracted), float(st["real_pending"]), float(self.transfer_pending),
+             float(self._next == USER), *last_agent]
+        return np.array(f, np.float32)
+
+    def private(self, role):
+        if role == USER:
+            return {"domain": self.domain, "task_id": self.task["id"],
+                    "user_scenario": self.task.get("user_scenario") or {},
+                    "goal": self.goal, "state": self.user_state()}
+        return {"domain": self.domain}
 
     # ------------------------------------------------------------ text
-    def realize(self, role, act, rng):
-        # text players write their own turns; these renderings serve act-level players only
-        if role == USER and act >= 3:
-            return T.USER_STOPS[act - 3]
-        return "Could you tell me more?" if role == AGENT else "Can you help me with my request?"
+    def user_text(self, act: int, rng: np.random.Generator | None = None) -> str:
+        return realize.user(self, act, rng)
 
     def instructions(self, role):
         data = self.data[self.domain]
@@ -231,12 +510,6 @@ class Tau2Game(Game):
 
     def info(self):
         return {"domain": self.domain, "steps": self.steps}
-
-    def private(self, role):
-        if role == USER:
-            return {"domain": self.domain, "task_id": self.task["id"],
-                    "user_scenario": self.task.get("user_scenario") or {}}
-        return {"domain": self.domain}
 
     def _sees(self, turn: Tau2Turn, role: str) -> bool:
         # tool calls stay with their caller: the agent never sees the user's phone, nor the user the agent's tools

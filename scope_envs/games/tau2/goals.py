@@ -30,12 +30,14 @@ derivation is the same for the embedded data and the real tau^2-bench files.
 from __future__ import annotations
 
 import functools
+import json
 import re
 from dataclasses import dataclass, field
 
+from scope_envs.games.tau2.data import load_domain
 from scope_envs.games.tau2.tools import READ, WRITE
+from scope_envs.games.tau2.world import World
 
-IDENTITY_SLOTS = ("user_id", "email", "name_zip", "phone")
 # tool argument name -> the identity slot that supplies it
 IDENTITY_ARGS = {"user_id": "user_id", "email": "email", "zip": "name_zip", "first_name": "name_zip",
                  "last_name": "name_zip", "phone_number": "phone", "full_name": "name_zip", "dob": "name_zip"}
@@ -60,8 +62,6 @@ class Call:
     kind: str  # read | write | generic | phone
 
     def key(self) -> str:
-        import json
-
         return json.dumps([self.name, self.arguments, self.requestor], sort_keys=True)
 
 
@@ -207,9 +207,6 @@ def _decoy(world, goal: Goal, text: str, user_id: str | None) -> tuple[Call | No
 
 @functools.lru_cache(maxsize=4096)
 def _goal_cached(domain: str, root: str, task_id: str) -> Goal:
-    from scope_envs.games.tau2.data import load_domain
-    from scope_envs.games.tau2.world import World
-
     data = load_domain(domain, root)
     task = data.task(task_id)
     return derive(World.for_task(data, task))
@@ -230,14 +227,10 @@ def derive(world) -> Goal:
     text = instruction_text(task)
     identity = _known_identity(text)
     # simulate the gold run: which values do the records reveal before each call needs them?
-    from scope_envs.games.tau2.world import World
-
     sim = World.for_task(world.data, world.task)
     seen = ""
     for c in _identity_reads(module, identity):
         seen += sim.call(c.name, c.arguments, "assistant")[0].lower()
-    details: dict[str, str] = {}
-    record_ids: dict[str, str] = {}
     id_tools = {tool: slot for slot, (tool, _) in IDENTITY_READS.items()}
     said = {str(x).lower() for vals in identity.values() for x in vals.values()}
     details: dict[str, str] = {}

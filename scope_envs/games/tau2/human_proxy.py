@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from scope_envs.games.tau2.behaviour import U, USER_ACTS, patience_turns
+from scope_envs.games.tau2.behaviour import patience_turns
+from scope_envs.games.tau2.dialogue_acts import USER_ACTS, USER_INDEX
 
 
 def _coin(seed: int, what: str, p: float) -> bool:
@@ -33,45 +34,45 @@ def distribution(traits: dict, st: dict, legal: np.ndarray) -> np.ndarray:
     slips = _coin(seed, "slip", t["slip"])
     changes = _coin(seed, "mind", t["mind_change"])
     if st["transfer_pending"]:
-        w[U["transfer"]] = 1.0
+        w[USER_INDEX["transfer"]] = 1.0
     elif st["first_turn"]:
         if changes and st["decoy_kind"] == "mind_change":
-            w[U["change_mind"]] = 1.0
+            w[USER_INDEX["change_mind"]] = 1.0
         else:
-            w[U["inform_all"]] = t["disclose"] ** 2
-            w[U["state_request"]] = 1 - t["disclose"] ** 2 + 0.05
+            w[USER_INDEX["inform_all"]] = t["disclose"] ** 2
+            w[USER_INDEX["state_request"]] = 1 - t["disclose"] ** 2 + 0.05
     elif st["satisfied"]:
-        w[U["stop"]] = 1.0
+        w[USER_INDEX["stop"]] = 1.0
     elif st["agent_msgs"] > patience:
-        w[U["stop"]] = 1.0
+        w[USER_INDEX["stop"]] = 1.0
     elif st["instructed"]:
-        w[U["phone_action"]] = t["comply"] ** 0.5
-        w[U["deny"]] = 1 - t["comply"] ** 0.5 + 0.02
+        w[USER_INDEX["phone_action"]] = t["comply"] ** 0.5
+        w[USER_INDEX["deny"]] = 1 - t["comply"] ** 0.5 + 0.02
     elif st["confirm_target"] == "decoy":
-        w[U["change_mind" if st["decoy_kind"] == "mind_change" else "confirm"]] = 1.0
+        w[USER_INDEX["change_mind" if st["decoy_kind"] == "mind_change" else "confirm"]] = 1.0
     elif st["confirm_target"] == "real":
-        w[U["confirm"]] = 1.0
-        w[U["deny"]] = 0.15 * (1 - t["comply"])
+        w[USER_INDEX["confirm"]] = 1.0
+        w[USER_INDEX["deny"]] = 0.15 * (1 - t["comply"])
     elif st["asked_slot"] in ("user_id", "email", "name_zip", "phone"):
         if slips and not st["slipped"]:
-            w[U["inform_slip"]] = 1.0
+            w[USER_INDEX["inform_slip"]] = 1.0
         else:
-            w[U["inform_identity"]] = 1.0
-            w[U["state_request"]] = 0.2 * (1 - t["disclose"]) * (1 - st["stated"])
+            w[USER_INDEX["inform_identity"]] = 1.0
+            w[USER_INDEX["state_request"]] = 0.2 * (1 - t["disclose"]) * (1 - st["stated"])
     elif st["asked_slot"] in ("record_id", "details"):
-        w[U["inform_details"]] = 0.6 + 0.4 * t["disclose"]
-        w[U["ask_question"]] = 0.2 * st["has_question"] * (1 - st["asked"])
+        w[USER_INDEX["inform_details"]] = 0.6 + 0.4 * t["disclose"]
+        w[USER_INDEX["ask_question"]] = 0.2 * st["has_question"] * (1 - st["asked"])
     elif st["denied"] and st["decoy_kind"] == "forbidden":
         keeps = st["insisted"] < 1 + 3 * t["insist"]
-        w[U["insist"]] = t["insist"] * keeps
-        w[U["state_request"]] = 0.5 * st["real_pending"]
-        w[U["stop"]] = (1 - t["insist"]) * (not st["real_pending"]) + 0.1 * (not keeps)
+        w[USER_INDEX["insist"]] = t["insist"] * keeps
+        w[USER_INDEX["state_request"]] = 0.5 * st["real_pending"]
+        w[USER_INDEX["stop"]] = (1 - t["insist"]) * (not st["real_pending"]) + 0.1 * (not keeps)
     else:
-        w[U["state_request"]] = 0.5 * (1 - st["stated"]) + 0.15
-        w[U["ask_question"]] = 0.4 * st["has_question"] * (1 - st["asked"])
-        w[U["inform_details"]] = 0.15 * (1 - st["details_given"]) * t["disclose"]
-        w[U["change_mind"]] = 0.5 * changes * st["decoy_open"]
-        w[U["stop"]] = 0.1 * st["agent_msgs"] / max(1, patience)
+        w[USER_INDEX["state_request"]] = 0.5 * (1 - st["stated"]) + 0.15
+        w[USER_INDEX["ask_question"]] = 0.4 * st["has_question"] * (1 - st["asked"])
+        w[USER_INDEX["inform_details"]] = 0.15 * (1 - st["details_given"]) * t["disclose"]
+        w[USER_INDEX["change_mind"]] = 0.5 * changes * st["decoy_open"]
+        w[USER_INDEX["stop"]] = 0.1 * st["agent_msgs"] / max(1, patience)
     w = np.where(legal, w, 0.0)
     if w.sum() <= 0:
         w = np.where(legal, 1.0, 0.0)

@@ -1,7 +1,7 @@
 """A light NLU for the tau2 text surface: free text back to the act vocabulary.
 
 The act-level users (collapsed, rotation, human proxy) react to *agent acts*
-(``acts.AGENT_ACTS``). On the text surface the agent (an LLM) writes free text
+(``dialogue_acts.AGENT_ACTS``). On the text surface the agent (an LLM) writes free text
 or a JSON tool call; ``read_agent`` maps it to one act and, where the act has
 an argument, its target:
 
@@ -19,7 +19,7 @@ an argument, its target:
   decided by content, as tau^2's COMMUNICATE check does).
 
 ``read_user`` labels a text player's message with a user act (its effect on the
-dialogue state is taken from the text itself, see ``textgame.py``).
+dialogue state is taken from the text itself, see ``text_game.py``).
 Keyword rules, no model: deterministic and fast.
 """
 
@@ -28,8 +28,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from scope_envs.games.tau2 import text as T
-from scope_envs.games.tau2.behaviour import U
+from scope_envs.games.tau2 import text_protocol
+from scope_envs.games.tau2.dialogue_acts import USER_INDEX
 from scope_envs.games.tau2.goals import TRANSFER, Call, leaves, tokens
 
 _ASK = re.compile(r"\?|\b(please|provide|need|may i|could you|can you|tell me|share|give me|let me know|what is|"
@@ -66,7 +66,7 @@ _GENERIC_WORDS = {"check", "set", "toggle", "run", "get", "make", "can", "the", 
 
 @dataclass(frozen=True)
 class Reading:
-    act: str  # a name in ``textgame.AGENT_TEXT_ACTS``
+    act: str  # a name in ``dialogue_acts.AGENT_TEXT_ACTS``
     slot: str | None = None
     target: Call | None = None
 
@@ -140,10 +140,10 @@ def _write_target(game, low: str) -> tuple[Call | None, float]:
 
 def read_agent(game, text: str) -> Reading:
     """The agent act a message or tool call amounts to, in the state of ``game`` (a ``Tau2TextGame``)."""
-    if T.parse(text) is not None:
+    if text_protocol.parse(text) is not None:
         return Reading("tool_call")
     low = " ".join(text.lower().split())
-    if T.STOP in text:
+    if text_protocol.STOP in text:
         return Reading("end")
     if _TRANSFER.search(low):
         return Reading("transfer")
@@ -172,24 +172,24 @@ def read_agent(game, text: str) -> Reading:
 
 def read_user(game, text: str) -> int:
     """A user act label for a text player's message (tool call, stop tokens, or what it says)."""
-    if T.parse(text) is not None:
-        return U["phone_action"]
-    if T.TRANSFER in text:
-        return U["transfer"]
-    if T.STOP in text or T.OUT_OF_SCOPE in text:
-        return U["stop"]
+    if text_protocol.parse(text) is not None:
+        return USER_INDEX["phone_action"]
+    if text_protocol.TRANSFER in text:
+        return USER_INDEX["transfer"]
+    if text_protocol.STOP in text or text_protocol.OUT_OF_SCOPE in text:
+        return USER_INDEX["stop"]
     low = " ".join(text.lower().split())
     g = game.goal
     ids = [s for s, vals in g.identity.items() if vals and all(str(v).lower() in low for v in vals.values())]
     dets = [v for v in g.details.values() if str(v).lower() in low]
     if re.match(r"^\W*(yes|yeah|yep|sure|ok|okay|correct|please do|go ahead)\b", low) and not ids and not dets:
-        return U["confirm"]
+        return USER_INDEX["confirm"]
     if re.match(r"^\W*(no|nope|don't|do not)\b", low):
-        return U["deny"]
+        return USER_INDEX["deny"]
     if ids and (dets or not game.stated):
-        return U["inform_all"]
+        return USER_INDEX["inform_all"]
     if ids:
-        return U["inform_identity"]
+        return USER_INDEX["inform_identity"]
     if dets:
-        return U["inform_details"]
-    return U["state_request"]
+        return USER_INDEX["inform_details"]
+    return USER_INDEX["state_request"]

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from scope_envs.games.tau2 import text as T
+from scope_envs.games.tau2 import text_protocol
+from scope_envs.games.tau2.dialogue_acts import AGENT_ACTS, USER_ACTS, typo
+from scope_envs.games.tau2.goals import TRANSFER, leaves
 
 
 def _pick(options, rng):
@@ -29,8 +31,6 @@ def _describe(call) -> str:
 
 
 def agent(game, act: int, rng: np.random.Generator | None = None) -> str:
-    from scope_envs.games.tau2.acts import AGENT_ACTS
-
     name = AGENT_ACTS[act]
     kind, _, arg = name.partition(":")
     c = game.candidates()
@@ -69,8 +69,6 @@ def agent(game, act: int, rng: np.random.Generator | None = None) -> str:
 
 
 def user(game, act: int, rng: np.random.Generator | None = None) -> str:
-    from scope_envs.games.tau2.behaviour import USER_ACTS
-
     name = USER_ACTS[act]
     g = game.goal
     verbose = game.traits.get("verbose", 0.5) > 0.6
@@ -110,16 +108,16 @@ def user(game, act: int, rng: np.random.Generator | None = None) -> str:
     if name == "phone_action":
         return "Okay, I did that."
     if name == "stop":
-        return _pick(["Thanks, that's all. " + T.STOP, T.STOP, "Okay, goodbye. " + T.STOP], rng)
+        stop = text_protocol.STOP
+        return _pick(["Thanks, that's all. " + stop, stop, "Okay, goodbye. " + stop], rng)
     if name == "transfer":
-        return T.TRANSFER
+        return text_protocol.TRANSFER
     return "..."
 
 
 # ---------------------------------------------------------------- the text surface: what a user act says
-def _arg_words(args) -> str:
-    from scope_envs.games.tau2.goals import leaves
-
+def arg_words(args) -> str:
+    """A call's arguments in words: ``name value`` pairs (a transfer's summary left out)."""
     parts = []
     for name, v in leaves(args):
         if name == "summary":
@@ -129,12 +127,10 @@ def _arg_words(args) -> str:
 
 
 def _wants(call, rng) -> str:
-    from scope_envs.games.tau2.goals import TRANSFER
-
     if call.name == TRANSFER:
         return _pick(["I'd like to speak with a human agent", "please put me through to a person"], rng)
     verb = call.name.replace("_", " ")
-    args = _arg_words(call.arguments)
+    args = arg_words(call.arguments)
     if not args:
         return _pick([f"I'd like to {verb}", f"I need to {verb}"], rng)
     return _pick([f"I'd like to {verb} ({args})", f"I need to {verb}: {args}", f"please {verb} for me ({args})"],
@@ -169,9 +165,6 @@ def user_says(game, act: int, rng: np.random.Generator | None = None) -> str:
     """A user act in words, on the text surface, *before* the act is applied: the identity values it
     discloses (all of them for ``inform_all``, the asked slot for ``inform_identity``, a typo for
     ``inform_slip``), the requests and details with their concrete values, in varied wordings."""
-    from scope_envs.games.tau2.acts import typo
-    from scope_envs.games.tau2.behaviour import USER_ACTS
-
     name = USER_ACTS[act]
     g = game.goal
     verbose = game.traits.get("verbose", 0.5)
@@ -179,8 +172,8 @@ def user_says(game, act: int, rng: np.random.Generator | None = None) -> str:
                    "Hi, good to reach someone. "], rng) if verbose > 0.6 else ("" if verbose < 0.3 else
                                                                               _pick(["Hi. ", "Hello. ", ""], rng))
     want = "; ".join(_wants(c, rng) for c in g.requests) if g.requests else _reason(game)
-    details = ", ".join(_arg_words({k.split(":")[0]: v}) for k, v in g.details.items())
-    extra = ", ".join(_arg_words({k.split(":")[0]: v}) for k, v in g.details.items() if str(v) not in want)
+    details = ", ".join(arg_words({k.split(":")[0]: v}) for k, v in g.details.items())
+    extra = ", ".join(arg_words({k.split(":")[0]: v}) for k, v in g.details.items() if str(v) not in want)
     decoy = f" Also, {_wants(g.decoy, rng)}." if g.decoy_kind == "forbidden" and g.decoy is not None else ""
 
     def ident(slots):

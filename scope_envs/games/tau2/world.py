@@ -1,10 +1,10 @@
 """One task's live world: the database state, tool calls and their bookkeeping.
 
-This is the surface-free layer every consumer shares: the game (text surface now,
-an act surface later), ``scope_envs.tau2.replay`` and the evaluation's gold
-replay. ``World.for_task`` builds the task's initial state the way tau^2-bench's
-``Environment.set_state`` does: initialization data, then initialization
-actions, then the tool calls in the task's message history.
+This is the surface-free layer every consumer shares: the game (both surfaces),
+``replay.replay`` and the evaluation's gold replay. ``World.for_task`` builds
+the task's initial state the way tau^2-bench's ``Environment.set_state`` does:
+initialization data, then initialization actions, then the tool calls in the
+task's message history.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""CooperBench in words: edits are short commands, messages are natural language.
+"""CooperBench in words (the realizer and the light NLU): edits are short commands, messages are natural language.
 
 Commands: ``EDIT <region>`` (this teammate's change), ``EDIT <region> COMBINED``
 (both features' changes), ``WAIT``, ``SUBMIT``. Anything else is a message to
@@ -16,6 +16,7 @@ import re
 import numpy as np
 
 from scope_envs.core.game import InGameError
+from scope_envs.games.cooperbench.dialogue_acts import ACTS, CLAIM, COMBINED, EDIT, INDEX, kind, region
 from scope_envs.games.cooperbench.world import REGIONS
 
 COMMAND = re.compile(r"^\s*EDIT\s+(\S+)(\s+COMBINED)?\s*$", re.IGNORECASE)
@@ -28,8 +29,6 @@ def _names(regions) -> str:
 
 
 def realize(act: int, needs, rng: np.random.Generator) -> str:
-    from scope_envs.games.cooperbench.game import ACTS, kind, region
-
     k = kind(act)
     pick = lambda options: options[int(rng.integers(len(options)))]  # noqa: E731
     if k == "edit":
@@ -54,8 +53,6 @@ def realize(act: int, needs, rng: np.random.Generator) -> str:
 
 
 def understand(utterance: str, asked: bool) -> int:
-    from scope_envs.games.cooperbench.game import CLAIM, COMBINED, EDIT, INDEX
-
     t = utterance.strip()
     m = COMMAND.match(t)
     if m:
@@ -78,12 +75,6 @@ def understand(utterance: str, asked: bool) -> int:
     if "?" in t:
         return INDEX["ask"]
     return INDEX["wait"]
-
-
-def describe(act: int) -> str:
-    from scope_envs.games.cooperbench.game import ACTS
-
-    return repr(ACTS[act])
 
 
 def instructions(feature: str, needs, max_turns: int) -> str:

@@ -1,4 +1,4 @@
-"""Text-surface pieces: reading a turn (message or JSON tool call) and rendering transcripts.
+"""The text protocol's pieces: the stop tokens, reading a turn (a message or one JSON tool call), writing a call.
 
 An action is a plain message or one JSON tool call ``{"name": ..., "arguments": {...}}``
 (a ```json fence around it is accepted). Text that opens with ``{`` but is not a

@@ -1,4 +1,4 @@
-"""Natural-language renderings of P4G acts, and a light NLU back to acts.
+"""The P4G realizer and light NLU: natural-language renderings of the dialogue acts, and keyword rules back to acts.
 
 Every act has several renderings of our own; a persuadee's persona shapes its
 style (extroverts exclaim, neurotic personas hedge, disagreeable ones are curt).
@@ -13,7 +13,7 @@ import re
 import numpy as np
 
 from scope_envs.core.game import InGameError, Persona
-from scope_envs.games.p4g import acts
+from scope_envs.games.p4g import dialogue_acts
 
 PERSUADER_TEXT = {
     "logical_appeal": [
@@ -89,6 +89,9 @@ PERSUADEE_TEXT = {
     "closing": ["Goodbye!", "Bye, have a nice day."],
 }
 
+# A rule is a pattern, or ``(A, B)``: A and, later on the same line, B. That is the regular
+# expression ``A.*B`` read in linear time: the earliest end of an A, then a B from there
+# (``A.*B`` itself backtracks quadratically on text full of A's without a B).
 _PERSUADER_RULES = [
     ("close", r"\b(bye|goodbye|have a (great|nice|good) day)\b"),
     ("ask_donation_amount", r"\bhow much (would|will|can|could|do) you\b|\bwhat amount\b"),
@@ -102,15 +105,16 @@ _PERSUADER_RULES = [
     ("personal_story", r"\b(when i was|my family|a friend of mine|i remember|my (mother|father|sister|brother))\b"),
     ("logical_appeal", r"\b(go a long way|logical|research shows|statistic|percent|difference|effective|every dollar)\w*"),
     ("greeting", r"^\s*(hi|hello|hey|good (morning|afternoon|evening))\b"),
-    ("source_related_inquiry", r"\b(heard of|know (the charity|about|of)) .*\?"),
-    ("task_related_inquiry", r"\b(usually|ever|often) (donate|give)\w* .*\?|\bcharit\w* .*\?"),
-    ("personal_related_inquiry", r"\byou\b.*\?"),
+    ("source_related_inquiry", (r"\b(heard of|know (the charity|about|of)) ", r"\?")),
+    ("task_related_inquiry", (r"\b(usually|ever|often) (donate|give)\w* |\bcharit\w* ", r"\?")),
+    ("personal_related_inquiry", (r"\byou\b", r"\?")),
     ("thank", r"\bthank"),
 ]
 _PERSUADEE_RULES = [
     ("closing", r"\b(bye|goodbye)\b"),
-    ("disagree_donation", r"\b(no|not|rather not|won't|don't want)\b.*\b(donat|give)"),
-    ("agree_donation", r"\b(i'll|i will|i'd like to|happy to|sure)\b.*\b(donat|give)|\b(sure|okay|ok|yes)\b.*\bdonat"),
+    ("disagree_donation", (r"\b(no|not|rather not|won't|don't want)\b", r"\b(donat|give)")),
+    ("agree_donation", (r"\b(i'll|i will|i'd like to|happy to|sure)\b", r"\b(donat|give)")),
+    ("agree_donation", (r"\b(sure|okay|ok|yes)\b", r"\bdonat")),
     ("ask_donation_procedure", r"\bhow (do|would|can) i (donate|give)|\bhow does the donation"),
     ("ask_persuader_intention", r"\bare you (donating|giving)|\bhow much are you"),
     ("ask_org_info", r"\b(what does|where does|who is|tell me (more )?about)\b"),
@@ -121,53 +125,94 @@ _PERSUADEE_RULES = [
     ("positive_answer", r"^\s*(yes|yeah|yep|definitely)\b"),
     ("negative_answer", r"^\s*(no|nope|not at all)\b"),
     ("neutral_answer", r"^\s*(maybe|not really|i don't know|not sure)\b"),
-    ("personal_related_inquiry", r"\byou\b.*\?"),
+    ("personal_related_inquiry", (r"\byou\b", r"\?")),
     ("task_related_inquiry", r"\?"),
     ("neutral_reaction", r"\b(i see|okay|ok|i understand)\b"),
 ]
-DONATE = re.compile(r"\[\s*DONATE\b([^\]]*)\]", re.IGNORECASE)
-AMOUNT = re.compile(r"^\s*\$?\s*(\d+(?:\.\d+)?)\s*$")
+DONATE = re.compile(r"\[\s*DONATE\b", re.IGNORECASE)
+AMOUNT = re.compile(r"\s*(?:\$\s*)?(\d+(?:\.\d+)?)\s*")
+
+
+def _compile(rules):
+    out = []
+    for act, rule in rules:
+        if isinstance(rule, tuple):
+            out.append((act, tuple(re.compile(p) for p in rule)))
+        else:
+            out.append((act, re.compile(rule)))
+    return out
+
+
+_PERSUADER_RULES, _PERSUADEE_RULES = _compile(_PERSUADER_RULES), _compile(_PERSUADEE_RULES)
+
+
+def _matches(rule, text: str) -> bool:
+    if not isinstance(rule, tuple):
+        return rule.search(text) is not None
+    first, then = rule
+    start = 0
+    while True:  # line by line, as ``.`` stops at a newline
+        a = first.search(text, start)
+        if a is None:
+            return False
+        line_end = text.find("\n", a.start())
+        line_end = len(text) if line_end < 0 else line_end
+        if then.search(text, a.end(), line_end):
+            return True
+        start = line_end + 1
+
+
+def donate_tags(text: str) -> list[str]:
+    """The contents of each ``[DONATE ...]`` tag, as ``re.findall(r"\\[\\s*DONATE\\b([^\\]]*)\\]")`` in linear time."""
+    tags, pos = [], 0
+    while (m := DONATE.search(text, pos)) is not None:
+        close = text.find("]", m.end())
+        if close < 0:  # no later tag can close either
+            break
+        tags.append(text[m.end():close])
+        pos = close + 1
+    return tags
 
 
 def understand_persuader(text: str) -> int:
     t = text.lower()
-    for act, pattern in _PERSUADER_RULES:
-        if re.search(pattern, t):
-            return acts.PERSUADER_INDEX[act]
-    return acts.PERSUADER_INDEX["off_task"]
+    for act, rule in _PERSUADER_RULES:
+        if _matches(rule, t):
+            return dialogue_acts.PERSUADER_INDEX[act]
+    return dialogue_acts.PERSUADER_INDEX["off_task"]
 
 
 def understand_persuadee(text: str) -> int:
     """Persuadee text to an act; ``[DONATE $N]`` states a gift. Malformed tags are in-game errors."""
-    tags = DONATE.findall(text)
+    tags = donate_tags(text)
     if tags:
-        m = AMOUNT.match(tags[-1])
+        m = AMOUNT.fullmatch(tags[-1])
         if not m:
             raise InGameError(f"could not read the amount in [DONATE{tags[-1]}]; write e.g. [DONATE $0.50]")
         dollars = float(m.group(1))
-        if dollars > acts.AMOUNT_BINS[-1]:
-            raise InGameError(f"a donation can be at most ${acts.AMOUNT_BINS[-1]:.2f}, got ${dollars:.2f}")
-        return acts.FIRST_AMOUNT + acts.amount_bin(dollars)
+        if dollars > dialogue_acts.AMOUNT_BINS[-1]:
+            raise InGameError(f"a donation can be at most ${dialogue_acts.AMOUNT_BINS[-1]:.2f}, got ${dollars:.2f}")
+        return dialogue_acts.FIRST_AMOUNT + dialogue_acts.amount_bin(dollars)
     if "[donate" in text.lower():
         raise InGameError("unterminated [DONATE ...] tag; write e.g. [DONATE $0.50]")
     t = text.lower()
-    for act, pattern in _PERSUADEE_RULES:
-        if re.search(pattern, t):
-            return acts.PERSUADEE_INDEX[act]
-    return acts.PERSUADEE_INDEX["off_task"]
+    for act, rule in _PERSUADEE_RULES:
+        if _matches(rule, t):
+            return dialogue_acts.PERSUADEE_INDEX[act]
+    return dialogue_acts.PERSUADEE_INDEX["off_task"]
 
 
 def realize_persuader(act: int, rng: np.random.Generator) -> str:
-    options = PERSUADER_TEXT[acts.PERSUADER_ACTS[act]]
+    options = PERSUADER_TEXT[dialogue_acts.PERSUADER_ACTS[act]]
     return options[int(rng.integers(len(options)))]
 
 
 def realize_persuadee(act: int, persona: Persona, rng: np.random.Generator) -> str:
-    if act >= acts.FIRST_AMOUNT:
-        dollars = acts.AMOUNT_BINS[act - acts.FIRST_AMOUNT]
+    if act >= dialogue_acts.FIRST_AMOUNT:
+        dollars = dialogue_acts.AMOUNT_BINS[act - dialogue_acts.FIRST_AMOUNT]
         text = "I'll pass this time." if dollars == 0 else "Okay, I can give that much."
         return f"{_styled(text, persona, rng)} [DONATE ${dollars:.2f}]"
-    options = PERSUADEE_TEXT[acts.PERSUADEE_ACTS[act]]
+    options = PERSUADEE_TEXT[dialogue_acts.PERSUADEE_ACTS[act]]
     return _styled(options[int(rng.integers(len(options)))], persona, rng)
 
 

@@ -1,10 +1,11 @@
-"""The tau2 text surface with act-level users: ``Tau2TextGame``.
+"""The tau2 text surface: ``Tau2TextGame``, the agent writes messages and JSON tool calls.
 
-The same world, tools, protocol and evaluation as ``Tau2Game`` (text) and
-``Tau2ActGame`` (acts). It keeps the act game's view of the dialogue state
-(slots told, records revealed, calls made, what the agent asked for), so the
+The rules, the dialogue state (slots told, records revealed, calls made, what
+the agent asked for) and the evaluation are the shared game's
+(``game.Tau2Game``), as on the act surface (``act_game.Tau2ActGame``), so the
 act-level users (``scope_envs.agents.tau2``) compute their distributions from
-``view.private`` exactly as on the act surface. That state is updated
+``view.private`` exactly as there; this class adds the text protocol. The
+dialogue state is updated
 
 * from the agent's text: a JSON tool call is executed verbatim (its result is
   revealed, a successful call counts as done, a transfer tool call makes the
@@ -22,26 +23,19 @@ act-level users (``scope_envs.agents.tau2``) compute their distributions from
 
 from __future__ import annotations
 
-import numpy as np
-
-from scope_envs.core.simulator import Simulator
 from scope_envs.core.game import InGameError
-from scope_envs.games.tau2 import nlu
-from scope_envs.games.tau2 import text as T
-from scope_envs.games.tau2.acts import AGENT_ACTS, Tau2ActGame
-from scope_envs.games.tau2.behaviour import U, USER_ACTS
-from scope_envs.games.tau2.game import AGENT, USER, Tau2Turn
+from scope_envs.core.simulator import Simulator
+from scope_envs.games.tau2 import nlu, realize, text_protocol
+from scope_envs.games.tau2.dialogue_acts import AGENT_ACTS, AGENT_TEXT_ACTS, AGENT_TEXT_INDEX, USER_ACTS, USER_INDEX
+from scope_envs.games.tau2.game import AGENT, USER, Tau2Game, Tau2Turn
 from scope_envs.games.tau2.goals import TRANSFER, Call, tokens
-
-AGENT_TEXT_ACTS = (*AGENT_ACTS, "tool_call")
-TA = {a: i for i, a in enumerate(AGENT_TEXT_ACTS)}
 
 
 def _loose(call: Call) -> tuple:
     return call.name, call.requestor, tuple(sorted(str(t).lower() for t in tokens(call.arguments)))
 
 
-class Tau2TextGame(Tau2ActGame):
+class Tau2TextGame(Tau2Game):
     def acts(self, role):
         return AGENT_TEXT_ACTS if role == AGENT else USER_ACTS
 
@@ -53,16 +47,6 @@ class Tau2TextGame(Tau2ActGame):
     def act_level_user(self) -> bool:
         p = getattr(self, "user_player", None)
         return isinstance(p, Simulator) and not p.plays_text
-
-    def legal(self, role):
-        if role == AGENT:  # the agent writes text; every kind of turn is open to it
-            mask = np.zeros(len(AGENT_TEXT_ACTS), dtype=bool)
-            if role == self.active_role():
-                mask[1:] = True
-            else:
-                mask[0] = True
-            return mask
-        return super().legal(role)
 
     def understand(self, role, text):
         if not text.strip():
@@ -77,13 +61,13 @@ class Tau2TextGame(Tau2ActGame):
         if reading.act in ("confirm", "instruct"):
             keys = [c.key() for c in self.candidates()["write" if reading.act == "confirm" else "phone"]]
             j = keys.index(reading.target.key()) if reading.target.key() in keys else 0
-            return TA[f"{reading.act}:{j}"]
-        return TA[reading.act]
+            return AGENT_TEXT_INDEX[f"{reading.act}:{j}"]
+        return AGENT_TEXT_INDEX[reading.act]
 
     def _turn(self, role: str, act: int, text: str) -> None:
         if role == AGENT:
             self._agent_turn(act, text)
-        elif self.act_level_user and T.parse(text) is None:
+        elif self.act_level_user and text_protocol.parse(text) is None:
             self._act_user_turn(act, text)
         else:
             self._text_user_turn(act, text)
@@ -115,9 +99,9 @@ class Tau2TextGame(Tau2ActGame):
 
     # ------------------------------------------------------------ agent
     def _agent_turn(self, act: int, text: str) -> None:
-        call = T.parse(text)
+        call = text_protocol.parse(text)
         if call is not None:
-            self._record_call(AGENT, TA["tool_call"], call, text)
+            self._record_call(AGENT, AGENT_TEXT_INDEX["tool_call"], call, text)
             return
         reading = nlu.read_agent(self, text)
         self.asked_slot = self.confirm_target = None
@@ -139,13 +123,14 @@ class Tau2TextGame(Tau2ActGame):
             self.answered = True
         self.history.append(Tau2Turn(AGENT, act, text))
         self.steps += 1
-        if reading.act == "end" or T.STOP in text:
+        if reading.act == "end" or text_protocol.STOP in text:
             return self._end("agent_stop")
         self._next = USER
 
     # ------------------------------------------------------------ user
     def _act_user_turn(self, act: int, text: str) -> None:
-        """An act-level user: the act game's semantics; its rendered words reveal what they say."""
+        """An act-level user: the shared user-act semantics (as on the act surface); its rendered words reveal
+        what they say."""
         self.revealed += " " + text.lower()
         if USER_ACTS[act] == "phone_action" and self.instructed is not None:
             self._user(act, "")  # runs the instructed phone action (a tool call turn) and passes the turn
@@ -158,9 +143,9 @@ class Tau2TextGame(Tau2ActGame):
 
     def _text_user_turn(self, act: int, text: str) -> None:
         """A text player's turn, verbatim; the state takes what its text says."""
-        call = T.parse(text)
+        call = text_protocol.parse(text)
         if call is not None:  # a phone tool call: the caller keeps the turn, as upstream
-            self._record_call(USER, U["phone_action"], call, text)
+            self._record_call(USER, USER_INDEX["phone_action"], call, text)
             return
         low = text.lower()
         self.revealed += " " + low
@@ -172,10 +157,10 @@ class Tau2TextGame(Tau2ActGame):
         if any(str(v).lower() in low for v in g.details.values()):
             self.details_given = True
         self.stated = True
-        if act == U["confirm"] and self.confirm_target is not None:
+        if act == USER_INDEX["confirm"] and self.confirm_target is not None:
             self.confirmed.add(self.confirming.key())
         self.asked_slot = self.confirm_target = None
-        if act in (U["stop"], U["transfer"]):
+        if act in (USER_INDEX["stop"], USER_INDEX["transfer"]):
             self.history.append(Tau2Turn(USER, act, text))
             self.steps += 1
             return self._end("user_stop")
@@ -183,8 +168,6 @@ class Tau2TextGame(Tau2ActGame):
 
     # ------------------------------------------------------------ text
     def realize(self, role, act, rng):
-        from scope_envs.games.tau2 import realize
-
         if role == USER:
             return realize.user_says(self, act, rng)
         if AGENT_TEXT_ACTS[act] == "tool_call":

@@ -1,18 +1,45 @@
 """``scope-envs validate tau2``: per domain, the share of tasks whose gold-action replay earns reward 1,
 and the share an oracle act policy (it knows the gold calls, plays them through the act surface alone, against
-the frozen collapsed user) brings to reward 1 (``oracle_act_pass_rate``), next to random legal acts."""
+the frozen collapsed user) brings to reward 1 (``oracle_act_pass_rate``), next to random legal acts.
+
+Every task is replayed and played once (random acts from seed 0): there is no episode count or seed to choose.
+
+On the real ``mock`` domain both rates are 8/9: its task
+``update_task_with_history_and_env_assertions`` has no gold actions at all (its
+``evaluation_criteria`` names only an ENV_ASSERTION, ``assert_task_status(task_2,
+completed)``, and NL assertions outside its ``reward_basis``), so replaying its
+(empty) gold list leaves task_2 ``pending`` and fails the assertion — in
+tau^2-bench's own evaluator too, which runs env assertions on the episode's
+environment and replays ``actions or []``. An agent that calls
+``update_task_status(task_2, completed)`` earns 1 (tests/test_tau2_fidelity.py);
+the oracle, which only knows the gold list, cannot.
+"""
 
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
+import numpy as np
+
+import scope_envs
+from scope_envs.agents.tau2 import oracle_act
+from scope_envs.core.game import Persona
 from scope_envs.games.tau2.data import DOMAINS, load_domain
+from scope_envs.games.tau2.replay import replay
 
 
 def validate(data_dir=None, domains=DOMAINS) -> dict:
-    """``{domain: {"gold_pass_rate", "tasks", "ms_per_task", "failed", "source"}}`` (plain JSON)."""
-    from scope_envs.tau2 import replay
-
+    """``{domain: {"gold_pass_rate", "tasks", "ms_per_task", "failed", "source", "oracle_act_pass_rate",
+    "random_act_pass_rate", "oracle_act_failed"}}`` (plain JSON); a domain missing from ``data_dir`` gets
+    ``{"error": ...}``. Raises FileNotFoundError (NotADirectoryError) when ``data_dir`` is given and does not
+    exist (is not a folder)."""
+    if data_dir is not None:
+        path = Path(data_dir).expanduser()
+        if not path.exists():
+            raise FileNotFoundError(f"tau2 data folder not found: {str(path)!r}")
+        if not path.is_dir():
+            raise NotADirectoryError(f"tau2 data folder is not a folder: {str(path)!r}")
     out = {}
     for domain in domains:
         try:
@@ -34,11 +61,7 @@ def validate(data_dir=None, domains=DOMAINS) -> dict:
 def act_pass_rates(domain: str, data_dir=None, regime: str = "frozen", seed: int = 0) -> dict:
     """Every task of ``domain`` once with the oracle act policy and once with random legal acts, on the act
     surface against ``tau2-<regime>``'s user: ``{"oracle", "random", "oracle_failed"}``."""
-    import numpy as np
-
-    import scope_envs
-    from scope_envs.agents.tau2 import oracle_act
-    from scope_envs.core.game import Persona
+    # the env (regime assembly) and the oracle (a player) sit above the games: imported on use
 
     data = load_domain(domain, None if data_dir is None else str(data_dir))
     env = scope_envs.make(f"tau2-{regime}", domain=domain, data_dir=data_dir)

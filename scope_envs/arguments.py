@@ -1,0 +1,91 @@
+"""argparse types for the command line: each checks one kind of value and says what it wanted.
+
+argparse adds the argument's name and exits 2, so a mistyped value never reaches
+a traceback or starts anything slow.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import scope_envs
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
+
+
+def nonnegative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {value}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive finite number, got {text}")
+    return value
+
+
+def nonnegative_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}") from None
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a finite number >= 0, got {text}")
+    return value
+
+
+def existing_dir(text: str) -> str:
+    if not Path(text).is_dir():
+        raise argparse.ArgumentTypeError(f"no such directory: {text!r}")
+    return text
+
+
+def json_object(text: str) -> dict:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise argparse.ArgumentTypeError(f"not valid JSON ({e.msg} at character {e.pos}): {text!r}") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"expected a JSON object such as '{{\"max_turns\": 4}}', got {text!r}")
+    return value
+
+
+def game_name(text: str) -> str:
+    known = sorted({spec.game for spec in scope_envs.registry.values()})
+    if text not in known:
+        raise argparse.ArgumentTypeError(f"unknown game {text!r}; known games: {', '.join(known)}")
+    return text
+
+
+def env_id(text: str) -> str:
+    if text != "llm-toy" and text not in scope_envs.registry:
+        raise argparse.ArgumentTypeError(f"unknown environment id {text!r}; `scope-envs list` prints them "
+                                         "(or 'llm-toy')")
+    return text
+
+
+def model_source(text: str) -> str:
+    """A saved model's directory, or ``tiny`` (a random tiny model built here): nothing is ever downloaded."""
+    if text != "tiny" and not Path(text).is_dir():
+        raise argparse.ArgumentTypeError(f"no model directory {text!r} (scope-envs never downloads models; "
+                                         "pass a directory written by save_pretrained, or 'tiny')")
+    return text

@@ -1,0 +1,92 @@
+"""The tau2 act surface: ``Tau2ActGame``, both roles play dialogue acts.
+
+The rules, the dialogue state, the candidates and the features are the shared
+game's (``game.Tau2Game``); this class adds the act protocol. The act tables
+are in ``dialogue_acts.py``. The agent's ``lookup:j`` / ``execute:j`` /
+``instruct:j`` name the j-th read / write / phone candidate (masked when there
+is none), so tool arguments are never free; ``confirm:j`` asks the user to
+confirm the j-th write candidate; every other act is a message, rendered in
+words by ``realize.py`` (the first wording, so that tau^2's COMMUNICATE check
+reads the agent's answers). A user act updates the dialogue state as the
+shared game defines it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from scope_envs.core.game import InGameError
+from scope_envs.games.tau2 import realize
+from scope_envs.games.tau2.dialogue_acts import AGENT_ACTS, AGENT_INDEX, K_PHONE, K_READ, K_WRITE, USER_ACTS
+from scope_envs.games.tau2.game import AGENT, USER, Tau2Game, Tau2Turn
+from scope_envs.games.tau2.goals import TRANSFER, Call
+
+
+class Tau2ActGame(Tau2Game):
+    def acts(self, role):
+        return AGENT_ACTS if role == AGENT else USER_ACTS
+
+    def legal(self, role):
+        mask = super().legal(role)
+        if role != AGENT or role != self.active_role():
+            return mask
+        c = self.candidates()
+        for kind, names in (("read", ("lookup",)), ("write", ("confirm", "execute")), ("phone", ("instruct",))):
+            k = len(c[kind])
+            for name in names:
+                for j in range({"read": K_READ, "write": K_WRITE, "phone": K_PHONE}[kind]):
+                    mask[AGENT_INDEX[f"{name}:{j}"]] = j < k
+        return mask
+
+    def understand(self, role, text):
+        raise InGameError("the tau2 act game reads acts, not text")
+
+    def _turn(self, role: str, act: int, text: str) -> None:
+        (self._agent if role == AGENT else self._user)(act, text)
+
+    def _agent(self, act: int, text: str) -> None:
+        name = AGENT_ACTS[act]
+        kind, _, j = name.partition(":")
+        c = self.candidates()
+        self.asked_slot = self.confirm_target = None
+        if kind == "lookup":
+            self._call(AGENT, act, c["read"][int(j)])
+            return
+        if kind == "execute":
+            call = c["write"][int(j)]
+            self.decoy_executed |= self.goal.decoy is not None and call.key() == self.goal.decoy.key()
+            self._call(AGENT, act, call)
+            return
+        self.agent_msgs += 1
+        if kind == "request":
+            self.asked_slot = j
+        elif kind == "confirm":
+            call = c["write"][int(j)]
+            self.confirm_target = "decoy" if self.goal.decoy is not None and call.key() == self.goal.decoy.key() \
+                else "real"
+            self.confirming = call
+        elif kind == "instruct":
+            self.instructed = c["phone"][int(j)]
+        elif kind == "answer":
+            if self.goal.questions and all(l.key() in self.done for l in self.goal.lookups):
+                self.answered = True
+        elif kind == "deny":
+            self.denied += 1
+        elif kind == "transfer":
+            transfer = next((r for r in self.goal.requests if r.name == TRANSFER), None)
+            args = transfer.arguments if transfer else {"summary": "The customer needs further help."}
+            self._call(AGENT, act, Call(TRANSFER, args, "assistant", "generic"))
+            self.transfer_pending = True
+        text = text or self.agent_text(act)
+        self.history.append(Tau2Turn(AGENT, act, text))
+        self.steps += 1
+        if kind == "end":
+            return self._end("agent_stop")
+        self._next = USER
+
+    # ------------------------------------------------------------ text
+    def agent_text(self, act: int, rng: np.random.Generator | None = None) -> str:
+        return realize.agent(self, act, rng)
+
+    def realize(self, role, act, rng):
+        return self.agent_text(act, rng) if role == AGENT else self.user_text(act, rng)

@@ -1,0 +1,92 @@
+"""Persuasion for Good against its real data: ``validate`` and the ``fit`` command.
+
+Both run the built-in players in the game, so they sit above the players
+(DESIGN.md §3); the game's own modules (``scope_envs.games.p4g.fit``,
+``calibrate``, ``validate``) take everything they need as arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from scope_envs.arguments import positive_int
+from scope_envs.agents.p4g import EmpiricalPersuader, HumanProxyPersuadee, ReferencePersuadee
+from scope_envs.games.p4g import fit as fit_module
+from scope_envs.games.p4g.calibrate import calibrate
+from scope_envs.games.p4g.fit import DEFAULT_OUT, FILES, PACKAGED, summary, check_data, fit
+from scope_envs.games.p4g.simulate import play, statistics
+from scope_envs.games.p4g.validate import compare, real_statistics
+
+
+def validate(data_dir: str | os.PathLike | None = None, episodes: int = 2000, seed: int = 0) -> dict:
+    """The held-out human proxies against the empirical persuader, compared with the shipped real statistics or
+    with those refitted from ``data_dir``."""
+    if episodes < 1:
+        raise ValueError(f"episodes must be >= 1, got {episodes}")
+    real = real_statistics(data_dir)
+    sim = statistics(play(HumanProxyPersuadee(), EmpiricalPersuader(), "heldout", episodes, seed))
+    return compare(real, {**sim, "population": "heldout human proxies", "persuader": "empirical"})
+
+
+def _data_dir(value: str) -> Path:
+    """``--data``: a folder holding the three csv files."""
+    try:
+        return check_data(Path(value))
+    except FileNotFoundError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="python -m scope_envs.games.p4g.fit", description=fit_module.__doc__.splitlines()[0])
+    ap.add_argument("--data", type=_data_dir, default="../shared/data/p4g",
+                    help=f"folder with the P4G csv files {', '.join(FILES)} (default: %(default)s)")
+    where = ap.add_mutually_exclusive_group()
+    where.add_argument("--out", type=Path, default=Path(DEFAULT_OUT),
+                       help="file to write the parameters to (default: %(default)s in the current folder)")
+    where.add_argument("--overwrite-packaged", action="store_true",
+                       help=f"write the packaged parameters that the game loads ({PACKAGED}) instead of --out")
+    ap.add_argument("--no-calibrate", action="store_true", help="skip simulating the willingness offsets")
+    ap.add_argument("--episodes", type=positive_int, default=1000,
+                    help="episodes per calibration measurement (default: %(default)s)")
+    return ap
+
+
+def output_path(ap: argparse.ArgumentParser, args: argparse.Namespace) -> Path:
+    """Where to write; refuses the packaged file unless --overwrite-packaged says so."""
+    if args.overwrite_packaged:
+        return PACKAGED
+    out = args.out
+    if out.resolve() == PACKAGED.resolve():
+        ap.error(f"argument --out: {out} is the packaged parameter file; pass --overwrite-packaged (without --out) "
+                 "to replace it")
+    if out.is_dir():
+        ap.error(f"argument --out: {out} is a folder; give a file path")
+    if not out.parent.is_dir():
+        ap.error(f"argument --out: folder {out.parent} does not exist")
+    return out
+
+
+def fit_command(argv=None) -> None:
+    """``python -m scope_envs.games.p4g.fit``: refit the parameters from the real data, calibrate, write."""
+    ap = build_parser()
+    args = ap.parse_args(argv)
+    out = output_path(ap, args)
+    previous = {}
+    if out.exists():  # keep keys that other code adds to the file (the shipped one: calibration, ...)
+        try:
+            previous = json.loads(out.read_text())
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            previous = None
+        if not isinstance(previous, dict):
+            ap.error(f"argument --out: {out} exists and is not a JSON parameter file; remove it or choose another path")
+    params = {**previous, **fit(args.data)}
+    if not args.no_calibrate:
+        params["calibration"] = calibrate(params, human_proxy=HumanProxyPersuadee(), reference=ReferencePersuadee(),
+                                          persuader=EmpiricalPersuader(), episodes=args.episodes, progress=True)
+    out.write_text(json.dumps(params, indent=1, sort_keys=True) + "\n")
+    print(summary(params), file=sys.stderr)
+    print(f"wrote {out}", file=sys.stderr)

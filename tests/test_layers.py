@@ -1,0 +1,108 @@
+"""The house's layers run one way (DESIGN.md §3) and no module imports itself back.
+
+core ← games ← players (agents) and wrappers ← regime assembly ← trainers ← bench / cli.
+Every import counts, module-level or inside a function: a deferred import that
+points upward is still an upward arrow.
+"""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE_DIRS = {"scope_envs": ROOT / "scope_envs", "scope_envs.agents": ROOT / "agents",
+                "scope_envs.wrappers": ROOT / "wrappers"}
+LAYERS = [  # (module prefix, rank): the longest matching prefix wins
+    ("scope_envs.registry", 0), ("scope_envs.core", 1), ("scope_envs.games", 2),
+    ("scope_envs.agents", 3), ("scope_envs.wrappers", 3), ("scope_envs.regimes", 4), ("scope_envs", 4),
+    ("scope_envs.train", 5), ("scope_envs.bench", 6), ("scope_envs.validate", 6), ("scope_envs.cli", 6),
+    ("scope_envs.arguments", 6),
+]
+
+
+def modules() -> dict[str, Path]:
+    found = {}
+    for package, folder in PACKAGE_DIRS.items():
+        for path in folder.rglob("*.py"):
+            parts = path.relative_to(folder).with_suffix("").parts
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            name = ".".join((package, *parts))
+            if name.startswith("scope_envs.") and name.split(".")[1] in ("agents", "wrappers") \
+                    and package == "scope_envs":
+                continue  # only reached through the package-dir mapping
+            found[name] = path
+    return found
+
+
+def deprecated_alias(path: Path) -> bool:
+    text = path.read_text()
+    return "DeprecationWarning" in text and "sys.modules[__name__]" in text
+
+
+def script_guard(node) -> bool:
+    """``if __name__ == "__main__":`` — a module run as a command, not imported."""
+    return (isinstance(node, ast.If) and isinstance(node.test, ast.Compare)
+            and isinstance(node.test.left, ast.Name) and node.test.left.id == "__name__")
+
+
+def imports(name: str, path: Path, known: set[str]) -> set[str]:
+    out = set()
+    tree = ast.parse(path.read_text())
+    tree.body = [node for node in tree.body if not script_guard(node)]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            targets = [f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in known else node.module
+                       for a in node.names]
+        else:
+            continue
+        out |= {t for t in targets if t in known and t != name}
+    return out
+
+
+def rank(name: str) -> int:
+    return next(r for prefix, r in sorted(LAYERS, key=lambda layer: -len(layer[0]))
+                if name == prefix or name.startswith(prefix + "."))
+
+
+@pytest.fixture(scope="module")
+def graph():
+    found = modules()
+    known = set(found)
+    return {name: imports(name, path, known) for name, path in found.items() if not deprecated_alias(path)}
+
+
+def test_the_walk_finds_the_house(graph):
+    for name in ("scope_envs.core.env", "scope_envs.regimes", "scope_envs.agents.p4g", "scope_envs.wrappers.verbalized",
+                 "scope_envs.train.act_ppo", "scope_envs.bench"):
+        assert name in graph
+    assert "scope_envs.core.simulator" in graph["scope_envs.core.env"]
+
+
+def test_no_upward_import(graph):
+    upward = sorted(f"{a} (layer {rank(a)}) imports {b} (layer {rank(b)})"
+                    for a, targets in graph.items() for b in targets if rank(b) > rank(a))
+    assert not upward, "\n".join(upward)
+
+
+def test_no_import_cycle(graph):
+    cycles, state, stack = [], {}, []
+
+    def visit(node):
+        state[node] = "open"
+        stack.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == "open":
+                cycles.append(" -> ".join(stack[stack.index(nxt):] + [nxt]))
+            elif nxt not in state:
+                visit(nxt)
+        stack.pop()
+        state[node] = "done"
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node)
+    assert not cycles, "\n".join(cycles)
