@@ -133,33 +133,3 @@ def test_solo_baseline_and_infos():
     assert world.solo_success(env.unwrapped.game.task, env.unwrapped.game.max_turns)
     res = play("cooperbench-heldout", ScriptedTeammate(True), episodes=3)
     assert set(res[0]) >= {"success", "teammate_feature", "partner_feature", "conflicts", "message_share"}
-
-
-def test_modules_of_the_game_import_each_other_without_cycles():
-    """Module-level imports inside the package form a DAG; no function-local import of a sibling dodges a cycle."""
-    import ast
-    import graphlib
-    from pathlib import Path
-
-    import scope_envs.games.cooperbench as package
-
-    folder, prefix = Path(package.__file__).parent, package.__name__
-    names = {f.stem for f in folder.glob("*.py")} - {"__init__"}
-
-    def siblings(node):
-        if isinstance(node, ast.Import):
-            return {a.name[len(prefix) + 1 :] for a in node.names if a.name.startswith(prefix + ".")}
-        if isinstance(node, ast.ImportFrom) and node.module == prefix:
-            return {a.name for a in node.names} & names
-        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(prefix + "."):
-            return {node.module[len(prefix) + 1 :]}
-        return set()
-
-    graph = {}
-    for name in names:
-        tree = ast.parse((folder / f"{name}.py").read_text())
-        graph[name] = set().union(*(siblings(n) for n in tree.body))
-        top = set(map(id, tree.body))
-        local = [ast.unparse(n) for n in ast.walk(tree) if id(n) not in top and siblings(n)]
-        assert not local, f"{name}.py imports siblings inside functions: {local}"
-    list(graphlib.TopologicalSorter(graph).static_order())  # raises CycleError on a cycle

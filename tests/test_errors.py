@@ -150,3 +150,15 @@ def test_message_cap_is_an_argument_and_the_action_space():
     assert infos["agent_0"]["errors"] == 1
     with pytest.raises(ValueError, match="max_message_chars"):
         scope_envs.make("p4g-frozen", surface="text", max_message_chars=0)
+
+
+@pytest.mark.parametrize("bad", [10**5000, -10**5000, "x" * 1_000_000, [1] * 1_000_000], ids=["huge", "-huge", "str", "list"])
+def test_huge_bad_actions_get_a_short_error_naming_the_agent(bad):
+    env = scope_envs.make("p4g-frozen")
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match="agent_0") as error:
+        env.step({"agent_0": bad})
+    assert len(str(error.value)) < 300
+    with pytest.raises(ValueError, match="unknown agent") as error:
+        env.step({"agent_0": 1, "z" * 1_000_000: 0})
+    assert len(str(error.value)) < 300

@@ -216,33 +216,3 @@ def test_vs_with_text_candidates_and_fallback():
     env.reset(seed=0)
     *_, infos = env.step({"agent_0": "Hello!"})
     assert infos["agent_0"]["vs_fallback"] == 1 and env.unwrapped.game.history[-1].text == "Hi there."
-
-
-def test_modules_of_the_game_import_each_other_without_cycles():
-    """Module-level imports inside the package form a DAG; no function-local import of a sibling dodges a cycle."""
-    import ast
-    import graphlib
-    from pathlib import Path
-
-    import scope_envs.games.p4g as package
-
-    folder, prefix = Path(package.__file__).parent, package.__name__
-    names = {f.stem for f in folder.glob("*.py")} - {"__init__"}
-
-    def siblings(node):
-        if isinstance(node, ast.Import):
-            return {a.name[len(prefix) + 1 :] for a in node.names if a.name.startswith(prefix + ".")}
-        if isinstance(node, ast.ImportFrom) and node.module == prefix:
-            return {a.name for a in node.names} & names
-        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(prefix + "."):
-            return {node.module[len(prefix) + 1 :]}
-        return set()
-
-    graph = {}
-    for name in names:
-        tree = ast.parse((folder / f"{name}.py").read_text())
-        graph[name] = set().union(*(siblings(n) for n in tree.body))
-        top = set(map(id, tree.body))
-        local = [ast.unparse(n) for n in ast.walk(tree) if id(n) not in top and siblings(n)]
-        assert not local, f"{name}.py imports siblings inside functions: {local}"
-    list(graphlib.TopologicalSorter(graph).static_order())  # raises CycleError on a cycle

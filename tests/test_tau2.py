@@ -248,35 +248,3 @@ def test_validate_refuses_a_missing_data_folder_in_one_line(tmp_path):
     # a folder that exists but holds no domain: each domain says so in the JSON, as before
     out = validate(tmp_path)
     assert set(out) == {"airline", "retail", "telecom", "mock"} and all("error" in v for v in out.values())
-
-
-def test_the_package_imports_form_a_dag_without_function_local_sibling_imports():
-    """Module-level imports inside scope_envs.games.tau2 form a DAG; no import of a sibling hides inside a
-    function (where it could dodge a cycle)."""
-    import ast
-    import graphlib
-    from pathlib import Path
-
-    import scope_envs.games.tau2 as package
-
-    folder, prefix = Path(package.__file__).parent, package.__name__
-    names = {f.stem for f in folder.glob("*.py")} - {"__init__"}
-
-    def siblings(node):
-        if isinstance(node, ast.Import):
-            return {a.name[len(prefix) + 1:] for a in node.names if a.name.startswith(prefix + ".")}
-        if isinstance(node, ast.ImportFrom) and node.module == prefix:
-            return {a.name for a in node.names} & names
-        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(prefix + "."):
-            return {node.module[len(prefix) + 1:]}
-        return set()
-
-    graph = {}
-    for name in names:
-        tree = ast.parse((folder / f"{name}.py").read_text())
-        graph[name] = set().union(*(siblings(n) for n in tree.body))
-        top = set(map(id, tree.body))
-        local = [ast.unparse(n) for n in ast.walk(tree) if id(n) not in top and siblings(n)]
-        assert not local, f"{name}.py imports siblings inside functions: {local}"
-    order = list(graphlib.TopologicalSorter(graph).static_order())  # raises CycleError on a cycle
-    assert order.index("dialogue_acts") < min(order.index(m) for m in ("game", "realize", "nlu", "behaviour"))

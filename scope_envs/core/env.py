@@ -29,9 +29,9 @@ from typing import Any, Callable
 import numpy as np
 from pettingzoo import ParallelEnv
 
-from scope_envs.core.simulator import Simulator, View
 from scope_envs.core.game import Game, InGameError
-from scope_envs.core.surfaces import MAX_MESSAGE_CHARS, SURFACES, TextSurface, check_message
+from scope_envs.core.simulator import Simulator, View
+from scope_envs.core.surfaces import MAX_MESSAGE_CHARS, SURFACES, TextSurface, check_message, short_repr
 
 AGENT = "agent_0"
 LEARNABLE = "learnable"
@@ -131,7 +131,7 @@ class DialogueParallelEnv(ParallelEnv):
 
     def _agent_role(self, agent):
         if agent not in self._role:
-            raise ValueError(f"unknown agent {agent!r}; possible agents are {self.possible_agents}")
+            raise ValueError(f"unknown agent {short_repr(agent)}; possible agents are {self.possible_agents}")
         return self._role[agent]
 
     # -- PettingZoo API --------------------------------------------------------
@@ -171,7 +171,7 @@ class DialogueParallelEnv(ParallelEnv):
             raise ValueError("step() called on a finished episode; call reset() first")
         for agent in actions:
             if agent not in self.agents:
-                raise ValueError(f"unknown agent {agent!r}: live agents are {self.agents}")
+                raise ValueError(f"unknown agent {short_repr(agent)}: live agents are {self.agents}")
         speaker = self._speaker()
         parsed = {}
         for agent in self.agents:

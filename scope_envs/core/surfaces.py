@@ -9,6 +9,7 @@ chat-format message list rides in ``infos[agent]["messages"]``.
 from __future__ import annotations
 
 import re
+import reprlib
 import string
 
 import numpy as np
@@ -38,6 +39,14 @@ def check_message(text: str, max_chars: int) -> str:
     if not text:
         raise InGameError("empty message")
     return text
+
+
+def short_repr(value) -> str:
+    """A bounded repr for error messages: huge strings, lists and integers (over 4,300 digits
+    ``repr`` itself raises) shown in part."""
+    if isinstance(value, int) and value.bit_length() > 64:
+        return f"<an int of {value.bit_length()} bits>"
+    return reprlib.repr(value)
 
 
 class ActSurface:
@@ -80,12 +89,11 @@ class ActSurface:
         if isinstance(action, np.ndarray) and action.shape == ():
             action = action.item()
         if isinstance(action, (bool, np.bool_)) or not isinstance(action, (int, np.integer)):
-            raise ValueError(
-                f"{agent}: action must be an int act index on the act surface, got {type(action).__name__} {action!r}"
-            )
+            raise ValueError(f"{agent}: action must be an int act index on the act surface, got "
+                             f"{type(action).__name__} {short_repr(action)}")
         n = len(self.game.acts(role))
         if not 0 <= int(action) < n:
-            raise ValueError(f"{agent}: act {action} is out of range [0, {n})")
+            raise ValueError(f"{agent}: act {short_repr(int(action))} is out of range [0, {n})")
         mask = self.game.legal(role) if active else self._noop_mask(role)
         if not mask[int(action)]:
             why = "it is not this agent's turn, only the no-op 0 is legal" if not active else "masked in action_mask"

@@ -51,8 +51,9 @@ Partners (``styles.py``, ``scope_envs.agents.cooperbench``)
 
 Arguments
     ``surface``, ``max_turns`` (12), ``user_reward`` (``persona``), ``gamma``
-    (3.0), ``render_mode``, ``max_errors``; regime options as for every game.
+    (3.0), ``render_mode``, ``max_errors``, ``max_message_chars`` (4000); regime options as for every game.
 
 Version history
     v0: first release.
+    v0.1 (same ids): text messages over ``max_message_chars`` or not printable text are in-game errors.
 """

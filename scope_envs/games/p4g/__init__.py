@@ -61,10 +61,12 @@ Arguments
     ``surface`` (``act``|``text``), ``max_turns`` (10), ``user_reward``
     (``mixed``), ``gamma`` (3.0, sharpness of the frozen simulator),
     ``render_mode`` (``ansi``), ``max_errors`` (3, in-game errors of one agent
-    before the episode truncates, text surface); ``vs``: ``k``, ``tau``,
+    before the episode truncates, text surface), ``max_message_chars`` (4000,
+    text surface: a longer message is an in-game error); ``vs``: ``k``, ``tau``,
     ``min_survivors``, ``weight_mode``, ``tail``, ``temperature``;
     ``rotation``: ``schedule``; ``population``: ``members`` (4), ``schedule``.
 
 Version history
     v0: first release.
+    v0.1 (same ids): text messages over ``max_message_chars`` or not printable text are in-game errors.
 """

@@ -41,9 +41,13 @@ Surfaces
     holds the full policy or scenario), ``tools`` (OpenAI function schemas),
     ``domain``, ``task_id``, ``termination``, the agent's
     ``policy_violations`` and, at the end, ``reward_info``. A malformed tool call
-    (bad JSON) is an in-game error (counted, ``max_errors`` of them truncate); a
-    well-formed call to an unknown tool or with bad arguments gets an
-    ``Error: ...`` tool message, as upstream.
+    (bad JSON, JSON nested more than 32 deep, an integer of more than 4,300
+    digits: ``text_protocol.py``) is an in-game error (counted, ``max_errors`` of
+    them truncate); a well-formed call to an unknown tool or with bad arguments
+    (a non-finite or out-of-range number included: ``tools.py``) gets an
+    ``Error: ...`` tool message, as upstream. ``calculate`` is upstream's
+    without ``eval``: the same answers, and ``Error: expression too large to
+    evaluate`` for what would take unbounded time or memory (``arithmetic.py``).
 
 Rewards (at the end)
     tau^2-bench's evaluation (``evaluate.py``): the product over the task's
@@ -75,7 +79,8 @@ Arguments
     ``surface`` (``act``), ``domain`` (a name or a sequence of names),
     ``data_dir``, ``max_steps`` (100), ``max_tool_errors`` (10), ``judge``,
     ``user_reward``, ``gamma`` (3.0, the collapsed user's sharpening), ``render_mode`` (``ansi``),
-    ``max_errors`` (3 in-game errors); regime options as in ``scope_envs.regimes``.
+    ``max_errors`` (3 in-game errors), ``max_message_chars`` (4000: a longer message or tool call is an
+    in-game error); regime options as in ``scope_envs.regimes``.
 
 Modules
     ``game.py`` the rules both surfaces share (``Tau2Game``: world, turn protocol,
@@ -84,8 +89,8 @@ Modules
     the act tables; ``text_protocol.py`` stop tokens and JSON tool calls;
     ``realize.py`` / ``nlu.py`` acts to words and back; ``goals.py`` derived user
     goals; ``behaviour.py`` / ``human_proxy.py`` user behaviour; ``world.py``,
-    ``state.py``, ``tools.py``, ``evaluate.py``, ``data.py`` the surface-free
-    world; ``airline.py``, ``retail.py``, ``mock.py`` and ``telecom.py`` (with
+    ``state.py``, ``tools.py``, ``arithmetic.py`` (``calculate``), ``evaluate.py``, ``data.py`` the
+    surface-free world; ``airline.py``, ``retail.py``, ``mock.py`` and ``telecom.py`` (with
     ``telecom_carrier.py``, ``telecom_phone.py``, ``telecom_scenarios.py``,
     ``telecom_policy.py``) the domains; ``replay.py`` gold or given tool calls
     on a task, without an environment; ``validate.py`` ``scope-envs validate
@@ -94,4 +99,7 @@ Modules
 Version history
     v0: first release (text surface, interim scripted users); act surface, derived goals, collapsed /
     rotation / human-proxy users (issue 7), which also play the text surface (realizer + NLU).
+    v0.1 (same ids): text messages over ``max_message_chars`` or not printable text are in-game errors.
+    Hostile text: deep JSON, huge or non-finite numbers and runaway ``calculate`` expressions are in-game or
+    tool errors, never exceptions; the NLU reads any message in linear time (same readings).
 """

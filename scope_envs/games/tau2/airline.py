@@ -11,6 +11,7 @@ method (a gift card gains the difference).
 
 from typing import Literal
 
+from scope_envs.games.tau2 import arithmetic
 from scope_envs.games.tau2.tools import GENERIC, READ, WRITE, ToolError, collect, record, tool
 
 NOW = "2024-05-15T15:00:00"
@@ -149,12 +150,7 @@ def book_reservation(s, user_id: str, origin: str, destination: str, flight_type
       expression="The mathematical expression to calculate, such as '2 + 2'. The expression can contain numbers, "
                  "operators (+, -, *, /), parentheses, and spaces.")
 def calculate(s, expression: str):
-    if not all(c in "0123456789+-*/(). " for c in expression):
-        raise ToolError("Invalid characters in expression")
-    try:
-        return str(round(float(eval(expression, {"__builtins__": None}, {})), 2))  # only digits/operators pass
-    except Exception as e:  # syntax errors, division by zero: a tool error like upstream's
-        raise ToolError(str(e)) from None
+    return arithmetic.calculate(expression)  # upstream's eval, bounded (arithmetic.py)
 
 
 @tool(WRITE, "Cancel the whole reservation.", reservation_id="The reservation ID, such as 'ZFA04Y'.")

@@ -20,7 +20,9 @@ an argument, its target:
 
 ``read_user`` labels a text player's message with a user act (its effect on the
 dialogue state is taken from the text itself, see ``text_game.py``).
-Keyword rules, no model: deterministic and fast.
+Keyword rules, no model: deterministic and fast, and linear in the message
+length: no pattern backtracks over the rest of the text (``A.*B`` rules are read
+by ``_then``, one search for A and one for B per line).
 """
 
 from __future__ import annotations
@@ -36,13 +38,18 @@ _ASK = re.compile(r"\?|\b(please|provide|need|may i|could you|can you|tell me|sh
                   r"what's|which|verify|confirm your)\b")
 _CONFIRM = re.compile(r"\b(confirm|proceed|go ahead|yes/no|yes or no|shall i|should i|would you like me to|"
                       r"do you want me to|is that correct|are you sure|ok to|okay to|want me to)\b")
-_DENY = re.compile(r"(\b(policy|policies)\b.*\b(not|cannot|can't|unable|doesn't|does not|won't)\b|"
-                   r"\b(not|cannot|can't|unable|doesn't|does not|won't)\b.*\b(policy|policies|allowed|permitted|"
-                   r"eligible)\b|\bnot eligible\b|\bnot possible\b|\bi(?: am|'m)? (?:unable|not able) to\b|"
-                   r"\bi cannot\b|\bi can't\b|\bunfortunately\b)")
+# A refusal citing the policy: the regular expression ``(P.*N|N.*Q|R)`` with P = policy words, N = negations,
+# Q = what a policy allows, R = plain refusals, read as ``_then(P, N) or _then(N, Q) or R.search`` (``_refuses``):
+# the same verdict in linear time (``A.*B`` backtracks over the rest of the line from every A: quadratic).
+_NEGATION = re.compile(r"\b(not|cannot|can't|unable|doesn't|does not|won't)\b")
+_DENY_PAIRS = ((re.compile(r"\b(policy|policies)\b"), _NEGATION),
+               (_NEGATION, re.compile(r"\b(policy|policies|allowed|permitted|eligible)\b")))
+_DENY_PLAIN = re.compile(r"\bnot eligible\b|\bnot possible\b|\bi(?: am|'m)? (?:unable|not able) to\b|\bi cannot\b|"
+                         r"\bi can't\b|\bunfortunately\b")
 _GREET = re.compile(r"^\W*(hello|hi|hey|good (morning|afternoon|evening|day)|welcome|thanks for (reaching|contacting)"
                     r"|thank you for (reaching|contacting))\b|how (can|may) i (help|assist)")
-_TRANSFER = re.compile(r"transfer(?:ring|red)?\b.*\b(human|agent|representative|specialist|colleague)")
+# talk of a transfer to a person: ``transfer(?:ring|red)?\b.*\b(human|...)``, read by ``_then`` (linear)
+_TRANSFER = (re.compile(r"transfer(?:ring|red)?\b"), re.compile(r"\b(human|agent|representative|specialist|colleague)"))
 # slot -> patterns (first match in the text wins among the identity slots)
 SLOT_PATTERNS = {
     "user_id": r"\buser[ _-]?id\b|\bcustomer id\b|\baccount id\b",
@@ -69,6 +76,27 @@ class Reading:
     act: str  # a name in ``dialogue_acts.AGENT_TEXT_ACTS``
     slot: str | None = None
     target: Call | None = None
+
+
+def _then(first: re.Pattern, then: re.Pattern, text: str) -> bool:
+    """Whether the regular expression ``first.*then`` matches somewhere in ``text``, in linear time.
+
+    ``.`` stops at a newline, so it matches iff on some line a ``then`` starts at or after the end of a
+    ``first``; the leftmost ``first`` on a line ends first (for the word lists here a later match never ends
+    before an earlier one: tests/test_tau2_hostile.py checks the verdicts against the regular expressions),
+    so one search for ``then`` after it settles the line."""
+    start = 0
+    while (a := first.search(text, start)) is not None:
+        line_end = text.find("\n", a.start())
+        line_end = len(text) if line_end < 0 else line_end
+        if then.search(text, a.end(), line_end) is not None:
+            return True
+        start = line_end + 1
+    return False
+
+
+def _refuses(low: str) -> bool:
+    return any(_then(a, b, low) for a, b in _DENY_PAIRS) or _DENY_PLAIN.search(low) is not None
 
 
 def _words(s: str) -> set[str]:
@@ -145,7 +173,7 @@ def read_agent(game, text: str) -> Reading:
     low = " ".join(text.lower().split())
     if text_protocol.STOP in text:
         return Reading("end")
-    if _TRANSFER.search(low):
+    if _then(*_TRANSFER, low):
         return Reading("transfer")
     asks = bool(_ASK.search(low))
     target, score = _write_target(game, low)
@@ -157,11 +185,11 @@ def read_agent(game, text: str) -> Reading:
         if phone is not None and (asks or re.search(r"\b(try|let's|go to|turn|open|restart|reboot)\b", low)):
             return Reading("instruct", target=phone)
     slot = _slot(low) if asks else None
-    if slot is not None and not _DENY.search(low):
+    if slot is not None and not _refuses(low):
         return Reading(f"request:{slot}", slot=slot)
     if confirm and target is not None:
         return Reading("confirm", target=target)
-    if _DENY.search(low):
+    if _refuses(low):
         return Reading("deny")
     if _GREET.search(low):
         return Reading("greet")

@@ -9,6 +9,7 @@ the *last* new item in the call.
 
 import json
 
+from scope_envs.games.tau2 import arithmetic
 from scope_envs.games.tau2.tools import GENERIC, READ, WRITE, ToolError, collect, tool
 
 ORDER_ID = "The order id, such as '#W0000000'. Be careful there is a '#' symbol at the beginning of the order id."
@@ -80,12 +81,7 @@ def _price_difference(s, order, item_ids, new_item_ids, forbid_same):
       expression="The mathematical expression to calculate, such as '2 + 2'. The expression can contain numbers, "
                  "operators (+, -, *, /), parentheses, and spaces.")
 def calculate(s, expression: str):
-    if not all(c in "0123456789+-*/(). " for c in expression):
-        raise ToolError("Invalid characters in expression")
-    try:
-        return str(round(float(eval(expression, {"__builtins__": None}, {})), 2))  # only digits/operators pass
-    except Exception as e:
-        raise ToolError(str(e)) from None
+    return arithmetic.calculate(expression)  # upstream's eval, bounded (arithmetic.py)
 
 
 @tool(WRITE, "Cancel a pending order. If the order is already processed or delivered, it cannot be cancelled. The "

@@ -41,7 +41,7 @@ class Tau2TextGame(Tau2Game):
 
     def reset(self, persona, rng):
         super().reset(persona, rng)
-        self.agent_texts: list[str] = []
+        self.unanswered: list[str] = [q.lower() for q in self.goal.questions]  # not yet in any agent message
 
     @property
     def act_level_user(self) -> bool:
@@ -118,8 +118,9 @@ class Tau2TextGame(Tau2Game):
             self.denied += 1
         elif reading.act == "transfer":
             self.transfer_pending = True
-        self.agent_texts.append(text.lower().replace(",", ""))
-        if self.goal.questions and all(any(q.lower() in t for t in self.agent_texts) for q in self.goal.questions):
+        said = text.lower().replace(",", "")  # each message read once: linear in what the agent says
+        self.unanswered = [q for q in self.unanswered if q not in said]
+        if self.goal.questions and not self.unanswered:
             self.answered = True
         self.history.append(Tau2Turn(AGENT, act, text))
         self.steps += 1

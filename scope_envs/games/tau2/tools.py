@@ -10,13 +10,22 @@ code orders its checks before its writes, as upstream does).
 Upstream coerces a few arguments through pydantic (an integral float for an int,
 an int for a float); ``_check`` does the same so that equal requests give equal
 databases, and rejects what pydantic would reject (a string for an int, a value
-outside a ``Literal``) before the tool runs.
+outside a ``Literal``) before the tool runs. Numbers are checked before any
+conversion: an integer or number argument must be finite (JSON text may carry
+``1e999``, ``NaN`` or ``Infinity``, which Python reads as floats) and at most
+the largest float in size (an integer of thousands of digits); otherwise the
+call gets an ``Error: ...`` tool message, as upstream's validation gives for a
+bad argument. (Upstream's pydantic accepts ``inf``/``nan`` for a ``float``
+argument; here no tool receives one.) An arithmetic error a tool still meets
+(``OverflowError``, ``ZeroDivisionError``) is a tool error too (``World.call``).
 """
 
 from __future__ import annotations
 
 import inspect
 import json
+import math
+import sys
 import types
 import typing
 from dataclasses import dataclass
@@ -112,13 +121,17 @@ def _check(name: str, value: Any, anno: Any) -> Any:
             raise ToolError(f"argument {name!r} must be a boolean, got {type(value).__name__}")
         return value
     if anno is int:
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
+        # checked before any conversion: int(inf) and int(nan) raise, an integral float converts exactly
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or \
+                (isinstance(value, float) and not value.is_integer()):
             raise ToolError(f"argument {name!r} must be an integer, got {value!r}")
-        return int(value)
+        return int(_in_range(name, value))
     if anno is float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ToolError(f"argument {name!r} must be a number, got {value!r}")
-        return float(value)
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ToolError(f"argument {name!r} must be a finite number, got {value!r}")
+        return float(_in_range(name, value))
     if origin is Literal:
         if value not in args:
             raise ToolError(f"argument {name!r} must be one of {list(args)}, got {value!r}")
@@ -137,6 +150,15 @@ def _check(name: str, value: Any, anno: Any) -> Any:
             raise ToolError(f"argument {name!r} is missing field(s) {missing}")
         return {k: _check(f"{name}.{k}", value[k], _PY[anno["properties"][k].get("type")])
                 for k in anno["properties"] if k in value}
+    return value
+
+
+def _in_range(name: str, value: int | float) -> int | float:
+    """A number a tool can compute with: at most the largest float in size (RFC 8259's interoperable range;
+    ``float()`` of a larger integer raises OverflowError)."""
+    if isinstance(value, int) and abs(value) > sys.float_info.max:
+        raise ToolError(f"argument {name!r} is out of range: an integer of {value.bit_length()} bits, larger than "
+                        f"{sys.float_info.max:.4g}")
     return value
 
 

@@ -101,7 +101,7 @@ class World:
                 self.identified.update([who] if isinstance(who, str) else who or [])
         except ToolError as e:
             content, error = f"Error: {e}", True
-        except (KeyError, TypeError, ValueError, AttributeError) as e:
+        except (KeyError, TypeError, ValueError, AttributeError, ArithmeticError) as e:
             # data the tool did not expect (upstream would raise the same way): still a tool error
             content, error = f"Error: {type(e).__name__}: {e}", True
         self.calls.append(Call(requestor, name, arguments, content, error))
