@@ -1,3 +1,6 @@
+import contextlib
+import signal
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -43,3 +46,27 @@ def play_episode(env, rng, seed=None):
 def pytest_addoption(parser):
     parser.addoption("--fuzz-examples", type=int, default=None,
                      help="Hypothesis examples per test in tests/test_fuzz.py (default 10; also SCOPE_FUZZ_EXAMPLES)")
+
+
+class Hang(BaseException):
+    """Raised by ``deadline``: a BaseException, so no ``except Exception`` in the code under test swallows it."""
+
+
+@contextlib.contextmanager
+def deadline(seconds: float):
+    """Fail with ``Hang`` (instead of hanging) when the body runs past ``seconds``: a hang guard, not a
+    benchmark. CPython checks signals inside big-integer arithmetic too, so ``9**9**9`` is interrupted."""
+    if not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread():
+        yield  # no SIGALRM here
+        return
+
+    def alarm(*_):
+        raise Hang(f"took longer than {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)

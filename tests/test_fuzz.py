@@ -81,9 +81,7 @@ import faulthandler
 import json
 import math
 import os
-import signal
 import sys
-import threading
 import time
 import zlib
 from contextlib import contextmanager
@@ -93,7 +91,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from conftest import ALL_IDS
+from conftest import ALL_IDS, Hang, deadline
 
 DEFAULT_EXAMPLES = 10
 STEP_LIMIT_S = 2.0  # (b): the wall time one step may take
@@ -159,28 +157,6 @@ def _hang_backstop(request, fuzz_examples):
                                       file=_stderr_fd(request.config))
     yield
     faulthandler.cancel_dump_traceback_later()
-
-
-class _StepHang(BaseException):
-    """Raised by SIGALRM inside a step (a BaseException, so no ``except Exception`` in the env swallows it)."""
-
-
-@contextmanager
-def _alarm(seconds: float):
-    if not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread():
-        yield  # no SIGALRM here: the faulthandler backstop still applies
-        return
-
-    def fire(signum, frame):
-        raise _StepHang()
-
-    previous = signal.signal(signal.SIGALRM, fire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 # ---------------------------------------------------------------------------------------------- reprs and diffs
@@ -591,9 +567,9 @@ class Fuzz:
         for env in (self.env, self.twin):
             t0 = time.perf_counter()
             try:
-                with _alarm(STEP_HANG_S):
+                with deadline(STEP_HANG_S):
                     outs.append(env.reset(seed=seed, options={"reset_schedule": True}))
-            except _StepHang:
+            except Hang:
                 self.fail(f"reset did not return within {STEP_HANG_S}s: {self.id} [{self.surface}] seed={seed}")
             if time.perf_counter() - t0 > STEP_LIMIT_S:
                 self.fail(f"reset took {time.perf_counter() - t0:.2f}s: {self.id} [{self.surface}] seed={seed}")
@@ -615,9 +591,9 @@ class Fuzz:
         prev_infos = self.infos
         t0 = time.perf_counter()
         try:
-            with _alarm(STEP_HANG_S):
+            with deadline(STEP_HANG_S):
                 out = self.env.step(actions)
-        except _StepHang:
+        except Hang:
             self.fail(f"step hung: still running after {STEP_HANG_S}s (interrupted by SIGALRM): "
                       f"{self.where(kind, actions, recipe)}")
         except (ValueError, TypeError) as e:
@@ -648,7 +624,7 @@ class Fuzz:
             self.fail(f"a programmer error was accepted (expected ValueError): {where}")
         # (c) the twin, which never saw the refused calls, must agree exactly
         try:
-            with _alarm(STEP_HANG_S):
+            with deadline(STEP_HANG_S):
                 twin_out = self.twin.step(actions)
         except BaseException as e:  # the env accepted it: the twin must too
             self.fail(f"the twin env raised {type(e).__name__} on an action the env accepted: {where}: {_short(e)}")

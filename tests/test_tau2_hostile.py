@@ -10,7 +10,6 @@ only put a generous deadline on inputs that used to take minutes or forever.
 import contextlib
 import json
 import re
-import signal
 import subprocess
 import sys
 import warnings
@@ -22,6 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import scope_envs
+from conftest import deadline
 from scope_envs.core.game import InGameError, Persona
 from scope_envs.games.tau2 import arithmetic, nlu, text_protocol
 from scope_envs.games.tau2.tools import ToolError
@@ -40,22 +40,6 @@ def start(env, task_id):
     game.reset(Persona(f"{game.domain}/{task_id}", "train", {}, {"domain": game.domain, "task_id": task_id}),
                np.random.default_rng(0))
     return game
-
-
-@contextlib.contextmanager
-def deadline(seconds: float):
-    """Fail (instead of hanging) when the body runs longer than ``seconds``: a guard, not a benchmark."""
-
-    def alarm(*_):
-        raise TimeoutError(f"took longer than {seconds} s")
-
-    old = signal.signal(signal.SIGALRM, alarm)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, old)
 
 
 def step(env, who, text):

@@ -15,15 +15,6 @@ USER_REWARDS = ("adversarial", "persona", "mixed")
 TEAM_BONUS, OWN_BONUS = 1.0, 0.5
 
 
-def kind(act: int) -> str:
-    """The act's family: edit, edit_combined, claim, a message, wait, submit or noop."""
-    return ACTS[act].split(":")[0]
-
-
-def region(act: int) -> int:
-    return (act - 1) % N_REGIONS
-
-
 class CooperBenchGame(Game):
     name = "cooperbench"
     agent_role = TEAMMATE

@@ -42,7 +42,6 @@ progress bar).
 from __future__ import annotations
 
 import csv
-import json
 import math
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -51,7 +50,6 @@ import numpy as np
 from scipy.optimize import minimize
 
 from scope_envs.games.p4g import dialogue_acts
-from scope_envs.games.p4g.calibrate import calibrate
 
 TRAITS = (
     "extrovert agreeable conscientious neurotic open care fairness loyalty authority purity freedom "

@@ -20,7 +20,6 @@ import os
 
 from scope_envs.games.p4g import personas
 from scope_envs.games.p4g.fit import fit
-from scope_envs.games.p4g.simulate import play, statistics
 
 REAL_KEYS = ("mean_donation", "give_rate", "mean_intended", "mean_actual", "n")
 

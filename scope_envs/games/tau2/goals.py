@@ -188,7 +188,7 @@ def _named_ids(world, text: str) -> list[tuple[str, str]]:
 
 
 def _decoy(world, goal: Goal, text: str, user_id: str | None) -> tuple[Call | None, str | None]:
-    module, db = world.module, world.state.db
+    module = world.module
     touched = {v for c in goal.requests for _, v in leaves(c.arguments)}
     named = _named_ids(world, text)
     cancel = {"reservation_id": ("cancel_reservation", {}), "order_id": ("cancel_pending_order",
