@@ -1,7 +1,9 @@
 """Built-in tau2 players (act-level; on the text surface ``text_game.py`` renders their acts and reads the agent).
 
 * ``ReferenceUser``: the training-side reference user model (``behaviour.py``)
-  playing the dealt card (or ``style``), sharpened by ``gamma``.
+  playing the dealt card (or ``style``), sharpened by ``gamma``; ``cooperation``
+  in [0, 1] moves its cooperative traits that fraction of the way toward the
+  collapsed user's modal card (0, the default: the card as it is).
 * ``CollapsedUser``: "one frozen aligned LLM playing the customer": the modal
   ``default`` card — discloses everything in its first message, never insists,
   always complies, never changes its mind, never slips, endlessly patient —
@@ -30,23 +32,39 @@ from scope_envs.games.tau2.goals import TRANSFER
 from scope_envs.games.tau2.realize import SLOT_WORDS, arg_words
 
 
+COOPERATIVE_TRAITS = ("disclose", "patience", "insist", "comply", "mind_change", "slip")  # not ``verbose``
+
+
+def cooperative_traits(traits: dict, cooperation: float) -> dict:
+    """``traits`` moved ``cooperation`` of the way toward the modal (fully cooperative) card's values."""
+    if not cooperation:
+        return traits
+    mode = behaviour.default_card().traits
+    return {t: (v + cooperation * (mode[t] - v) if t in COOPERATIVE_TRAITS else v) for t, v in traits.items()}
+
+
 class ReferenceUser(SharpenedReference):
     """The reference user on the dealt task; ``style`` (a card) fixes its behaviour, else the dealt card's."""
 
     def __init__(self, gamma: float = 1.0, style: Persona | None = None, calibration_noise: float = 0.25,
-                 name: str = "reference"):
-        super().__init__(gamma, None, calibration_noise, name)  # persona None: the env deals the task
+                 name: str = "reference", *, cooperation: float = 0.0):
+        if not 0.0 <= cooperation <= 1.0:
+            raise ValueError(f"cooperation must be in [0, 1] for a tau2 user, got {cooperation}")
+        # persona None: the env deals the task
+        super().__init__(gamma, None, calibration_noise, name, cooperation=cooperation)
         self.style = style
 
     def reference(self, view: View) -> np.ndarray:
         traits = self.style.traits if self.style is not None else view.persona.traits
+        if self.cooperation:
+            traits = cooperative_traits(traits, self.cooperation)
         return behaviour.reference_distribution(traits, view.private["state"], view.legal)
 
 
 class CollapsedUser(ReferenceUser):
     def __init__(self, gamma: float = 3.0, style: Persona | None = None, calibration_noise: float = 0.25,
-                 name: str = "collapsed"):
-        super().__init__(gamma, style or behaviour.default_card(), calibration_noise, name)
+                 name: str = "collapsed", *, cooperation: float = 0.0):
+        super().__init__(gamma, style or behaviour.default_card(), calibration_noise, name, cooperation=cooperation)
 
 
 class HumanProxyUser(Simulator):

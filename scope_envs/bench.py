@@ -15,9 +15,18 @@ frozen         ``<game>-frozen``               ``<game>-frozen``
 vs             ``<game>-vs`` (k=5)             ``<game>-vs``
 rotation       ``<game>-rotation``             ``<game>-rotation``
 cotrain        ``<game>-cotrain``              ``<game>-cotrain`` with the trained user
-population     ``<game>-population`` (K=4)     ``<game>-population`` with the K trained users
+population     ``<game>-population``, SCOPE's  ``<game>-population`` with the live trained user
+               checkpoint pool (K=5, a
+               snapshot every 4 updates)
 selfplay       ``<game>-cotrain``, one net     ``<game>-cotrain``, the same net as the user
 =============  ==============================  ======================================
+
+``population_members`` (not in the default grid) is this benchmark's earlier
+population: K = 4 co-trained users, one per episode, with a diversity term.
+``--user-reward``, ``--advantage grpo --group-size G`` run the grid SCOPE's way
+(``scope_envs.core.rewards``; grouped runs add the collapse diagnostics
+``zero_std_group_frac``, ``all_fail_group_frac``, ``all_success_group_frac``
+to ``results.json`` and draw ``<game>_collapse.png``).
 
 "Success" is each game's ``success_metric``: for p4g the mean *actual*
 donation in dollars (0 to 2), for cooperbench the cooperative success rate
@@ -40,6 +49,10 @@ from pathlib import Path
 import numpy as np
 
 METHODS = ("untrained", "frozen", "vs", "rotation", "cotrain", "population", "selfplay")
+# runnable by name, not in the default grid: K co-trained users with a diversity term (this
+# benchmark's population before SCOPE's checkpoint pool, kept so its old results can be reproduced)
+EXTRA_METHODS = ("population_members",)
+LEARNED_USER = ("cotrain", "population", "population_members", "selfplay")
 PRESETS = {
     # finishes in < 10 min on a 2-core machine
     "default": {"seeds": 3, "steps": 20_000, "eval_episodes": 500, "curve_points": 4, "curve_episodes": 100,
@@ -48,24 +61,33 @@ PRESETS = {
 }
 GAMES = ("p4g", "cooperbench", "tau2")
 POPULATION_MEMBERS = 4
+POOL = {"pool_size": 5, "snapshot_every": 4}  # SCOPE's checkpoint pool (wrappers/pool.py)
 DIVERSITY_COEF = 0.02  # set a priori, never tuned (DESIGN.md §4)
+DIAGNOSTICS = ("zero_std_group_frac", "all_fail_group_frac", "all_success_group_frac")  # grouped runs only
 METRICS = ("train_success", "heldout_success", "gap", "policy_entropy", "sim_entropy")
 COST = {"population": 4, "vs": 1.3}  # rough relative run time, to start the slow runs first
 
 
-def method_setup(game: str, method: str) -> tuple[str, dict, dict]:
-    """(training env id, env kwargs, PPOConfig overrides) of a method."""
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
-    regime = {"untrained": "frozen", "selfplay": "cotrain"}.get(method, method)
-    env_kwargs = {"members": POPULATION_MEMBERS} if method == "population" else {}
+def method_setup(game: str, method: str, user_reward: str | None = None, advantage: str = "gae",
+                 group_size: int = 1) -> tuple[str, dict, dict]:
+    """(training env id, env kwargs, PPOConfig overrides) of a method. ``user_reward`` goes to the methods
+    with a learned user; ``advantage``/``group_size`` to every trained method."""
+    if method not in METHODS + EXTRA_METHODS:
+        raise ValueError(f"method must be one of {METHODS + EXTRA_METHODS}, got {method!r}")
+    regime = {"untrained": "frozen", "selfplay": "cotrain", "population_members": "population"}.get(method, method)
+    env_kwargs = {"population": dict(POOL), "population_members": {"members": POPULATION_MEMBERS}}.get(method, {})
+    if user_reward is not None and method in LEARNED_USER:
+        env_kwargs["user_reward"] = user_reward
     overrides = {"selfplay": method == "selfplay",
-                 "diversity_coef": DIVERSITY_COEF if method == "population" else 0.0}
+                 "diversity_coef": DIVERSITY_COEF if method == "population_members" else 0.0}
+    if advantage != "gae" or group_size != 1:  # only then: the default config stays the default
+        overrides.update(advantage=advantage, group_size=group_size,
+                         episodes_per_iter=-(-64 // group_size) * group_size)
     return f"{game}-{regime}", env_kwargs, overrides
 
 
 def run_one(game: str, method: str, seed: int, steps: int, eval_episodes: int, curve_points: int,
-            curve_episodes: int) -> dict:
+            curve_episodes: int, user_reward: str | None = None, advantage: str = "gae", group_size: int = 1) -> dict:
     """Train one (game, method, seed) and evaluate it; the held-out side only ever measures."""
     import torch
 
@@ -73,7 +95,7 @@ def run_one(game: str, method: str, seed: int, steps: int, eval_episodes: int, c
 
     torch.set_num_threads(1)
     t0 = time.perf_counter()
-    env_id, env_kwargs, overrides = method_setup(game, method)
+    env_id, env_kwargs, overrides = method_setup(game, method, user_reward, advantage, group_size)
     total = 0 if method == "untrained" else steps
     trainer = PPOTrainer(PPOConfig(env_id=env_id, env_kwargs=env_kwargs, seed=seed, total_steps=total, **overrides))
     heldout_id = f"{game}-heldout"
@@ -100,15 +122,17 @@ def run_one(game: str, method: str, seed: int, steps: int, eval_episodes: int, c
     train_time = time.perf_counter() - t0
     tr = evaluate(trainer, env_id, eval_episodes, seed=train_seed, **env_kwargs)
     ho = evaluate(trainer, heldout_id, eval_episodes, seed=heldout_seed)
+    metrics = {"train_success": tr["success"], "heldout_success": ho["success"], "gap": tr["success"] - ho["success"],
+               "policy_entropy": tr["policy_entropy"], "sim_entropy": tr["sim_entropy"]}
+    last = history[-max(1, len(history) // 4):]  # collapse diagnostics: the final quarter of training
+    metrics.update({k: float(np.mean([r[k] for r in last])) for k in DIAGNOSTICS if last and k in last[0]})
     return {
         "game": game, "method": method, "seed": seed,
-        "metrics": {"train_success": tr["success"], "heldout_success": ho["success"],
-                    "gap": tr["success"] - ho["success"], "policy_entropy": tr["policy_entropy"],
-                    "sim_entropy": tr["sim_entropy"]},
+        "metrics": metrics,
         "outcomes": {"train": tr["outcome"], "heldout": ho["outcome"]},
         "curve": curve,
-        "training": [{"agent_steps": r["agent_steps"], "return": r["return"], "policy_entropy": r["policy_entropy"],
-                      "user_entropy": r["user_entropy"]} for r in history],
+        "training": [{k: r[k] for k in ("agent_steps", "return", "policy_entropy", "user_entropy", *DIAGNOSTICS)
+                      if k in r} for r in history],
         "env_steps": trainer.env_steps,
         "env_steps_per_s": trainer.env_steps / max(train_time, 1e-9) if total else 0.0,
         "wall_s": time.perf_counter() - t0,
@@ -159,14 +183,15 @@ def pairwise_tests(per_method: dict[str, list[float]]) -> list[dict]:
 def summarize(runs: list[dict]) -> dict:
     """results.json: game -> method -> means over seeds, and ``per_seed``."""
     out: dict = {}
-    for r in sorted(runs, key=lambda r: (r["game"], METHODS.index(r["method"]), r["seed"])):
+    for r in sorted(runs, key=lambda r: (r["game"], (METHODS + EXTRA_METHODS).index(r["method"]), r["seed"])):
         entry = out.setdefault(r["game"], {}).setdefault(r["method"], {"per_seed": {}})
         entry["per_seed"][str(r["seed"])] = dict(r["metrics"])
     for game in out.values():
         for entry in game.values():
             seeds = entry["per_seed"].values()
-            for k in METRICS:
-                entry[k] = float(np.mean([s[k] for s in seeds]))
+            for k in METRICS + DIAGNOSTICS:
+                if all(k in s for s in seeds):
+                    entry[k] = float(np.mean([s[k] for s in seeds]))
     return out
 
 
@@ -282,6 +307,12 @@ def write_report(out: Path, results: dict, runs: list[dict], settings: dict, wal
             lines += ["", "Cohen's d is n/a where one method's held-out score did not vary across seeds (sd ≈ 0): "
                           "d divides by a standard deviation that is then the other method's alone, and it "
                           "grows without bound as that one shrinks, so it says nothing about the size of the effect."]
+        grouped = [m for m, e in table.items() if DIAGNOSTICS[0] in e]
+        if grouped:
+            lines += ["", "### Collapse diagnostics (grouped rollouts; mean over the final quarter of training)", "",
+                      "| method | zero-variance groups | all-fail groups | all-success groups |", "|---|---|---|---|",
+                      *(f"| {m} | {table[m]['zero_std_group_frac']:.3f} | {table[m]['all_fail_group_frac']:.3f} | "
+                        f"{table[m]['all_success_group_frac']:.3f} |" for m in grouped)]
         if game == "cooperbench":
             lines += ["", *cooperbench_metrics(results, runs)]
         if game == "tau2":
@@ -303,7 +334,7 @@ def plot(out: Path, runs: list[dict]) -> None:
 
     for game in sorted({r["game"] for r in runs}):
         mine = [r for r in runs if r["game"] == game]
-        methods = [m for m in METHODS if any(r["method"] == m for r in mine)]
+        methods = [m for m in METHODS + EXTRA_METHODS if any(r["method"] == m for r in mine)]
         cols = min(4, len(methods))
         rows_ = -(-len(methods) // cols)
         fig, axes = plt.subplots(rows_, cols, figsize=(4 * cols, 3 * rows_), squeeze=False, sharey=True)
@@ -347,26 +378,57 @@ def plot(out: Path, runs: list[dict]) -> None:
         fig.savefig(out / f"{game}_entropy.png", dpi=100)
         plt.close(fig)
 
+        grouped = [m for m in methods if any(DIAGNOSTICS[0] in h for r in mine if r["method"] == m
+                                             for h in r["training"])]
+        if grouped:  # the collapse diagnostics next to the learning curves
+            fig, axes = plt.subplots(1, len(DIAGNOSTICS), figsize=(4 * len(DIAGNOSTICS), 3.2), sharey=True)
+            for ax, key in zip(axes, DIAGNOSTICS):
+                for method in grouped:
+                    hist = [r["training"] for r in mine if r["method"] == method and r["training"]]
+                    grid = np.linspace(0, max(h[-1]["agent_steps"] for h in hist), 50)
+                    y = np.mean([np.interp(grid, [h_["agent_steps"] for h_ in h], [h_[key] for h_ in h])
+                                 for h in hist], 0)
+                    ax.plot(grid, y, label=method)
+                ax.set_title(key.replace("_", " "))
+                ax.set_xlabel(f"{ROLES.get(game, 'agent_0')} decisions")
+            axes[0].set_ylabel("fraction of groups")
+            axes[0].legend(fontsize=8)
+            fig.suptitle(f"{game}: collapse diagnostics during training")
+            fig.tight_layout()
+            fig.savefig(out / f"{game}_collapse.png", dpi=100)
+            plt.close(fig)
+
 
 # -- entry point -------------------------------------------------------------------------
 def add_arguments(ap: argparse.ArgumentParser) -> None:
     from scope_envs.arguments import game_name, positive_int
+    from scope_envs.core.rewards import SIMULATOR_REWARDS
 
     ap.add_argument("--full", action="store_true", help="more seeds, steps and evaluation episodes (see PRESETS)")
     ap.add_argument("--games", nargs="+", type=game_name, default=list(GAMES))
-    ap.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
+    ap.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS + EXTRA_METHODS)
     ap.add_argument("--seeds", type=positive_int, default=None, help="number of seeds (0..N-1)")
     ap.add_argument("--steps", type=positive_int, default=None,
                     help="training budget per run, in decisions of agent_0")
     ap.add_argument("--eval-episodes", type=positive_int, default=None, help="evaluation episodes per side")
     ap.add_argument("--jobs", type=positive_int, default=None, help="parallel worker processes (default: CPU count)")
+    ap.add_argument("--user-reward", default=None, choices=SIMULATOR_REWARDS,
+                    help="the learned user's reward (cotrain, population, selfplay); default: each game's own")
+    ap.add_argument("--advantage", default="gae", choices=("gae", "grpo"), help="gae (default) or SCOPE's grpo")
+    ap.add_argument("--group-size", type=positive_int, default=1,
+                    help="episodes per scenario (SCOPE: 8); grpo and the curriculum reward need >= 2")
     ap.add_argument("--out", default="results")
 
 
 def run(games=GAMES, methods=METHODS, seeds=None, steps=None, eval_episodes=None, full=False, out="results",
-        jobs=None, progress=True) -> dict:
+        jobs=None, progress=True, user_reward=None, advantage="gae", group_size=1) -> dict:
     """Run the benchmark and write its outputs; returns the results.json dict."""
     import scope_envs
+
+    if advantage not in ("gae", "grpo"):
+        raise ValueError(f"advantage must be 'gae' or 'grpo', got {advantage!r}")
+    if group_size < 2 and (advantage == "grpo" or user_reward == "curriculum"):
+        raise ValueError(f"group_size must be >= 2 with advantage='grpo' or user_reward='curriculum', got {group_size}")
 
     settings = dict(PRESETS["full" if full else "default"])
     for key, value in (("seeds", seeds), ("steps", steps), ("eval_episodes", eval_episodes)):
@@ -387,9 +449,10 @@ def run(games=GAMES, methods=METHODS, seeds=None, steps=None, eval_episodes=None
     out.mkdir(parents=True, exist_ok=True)
     scale = settings.pop("steps_scale", {}) if steps is None else {}  # preset budgets only; --steps is exact
     settings.pop("steps_scale", None)
+    scope = {"user_reward": user_reward, "advantage": advantage, "group_size": group_size}
     tasks = [dict(game=g, method=m, seed=s, steps=int(settings["steps"] * scale.get(g, 1.0)),
                   eval_episodes=settings["eval_episodes"],
-                  curve_points=settings["curve_points"], curve_episodes=settings["curve_episodes"])
+                  curve_points=settings["curve_points"], curve_episodes=settings["curve_episodes"], **scope)
              for g in games for m in methods for s in range(settings["seeds"])]
     tasks.sort(key=lambda t: -COST.get(t["method"], 1.0 if t["method"] != "untrained" else 0.1))
     jobs = max(1, min(jobs or os.cpu_count() or 1, len(tasks)))
@@ -416,14 +479,20 @@ def run(games=GAMES, methods=METHODS, seeds=None, steps=None, eval_episodes=None
     results = summarize(runs)
     (out / "results.json").write_text(json.dumps(results, indent=1))
     (out / "curves.json").write_text(json.dumps({"settings": settings, "wall_s": wall, "runs": runs}, indent=1))
-    write_report(out, results, runs, {**settings, "games": list(games), "methods": list(methods), "jobs": jobs}, wall)
+    write_report(out, results, runs, {**settings, "games": list(games), "methods": list(methods), "jobs": jobs,
+                                      "user_reward": user_reward or "each game's default", "advantage": advantage,
+                                      "group_size": group_size}, wall)
     plot(out, runs)
     return results
 
 
 def main(args: argparse.Namespace) -> None:
     t0 = time.perf_counter()
+    if args.group_size < 2 and (args.advantage == "grpo" or args.user_reward == "curriculum"):
+        args.parser.error(f"argument --group-size: must be >= 2 with --advantage grpo or --user-reward curriculum, "
+                          f"got {args.group_size}")
     run(games=args.games, methods=args.methods, seeds=args.seeds, steps=args.steps,
-        eval_episodes=args.eval_episodes, full=args.full, out=args.out, jobs=args.jobs)
+        eval_episodes=args.eval_episodes, full=args.full, out=args.out, jobs=args.jobs,
+        user_reward=args.user_reward, advantage=args.advantage, group_size=args.group_size)
     print(f"wrote {args.out}/results.json, report.md and plots in {time.perf_counter() - t0:.0f} s")
     print((Path(args.out) / "report.md").read_text())

@@ -111,7 +111,7 @@ def main(argv=None) -> None:
 
     b = sub.add_parser("bench", help="the simulator-collapse benchmark: train per method, evaluate vs held-out users")
     bench_arguments(b)
-    b.set_defaults(func=cmd_bench)
+    b.set_defaults(func=cmd_bench, parser=b)
     t = sub.add_parser("train-llm", help="LLM-PPO: train LLM agents/users on text episodes (needs scope-envs[llm])")
     t.add_argument("--env", type=env_id, default="p4g-frozen", help="an env id (text surface is used) or llm-toy")
     t.add_argument("--env-kwargs", type=json_object, default={},

@@ -17,15 +17,15 @@ from scope_envs.core.game import Game
 from scope_envs.core.simulator import Simulator
 from scope_envs.core.surfaces import MAX_MESSAGE_CHARS
 from scope_envs.registry import REGIMES, register
-from scope_envs.wrappers import SimulatorPopulation, VerbalizedSampling
+from scope_envs.wrappers import CheckpointPool, SimulatorPopulation, VerbalizedSampling
 
 # the keyword arguments each regime takes beyond the game's own
 REGIME_KWARGS = {
     "frozen": {"user"},
-    "vs": {"user", "k", "tau", "min_survivors", "weight_mode", "tail", "temperature"},
-    "rotation": {"schedule"},
+    "vs": {"user", "k", "tau", "min_survivors", "weight_mode", "tail", "temperature", "selection"},
+    "rotation": {"schedule", "families", "family_seed"},
     "cotrain": set(),
-    "population": {"members", "schedule"},
+    "population": {"members", "schedule", "pool_size", "snapshot_every", "pool_sample"},
     "heldout": set(),
 }
 
@@ -63,11 +63,36 @@ def build(
     if regime == "frozen":
         return env([user or frozen()])
     if regime == "vs":
+        # selection="random"|"prob": SCOPE's verbalized-sampling draw (k=5 candidates, uniform or by stated
+        # probability floored at 1e-6), in place of weight_mode; None (default): weight_mode decides
         return VerbalizedSampling(env([user or frozen()]), **options)
     if regime == "rotation":
-        return SimulatorPopulation(env([frozen()]), rotation(), schedule=options.get("schedule", "uniform"))
+        # families=K: the first K train-stream families of scope_envs.agents.families (seed family_seed);
+        # None (default): the game's rotation_members. SCOPE's ensemble: families=3, schedule="index"
+        # (member = episode index mod K).
+        k = options.get("families")
+        if k is None:
+            if "family_seed" in options:
+                raise ValueError("family_seed needs families=K (a positive int)")
+            members = rotation()
+        else:
+            if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+                raise ValueError(f"families must be a positive int (the number of simulator families), got {k!r}")
+            seed = options.get("family_seed", 0)
+            if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+                raise ValueError(f"family_seed must be a non-negative int, got {seed!r}")
+            from scope_envs.agents.families import families
+
+            members = families(game.name, "train", k, seed=seed)
+        return SimulatorPopulation(env([frozen()]), members, schedule=options.get("schedule", "uniform"))
     if regime == "cotrain":
         return env([LEARNABLE])
+    if regime == "population" and {"pool_size", "snapshot_every", "pool_sample"} & set(options):
+        if {"members", "schedule"} & set(options):
+            raise ValueError("population takes either members/schedule (K co-trained users) or "
+                             "pool_size/snapshot_every/pool_sample (a checkpoint pool), not both")
+        return CheckpointPool(env([LEARNABLE]), options.get("pool_size", 5), options.get("snapshot_every", 4),
+                              options.get("pool_sample", "uniform"))
     if regime == "population":
         k = options.get("members", 4)
         if not isinstance(k, int) or k < 1:
@@ -78,24 +103,26 @@ def build(
 
 # -- the games' factories ------------------------------------------------------------------
 def make_p4g(regime: str, surface: str = "act", *, max_turns: int = 10, user_reward: str = "mixed",
-             gamma: float = 3.0, render_mode=None, max_errors: int = 3, **options):
+             gamma: float = 3.0, render_mode=None, max_errors: int = 3, target_var=None, width=None, **options):
     """Persuasion for Good (arguments: ``scope_envs.games.p4g``)."""
     from scope_envs.agents import p4g as players
     from scope_envs.games.p4g.game import P4GGame
 
-    return build(regime, P4GGame(max_turns=max_turns, user_reward=user_reward),
+    return build(regime, P4GGame(max_turns=max_turns, user_reward=user_reward, target_var=target_var, width=width),
                  frozen=lambda: players.CollapsedPersuadee(gamma=gamma), rotation=players.rotation_members,
                  heldout=players.HumanProxyPersuadee, surface=surface, render_mode=render_mode,
                  max_errors=max_errors, **options)
 
 
 def make_cooperbench(regime: str, surface: str = "act", *, max_turns: int = 12, user_reward: str = "persona",
-                     gamma: float = 3.0, render_mode=None, max_errors: int = 3, **options):
+                     gamma: float = 3.0, render_mode=None, max_errors: int = 3, target_var=None, width=None,
+                     **options):
     """CooperBench (arguments: ``scope_envs.games.cooperbench``)."""
     from scope_envs.agents import cooperbench as players
     from scope_envs.games.cooperbench.game import CooperBenchGame
 
-    return build(regime, CooperBenchGame(max_turns=max_turns, user_reward=user_reward),
+    game = CooperBenchGame(max_turns=max_turns, user_reward=user_reward, target_var=target_var, width=width)
+    return build(regime, game,
                  frozen=lambda: players.CollapsedPartner(gamma=gamma), rotation=players.rotation_members,
                  heldout=players.HumanProxyPartner, surface=surface, render_mode=render_mode,
                  max_errors=max_errors, **options)
@@ -103,7 +130,7 @@ def make_cooperbench(regime: str, surface: str = "act", *, max_turns: int = 12, 
 
 def make_tau2(regime: str, surface: str = "act", *, domain=("airline", "retail", "telecom"), data_dir=None,
               max_steps: int = 100, max_tool_errors: int = 10, judge=None, user_reward: str = "shared",
-              gamma: float = 3.0, render_mode=None, max_errors: int = 3, **options):
+              gamma: float = 3.0, render_mode=None, max_errors: int = 3, target_var=None, width=None, **options):
     """tau^2-bench (arguments: ``scope_envs.games.tau2``)."""
     from scope_envs.agents import tau2 as players
 
@@ -112,7 +139,7 @@ def make_tau2(regime: str, surface: str = "act", *, domain=("airline", "retail",
     else:  # the same act-level users; a realizer and a light NLU carry them onto text (text_game.py, nlu.py)
         from scope_envs.games.tau2.text_game import Tau2TextGame as GameClass
     game = GameClass(domain, data_dir, max_steps=max_steps, max_tool_errors=max_tool_errors, judge=judge,
-                     user_reward=user_reward)
+                     user_reward=user_reward, target_var=target_var, width=width)
     return build(regime, game, frozen=lambda: players.CollapsedUser(gamma=gamma), rotation=players.rotation_members,
                  heldout=players.HumanProxyUser, surface=surface, render_mode=render_mode, max_errors=max_errors,
                  **options)

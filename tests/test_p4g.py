@@ -16,7 +16,7 @@ def amount(dollars):
 
 
 def test_cotrain_episode_rules_and_rewards():
-    env = scope_envs.make("p4g-cotrain", user_reward="adversarial")
+    env = scope_envs.make("p4g-cotrain", user_reward="zero_sum")
     obs, infos = env.reset(seed=0)
     assert infos["agent_0"]["active"] and not infos["user_0"]["active"]
     assert obs["user_0"]["action_mask"].tolist() == [1] + [0] * (len(dialogue_acts.PERSUADEE_ACTS) - 1)
@@ -45,7 +45,7 @@ def test_turn_limit_forces_a_final_statement():
     assert all(term.values()) and rew["agent_0"] == 2.0
 
 
-@pytest.mark.parametrize("mode", ["persona", "mixed", "adversarial"])
+@pytest.mark.parametrize("mode", ["persona", "mixed", "zero_sum"])
 def test_user_reward_modes(mode):
     game = P4GGame(user_reward=mode)
     game.reset(game.sample_persona(np.random.default_rng(0), "train"), np.random.default_rng(0))
@@ -55,7 +55,7 @@ def test_user_reward_modes(mode):
     from scope_envs.games.p4g.reference import expected_gift
 
     persona_term = -abs(1.0 - expected_gift(game.persona))
-    assert r == pytest.approx({"adversarial": -1.0, "persona": persona_term, "mixed": 0.5 * persona_term - 0.5}[mode])
+    assert r == pytest.approx({"zero_sum": -1.0, "persona": persona_term, "mixed": 0.5 * persona_term - 0.5}[mode])
 
 
 def _entropy(p):

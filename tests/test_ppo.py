@@ -109,3 +109,20 @@ def test_same_seed_same_training():
 def test_bad_config():
     with pytest.raises(ValueError, match="user_init"):
         PPOTrainer(PPOConfig(env_id="p4g-cotrain", user_init="nope", total_steps=0))
+
+
+def test_default_path_is_unchanged():
+    """group_size=1 with gae is the default and the ungrouped rollout: spelled out, it trains bit-identically,
+    and its log rows carry no group diagnostics (the benchmark's numbers depend on this path)."""
+    cfg = PPOConfig(env_id="p4g-frozen", total_steps=600, seed=2)
+    assert (cfg.group_size, cfg.advantage, cfg.grpo_std_norm) == (1, "gae", False)
+    runs, histories = [], []
+    for c in (cfg, PPOConfig(env_id="p4g-frozen", total_steps=600, seed=2, group_size=1, advantage="gae",
+                             grpo_std_norm=False)):
+        runs.append(PPOTrainer(c))  # the seeds are global (torch's, numpy's): build, then train, one at a time
+        histories.append(runs[-1].train())
+    assert torch.equal(params(runs[0].learners["agent_0"]), params(runs[1].learners["agent_0"]))
+    assert [r["return"] for r in histories[0]] == [r["return"] for r in histories[1]]
+    assert set(histories[0][0]) == {"iteration", "agent_steps", "env_steps", "return", "policy_entropy",
+                                    "user_entropy", "steps_per_s", "losses"}
+    assert runs[0].pools == [] and not runs[0].curriculum

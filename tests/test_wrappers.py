@@ -33,7 +33,7 @@ def make_act(env_id, **kwargs):
         pytest.skip(str(e))
 
 
-@pytest.mark.parametrize("module", ["verbalized", "population", "single_agent", "record", "legal"])
+@pytest.mark.parametrize("module", ["verbalized", "population", "pool", "single_agent", "record", "legal"])
 def test_docstring_examples_run(module):
     mod = importlib.import_module(f"scope_envs.wrappers.{module}")
     result = doctest.testmod(mod, optionflags=doctest.ELLIPSIS)

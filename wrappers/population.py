@@ -2,14 +2,19 @@
 
 Members are frozen ``Simulator``\\ s (multi-model *rotation*) or ``LEARNABLE``
 slots (population co-training: slot ``j`` is the live agent ``user_j``).
-Schedules: ``uniform``; ``round_robin``; ``bandit`` — the member ``agent_0``
-currently does worst against, by a lower confidence bound on its mean return
-(UCB on the agent's regret), so the agent meets its hardest users most. The
-wrapper's one concern is the roster: it gives the env its members and a
-``MemberSchedule``; the env asks the schedule for each episode's member.
-``round_robin`` and ``bandit`` carry their state across episodes, also across
-``reset(seed)``; ``reset(seed=s, options={"reset_schedule": True})`` restarts
-them, so a run can be replayed from its seed alone.
+Schedules: ``uniform``; ``round_robin``; ``index`` — SCOPE's ensemble
+assignment, member = episode index modulo K, where the episode index counts
+the episodes this schedule has started (so a group of consecutive episodes
+mixes the members; ``episode_index`` exposes the counter); ``bandit`` — the
+member ``agent_0`` currently does worst against, by a lower confidence bound on
+its mean return (UCB on the agent's regret), so the agent meets its hardest
+users most. The wrapper's one concern is the roster: it gives the env its
+members and a ``MemberSchedule``; the env asks the schedule for each episode's
+member. ``round_robin``, ``index`` and ``bandit`` carry their state across
+episodes, also across ``reset(seed)``; ``reset(seed=s, options={"reset_schedule":
+True})`` restarts them (the episode index back to 0), so a run can be replayed
+from its seed alone. SCOPE's ensemble of K = 3 simulator families is
+``scope_envs.make("<game>-rotation", families=3, schedule="index")``.
 
 Example::
 
@@ -28,7 +33,7 @@ from __future__ import annotations
 import numpy as np
 from pettingzoo.utils import BaseParallelWrapper
 
-SCHEDULES = ("uniform", "round_robin", "bandit")
+SCHEDULES = ("uniform", "round_robin", "index", "bandit")
 
 
 class MemberSchedule:
@@ -41,14 +46,18 @@ class MemberSchedule:
         self.reset()
 
     def reset(self) -> None:
-        """Forget the rotation's position and the bandit's statistics."""
+        """Forget the rotation's position, the episode index and the bandit's statistics."""
         self.episodes = np.zeros(self.n, dtype=np.int64)
         self.returns = np.zeros(self.n, dtype=np.float64)
         self._next = 0
+        self.episode_index = 0  # episodes started since the schedule (re)started
 
     def pick(self, n: int, rng: np.random.Generator) -> int:
+        index, self.episode_index = self.episode_index, self.episode_index + 1
         if self.kind == "uniform":
             return int(rng.integers(n))
+        if self.kind == "index":  # SCOPE: member = sample (episode) index mod K
+            return index % n
         if self.kind == "round_robin":
             k, self._next = self._next, (self._next + 1) % n
             return k

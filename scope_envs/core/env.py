@@ -19,6 +19,10 @@ with or given (wrappers supply them; they never patch the env):
 * ``user_sampler`` plays one simulator turn: ``user_sampler(sim, view, rng)``
   returns ``(act or message, infos extras)`` (``DirectAnswer`` by default; the
   ``VerbalizedSampling`` wrapper supplies a verbalized sampler).
+
+``reset(seed, options={"scenario_seed": s})`` deals the card (and task) from
+``s`` and everything else from ``seed``: a *group* of episodes on one scenario,
+as GRPO plays them, with independent dialogue randomness.
 """
 
 from __future__ import annotations
@@ -138,15 +142,18 @@ class DialogueParallelEnv(ParallelEnv):
     def reset(self, seed: int | None = None, options: dict | None = None):
         if seed is not None:
             self._rng = np.random.default_rng(seed)
-        if (options or {}).get("reset_schedule"):
+        options = options or {}
+        if options.get("reset_schedule"):
             self.schedule.reset()
         self._started = True
         self.member = self.schedule.pick(len(self.members), self._rng)
         self._agent_return = 0.0
         sim = self.simulator
         persona = sim.persona if sim is not None and sim.persona is not None else None
-        if persona is None:
-            persona = self.game.sample_persona(self._rng, self.split)
+        if persona is None:  # a scenario seed deals the same card (and task) to every episode given it
+            scenario = options.get("scenario_seed")
+            rng = self._rng if scenario is None else np.random.default_rng(scenario)
+            persona = self.game.sample_persona(rng, self.split)
         self.game.user_player = sim
         self.game.reset(persona, self._rng)
         user_agent = self.member_agent[self.member]
@@ -217,7 +224,8 @@ class DialogueParallelEnv(ParallelEnv):
         sim = self.simulator
         role = self.game.user_role
         while sim is not None and self.game.active_role() == role:
-            choice, extra = self.user_sampler(sim, self.view(role, errors=tuple(self._sim_errors)), self._rng)
+            view = self.view(role, errors=tuple(self._sim_errors), observation=sim.wants_observation)
+            choice, extra = self.user_sampler(sim, view, self._rng)
             self._sim_info = extra
             if isinstance(choice, str):  # a text player's message, read like a learnable agent's
                 try:
@@ -238,7 +246,8 @@ class DialogueParallelEnv(ParallelEnv):
     def _realize(self, role, act):
         return self.game.realize(role, act, self._rng) if self.surface.name == "text" else ""
 
-    def view(self, role: str, errors: tuple[str, ...] = ()) -> View:
+    def view(self, role: str, errors: tuple[str, ...] = (), observation: bool = False) -> View:
+        """What a player of ``role`` knows now; with ``observation``, also the act surface's observation."""
         return View(
             role=role,
             persona=self.game.persona if role == self.game.user_role else None,
@@ -248,6 +257,7 @@ class DialogueParallelEnv(ParallelEnv):
             instructions=self.game.instructions(role),
             errors=errors,
             private=self.game.private(role),
+            observation=np.clip(self.game.features(role), -5.0, 5.0).astype(np.float32) if observation else None,
         )
 
     def _speaker(self):

@@ -110,6 +110,12 @@ class Game(ABC):
         """What only ``role`` knows beyond its persona card (its own task, say)."""
         return {}
 
+    def agent_score(self) -> float:
+        """Once over: ``agent_0``'s outcome normalised to [0, 1] (p4g: the gift over $2; tau2: the task reward;
+        cooperbench: the teammate's reward over its maximum). The simulator rewards ``adversarial``,
+        ``cooperative`` and ``curriculum`` are written in it (``scope_envs.core.rewards``)."""
+        raise NotImplementedError
+
     def truncated(self) -> bool:
         """Once over: True when the game was cut short (a step or error limit) rather than finished."""
         return False

@@ -25,6 +25,7 @@ class View:
     instructions: str = ""  # the role's system prompt: task instructions and persona card
     errors: tuple[str, ...] = ()  # why this player's last messages could not be read (text players)
     private: dict = field(default_factory=dict)  # what only this role knows (its own task)
+    observation: np.ndarray | None = None  # the act surface's observation, for players that ask for it
 
 
 class Simulator:
@@ -41,6 +42,7 @@ class Simulator:
     name = "simulator"
     persona: Persona | None = None
     plays_text = False
+    wants_observation = False  # True: views carry the act surface's observation (a trained network's input)
 
     def reply(self, view: View, rng: np.random.Generator) -> str:
         """A text player's next message."""

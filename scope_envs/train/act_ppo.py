@@ -20,12 +20,58 @@ turns), so GAE needs no bootstrapping. Each agent's own decisions form its
 trajectory: turns where it only has the no-op are skipped (it sends 0), and a
 reward that arrives on another agent's turn is credited to its last decision.
 
+SCOPE's training (arXiv 2608.12253), all off by default (the defaults replay
+the ungrouped GAE trainer bit for bit):
+
+* **Groups** (``group_size`` G > 1): episodes are started in groups of G that
+  share one scenario (persona/task): ``reset(options={"scenario_seed": ...})``,
+  a seed derived from the run's seed, the update count and the group index;
+  the rest of each episode's randomness is its own. ``episodes_per_iter`` must
+  be a multiple of G. Each episode records its ``group``, the game's
+  ``agent_score`` (agent_0's outcome in [0, 1]) and its ``persona`` id.
+* **GRPO** (``advantage="grpo"``, needs G >= 2): every decision of an episode
+  gets that agent's episode return minus the mean of its returns over the
+  group (agent_0's return for agent_0, the user's for the user; a user's mean
+  is over the group's episodes it played), divided by the group's sample std
+  (+1e-6) only under ``grpo_std_norm``. The value head is not used for the
+  advantage; it is still fit to the reward-to-go (``vf_coef`` unchanged; actor
+  and critic are separate MLPs, they share only the gradient-norm clip) so
+  that its value stays meaningful. ``norm_adv`` applies only under ``gae``:
+  under ``grpo`` the group is the only baseline, as in SCOPE.
+* **Curriculum user reward** (the game's ``user_reward="curriculum"``, with a
+  learnable user; needs G >= 2): the env pays the user 0; after the rollout
+  every user trajectory's terminal reward becomes ``curriculum_reward`` of the
+  G agent scores of its group, with the game's ``target_var`` and ``width``.
+* **Checkpoint pool** (``<game>-population`` with ``pool_size`` /
+  ``snapshot_every`` / ``pool_sample``, a ``CheckpointPool``): only the live
+  user ``user_0`` learns (the cotrain path); after every ``snapshot_every``
+  updates (training iterations) a frozen copy of its network, a
+  ``PolicySnapshot`` simulator, joins every env's pool (FIFO, at most
+  ``pool_size`` entries with the live user). A fresh pool holds only the live
+  user, i.e. the initial user. Episodes a snapshot played have no user
+  decisions: only agent_0 learns from them. The draw is per episode, so the
+  episodes of one group may meet different pool entries.
+* **Collapse diagnostics** (log rows of grouped runs): ``zero_std_group_frac``
+  (groups whose agent returns are all equal: no GRPO gradient),
+  ``all_fail_group_frac`` / ``all_success_group_frac`` (agent scores all 0 /
+  all >= 1 - 1e-9), ``sim_reply_entropy`` (nats, the user's act frequencies in
+  the iteration, whoever played the user), beside ``policy_entropy``; plus
+  ``curriculum_reward`` (its mean over groups) and, with a pool,
+  ``pool_entries`` and ``live_user_episode_frac``.
+
+SCOPE's settings: ``group_size=8, advantage="grpo", grpo_std_norm=False``; its
+KL coefficient is 0.005, ``user_kl_coef`` here stays 0.1 (a KL to the
+behaviour-cloned initial user, not to a reference LLM).
+
 Example::
 
     >>> from scope_envs.train.act_ppo import PPOConfig, PPOTrainer, evaluate
     >>> trainer = PPOTrainer(PPOConfig(env_id="p4g-frozen", total_steps=2000, seed=0))
     >>> history = trainer.train()
     >>> evaluate(trainer, "p4g-heldout", episodes=50, seed=1)["success"]  # doctest: +SKIP
+    >>> scope = PPOConfig(env_id="tau2-population", env_kwargs={"pool_size": 5, "snapshot_every": 4,
+    ...                   "user_reward": "curriculum"}, group_size=8, advantage="grpo")
+    >>> PPOTrainer(scope).train()[-1]["zero_std_group_frac"]  # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -45,9 +91,15 @@ import torch.nn as nn
 from torch.distributions import Categorical
 
 import scope_envs
+from scope_envs.core.rewards import curriculum_reward
+from scope_envs.core.simulator import Simulator, View
+from scope_envs.wrappers import CheckpointPool
 
 AGENT = "agent_0"
-POPULATION_KWARGS = ("members", "schedule")  # kwargs of population/rotation that the frozen env does not take
+# kwargs of population/rotation (and of the checkpoint pool) that the frozen env does not take
+POPULATION_KWARGS = ("members", "schedule", "pool_size", "snapshot_every", "pool_sample")
+ADVANTAGES = ("gae", "grpo")
+GRPO_EPS = 1e-6  # grpo_std_norm: advantage / (group std + GRPO_EPS)
 
 
 @dataclass
@@ -82,6 +134,23 @@ class PPOConfig:
     diversity_coef: float = 0.0  # population: reward each member's KL from the others (capped)
     diversity_cap: float = 1.0
     selfplay: bool = False
+    # SCOPE's GRPO: groups of G episodes on one scenario (persona/task), group-relative advantages
+    group_size: int = 1  # G; 1: every episode deals its own scenario (the ungrouped rollout)
+    advantage: str = "gae"  # "gae": value baseline; "grpo": episode return minus its group's mean return
+    grpo_std_norm: bool = False  # grpo: also divide by the group's std (SCOPE: off)
+
+
+def check_config(cfg: PPOConfig) -> None:
+    """The grouping options' ``ValueError``s (the env-dependent one, the curriculum user, is in the trainer)."""
+    if cfg.advantage not in ADVANTAGES:
+        raise ValueError(f"advantage must be one of {ADVANTAGES}, got {cfg.advantage!r}")
+    if isinstance(cfg.group_size, bool) or not isinstance(cfg.group_size, int) or cfg.group_size < 1:
+        raise ValueError(f"group_size must be an int >= 1, got {cfg.group_size!r}")
+    if cfg.advantage == "grpo" and cfg.group_size < 2:
+        raise ValueError(f"advantage='grpo' needs groups: group_size must be >= 2, got {cfg.group_size}")
+    if cfg.episodes_per_iter % cfg.group_size:
+        raise ValueError(f"episodes_per_iter must be a multiple of group_size, got episodes_per_iter="
+                         f"{cfg.episodes_per_iter} and group_size={cfg.group_size}")
 
 
 def layer_init(layer: nn.Linear, std: float = np.sqrt(2), bias: float = 0.0) -> nn.Linear:
@@ -119,14 +188,84 @@ def masked_kl(p: Categorical, q: Categorical) -> torch.Tensor:
     return (p.probs * (p.logits - q.logits)).sum(-1)
 
 
+def selfplay_input(x: np.ndarray, m: np.ndarray, user: bool, in_dim: int, out_dim: int) -> tuple[np.ndarray, ...]:
+    """The shared network's input: the role as a one-hot, then the role's features, zero-padded; the
+    mask padded with illegal acts."""
+    xx = np.zeros(in_dim, np.float32)
+    xx[1 if user else 0] = 1.0
+    xx[2 : 2 + len(x)] = x
+    mm = np.zeros(out_dim, bool)
+    mm[: len(m)] = m
+    return xx, mm
+
+
+class PolicySnapshot(Simulator):
+    """A frozen copy of the live user's network, playing the user seat inside the env (a
+    ``CheckpointPool`` entry). Its distribution is the copy's masked softmax over the act surface's
+    observation (``view.observation``); ``act`` samples it with the env's generator (``Simulator.act``)."""
+
+    name = "policy_snapshot"
+    wants_observation = True
+
+    def __init__(self, net: ActorCritic, selfplay: bool = False):
+        self.net = copy.deepcopy(net).requires_grad_(False)
+        self.selfplay = selfplay
+
+    @torch.no_grad()
+    def distribution(self, view: View) -> np.ndarray:
+        if view.observation is None:
+            raise ValueError("a PolicySnapshot needs views with the act surface's observation (wants_observation)")
+        x, m = np.asarray(view.observation, np.float32), np.asarray(view.legal, bool)
+        if self.selfplay:
+            x, m = selfplay_input(x, m, True, self.net.obs_dim, self.net.n_actions)
+        dist = self.net.dist(torch.as_tensor(x)[None], torch.as_tensor(m)[None])
+        p = dist.probs[0, : len(view.legal)].double().numpy()
+        p[~np.asarray(view.legal, bool)] = 0.0
+        return p / p.sum()
+
+
+def group_advantages(returns, groups, std_norm: bool = False, eps: float = GRPO_EPS) -> np.ndarray:
+    """GRPO's advantage of each episode: its return minus the mean return of its group; with ``std_norm``
+    also divided by the group's sample std (ddof 1, as ``torch.std``) plus ``eps``. A group of one gets 0."""
+    returns, groups = np.asarray(returns, np.float64), np.asarray(groups)
+    adv = np.zeros_like(returns)
+    for g in np.unique(groups):
+        sel = groups == g
+        r = returns[sel]
+        a = r - r.mean()
+        if std_norm and len(r) > 1:
+            a = a / (r.std(ddof=1) + eps)
+        adv[sel] = a
+    return adv
+
+
+def find_pool(env) -> CheckpointPool | None:
+    """The ``CheckpointPool`` in ``env``'s wrapper chain (walking ``.env`` from the outermost), or None."""
+    seen = set()
+    while env is not None and id(env) not in seen:
+        if isinstance(env, CheckpointPool):
+            return env
+        seen.add(id(env))
+        env = getattr(env, "env", None)
+    return None
+
+
+def derive_seed(*keys: int) -> int:
+    """A 32-bit seed from integer keys (an iteration's scenario seed, a group's)."""
+    return int(np.random.SeedSequence([k & 0xFFFFFFFFFFFFFFFF for k in keys]).generate_state(1)[0])
+
+
 class PPOTrainer:
     """Builds the envs and one network per learnable seat, then ``train()``s them.
 
     ``learners`` maps a learner name (``agent_0``, ``user_0``.., or ``shared`` in
-    selfplay) to its network; ``seat`` maps each live agent to its learner.
+    selfplay) to its network; ``seat`` maps each live agent to its learner. ``pools``: each env's
+    ``CheckpointPool`` (empty unless the env is one); ``curriculum``: the user is paid SCOPE's
+    group curriculum reward.
     """
 
     def __init__(self, cfg: PPOConfig):
+        check_config(cfg)
         self.cfg = cfg
         random.seed(cfg.seed)
         np.random.seed(cfg.seed)
@@ -136,6 +275,13 @@ class PPOTrainer:
         users = [a for a in env.possible_agents if a != AGENT]
         if cfg.selfplay and len(users) != 1:
             raise ValueError(f"selfplay needs an env with one learnable user (a cotrain id), got {cfg.env_id!r}")
+        game = env.unwrapped.game
+        self.curriculum = bool(users) and getattr(game, "user_reward", None) == "curriculum"
+        if self.curriculum and cfg.group_size < 2:
+            raise ValueError(f"the curriculum user reward is computed over a group of episodes: group_size must "
+                             f"be >= 2 with user_reward='curriculum', got group_size={cfg.group_size}")
+        pools = [find_pool(e) for e in self.envs]
+        self.pools: list[CheckpointPool] = pools if all(p is not None for p in pools) else []
         self.dims = {a: env.observation_space(a)["observation"].shape[0] for a in env.possible_agents}
         self.n_acts = {a: env.action_space(a).n for a in env.possible_agents}
         if cfg.selfplay:
@@ -160,6 +306,7 @@ class PPOTrainer:
                            for n, net in self.learners.items()}
         self.agent_steps = 0  # agent_0 decisions so far (the budget)
         self.env_steps = 0  # env.step calls so far (throughput)
+        self.updates = 0  # PPO update rounds (iterations) so far: the checkpoint pool's clock
         self._seeded = False
 
     # -- observations ------------------------------------------------------------
@@ -168,12 +315,7 @@ class PPOTrainer:
         x, m = obs["observation"], obs["action_mask"].astype(bool)
         if not self.cfg.selfplay:
             return x, m
-        xx = np.zeros(self.in_dim, np.float32)
-        xx[0 if agent == AGENT else 1] = 1.0
-        xx[2 : 2 + len(x)] = x
-        mm = np.zeros(self.out_dim, bool)
-        mm[: len(m)] = m
-        return xx, mm
+        return selfplay_input(x, m, agent != AGENT, self.in_dim, self.out_dim)
 
     @torch.no_grad()
     def act(self, requests: list[tuple[str, dict]], greedy: bool = False) -> list[dict]:
@@ -196,20 +338,40 @@ class PPOTrainer:
         return out
 
     # -- rollout -------------------------------------------------------------------
-    def play(self, envs, n_episodes: int, seed: int | None = None, greedy: bool = False) -> tuple[list[dict], int]:
+    def play(self, envs, n_episodes: int, seed: int | None = None, greedy: bool = False, group_size: int = 1,
+             scenario_seed: int | None = None) -> tuple[list[dict], int]:
         """Play ``n_episodes`` whole episodes on ``envs`` in lockstep.
 
+        With ``group_size`` G > 1 the episodes are started in groups of G: the g-th group's episodes all
+        reset with ``options={"scenario_seed": derive_seed(scenario_seed, g)}`` (one persona/task, the rest
+        of their randomness their own); ``scenario_seed`` defaults to ``seed``.
+
         Returns the finished episodes, each ``{"traj": {agent: [decision, ...]},
-        "return": agent_0's return, "outcome": the game's outcome, "user_acts": [...]}``,
-        and the number of env steps taken."""
+        "return": agent_0's return, "outcome": the game's outcome, "user_acts": [...], "group": its group
+        (its start index when ungrouped), "agent_score": the game's ``agent_score()`` (None where the game
+        has none), "persona": the dealt card's id}``, and the number of env steps taken."""
+        if group_size > 1:
+            if n_episodes % group_size:
+                raise ValueError(f"n_episodes must be a multiple of group_size, got {n_episodes} and {group_size}")
+            scenario_seed = seed if scenario_seed is None else scenario_seed
+            if scenario_seed is None:
+                raise ValueError("grouped play needs a seed or a scenario_seed to derive the groups' scenarios from")
         n = len(envs)
         obs, infos = [None] * n, [None] * n
         traj: list[dict] = [{} for _ in range(n)]
+        group: list[int | None] = [None] * n
         started = steps = 0
         episodes = []
+
+        def scenario(episode: int) -> dict:  # reset's keyword arguments: none when ungrouped (today's resets)
+            if group_size == 1:
+                return {}
+            return {"options": {"scenario_seed": derive_seed(scenario_seed, episode // group_size)}}
+
         for i, env in enumerate(envs):
             if started < n_episodes:
-                obs[i], infos[i] = env.reset(seed=None if seed is None else seed + i)
+                obs[i], infos[i] = env.reset(seed=None if seed is None else seed + i, **scenario(started))
+                group[i] = started // group_size
                 started += 1
         live = [obs[i] is not None for i in range(n)]
         while any(live):
@@ -240,14 +402,39 @@ class PPOTrainer:
                         "return": sum(d["r"] for d in traj[i].get(AGENT, [])),
                         "outcome": game.outcome(),
                         "user_acts": [t.act for t in game.history if t.role == game.user_role],
+                        "group": group[i],
+                        "agent_score": agent_score(game),
+                        "persona": getattr(game.persona, "id", None),
                     })
                     traj[i] = {}
                     if started < n_episodes:
-                        obs[i], infos[i] = envs[i].reset()
+                        obs[i], infos[i] = envs[i].reset(**scenario(started))
+                        group[i] = started // group_size
                         started += 1
                     else:
                         live[i] = False
         return episodes, steps
+
+    # -- the group's user reward ---------------------------------------------------------
+    def assign_curriculum(self, episodes: list[dict]) -> list[float]:
+        """SCOPE's curriculum user reward: every user trajectory's terminal reward becomes
+        ``curriculum_reward`` of the agent scores of its group (the env paid 0). Returns each group's value."""
+        game = self.envs[0].unwrapped.game
+        groups: dict[int, list[dict]] = {}
+        for ep in episodes:
+            groups.setdefault(ep["group"], []).append(ep)
+        values = []
+        for g, eps in sorted(groups.items()):
+            scores = [ep["agent_score"] for ep in eps]
+            if any(sc is None for sc in scores):
+                raise ValueError(f"the curriculum user reward needs the game's agent_score(); {game.name} has none")
+            value = curriculum_reward(scores, game.target_var, game.width)
+            for ep in eps:
+                for agent, decisions in ep["traj"].items():
+                    if agent != AGENT and decisions:
+                        decisions[-1]["r"] = value
+            values.append(value)
+        return values
 
     # -- learning --------------------------------------------------------------------
     def gae(self, decisions: list[dict]) -> tuple[np.ndarray, np.ndarray]:
@@ -263,12 +450,41 @@ class PPOTrainer:
             adv[t] = last
         return adv, adv + v
 
+    def reward_to_go(self, decisions: list[dict]) -> np.ndarray:
+        """The discounted return from each decision on (grpo's value-loss target)."""
+        ret = np.zeros(len(decisions), np.float32)
+        last = 0.0
+        for t in reversed(range(len(decisions))):
+            last = decisions[t]["r"] + self.cfg.gamma * last
+            ret[t] = last
+        return ret
+
+    def grpo(self, episodes: list[dict]) -> dict[tuple[int, str], float]:
+        """GRPO's advantage of each (episode, agent): the agent's episode return minus the mean of its
+        returns over the group's episodes where it acted (``group_advantages``). Every agent is its own
+        learner here (agent_0's return for agent_0, the user's for the user, also in selfplay); an episode
+        where a frozen snapshot played the user has no user decisions and does not enter the user's mean."""
+        out = {}
+        for agent in sorted({a for ep in episodes for a, ds in ep["traj"].items() if ds}):
+            keys = [k for k, ep in enumerate(episodes) if ep["traj"].get(agent)]
+            returns = [sum(d["r"] for d in episodes[k]["traj"][agent]) for k in keys]
+            adv = group_advantages(returns, [episodes[k]["group"] for k in keys], self.cfg.grpo_std_norm)
+            out.update({(k, agent): float(a) for k, a in zip(keys, adv)})
+        return out
+
     def batches(self, episodes: list[dict]) -> dict[str, dict[str, torch.Tensor]]:
-        """Each learner's decisions of this iteration as tensors."""
+        """Each learner's decisions of this iteration as tensors. ``gae``: GAE advantages, lambda-returns as
+        value targets; ``grpo``: every decision of an episode gets its group-relative advantage, the value
+        head (not used for the advantage) is still fit to the reward-to-go."""
         rows: dict[str, list] = {}
-        for ep in episodes:
+        group_adv = self.grpo(episodes) if self.cfg.advantage == "grpo" else None
+        for k, ep in enumerate(episodes):
             for agent, decisions in ep["traj"].items():
-                adv, ret = self.gae(decisions)
+                if group_adv is None:
+                    adv, ret = self.gae(decisions)
+                else:
+                    adv = np.full(len(decisions), group_adv[k, agent], np.float32)
+                    ret = self.reward_to_go(decisions)
                 for d, a_, r_ in zip(decisions, adv, ret):
                     rows.setdefault(self.seat[agent], []).append((d, a_, r_))
         out = {}
@@ -303,7 +519,7 @@ class PPOTrainer:
                 logratio = dist.log_prob(b["a"][mb]) - b["logp"][mb]
                 ratio = logratio.exp()
                 adv = b["adv"][mb]
-                if cfg.norm_adv and len(mb) > 1:
+                if cfg.norm_adv and cfg.advantage == "gae" and len(mb) > 1:  # grpo: the group is the baseline
                     adv = (adv - adv.mean()) / (adv.std() + 1e-8)
                 pg_loss = torch.max(-adv * ratio, -adv * ratio.clamp(1 - cfg.clip_coef, 1 + cfg.clip_coef)).mean()
                 v = net.value(x)
@@ -349,11 +565,19 @@ class PPOTrainer:
                     opt.param_groups[0]["lr"] = frac * cfg.learning_rate
             seed = None if self._seeded else cfg.seed * 10_000
             self._seeded = True
-            episodes, steps = self.play(self.envs, cfg.episodes_per_iter, seed=seed)
+            if cfg.group_size == 1:
+                episodes, steps = self.play(self.envs, cfg.episodes_per_iter, seed=seed)
+            else:  # the iteration's scenarios: one per group, from the run's seed and the update count
+                episodes, steps = self.play(self.envs, cfg.episodes_per_iter, seed=seed, group_size=cfg.group_size,
+                                            scenario_seed=derive_seed(cfg.seed, self.updates))
+            curriculum = self.assign_curriculum(episodes) if self.curriculum else None
             self.env_steps += steps
             agent_dec = [d for ep in episodes for d in ep["traj"].get(AGENT, [])]
             self.agent_steps += len(agent_dec)
             stats = {name: self.update(name, b) for name, b in self.batches(episodes).items()}
+            self.updates += 1
+            if self.pools and self.updates % self.pools[0].snapshot_every == 0:
+                self.snapshot_user()
             user_dec = [d for ep in episodes for a, ds in ep["traj"].items() if a != AGENT for d in ds]
             row = {
                 "iteration": it, "agent_steps": self.agent_steps, "env_steps": self.env_steps,
@@ -363,11 +587,28 @@ class PPOTrainer:
                 "steps_per_s": steps / (time.perf_counter() - t0),
                 "losses": stats,
             }
+            if cfg.group_size > 1:
+                row.update(group_diagnostics(episodes))
+            if curriculum is not None:
+                row["curriculum_reward"] = float(np.mean(curriculum))
+            if self.pools:
+                row["pool_entries"] = len(self.pools[0].entries)
+                row["live_user_episode_frac"] = float(np.mean([any(a != AGENT and ds for a, ds in ep["traj"].items())
+                                                               for ep in episodes]))
             history.append(row)
             if callback:
                 callback(row)
             it += 1
         return history
+
+    def snapshot_user(self) -> PolicySnapshot:
+        """Freeze the live user's network into a ``PolicySnapshot`` and add it to every env's pool (one
+        frozen copy shared by all envs; the oldest snapshot leaves a full pool)."""
+        live = next(a for a in self.envs[0].possible_agents if a != AGENT)
+        snapshot = PolicySnapshot(self.learners[self.seat[live]], selfplay=self.cfg.selfplay)
+        for pool in self.pools:
+            pool.add_snapshot(snapshot)
+        return snapshot
 
     def behaviour_clone(self, net: ActorCritic, user: str) -> None:
         """Fit ``net``'s user policy to the game's frozen simulator on the training cards (cross-entropy
@@ -434,9 +675,35 @@ class PPOTrainer:
         return trainer
 
 
+def agent_score(game) -> float | None:
+    """The finished game's ``agent_score()`` (agent_0's outcome in [0, 1]); None where the game has none."""
+    try:
+        return float(game.agent_score())
+    except NotImplementedError:
+        return None
+
+
 def entropy_of_counts(counts: np.ndarray) -> float:
     p = counts[counts > 0] / counts.sum()
     return float(-(p * np.log(p)).sum()) if len(p) else 0.0
+
+
+def group_diagnostics(episodes: list[dict]) -> dict[str, float]:
+    """Collapse diagnostics of one grouped rollout: the fractions of groups whose agent returns are all equal
+    (GRPO gets no gradient from them), whose agent scores are all 0, all 1; and ``sim_reply_entropy``, the
+    entropy (nats) of the user's act frequencies over the episodes, whoever played the user."""
+    groups: dict[int, list[dict]] = {}
+    for ep in episodes:
+        groups.setdefault(ep["group"], []).append(ep)
+    zero_std = [np.ptp([ep["return"] for ep in eps]) == 0 for eps in groups.values()]
+    scores = [[np.nan if ep["agent_score"] is None else ep["agent_score"] for ep in eps] for eps in groups.values()]
+    user_acts = np.array([a for ep in episodes for a in ep["user_acts"]], dtype=int)
+    return {
+        "zero_std_group_frac": float(np.mean(zero_std)),
+        "all_fail_group_frac": float(np.mean([all(sc == 0 for sc in s) for s in scores])),
+        "all_success_group_frac": float(np.mean([all(sc >= 1 - 1e-9 for sc in s) for s in scores])),
+        "sim_reply_entropy": entropy_of_counts(np.bincount(user_acts)) if len(user_acts) else 0.0,
+    }
 
 
 def evaluate(trainer: PPOTrainer, env_id: str, episodes: int = 500, seed: int = 12345, num_envs: int = 16,

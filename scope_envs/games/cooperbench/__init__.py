@@ -36,10 +36,26 @@ Rewards (at the end)
     ``agent_0``: team success (1.0 if both features are complete and the merge
     is clean) + 0.5 if its own feature is complete. ``infos`` carry
     ``success``, ``teammate_feature``, ``partner_feature``, ``conflicts`` (regions),
-    ``merge_conflict`` (0/1) and ``message_share``. A learnable partner's ``user_reward=``: ``persona``
-    (default): team success + 0.5 for its own feature - |message share - the
-    ``talk`` on its card|, a teammate true to its style; ``adversarial``: minus
-    the agent's reward; ``mixed``: 0.5 * persona + 0.5 * adversarial.
+    ``merge_conflict`` (0/1) and ``message_share``. ``game.agent_score()``, the
+    agent's normalised score: its reward over its maximum 1.5, in [0, 1].
+    A learnable partner's ``user_reward=``:
+    ``persona`` (default): team success + 0.5 for its own feature - |message
+    share - the ``talk`` on its card|, a teammate true to its style;
+    ``zero_sum``: minus the agent's reward (v0 called it ``adversarial``);
+    ``mixed``: 0.5 * persona + 0.5 * zero_sum;
+    SCOPE's three (``scope_envs.core.rewards``), in score = ``agent_score()``:
+    ``adversarial``: 1 - score; ``cooperative``: score; ``curriculum``: 0 per
+    episode, the trainer paying each episode of a group played on one scenario
+    exp(-(var - target_var)^2 / width), var the population variance of the
+    group's scores; ``target_var`` (0.25) and ``width`` (0.02) are game
+    options kept on ``env.unwrapped.game``, an error with any other mode.
+    SCOPE publishes no partner reward for CooperBench: the CooperBench scripts
+    of its code release (CHATS-lab/scope_usim, ``cmd/slime/.../train_cooperbench.sh``)
+    train only the agent (``--trainable-role agent``), beside a fixed API model
+    as partner in their ``coop`` setting. For a co-trained partner the nearest
+    reading is self-play on the shared outcome, i.e. ``cooperative``. The
+    default stays ``persona``, what the benchmark has always used, so that its
+    numbers do not move.
 
 Partners (``styles.py``, ``scope_envs.agents.cooperbench``)
     Five styles after the paper's failure modes (planner, silent worker,
@@ -50,10 +66,14 @@ Partners (``styles.py``, ``scope_envs.agents.cooperbench``)
     ``heldout`` (200) share no task.
 
 Arguments
-    ``surface``, ``max_turns`` (12), ``user_reward`` (``persona``), ``gamma``
+    ``surface``, ``max_turns`` (12), ``user_reward`` (``persona``), ``target_var`` (0.25) and
+    ``width`` (0.02) with ``curriculum``, ``gamma``
     (3.0), ``render_mode``, ``max_errors``, ``max_message_chars`` (4000); regime options as for every game.
 
 Version history
     v0: first release.
     v0.1 (same ids): text messages over ``max_message_chars`` or not printable text are in-game errors.
+    v0.2 (same ids): ``user_reward`` gains SCOPE's ``adversarial`` (1 - score), ``cooperative`` and
+    ``curriculum`` (options ``target_var``, ``width``); v0's ``adversarial`` (minus the agent's reward) is
+    now ``zero_sum``, same formula. The default (``persona``) is unchanged.
 """

@@ -5,13 +5,15 @@ from __future__ import annotations
 import numpy as np
 
 from scope_envs.core.game import Game, InGameError, Persona, Turn
+from scope_envs.core.rewards import SIMULATOR_REWARDS, curriculum_options, simulator_reward
 from scope_envs.games.cooperbench import language, styles, world
 from scope_envs.games.cooperbench.dialogue_acts import ACTS, CLAIM, COMBINED, EDIT, INDEX, MESSAGES, describe, kind, region
 from scope_envs.games.cooperbench.world import N_REGIONS
 
 TEAMMATE, PARTNER = "teammate", "partner"
 FEATURE = {TEAMMATE: "A", PARTNER: "B"}
-USER_REWARDS = ("adversarial", "persona", "mixed")
+# ``zero_sum`` is v0's ``adversarial`` (minus the agent's reward); ``adversarial`` is now SCOPE's 1 - score
+USER_REWARDS = ("persona", "mixed", "zero_sum") + SIMULATOR_REWARDS
 TEAM_BONUS, OWN_BONUS = 1.0, 0.5
 
 
@@ -22,7 +24,8 @@ class CooperBenchGame(Game):
     success_metric = "success"
     success_label = "cooperative success rate"
 
-    def __init__(self, max_turns: int = 12, user_reward: str = "persona"):
+    def __init__(self, max_turns: int = 12, user_reward: str = "persona", target_var: float | None = None,
+                 width: float | None = None):
         super().__init__()
         if user_reward not in USER_REWARDS:
             raise ValueError(f"user_reward must be one of {USER_REWARDS}, got {user_reward!r}")
@@ -30,6 +33,7 @@ class CooperBenchGame(Game):
             raise ValueError(f"max_turns must be >= 2, got {max_turns}")
         self.max_turns = max_turns
         self.user_reward = user_reward
+        self.target_var, self.width = curriculum_options(user_reward, target_var, width)
         self.reset(styles.default_persona(), np.random.default_rng(0))
 
     def acts(self, role):
@@ -151,12 +155,24 @@ class CooperBenchGame(Game):
     def rewards(self):
         if self.result is None:
             return {TEAMMATE: 0.0, PARTNER: 0.0}
+        agent = self._agent_reward()
+        if self.user_reward in SIMULATOR_REWARDS:
+            return {TEAMMATE: agent, PARTNER: simulator_reward(self.user_reward, self.agent_score())}
         team = TEAM_BONUS * self.result["success"]
-        agent = team + OWN_BONUS * self.result["teammate_feature"]
         talk = abs(self.result["message_share"] - self.persona.traits.get("talk", 0.5))
         persona = team + OWN_BONUS * self.result["partner_feature"] - talk
-        user = {"adversarial": -agent, "persona": persona, "mixed": 0.5 * persona - 0.5 * agent}
+        user = {"zero_sum": -agent, "persona": persona, "mixed": 0.5 * persona - 0.5 * agent}
         return {TEAMMATE: agent, PARTNER: user[self.user_reward]}
+
+    def _agent_reward(self) -> float:
+        """``agent_0``'s reward once over: team success + its own feature's bonus."""
+        return TEAM_BONUS * self.result["success"] + OWN_BONUS * self.result["teammate_feature"]
+
+    def agent_score(self) -> float:
+        """The teammate's reward over its maximum (``TEAM_BONUS + OWN_BONUS``), in [0, 1]; 0 before the end."""
+        if self.result is None:
+            return 0.0
+        return self._agent_reward() / (TEAM_BONUS + OWN_BONUS)
 
     def info(self):
         return {"turns": dict(self.turns), "submitted": dict(self.submitted)}

@@ -38,13 +38,28 @@ Rewards (at the end)
     ``agent_0``: the actual donation in dollars. ``infos`` carry ``intended``
     (the stated amount) and ``actual`` every step. Simulators and learnable
     users keep their word (actual = stated); the human proxies do not always.
+    ``game.agent_score()``, the agent's normalised score SCOPE writes its
+    simulator rewards in: ``min(actual / 2, 1)`` (the gift over the $2), in [0, 1].
     A learnable persuadee's reward ``user_reward=``:
-    ``adversarial``: minus the actual donation;
+    ``mixed`` (default): 0.5 * persona + 0.5 * zero_sum — a user that resists
+    but stays in character;
     ``persona``: minus the distance between the stated amount and the gift its
     card implies (the data's propensity regression times the mean real gift;
     computed from the card alone);
-    ``mixed`` (default): 0.5 * persona + 0.5 * adversarial — a user that
-    resists but stays in character.
+    ``zero_sum``: minus the actual donation in dollars (the agent's reward
+    negated; v0 called it ``adversarial``);
+    SCOPE's three (``scope_envs.core.rewards``), in score = ``agent_score()``:
+    ``adversarial``: 1 - score;
+    ``cooperative``: score;
+    ``curriculum``: 0 per episode; the trainer pays each episode of a group
+    played on one persona exp(-(var - target_var)^2 / width), var the
+    population variance of the group's scores (``curriculum_reward``);
+    ``target_var`` (0.25) and ``width`` (0.02) are game options, kept on
+    ``env.unwrapped.game`` for the trainer; they are an error with any other
+    ``user_reward``.
+    SCOPE trains its P4G persuadee with ``adversarial`` (1 - r). The default
+    stays ``mixed``, what the benchmark has always used, so that its numbers
+    do not move; pass ``user_reward="adversarial"`` to train as SCOPE does.
 
 Personas (``personas.py``)
     Synthetic survey cards (Big Five, moral foundations, Schwartz values,
@@ -59,7 +74,8 @@ Users
 
 Arguments
     ``surface`` (``act``|``text``), ``max_turns`` (10), ``user_reward``
-    (``mixed``), ``gamma`` (3.0, sharpness of the frozen simulator),
+    (``mixed``), ``target_var`` (0.25) and ``width`` (0.02) with ``curriculum``,
+    ``gamma`` (3.0, sharpness of the frozen simulator),
     ``render_mode`` (``ansi``), ``max_errors`` (3, in-game errors of one agent
     before the episode truncates, text surface), ``max_message_chars`` (4000,
     text surface: a longer message is an in-game error); ``vs``: ``k``, ``tau``,
@@ -69,4 +85,7 @@ Arguments
 Version history
     v0: first release.
     v0.1 (same ids): text messages over ``max_message_chars`` or not printable text are in-game errors.
+    v0.2 (same ids): ``user_reward`` gains SCOPE's ``adversarial`` (1 - score), ``cooperative`` and
+    ``curriculum`` (options ``target_var``, ``width``); v0's ``adversarial`` (minus the gift in dollars) is
+    now ``zero_sum``, same formula. The default (``mixed``) is unchanged.
 """

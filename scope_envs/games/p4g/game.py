@@ -5,11 +5,13 @@ from __future__ import annotations
 import numpy as np
 
 from scope_envs.core.game import Game, InGameError, Persona, Turn
+from scope_envs.core.rewards import SIMULATOR_REWARDS, curriculum_options, simulator_reward
 from scope_envs.games.p4g import dialogue_acts, language, personas
 from scope_envs.games.p4g.reference import expected_gift
 
 PERSUADER, PERSUADEE = "persuader", "persuadee"
-USER_REWARDS = ("adversarial", "persona", "mixed")
+# ``zero_sum`` is v0's ``adversarial`` (minus the gift in dollars); ``adversarial`` is now SCOPE's 1 - score
+USER_REWARDS = ("mixed", "persona", "zero_sum") + SIMULATOR_REWARDS
 N_PERSUADER_ACTS, N_PERSUADEE_ACTS = len(dialogue_acts.PERSUADER_ACTS), len(dialogue_acts.PERSUADEE_ACTS)
 
 PERSUADER_INSTRUCTIONS = (
@@ -32,7 +34,8 @@ class P4GGame(Game):
     success_metric = "actual"
     success_label = "mean donation ($)"
 
-    def __init__(self, max_turns: int = 10, user_reward: str = "mixed"):
+    def __init__(self, max_turns: int = 10, user_reward: str = "mixed", target_var: float | None = None,
+                 width: float | None = None):
         super().__init__()
         if user_reward not in USER_REWARDS:
             raise ValueError(f"user_reward must be one of {USER_REWARDS}, got {user_reward!r}")
@@ -40,6 +43,7 @@ class P4GGame(Game):
             raise ValueError(f"max_turns must be >= 1, got {max_turns}")
         self.max_turns = max_turns
         self.user_reward = user_reward
+        self.target_var, self.width = curriculum_options(user_reward, target_var, width)
         self.reset(personas.default_persona(), np.random.default_rng(0))
 
     def _reset_state(self):
@@ -126,9 +130,15 @@ class P4GGame(Game):
     def rewards(self):
         if not self.done:
             return {PERSUADER: 0.0, PERSUADEE: 0.0}
+        if self.user_reward in SIMULATOR_REWARDS:
+            return {PERSUADER: self.actual, PERSUADEE: simulator_reward(self.user_reward, self.agent_score())}
         persona_term = -abs((self.stated or 0.0) - expected_gift(self.persona))
-        user = {"adversarial": -self.actual, "persona": persona_term, "mixed": 0.5 * persona_term - 0.5 * self.actual}
+        user = {"zero_sum": -self.actual, "persona": persona_term, "mixed": 0.5 * persona_term - 0.5 * self.actual}
         return {PERSUADER: self.actual, PERSUADEE: user[self.user_reward]}
+
+    def agent_score(self) -> float:
+        """The actual gift over the $2 payment, in [0, 1] (SCOPE's P4G score); 0 before the end."""
+        return min(max(self.actual / 2.0, 0.0), 1.0)
 
     def info(self):
         return {"stated": self.stated, "final": self.final, "persuader_turns": self.persuader_turns}

@@ -55,10 +55,24 @@ Rewards (at the end)
     ENV_ASSERTION, COMMUNICATE and ACTION checks; NL_ASSERTION goes to
     ``judge=`` (a callable ``judge(assertions, messages) -> list[bool]``) and is
     left out (``reward_info["nl_evaluated"]`` False) without one. 0 when the
-    episode was truncated. ``user_reward``: ``shared`` (default: the customer
-    wants its request done), ``zero``, ``persona`` (the
-    reward minus half the gap between its share of tell-everything turns and its
-    card's ``disclose``: its own task, in character), ``adversarial`` and ``mixed``.
+    episode was truncated. ``game.agent_score()``, the agent's normalised
+    score: that task reward (0 or 1). ``user_reward``, with r the task reward:
+    ``shared`` (default): r, the customer wants its request done;
+    ``zero``: 0;
+    ``persona``: r minus half the gap between its share of tell-everything
+    turns and its card's ``disclose`` (its own task, in character);
+    ``zero_sum``: -r (v0 called it ``adversarial``);
+    ``mixed``: 0.5 * persona + 0.5 * zero_sum;
+    SCOPE's three (``scope_envs.core.rewards``), in score = ``agent_score()``:
+    ``adversarial``: 1 - r; ``cooperative``: r, the same as ``shared`` here;
+    ``curriculum``: 0 per episode, the trainer paying each episode of a group
+    played on one task exp(-(var - target_var)^2 / width), var the population
+    variance of the group's rewards — the simulator is paid for keeping the
+    agent near 50% success; ``target_var`` (0.25) and ``width`` (0.02) are
+    game options kept on ``env.unwrapped.game``, an error with any other mode.
+    SCOPE's tau^2 simulator is cooperative by default and ``curriculum`` is
+    their method. The default stays ``shared`` (= ``cooperative``), what the
+    benchmark has always used, so that its numbers do not move.
     The outcome adds ``success``, ``decoy_executed``, ``slips`` and
     per-domain ``<domain>``/``<domain>_success``. Policy rules that can be checked
     mechanically (authentication before writes, cancellation eligibility,
@@ -78,7 +92,8 @@ Tasks and splits
 Arguments
     ``surface`` (``act``), ``domain`` (a name or a sequence of names),
     ``data_dir``, ``max_steps`` (100), ``max_tool_errors`` (10), ``judge``,
-    ``user_reward``, ``gamma`` (3.0, the collapsed user's sharpening), ``render_mode`` (``ansi``),
+    ``user_reward`` (``shared``), ``target_var`` (0.25) and ``width`` (0.02) with ``curriculum``,
+    ``gamma`` (3.0, the collapsed user's sharpening), ``render_mode`` (``ansi``),
     ``max_errors`` (3 in-game errors), ``max_message_chars`` (4000: a longer message or tool call is an
     in-game error); regime options as in ``scope_envs.regimes``.
 
@@ -102,4 +117,7 @@ Version history
     v0.1 (same ids): text messages over ``max_message_chars`` or not printable text are in-game errors.
     Hostile text: deep JSON, huge or non-finite numbers and runaway ``calculate`` expressions are in-game or
     tool errors, never exceptions; the NLU reads any message in linear time (same readings).
+    v0.2 (same ids): ``user_reward`` gains SCOPE's ``adversarial`` (1 - r), ``cooperative`` (= ``shared``)
+    and ``curriculum`` (options ``target_var``, ``width``); v0's ``adversarial`` (-r) is now ``zero_sum``, same
+    formula. The default (``shared``) is unchanged.
 """

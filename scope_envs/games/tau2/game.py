@@ -45,6 +45,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from scope_envs.core.game import Game, Persona, Turn
+from scope_envs.core.rewards import SIMULATOR_REWARDS, curriculum_options, simulator_reward
 from scope_envs.core.surfaces import MAX_OBS_CHARS
 from scope_envs.games.tau2 import behaviour, realize, text_protocol
 from scope_envs.games.tau2.data import DOMAINS, load_domain
@@ -55,7 +56,9 @@ from scope_envs.games.tau2.goals import IDENTITY_READS, RECORD_READS, TRANSFER, 
 from scope_envs.games.tau2.world import World
 
 AGENT, USER = "agent", "user"
-USER_REWARDS = ("shared", "zero", "persona", "adversarial", "mixed")
+# ``zero_sum`` is v0's ``adversarial`` (minus the task reward); ``adversarial`` is now SCOPE's 1 - score.
+# ``shared`` equals ``cooperative`` here (both pay the task reward, the agent's score).
+USER_REWARDS = ("shared", "zero", "persona", "zero_sum", "mixed") + SIMULATOR_REWARDS
 TRUNCATIONS = ("max_steps", "too_many_errors")
 POLICY_BUDGET = 8000  # characters of policy kept at the top of the agent's observation; the full text is in infos
 # act numbers of the turns replayed from a task's message history (kept as the first release recorded them)
@@ -116,9 +119,10 @@ class Tau2Game(Game):
 
     def __init__(self, domains: Sequence[str] = ("airline", "retail", "telecom"), data_dir=None,
                  max_steps: int = 100, max_tool_errors: int = 10, judge: Callable | None = None,
-                 user_reward: str = "shared"):
+                 user_reward: str = "shared", target_var: float | None = None, width: float | None = None):
         if user_reward not in USER_REWARDS:
             raise ValueError(f"user_reward must be one of {USER_REWARDS}, got {user_reward!r}")
+        target_var, width = curriculum_options(user_reward, target_var, width)
         super().__init__()
         if isinstance(domains, str):
             domains = (domains,)
@@ -138,6 +142,7 @@ class Tau2Game(Game):
         self.max_tool_errors = max_tool_errors
         self.judge = judge
         self.user_reward = user_reward
+        self.target_var, self.width = target_var, width
         first = self.data[domains[0]]
         self.reset(Persona(f"{domains[0]}/{first.tasks[0]['id']}", "train", {},
                            {"domain": domains[0], "task_id": first.tasks[0]["id"]}), np.random.default_rng(0))
@@ -423,11 +428,17 @@ class Tau2Game(Game):
             out[f"{d}_success"] = float(self.domain == d and r >= 1.0)
         return out
 
+    def agent_score(self) -> float:
+        """The task reward (0 or 1; 0 when truncated or before the end), as ``agent_0`` is paid."""
+        return min(max(float(self.reward_info["reward"]) if self.reward_info else 0.0, 0.0), 1.0)
+
     def rewards(self):
         r = self.reward_info["reward"] if self.reward_info else 0.0
+        if self.user_reward in SIMULATOR_REWARDS:
+            return {AGENT: r, USER: simulator_reward(self.user_reward, self.agent_score())}
         persona = r - 0.5 * abs(self.inform_alls / max(1, self.user_msgs) - self.traits.get("disclose", 1.0)) \
             if self.user_msgs else r
-        user = {"shared": r, "zero": 0.0, "persona": persona, "adversarial": -r,
+        user = {"shared": r, "zero": 0.0, "persona": persona, "zero_sum": -r,
                 "mixed": 0.5 * persona - 0.5 * r}[self.user_reward]
         return {AGENT: r, USER: user}
 

@@ -1,0 +1,183 @@
+"""Seeded families of simulators: SCOPE's ensemble (training side) and its held-out panel.
+
+A *family* is a sharpened reference user model — the game's ``Collapsed*``
+simulator, a ``SharpenedReference`` — with its own parameters, drawn by one
+mechanism for all three games:
+
+==================  =============================================================================
+parameter           distribution (per family, from that family's own generator, in this order)
+==================  =============================================================================
+persona prior       the fixed card it plays: index ~ Uniform{0..N-1} over the game's personas of
+                    the family's split (``train`` families: the TRAIN personas; ``heldout``
+                    families: the HELD-OUT personas). P4G: ``personas.persona``; CooperBench:
+                    ``styles.persona``; tau2: the behaviour card ``behaviour.card`` (the env still
+                    deals the task).
+``gamma``           ``1 + LogNormal(mu=log 2, sigma=0.5)``: typicality exponent > 1, median 3 (the
+                    frozen simulator's), 90% within about [1.9, 5.5].
+``cooperation``     ``Uniform(c0 - w, c0 + w)``, the game's own over-cooperative bias:
+                    P4G ``c0=1.0, w=0.5`` (added to the willingness logit; frozen: 1.0);
+                    CooperBench ``c0=0.3, w=0.2`` (added to every style probability; frozen: 0.3);
+                    tau2 ``c0=0.3, w=0.2`` (the fraction of the way the cooperative traits move
+                    toward the modal, fully cooperative card; the frozen user *is* that card).
+reply style         tau2 only (the one game whose cards carry one): ``terse`` / ``plain`` /
+                    ``wordy``, uniformly, setting the card's ``verbose`` to 0.2 / 0.5 / 0.8 (the
+                    text realizer's thresholds are 0.3 and 0.6). P4G's surface style follows the
+                    persona's traits; CooperBench has none.
+==================  =============================================================================
+
+``calibration_noise`` (of the verbalized top-k) stays at the frozen simulator's 0.25.
+
+Seed streams: family ``j`` of ``families(game, split, k, seed)`` is drawn from
+``numpy.random.default_rng([FAMILY_KEYS[split], GAME_KEYS[game], seed, j])``.
+``FAMILY_KEYS`` differ between ``train`` and ``heldout``, so the two splits are
+disjoint seed streams for every ``seed``; family ``j`` does not depend on ``k``
+(the first 3 of 6 families are the 3 families). The frozen simulator is not one
+of them (family 0 of the train stream is not the frozen one).
+
+DESIGN.md §4.1: a ``train`` family reads only train personas and the
+training-side reference model. ``heldout`` families (the evaluation panel,
+``panel(game)``, six of them) play held-out personas — still through the
+reference model, never the held-out behaviour model — and are for evaluation
+only: ``panel_env`` seats one on held-out scenarios (``split="heldout"``).
+
+SCOPE's ensemble (K = 3 families assigned by sample index) is
+``scope_envs.make("<game>-rotation", families=3, schedule="index")``.
+
+Example::
+
+    >>> from scope_envs.agents.families import families, panel
+    >>> [sim.family.persona.split for sim in families("p4g", k=3, seed=0)]
+    ['train', 'train', 'train']
+    >>> len(panel("tau2")), panel("tau2")[0].family.split
+    (6, 'heldout')
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from scope_envs.core.env import DialogueParallelEnv
+from scope_envs.core.game import Game, Persona
+from scope_envs.core.simulator import Simulator
+
+GAMES = ("p4g", "cooperbench", "tau2")
+SPLITS = ("train", "heldout")
+FAMILY_KEYS = {"train": 40_013, "heldout": 80_021}  # disjoint seed streams (DESIGN.md §4.1)
+GAME_KEYS = {"p4g": 1, "cooperbench": 2, "tau2": 3}
+DEFAULT_K = {"train": 3, "heldout": 6}  # SCOPE: an ensemble of 3 families; a held-out panel of 6
+PANEL_SIZE = DEFAULT_K["heldout"]
+GAMMA_LOGNORMAL = (float(np.log(2.0)), 0.5)  # gamma = 1 + LogNormal(mu, sigma)
+COOPERATION = {"p4g": (1.0, 0.5), "cooperbench": (0.3, 0.2), "tau2": (0.3, 0.2)}  # (center, half width)
+REPLY_STYLES = {"tau2": {"terse": 0.2, "plain": 0.5, "wordy": 0.8}}  # the card's ``verbose``
+CALIBRATION_NOISE = 0.25
+
+
+def _personas(game: str):
+    """``(number of personas of a split, persona(split, i))`` of a game's persona prior."""
+    if game == "p4g":
+        from scope_envs.games.p4g import personas
+
+        return personas.SPLIT_SIZES, personas.persona
+    if game == "cooperbench":
+        from scope_envs.games.cooperbench import styles
+
+        return styles.SPLIT_SIZES, styles.persona
+    from scope_envs.games.tau2 import behaviour
+
+    return behaviour.SPLIT_SIZES, behaviour.card
+
+
+@dataclass(frozen=True)
+class Family:
+    """One drawn family: its parameters, and ``simulator()`` to build it."""
+
+    game: str
+    split: str
+    index: int
+    seed: int
+    gamma: float
+    cooperation: float
+    persona: Persona
+    reply_style: str | None = None
+
+    @property
+    def entropy(self) -> tuple[int, int, int, int]:
+        """The seed of this family's generator (its place in its stream)."""
+        return FAMILY_KEYS[self.split], GAME_KEYS[self.game], self.seed, self.index
+
+    @property
+    def name(self) -> str:
+        style = f"-{self.reply_style}" if self.reply_style else ""
+        return (f"{self.split}-family{self.index}-s{self.seed}-{self.persona.id}-g{self.gamma:.2f}"
+                f"-c{self.cooperation:.2f}{style}")
+
+    def simulator(self) -> Simulator:
+        """The game's collapsed simulator with this family's parameters (``.family`` is this record)."""
+        if self.game == "p4g":
+            from scope_envs.agents.p4g import CollapsedPersuadee
+
+            sim = CollapsedPersuadee(self.gamma, self.persona, self.cooperation, CALIBRATION_NOISE, self.name)
+        elif self.game == "cooperbench":
+            from scope_envs.agents.cooperbench import CollapsedPartner
+
+            sim = CollapsedPartner(self.gamma, self.persona, self.cooperation, CALIBRATION_NOISE, self.name)
+        else:
+            from scope_envs.agents.tau2 import CollapsedUser
+
+            sim = CollapsedUser(self.gamma, self.persona, CALIBRATION_NOISE, self.name, cooperation=self.cooperation)
+        sim.family = self
+        return sim
+
+
+def _check(game, split, k, seed) -> int:
+    if game not in GAMES:
+        raise ValueError(f"game must be one of {GAMES}, got {game!r}")
+    if split not in SPLITS:
+        raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+    k = DEFAULT_K[split] if k is None else k
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise ValueError(f"k (the number of families) must be a positive int, got {k!r}")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"seed must be a non-negative int, got {seed!r}")
+    return int(k)
+
+
+def draw(game: str, split: str, index: int, seed: int = 0) -> Family:
+    """Family ``index`` of the ``(game, split, seed)`` stream."""
+    _check(game, split, 1, seed)
+    rng = np.random.default_rng([FAMILY_KEYS[split], GAME_KEYS[game], int(seed), int(index)])
+    sizes, persona = _personas(game)
+    card = persona(split, int(rng.integers(sizes[split])))
+    gamma = 1.0 + float(rng.lognormal(*GAMMA_LOGNORMAL))
+    center, width = COOPERATION[game]
+    cooperation = float(rng.uniform(center - width, center + width))
+    style = None
+    if game in REPLY_STYLES:
+        names = list(REPLY_STYLES[game])
+        style = names[int(rng.integers(len(names)))]
+        card = Persona(card.id, card.split, {**card.traits, "verbose": REPLY_STYLES[game][style]},
+                       {**card.attributes, "reply_style": style})
+    return Family(game, split, int(index), int(seed), gamma, cooperation, card, style)
+
+
+def family_specs(game: str, split: str = "train", k: int | None = None, seed: int = 0) -> list[Family]:
+    """The first ``k`` families of a stream (default: 3 for ``train``, 6 for ``heldout``)."""
+    k = _check(game, split, k, seed)
+    return [draw(game, split, j, seed) for j in range(k)]
+
+
+def families(game: str, split: str = "train", k: int | None = None, seed: int = 0) -> list[Simulator]:
+    """The first ``k`` families of a stream, as simulators (each with its ``Family`` as ``.family``)."""
+    return [f.simulator() for f in family_specs(game, split, k, seed)]
+
+
+def panel(game: str, seed: int = 0) -> list[Simulator]:
+    """The held-out evaluation panel: six held-out families. Evaluation only (DESIGN.md §4.1)."""
+    return families(game, "heldout", PANEL_SIZE, seed)
+
+
+def panel_env(game: Game, member: Simulator, **env_kwargs) -> DialogueParallelEnv:
+    """One panel member in the user seat, on held-out scenarios (``split="heldout"``). Evaluation only."""
+    return DialogueParallelEnv(game, [member], split="heldout", regime="panel", **env_kwargs)
