@@ -64,7 +64,7 @@ POPULATION_MEMBERS = 4
 POOL = {"pool_size": 5, "snapshot_every": 4}  # SCOPE's checkpoint pool (wrappers/pool.py)
 DIVERSITY_COEF = 0.02  # set a priori, never tuned (DESIGN.md §4)
 DIAGNOSTICS = ("zero_std_group_frac", "all_fail_group_frac", "all_success_group_frac")  # grouped runs only
-METRICS = ("train_success", "heldout_success", "gap", "policy_entropy", "sim_entropy")
+METRICS = ("train_success", "heldout_success", "gap", "policy_entropy", "sim_entropy", "train_zero_score_frac")
 COST = {"population": 4, "vs": 1.3}  # rough relative run time, to start the slow runs first
 
 
@@ -123,7 +123,8 @@ def run_one(game: str, method: str, seed: int, steps: int, eval_episodes: int, c
     tr = evaluate(trainer, env_id, eval_episodes, seed=train_seed, **env_kwargs)
     ho = evaluate(trainer, heldout_id, eval_episodes, seed=heldout_seed)
     metrics = {"train_success": tr["success"], "heldout_success": ho["success"], "gap": tr["success"] - ho["success"],
-               "policy_entropy": tr["policy_entropy"], "sim_entropy": tr["sim_entropy"]}
+               "policy_entropy": tr["policy_entropy"], "sim_entropy": tr["sim_entropy"],
+               "train_zero_score_frac": tr["zero_score_frac"]}
     last = history[-max(1, len(history) // 4):]  # collapse diagnostics: the final quarter of training
     metrics.update({k: float(np.mean([r[k] for r in last])) for k in DIAGNOSTICS if last and k in last[0]})
     return {

@@ -8,7 +8,7 @@ import pytest
 from scope_envs import bench
 from scope_envs.cli import main
 
-KEYS = {"train_success", "heldout_success", "gap", "per_seed", "policy_entropy", "sim_entropy"}
+KEYS = {"train_success", "heldout_success", "gap", "per_seed", "policy_entropy", "sim_entropy", "train_zero_score_frac"}
 SEED_KEYS = KEYS - {"per_seed"}
 
 
@@ -33,6 +33,22 @@ def test_bench_end_to_end(tmp_path):
     report = (out / "report.md").read_text()
     assert "Welch" in report and "Holm" in report and "dollars" in report
     assert "merge-conflict rate" in report and "Solo baseline" in report
+
+
+def test_bench_scope_way_reports_collapse_diagnostics(tmp_path):
+    """--user-reward curriculum --advantage grpo --group-size 4: grouped runs, their diagnostics and plot."""
+    out = tmp_path / "scope"
+    main(["bench", "--games", "p4g", "--methods", "cotrain", "population", "--seeds", "2", "--steps", "600",
+          "--eval-episodes", "40", "--user-reward", "curriculum", "--advantage", "grpo", "--group-size", "4",
+          "--out", str(out)])
+    results = json.loads((out / "results.json").read_text())["p4g"]
+    for method in ("cotrain", "population"):
+        for key in bench.DIAGNOSTICS:
+            assert 0.0 <= results[method][key] <= 1.0, (method, key)
+        assert 0.0 <= results[method]["train_zero_score_frac"] <= 1.0
+    assert (out / "p4g_collapse.png").stat().st_size > 1000
+    report = (out / "report.md").read_text()
+    assert "Collapse diagnostics" in report and "| advantage | grpo |" in report
 
 
 def test_holm():

@@ -727,5 +727,8 @@ def evaluate(trainer: PPOTrainer, env_id: str, episodes: int = 500, seed: int = 
         "outcome": outcome,
         "policy_entropy": float(np.mean([d["ent"] for e in eps for d in e["traj"].get(AGENT, [])])),
         "sim_entropy": entropy_of_counts(counts),
+        # agent_0 got nothing (p4g: no gift, the persuadee refused; tau2: task failed; cooperbench: nothing done)
+        "zero_score_frac": float(np.mean([e["agent_score"] == 0 for e in eps if e["agent_score"] is not None]))
+        if any(e["agent_score"] is not None for e in eps) else float("nan"),
         "returns": returns,
     }
