@@ -27,10 +27,10 @@ Example::
 from __future__ import annotations
 
 import numpy as np
-from pettingzoo.utils import BaseParallelWrapper
 
 from scope_envs.core.env import LEARNABLE
 from scope_envs.core.simulator import Simulator
+from scope_envs.wrappers.infos import InfosWrapper
 
 POOL_SAMPLES = ("uniform", "latest")
 
@@ -51,7 +51,7 @@ class PoolSchedule:
         pass
 
 
-class CheckpointPool(BaseParallelWrapper):
+class CheckpointPool(InfosWrapper):
     """``infos[a]["pool_entry"]``: the index of the entry playing (``len(entries) - 1`` is the live user)."""
 
     def __init__(self, env, pool_size: int = 5, snapshot_every: int = 4, sample: str = "uniform"):
@@ -80,15 +80,7 @@ class CheckpointPool(BaseParallelWrapper):
         self.snapshots = (self.snapshots + [snapshot])[-(self.pool_size - 1):] if self.pool_size > 1 else []
         self.env.unwrapped.set_members(self.snapshots + [LEARNABLE])
 
-    def reset(self, seed=None, options=None):
-        obs, infos = self.env.reset(seed=seed, options=options)
-        return obs, self._annotate(infos)
-
-    def step(self, actions):
-        obs, rew, term, trunc, infos = self.env.step(actions)
-        return obs, rew, term, trunc, self._annotate(infos)
-
-    def _annotate(self, infos):
+    def annotate(self, infos):
         for info in infos.values():
             info["pool_entry"] = self.env.unwrapped.member
         return infos

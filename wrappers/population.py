@@ -31,7 +31,8 @@ Example::
 from __future__ import annotations
 
 import numpy as np
-from pettingzoo.utils import BaseParallelWrapper
+
+from scope_envs.wrappers.infos import InfosWrapper
 
 SCHEDULES = ("uniform", "round_robin", "index", "bandit")
 
@@ -75,7 +76,7 @@ class MemberSchedule:
         return np.divide(self.returns, np.maximum(self.episodes, 1))
 
 
-class SimulatorPopulation(BaseParallelWrapper):
+class SimulatorPopulation(InfosWrapper):
     """Per-member episode counts and mean agent returns ride in ``infos`` as
     ``member``, ``member_episodes`` and ``member_returns`` (arrays over members)."""
 
@@ -93,15 +94,7 @@ class SimulatorPopulation(BaseParallelWrapper):
     def returns(self) -> np.ndarray:
         return self.schedule.returns
 
-    def reset(self, seed=None, options=None):
-        obs, infos = self.env.reset(seed=seed, options=options)
-        return obs, self._annotate(infos)
-
-    def step(self, actions):
-        obs, rew, term, trunc, infos = self.env.step(actions)
-        return obs, rew, term, trunc, self._annotate(infos)
-
-    def _annotate(self, infos):
+    def annotate(self, infos):
         mean = self.schedule.mean_returns()
         for info in infos.values():
             info.update(member=self.env.unwrapped.member, member_episodes=self.schedule.episodes.copy(),

@@ -27,9 +27,9 @@ Example::
 from __future__ import annotations
 
 import numpy as np
-from pettingzoo.utils import BaseParallelWrapper
 
 from scope_envs.core.env import DirectAnswer
+from scope_envs.wrappers.infos import InfosWrapper
 
 WEIGHT_MODES = ("elicited", "softmax", "uniform")
 SELECTIONS = ("random", "prob")  # SCOPE's names for its verbalized-sampling draw
@@ -125,7 +125,7 @@ class VerbalizedSampler:
                 "vs_fallback": 0}
 
 
-class VerbalizedSampling(BaseParallelWrapper):
+class VerbalizedSampling(InfosWrapper):
     """Replace the user simulator's direct answer with a draw from its verbalized top-k.
 
     The wrapper gives the env a ``VerbalizedSampler`` as its user-act sampler and
@@ -149,15 +149,7 @@ class VerbalizedSampling(BaseParallelWrapper):
     def k(self) -> int:
         return self.sampler.k
 
-    def reset(self, seed=None, options=None):
-        obs, infos = self.env.reset(seed=seed, options=options)
-        return obs, self._fill(infos)
-
-    def step(self, actions):
-        obs, rew, term, trunc, infos = self.env.step(actions)
-        return obs, rew, term, trunc, self._fill(infos)
-
-    def _fill(self, infos):
+    def annotate(self, infos):
         # the same keys every step, also before the first user turn and after the last: TorchRL
         # builds its info spec from one step and then expects those keys on every step
         for info in infos.values():
