@@ -1,0 +1,112 @@
+"""``scope-envs bench``: its arguments and the grid of runs (games x methods x seeds)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from pathlib import Path
+
+from scope_envs.bench.methods import COST, GAMES, METHODS, PRESETS, EXTRA_METHODS, _run_task, run_one
+from scope_envs.bench.plots import plot
+from scope_envs.bench.report import write_report
+from scope_envs.bench.stats import summarize
+
+
+def add_arguments(ap: argparse.ArgumentParser) -> None:
+    from scope_envs.arguments import game_name, positive_int
+    from scope_envs.core.rewards import SIMULATOR_REWARDS
+
+    ap.add_argument("--full", action="store_true", help="more seeds, steps and evaluation episodes (see PRESETS)")
+    ap.add_argument("--games", nargs="+", type=game_name, default=list(GAMES))
+    ap.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS + EXTRA_METHODS)
+    ap.add_argument("--seeds", type=positive_int, default=None, help="number of seeds (0..N-1)")
+    ap.add_argument("--steps", type=positive_int, default=None,
+                    help="training budget per run, in decisions of agent_0")
+    ap.add_argument("--eval-episodes", type=positive_int, default=None, help="evaluation episodes per side")
+    ap.add_argument("--jobs", type=positive_int, default=None, help="parallel worker processes (default: CPU count)")
+    ap.add_argument("--user-reward", default=None, choices=SIMULATOR_REWARDS,
+                    help="the learned user's reward (cotrain, population, selfplay); default: each game's own")
+    ap.add_argument("--advantage", default="gae", choices=("gae", "grpo"), help="gae (default) or SCOPE's grpo")
+    ap.add_argument("--group-size", type=positive_int, default=1,
+                    help="episodes per scenario (SCOPE: 8); grpo and the curriculum reward need >= 2")
+    ap.add_argument("--out", default="results")
+
+
+def run(games=GAMES, methods=METHODS, seeds=None, steps=None, eval_episodes=None, full=False, out="results",
+        jobs=None, progress=True, user_reward=None, advantage="gae", group_size=1) -> dict:
+    """Run the benchmark and write its outputs; returns the results.json dict."""
+    import scope_envs
+
+    if advantage not in ("gae", "grpo"):
+        raise ValueError(f"advantage must be 'gae' or 'grpo', got {advantage!r}")
+    if group_size < 2 and (advantage == "grpo" or user_reward == "curriculum"):
+        raise ValueError(f"group_size must be >= 2 with advantage='grpo' or user_reward='curriculum', got {group_size}")
+
+    settings = dict(PRESETS["full" if full else "default"])
+    for key, value in (("seeds", seeds), ("steps", steps), ("eval_episodes", eval_episodes)):
+        if value is not None:
+            settings[key] = value
+    if steps is not None and eval_episodes is None and steps < 5000:  # a smoke run: keep evaluation small too
+        settings["eval_episodes"] = min(settings["eval_episodes"], 200)
+        settings["curve_episodes"] = min(settings["curve_episodes"], 50)
+        settings["curve_points"] = min(settings["curve_points"], 3)
+    for key in ("seeds", "steps", "eval_episodes"):
+        if not isinstance(settings[key], int) or settings[key] < 1:
+            raise ValueError(f"{key} must be a positive int, got {settings[key]!r}")
+    for game in games:
+        if f"{game}-heldout" not in scope_envs.registry:
+            known = sorted({s.game for s in scope_envs.registry.values()})
+            raise ValueError(f"unknown game {game!r}; known games: {known}")
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    scale = settings.pop("steps_scale", {}) if steps is None else {}  # preset budgets only; --steps is exact
+    settings.pop("steps_scale", None)
+    scope = {"user_reward": user_reward, "advantage": advantage, "group_size": group_size}
+    tasks = [dict(game=g, method=m, seed=s, steps=int(settings["steps"] * scale.get(g, 1.0)),
+                  eval_episodes=settings["eval_episodes"],
+                  curve_points=settings["curve_points"], curve_episodes=settings["curve_episodes"], **scope)
+             for g in games for m in methods for s in range(settings["seeds"])]
+    tasks.sort(key=lambda t: -COST.get(t["method"], 1.0 if t["method"] != "untrained" else 0.1))
+    jobs = max(1, min(jobs or os.cpu_count() or 1, len(tasks)))
+    t0 = time.perf_counter()
+    runs = []
+    from tqdm import tqdm
+
+    bar = tqdm(total=len(tasks), desc="bench", unit="run", disable=not progress)
+    if jobs == 1:
+        for task in tasks:
+            runs.append(run_one(**task))
+            bar.set_postfix_str(f"{task['method']} seed {task['seed']}")
+            bar.update()
+    else:
+        import multiprocessing as mp
+
+        with mp.get_context("fork").Pool(jobs) as pool:
+            for r in pool.imap_unordered(_run_task, tasks):
+                runs.append(r)
+                bar.set_postfix_str(f"{r['method']} seed {r['seed']}")
+                bar.update()
+    bar.close()
+    wall = time.perf_counter() - t0
+    results = summarize(runs)
+    (out / "results.json").write_text(json.dumps(results, indent=1))
+    (out / "curves.json").write_text(json.dumps({"settings": settings, "wall_s": wall, "runs": runs}, indent=1))
+    write_report(out, results, runs, {**settings, "games": list(games), "methods": list(methods), "jobs": jobs,
+                                      "user_reward": user_reward or "each game's default", "advantage": advantage,
+                                      "group_size": group_size}, wall)
+    plot(out, runs)
+    return results
+
+
+def main(args: argparse.Namespace) -> None:
+    t0 = time.perf_counter()
+    if args.group_size < 2 and (args.advantage == "grpo" or args.user_reward == "curriculum"):
+        args.parser.error(f"argument --group-size: must be >= 2 with --advantage grpo or --user-reward curriculum, "
+                          f"got {args.group_size}")
+    run(games=args.games, methods=args.methods, seeds=args.seeds, steps=args.steps,
+        eval_episodes=args.eval_episodes, full=args.full, out=args.out, jobs=args.jobs,
+        user_reward=args.user_reward, advantage=args.advantage, group_size=args.group_size)
+    print(f"wrote {args.out}/results.json, report.md and plots in {time.perf_counter() - t0:.0f} s")
+    print((Path(args.out) / "report.md").read_text())
