@@ -2,7 +2,18 @@
 
 Regimes decide who plays the user role (DESIGN.md §2); every game supports every
 regime. ``frozen`` and ``vs`` take ``user=``: any ``Simulator`` (an LLM player,
-say) in place of the game's built-in frozen simulator. This module registers
+say) in place of the game's built-in frozen simulator.
+
+``heldout`` puts the held-out human-proxy behaviour model in the user seat and
+deals held-out personas/tasks (``split="heldout"``): for evaluation only. Its one
+option, ``personas="train"``, keeps that behaviour model but deals the *train*
+personas/tasks (the env's split is ``"train"``). It exists for one purpose: the
+benchmark's ``oracle`` row, "PPO with the human proxy" trained on train
+scenarios, the ceiling of DESIGN.md §4 ("the best policy we can train against
+the held-out behaviour model on *train* personas/tasks"). It is an upper bound
+for measurement only and the one place where anything is trained against the
+held-out behaviour model; no held-out persona or task is ever dealt to it, and
+no method the benchmark compares trains on it. This module registers
 every id; it sits above the games, the players and the wrappers and is
 imported by ``scope_envs`` itself.
 """
@@ -26,8 +37,9 @@ REGIME_KWARGS = {
     "rotation": {"schedule", "families", "family_seed"},
     "cotrain": set(),
     "population": {"members", "schedule", "pool_size", "snapshot_every", "pool_sample"},
-    "heldout": set(),
+    "heldout": {"personas"},
 }
+HELDOUT_PERSONAS = ("heldout", "train")  # the heldout regime's ``personas``: which split's cards/tasks it deals
 
 
 def build(
@@ -98,7 +110,12 @@ def build(
         if not isinstance(k, int) or k < 1:
             raise ValueError(f"members must be a positive int, got {k!r}")
         return SimulatorPopulation(env([LEARNABLE]), [LEARNABLE] * k, schedule=options.get("schedule", "uniform"))
-    return env([heldout()], split="heldout")
+    # heldout: the human proxies on held-out scenarios (evaluation only); personas="train": the same behaviour
+    # model on train scenarios, only for the benchmark's oracle ceiling (see the module docstring)
+    personas = options.get("personas", "heldout")
+    if personas not in HELDOUT_PERSONAS:
+        raise ValueError(f"personas must be one of {HELDOUT_PERSONAS}, got {personas!r}")
+    return env([heldout()], split=personas)
 
 
 # -- the games' factories ------------------------------------------------------------------

@@ -8,8 +8,9 @@ import pytest
 from scope_envs import bench
 from scope_envs.cli import main
 
-KEYS = {"train_success", "heldout_success", "gap", "per_seed", "policy_entropy", "sim_entropy", "train_zero_score_frac"}
-SEED_KEYS = KEYS - {"per_seed"}
+KEYS = {"train_success", "heldout_success", "gap", "per_seed", "policy_entropy", "sim_entropy", "train_zero_score_frac",
+        "panel_success", "normalized", "recovered"}
+SEED_KEYS = KEYS - {"per_seed"} | {"panel_per_family"}
 
 
 def test_bench_end_to_end(tmp_path):
@@ -64,8 +65,9 @@ def test_pairwise_tests():
 
 
 def test_method_setup_never_trains_on_heldout():
+    """Only the ceiling, ``oracle``, trains against the held-out behaviour model, and on train personas only."""
     for method in bench.METHODS:
-        env_id, _, _ = bench.method_setup("p4g", method)
-        assert not env_id.endswith("heldout")
+        env_id, env_kwargs, _ = bench.method_setup("p4g", method)
+        assert not env_id.endswith("heldout") or (method == "oracle" and env_kwargs["personas"] == "train")
     with pytest.raises(ValueError):
         bench.method_setup("p4g", "nope")

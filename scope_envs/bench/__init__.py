@@ -5,11 +5,22 @@ trained with the act-level PPO of
 ``scope_envs.train.act_ppo`` on the method's regime, then evaluated (a) against
 the simulator(s) it trained with and (b) against the held-out human-proxy
 population (``<game>-heldout``), which no training run and no setting here
-ever reads beyond that evaluation (DESIGN.md §4).
+ever reads beyond that evaluation (DESIGN.md §4), and (c) on a panel of six
+held-out simulator families (``agents.families.panel``). Two rows bound every
+game: ``random`` (uniform legal play, the floor) and ``oracle`` (PPO against
+the held-out behaviour model on *train* personas and tasks only, the ceiling:
+for measurement, the one place that model is trained against). Each method's
+held-out score is also given normalized to that band and as the fraction of
+frozen's shortfall it recovers; the confirmatory comparisons (each method
+against ``frozen``) and the claims are defined before any result
+(``stats.py``) and written to ``claims.json``.
 
 =============  ==============================  ======================================
 method         trains on                       evaluated "vs its training simulator" on
 =============  ==============================  ======================================
+random         nothing (uniform legal acts)    ``<game>-frozen``
+oracle         ``<game>-heldout``,             ``<game>-heldout`` on train personas
+               ``personas="train"``
 untrained      nothing (the initial network)   ``<game>-frozen``
 frozen         ``<game>-frozen``               ``<game>-frozen``
 vs             ``<game>-vs`` (k=5)             ``<game>-vs``

@@ -1,4 +1,27 @@
-"""The benchmark's methods: what each trains on, and one (game, method, seed) run."""
+"""The benchmark's methods: what each trains on, and one (game, method, seed) run.
+
+The first two rows of every game are its band (DESIGN.md §4, "The benchmark is an instrument"):
+
+* ``random`` — the floor: ``agent_0`` plays uniformly at random over its legal acts
+  (``evaluate(..., uniform=True)``, ``scope_envs.train.act_ppo.UniformAgent``); no training (0 decisions),
+  the network is built but never read. Its "train" side is ``<game>-frozen``, as for ``untrained``.
+* ``oracle`` — the ceiling, human-aware RL's "PPO with the human proxy": PPO with ``frozen``'s budget and
+  config, trained on ``<game>-heldout`` with ``personas="train"`` (the held-out human-proxy behaviour model
+  in the user seat, dealing *train* personas/tasks only). It is an upper bound for measurement only and the
+  one place where anything is trained against the held-out behaviour model; no held-out persona or task is
+  ever dealt to it (tests/test_bench_rows.py), and it is no candidate method: the methods are compared with
+  each other and placed in the band ``normalized = (x - random) / (oracle - random)``. Its "train" side is
+  that env (the proxies on train scenarios); its "held-out" side is ``<game>-heldout`` as for every method.
+
+Every run is evaluated on three sides, each with its own seeds, the same for every method (common random
+numbers): ``train_success`` against the training simulator (seeds ``1_000_000 + 1000 * seed + i``),
+``heldout_success`` against the held-out human proxies (``2_000_000 + 1000 * seed + i``) and the held-out
+simulator panel: the six held-out families of ``scope_envs.agents.families.panel(game)``, each seated by
+``panel_env`` on held-out scenarios, ``panel_episodes(eval_episodes) = ceil(eval_episodes / 6)`` episodes per
+family, family ``j`` with seeds ``PANEL_SEED + 1000 * seed + 50 * j + i`` (``i`` < 16, the eval envs), a
+stream disjoint from the other two. Only ``agent_0`` meets the panel (a trained user network is not used).
+Metrics ``panel_per_family`` (the six families' success, in panel order) and ``panel_success`` (their mean).
+"""
 
 from __future__ import annotations
 
@@ -6,7 +29,8 @@ import time
 
 import numpy as np
 
-METHODS = ("untrained", "frozen", "vs", "rotation", "cotrain", "population", "selfplay")
+# the floor and the ceiling first (measurement rows: see the module docstring), then the methods
+METHODS = ("random", "oracle", "untrained", "frozen", "vs", "rotation", "cotrain", "population", "selfplay")
 # runnable by name, not in the default grid: K co-trained users with a diversity term (this
 # benchmark's population before SCOPE's checkpoint pool, kept so its old results can be reproduced)
 EXTRA_METHODS = ("population_members",)
@@ -22,18 +46,25 @@ POPULATION_MEMBERS = 4
 POOL = {"pool_size": 5, "snapshot_every": 4}  # SCOPE's checkpoint pool (wrappers/pool.py)
 DIVERSITY_COEF = 0.02  # set a priori, never tuned (DESIGN.md §4)
 DIAGNOSTICS = ("zero_std_group_frac", "all_fail_group_frac", "all_success_group_frac")  # grouped runs only
-METRICS = ("train_success", "heldout_success", "gap", "policy_entropy", "sim_entropy", "train_zero_score_frac")
-COST = {"population": 4, "vs": 1.3}  # rough relative run time, to start the slow runs first
+METRICS = ("train_success", "heldout_success", "gap", "policy_entropy", "sim_entropy", "train_zero_score_frac",
+           "panel_success")  # run metrics also hold ``panel_per_family`` (a list of six: not averaged here)
+COST = {"population": 4, "vs": 1.3, "random": 0.1}  # rough relative run time, to start the slow runs first
+UNTRAINED = ("random", "untrained")  # no training: total_steps = 0
+PANEL_SEED = 3_000_000  # the panel's evaluation seeds: PANEL_SEED + 1000 * seed + 50 * family + env index
 
 
 def method_setup(game: str, method: str, user_reward: str | None = None, advantage: str = "gae",
                  group_size: int = 1) -> tuple[str, dict, dict]:
     """(training env id, env kwargs, PPOConfig overrides) of a method. ``user_reward`` goes to the methods
-    with a learned user; ``advantage``/``group_size`` to every trained method."""
+    with a learned user; ``advantage``/``group_size`` to every trained method (``oracle`` included: it gets
+    ``frozen``'s config). ``random`` and ``untrained`` get ``frozen``'s env and are not trained."""
     if method not in METHODS + EXTRA_METHODS:
         raise ValueError(f"method must be one of {METHODS + EXTRA_METHODS}, got {method!r}")
-    regime = {"untrained": "frozen", "selfplay": "cotrain", "population_members": "population"}.get(method, method)
-    env_kwargs = {"population": dict(POOL), "population_members": {"members": POPULATION_MEMBERS}}.get(method, {})
+    regime = {"random": "frozen", "untrained": "frozen", "selfplay": "cotrain", "population_members": "population",
+              "oracle": "heldout"}.get(method, method)
+    # oracle: the held-out behaviour model on TRAIN personas/tasks (the ceiling; measurement only)
+    env_kwargs = {"population": dict(POOL), "population_members": {"members": POPULATION_MEMBERS},
+                  "oracle": {"personas": "train"}}.get(method, {})
     if user_reward is not None and method in LEARNED_USER:
         env_kwargs["user_reward"] = user_reward
     overrides = {"selfplay": method == "selfplay",
@@ -44,9 +75,41 @@ def method_setup(game: str, method: str, user_reward: str | None = None, advanta
     return f"{game}-{regime}", env_kwargs, overrides
 
 
+def panel_episodes(eval_episodes: int) -> int:
+    """Episodes per panel family: ceil(eval_episodes / 6), so the panel plays at least ``eval_episodes``."""
+    from scope_envs.agents.families import PANEL_SIZE
+
+    return -(-eval_episodes // PANEL_SIZE)
+
+
+def panel_seeds(seed: int) -> list[int]:
+    """Each panel family's evaluation seed (``evaluate`` resets its env ``i`` with seed + i, i < 16)."""
+    from scope_envs.agents.families import PANEL_SIZE
+
+    return [PANEL_SEED + 1000 * seed + 50 * j for j in range(PANEL_SIZE)]
+
+
+def evaluate_panel(trainer, game: str, episodes: int, seed: int, uniform: bool = False) -> dict:
+    """``agent_0`` against each of the six held-out panel families (``panel(game)``, ``panel_env`` on
+    held-out scenarios), ``episodes`` episodes each. Evaluation only (DESIGN.md §4.1)."""
+    import scope_envs
+    from scope_envs.agents.families import panel, panel_env
+    from scope_envs.train.act_ppo import evaluate
+
+    members = panel(game)  # stateless simulators: one each, shared by that family's eval envs
+    per = []
+    for member, s in zip(members, panel_seeds(seed)):
+        def factory(member=member):  # a fresh game (default arguments, as <game>-heldout) per env
+            return panel_env(scope_envs.make(f"{game}-heldout").unwrapped.game, member)
+
+        per.append(evaluate(trainer, factory, episodes, seed=s, uniform=uniform)["success"])
+    return {"success": float(np.mean(per)), "per_family": per, "families": [m.name for m in members]}
+
+
 def run_one(game: str, method: str, seed: int, steps: int, eval_episodes: int, curve_points: int,
             curve_episodes: int, user_reward: str | None = None, advantage: str = "gae", group_size: int = 1) -> dict:
-    """Train one (game, method, seed) and evaluate it; the held-out side only ever measures."""
+    """Train one (game, method, seed) and evaluate it; the held-out side only ever measures (``oracle``,
+    the ceiling, trains against the held-out behaviour model on train scenarios: see the module docstring)."""
     import torch
 
     from scope_envs.train.act_ppo import PPOConfig, PPOTrainer, evaluate
@@ -54,7 +117,8 @@ def run_one(game: str, method: str, seed: int, steps: int, eval_episodes: int, c
     torch.set_num_threads(1)
     t0 = time.perf_counter()
     env_id, env_kwargs, overrides = method_setup(game, method, user_reward, advantage, group_size)
-    total = 0 if method == "untrained" else steps
+    total = 0 if method in UNTRAINED else steps
+    uniform = method == "random"  # agent_0 plays uniformly over its legal acts; the network is never read
     trainer = PPOTrainer(PPOConfig(env_id=env_id, env_kwargs=env_kwargs, seed=seed, total_steps=total, **overrides))
     heldout_id = f"{game}-heldout"
     # the same evaluation episodes (seeds, hence cards) for every method: common random numbers
@@ -63,8 +127,8 @@ def run_one(game: str, method: str, seed: int, steps: int, eval_episodes: int, c
     curve = []
 
     def checkpoint():
-        tr = evaluate(trainer, env_id, curve_episodes, seed=train_seed + 500, **env_kwargs)
-        ho = evaluate(trainer, heldout_id, curve_episodes, seed=heldout_seed + 500)
+        tr = evaluate(trainer, env_id, curve_episodes, seed=train_seed + 500, uniform=uniform, **env_kwargs)
+        ho = evaluate(trainer, heldout_id, curve_episodes, seed=heldout_seed + 500, uniform=uniform)
         curve.append({"agent_steps": trainer.agent_steps, "train": tr["success"], "heldout": ho["success"],
                       "policy_entropy": tr["policy_entropy"]})
 
@@ -78,11 +142,15 @@ def run_one(game: str, method: str, seed: int, steps: int, eval_episodes: int, c
 
     history = trainer.train(on_iteration) if total else []
     train_time = time.perf_counter() - t0
-    tr = evaluate(trainer, env_id, eval_episodes, seed=train_seed, **env_kwargs)
-    ho = evaluate(trainer, heldout_id, eval_episodes, seed=heldout_seed)
+    tr = evaluate(trainer, env_id, eval_episodes, seed=train_seed, uniform=uniform, **env_kwargs)
+    ho = evaluate(trainer, heldout_id, eval_episodes, seed=heldout_seed, uniform=uniform)
+    # after the two evaluations above, so that their numbers (and the RNG state they see) are unchanged
+    n_panel = panel_episodes(eval_episodes)
+    pa = evaluate_panel(trainer, game, n_panel, seed, uniform)
     metrics = {"train_success": tr["success"], "heldout_success": ho["success"], "gap": tr["success"] - ho["success"],
                "policy_entropy": tr["policy_entropy"], "sim_entropy": tr["sim_entropy"],
-               "train_zero_score_frac": tr["zero_score_frac"]}
+               "train_zero_score_frac": tr["zero_score_frac"],
+               "panel_success": pa["success"], "panel_per_family": pa["per_family"]}
     last = history[-max(1, len(history) // 4):]  # collapse diagnostics: the final quarter of training
     metrics.update({k: float(np.mean([r[k] for r in last])) for k in DIAGNOSTICS if last and k in last[0]})
     return {
@@ -90,6 +158,7 @@ def run_one(game: str, method: str, seed: int, steps: int, eval_episodes: int, c
         "metrics": metrics,
         "outcomes": {"train": tr["outcome"], "heldout": ho["outcome"]},
         "curve": curve,
+        "panel": {"families": pa["families"], "episodes_per_family": n_panel, "seeds": panel_seeds(seed)},
         "training": [{k: r[k] for k in ("agent_steps", "return", "policy_entropy", "user_entropy", *DIAGNOSTICS)
                       if k in r} for r in history],
         "env_steps": trainer.env_steps,

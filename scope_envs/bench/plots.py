@@ -1,4 +1,8 @@
-"""The benchmark's PNG plots: learning curves, policy entropy, collapse diagnostics."""
+"""The benchmark's PNG plots: learning curves, policy entropy, collapse diagnostics.
+
+The band rows: ``random`` (the floor, no training) is drawn as a level, as ``untrained`` is; ``oracle`` (the
+ceiling, trained against the human proxies on train scenarios) as a curve. Every learning-curve panel also
+carries the floor's and the ceiling's final held-out success as dotted reference lines."""
 
 from __future__ import annotations
 
@@ -8,6 +12,8 @@ import numpy as np
 
 from scope_envs.bench.methods import DIAGNOSTICS, EXTRA_METHODS, METHODS
 from scope_envs.bench.report import LABELS, ROLES
+
+BAND = {"random": "floor", "oracle": "ceiling"}
 
 
 def plot(out: Path, runs: list[dict]) -> None:
@@ -22,7 +28,11 @@ def plot(out: Path, runs: list[dict]) -> None:
         cols = min(4, len(methods))
         rows_ = -(-len(methods) // cols)
         fig, axes = plt.subplots(rows_, cols, figsize=(4 * cols, 3 * rows_), squeeze=False, sharey=True)
+        band = {m: float(np.mean([r["metrics"]["heldout_success"] for r in mine if r["method"] == m]))
+                for m in ("random", "oracle") if m in methods}
         for ax, method in zip(axes.flat, methods):
+            for m, level in band.items():  # the game's floor and ceiling on held-out proxies
+                ax.axhline(level, color="0.5", ls=":", lw=1, label=f"{BAND[m]} ({m}), held-out")
             curves = [r["curve"] for r in mine if r["method"] == method]
             n = min(len(c) for c in curves)
             x = np.array([c["agent_steps"] for c in curves[0][:n]])
@@ -34,7 +44,7 @@ def plot(out: Path, runs: list[dict]) -> None:
                     continue
                 ax.plot(x, y.mean(0), marker="o", label=label)
                 ax.fill_between(x, y.min(0), y.max(0), alpha=0.2)
-            ax.set_title(method)
+            ax.set_title(f"{method} ({BAND[method]})" if method in BAND else method)
             ax.set_xlabel(f"{ROLES.get(game, 'agent_0')} decisions")
         for ax in axes.flat[len(methods):]:
             ax.axis("off")
@@ -46,14 +56,17 @@ def plot(out: Path, runs: list[dict]) -> None:
         plt.close(fig)
 
         fig, ax = plt.subplots(figsize=(7, 4))
-        for method in methods:
+        for k, method in enumerate(methods):
             hist = [r["training"] for r in mine if r["method"] == method and r["training"]]
-            if not hist:
+            if not hist:  # not trained (random, untrained): its evaluated entropy, drawn as a level
+                level = np.mean([r["metrics"]["policy_entropy"] for r in mine if r["method"] == method])
+                ax.axhline(level, ls=":" if method == "random" else "--", lw=2.5 if method == "random" else 1.5,
+                           color=f"C{k % 10}", label=f"{method} (no training)")  # random ~ untrained: both show
                 continue
             grid = np.linspace(0, max(h[-1]["agent_steps"] for h in hist), 50)
             y = np.mean([np.interp(grid, [h_["agent_steps"] for h_ in h], [h_["policy_entropy"] for h_ in h])
                          for h in hist], 0)
-            ax.plot(grid, y, label=method)
+            ax.plot(grid, y, color=f"C{k % 10}", label=method)
         ax.set_xlabel(f"{ROLES.get(game, 'agent_0')} decisions")
         ax.set_ylabel(f"{ROLES.get(game, 'agent_0')} policy entropy (nats)")
         ax.set_title(f"{game}: policy entropy during training (the collapse)")

@@ -1,4 +1,4 @@
-"""``report.md``: the tables, the tests, the claims, the game-specific figures."""
+"""``report.md``: the tables, the pre-declared tests, the claims, the game-specific figures."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from pathlib import Path
 import numpy as np
 
 from scope_envs.bench.methods import DIAGNOSTICS
-from scope_envs.bench.stats import claims, pairwise_tests
+from scope_envs.bench.stats import (ALPHA, BASELINE, BOOT_RESAMPLES, BOOT_SEED, CEILING, CLAIM_DEFINITIONS, CLAIMS,
+                                    FLOOR, LEVEL, PANEL, PANEL_FAMILIES, POWER, SUCCESS, game_claims, game_stats)
 
 
 def mean_sd(xs) -> str:
@@ -30,6 +31,8 @@ def tau2_metrics(results: dict, runs: list[dict]) -> list[str]:
              "|---|" + "---|" * (len(domains) + 3)]
     for method in results["tau2"]:
         outs = [r["outcomes"]["heldout"] for r in runs if r["game"] == "tau2" and r["method"] == method]
+        if not outs:
+            continue
         mean = {k: np.mean([o[k] for o in outs]) for k in outs[0]}
         per = [mean[f"{d}_success"] / mean[d] if mean[d] else float("nan") for d in domains]
         lines.append(f"| {method} | " + " | ".join(f"{x:.3f}" for x in per)
@@ -48,13 +51,170 @@ def cooperbench_metrics(results: dict, runs: list[dict]) -> list[str]:
              "|---|---|---|---|---|---|"]
     for method in results["cooperbench"]:
         outs = [r["outcomes"]["heldout"] for r in runs if r["game"] == "cooperbench" and r["method"] == method]
+        if not outs:
+            continue
         mean = {k: np.mean([o[k] for o in outs]) for k in outs[0]}
         lines.append(f"| {method} | {mean['success']:.3f} | {mean['teammate_feature']:.3f} | "
                      f"{mean['partner_feature']:.3f} | {mean['merge_conflict']:.3f} | {mean['message_share']:.3f} |")
     return lines
 
 
-def write_report(out: Path, results: dict, runs: list[dict], settings: dict, wall_s: float) -> None:
+def _f(x, fmt: str = ".3f") -> str:
+    return "n/a" if x is None or not np.isfinite(x) else format(x, fmt)
+
+
+def _ci(ci) -> str:
+    return "n/a" if not all(np.isfinite(ci)) else f"[{ci[0]:.3f}, {ci[1]:.3f}]"
+
+
+def _signed_ci(ci) -> str:
+    return "n/a" if not all(np.isfinite(ci)) else f"[{ci[0]:+.3f}, {ci[1]:+.3f}]"
+
+
+def _cell(e: dict, key: str) -> str:
+    xs = [s[key] for s in e["per_seed"].values() if s.get(key) is not None]
+    return mean_sd(xs) if xs and len(xs) == len(e["per_seed"]) else "—"
+
+
+def _plain(e: dict, key: str) -> str:
+    return _f(e[key]) if isinstance(e.get(key), (int, float)) else "—"
+
+
+def definitions() -> list[str]:
+    """The pre-declared analysis, as the report states it once at the top."""
+    return [
+        "## Pre-declared analysis (fixed before any result; DESIGN.md §4)", "",
+        f"* **Floor and ceiling.** `{FLOOR}` (uniform legal play) is each game's floor, `{CEILING}` (PPO trained "
+        "against the held-out behaviour model on *train* personas/tasks) its ceiling; headroom = mean(oracle) − "
+        "mean(random) on held-out success. A game whose ceiling does not clear its floor (headroom <= 0, or the "
+        f"{LEVEL:.0%} CI of oracle − random includes 0) **cannot judge methods**, and none of its claims is judged.",
+        "* **normalized** = (x − mean(random)) / (mean(oracle) − mean(random)); **recovered** = (x − mean(frozen)) / "
+        "(mean(oracle) − mean(frozen)); x = held-out success, per seed and its mean (the table shows mean ± sd of "
+        "the per-seed values). Absent (—) where the rows they need are missing or the denominator is <= 0.",
+        f"* **Confirmatory family**: each method against `{BASELINE}` on held-out success — Welch's t-test, "
+        f"Holm-Bonferroni within this family only (significant: p_Holm < {ALPHA}). Every other pair is "
+        "**exploratory**: reported in its own table, with Holm over the exploratory pairs, and no claim rests on it. "
+        "The floor and ceiling rows are in neither family.",
+        f"* **CIs**: {LEVEL:.0%} percentile bootstrap, {BOOT_RESAMPLES} resamples, generator seed {BOOT_SEED}: of "
+        "a method's mean held-out success, and of a difference of two means (each arm resampled on its own). "
+        "A percentile bootstrap cannot reach beyond the observed seeds: with few seeds its intervals are too "
+        "narrow (at 3 seeds a nominal 95% interval of a difference covers about 80% for normal data), so claims "
+        "that need a CI to exclude 0 are lenient, and claims that need it to include 0 are strict, at small n.",
+        f"* **Minimum detectable effect (MDE)**: the smallest true held-out difference to frozen that a two-sided "
+        f"two-sample t-test at n seeds per arm (df = 2n − 2) detects with power {POWER} at alpha {ALPHA}/m, m = the "
+        "confirmatory family's size (Holm's first, strictest step), with the pooled per-seed sd of the methods' "
+        "held-out success (noncentral t). Given as an absolute effect and as a fraction of the headroom, with the "
+        "power that Welch's test (lower at few seeds) has at that effect, by simulation.",
+        "* **Claims** (also in `claims.json`, from the per-seed numbers):",
+        *(f"  * *{CLAIMS[k]}* — {CLAIM_DEFINITIONS[k]}" for k in CLAIMS), ""]
+
+
+def panel_families(game: str, table: dict, runs: list[dict]) -> list[str]:
+    """Held-out panel success per simulator family (``panel_per_family``: a list per seed, in panel order;
+    the family names from the runs' ``panel`` record)."""
+    per = {m: [s[PANEL_FAMILIES] for s in e["per_seed"].values() if isinstance(s.get(PANEL_FAMILIES), list)]
+           for m, e in table.items()}
+    per = {m: np.asarray(v, float) for m, v in per.items() if v and len({len(x) for x in v}) == 1}
+    if not per:
+        return []
+    width = max(v.shape[1] for v in per.values())
+    names = next((r["panel"]["families"] for r in runs if r["game"] == game and isinstance(r.get("panel"), dict)
+                  and len(r["panel"].get("families", [])) == width), [f"family {j + 1}" for j in range(width)])
+    lines = ["", "### Held-out panel per simulator family (success, mean over seeds)", "",
+             "| method | " + " | ".join(map(str, names)) + " | panel |", "|---|" + "---|" * (width + 1)]
+    for method, v in per.items():
+        cells = [f"{x:.3f}" for x in v.mean(0)] + ["—"] * (width - v.shape[1])
+        lines.append(f"| {method} | " + " | ".join(cells) + f" | {_plain(table[method], PANEL)} |")
+    return lines
+
+
+def game_section(game: str, table: dict, results: dict, runs: list[dict], st: dict, game_claims_: list[dict]) -> list:
+    unit = LABELS.get(game, "success")
+    b = st["band"]
+    lines = [f"## {game}: {unit} (agent_0 = the {ROLES.get(game, 'agent')})", ""]
+    if not b["present"]:
+        lines += [f"No floor/ceiling rows in this run (methods `{FLOOR}`, `{CEILING}`): normalized and recovered "
+                  "scores, the MDE as a fraction of the headroom and claims 1, 2a, 2b are not computed.", ""]
+    elif b["clears"]:
+        lines += [f"Floor (random) {b['floor']:.3f}, ceiling (oracle) {b['ceiling']:.3f}: headroom "
+                  f"{b['headroom']:+.3f}, {LEVEL:.0%} CI {_signed_ci(b['ci'])}. The ceiling clears the floor: this "
+                  "game can judge methods.", ""]
+    else:
+        lines += [f"**This game cannot judge methods**: its ceiling does not clear its floor (random "
+                  f"{b['floor']:.3f}, oracle {b['ceiling']:.3f}, headroom {b['headroom']:+.3f}, {LEVEL:.0%} CI "
+                  f"{_signed_ci(b['ci'])}). The tables below are descriptive; no claim is judged on this game.", ""]
+    panel = any(PANEL in s for e in table.values() for s in e["per_seed"].values())
+    head = ["method", "train", "held-out", *(["panel"] if panel else []), f"held-out {LEVEL:.0%} CI", "gap",
+            "normalized", "recovered", "policy entropy", "sim entropy", "seeds"]
+    lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for method, e in table.items():
+        cells = [method, _cell(e, "train_success"), _cell(e, SUCCESS), *([_cell(e, PANEL)] if panel else []),
+                 _ci(st["ci"][method]), _cell(e, "gap"), _cell(e, "normalized"), _cell(e, "recovered"),
+                 _plain(e, "policy_entropy"), _plain(e, "sim_entropy"), str(len(e["per_seed"]))]
+        lines.append("| " + " | ".join(cells) + " |")
+    if panel:
+        lines += ["", "*panel*: mean success on the held-out panel of simulator families (evaluation only)."]
+
+    m = len(st["family"])
+    conf = st["confirmatory"]
+    lines += ["", f"### Confirmatory: each method against {BASELINE} on held-out success "
+                  f"(m = {m} comparisons, declared before the run; Welch's t, Holm within these {m})", ""]
+    if conf:
+        lines += [f"| method | method − {BASELINE} | {LEVEL:.0%} CI (bootstrap) | t | p | p (Holm, m = {m}) | "
+                  f"Cohen's d | significant ({ALPHA}, Holm) |", "|---|---|---|---|---|---|---|---|"]
+        for r in conf:
+            d = "n/a" if r["degenerate"] else f"{r['d']:+.2f}"
+            lines.append(f"| {r['a']} | {r['diff']:+.3f} | {_signed_ci(r['ci'])} | {r['t']:.2f} | {r['p']:.2g} | "
+                         f"{r['p_holm']:.2g} | {d} | {'yes' if r['p_holm'] < ALPHA else 'no'} |")
+    else:
+        lines.append(f"No confirmatory test ({BASELINE} not in this run, or fewer than 2 seeds per method).")
+    frac = (f" = {st['mde_frac']:.0%} of the headroom" if np.isfinite(st["mde_frac"]) else
+            " (no headroom to compare it with)")
+    lines += ["", f"Minimum detectable effect at n = {st['n']} seeds per method (power {POWER}, two-sided alpha "
+                  f"{ALPHA}/{max(1, m)}, pooled per-seed sd {_f(st['sd'])}): "
+                  + (f"{st['mde']:.3f} in held-out success (d = {st['mde_d']:.2f}){frac}. Differences to frozen "
+                     "smaller than this are likely to be missed at this number of seeds; Welch's test, which the "
+                     f"table uses, has power {st['mde_welch_power']:.2f} at that effect (simulated)."
+                     if np.isfinite(st["mde"]) else "n/a (fewer than 2 seeds per method).")]
+
+    explo = st["exploratory"]
+    if explo:
+        lines += ["", f"### Exploratory: every other pair of methods ({len(explo)} pairs; Welch's t, Holm within "
+                      "these pairs; no claim rests on them)", "",
+                  "| A | B | A − B | t | p | p (Holm, exploratory) | Cohen's d |", "|---|---|---|---|---|---|---|"]
+        for r in sorted(explo, key=lambda r: r["p"]):
+            d = "n/a" if r["degenerate"] else f"{r['d']:+.2f}"
+            lines.append(f"| {r['a']} | {r['b']} | {r['diff']:+.3f} | {r['t']:.2f} | {r['p']:.2g} | "
+                         f"{r['p_holm']:.2g} | {d} |")
+    if any(r["degenerate"] for r in conf + explo):
+        lines += ["", "Cohen's d is n/a where one method's held-out score did not vary across seeds (sd ≈ 0): "
+                      "d divides by a standard deviation that is then the other method's alone, and it "
+                      "grows without bound as that one shrinks, so it says nothing about the size of the effect."]
+
+    lines += panel_families(game, table, runs)
+
+    grouped = [mt for mt, e in table.items() if DIAGNOSTICS[0] in e]
+    if grouped:
+        lines += ["", "### Collapse diagnostics (grouped rollouts; mean over the final quarter of training)", "",
+                  "| method | zero-variance groups | all-fail groups | all-success groups |", "|---|---|---|---|",
+                  *(f"| {mt} | {table[mt]['zero_std_group_frac']:.3f} | {table[mt]['all_fail_group_frac']:.3f} | "
+                    f"{table[mt]['all_success_group_frac']:.3f} |" for mt in grouped)]
+    if game == "cooperbench":
+        lines += ["", *cooperbench_metrics(results, runs)]
+    if game == "tau2":
+        lines += ["", *tau2_metrics(results, runs)]
+    verdict = {True: "**held**", False: "**not held**", None: "**not judged**"}
+    lines += ["", "### The paper's claims, judged from the per-seed numbers (definitions: Pre-declared analysis)",
+              ""]
+    for c in game_claims_:
+        lines += [f"* {c['claim']}: {verdict[c['held']]}. {c['evidence']}."]
+    lines += ["", f"Plots: `{game}_learning_curves.png`, `{game}_entropy.png`.", ""]
+    return lines
+
+
+def write_report(out: Path, results: dict, runs: list[dict], settings: dict, wall_s: float,
+                 stats_by_game: dict | None = None) -> None:
+    stats_by_game = stats_by_game or {g: game_stats(t) for g, t in results.items()}
     lines = ["# scope-envs bench", "", "| setting | value |", "|---|---|",
              *(f"| {k} | {', '.join(map(str, v)) if isinstance(v, list) else v} |" for k, v in settings.items()),
              f"| wall time | {wall_s:.0f} s |", "",
@@ -66,42 +226,11 @@ def write_report(out: Path, results: dict, runs: list[dict], settings: dict, wal
              "`<game>-heldout`, never used in training. Means ± sd across seeds; entropies in nats "
              "(policy: `agent_0`'s per-decision entropy against its training simulator; sim: entropy of the "
              "user's act frequencies there). `agent_0` is the " + ", the ".join(
-                 f"{ROLES[g]} in {g}" for g in results if g in ROLES) + ".", ""]
+                 f"{ROLES[g]} in {g}" for g in results if g in ROLES) + ".", "", *definitions()]
     for game, table in results.items():
-        unit = LABELS.get(game, "success")
-        lines += [f"## {game}: {unit} (agent_0 = the {ROLES.get(game, 'agent')})", "",
-                  "| method | train | held-out | gap | policy entropy | sim entropy | seeds |",
-                  "|---|---|---|---|---|---|---|"]
-        for method, e in table.items():
-            ps = e["per_seed"].values()
-            lines.append(f"| {method} | {mean_sd([s['train_success'] for s in ps])} | "
-                         f"{mean_sd([s['heldout_success'] for s in ps])} | {mean_sd([s['gap'] for s in ps])} | "
-                         f"{e['policy_entropy']:.3f} | {e['sim_entropy']:.3f} | {len(e['per_seed'])} |")
-        tests = pairwise_tests({m: [s["heldout_success"] for s in e["per_seed"].values()] for m, e in table.items()})
-        lines += ["", f"### Held-out success, pairwise Welch t-tests ({len(tests)} pairs, Holm-Bonferroni)", "",
-                  "| A | B | A − B | t | p | p (Holm) | Cohen's d | significant (0.05, Holm) |",
-                  "|---|---|---|---|---|---|---|---|"]
-        for r in sorted(tests, key=lambda r: r["p"]):
-            d = "n/a" if r["degenerate"] else f"{r['d']:+.2f}"
-            lines.append(f"| {r['a']} | {r['b']} | {r['diff']:+.3f} | {r['t']:.2f} | {r['p']:.2g} | {r['p_holm']:.2g} "
-                         f"| {d} | {'yes' if r['p_holm'] < 0.05 else 'no'} |")
-        if any(r["degenerate"] for r in tests):
-            lines += ["", "Cohen's d is n/a where one method's held-out score did not vary across seeds (sd ≈ 0): "
-                          "d divides by a standard deviation that is then the other method's alone, and it "
-                          "grows without bound as that one shrinks, so it says nothing about the size of the effect."]
-        grouped = [m for m, e in table.items() if DIAGNOSTICS[0] in e]
-        if grouped:
-            lines += ["", "### Collapse diagnostics (grouped rollouts; mean over the final quarter of training)", "",
-                      "| method | zero-variance groups | all-fail groups | all-success groups |", "|---|---|---|---|",
-                      *(f"| {m} | {table[m]['zero_std_group_frac']:.3f} | {table[m]['all_fail_group_frac']:.3f} | "
-                        f"{table[m]['all_success_group_frac']:.3f} |" for m in grouped)]
-        if game == "cooperbench":
-            lines += ["", *cooperbench_metrics(results, runs)]
-        if game == "tau2":
-            lines += ["", *tau2_metrics(results, runs)]
-        lines += ["", "### The paper's claims, checked against these numbers", "", *claims(table), "",
-                  f"Plots: `{game}_learning_curves.png`, `{game}_entropy.png`.", ""]
-    speeds = [r["env_steps_per_s"] for r in runs if r["env_steps_per_s"]]
+        st = stats_by_game[game]
+        lines += game_section(game, table, results, runs, st, game_claims(game, table, st))
+    speeds = [r["env_steps_per_s"] for r in runs if r.get("env_steps_per_s")]
     if speeds:
         lines += [f"Trainer throughput during these runs (one core each, with the learning-curve evaluations "
                   f"included): median {np.median(speeds):.0f} env steps/s.", ""]

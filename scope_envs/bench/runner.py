@@ -11,7 +11,7 @@ from pathlib import Path
 from scope_envs.bench.methods import COST, GAMES, METHODS, PRESETS, EXTRA_METHODS, _run_task, run_one
 from scope_envs.bench.plots import plot
 from scope_envs.bench.report import write_report
-from scope_envs.bench.stats import summarize
+from scope_envs.bench.stats import claims, game_stats, summarize
 
 
 def add_arguments(ap: argparse.ArgumentParser) -> None:
@@ -92,10 +92,12 @@ def run(games=GAMES, methods=METHODS, seeds=None, steps=None, eval_episodes=None
     wall = time.perf_counter() - t0
     results = summarize(runs)
     (out / "results.json").write_text(json.dumps(results, indent=1))
+    stats_by_game = {game: game_stats(table) for game, table in results.items()}
+    (out / "claims.json").write_text(json.dumps(claims(results, stats_by_game), indent=1, ensure_ascii=False))
     (out / "curves.json").write_text(json.dumps({"settings": settings, "wall_s": wall, "runs": runs}, indent=1))
     write_report(out, results, runs, {**settings, "games": list(games), "methods": list(methods), "jobs": jobs,
                                       "user_reward": user_reward or "each game's default", "advantage": advantage,
-                                      "group_size": group_size}, wall)
+                                      "group_size": group_size}, wall, stats_by_game)
     plot(out, runs)
     return results
 
@@ -108,5 +110,5 @@ def main(args: argparse.Namespace) -> None:
     run(games=args.games, methods=args.methods, seeds=args.seeds, steps=args.steps,
         eval_episodes=args.eval_episodes, full=args.full, out=args.out, jobs=args.jobs,
         user_reward=args.user_reward, advantage=args.advantage, group_size=args.group_size)
-    print(f"wrote {args.out}/results.json, report.md and plots in {time.perf_counter() - t0:.0f} s")
+    print(f"wrote {args.out}/results.json, claims.json, report.md and plots in {time.perf_counter() - t0:.0f} s")
     print((Path(args.out) / "report.md").read_text())

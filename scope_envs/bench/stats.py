@@ -1,92 +1,400 @@
-"""The benchmark's statistics: summaries over seeds, Welch t-tests with Holm-Bonferroni, the claims."""
+"""The benchmark's statistics, declared before any result exists (DESIGN.md §4, "The benchmark is an instrument").
+
+Everything here is computed from per-seed numbers (``results[game][method]["per_seed"][seed]``):
+
+* **Floor and ceiling.** ``random`` (uniform legal play) is the floor and ``oracle`` (trained against the
+  held-out behaviour model on *train* personas) the ceiling; ``headroom = mean(oracle) - mean(random)`` on
+  held-out success. A game whose ceiling does not clear its floor (headroom <= 0, or the 95% bootstrap CI of
+  oracle - random includes 0) cannot judge methods.
+* **Normalized scores.** ``normalized = (x - mean(random)) / headroom`` and
+  ``recovered = (x - mean(frozen)) / (mean(oracle) - mean(frozen))``, per seed (x = that seed's held-out success)
+  and for the mean over seeds (which equals the mean of the per-seed values); null where the rows it needs are
+  missing or its denominator is <= 0.
+* **Confirmatory family.** Each method against ``frozen`` on held-out success (floor and ceiling rows excluded):
+  Welch's t, Holm-Bonferroni within that family only. Every other pair of methods is exploratory, with its own
+  Holm correction over the exploratory pairs.
+* **CIs.** 95% percentile bootstrap (``BOOT_RESAMPLES`` resamples, generator seeded with ``BOOT_SEED``): of a
+  method's mean held-out success, and of the difference of two means (each arm resampled independently).
+* **Minimum detectable effect.** The smallest true difference a two-sided two-sample t-test (n seeds per arm,
+  df = 2n - 2) detects with power 0.8 at alpha 0.05/m, m = the confirmatory family's size (Holm's first and
+  strictest step), with the pooled per-seed sd of the methods' held-out success; from the noncentral t. Welch's
+  test has less power than that at few seeds; ``welch_power`` says how much, by simulation.
+* **Claims** (``claims``): see ``CLAIM_DEFINITIONS``.
+"""
 
 from __future__ import annotations
 
 import itertools
+import math
 
 import numpy as np
 
 from scope_envs.bench.methods import DIAGNOSTICS, EXTRA_METHODS, METHODS, METRICS
 
+FLOOR, CEILING, BASELINE = "random", "oracle", "frozen"
+REFERENCE = (FLOOR, CEILING)  # the band's rows: never judged, never in a test family
+SUCCESS = "heldout_success"
+ALPHA = 0.05
+POWER = 0.8
+LEVEL = 0.95
+BOOT_RESAMPLES = 10_000
+BOOT_SEED = 0
+NEAR = 0.25  # claim 1: "near" = within this fraction of the headroom
+RECOVERY = 0.5  # claims 2a/2b: "most of the gap"
+PANEL, PANEL_FAMILIES = "panel_success", "panel_per_family"  # per run (methods.run_one); the latter a list
+NO_BAND = "not judged (no floor/ceiling rows)"
 
-def holm(pvalues: list[float]) -> list[float]:
-    """Holm-Bonferroni adjusted p-values (step-down, monotone)."""
+CLAIMS = {
+    "0": "0. The game can judge methods: its ceiling (oracle) clears its floor (random)",
+    "1": "1. Frozen-simulator RL scores high on its simulator and stays near the untrained baseline on held-out users",
+    "2a": "2a. VS recovers most of the gap on held-out users",
+    "2b": "2b. Co-training recovers most of the gap on held-out users",
+    "3": "3. Population co-training is best on held-out users",
+}
+CLAIM_DEFINITIONS = {
+    "0": "oracle − random > 0 on mean held-out success and its 95% bootstrap CI excludes 0 (lies above it). "
+         "Where it does not hold, no other claim of the game is judged.",
+    "1": "(a) frozen's train success is above untrained's and the 95% bootstrap CI of frozen − untrained (train) "
+         f"lies above 0; and (b) 'near' on held-out: the 95% CI of frozen − untrained (held-out) includes 0, or "
+         f"lies within ±{NEAR:.0%} of the headroom (oracle − random).",
+    "2a": f"recovered = (vs − frozen) / (oracle − frozen) on mean held-out success is >= {RECOVERY}, the difference "
+          "vs − frozen is positive, and its 95% bootstrap CI lies above 0. A negative difference is never a "
+          "recovery; with oracle − frozen <= 0 there is no gap to recover (not judged).",
+    "2b": f"as 2a for cotrain: recovered >= {RECOVERY}, cotrain − frozen > 0 and its 95% CI lies above 0.",
+    "3": "population has the strictly highest mean held-out success of all methods (floor and ceiling rows "
+         "excluded), and its confirmatory comparison with frozen is significant after Holm (p_Holm < 0.05).",
+}
+
+
+# ---------------------------------------------------------------------------------------------- tests, CIs, power
+
+def holm(pvalues: list[float], m: int | None = None) -> list[float]:
+    """Holm-Bonferroni adjusted p-values (step-down, monotone) for a family of ``m`` (default: len) hypotheses;
+    ``m`` larger than the list keeps a declared family's size when some of its comparisons could not be run."""
     p = np.asarray(pvalues, float)
-    order = np.argsort(p)
+    m = len(p) if m is None else m
+    if m < len(p):
+        raise ValueError(f"family size m={m} is smaller than the {len(p)} p-values")
+    order = np.argsort(p, kind="stable")
     adj = np.empty_like(p)
     running = 0.0
     for rank, i in enumerate(order):
-        running = max(running, min(1.0, (len(p) - rank) * p[i]))
+        running = max(running, min(1.0, (m - rank) * p[i]))
         adj[i] = running
     return adj.tolist()
 
 
-def pairwise_tests(per_method: dict[str, list[float]]) -> list[dict]:
-    """Welch's t-test on held-out success for every pair of methods, Holm-corrected across pairs.
-    Effect size: Cohen's d with the average of the two variances (and the raw difference in dollars)."""
+def welch(x, y) -> dict:
+    """Welch's t-test of mean(x) - mean(y), Cohen's d (average of the two variances), and whether d is
+    degenerate (one arm did not vary). Both arms need >= 2 values."""
     from scipy import stats
 
-    rows = []
-    for a, b in itertools.combinations(per_method, 2):
-        x, y = np.asarray(per_method[a]), np.asarray(per_method[b])
-        if len(x) < 2 or len(y) < 2:
-            continue
-        t, p = stats.ttest_ind(x, y, equal_var=False)
-        sd = np.sqrt((x.var(ddof=1) + y.var(ddof=1)) / 2)
-        degenerate = min(x.std(ddof=1), y.std(ddof=1)) < 1e-9
-        diff = float(x.mean() - y.mean())
-        d = diff / sd if sd > 0 else (0.0 if diff == 0 else float(np.sign(diff)) * float("inf"))
-        p = float(p) if np.isfinite(p) else (1.0 if diff == 0 else 0.0)
-        rows.append({"a": a, "b": b, "diff": diff, "t": float(t) if np.isfinite(t) else float("nan"), "p": p, "d": d,
-                     "degenerate": bool(degenerate)})
-    for row, adj in zip(rows, holm([r["p"] for r in rows])):
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    t, p = stats.ttest_ind(x, y, equal_var=False)
+    sd = np.sqrt((x.var(ddof=1) + y.var(ddof=1)) / 2)
+    diff = float(x.mean() - y.mean())
+    d = diff / sd if sd > 0 else (0.0 if diff == 0 else float(np.sign(diff)) * float("inf"))
+    p = float(p) if np.isfinite(p) else (1.0 if diff == 0 else 0.0)
+    return {"diff": diff, "t": float(t) if np.isfinite(t) else float("nan"), "p": p, "d": float(d),
+            "degenerate": bool(min(x.std(ddof=1), y.std(ddof=1)) < 1e-9)}
+
+
+def pairwise_tests(per_method: dict[str, list[float]], pairs=None, m: int | None = None) -> list[dict]:
+    """Welch's t-test for ``pairs`` (default: every pair of ``per_method``), Holm-corrected within exactly
+    those pairs (family size ``m``, default the number of pairs). Pairs with an arm of < 2 seeds are left out."""
+    pairs = list(itertools.combinations(per_method, 2)) if pairs is None else list(pairs)
+    rows = [{"a": a, "b": b, **welch(per_method[a], per_method[b])} for a, b in pairs
+            if len(per_method[a]) >= 2 and len(per_method[b]) >= 2]
+    for row, adj in zip(rows, holm([r["p"] for r in rows], m=max(len(rows), m or len(pairs)))):
         row["p_holm"] = adj
     return rows
 
 
+def bootstrap_ci(x, level: float = LEVEL, resamples: int = BOOT_RESAMPLES, seed: int = BOOT_SEED) -> tuple:
+    """Percentile bootstrap CI of mean(x); deterministic (fixed seed). (nan, nan) below 2 values."""
+    x = np.asarray(x, float)
+    if len(x) < 2:
+        return (float("nan"), float("nan"))
+    rng = np.random.default_rng(seed)
+    means = x[rng.integers(0, len(x), size=(resamples, len(x)))].mean(1)
+    lo, hi = np.percentile(means, [50 * (1 - level), 50 * (1 + level)])
+    return (float(lo), float(hi))
+
+
+def bootstrap_diff_ci(x, y, level: float = LEVEL, resamples: int = BOOT_RESAMPLES, seed: int = BOOT_SEED) -> tuple:
+    """Percentile bootstrap CI of mean(x) - mean(y), each arm resampled independently (as Welch's t treats them);
+    deterministic (fixed seed). (nan, nan) when an arm has < 2 values."""
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    if len(x) < 2 or len(y) < 2:
+        return (float("nan"), float("nan"))
+    rng = np.random.default_rng(seed)
+    bx = x[rng.integers(0, len(x), size=(resamples, len(x)))].mean(1)
+    by = y[rng.integers(0, len(y), size=(resamples, len(y)))].mean(1)
+    lo, hi = np.percentile(bx - by, [50 * (1 - level), 50 * (1 + level)])
+    return (float(lo), float(hi))
+
+
+def power_two_sample(d: float, n: int, alpha: float) -> float:
+    """Power of the two-sided two-sample t-test (n per arm, df = 2n - 2) for a standardized effect d."""
+    from scipy import stats
+
+    df = 2 * n - 2
+    nc = d * math.sqrt(n / 2)
+    tc = stats.t.ppf(1 - alpha / 2, df)
+    # the lower tail P(T' < -tc) as P(T' > tc) at -nc: scipy's nct.cdf far in the tail can return nan
+    lower = stats.nct.sf(tc, df, -nc)
+    return float(stats.nct.sf(tc, df, nc) + (lower if np.isfinite(lower) else 0.0))
+
+
+def mde(n: int, family: int = 1, alpha: float = ALPHA, power: float = POWER) -> float:
+    """Minimum detectable standardized effect (Cohen's d) at n seeds per arm, power ``power``, two-sided
+    alpha / family (Holm's strictest step over the confirmatory family). nan below 2 seeds."""
+    from scipy.optimize import brentq
+
+    if n < 2:
+        return float("nan")
+    a = alpha / max(1, family)
+    hi = 1.0
+    while power_two_sample(hi, n, a) < power:
+        hi *= 2
+    return float(brentq(lambda d: power_two_sample(d, n, a) - power, 0.0, hi, xtol=1e-10))
+
+
+def welch_power(d: float, n: int, alpha: float, draws: int = 20_000, seed: int = BOOT_SEED) -> float:
+    """Power of Welch's test (the one the confirmatory comparisons use) at a standardized effect d, n seeds per
+    arm, two-sided ``alpha``: by simulation of normal seeds (fixed seed). Below the noncentral-t power of the
+    pooled test at small n, since Welch's degrees of freedom shrink with the sample variances."""
+    from scipy import stats
+
+    if n < 2 or not np.isfinite(d):
+        return float("nan")
+    rng = np.random.default_rng(seed)
+    x, y = rng.normal(d, 1.0, (draws, n)), rng.normal(0.0, 1.0, (draws, n))
+    return float((stats.ttest_ind(x, y, axis=1, equal_var=False).pvalue < alpha).mean())
+
+
+def pooled_sd(groups) -> float:
+    """sqrt(sum (n_i - 1) s_i^2 / sum (n_i - 1)) over the groups with >= 2 values; nan if none."""
+    groups = [np.asarray(g, float) for g in groups if len(g) >= 2]
+    dof = sum(len(g) - 1 for g in groups)
+    return float(np.sqrt(sum((len(g) - 1) * g.var(ddof=1) for g in groups) / dof)) if dof else float("nan")
+
+
+# ---------------------------------------------------------------------------------------------------- results.json
+
+def _order(method: str):
+    known = METHODS + EXTRA_METHODS
+    return (known.index(method), "") if method in known else (len(known), method)
+
+
+def per_seed(entry: dict, key: str = SUCCESS) -> np.ndarray:
+    return np.asarray([s[key] for s in entry["per_seed"].values() if key in s], float)
+
+
 def summarize(runs: list[dict]) -> dict:
-    """results.json: game -> method -> means over seeds, and ``per_seed``."""
+    """results.json: game -> method -> means over seeds, ``per_seed``, and ``normalized`` / ``recovered``
+    (per seed too; null where undefined: see ``normalize``)."""
     out: dict = {}
-    for r in sorted(runs, key=lambda r: (r["game"], (METHODS + EXTRA_METHODS).index(r["method"]), r["seed"])):
+    for r in sorted(runs, key=lambda r: (r["game"], _order(r["method"]), r["seed"])):
         entry = out.setdefault(r["game"], {}).setdefault(r["method"], {"per_seed": {}})
         entry["per_seed"][str(r["seed"])] = dict(r["metrics"])
     for game in out.values():
         for entry in game.values():
             seeds = entry["per_seed"].values()
-            for k in METRICS + DIAGNOSTICS:
+            for k in METRICS + DIAGNOSTICS:  # panel_per_family (a list per seed) stays per seed
                 if all(k in s for s in seeds):
                     entry[k] = float(np.mean([s[k] for s in seeds]))
+    normalize(out)
     return out
 
 
-def claims(table: dict) -> list[str]:
-    """The paper's claims, checked mechanically against this run's means (see benchmarks/README.md)."""
-    m = {k: v for k, v in table.items()}
-    lines = []
-    if {"untrained", "frozen"} <= set(m):
-        u, f = m["untrained"], m["frozen"]
-        high = f["train_success"] > u["train_success"]
-        near = abs(f["heldout_success"] - u["heldout_success"]) <= 0.25 * max(f["gap"], 1e-9)
-        lines.append(
-            f"1. Frozen-simulator RL scores high on its simulator ({f['train_success']:.3f} vs untrained "
-            f"{u['train_success']:.3f}: {'yes' if high else 'no'}) and near the untrained baseline on held-out users "
-            f"({f['heldout_success']:.3f} vs {u['heldout_success']:.3f}; 'near' = within a quarter of frozen's gap "
-            f"{f['gap']:.3f}: {'yes' if near else 'no'}).")
-    if "frozen" in m:
-        f = m["frozen"]
-        for label, k in (("2a", "vs"), ("2b", "cotrain")):
-            if k in m:
-                g = m[k]
-                rec = (g["heldout_success"] - f["heldout_success"])
-                smaller = g["gap"] < 0.5 * f["gap"]
-                lines.append(
-                    f"{label}. {k}: gap {g['gap']:.3f} vs frozen's {f['gap']:.3f} (less than half: "
-                    f"{'yes' if smaller else 'no'}); held-out {g['heldout_success']:.3f}, "
-                    f"{'+' if rec >= 0 else ''}{rec:.3f} vs frozen ({'better' if rec > 0 else 'not better'}). "
-                    f"Recovers most of the gap (both): {'yes' if smaller and rec > 0 else 'no'}.")
-    if "population" in m:
-        best = max(m, key=lambda k: m[k]["heldout_success"])
-        lines.append(f"3. Population co-training best on held-out: the best method is {best} "
-                     f"({m[best]['heldout_success']:.3f}; population {m['population']['heldout_success']:.3f}): "
-                     f"{'yes' if best == 'population' else 'no'} (significance: see the tests above).")
-    return lines
+def normalize(results: dict) -> dict:
+    """Sets, in place, ``normalized`` (needs random and oracle, oracle - random > 0) and ``recovered`` (needs
+    frozen and oracle, oracle - frozen > 0) on every method of every game, per seed and as the mean; None
+    (JSON null) where the rows it needs are missing or its denominator is <= 0, so that no sign-flipped or
+    infinite score is ever written and every entry has the same keys."""
+    for table in results.values():
+        means = {m: float(per_seed(e).mean()) for m, e in table.items() if len(per_seed(e))}
+        scales = {"normalized": (FLOOR, CEILING), "recovered": (BASELINE, CEILING)}
+        for key, (low, high) in scales.items():
+            origin = means.get(low)
+            scale = means[high] - origin if low in means and high in means else float("nan")
+            ok = scale > 0
+            for method, entry in table.items():
+                for s in entry["per_seed"].values():
+                    s[key] = (s[SUCCESS] - origin) / scale if ok and SUCCESS in s else None
+                entry[key] = (means[method] - origin) / scale if ok and method in means else None
+    return results
+
+
+# ---------------------------------------------------------------------------------------------- one game's numbers
+
+def judged_methods(table: dict) -> list[str]:
+    """The methods of a game's table (the floor and ceiling rows are references, not methods)."""
+    return [m for m in table if m not in REFERENCE]
+
+
+def confirmatory_family(table: dict) -> list[str]:
+    """The methods compared with frozen, declared by the run's method list before any result exists."""
+    return [m for m in judged_methods(table) if m != BASELINE] if BASELINE in table else []
+
+
+def band(table: dict) -> dict:
+    """The floor/ceiling band on held-out success: ``present``; and where present ``floor``, ``ceiling``,
+    ``headroom``, ``ci`` (of oracle - random) and ``clears`` (headroom > 0 and the CI lies above 0)."""
+    if FLOOR not in table or CEILING not in table:
+        return {"present": False}
+    lo_row, hi_row = per_seed(table[FLOOR]), per_seed(table[CEILING])
+    headroom = float(hi_row.mean() - lo_row.mean())
+    ci = bootstrap_diff_ci(hi_row, lo_row)
+    return {"present": True, "floor": float(lo_row.mean()), "ceiling": float(hi_row.mean()), "headroom": headroom,
+            "ci": ci, "clears": bool(headroom > 0 and ci[0] > 0)}
+
+
+def game_stats(table: dict) -> dict:
+    """Everything the report and the claims read about one game: ``band``, per-method ``ci`` (held-out mean),
+    ``confirmatory`` rows (a = method, b = frozen; with ``ci`` of the difference), ``exploratory`` rows,
+    ``family`` (its size ``m``), ``n`` (seeds per arm), ``sd`` (pooled), ``mde_d``, ``mde``, ``mde_frac`` and
+    ``mde_welch_power`` (the power Welch's test actually has at that effect)."""
+    held = {m: per_seed(e) for m, e in table.items()}
+    methods = judged_methods(table)
+    family = confirmatory_family(table)
+    conf = pairwise_tests(held, [(m, BASELINE) for m in family], m=len(family))
+    for row in conf:
+        row["ci"] = bootstrap_diff_ci(held[row["a"]], held[row["b"]])
+    explo_pairs = [(a, b) for a, b in itertools.combinations(methods, 2) if BASELINE not in (a, b)]
+    explo = pairwise_tests(held, explo_pairs)
+    b = band(table)
+    arms = [held[m] for m in ([BASELINE] if BASELINE in table else []) + family]
+    n = min((len(x) for x in arms), default=0)
+    sd = pooled_sd(arms)
+    d = mde(n, family=max(1, len(family)))
+    absolute = d * sd if np.isfinite(d) and np.isfinite(sd) else float("nan")
+    frac = absolute / b["headroom"] if b["present"] and b["headroom"] > 0 and np.isfinite(absolute) else float("nan")
+    return {"band": b, "ci": {m: bootstrap_ci(x) for m, x in held.items()}, "confirmatory": conf,
+            "exploratory": explo, "family": family, "n": n, "sd": sd, "mde_d": d, "mde": absolute, "mde_frac": frac,
+            "mde_welch_power": welch_power(d, n, ALPHA / max(1, len(family)))}
+
+
+# ------------------------------------------------------------------------------------------------------- the claims
+
+def _f(x: float) -> str:
+    return "n/a" if x is None or not np.isfinite(x) else f"{x:.3f}"
+
+
+def _ci(ci: tuple) -> str:
+    return "[n/a]" if not all(np.isfinite(ci)) else f"[{ci[0]:+.3f}, {ci[1]:+.3f}]"
+
+
+def _undefined(*cis) -> bool:
+    return any(not all(np.isfinite(ci)) for ci in cis)
+
+
+def game_claims(game: str, table: dict, st: dict | None = None) -> list[dict]:
+    """The claims of one game, each ``{game, claim, held, evidence}``; ``held`` is True, False or None (not
+    judged, the evidence says why)."""
+    st = game_stats(table) if st is None else st
+    b = st["band"]
+    held = {m: per_seed(e) for m, e in table.items()}
+    mean = {m: float(x.mean()) for m, x in held.items() if len(x)}
+    out = []
+
+    def add(key, verdict, evidence):
+        out.append({"game": game, "claim": CLAIMS[key], "held": verdict, "evidence": evidence})
+
+    # 0: the band
+    if not b["present"]:
+        add("0", None, f"{NO_BAND}: methods {FLOOR!r} and {CEILING!r} were not run")
+        gate = None  # claim 3 does not need the band; claims 1, 2a, 2b check for it themselves
+    else:
+        ev = (f"floor (random) {_f(b['floor'])}, ceiling (oracle) {_f(b['ceiling'])}; headroom oracle − random "
+              f"{b['headroom']:+.3f}, 95% CI {_ci(b['ci'])}" + (" (fewer than 2 seeds: no CI)" if _undefined(b["ci"])
+                                                                  else ""))
+        add("0", b["clears"], ev + ("" if b["clears"] else "; the ceiling does not clear the floor, so this game "
+                                    "cannot judge methods"))
+        gate = None if b["clears"] else f"not judged (this game cannot judge methods: {ev})"
+    headroom = b.get("headroom", float("nan"))
+
+    # 1: frozen high on its simulator, near untrained on held-out
+    if not {BASELINE, "untrained"} <= set(table):
+        add("1", None, "not judged (frozen and untrained are not both in this run)")
+    else:
+        tf, tu = per_seed(table[BASELINE], "train_success"), per_seed(table["untrained"], "train_success")
+        ci_t = bootstrap_diff_ci(tf, tu)
+        ci_h = bootstrap_diff_ci(held[BASELINE], held["untrained"])
+        diff_t, diff_h = float(tf.mean() - tu.mean()), mean[BASELINE] - mean["untrained"]
+        high = bool(diff_t > 0 and ci_t[0] > 0)
+        ev = (f"train: frozen {_f(tf.mean())} vs untrained {_f(tu.mean())}, difference {diff_t:+.3f}, 95% CI "
+              f"{_ci(ci_t)} (above 0: {'yes' if high else 'no'}); held-out: frozen {_f(mean[BASELINE])} vs "
+              f"untrained {_f(mean['untrained'])}, difference {diff_h:+.3f}, 95% CI {_ci(ci_h)}")
+        if gate:
+            add("1", None, f"{gate}; {ev}")
+        elif not b["present"]:
+            add("1", None, f"{NO_BAND}; {ev}")
+        elif _undefined(ci_t, ci_h):
+            add("1", None, f"not judged (fewer than 2 seeds: no CI); {ev}")
+        else:
+            includes0 = ci_h[0] <= 0 <= ci_h[1]
+            within = -NEAR * headroom <= ci_h[0] and ci_h[1] <= NEAR * headroom
+            near = bool(includes0 or within)
+            ev += (f"; {NEAR:.0%} of the headroom {headroom:.3f} = {NEAR * headroom:.3f}; CI includes 0: "
+                   f"{'yes' if includes0 else 'no'}, CI within ±{NEAR * headroom:.3f}: {'yes' if within else 'no'} "
+                   f"(near: {'yes' if near else 'no'})")
+            add("1", high and near, ev)
+
+    # 2a / 2b: recovering most of the gap
+    for key, method in (("2a", "vs"), ("2b", "cotrain")):
+        if not {BASELINE, method} <= set(table):
+            add(key, None, f"not judged ({BASELINE} and {method} are not both in this run)")
+            continue
+        diff = mean[method] - mean[BASELINE]
+        ci = bootstrap_diff_ci(held[method], held[BASELINE])
+        ev = (f"held-out: {method} {_f(mean[method])} vs frozen {_f(mean[BASELINE])}, difference {diff:+.3f}, "
+              f"95% CI {_ci(ci)}")
+        if not b["present"]:
+            add(key, None, f"{NO_BAND}; {ev}")
+            continue
+        gap = mean[CEILING] - mean[BASELINE]
+        ev += f"; gap to recover oracle − frozen {gap:+.3f}"
+        if gate:
+            add(key, None, f"{gate}; {ev}")
+        elif not gap > 0:
+            add(key, None, f"not judged (frozen is at or above the ceiling: no gap to recover); {ev}")
+        elif _undefined(ci):
+            add(key, None, f"not judged (fewer than 2 seeds: no CI); {ev}")
+        else:
+            recovered = diff / gap
+            verdict = bool(diff > 0 and recovered >= RECOVERY and ci[0] > 0)
+            row = next((r for r in st["confirmatory"] if r["a"] == method), None)
+            test = "" if row is None else (f"; for reference, its confirmatory Welch test: p {row['p']:.2g}, "
+                                           f"p_Holm {row['p_holm']:.2g}")
+            add(key, verdict, f"{ev}; recovered {recovered:+.3f} (>= {RECOVERY}: "
+                              f"{'yes' if recovered >= RECOVERY else 'no'}; difference positive: "
+                              f"{'yes' if diff > 0 else 'no'}; CI above 0: {'yes' if ci[0] > 0 else 'no'}){test}")
+
+    # 3: population best on held-out
+    if not {BASELINE, "population"} <= set(table):
+        add("3", None, "not judged (frozen and population are not both in this run)")
+    else:
+        ranked = sorted((m for m in judged_methods(table) if m in mean), key=lambda m: -mean[m])
+        best, runner_up = ranked[0], next(m for m in ranked if m != "population")
+        highest = mean["population"] > mean[runner_up]
+        row = next((r for r in st["confirmatory"] if r["a"] == "population"), None)
+        ev = (f"held-out: population {_f(mean['population'])}, best of the others {runner_up} "
+              f"{_f(mean[runner_up])} (population strictly highest: {'yes' if highest else 'no'}; best: {best})")
+        if row is None:
+            add("3", None, f"not judged (fewer than 2 seeds: no test); {ev}")
+        else:
+            sig = row["p_holm"] < ALPHA
+            ev += (f"; population − frozen {row['diff']:+.3f}, Welch p {row['p']:.2g}, p_Holm {row['p_holm']:.2g} "
+                   f"over the {len(st['family'])} confirmatory comparisons (significant: {'yes' if sig else 'no'})")
+            add("3", None if gate else bool(highest and sig and row["diff"] > 0),
+                f"{gate}; {ev}" if gate else ev)
+    return out
+
+
+def claims(results: dict, stats_by_game: dict | None = None) -> list[dict]:
+    """claims.json: the paper's claims for every game, judged from the per-seed numbers (``CLAIM_DEFINITIONS``);
+    a list of ``{"game", "claim", "held", "evidence"}``, ``held`` True / False / None (= not judged)."""
+    stats_by_game = stats_by_game or {}
+    return [c for game, table in results.items() for c in game_claims(game, table, stats_by_game.get(game))]

@@ -706,16 +706,59 @@ def group_diagnostics(episodes: list[dict]) -> dict[str, float]:
     }
 
 
-def evaluate(trainer: PPOTrainer, env_id: str, episodes: int = 500, seed: int = 12345, num_envs: int = 16,
-             greedy: bool = False, **env_kwargs) -> dict:
+UNIFORM_KEY = 0x756E69  # the uniform player's generator: [UNIFORM_KEY, evaluation seed]
+
+
+class UniformAgent:
+    """``agent_0`` plays uniformly at random over its legal acts (the benchmark's floor, ``random``): the
+    network's outputs are never read. Draws come from this object's own generator (``seed``), so the play is
+    reproducible whatever the global RNGs hold. A learnable user, where an env has one, still plays
+    ``trainer``'s network. ``play`` is ``PPOTrainer.play`` (it needs only ``act``)."""
+
+    play = PPOTrainer.play
+
+    def __init__(self, trainer: PPOTrainer, seed: int):
+        self.trainer = trainer
+        self.rng = np.random.default_rng([UNIFORM_KEY, seed])
+
+    def act(self, requests: list[tuple[str, dict]], greedy: bool = False) -> list[dict]:
+        """Decisions for a batch of (agent, obs); ``greedy`` applies only to the users' networks."""
+        out: list[dict] = [{} for _ in requests]
+        users = [i for i, (agent, _) in enumerate(requests) if agent != AGENT]
+        if users:
+            for i, d in zip(users, self.trainer.act([requests[i] for i in users], greedy)):
+                out[i] = d
+        for i, (agent, obs) in enumerate(requests):
+            if agent == AGENT:
+                m = obs["action_mask"].astype(bool)
+                legal = np.flatnonzero(m)
+                n = len(legal)
+                out[i] = {"x": obs["observation"], "m": m, "a": int(self.rng.choice(legal)),
+                          "logp": -float(np.log(n)), "v": 0.0, "ent": float(np.log(n)), "r": 0.0, "user": False}
+        return out
+
+
+def evaluate(trainer: PPOTrainer, env_id: str | Callable[[], object], episodes: int = 500, seed: int = 12345,
+             num_envs: int = 16, greedy: bool = False, uniform: bool = False, **env_kwargs) -> dict:
     """Play ``episodes`` episodes of ``env_id`` with the trained persuader (and, where the env has
     learnable users, the trained user networks). Returns ``success`` (the mean of the game's
     ``success_metric`` outcome — for p4g the actual donation in dollars, for cooperbench the
     cooperative success rate — or of agent_0's return), ``outcome`` (the mean of every outcome key),
     ``policy_entropy`` (mean entropy of the persuader's policy per decision, nats), ``sim_entropy``
-    (entropy of the user's act frequencies over all its turns, nats) and ``returns``."""
-    envs = [scope_envs.make(env_id, **env_kwargs) for _ in range(num_envs)]
-    eps, _ = trainer.play(envs, episodes, seed=seed, greedy=greedy)
+    (entropy of the user's act frequencies over all its turns, nats) and ``returns``.
+
+    ``env_id`` is a registered id (each env ``scope_envs.make(env_id, **env_kwargs)``) or a factory: a
+    callable that returns a fresh env each call (e.g. a panel member's ``panel_env``; no ``env_kwargs``
+    then). ``uniform=True``: ``agent_0`` plays uniformly at random over its legal acts instead of its network
+    (``UniformAgent``, drawing from a generator seeded by ``seed``): the random-play floor."""
+    if callable(env_id):
+        if env_kwargs:
+            raise ValueError(f"env_kwargs go with an env id, not with an env factory; got {sorted(env_kwargs)}")
+        envs = [env_id() for _ in range(num_envs)]
+    else:
+        envs = [scope_envs.make(env_id, **env_kwargs) for _ in range(num_envs)]
+    player = UniformAgent(trainer, seed) if uniform else trainer
+    eps, _ = player.play(envs, episodes, seed=seed, greedy=greedy)
     returns = np.array([e["return"] for e in eps])
     n_user = envs[0].action_space(envs[0].possible_agents[-1]).n if len(envs[0].possible_agents) > 1 else None
     user_acts = np.concatenate([e["user_acts"] for e in eps]).astype(int)

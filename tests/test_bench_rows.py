@@ -1,0 +1,155 @@
+"""The benchmark's band rows (``random``, the floor; ``oracle``, the ceiling) and its held-out simulator panel."""
+
+import numpy as np
+import pytest
+
+import scope_envs
+from scope_envs.agents.families import PANEL_SIZE
+from scope_envs.bench import methods
+from scope_envs.bench.methods import METHODS, evaluate_panel, method_setup, panel_episodes, panel_seeds, run_one
+from scope_envs.train.act_ppo import PPOConfig, PPOTrainer, evaluate
+
+GAMES = ("p4g", "cooperbench", "tau2")
+TOP = {"p4g": 2.0, "cooperbench": 1.0, "tau2": 1.0}
+TINY = {"steps": 100, "eval_episodes": 12, "curve_points": 1, "curve_episodes": 8}
+
+
+def test_the_band_rows_come_first():
+    assert METHODS[:2] == ("random", "oracle")
+    assert "random" in methods.UNTRAINED and "oracle" not in methods.UNTRAINED
+
+
+@pytest.mark.parametrize("game", GAMES)
+def test_method_setup_of_the_band_rows(game):
+    frozen_id, frozen_kw, frozen_over = method_setup(game, "frozen")
+    assert method_setup(game, "random") == (frozen_id, frozen_kw, frozen_over)  # frozen's env, never trained
+    # oracle: frozen's config, against the held-out behaviour model on TRAIN personas/tasks
+    assert method_setup(game, "oracle") == (f"{game}-heldout", {"personas": "train"}, frozen_over)
+    # grouped/GRPO runs reach the oracle as they reach frozen; a learned user's reward does not (it has none)
+    assert method_setup(game, "oracle", "adversarial", "grpo", 4)[2] == method_setup(game, "frozen", None, "grpo", 4)[2]
+    assert "user_reward" not in method_setup(game, "oracle", "adversarial")[1]
+
+
+def test_heldout_regime_personas_option():
+    from scope_envs.agents.p4g import HumanProxyPersuadee
+
+    assert scope_envs.make("p4g-heldout").unwrapped.split == "heldout"
+    env = scope_envs.make("p4g-heldout", personas="train")
+    assert env.unwrapped.split == "train" and isinstance(env.unwrapped.members[0], HumanProxyPersuadee)
+    with pytest.raises(ValueError, match="personas"):
+        scope_envs.make("p4g-heldout", personas="test")
+    with pytest.raises(ValueError, match="personas"):
+        scope_envs.make("p4g-frozen", personas="train")
+
+
+def heldout_ids(game):
+    """The held-out persona/card ids and held-out task ids of a game (DESIGN.md §4.1)."""
+    if game == "p4g":
+        from scope_envs.games.p4g import personas
+
+        return {personas.persona("heldout", i).id for i in range(personas.SPLIT_SIZES["heldout"])}, set()
+    if game == "cooperbench":
+        from scope_envs.games.cooperbench import styles, world
+
+        return ({styles.persona("heldout", i).id for i in range(styles.SPLIT_SIZES["heldout"])},
+                {t.id for t in world.tasks("heldout")})
+    from scope_envs.games.tau2 import behaviour
+
+    return {behaviour.card("heldout", i).id for i in range(behaviour.SPLIT_SIZES["heldout"])}, None
+
+
+@pytest.mark.parametrize("game", GAMES)
+def test_oracle_trains_on_train_personas_and_tasks_only(game, monkeypatch):
+    """The ceiling meets the held-out behaviour model, but every training episode deals a train card/task."""
+    env_id, kwargs, overrides = method_setup(game, "oracle")
+    trainer = PPOTrainer(PPOConfig(env_id=env_id, env_kwargs=kwargs, seed=0, total_steps=1, num_envs=4,
+                                   episodes_per_iter=16, **overrides))
+    dealt = []
+    for env in trainer.envs:
+        assert env.unwrapped.split == "train" and env.unwrapped.members[0].name == "human_proxy"
+        g = env.unwrapped.game
+        real_reset, real_sample = g.reset, g.sample_persona
+
+        def sample(rng, split, real=real_sample):
+            assert split == "train", f"the oracle asked for a {split} scenario"
+            return real(rng, split)
+
+        def reset(persona, rng, real=real_reset, g=g):
+            real(persona, rng)
+            dealt.append((persona, getattr(g, "task", None)))
+
+        monkeypatch.setattr(g, "sample_persona", sample)
+        monkeypatch.setattr(g, "reset", reset)
+    trainer.train()
+    assert trainer.agent_steps > 0 and len(dealt) >= 16
+    held_personas, held_tasks = heldout_ids(game)
+    for persona, task in dealt:
+        assert persona.split == "train", persona.id
+        if game == "tau2":
+            data = g.data[persona.attributes["domain"]]
+            assert persona.attributes["card"] not in held_personas
+            assert persona.attributes["task_id"] in data.split_ids("train")
+            assert persona.attributes["task_id"] not in data.split_ids("test")
+        else:
+            assert persona.id not in held_personas
+        if game == "cooperbench":
+            assert task.id not in held_tasks
+
+
+def test_random_is_uniform_play_and_never_trains(monkeypatch):
+    def forbidden(*a, **k):
+        raise AssertionError("random read or trained the network")
+
+    monkeypatch.setattr(PPOTrainer, "train", forbidden)
+    monkeypatch.setattr(PPOTrainer, "act", forbidden)
+    r = run_one("p4g", "random", 0, **TINY)
+    m = r["metrics"]
+    assert r["training"] == [] and r["env_steps"] == 0 and all(c["agent_steps"] == 0 for c in r["curve"])
+    assert len(r["curve"]) == 1  # one evaluation: drawn as a level, like untrained
+    assert 0 <= m["heldout_success"] <= TOP["p4g"] and 0 <= m["panel_success"] <= TOP["p4g"]
+    assert len(m["panel_per_family"]) == PANEL_SIZE
+    assert m["panel_success"] == pytest.approx(np.mean(m["panel_per_family"]))
+    # uniform over the legal acts: its per-decision entropy is the mean log of the number of legal acts
+    assert m["policy_entropy"] > 1.0
+    assert run_one("p4g", "random", 0, **TINY)["metrics"] == m  # its own seeded generator: reproducible
+
+
+def test_oracle_run_reports_the_panel():
+    r = run_one("p4g", "oracle", 0, **TINY)
+    m = r["metrics"]
+    assert r["curve"][-1]["agent_steps"] >= TINY["steps"] and r["training"]  # a curve, not a level
+    assert 0 <= m["panel_success"] <= TOP["p4g"] and len(m["panel_per_family"]) == PANEL_SIZE
+    assert all(0 <= x <= TOP["p4g"] for x in m["panel_per_family"])
+    assert r["panel"]["episodes_per_family"] == panel_episodes(TINY["eval_episodes"]) == 2
+    assert len(r["panel"]["families"]) == PANEL_SIZE and all(f.startswith("heldout-") for f in r["panel"]["families"])
+
+
+def test_panel_episodes_and_seeds():
+    assert panel_episodes(500) == 84 and panel_episodes(3000) == 500 and panel_episodes(6) == 1
+    for seed in range(3):
+        panel = {s + i for s in panel_seeds(seed) for i in range(16)}  # evaluate resets env i with seed + i
+        assert len(panel) == 16 * PANEL_SIZE  # the families' seeds do not overlap
+        other = {base + 1000 * seed + off + i for base in (1_000_000, 2_000_000) for off in (0, 500)
+                 for i in range(16)}  # run_one's train / held-out seeds (final evaluation and curve)
+        assert not panel & other
+    assert panel_seeds(0) == panel_seeds(0) and panel_seeds(0) != panel_seeds(1)
+
+
+def test_the_panel_never_meets_a_trained_user(monkeypatch):
+    trainer = PPOTrainer(PPOConfig(env_id="p4g-cotrain", user_init="random", total_steps=0, seed=0))
+
+    def forbidden(*a, **k):
+        raise AssertionError("a trained user network played on the panel")
+
+    monkeypatch.setattr(trainer.learners["user_0"], "dist", forbidden)
+    out = evaluate_panel(trainer, "p4g", 2, seed=0)
+    assert len(out["per_family"]) == PANEL_SIZE and out["success"] == pytest.approx(np.mean(out["per_family"]))
+
+
+def test_evaluate_takes_an_env_factory():
+    trainer = PPOTrainer(PPOConfig(env_id="p4g-frozen", total_steps=0, seed=0))
+    by_id = evaluate(trainer, "p4g-heldout", 20, seed=5, greedy=True)
+    by_factory = evaluate(trainer, lambda: scope_envs.make("p4g-heldout"), 20, seed=5, greedy=True)
+    assert by_id["success"] == by_factory["success"] and by_id["outcome"] == by_factory["outcome"]
+    with pytest.raises(ValueError, match="env_kwargs"):
+        evaluate(trainer, lambda: scope_envs.make("p4g-heldout"), 4, max_turns=4)

@@ -1,0 +1,270 @@
+"""The benchmark's pre-declared statistics and claims, on hand-made per-seed numbers (no training)."""
+
+import itertools
+import json
+
+import numpy as np
+import pytest
+
+from scope_envs.bench import runner, stats
+
+FROZEN = [0.40, 0.42, 0.44]
+
+
+def table(**per_method) -> dict:
+    """A game's results table from per-seed held-out success (train success: ``<method>_train``)."""
+    train = {k[:-6]: v for k, v in per_method.items() if k.endswith("_train")}
+    out = {}
+    for method, xs in per_method.items():
+        if method.endswith("_train"):
+            continue
+        tr = train.get(method, [0.5] * len(xs))
+        out[method] = {"per_seed": {str(i): {"heldout_success": float(x), "train_success": float(t),
+                                             "gap": float(t - x)} for i, (x, t) in enumerate(zip(xs, tr))}}
+        out[method]["heldout_success"] = float(np.mean(xs))
+    return out
+
+
+def by_label(claims: list[dict]) -> dict:
+    return {c["claim"].split(".")[0]: c for c in claims}
+
+
+# -------------------------------------------------------------------------------------------- normalized/recovered
+
+def test_normalized_and_recovered_arithmetic():
+    t = stats.normalize({"g": table(random=[0.1, 0.2, 0.3], oracle=[0.8, 0.8, 0.8], frozen=[0.4, 0.4, 0.4],
+                                    vs=[0.5, 0.6, 0.7])})["g"]
+    # headroom 0.8 - 0.2 = 0.6; gap to recover 0.8 - 0.4 = 0.4
+    assert t["vs"]["normalized"] == pytest.approx((0.6 - 0.2) / 0.6)
+    assert t["vs"]["recovered"] == pytest.approx((0.6 - 0.4) / 0.4)
+    assert [s["normalized"] for s in t["vs"]["per_seed"].values()] == pytest.approx([0.5, 4 / 6, 5 / 6])
+    assert [s["recovered"] for s in t["vs"]["per_seed"].values()] == pytest.approx([0.25, 0.5, 0.75])
+    for method, e in t.items():  # the mean of the per-seed values is the value of the means
+        for key in ("normalized", "recovered"):
+            assert e[key] == pytest.approx(np.mean([s[key] for s in e["per_seed"].values()])), (method, key)
+    assert t["random"]["normalized"] == pytest.approx(0) and t["oracle"]["normalized"] == pytest.approx(1)
+    assert t["frozen"]["recovered"] == pytest.approx(0) and t["oracle"]["recovered"] == pytest.approx(1)
+
+
+def test_normalized_absent_without_rows_or_headroom():
+    t = stats.normalize({"g": table(frozen=FROZEN, vs=FROZEN)})["g"]
+    assert t["vs"]["normalized"] is None and t["vs"]["recovered"] is None
+    # the ceiling under the floor / under frozen: no sign-flipped scores are written, the keys stay (null)
+    t = stats.normalize({"g": table(random=[0.5] * 3, oracle=[0.3] * 3, frozen=[0.6] * 3, vs=[0.4] * 3)})["g"]
+    for e in t.values():
+        assert e["normalized"] is None and e["recovered"] is None
+        assert all(s["normalized"] is None and s["recovered"] is None for s in e["per_seed"].values())
+    json.loads(json.dumps(t, allow_nan=False))
+
+
+def test_summarize_means_panel_success_and_keeps_per_family_per_seed():
+    def run(method, seed, x, fams):
+        return {"game": "g", "method": method, "seed": seed,
+                "metrics": {"train_success": x, "heldout_success": x, "gap": 0.0, "panel_success": float(np.mean(fams)),
+                            "panel_per_family": fams}}
+
+    runs = [run("oracle", 1, 0.9, [1.0, 0.0]), run("frozen", 0, 0.4, [0.2, 0.4]), run("oracle", 0, 0.7, [0.0, 1.0]),
+            run("frozen", 1, 0.6, [0.4, 0.6]), run("random", 0, 0.1, [0.0, 0.0]), run("random", 1, 0.1, [0.0, 0.0])]
+    res = stats.summarize(runs)["g"]
+    assert list(res) == ["random", "oracle", "frozen"]  # METHODS order
+    assert res["oracle"]["panel_success"] == pytest.approx(0.5)
+    assert "panel_per_family" not in res["oracle"] and res["oracle"]["per_seed"]["0"]["panel_per_family"] == [0, 1]
+    assert res["frozen"]["normalized"] == pytest.approx((0.5 - 0.1) / (0.8 - 0.1))
+    json.dumps(res, allow_nan=False)
+
+
+# ------------------------------------------------------------------------------------------------- tests and Holm
+
+def seven_methods() -> dict:
+    """frozen + 6 methods; only ``vs`` differs (Welch p ~ 0.005: inside 0.05/6, outside 0.05/21)."""
+    return table(frozen=FROZEN, untrained=FROZEN, vs=[x + 0.09 for x in FROZEN], rotation=FROZEN,
+                 cotrain=FROZEN, population=FROZEN, selfplay=FROZEN)
+
+
+def test_holm_within_the_confirmatory_family_only():
+    t = seven_methods()
+    st = stats.game_stats(t)
+    assert len(st["family"]) == 6 and len(st["exploratory"]) == 15
+    assert {(r["a"], r["b"]) for r in st["confirmatory"]} == {(m, "frozen") for m in st["family"]}
+    assert all("frozen" not in (r["a"], r["b"]) for r in st["exploratory"])
+    vs = next(r for r in st["confirmatory"] if r["a"] == "vs")
+    assert 0.05 / 21 < vs["p"] < 0.05 / 6
+    assert vs["p_holm"] == pytest.approx(6 * vs["p"]) and vs["p_holm"] < 0.05
+    # the same comparison fails when corrected over all 21 pairs
+    every = stats.pairwise_tests({m: [s["heldout_success"] for s in e["per_seed"].values()] for m, e in t.items()})
+    assert len(every) == 21
+    assert next(r for r in every if {r["a"], r["b"]} == {"vs", "frozen"})["p_holm"] > 0.05
+
+
+def test_floor_and_ceiling_rows_are_in_no_family():
+    t = {**seven_methods(), **table(random=[0.0, 0.1, 0.05], oracle=[0.9, 0.95, 1.0])}
+    st = stats.game_stats(t)
+    assert len(st["family"]) == 6 and len(st["exploratory"]) == 15
+    assert all({"random", "oracle"}.isdisjoint((r["a"], r["b"])) for r in st["confirmatory"] + st["exploratory"])
+
+
+def test_holm_keeps_a_declared_family_size():
+    assert stats.holm([0.01], m=6) == pytest.approx([0.06])
+    with pytest.raises(ValueError):
+        stats.holm([0.01, 0.02], m=1)
+
+
+# -------------------------------------------------------------------------------------------------- CIs and power
+
+def test_bootstrap_ci_deterministic_and_contains_the_mean():
+    x = [0.31, 0.35, 0.29, 0.40, 0.33]
+    ci = stats.bootstrap_ci(x)
+    assert ci == stats.bootstrap_ci(x)
+    assert ci[0] < np.mean(x) < ci[1]
+    y = [0.1, 0.15, 0.12]
+    d = stats.bootstrap_diff_ci(x, y)
+    assert d == stats.bootstrap_diff_ci(x, y)
+    assert d[0] < np.mean(x) - np.mean(y) < d[1]
+    assert stats.bootstrap_ci(x, seed=1) != ci  # the seed is what fixes it
+    assert all(np.isnan(stats.bootstrap_ci([0.3])))
+
+
+def test_mde_decreases_with_more_seeds():
+    ds = [stats.mde(n, family=6) for n in (2, 3, 5, 8, 20)]
+    assert all(a > b for a, b in itertools.pairwise(ds))
+    assert stats.mde(3, family=1) < stats.mde(3, family=6)  # Holm's first step over a larger family is stricter
+    assert stats.mde(64) == pytest.approx(0.5, abs=0.01)  # the textbook 64 per arm for d = 0.5
+    assert stats.power_two_sample(stats.mde(5, family=6), 5, 0.05 / 6) == pytest.approx(0.8, abs=1e-6)
+    assert np.isnan(stats.mde(1))
+
+
+def test_game_mde_absolute_and_fraction_of_headroom():
+    t = {**seven_methods(), **table(random=[0.0, 0.0, 0.0], oracle=[1.0, 1.0, 1.0])}
+    st = stats.game_stats(t)
+    assert st["n"] == 3 and st["sd"] == pytest.approx(0.02)  # every method's per-seed sd is 0.02
+    assert st["mde"] == pytest.approx(stats.mde(3, family=6) * 0.02)
+    assert st["mde_frac"] == pytest.approx(st["mde"] / 1.0)
+    assert 0 < st["mde_welch_power"] < 0.8
+
+
+# --------------------------------------------------------------------------------------------------------- claims
+
+def test_claims_schema_is_a_json_list():
+    t = {**seven_methods(), **table(random=[0.0, 0.05, 0.1], oracle=[0.9, 0.95, 1.0])}
+    cl = stats.claims({"g": t, "h": seven_methods()})
+    back = json.loads(json.dumps(cl, allow_nan=False))
+    assert back == cl and isinstance(back, list) and len(back) == 2 * len(stats.CLAIMS)
+    for c in back:
+        assert set(c) == {"game", "claim", "held", "evidence"}
+        assert c["game"] in ("g", "h") and c["held"] in (True, False, None)
+        assert isinstance(c["claim"], str) and isinstance(c["evidence"], str) and c["evidence"]
+    assert [c["claim"] for c in back[:len(stats.CLAIMS)]] == list(stats.CLAIMS.values())
+
+
+def test_claims_without_floor_and_ceiling_are_not_judged():
+    c = by_label(stats.claims({"g": seven_methods()}))
+    for label in ("0", "1", "2a", "2b"):
+        assert c[label]["held"] is None and "not judged (no floor/ceiling rows)" in c[label]["evidence"], label
+    assert c["3"]["held"] is False  # population is not best; claim 3 needs no band
+
+
+def test_a_game_whose_oracle_does_not_clear_random_is_flagged():
+    for oracle in ([0.1, 0.2, 0.3], [0.05, 0.2, 0.15], [0.0, 0.1, 0.05]):  # above but CI includes 0; equal; below
+        t = {**seven_methods(), **table(random=[0.05, 0.15, 0.2], oracle=oracle)}
+        c = by_label(stats.claims({"g": t}))
+        assert c["0"]["held"] is False and "cannot judge methods" in c["0"]["evidence"], oracle
+        for label in ("1", "2a", "2b", "3"):
+            assert c[label]["held"] is None and "cannot judge methods" in c[label]["evidence"], (oracle, label)
+    assert stats.band(table(random=[0.05, 0.15, 0.2], oracle=[0.1, 0.2, 0.3]))["headroom"] > 0  # yet flagged
+
+
+def test_negative_gap_is_never_a_recovery():
+    band = table(random=[0.0, 0.02, 0.04], oracle=[0.95, 0.97, 0.99])
+    worse = [x - 0.2 for x in FROZEN]
+    c = by_label(stats.claims({"g": {**table(frozen=FROZEN, vs=worse, cotrain=FROZEN), **band}}))
+    assert c["2a"]["held"] is False and "recovered -" in c["2a"]["evidence"]
+    # frozen above the ceiling: (vs - frozen) / (oracle - frozen) would be positive, and must not count
+    high = table(random=[0.0, 0.02, 0.04], oracle=[0.30, 0.31, 0.32])
+    t = stats.normalize({"g": {**table(frozen=FROZEN, vs=worse, cotrain=FROZEN), **high}})["g"]
+    assert t["vs"]["recovered"] is None
+    c = by_label(stats.claims({"g": t}))
+    assert c["2a"]["held"] is None and "no gap to recover" in c["2a"]["evidence"]
+
+
+def test_recovery_held_when_most_of_the_gap_is_closed_and_the_ci_excludes_0():
+    band = table(random=[0.0, 0.02, 0.04], oracle=[0.80, 0.82, 0.84])  # gap to recover 0.4
+    c = by_label(stats.claims({"g": {**table(frozen=FROZEN, vs=[x + 0.3 for x in FROZEN],
+                                              cotrain=[x + 0.1 for x in FROZEN]), **band}}))
+    assert c["2a"]["held"] is True and "recovered +0.750" in c["2a"]["evidence"]
+    assert c["2b"]["held"] is False and "recovered +0.250" in c["2b"]["evidence"]  # significant, but too little
+
+
+def near_case(untrained_heldout, oracle=(0.9, 1.0, 1.1)):
+    band = table(random=[0.0, 0.05, 0.1], oracle=list(oracle))
+    t = table(frozen=FROZEN, frozen_train=[0.9, 0.92, 0.94], untrained=untrained_heldout,
+              untrained_train=[0.2, 0.22, 0.24])
+    return by_label(stats.claims({"g": {**t, **band}}))["1"]
+
+
+def test_near_per_the_definition():
+    # the CI of frozen - untrained includes 0: near
+    c = near_case([0.39, 0.43, 0.45])
+    assert c["held"] is True and "CI includes 0: yes" in c["evidence"]
+    # excludes 0 but lies within 25% of the headroom (0.95 -> 0.2375): near
+    c = near_case([x - 0.1 for x in FROZEN])
+    assert c["held"] is True and "CI includes 0: no" in c["evidence"] and "within ±0.237: yes" in c["evidence"]
+    # excludes 0 and reaches past 25% of the headroom: not near
+    c = near_case([x - 0.3 for x in FROZEN])
+    assert c["held"] is False and "(near: no)" in c["evidence"]
+    # the same difference is near on a game with more headroom
+    assert near_case([x - 0.3 for x in FROZEN], oracle=(1.9, 2.0, 2.1))["held"] is True
+
+
+def test_claim1_needs_frozen_high_on_its_simulator():
+    band = table(random=[0.0, 0.05, 0.1], oracle=[0.9, 1.0, 1.1])
+    t = table(frozen=FROZEN, frozen_train=[0.2, 0.25, 0.3], untrained=FROZEN, untrained_train=[0.2, 0.22, 0.24])
+    c = by_label(stats.claims({"g": {**t, **band}}))["1"]
+    assert c["held"] is False and "(above 0: no)" in c["evidence"]
+
+
+def test_population_best_needs_holm_significance():
+    band = table(random=[0.0, 0.05, 0.1], oracle=[0.9, 1.0, 1.1])
+    t = seven_methods()
+    t.update(table(population=[x + 0.2 for x in FROZEN]))
+    c = by_label(stats.claims({"g": {**t, **band}}))["3"]
+    assert c["held"] is True and "p_Holm" in c["evidence"]
+    t.update(table(population=[x + 0.06 for x in FROZEN], vs=[0.41, 0.43, 0.45]))  # best, p < 0.05, not after Holm
+    st = stats.game_stats(t)
+    row = next(r for r in st["confirmatory"] if r["a"] == "population")
+    assert row["p"] < 0.05 < row["p_holm"]
+    c = by_label(stats.claims({"g": {**t, **band}}))["3"]
+    assert c["held"] is False and "significant: no" in c["evidence"]
+
+
+# --------------------------------------------------------------------------------------------------------- runner
+
+def test_runner_writes_claims_json_and_report(tmp_path, monkeypatch):
+    per = {"untrained": 0.1, "frozen": 0.3, "vs": 0.6, "rotation": 0.3, "cotrain": 0.35, "population": 0.65,
+           "selfplay": 0.2, "random": 0.05, "oracle": 0.8}
+
+    def fake_run_one(game, method, seed, **_):
+        x = per[method] + 0.01 * seed
+        return {"game": game, "method": method, "seed": seed, "curve": [], "training": [], "env_steps": 0,
+                "env_steps_per_s": 0.0, "wall_s": 0.0, "outcomes": {"train": {}, "heldout": {}},
+                "metrics": {"train_success": 0.9 if method not in ("untrained", "random") else 0.2,
+                            "heldout_success": x, "gap": 0.0, "policy_entropy": 1.0, "sim_entropy": 1.0,
+                            "train_zero_score_frac": 0.0, "panel_success": x - 0.02,
+                            "panel_per_family": [x, x - 0.04]},
+                "panel": {"families": ["fam_a", "fam_b"], "episodes_per_family": 2, "seeds": [0, 50]}}
+
+    monkeypatch.setattr(runner, "run_one", fake_run_one)
+    monkeypatch.setattr(runner, "plot", lambda out, runs: None)
+    out = tmp_path / "res"
+    runner.run(games=["p4g"], methods=list(per), seeds=3, steps=100, eval_episodes=10, out=out, jobs=1,
+               progress=False)
+    results = json.loads((out / "results.json").read_text())
+    assert set(results["p4g"]) == set(per)  # game -> method -> metrics
+    assert results["p4g"]["vs"]["normalized"] == pytest.approx((0.61 - 0.06) / 0.75)
+    cl = json.loads((out / "claims.json").read_text())
+    assert {c["game"] for c in cl} == {"p4g"} and all(set(c) == {"game", "claim", "held", "evidence"} for c in cl)
+    assert by_label(cl)["0"]["held"] is True and by_label(cl)["2a"]["held"] is True
+    report = (out / "report.md").read_text()
+    assert report.index("### Confirmatory") < report.index("### Exploratory")
+    for text in ("| method | train | held-out | panel |", "normalized", "recovered", "Minimum detectable effect",
+                 "Pre-declared analysis", "Holm", "Welch", "fam_a", "**held**"):
+        assert text in report, text
