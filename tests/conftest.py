@@ -70,3 +70,14 @@ def deadline(seconds: float):
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+
+
+def start_on_task(env, task_id):
+    """Reset a tau2 env onto one task (the env draws tasks itself; tests pin one); returns the game."""
+    from scope_envs.core.game import Persona
+
+    env.reset(seed=0)
+    game = env.unwrapped.game
+    game.reset(Persona(f"{game.domain}/{task_id}", "train", {}, {"domain": game.domain, "task_id": task_id}),
+               np.random.default_rng(0))
+    return game

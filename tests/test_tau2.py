@@ -2,10 +2,10 @@
 
 import json
 
-import numpy as np
 import pytest
 
 import scope_envs
+from conftest import start_on_task
 from scope_envs.games.tau2 import data as tau2_data
 from scope_envs.games.tau2.data import load_domain, resolve_data_dir
 from scope_envs.games.tau2.evaluate import pass_hat_k
@@ -15,16 +15,6 @@ from scope_envs.games.tau2.world import World
 
 def make(domain="airline", regime="cotrain", **kw):
     return scope_envs.make(f"tau2-{regime}", surface="text", domain=domain, **kw)
-
-
-def start(env, task_id):
-    """Reset onto a given task (the env draws tasks itself; tests pin one)."""
-    env.reset(seed=0)
-    game = env.unwrapped.game
-    from scope_envs.core.game import Persona
-    game.reset(Persona(f"{game.domain}/{task_id}", "train", {}, {"domain": game.domain, "task_id": task_id}),
-               np.random.default_rng(0))
-    return game
 
 
 def call(name, **arguments):
@@ -153,7 +143,7 @@ def test_unknown_domain_raises_a_clear_error():
 
 def test_turn_protocol_tool_results_return_to_the_caller_and_user_stop_scores():
     env = make("airline")
-    start(env, "syn_air_1")
+    start_on_task(env, "syn_air_1")
     step = lambda a, text: env.step({a: text, **{b: "" for b in env.agents if b != a}})
     obs, rew, term, trunc, infos = step("agent_0", "Hi! How can I help you today?")
     assert infos["user_0"]["active"] and infos["agent_0"]["tools"][0]["type"] == "function"
@@ -174,7 +164,7 @@ def test_turn_protocol_tool_results_return_to_the_caller_and_user_stop_scores():
 
 def test_malformed_calls_are_in_game_errors_and_tool_errors_truncate():
     env = make("airline", max_tool_errors=2, max_errors=2)
-    start(env, "syn_air_0")
+    start_on_task(env, "syn_air_0")
     obs, rew, term, trunc, infos = env.step({"agent_0": '{"name": "get_user_details", ', "user_0": ""})
     assert "[error] malformed tool call" in obs["agent_0"] and infos["agent_0"]["errors"] == 1
     env.step({"agent_0": call("get_user_details", user_id="nobody"), "user_0": ""})
@@ -185,7 +175,7 @@ def test_malformed_calls_are_in_game_errors_and_tool_errors_truncate():
 
 def test_max_steps_truncate_and_the_user_can_use_phone_tools():
     env = make("telecom", max_steps=5)  # agent 1 + user call 2 + user 1 + agent 1
-    game = start(env, "syn_tel_0")
+    game = start_on_task(env, "syn_tel_0")
     env.step({"agent_0": "Hello, how can I help?", "user_0": ""})
     obs, rew, term, trunc, infos = env.step({"user_0": call("toggle_airplane_mode"), "agent_0": ""})
     assert "Airplane Mode is now OFF" in obs["user_0"] and infos["user_0"]["active"]
@@ -198,7 +188,7 @@ def test_max_steps_truncate_and_the_user_can_use_phone_tools():
 
 def test_frozen_collapsed_user_plays_a_whole_text_episode():
     env = make("retail", regime="frozen")
-    start(env, "syn_ret_0")
+    start_on_task(env, "syn_ret_0")
     obs, _, _, _, infos = env.step({"agent_0": "Hi! How can I help you today?"})
     assert "cancel" in infos["agent_0"]["messages"][-1]["content"]
     env.step({"agent_0": "Sure. Can you tell me your email?"})

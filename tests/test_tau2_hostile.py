@@ -15,14 +15,13 @@ import sys
 import warnings
 from pathlib import Path
 
-import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import scope_envs
-from conftest import deadline
-from scope_envs.core.game import InGameError, Persona
+from conftest import deadline, start_on_task
+from scope_envs.core.game import InGameError
 from scope_envs.games.tau2 import arithmetic, nlu, text_protocol
 from scope_envs.games.tau2.tools import ToolError
 
@@ -31,15 +30,6 @@ REAL = Path(__file__).resolve().parents[2] / "shared" / "data" / "tau2"
 
 def make(domain, **kw):
     return scope_envs.make("tau2-cotrain", surface="text", domain=domain, **kw)
-
-
-def start(env, task_id):
-    """Reset onto a given task (as test_tau2.start)."""
-    env.reset(seed=0)
-    game = env.unwrapped.game
-    game.reset(Persona(f"{game.domain}/{task_id}", "train", {}, {"domain": game.domain, "task_id": task_id}),
-               np.random.default_rng(0))
-    return game
 
 
 def step(env, who, text):
@@ -61,7 +51,7 @@ DEEP = '{"name":"x","arguments":' + "[" * 1500 + "]" * 1500 + "}"
 @pytest.mark.parametrize("who", ["agent_0", "user_0"])
 def test_deeply_nested_tool_call_is_an_in_game_error(who):
     env = make("airline")
-    start(env, "syn_air_0")
+    start_on_task(env, "syn_air_0")
     if who == "user_0":
         step(env, "agent_0", "Hello! How can I help you today?")
     obs, rew, term, trunc, infos = step(env, who, DEEP)
@@ -144,7 +134,7 @@ def test_bad_numbers_are_tool_errors(domain, tool, arguments, error):
     """A well-formed call whose number is non-finite or out of range gets an ``Error: ...`` tool message (as
     upstream's argument validation), before any conversion; nothing escapes ``step``."""
     env = make(domain)
-    start(env, {"airline": "syn_air_0", "telecom": "syn_tel_0"}[domain])
+    start_on_task(env, {"airline": "syn_air_0", "telecom": "syn_tel_0"}[domain])
     obs, rew, term, trunc, infos = step(env, "agent_0", f'{{"name": "{tool}", "arguments": {arguments}}}')
     tool_message = infos["agent_0"]["messages"][-1]
     assert tool_message["role"] == "tool" and tool_message["content"].startswith("Error: argument ")
@@ -258,7 +248,7 @@ def test_calculate_hostile_and_edge_expressions(expression, expected):
 
 def test_calculate_tool_call_that_would_hang_is_a_tool_error_and_the_env_goes_on():
     env = make("airline")
-    start(env, "syn_air_0")
+    start_on_task(env, "syn_air_0")
     with deadline(5):
         obs, rew, term, trunc, infos = step(env, "agent_0", '{"name": "calculate", "arguments": {"expression": '
                                                             '"2**2**26"}}')
@@ -298,7 +288,7 @@ def test_worst_case_agent_messages_are_read_in_linear_time(word):
     """``"policy " * 15000`` took 39 s in one step; at 100,000 characters (past the message cap, read
     directly) every reader now takes milliseconds. The deadline is a guard, generous a hundredfold."""
     env = make("telecom")
-    game = start(env, "syn_tel_0")
+    game = start_on_task(env, "syn_tel_0")
     text = (word * (100_000 // len(word) + 1))[:100_000]
     with deadline(5):
         nlu.read_agent(game, text)
@@ -306,7 +296,7 @@ def test_worst_case_agent_messages_are_read_in_linear_time(word):
         with contextlib.suppress(InGameError):
             text_protocol.parse("{" + text)
     env = make("airline")
-    start(env, "syn_air_0")
+    start_on_task(env, "syn_air_0")
     obs, rew, term, trunc, infos = step(env, "agent_0", (word * 4000)[:4000])
     assert infos["agent_0"]["errors"] == 0 and not infos["agent_0"]["active"]
 
@@ -314,7 +304,7 @@ def test_worst_case_agent_messages_are_read_in_linear_time(word):
 @pytest.mark.skipif(not (REAL / "domains" / "retail" / "tasks.json").exists(), reason="needs the real tau2 data")
 def test_the_users_questions_are_answered_once_every_fact_was_said():
     env = make("retail", data_dir=str(REAL / "domains"))
-    game = start(env, "19")  # communicate_info: 54.04 and 41.64
+    game = start_on_task(env, "19")  # communicate_info: 54.04 and 41.64
     assert game.goal.questions == ["54.04", "41.64"] and not game.answered
     step(env, "agent_0", "The first refund is $54.04.")
     assert not game.answered

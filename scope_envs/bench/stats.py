@@ -110,13 +110,17 @@ def pairwise_tests(per_method: dict[str, list[float]], pairs=None, m: int | None
     return rows
 
 
+def _resampled_means(x: np.ndarray, rng: np.random.Generator, resamples: int) -> np.ndarray:
+    """The means of ``resamples`` bootstrap resamples of x."""
+    return x[rng.integers(0, len(x), size=(resamples, len(x)))].mean(1)
+
+
 def bootstrap_ci(x, level: float = LEVEL, resamples: int = BOOT_RESAMPLES, seed: int = BOOT_SEED) -> tuple:
     """Percentile bootstrap CI of mean(x); deterministic (fixed seed). (nan, nan) below 2 values."""
     x = np.asarray(x, float)
     if len(x) < 2:
         return (float("nan"), float("nan"))
-    rng = np.random.default_rng(seed)
-    means = x[rng.integers(0, len(x), size=(resamples, len(x)))].mean(1)
+    means = _resampled_means(x, np.random.default_rng(seed), resamples)
     lo, hi = np.percentile(means, [50 * (1 - level), 50 * (1 + level)])
     return (float(lo), float(hi))
 
@@ -128,8 +132,7 @@ def bootstrap_diff_ci(x, y, level: float = LEVEL, resamples: int = BOOT_RESAMPLE
     if len(x) < 2 or len(y) < 2:
         return (float("nan"), float("nan"))
     rng = np.random.default_rng(seed)
-    bx = x[rng.integers(0, len(x), size=(resamples, len(x)))].mean(1)
-    by = y[rng.integers(0, len(y), size=(resamples, len(y)))].mean(1)
+    bx, by = _resampled_means(x, rng, resamples), _resampled_means(y, rng, resamples)  # x's draws first
     lo, hi = np.percentile(bx - by, [50 * (1 - level), 50 * (1 + level)])
     return (float(lo), float(hi))
 

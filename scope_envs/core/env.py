@@ -35,7 +35,8 @@ from pettingzoo import ParallelEnv
 
 from scope_envs.core.game import Game, InGameError
 from scope_envs.core.simulator import Simulator, View
-from scope_envs.core.surfaces import MAX_MESSAGE_CHARS, SURFACES, TextSurface, check_message, short_repr
+from scope_envs.core.surfaces import (MAX_MESSAGE_CHARS, SURFACES, TextSurface, act_observation, check_message,
+                                      short_repr)
 
 AGENT = "agent_0"
 LEARNABLE = "learnable"
@@ -257,7 +258,7 @@ class DialogueParallelEnv(ParallelEnv):
             instructions=self.game.instructions(role),
             errors=errors,
             private=self.game.private(role),
-            observation=np.clip(self.game.features(role), -5.0, 5.0).astype(np.float32) if observation else None,
+            observation=act_observation(self.game, role) if observation else None,
         )
 
     def _speaker(self):

@@ -41,6 +41,14 @@ def check_message(text: str, max_chars: int) -> str:
     return text
 
 
+FEATURE_BOUND = 5.0  # act observations are the game's features clipped to [-5, 5]
+
+
+def act_observation(game: Game, role: str) -> np.ndarray:
+    """The act surface's observation vector of ``role``: what a trained act-level network reads."""
+    return np.clip(game.features(role), -FEATURE_BOUND, FEATURE_BOUND).astype(np.float32)
+
+
 def short_repr(value) -> str:
     """A bounded repr for error messages: huge strings, lists and integers (over 4,300 digits
     ``repr`` itself raises) shown in part."""
@@ -61,7 +69,7 @@ class ActSurface:
             dim = game.features(role).shape[0]
             self._obs_space[role] = spaces.Dict(
                 {
-                    "observation": spaces.Box(-5.0, 5.0, (dim,), np.float32),
+                    "observation": spaces.Box(-FEATURE_BOUND, FEATURE_BOUND, (dim,), np.float32),
                     "action_mask": spaces.Box(0, 1, (n,), np.int8),
                 }
             )
@@ -76,7 +84,7 @@ class ActSurface:
     def observe(self, role, active: bool, errors: list[str]):
         mask = self.game.legal(role) if active else self._noop_mask(role)
         return {
-            "observation": np.clip(self.game.features(role), -5.0, 5.0).astype(np.float32),
+            "observation": act_observation(self.game, role),
             "action_mask": mask.astype(np.int8),
         }
 

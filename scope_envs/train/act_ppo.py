@@ -420,11 +420,8 @@ class PPOTrainer:
         """SCOPE's curriculum user reward: every user trajectory's terminal reward becomes
         ``curriculum_reward`` of the agent scores of its group (the env paid 0). Returns each group's value."""
         game = self.envs[0].unwrapped.game
-        groups: dict[int, list[dict]] = {}
-        for ep in episodes:
-            groups.setdefault(ep["group"], []).append(ep)
         values = []
-        for g, eps in sorted(groups.items()):
+        for g, eps in sorted(by_group(episodes).items()):
             scores = [ep["agent_score"] for ep in eps]
             if any(sc is None for sc in scores):
                 raise ValueError(f"the curriculum user reward needs the game's agent_score(); {game.name} has none")
@@ -565,11 +562,9 @@ class PPOTrainer:
                     opt.param_groups[0]["lr"] = frac * cfg.learning_rate
             seed = None if self._seeded else cfg.seed * 10_000
             self._seeded = True
-            if cfg.group_size == 1:
-                episodes, steps = self.play(self.envs, cfg.episodes_per_iter, seed=seed)
-            else:  # the iteration's scenarios: one per group, from the run's seed and the update count
-                episodes, steps = self.play(self.envs, cfg.episodes_per_iter, seed=seed, group_size=cfg.group_size,
-                                            scenario_seed=derive_seed(cfg.seed, self.updates))
+            # grouped: the iteration's scenarios, one per group, from the run's seed and the update count
+            episodes, steps = self.play(self.envs, cfg.episodes_per_iter, seed=seed, group_size=cfg.group_size,
+                                        scenario_seed=derive_seed(cfg.seed, self.updates))
             curriculum = self.assign_curriculum(episodes) if self.curriculum else None
             self.env_steps += steps
             agent_dec = [d for ep in episodes for d in ep["traj"].get(AGENT, [])]
@@ -688,13 +683,19 @@ def entropy_of_counts(counts: np.ndarray) -> float:
     return float(-(p * np.log(p)).sum()) if len(p) else 0.0
 
 
+def by_group(episodes: list[dict]) -> dict[int, list[dict]]:
+    """The episodes of a rollout by their group."""
+    groups: dict[int, list[dict]] = {}
+    for ep in episodes:
+        groups.setdefault(ep["group"], []).append(ep)
+    return groups
+
+
 def group_diagnostics(episodes: list[dict]) -> dict[str, float]:
     """Collapse diagnostics of one grouped rollout: the fractions of groups whose agent returns are all equal
     (GRPO gets no gradient from them), whose agent scores are all 0, all 1; and ``sim_reply_entropy``, the
     entropy (nats) of the user's act frequencies over the episodes, whoever played the user."""
-    groups: dict[int, list[dict]] = {}
-    for ep in episodes:
-        groups.setdefault(ep["group"], []).append(ep)
+    groups = by_group(episodes)
     zero_std = [np.ptp([ep["return"] for ep in eps]) == 0 for eps in groups.values()]
     scores = [[np.nan if ep["agent_score"] is None else ep["agent_score"] for ep in eps] for eps in groups.values()]
     user_acts = np.array([a for ep in episodes for a in ep["user_acts"]], dtype=int)
