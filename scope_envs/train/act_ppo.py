@@ -81,18 +81,19 @@ import dataclasses
 import json
 import random
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import torch
-import torch.nn as nn
+from torch import nn
 from torch.distributions import Categorical
 
 import scope_envs
 from scope_envs.core.rewards import curriculum_reward
 from scope_envs.core.simulator import Simulator, View
+from scope_envs.vec import BATCHED_KWARGS, vectorize
 from scope_envs.wrappers import CheckpointPool
 
 AGENT = "agent_0"
@@ -138,6 +139,9 @@ class PPOConfig:
     group_size: int = 1  # G; 1: every episode deals its own scenario (the ungrouped rollout)
     advantage: str = "gae"  # "gae": value baseline; "grpo": episode return minus its group's mean return
     grpo_std_norm: bool = False  # grpo: also divide by the group's std (SCOPE: off)
+    # rollouts on scope_envs.make_vec's batched engine (the same episodes as the scalar envs, faster); False:
+    # step the scalar envs one at a time, as the trainer did before make_vec (benchmarks/vec_speed.py's baseline)
+    batched: bool = True
 
 
 def check_config(cfg: PPOConfig) -> None:
@@ -180,7 +184,9 @@ class ActorCritic(nn.Module):
         return self.critic(x).squeeze(-1)
 
     def dist(self, x: torch.Tensor, mask: torch.Tensor) -> Categorical:
-        return Categorical(logits=self.actor(x).masked_fill(~mask, -1e9))
+        # no argument validation: the masked logits are finite by construction, and the check costs as much as
+        # the forward pass of these small networks
+        return Categorical(logits=self.actor(x).masked_fill(~mask, -1e9), validate_args=False)
 
 
 def masked_kl(p: Categorical, q: Categorical) -> torch.Tensor:
@@ -271,6 +277,7 @@ class PPOTrainer:
         np.random.seed(cfg.seed)
         torch.manual_seed(cfg.seed)
         self.envs = [scope_envs.make(cfg.env_id, **cfg.env_kwargs) for _ in range(cfg.num_envs)]
+        self._vec = None  # the batched rollouts' vec env over self.envs (built on first use)
         env = self.envs[0]
         users = [a for a in env.possible_agents if a != AGENT]
         if cfg.selfplay and len(users) != 1:
@@ -302,7 +309,7 @@ class PPOTrainer:
                 self.learners[name].load_state_dict(self.learners[user_nets[0]].state_dict())
         for name in user_nets:
             self.init[name] = copy.deepcopy(self.learners[name]).requires_grad_(False)
-        self.optimizers = {n: torch.optim.Adam(net.parameters(), lr=cfg.learning_rate, eps=1e-5)
+        self.optimizers = {n: torch.optim.Adam(net.parameters(), lr=cfg.learning_rate, eps=1e-5, fused=True)
                            for n, net in self.learners.items()}
         self.agent_steps = 0  # agent_0 decisions so far (the budget)
         self.env_steps = 0  # env.step calls so far (throughput)
@@ -338,9 +345,42 @@ class PPOTrainer:
         return out
 
     # -- rollout -------------------------------------------------------------------
+    @torch.no_grad()
+    def decide(self, name: str, agents: list[str], x: np.ndarray, m: np.ndarray,
+               greedy: bool = False) -> tuple[np.ndarray, ...]:
+        """Learner ``name``'s decisions for rows of (encoded) observations ``x`` and masks ``m``: one forward
+        pass. Returns the acts, their log-probabilities, the values and the policy entropies (arrays)."""
+        net = self.learners[name]
+        xt, mt = torch.as_tensor(x), torch.as_tensor(m)
+        # ActorCritic.dist's Categorical spelled out, op for op (the same numbers, the same draws): the
+        # distribution object costs a fifth of this small forward pass, once per step
+        logits = net.actor(xt).masked_fill(~mt, -1e9)
+        logits = logits - logits.logsumexp(-1, keepdim=True)
+        probs = torch.softmax(logits, -1)
+        a = probs.argmax(-1) if greedy else torch.multinomial(probs, 1, True).T.reshape(-1)
+        logp = logits.gather(-1, a[:, None]).squeeze(-1)
+        entropy = -(torch.clamp(logits, min=torch.finfo(logits.dtype).min) * probs).sum(-1)
+        return a.numpy(), logp.numpy(), net.value(xt).numpy(), entropy.numpy()
+
+    def encode_rows(self, agent: str, x: np.ndarray, m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``encode`` for rows of one agent's observations and masks."""
+        m = m.astype(bool)
+        if not self.cfg.selfplay:
+            return x, m
+        xx = np.zeros((len(x), self.in_dim), np.float32)
+        xx[:, 1 if agent != AGENT else 0] = 1.0
+        xx[:, 2 : 2 + x.shape[1]] = x
+        mm = np.zeros((len(m), self.out_dim), bool)
+        mm[:, : m.shape[1]] = m
+        return xx, mm
+
     def play(self, envs, n_episodes: int, seed: int | None = None, greedy: bool = False, group_size: int = 1,
-             scenario_seed: int | None = None) -> tuple[list[dict], int]:
+             scenario_seed: int | None = None, batched: bool | None = None) -> tuple[list[dict], int]:
         """Play ``n_episodes`` whole episodes on ``envs`` in lockstep.
+
+        ``batched`` (default: the config's ``batched``, off where ``env_kwargs`` hold an option the batched
+        engine does not know): step ``vectorize(envs)``, N slots at once (``scope_envs.vec``), instead of the
+        scalar envs one at a time; the episodes are the same either way (tests/test_vec.py).
 
         With ``group_size`` G > 1 the episodes are started in groups of G: the g-th group's episodes all
         reset with ``options={"scenario_seed": derive_seed(scenario_seed, g)}`` (one persona/task, the rest
@@ -356,6 +396,113 @@ class PPOTrainer:
             scenario_seed = seed if scenario_seed is None else scenario_seed
             if scenario_seed is None:
                 raise ValueError("grouped play needs a seed or a scenario_seed to derive the groups' scenarios from")
+        trainer = getattr(self, "trainer", self)  # UniformAgent plays with its trainer's config
+        if batched is None:
+            batched = trainer.cfg.batched and not set(trainer.cfg.env_kwargs) - BATCHED_KWARGS
+        if batched:
+            if envs is getattr(trainer, "envs", None):  # the training envs: one vec env over them, kept
+                if trainer._vec is None:
+                    trainer._vec = vectorize(envs)
+                vec = trainer._vec
+            else:
+                vec = vectorize(envs)
+            return self.play_vec(vec, n_episodes, seed, greedy, group_size, scenario_seed)
+        return self.play_scalar(envs, n_episodes, seed, greedy, group_size, scenario_seed)
+
+    def play_vec(self, vec, n_episodes: int, seed: int | None, greedy: bool, group_size: int,
+                 scenario_seed: int | None) -> tuple[list[dict], int]:
+        """``play`` on a vec env: episode ``e`` starts in the first slot free after episodes ``< e`` started
+        (slot ``i`` takes episode ``i`` first, seeded ``seed + i``), as the scalar loop deals them."""
+        n = vec.num_envs
+        traj: list[dict] = [{} for _ in range(n)]
+        group: list[int | None] = [None] * n
+        ended_group: list[int | None] = [None] * n
+        episodes: list[dict] = []
+
+        def options(episode: int) -> dict:
+            if group_size == 1:
+                return {}
+            return {"scenario_seed": derive_seed(scenario_seed, episode // group_size)}
+
+        first = min(n, n_episodes)
+        started = first
+        for i in range(first):
+            group[i] = i // group_size
+
+        def next_episode(slot: int) -> dict | None:
+            nonlocal started
+            ended_group[slot] = group[slot]
+            if started >= n_episodes:
+                return None
+            group[slot] = started // group_size
+            started += 1
+            return options(started - 1)
+
+        vec.next_episode = next_episode
+        obs, infos = vec.reset(seed=None if seed is None else [seed + i for i in range(n)],
+                               options=[options(i) for i in range(first)] + [{}] * (n - first), slots=range(first))
+        agents = vec.possible_agents
+        steps = 0
+        while not vec.idle.all():
+            steps += int((~vec.idle).sum())
+            actions = {a: np.zeros(n, np.int64) for a in agents}
+            parts: dict[str, list] = {}
+            for a in agents:
+                slots = np.flatnonzero(infos["active"][a])
+                if len(slots):
+                    parts.setdefault(self.seat[a], []).append((a, slots))
+            # one forward pass per learner, in the order the scalar loop meets them (by first slot)
+            for name, part in sorted(parts.items(), key=lambda kv: min(int(s[0]) for _, s in kv[1])):
+                rows = [(a, slots, *self.encode_rows_of(a, obs[a]["observation"][slots],
+                                                        obs[a]["action_mask"][slots])) for a, slots in part]
+                if len(rows) == 1:
+                    agent_of = [rows[0][0]] * len(rows[0][1])
+                    slots, x, m = rows[0][1], rows[0][2], rows[0][3]
+                else:
+                    slots = np.concatenate([r[1] for r in rows])
+                    order = np.argsort(slots, kind="stable")
+                    agent_of = [a for r in rows for a in [r[0]] * len(r[1])]
+                    agent_of = [agent_of[k] for k in order]
+                    slots, x, m = slots[order], np.concatenate([r[2] for r in rows])[order], \
+                        np.concatenate([r[3] for r in rows])[order]
+                a, logp, v, ent = self.decide_rows(name, agent_of, x, m, greedy)
+                for j, (slot, agent, act, lp, val, en) in enumerate(zip(slots.tolist(), agent_of, a.tolist(),
+                                                                          logp.tolist(), v.tolist(), ent.tolist())):
+                    traj[slot].setdefault(agent, []).append({"x": x[j], "m": m[j], "a": act, "logp": lp, "v": val,
+                                                             "ent": en, "r": 0.0, "user": agent != AGENT})
+                    actions[agent][slot] = act
+            obs, rewards, _, _, infos = vec.step(actions)
+            for agent, r in rewards.items():
+                for slot in np.flatnonzero(r).tolist():
+                    if traj[slot].get(agent):
+                        traj[slot][agent][-1]["r"] += float(r[slot])
+            done = infos["_final_info"]
+            if done.any():
+                final = infos["final_info"]
+                for slot in np.flatnonzero(done).tolist():
+                    score = float(final["agent_score"][slot])
+                    episodes.append({
+                        "traj": traj[slot],
+                        "return": sum(d["r"] for d in traj[slot].get(AGENT, [])),
+                        "outcome": {k: float(v[slot]) for k, v in final["outcome"].items()},
+                        "user_acts": list(final["user_acts"][slot]),
+                        "group": ended_group[slot],
+                        "agent_score": None if np.isnan(score) else score,
+                        "persona": final["persona"][slot],
+                    })
+                    traj[slot] = {}
+        return episodes, steps
+
+    def encode_rows_of(self, agent: str, x: np.ndarray, m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return self.encode_rows(agent, x, m)
+
+    def decide_rows(self, name: str, agents: list[str], x: np.ndarray, m: np.ndarray,
+                    greedy: bool) -> tuple[np.ndarray, ...]:
+        return self.decide(name, agents, x, m, greedy)
+
+    def play_scalar(self, envs, n_episodes: int, seed: int | None, greedy: bool, group_size: int,
+                    scenario_seed: int | None) -> tuple[list[dict], int]:
+        """``play`` stepping the scalar envs one at a time (the trainer before ``make_vec``)."""
         n = len(envs)
         obs, infos = [None] * n, [None] * n
         traj: list[dict] = [{} for _ in range(n)]
@@ -507,7 +654,7 @@ class PPOTrainer:
         others = [net for o, net in self.learners.items() if o != name and o.startswith("user_")] \
             if name.startswith("user_") else []  # the other population members
         stats = {}
-        for _ in range(cfg.update_epochs):
+        for epoch in range(cfg.update_epochs):
             perm = torch.randperm(n)
             for start in range(0, n, mb_size):
                 mb = perm[start : start + mb_size]
@@ -542,10 +689,12 @@ class PPOTrainer:
                 loss.backward()
                 nn.utils.clip_grad_norm_(net.parameters(), cfg.max_grad_norm)
                 opt.step()
-                with torch.no_grad():
-                    stats = {"pg_loss": float(pg_loss), "v_loss": float(v_loss), "entropy": float(entropy.mean()),
-                             "approx_kl": float(((ratio - 1) - logratio).mean()), "kl_init": float(kl_init),
-                             "diversity": float(diversity)}
+                if epoch == cfg.update_epochs - 1 and start + mb_size >= n:  # the last minibatch's are reported
+                    with torch.no_grad():
+                        stats = {k: float(v.detach()) for k, v in (
+                            ("pg_loss", pg_loss), ("v_loss", v_loss), ("entropy", entropy.mean()),
+                            ("approx_kl", ((ratio - 1) - logratio).mean()), ("kl_init", kl_init),
+                            ("diversity", diversity))}
         return stats
 
     def train(self, callback: Callable[[dict], None] | None = None) -> list[dict]:
@@ -656,7 +805,7 @@ class PPOTrainer:
                     "agent_steps": self.agent_steps, "env_steps": self.env_steps}, path / "model.pt")
 
     @classmethod
-    def load(cls, path: str | Path) -> "PPOTrainer":
+    def load(cls, path: str | Path) -> PPOTrainer:
         path = Path(path)
         cfg = PPOConfig(**json.loads((path / "config.json").read_text()))
         trainer = cls(dataclasses.replace(cfg, user_init="random"))  # no cloning: the weights are loaded
@@ -717,10 +866,26 @@ class UniformAgent:
     ``trainer``'s network. ``play`` is ``PPOTrainer.play`` (it needs only ``act``)."""
 
     play = PPOTrainer.play
+    play_vec = PPOTrainer.play_vec
+    play_scalar = PPOTrainer.play_scalar
 
     def __init__(self, trainer: PPOTrainer, seed: int):
         self.trainer = trainer
         self.rng = np.random.default_rng([UNIFORM_KEY, seed])
+        self.seat = {a: "uniform" if a == AGENT else name for a, name in trainer.seat.items()}
+
+    def encode_rows_of(self, agent: str, x: np.ndarray, m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return (x, m.astype(bool)) if agent == AGENT else self.trainer.encode_rows(agent, x, m)
+
+    def decide_rows(self, name: str, agents: list[str], x: np.ndarray, m: np.ndarray,
+                    greedy: bool) -> tuple[np.ndarray, ...]:
+        """``agent_0``'s rows drawn uniformly over the legal acts, in row order (as ``act`` draws them); the
+        users' rows by the trainer's networks."""
+        if name != "uniform":
+            return self.trainer.decide(name, agents, x, m, greedy)
+        a = np.array([int(self.rng.choice(np.flatnonzero(row))) for row in m], np.int64)
+        n = m.sum(1)
+        return a, -np.log(n), np.zeros(len(m)), np.log(n)
 
     def act(self, requests: list[tuple[str, dict]], greedy: bool = False) -> list[dict]:
         """Decisions for a batch of (agent, obs); ``greedy`` applies only to the users' networks."""
@@ -759,7 +924,8 @@ def evaluate(trainer: PPOTrainer, env_id: str | Callable[[], object], episodes: 
     else:
         envs = [scope_envs.make(env_id, **env_kwargs) for _ in range(num_envs)]
     player = UniformAgent(trainer, seed) if uniform else trainer
-    eps, _ = player.play(envs, episodes, seed=seed, greedy=greedy)
+    batched = trainer.cfg.batched and not set(env_kwargs) - BATCHED_KWARGS  # else the scalar loop implements it
+    eps, _ = player.play(envs, episodes, seed=seed, greedy=greedy, batched=batched)
     returns = np.array([e["return"] for e in eps])
     n_user = envs[0].action_space(envs[0].possible_agents[-1]).n if len(envs[0].possible_agents) > 1 else None
     user_acts = np.concatenate([e["user_acts"] for e in eps]).astype(int)

@@ -1,0 +1,226 @@
+"""``make_vec``: N episodes stepped together give the same trajectories as N scalar envs seeded alike, on
+every id (the batched p4g engine, and the loop path elsewhere); auto-reset keeps the finished episode's final
+info; illegal acts raise; the Gymnasium vector view; the trainer's batched rollouts train identically."""
+
+import zlib
+
+import numpy as np
+import pytest
+import torch
+
+import scope_envs
+from scope_envs.core.simulator import Simulator
+from scope_envs.vec import BatchedVecEnv, GymVectorEnv, LoopVecEnv, vectorize
+
+torch.set_num_threads(1)
+
+REGIMES = scope_envs.REGIMES
+VARIANTS = [  # (id, kwargs): regime options whose members, schedules or samplers differ
+    ("p4g-rotation", {"families": 3, "schedule": "index"}),
+    ("p4g-rotation", {"schedule": "bandit"}),
+    ("p4g-population", {"pool_size": 3}),
+    ("p4g-population", {"members": 3, "schedule": "round_robin"}),
+    ("p4g-vs", {"k": 3, "selection": "random"}),
+    ("p4g-heldout", {"personas": "train"}),
+    ("p4g-frozen", {"gamma": 5.0, "max_turns": 4}),
+    ("p4g-cotrain", {"user_reward": "adversarial"}),
+]
+
+
+def play(vec, steps: int, seed: int) -> list:
+    """Random legal play, the act of slot i from its own generator; everything observed, in order."""
+    n = vec.num_envs
+    pick = [np.random.default_rng([7, i]) for i in range(n)]
+    obs, infos = vec.reset(seed=seed)
+    trace = []
+    for _ in range(steps):
+        acts = {}
+        for a in vec.possible_agents:
+            live = infos["live"][a]
+            trace.append((a, obs[a]["observation"][live], obs[a]["action_mask"][live], infos["active"][a], live))
+            acts[a] = np.zeros(n, np.int64)
+            for i in np.flatnonzero(infos["active"][a]):
+                acts[a][i] = pick[i].choice(np.flatnonzero(obs[a]["action_mask"][i]))
+        obs, rewards, terms, truncs, infos = vec.step(acts)
+        trace.append((rewards, terms, truncs, infos["member"]))
+        done = infos["_final_info"]
+        if done.any():
+            final = infos["final_info"]
+            trace.append([(i, {k: v[i] for k, v in final["outcome"].items()}, final["user_acts"][i],
+                           final["persona"][i], final["member"][i], final["agent_score"][i], final["return"][i])
+                          for i in np.flatnonzero(done)])
+    return trace
+
+
+def assert_same(a, b):
+    assert len(a) == len(b)
+    for x, y in zip(a, b):
+        if isinstance(x, list):
+            assert x == y
+            continue
+        for u, v in zip(x, y):
+            if isinstance(u, dict):
+                assert u.keys() == v.keys() and all(np.array_equal(u[k], v[k]) for k in u)
+            elif isinstance(u, np.ndarray):
+                np.testing.assert_array_equal(u, v)
+            else:
+                assert u == v
+
+
+def both(envs_factory, n=8):
+    return vectorize([envs_factory() for _ in range(n)]), LoopVecEnv([envs_factory() for _ in range(n)])
+
+
+@pytest.mark.parametrize("env_id,kwargs", [(f"{g}-{r}", {}) for g in ("p4g", "cooperbench") for r in REGIMES]
+                         + VARIANTS + [(e.replace("p4g", "cooperbench"), k) for e, k in VARIANTS[:6]])
+def test_batched_games_replay_the_scalar_envs(env_id, kwargs):
+    vec, scalar = both(lambda: scope_envs.make(env_id, **kwargs))
+    assert isinstance(vec, BatchedVecEnv)
+    assert_same(play(vec, 100, seed=3), play(scalar, 100, seed=3))
+
+
+@pytest.mark.parametrize("game", ["p4g", "cooperbench"])
+def test_batched_games_replay_the_held_out_panel(game):
+    """The benchmark's panel: six held-out families, each seated by ``panel_env`` on held-out scenarios."""
+    from scope_envs.agents.families import panel, panel_env
+
+    for member in panel(game)[:3]:
+        vec, scalar = both(lambda m=member: panel_env(scope_envs.make(f"{game}-heldout").unwrapped.game, m), n=6)
+        assert isinstance(vec, BatchedVecEnv)
+        assert_same(play(vec, 50, seed=11), play(scalar, 50, seed=11))
+
+
+def canonical(value):
+    if isinstance(value, dict):
+        return sorted((k, canonical(v)) for k, v in value.items())
+    if isinstance(value, (frozenset, set)):
+        return sorted(value)
+    return value
+
+
+class ViewReader(Simulator):
+    """A user whose reply distribution hashes its whole view: any difference in a view changes the play."""
+
+    wants_observation = True
+
+    def distribution(self, view):
+        key = repr((view.role, getattr(view.persona, "id", None), [(t.role, t.act, t.text) for t in view.history],
+                    view.legal.tolist(), canonical(view.public), canonical(view.private), view.instructions,
+                    view.observation.tobytes()))
+        w = np.random.default_rng(zlib.crc32(key.encode())).random(len(view.legal)) * view.legal
+        return w / w.sum()
+
+
+@pytest.mark.parametrize("game", ["p4g", "cooperbench"])
+def test_other_simulators_are_asked_slot_by_slot_with_the_scalar_envs_view(game):
+    """A user that is not a built-in simulator (a custom one; a checkpoint pool's entries) gets the view the
+    scalar env would give it, history, public and private facts and the act observation included."""
+    vec, scalar = both(lambda: scope_envs.make(f"{game}-frozen", user=ViewReader()))
+    assert isinstance(vec, BatchedVecEnv)
+    assert_same(play(vec, 60, seed=5), play(scalar, 60, seed=5))
+    vec, scalar = both(lambda: scope_envs.make(f"{game}-population", pool_size=3))
+    reader = ViewReader()
+    for v in (vec, scalar):
+        for env in v.envs:
+            env.add_snapshot(reader)
+    assert_same(play(vec, 60, seed=5), play(scalar, 60, seed=5))
+
+
+@pytest.mark.parametrize("env_id", ["tau2-frozen", "tau2-cotrain"])
+def test_tau2_loops_over_its_worlds_in_the_same_api(env_id):
+    vec = scope_envs.make_vec(env_id, num_envs=2)
+    assert isinstance(vec, LoopVecEnv)
+    assert_same(play(vec, 12, seed=1), play(LoopVecEnv([scope_envs.make(env_id) for _ in range(2)]), 12, seed=1))
+
+
+def test_a_non_default_held_out_assumption_loops_over_the_scalar_envs():
+    vec = scope_envs.make_vec("p4g-heldout", num_envs=3, assumptions="no_wear_out")
+    assert isinstance(vec, LoopVecEnv)
+    assert isinstance(scope_envs.make_vec("p4g-heldout", num_envs=3), BatchedVecEnv)
+    assert isinstance(scope_envs.make_vec("p4g-frozen", num_envs=3, surface="text"), LoopVecEnv)
+
+
+def test_auto_reset_keeps_the_final_info_and_next_episode_can_stop_a_slot():
+    vec = scope_envs.make_vec("p4g-frozen", num_envs=4)
+    obs, infos = vec.reset(seed=0)
+    close = scope_envs.make("p4g-frozen").unwrapped.game.acts("persuader").index("close")
+    stop = {1, 3}
+    vec.next_episode = lambda slot: None if slot in stop else {}
+    obs, rewards, terms, truncs, infos = vec.step({"agent_0": np.full(4, close)})  # the persuadee's final reply
+    assert infos["_final_info"].all() and terms["agent_0"].all() and not truncs["agent_0"].any()
+    final = infos["final_info"]
+    np.testing.assert_array_equal(rewards["agent_0"], final["outcome"]["actual"])
+    np.testing.assert_array_equal(final["return"], final["outcome"]["actual"])
+    assert all(len(acts) == 1 for acts in final["user_acts"]) and final["outcome"]["persuader_turns"].tolist() == [1] * 4
+    assert infos["live"]["agent_0"].tolist() == [True, False, True, False]  # 0 and 2 started their next episode
+    assert infos["turn"][[0, 2]].tolist() == [0, 0] and obs["agent_0"]["observation"][[0, 2], 0].tolist() == [0, 0]
+    obs, rewards, *_ = vec.step({"agent_0": np.array([1, 0, 1, 0])})  # idle slots are not read
+    assert infos["live"]["agent_0"].sum() == 2
+
+
+def test_illegal_or_malformed_actions_raise():
+    vec = scope_envs.make_vec("p4g-frozen", num_envs=3)
+    with pytest.raises(ValueError, match="before reset"):
+        vec.step({"agent_0": np.ones(3, np.int64)})
+    vec.reset(seed=0)
+    with pytest.raises(ValueError, match="illegal"):
+        vec.step({"agent_0": np.array([1, 0, 1])})  # the no-op is masked on turn
+    with pytest.raises(ValueError, match="illegal"):
+        vec.step({"agent_0": np.array([1, 99, 1])})
+    with pytest.raises(ValueError, match="shape"):
+        vec.step({"agent_0": np.array([1, 1])})
+    with pytest.raises(ValueError, match="num_envs"):
+        scope_envs.make_vec("p4g-frozen", num_envs=0)
+
+
+def test_the_gymnasium_vector_view_runs_a_cleanrl_style_loop():
+    import gymnasium
+
+    env = GymVectorEnv(scope_envs.make_vec("p4g-heldout", num_envs=5))
+    assert isinstance(env, gymnasium.vector.VectorEnv)
+    assert env.metadata["autoreset_mode"] == gymnasium.vector.AutoresetMode.SAME_STEP
+    obs, _ = env.reset(seed=0)
+    assert obs in env.observation_space
+    rng, finished, returns = np.random.default_rng(0), 0, []
+    for _ in range(40):
+        acts = np.array([rng.choice(np.flatnonzero(m)) for m in obs["action_mask"]])
+        assert acts in env.action_space
+        obs, rew, term, _, info = env.step(acts)
+        assert obs in env.observation_space and rew.shape == (5,)
+        if term.any():
+            assert (info["_final_obs"] == term).all()
+            for i in np.flatnonzero(term):
+                assert info["final_obs"][i] in env.single_observation_space
+                returns.append(info["final_info"]["return"][i])
+                assert rew[i] == info["final_info"]["return"][i] == info["final_info"]["actual"][i]
+            finished += int(term.sum())
+    assert finished >= 10 and min(returns) >= 0
+    with pytest.raises(ValueError, match="single-agent"):
+        GymVectorEnv(scope_envs.make_vec("p4g-cotrain", num_envs=2))
+
+
+def params(net):
+    return torch.cat([p.detach().flatten() for p in net.parameters()])
+
+
+@pytest.mark.parametrize("env_id,kwargs,cfg", [
+    ("p4g-frozen", {}, {}),
+    ("p4g-population", {"pool_size": 3, "snapshot_every": 1}, {"group_size": 4, "advantage": "grpo"}),
+    ("p4g-cotrain", {}, {"selfplay": True}),
+    ("cooperbench-cotrain", {}, {}),
+])
+def test_the_trainer_trains_identically_on_batched_and_scalar_rollouts(env_id, kwargs, cfg):
+    from scope_envs.train.act_ppo import PPOConfig, PPOTrainer, evaluate
+
+    runs = []
+    for batched in (True, False):
+        trainer = PPOTrainer(PPOConfig(env_id=env_id, env_kwargs=kwargs, total_steps=700, seed=1, batched=batched,
+                                       bc_episodes=20, bc_steps=5, **cfg))
+        history = trainer.train()
+        held = evaluate(trainer, f"{env_id.split('-')[0]}-heldout", episodes=48, seed=3)
+        floor = evaluate(trainer, env_id, episodes=24, seed=3, uniform=True, **kwargs)
+        runs.append(([r["return"] for r in history], held["success"], held["sim_entropy"], floor["success"],
+                     {n: params(net) for n, net in trainer.learners.items()}))
+    (*a, pa), (*b, pb) = runs
+    assert a == b
+    assert all(torch.equal(pa[k], pb[k]) for k in pa)
