@@ -7,11 +7,21 @@ tokenizer (no model is downloaded), then measures
   ``transformers.generate`` (``TransformersBackend.generate_ids``), same prompts, same batch;
 * the time to push the trained weights into the vLLM engine (``load_weights``) and the
   gap between vLLM's sampling logprobs and the trainer's recomputed ones;
-* the time and peak GPU memory of LLM-PPO updates (``scope_envs.train.llm.ppo.train``
-  with ``engine="vllm"`` on ``p4g-frozen``, text surface).
+* through the trainer (``scope_envs.train.llm.ppo.train``, ``engine="vllm"``, text surface),
+  for each path SCOPE trains with: ``ppo`` (agent vs the frozen p4g user), ``grpo``
+  (groups of ``--group-size`` episodes), ``cotrain`` (GRPO, two separate models, one
+  engine each) and ``pool`` (GRPO co-training with the user's LoRA snapshots in a
+  pool): time per update, rollout tokens per second, trained tokens per second,
+  weight-sync time (``time_sync``: pushing weights or adapters into the engines),
+  peak GPU memory.
 
 Writes a JSON (``--out``). Needs ``pip install -e '.[llm,vllm]'`` and one CUDA GPU.
 ``--dry-run``: tiny sizes on CPU, transformers only — checks the script itself.
+``--paths``: which trainer paths to run (default: all four).
+
+Status: ready to run, and not yet run on a GPU (no GPU was available where it was
+written); only ``--dry-run`` has run. Its first GPU run is the first measurement
+of every number above.
 
     python benchmarks/llm_gpu.py --out benchmarks/llm_gpu.json
 """
@@ -66,16 +76,18 @@ def main():
     ap.add_argument("--vocab", type=int, default=4000)
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--max-new-tokens", type=int, default=128)
-    ap.add_argument("--ppo-updates", type=int, default=2)
+    ap.add_argument("--ppo-updates", type=int, default=2, help="updates per trainer path")
+    ap.add_argument("--group-size", type=int, default=8, help="grpo, cotrain and pool: episodes per scenario")
+    ap.add_argument("--paths", default="ppo,grpo,cotrain,pool", help="trainer paths to measure, comma-separated")
     ap.add_argument("--gpu-memory-utilization", type=float, default=0.35)
     ap.add_argument("--dry-run", action="store_true", help="tiny sizes on CPU, transformers only")
     args = ap.parse_args()
 
     import torch
-
-    from scope_envs.train.llm import ppo
     from scope_envs.agents.llm.backends import TransformersBackend
     from scope_envs.agents.llm.tiny import build_tiny_model
+
+    from scope_envs.train.llm import ppo
 
     if args.dry_run:
         args.hidden, args.layers, args.heads, args.intermediate, args.batch, args.max_new_tokens = 64, 2, 2, 128, 4, 8
@@ -101,14 +113,16 @@ def main():
     hf = TransformersBackend(model.to(device).eval(), tok)
     result["transformers"], _ = timed_generation(hf, prompts, args.max_new_tokens)
     del hf, model
+    import gc
+
+    gc.collect()
     if device == "cuda":
         torch.cuda.empty_cache()
 
     # vLLM: throughput, weight sync, logprob agreement with the trainer
     if not args.dry_run:
-        from transformers import AutoModelForCausalLM
-
         from scope_envs.agents.llm.backends import VLLMBackend
+        from transformers import AutoModelForCausalLM
 
         t0 = time.perf_counter()
         engine = VLLMBackend(path, gpu_memory_utilization=args.gpu_memory_utilization, dtype="bfloat16")
@@ -136,26 +150,59 @@ def main():
         del engine, trained
         torch.cuda.empty_cache()
 
-    # LLM-PPO updates through the trainer (vLLM generation on GPU; transformers on CPU for --dry-run)
-    if device == "cuda":
-        torch.cuda.reset_peak_memory_stats()
-    cfg = ppo.Config(env="p4g-frozen", env_kwargs={"max_turns": 3}, model=path, device=device,
-                     engine="hf" if args.dry_run else "vllm", updates=args.ppo_updates, groups=max(args.batch // 4, 1),
-                     group_size=2, max_new_tokens=min(args.max_new_tokens, 64), minibatch=8, log=False,
-                     out=tempfile.mkdtemp(prefix="scope-llm-gpu-run-"))
-    t0 = time.perf_counter()
-    history = ppo.train(cfg)["history"]
-    result["ppo"] = {
-        "episodes_per_update": cfg.groups * cfg.group_size,
-        "wall_s": time.perf_counter() - t0,
-        "time_update_s": [h["time_update"] for h in history],
-        "time_rollout_s": [h["time_rollout"] for h in history],
-        "rollout_tokens_per_s": [h["tokens_per_s"] for h in history],
-        "logprob_gap": [h.get("logprob_gap/agent") for h in history],
-        "kl": [h.get("kl") for h in history],
+    # the trainer's paths (vLLM generation on GPU; transformers on CPU for --dry-run)
+    common = {"model": path, "device": device, "engine": "hf" if args.dry_run else "vllm", "updates": args.ppo_updates,
+                  "max_new_tokens": min(args.max_new_tokens, 64), "minibatch": 8, "log": False}
+    episodes = max(args.batch // 2, 2)
+    user_path = None
+    paths = [p.strip() for p in args.paths.split(",") if p.strip()]
+    unknown = set(paths) - {"ppo", "grpo", "cotrain", "pool"}
+    if unknown:
+        raise SystemExit(f"--paths: unknown path(s) {sorted(unknown)}")
+    if "cotrain" in paths:  # a second model with its own tokenizer (another vocabulary) for the user
+        from scope_envs.agents.llm.tiny import corpus
+
+        user_path = tempfile.mkdtemp(prefix="scope-llm-gpu-user-")
+        build_tiny_model(user_path, hidden=args.hidden, layers=args.layers, heads=args.heads,
+                         intermediate=args.intermediate, vocab_size=args.vocab, max_positions=4096,
+                         dtype="bfloat16" if device == "cuda" else "float32",
+                         texts=[line.upper() for line in corpus()])
+    g = args.group_size
+    configs = {
+        "ppo": {"env": "p4g-frozen", "env_kwargs": {"max_turns": 3}, "groups": max(episodes // 2, 1), "group_size": 2},
+        "grpo": {"env": "p4g-frozen", "env_kwargs": {"max_turns": 3}, "algo": "grpo", "groups": max(episodes // g, 1),
+                     "group_size": g},
+        "cotrain": {"env": "p4g-cotrain", "env_kwargs": {"max_turns": 3}, "mode": "cotrain", "algo": "grpo",
+                        "user_model": user_path, "user_reward": "adversarial", "groups": max(episodes // g, 1),
+                        "group_size": g},
+        "pool": {"env": "p4g-population", "env_kwargs": {"max_turns": 3}, "mode": "population", "algo": "grpo", "lora": True,
+                     "pool_size": 3, "snapshot_every": 1, "groups": max(episodes // g, 1), "group_size": g},
     }
-    if device == "cuda":
-        result["ppo"]["peak_memory_gb"] = torch.cuda.max_memory_allocated() / 2**30
+    for name in paths:
+        if device == "cuda":
+            torch.cuda.empty_cache()
+            torch.cuda.reset_peak_memory_stats()
+        cfg = ppo.Config(**common, **configs[name], out=tempfile.mkdtemp(prefix=f"scope-llm-gpu-{name}-"))
+        t0 = time.perf_counter()
+        history = ppo.train(cfg)["history"]
+        learners = sorted({k.split("/", 1)[1] for h in history for k in h if k.startswith("tokens/")})
+        trained = [sum(h.get(f"tokens/{n}", 0) for n in learners) for h in history]
+        result[name] = {
+            "episodes_per_update": cfg.groups * cfg.group_size,
+            "wall_s": time.perf_counter() - t0,
+            "time_update_s": [h["time_update"] for h in history],
+            "time_rollout_s": [h["time_rollout"] for h in history],
+            "time_sync_s": [h["time_sync"] for h in history],
+            "rollout_tokens_per_s": [h["tokens_per_s"] for h in history],
+            "trained_tokens_per_s": [t / max(h["time_update"], 1e-9) for t, h in zip(trained, history)],
+            "logprob_gap": {n: [h.get(f"logprob_gap/{n}") for h in history] for n in learners},
+            "kl": [h.get("kl") for h in history],
+            "zero_std_group_frac": [h.get("zero_std_group_frac/agent") for h in history],
+        }
+        if name == "pool":
+            result[name]["pool_entry"] = [h.get("pool_entry") for h in history]
+        if device == "cuda":
+            result[name]["peak_memory_gb"] = torch.cuda.max_memory_allocated() / 2**30
     try:
         import vllm
 

@@ -14,12 +14,16 @@ os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 
 
 @functools.lru_cache(maxsize=None)
-def tiny_model_dir(arch: str = "llama") -> str:
-    """A 2-layer, hidden-64 random model with a byte-level BPE tokenizer (vocab 400) trained on the spot."""
-    from scope_envs.agents.llm.tiny import build_tiny_model
+def tiny_model_dir(arch: str = "llama", corpus: str = "default") -> str:
+    """A 2-layer, hidden-64 random model with a byte-level BPE tokenizer (vocab 400) trained on the spot.
 
-    path = tempfile.mkdtemp(prefix=f"scope-tiny-{arch}-")
-    build_tiny_model(path, arch=arch, hidden=64, layers=2, vocab_size=400, seed=0)
+    ``corpus="upper"``: the tokenizer is trained on the upper-cased corpus, so its merges and ids differ
+    from the default one's (a second model with its own vocabulary)."""
+    from scope_envs.agents.llm.tiny import build_tiny_model, corpus as default_corpus
+
+    texts = None if corpus == "default" else [line.upper() for line in default_corpus()]
+    path = tempfile.mkdtemp(prefix=f"scope-tiny-{arch}-{corpus}-")
+    build_tiny_model(path, arch=arch, hidden=64, layers=2, vocab_size=400, seed=0, texts=texts)
     return path
 
 
@@ -59,4 +63,23 @@ class ScriptedBackend:
                 out.append(Generation(self.lists))
             else:
                 out.append(Generation(self.replies[(len(self.calls) - 1) % len(self.replies)]))
+        return out
+
+
+class ScriptedEngine:
+    """A trainer's generation engine that answers from a script, one line per prompt in order (cycling):
+    the token ids of the line and its end of turn, each with logprob -1."""
+
+    def __init__(self, tokenizer, lines):
+        self.tokenizer, self.lines, self.calls = tokenizer, list(lines), 0
+
+    def generate_ids(self, prompts, *, max_new_tokens=256, temperature=1.0, seed=None, adapter=None):
+        from scope_envs.agents.llm.backends import Generation
+
+        out = []
+        for _ in prompts:
+            text = self.lines[self.calls % len(self.lines)]
+            self.calls += 1
+            ids = list(self.tokenizer(text, add_special_tokens=False)["input_ids"]) + [self.tokenizer.eos_token_id]
+            out.append(Generation(text, ids, [-1.0] * len(ids), True))
         return out

@@ -59,7 +59,7 @@ class LLMPlayer(Simulator):
         guide = self.role_prompt if self.role_prompt is not None else (USER_GUIDELINES if is_user else AGENT_GUIDELINES)
         parts = [p for p in (guide, instructions) if p]
         if tools:
-            parts.append("Tools:\n" + json.dumps(tools, indent=1))
+            parts.append(tools_text(tools))
         return "\n\n".join(parts)
 
     def messages(self, view: View) -> list[dict]:
@@ -102,6 +102,11 @@ class LLMPlayer(Simulator):
     def _generate(self, msgs, rng, max_new_tokens) -> str:
         seed = int(rng.integers(2**31 - 1))
         return self.backend.chat([msgs], max_new_tokens=max_new_tokens, temperature=self.temperature, seed=seed)[0].text
+
+
+def tools_text(tools) -> str:
+    """How tool schemas are written into a system prompt (for chat templates without a tools section)."""
+    return "Tools:\n" + json.dumps(tools, indent=1)
 
 
 def _merge_consecutive(msgs: list[dict]) -> list[dict]:

@@ -76,13 +76,15 @@ def train_tokenizer(vocab_size: int = 400, texts: list[str] | None = None):
 
 def build_tiny_model(path, *, arch: str = "llama", hidden: int = 64, layers: int = 2, heads: int = 2,
                      intermediate: int | None = None, vocab_size: int = 400, max_positions: int = 2048,
-                     seed: int = 0, dtype: str = "float32"):
-    """Save a random chat model and its tokenizer under ``path``; returns ``(model, tokenizer)``."""
+                     seed: int = 0, dtype: str = "float32", texts: list[str] | None = None):
+    """Save a random chat model and its tokenizer under ``path``; returns ``(model, tokenizer)``.
+
+    ``texts``: what the tokenizer is trained on (default: ``corpus()``)."""
     import torch
     from transformers import GPT2Config, GPT2LMHeadModel, GenerationConfig, LlamaConfig, LlamaForCausalLM
 
     path = Path(path)
-    tokenizer = train_tokenizer(vocab_size)
+    tokenizer = train_tokenizer(vocab_size, texts)
     common = dict(vocab_size=len(tokenizer), eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id,
                   bos_token_id=tokenizer.eos_token_id)
     torch.manual_seed(seed)

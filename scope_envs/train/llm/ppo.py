@@ -1,23 +1,44 @@
-"""LLM-PPO on multi-turn text episodes: ``scope-envs train-llm``.
+"""LLM-PPO and GRPO on multi-turn text episodes: ``scope-envs train-llm``.
 
 Reads top to bottom: config -> token traces -> learners -> rollout -> advantages -> update -> loop.
 
 * Token-in-token-out: each trained agent's episode is one token stream. Its own
   turns are the sampled ids with their sampling logprobs (``loss_mask`` 1); the
-  system prompt, the partner's turns and chat-template glue are tokenized from the
-  env's messages (``loss_mask`` 0). Text is never re-tokenized to recover what was sampled.
-* Rewards from the env land on the last token of the turn that earned them;
-  a per-token KL penalty to a frozen reference (``k1`` or ``k3``; fixed or adaptive
-  coefficient) is added; a value head on the last hidden state; GAE over the
-  trained tokens; clipped policy and value losses; optional LoRA (``peft``).
+  system prompt (with the env's tool schemas, ``infos["tools"]``), the partner's
+  turns, the notes on refused replies and chat-template glue are tokenized from the
+  env's messages (``loss_mask`` 0), each learner with its own tokenizer. Text is
+  never re-tokenized to recover what was sampled.
+* ``algo="ppo"``: rewards from the env land on the last token of the turn that
+  earned them; a per-token KL penalty to a frozen reference (``k1``, ``k3`` or
+  ``low_var_kl``; fixed or adaptive coefficient, adapted per learner in tokens) is
+  added; a value head on the last hidden state; GAE over the trained tokens; clipped
+  policy and value losses.
+* ``algo="grpo"`` (SCOPE's): ``group_size`` episodes per scenario; each trajectory's
+  advantage is its return minus its group's mean return (``grpo_std_norm``: divided
+  by the group's std too; off by default, as in SCOPE), on all of its tokens; an
+  asymmetric clip (``clip_low=0.2``, ``clip_high=0.28``); the KL to the reference is
+  a loss term (``low_var_kl``, the clamped k3); no value head, entropy coefficient 0.
+* Episodes cut at ``max_len`` never learn a return of 0: PPO bootstraps them with
+  the value at the cut, GRPO drops them; both are counted in the metrics.
+* The no-grad passes project only the sampled positions through the LM head, in
+  chunks of ``chunk_tokens``: no full-vocabulary logits for the batch.
 * Modes: ``agent`` (train agent_0 against the env's user: its built-in simulator,
   or a frozen LLM user, verbalized-sampled under a ``-vs`` env), ``cotrain`` (agent
-  and user, two models or ``shared`` one model with role prompts), ``population``
-  (K user adapters on one base model; one is drawn per episode).
+  and user: two models, each with its own tokenizer, optimizer, KL reference and
+  learning rate, or two LoRA adapters on one base, or ``shared`` one model with
+  role prompts), ``population`` (SCOPE's pool: the co-trained user's past LoRA
+  snapshots in a FIFO pool of ``pool_size``, one snapshot every ``snapshot_every``
+  updates, one entry drawn per rollout batch, ``pool.AdapterPool``), ``members``
+  (K user adapters on one base model, one drawn per episode by the env).
+* ``user_reward``: the trained user's reward, with the act level's definitions
+  (``scope_envs.core.rewards``): ``adversarial`` and ``cooperative`` are paid by the
+  game, ``curriculum`` by the trainer over each group.
 * Generation: ``transformers.generate`` (``engine="hf"``, CPU or GPU, on the very
   weights being trained) or vLLM (``engine="vllm"``, GPU; weights, or LoRA adapters,
   pushed into the engine after each update, prefix cache reset) — one code path.
-* Output: ``out/metrics.jsonl`` (one line per update) and ``out/checkpoints/``.
+* Output: ``out/metrics.jsonl`` (one line per update, with the collapse diagnostics
+  ``zero_std_group_frac``, ``all_fail_group_frac``, ``group_reward_var`` per role and
+  token ``entropy`` per agent) and ``out/checkpoints/``.
 """
 
 from __future__ import annotations
@@ -27,13 +48,20 @@ import dataclasses
 import json
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import torch
-import torch.nn as nn
+from torch import nn
+
+from scope_envs.core.rewards import SIMULATOR_REWARDS, curriculum_reward
+
+ALGOS = ("ppo", "grpo")
+MODES = ("agent", "cotrain", "population", "members")
+KL_ESTIMATORS = ("k1", "k3", "low_var_kl")
+POOL_SAMPLES = ("uniform", "latest")
 
 
 # ----------------------------------------------------------------------------- config
@@ -41,11 +69,16 @@ import torch.nn as nn
 class Config:
     env: str = "p4g-frozen"  # a registered id (text surface) or "llm-toy"
     env_kwargs: dict = field(default_factory=dict)
-    mode: str = "agent"  # agent | cotrain | population
+    mode: str = "agent"  # agent | cotrain | population | members
+    algo: str = "ppo"  # ppo | grpo
     model: str = "tiny"  # a local model directory, or "tiny" (a random tiny Llama built on the spot)
     user_model: str | None = None  # agent mode: a frozen LLM user (directory or "tiny"); cotrain: the user's model
     shared: bool = False  # cotrain: one model plays both roles
-    members: int = 2  # population size K
+    members: int = 2  # members mode: K user adapters
+    pool_size: int = 5  # population: the live user and up to pool_size - 1 snapshots (SCOPE: 5)
+    snapshot_every: int = 4  # population: updates between snapshots (SCOPE: 4)
+    pool_sample: str = "uniform"  # population: uniform over the pool, or latest (the live user)
+    user_reward: str | None = None  # adversarial | cooperative | curriculum (None: the game's default)
     lora: bool = False
     lora_r: int = 8
     lora_alpha: int = 16
@@ -53,37 +86,70 @@ class Config:
     device: str = "cpu"
     updates: int = 10
     groups: int = 4  # scenario seeds per update
-    group_size: int = 2  # episodes per seed (in-group reward variance: the early sign of collapse)
+    group_size: int | None = None  # episodes per seed (default: 2 under ppo, 8 under grpo)
     max_new_tokens: int = 32
     max_len: int = 2048  # an episode stops once its token stream would exceed this
     temperature: float = 1.0
     lr: float = 1e-4
+    user_lr: float | None = None  # the user learner's learning rate (cotrain, population; default: lr)
     ppo_epochs: int = 2
     minibatch: int = 4  # sequences per gradient step
-    clip: float = 0.2
+    clip: float = 0.2  # ppo's symmetric clip, the default of clip_low and clip_high under ppo
+    clip_low: float | None = None  # ratio floor 1 - clip_low (default: clip; grpo 0.2)
+    clip_high: float | None = None  # ratio ceiling 1 + clip_high (default: clip; grpo 0.28, DAPO's clip-higher)
     vf_clip: float = 0.2
     vf_coef: float = 0.5
     ent_coef: float = 0.0
     gamma: float = 1.0
     lam: float = 0.95
-    kl_coef: float = 0.05
-    kl_estimator: str = "k1"  # k1 | k3
-    kl_target: float | None = None  # set: adaptive coefficient (Ziegler et al. 2019)
-    kl_horizon: int = 10000
+    grpo_std_norm: bool = False  # grpo: divide by the group's std too (SCOPE: off)
+    kl_coef: float | None = None  # default: 0.05 (ppo, a reward penalty); 0.001 (grpo, a loss term)
+    kl_estimator: str | None = None  # k1 | k3 | low_var_kl (default: k1 under ppo, low_var_kl under grpo)
+    kl_target: float | None = None  # set: adaptive coefficient (Ziegler et al. 2019), per learner
+    kl_horizon: int = 10000  # in trained tokens
     max_grad_norm: float = 1.0
     whiten: bool = True
+    chunk_tokens: int = 1024  # positions per LM-head chunk in the logprob passes
     seed: int = 0
     out: str = "runs/llm"
     save_every: int = 0  # 0: only at the end
     log: bool = True
 
     def __post_init__(self):
-        if self.mode not in ("agent", "cotrain", "population"):
-            raise ValueError(f"mode must be agent, cotrain or population, got {self.mode!r}")
+        if self.mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
+        if self.algo not in ALGOS:
+            raise ValueError(f"algo must be one of {ALGOS}, got {self.algo!r}")
         if self.engine not in ("hf", "vllm"):
             raise ValueError(f"engine must be 'hf' or 'vllm', got {self.engine!r}")
-        if self.kl_estimator not in ("k1", "k3"):
-            raise ValueError(f"kl_estimator must be 'k1' or 'k3', got {self.kl_estimator!r}")
+        grpo = self.algo == "grpo"
+        if self.group_size is None:
+            self.group_size = 8 if grpo else 2
+        if self.kl_estimator is None:
+            self.kl_estimator = "low_var_kl" if grpo else "k1"
+        if self.kl_estimator not in KL_ESTIMATORS:
+            raise ValueError(f"kl_estimator must be one of {KL_ESTIMATORS}, got {self.kl_estimator!r}")
+        if self.kl_coef is None:
+            self.kl_coef = 0.001 if grpo else 0.05
+        if self.clip_low is None:
+            self.clip_low = 0.2 if grpo else self.clip
+        if self.clip_high is None:
+            self.clip_high = 0.28 if grpo else self.clip
+        if grpo and self.group_size < 2:
+            raise ValueError(f"grpo's advantages are relative to a group: group_size must be >= 2, "
+                             f"got {self.group_size}")
+        if self.pool_sample not in POOL_SAMPLES:
+            raise ValueError(f"pool_sample must be one of {POOL_SAMPLES}, got {self.pool_sample!r}")
+        if self.mode == "population" and not self.lora:
+            raise ValueError("mode 'population' keeps the user's snapshots as LoRA adapters: pass lora=True (--lora)")
+        if self.user_reward is not None:
+            if self.user_reward not in SIMULATOR_REWARDS:
+                raise ValueError(f"user_reward must be one of {SIMULATOR_REWARDS}, got {self.user_reward!r}")
+            if self.mode == "agent":
+                raise ValueError("user_reward pays a trained user: use mode cotrain, population or members")
+            if self.user_reward == "curriculum" and self.group_size < 2:
+                raise ValueError(f"the curriculum user reward is computed over a group of episodes: group_size "
+                                 f"must be >= 2, got {self.group_size}")
 
 
 # ----------------------------------------------------------------------------- token traces
@@ -95,8 +161,25 @@ def assistant_suffix(tokenizer) -> str:
     return text[text.rindex(probe) + len(probe):]
 
 
-def render(tokenizer, messages, add_generation_prompt):
+def render(tokenizer, messages, add_generation_prompt, tools=None):
+    if tools and _template_takes_tools(tokenizer):
+        return tokenizer.apply_chat_template(messages, tools=tools, tokenize=False,
+                                             add_generation_prompt=add_generation_prompt)
     return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=add_generation_prompt)
+
+
+def _template_takes_tools(tokenizer) -> bool:
+    template = tokenizer.chat_template
+    return isinstance(template, str) and "tools" in template
+
+
+def with_tools(tokenizer, messages: list[dict], tools) -> list[dict]:
+    """A chat template without a tools section gets the schemas in the system prompt, as ``LLMPlayer`` writes them."""
+    if not tools or _template_takes_tools(tokenizer) or not messages or messages[0]["role"] != "system":
+        return messages
+    from scope_envs.agents.llm.player import tools_text
+
+    return [{**messages[0], "content": messages[0]["content"] + "\n\n" + tools_text(tools)}] + messages[1:]
 
 
 @dataclass
@@ -113,9 +196,17 @@ class Trace:
     conversation: list[dict] = field(default_factory=list)  # messages already in ``ids``
     turns: int = 0
     episode_return: float = 0.0
+    cut: bool = False  # its episode outgrew max_len: the return is not final
+    score: float | None = None  # the game's agent_score() at the end (None: cut, or the game has none)
     _pending: float = 0.0
     _last_reply: dict | None = None
     _last_turn_end: int = -1
+    _env_seen: int = 0  # how many of the env's messages are already in ``ids``
+    _tools: list | None = None
+
+    @property
+    def role(self) -> str:
+        return self.agent.split("_")[0]
 
     def _append(self, ids, mask, logprobs=None):
         self.ids += ids
@@ -123,24 +214,31 @@ class Trace:
         self.logprobs += logprobs if logprobs is not None else [0.0] * len(ids)
         self.rewards += [0.0] * len(ids)
 
-    def prompt(self, tokenizer, messages: list[dict], errors: list[str]) -> list[int]:
-        """Extend the stream with what happened since this agent's last turn; returns the full prompt ids."""
+    def prompt(self, tokenizer, messages: list[dict], errors: list[str], tools=None) -> list[int]:
+        """Extend the stream with what happened since this agent's last turn; returns the full prompt ids.
+
+        ``messages`` is the env's conversation (``infos[agent]["messages"]``); ``tools`` its tool schemas.
+        The stream also holds what the env never records: a refused reply and the note on why, so the
+        env's new messages are found by the count of env messages seen, not by the stream's length."""
         if not self.ids:
-            new_conv = [dict(m) for m in messages]
-            self._append(_encode(tokenizer, render(tokenizer, new_conv, True)), 0)
+            self._tools = tools
+            new_conv = with_tools(tokenizer, [dict(m) for m in messages], tools)
+            self._append(_encode(tokenizer, render(tokenizer, new_conv, True, tools)), 0)
         else:
-            n = len(self.conversation)
+            n = self._env_seen
+            # the env recorded this agent's last reply (it was accepted): the stream already holds it as sampled
             accepted = len(messages) > n and messages[n]["role"] == "assistant"
             new = [dict(m) for m in messages[n + 1:]] if accepted else [dict(m) for m in messages[n:]]
             if errors:
                 new.append({"role": "user", "content": "Your last message could not be used: " + "; ".join(errors)})
             prev_conv = self.conversation + [self._last_reply]
             new_conv = _merge(prev_conv + new)
-            prev_text = render(tokenizer, prev_conv, False)
-            full = render(tokenizer, new_conv, True)
+            prev_text = render(tokenizer, prev_conv, False, self._tools)
+            full = render(tokenizer, new_conv, True, self._tools)
             if not full.startswith(prev_text):
                 raise ValueError("the chat template is not prefix-preserving; multi-turn token traces need one that is")
             self._append(_encode(tokenizer, full[len(prev_text):]), 0)
+        self._env_seen = len(messages)
         self.conversation = new_conv
         return list(self.ids)
 
@@ -232,8 +330,8 @@ def build_learners(cfg: Config) -> dict[str, Learner]:
     """The learners of a mode, keyed by name; LoRA learners of one run share one base model."""
     if cfg.mode == "agent":
         specs = [("agent", {"agent_0"}, cfg.model)]
-    elif cfg.mode == "cotrain":
-        specs = ([("policy", {"agent_0", "user_0"}, cfg.model)] if cfg.shared else
+    elif cfg.mode in ("cotrain", "population"):
+        specs = ([("policy", {"agent_0", "user_0"}, cfg.model)] if cfg.shared and cfg.mode == "cotrain" else
                  [("agent", {"agent_0"}, cfg.model), ("user", {"user_0"}, cfg.user_model or cfg.model)])
     else:
         specs = [("agent", {"agent_0"}, cfg.model)] + [(f"user_{k}", {f"user_{k}"}, cfg.user_model or cfg.model)
@@ -255,21 +353,22 @@ def build_learners(cfg: Config) -> dict[str, Learner]:
                 model.add_adapter(name, lcfg)
             learners[name] = Learner(name, agents, model, tokenizer, path, name, None)
     else:
-        loaded = {}
         for i, (name, agents, path) in enumerate(specs):
             model, tokenizer, local = load_model(path, cfg.device, cfg.seed + i)
             ref = copy.deepcopy(model).eval().requires_grad_(False)
-            loaded[name] = (model, tokenizer, local, ref)
             learners[name] = Learner(name, agents, model, tokenizer, local, None, ref)
     for i, learner in enumerate(learners.values()):
-        hidden = learner.model.config.hidden_size
-        torch.manual_seed(cfg.seed + 100 + i)
-        learner.value_head = nn.Linear(hidden, 1).to(cfg.device)
-        nn.init.zeros_(learner.value_head.weight)
-        nn.init.zeros_(learner.value_head.bias)
+        params = []
+        if cfg.algo == "ppo":  # grpo's baseline is the group: no value head
+            hidden = learner.model.config.hidden_size
+            torch.manual_seed(cfg.seed + 100 + i)
+            learner.value_head = nn.Linear(hidden, 1).to(cfg.device)
+            nn.init.zeros_(learner.value_head.weight)
+            nn.init.zeros_(learner.value_head.bias)
+            params = list(learner.value_head.parameters())
         learner.activate()
-        learner.optimizer = torch.optim.AdamW(learner.params() + list(learner.value_head.parameters()), lr=cfg.lr,
-                                              weight_decay=0.0)
+        lr = cfg.user_lr if cfg.user_lr is not None and learner.name.startswith("user") else cfg.lr
+        learner.optimizer = torch.optim.AdamW(learner.params() + params, lr=lr, weight_decay=0.0)
     return learners
 
 
@@ -284,7 +383,9 @@ def build_engines(cfg: Config, learners: dict[str, Learner]) -> None:
             if cfg.engine == "hf":
                 engines[key] = TransformersBackend(learner.model, learner.tokenizer)
             else:
-                engines[key] = VLLMBackend(learner.path, enable_lora=cfg.lora, max_loras=max(len(learners), 1))
+                loras = len(learners) + (cfg.pool_size - 1 if cfg.mode == "population" else 0)
+                engines[key] = VLLMBackend(learner.path, enable_lora=cfg.lora, max_loras=max(loras, 1),
+                                           max_lora_rank=max(cfg.lora_r, 16))
         learner.engine = engines[key]
 
 
@@ -294,11 +395,16 @@ def sync_engines(cfg: Config, learners: dict[str, Learner], scratch: Path) -> No
         return
     for learner in learners.values():
         if cfg.lora:
-            d = scratch / "vllm_lora" / learner.name
-            learner.model.save_pretrained(str(d), selected_adapters=[learner.adapter])
-            learner.engine.set_adapter_path(learner.adapter, d / learner.adapter if (d / learner.adapter).exists() else d)
+            register_adapter(learner, learner.adapter, scratch)
         else:
             learner.engine.load_weights(learner.model)
+
+
+def register_adapter(learner: Learner, adapter: str, scratch: Path) -> None:
+    """Save one LoRA adapter of ``learner``'s model and register it with its vLLM engine under a fresh id."""
+    d = scratch / "vllm_lora" / adapter
+    learner.model.save_pretrained(str(d), selected_adapters=[adapter])
+    learner.engine.set_adapter_path(adapter, d / adapter if (d / adapter).exists() else d)
 
 
 # ----------------------------------------------------------------------------- environments
@@ -308,12 +414,26 @@ def make_env_factory(cfg: Config, user_player=None) -> Callable:
 
     if cfg.env == "llm-toy":
         return lambda: make_toy_env(**cfg.env_kwargs)
+    return lambda: scope_envs.make(cfg.env, surface="text", **env_kwargs(cfg, user_player))
+
+
+def env_kwargs(cfg: Config, user_player=None) -> dict:
+    """The env's options: ``env_kwargs``, the mode's own, ``user_reward`` and a frozen LLM user."""
+    import scope_envs
+
     kwargs = dict(cfg.env_kwargs)
-    if cfg.mode == "population":
+    regime = scope_envs.registry[cfg.env].regime if cfg.env in scope_envs.registry else None
+    if cfg.mode == "members":
         kwargs.setdefault("members", cfg.members)
+    if cfg.mode == "population" and regime == "population":
+        # the env's pool form (agent_0 and one live user_0); its pool stays the live user alone, because the
+        # snapshots are LoRA adapters that the trainer plays in the user_0 seat (pool.AdapterPool)
+        kwargs.setdefault("pool_size", cfg.pool_size)
+    if cfg.user_reward is not None:
+        kwargs["user_reward"] = cfg.user_reward
     if user_player is not None:
         kwargs["user"] = user_player
-    return lambda: scope_envs.make(cfg.env, surface="text", **kwargs)
+    return kwargs
 
 
 def frozen_user(cfg: Config):
@@ -328,13 +448,16 @@ def frozen_user(cfg: Config):
 
 
 # ----------------------------------------------------------------------------- rollout
-def rollout(cfg: Config, envs: list, learners: dict[str, Learner], seed: int, rng: np.random.Generator):
+def rollout(cfg: Config, envs: list, learners: dict[str, Learner], seed: int, rng: np.random.Generator,
+            seats: dict[str, Learner] | None = None):
     """One episode in each of ``envs`` (``groups * group_size`` of them, kept across updates so that
-    population schedules go on), stepped together; returns the traces and rollout stats."""
+    population schedules go on), stepped together; returns the traces and rollout stats.
+
+    ``seats``: agent -> the learner that generates for it instead (a pool snapshot in the user seat);
+    its traces carry that learner's name, so no learner in ``learners`` trains on them."""
     by_agent = {a: lr for lr in learners.values() for a in lr.agents}
-    tok = next(iter(learners.values())).tokenizer
-    suffix = assistant_suffix(tok)
-    stop_text = tok.eos_token or ""
+    by_agent.update(seats or {})
+    glue = {}  # learner name -> (the template's assistant suffix, the stop text), each in its own tokenizer
     episodes = []
     for i, env in enumerate(envs):
         g = i // cfg.group_size
@@ -346,6 +469,7 @@ def rollout(cfg: Config, envs: list, learners: dict[str, Learner], seed: int, rn
         if not live:
             break
         requests = defaultdict(list)  # learner name -> [(episode, agent, trace, prompt)]
+        speakers = {}
         for e in live:
             env, infos = e["env"], e["infos"]
             speaker = next((a for a in env.agents if infos[a].get("active")), None)
@@ -353,14 +477,18 @@ def rollout(cfg: Config, envs: list, learners: dict[str, Learner], seed: int, rn
                 raise ValueError(f"no trained learner plays the speaking agent {speaker!r} of {cfg.env}")
             learner = by_agent[speaker]
             trace = e["traces"].setdefault(speaker, Trace(speaker, learner.name, e["group"]))
-            prompt = trace.prompt(tok, infos[speaker]["messages"], _errors(e["obs"][speaker]))
+            prompt = trace.prompt(learner.tokenizer, infos[speaker]["messages"], _errors(e["obs"][speaker]),
+                                  infos[speaker].get("tools"))
             if len(prompt) + cfg.max_new_tokens > cfg.max_len:
                 e["cut"] = True
                 continue
             requests[learner.name].append((e, speaker, trace, prompt))
+            speakers[learner.name] = learner
         actions = defaultdict(dict)
         for name, reqs in requests.items():
-            learner = learners[name]
+            learner = speakers[name]
+            tok = learner.tokenizer
+            suffix, stop_text = glue.setdefault(name, (assistant_suffix(tok), tok.eos_token or ""))
             t0 = time.perf_counter()
             gens = learner.engine.generate_ids([r[3] for r in reqs], max_new_tokens=cfg.max_new_tokens,
                                                temperature=cfg.temperature, adapter=learner.adapter,
@@ -373,21 +501,89 @@ def rollout(cfg: Config, envs: list, learners: dict[str, Learner], seed: int, rn
         for e in live:
             if e.get("cut"):  # its token stream outgrew max_len: the episode stops here
                 continue
-            obs, rew, term, trunc, infos = e["env"].step(actions[id(e)])
+            obs, rew, _term, _trunc, infos = e["env"].step(actions[id(e)])
             e["obs"], e["infos"] = obs, infos
             for agent, r in rew.items():
                 if agent in e["traces"]:
                     e["traces"][agent].add_reward(float(r))
             if not e["env"].agents:
-                e["outcome"] = {k: v for k, v in infos.get("agent_0", {}).items() if isinstance(v, float)}
+                e["score"] = agent_score(e["env"])
+    for e in episodes:
+        for t in e["traces"].values():
+            t.cut = bool(e.get("cut"))
+            t.score = None if t.cut else e.get("score")
     traces = [t for e in episodes for t in e["traces"].values() if t.turns > 0]
-    returns = defaultdict(lambda: defaultdict(list))
-    for t in traces:
-        returns[t.agent.split("_")[0]][t.group].append(t.episode_return)
-    group_var = {role: float(np.mean([np.var(v) for v in groups.values()])) for role, groups in returns.items()}
-    stats = {"gen_tokens": gen_tokens, "gen_time": gen_time, "group_var": group_var,
-             "cut": sum(1 for e in episodes if e.get("cut")), "episodes": len(episodes)}
+    stats = {"gen_tokens": gen_tokens, "gen_time": gen_time, "cut": sum(1 for e in episodes if e.get("cut")),
+             "episodes": len(episodes)}
     return traces, stats
+
+
+def agent_score(env) -> float | None:
+    """The finished game's ``agent_score()`` (agent_0's outcome in [0, 1]); None where the game has none."""
+    try:
+        return float(env.unwrapped.game.agent_score())
+    except (AttributeError, NotImplementedError):
+        return None
+
+
+def _groups(traces: list[Trace]) -> dict[tuple[str, int], list[Trace]]:
+    out = defaultdict(list)
+    for t in traces:
+        out[(t.role, t.group)].append(t)
+    return out
+
+
+def group_diagnostics(traces: list[Trace]) -> dict[str, float]:
+    """SCOPE's early signs of collapse, per role, over the groups of ``group_size`` episodes on one scenario:
+
+    * ``zero_std_group_frac``: groups whose returns are all equal (GRPO learns nothing from them);
+    * ``all_fail_group_frac``: groups where the agent failed every episode (``agent_score`` 0; a return
+      <= 0 where the game has no score);
+    * ``group_reward_var``: the in-group variance of the returns, averaged over groups.
+
+    Groups of one episode have no spread and are left out (NaN when no group has two)."""
+    per_role = defaultdict(lambda: defaultdict(list))
+    for (role, _), members in _groups(traces).items():
+        if len(members) < 2:
+            continue
+        returns = np.array([t.episode_return for t in members])
+        fails = [(t.score == 0) if t.score is not None else (t.episode_return <= 0) for t in members]
+        per_role[role]["zero_std_group_frac"].append(float(np.ptp(returns) < 1e-9))
+        per_role[role]["all_fail_group_frac"].append(float(all(fails)))
+        per_role[role]["group_reward_var"].append(float(returns.var()))
+    out = {}
+    for role in sorted({t.role for t in traces}):
+        for key in ("zero_std_group_frac", "all_fail_group_frac", "group_reward_var"):
+            values = per_role[role][key]
+            out[f"{key}/{role}"] = float(np.mean(values)) if values else float("nan")
+    return out
+
+
+def assign_curriculum(cfg: Config, traces: list[Trace]) -> list[float]:
+    """SCOPE's curriculum user reward (``scope_envs.core.rewards.curriculum_reward``): every user trajectory
+    of a group is paid the curriculum value of the agent's scores in that group, on its last turn (the env
+    paid 0). Cut episodes have no score and are left out; a group with fewer than 2 scores pays nothing.
+    Returns each paying group's value. Under ``grpo`` the users of a group share that value, so their
+    group-relative advantage is 0 (``zero_std_group_frac/user`` shows it): the curriculum teaches a user
+    through ``ppo``'s value baseline, which compares groups."""
+    from scope_envs.core.rewards import curriculum_options
+
+    target_var, width = curriculum_options("curriculum", cfg.env_kwargs.get("target_var"),
+                                           cfg.env_kwargs.get("width"))
+    by_group = defaultdict(list)
+    for t in traces:
+        by_group[t.group].append(t)
+    values = []
+    for members in by_group.values():
+        scores = [t.score for t in members if t.agent == "agent_0" and t.score is not None]
+        if len(scores) < 2:
+            continue
+        value = curriculum_reward(scores, target_var, width)
+        values.append(value)
+        for t in members:
+            if t.role == "user" and not t.cut:
+                t.add_reward(value)
+    return values
 
 
 # ----------------------------------------------------------------------------- the update
@@ -404,28 +600,57 @@ def batch_tensors(traces: list[Trace], pad_id: int, device):
         out["mask"][i, :n] = torch.tensor(t.mask, dtype=torch.float32)
         out["logprobs"][i, :n] = torch.tensor(t.logprobs)
         out["rewards"][i, :n] = torch.tensor(t.rewards)
+    # where a cut trace's value is read: its last token (the state after the prompt that did not fit)
+    bootstrap_at = torch.tensor([len(t.ids) - 1 if t.cut else -1 for t in traces])
     # action at position t is predicted from position t-1: shift everything by one
     return {"ids": out["ids"].to(device), "attn": out["attn"].to(device), "mask": out["mask"][:, 1:].to(device),
-            "old_logprobs": out["logprobs"][:, 1:].to(device), "env_rewards": out["rewards"][:, 1:].to(device)}
+            "old_logprobs": out["logprobs"][:, 1:].to(device), "env_rewards": out["rewards"][:, 1:].to(device),
+            "bootstrap_at": bootstrap_at.to(device)}
 
 
-def forward(model, value_head, ids, attn, temperature):
-    """Per-position logprob of the next token, value, and entropy (all of length T-1)."""
-    out = model(input_ids=ids, attention_mask=attn, output_hidden_states=True)
-    logits = out.logits[:, :-1].float() / temperature
-    logp = torch.log_softmax(logits, dim=-1)
-    token_logp = logp.gather(-1, ids[:, 1:].unsqueeze(-1)).squeeze(-1)
-    entropy = -(logp.exp() * logp).sum(-1)
-    values = value_head(out.hidden_states[-1][:, :-1].float()).squeeze(-1) if value_head is not None else None
-    return token_logp, values, entropy
+def forward(model, value_head, ids, attn, temperature, select=None, chunk_tokens: int = 1024,
+            entropy: bool = True):
+    """Per-position logprob of the next token and its entropy (length T-1, zero outside ``select``), and
+    the value of every position (length T; None without a value head).
+
+    The LM head runs only on the ``select``-ed positions (default: every real one), ``chunk_tokens`` at a
+    time: a batch never holds its full-vocabulary logits."""
+    hidden = model.get_decoder()(input_ids=ids, attention_mask=attn).last_hidden_state
+    head = model.get_output_embeddings()
+    softcap = getattr(model.config, "final_logit_softcapping", None)
+    sel = (attn[:, 1:] > 0) if select is None else select > 0
+    rows, cols = torch.nonzero(sel, as_tuple=True)
+    h, targets = hidden[rows, cols], ids[rows, cols + 1]
+    lps, ents = [], []
+    for start in range(0, len(rows), chunk_tokens):
+        logits = head(h[start:start + chunk_tokens]).float()
+        if softcap:
+            logits = torch.tanh(logits / softcap) * softcap
+        logits = logits / temperature
+        logz = torch.logsumexp(logits, dim=-1)
+        lps.append(logits.gather(-1, targets[start:start + chunk_tokens, None]).squeeze(-1) - logz)
+        if entropy:
+            ents.append(logz - (torch.softmax(logits, dim=-1) * logits).sum(-1))
+    shape = (ids.shape[0], ids.shape[1] - 1)
+    token_logp = torch.zeros(shape, device=ids.device, dtype=torch.float32).index_put((rows, cols), _cat(lps))
+    ent = (torch.zeros(shape, device=ids.device, dtype=torch.float32).index_put((rows, cols), _cat(ents))
+           if entropy else None)
+    values = value_head(hidden.float()).squeeze(-1) if value_head is not None else None
+    return token_logp, values, ent
 
 
-def recompute_logprobs(learner: Learner, traces: list[Trace], temperature: float) -> list[list[float]]:
+def _cat(parts):
+    return torch.cat(parts) if parts else torch.zeros(0)
+
+
+def recompute_logprobs(learner: Learner, traces: list[Trace], temperature: float,
+                       chunk_tokens: int = 1024) -> list[list[float]]:
     """The trainer's logprobs of each trace's sampled tokens (to compare with the generation's)."""
     b = batch_tensors(traces, _pad_id(learner.tokenizer), next(learner.model.parameters()).device)
     learner.activate()
     with torch.no_grad():
-        logp, _, _ = forward(learner.model, None, b["ids"], b["attn"], temperature)
+        logp, _, _ = forward(learner.model, None, b["ids"], b["attn"], temperature, select=b["mask"],
+                             chunk_tokens=chunk_tokens, entropy=False)
     return [logp[i][b["mask"][i] > 0].tolist() for i in range(len(traces))]
 
 
@@ -434,56 +659,101 @@ def _pad_id(tokenizer):
 
 
 def kl_estimate(logp, ref_logp, estimator):
+    """Per-token KL(policy || reference) estimates from sampled tokens (Schulman's k1 and k3).
+    ``low_var_kl``: k3 clamped to [-10, 10] (verl's and slime's GRPO KL loss)."""
     log_ratio = logp - ref_logp
     if estimator == "k1":
         return log_ratio
-    return torch.exp(-log_ratio) - 1 + log_ratio  # k3: unbiased, non-negative
+    k3 = torch.exp(-log_ratio) - 1 + log_ratio  # unbiased, non-negative
+    return k3.clamp(-10.0, 10.0) if estimator == "low_var_kl" else k3
 
 
-def gae(rewards, values, mask, gamma, lam):
-    """GAE over each row's masked positions only (the trained tokens), bootstrapping 0 at the end."""
+def gae(rewards, values, mask, gamma, lam, bootstrap=None):
+    """GAE over each row's masked positions only (the trained tokens). After the last one the return is 0
+    (the episode ended) or, for a row cut short, ``bootstrap[row]``: the value where it was cut."""
     adv = torch.zeros_like(rewards)
+    r_all, v_all, m_all = (x.detach().cpu().double().numpy() for x in (rewards, values, mask))
     for i in range(rewards.shape[0]):
-        idx = torch.nonzero(mask[i] > 0).squeeze(-1)
-        last = 0.0
-        for k in range(len(idx) - 1, -1, -1):
-            t = idx[k]
-            next_v = values[i, idx[k + 1]] if k + 1 < len(idx) else 0.0
-            delta = rewards[i, t] + gamma * next_v - values[i, t]
-            last = delta + gamma * lam * last
-            adv[i, t] = last
+        idx = np.flatnonzero(m_all[i] > 0)
+        if not len(idx):
+            continue
+        r, v = r_all[i, idx], v_all[i, idx]
+        next_v = np.append(v[1:], float(bootstrap[i]) if bootstrap is not None else 0.0)
+        delta = r + gamma * next_v - v
+        out, last = np.empty_like(delta), 0.0
+        for k in range(len(idx) - 1, -1, -1):  # a scalar loop over the row's trained tokens
+            last = delta[k] + gamma * lam * last
+            out[k] = last
+        adv[i, torch.from_numpy(idx).to(adv.device)] = torch.from_numpy(out).to(adv)
     return adv, adv + values
+
+
+def grpo_advantages(traces: list[Trace], std_norm: bool = False) -> list[float]:
+    """Each trajectory's return minus the mean return of its group (one role, one scenario); divided by the
+    group's std (population, ddof 0) too with ``std_norm``. A group of one, or of equal returns, gets 0."""
+    adv = {}
+    for members in _groups(traces).values():
+        returns = np.array([t.episode_return for t in members], dtype=float)
+        centred = returns - returns.mean()
+        if std_norm:
+            centred = centred / (returns.std() + 1e-6)
+        for t, a in zip(members, centred):
+            adv[id(t)] = float(a)
+    return [adv[id(t)] for t in traces]
 
 
 def masked_mean(x, mask):
     return (x * mask).sum() / mask.sum().clamp(min=1)
 
 
+def clipped_pg(ratio, adv, mask, clip_low: float, clip_high: float):
+    """The clipped policy loss, with the ratio kept in [1 - clip_low, 1 + clip_high] (DAPO's clip-higher)."""
+    return masked_mean(torch.max(-adv * ratio, -adv * ratio.clamp(1 - clip_low, 1 + clip_high)), mask)
+
+
 def ppo_update(cfg: Config, learner: Learner, traces: list[Trace], kl_coef: float) -> dict:
+    """One update of ``learner`` on its traces: PPO (value head, GAE) or GRPO (group baseline), as ``cfg.algo``."""
     model, device = learner.model, next(learner.model.parameters()).device
+    grpo = cfg.algo == "grpo"
     learner.activate()
     b = batch_tensors(traces, _pad_id(learner.tokenizer), device)
     mask = b["mask"]
+    chunk = cfg.chunk_tokens
     with torch.no_grad():
-        logp_now, values, _ = forward(model, learner.value_head, b["ids"], b["attn"], cfg.temperature)
+        logp_now, values_all, entropy = forward(model, None if grpo else learner.value_head, b["ids"], b["attn"],
+                                                cfg.temperature, select=mask, chunk_tokens=chunk)
         if learner.ref is None:
             with model.disable_adapter():
-                ref_logp, _, _ = forward(model, None, b["ids"], b["attn"], cfg.temperature)
+                ref_logp, _, _ = forward(model, None, b["ids"], b["attn"], cfg.temperature, select=mask,
+                                         chunk_tokens=chunk, entropy=False)
         else:
-            ref_logp, _, _ = forward(learner.ref, None, b["ids"], b["attn"], cfg.temperature)
+            ref_logp, _, _ = forward(learner.ref, None, b["ids"], b["attn"], cfg.temperature, select=mask,
+                                     chunk_tokens=chunk, entropy=False)
         old_logp = b["old_logprobs"]
-        kl = kl_estimate(old_logp, ref_logp, cfg.kl_estimator) * mask
-        rewards = b["env_rewards"] - kl_coef * kl
-        values = values * mask
-        adv, returns = gae(rewards, values, mask, cfg.gamma, cfg.lam)
-        if cfg.whiten and mask.sum() > 1:
-            mu, var = masked_mean(adv, mask), masked_mean((adv - masked_mean(adv, mask)) ** 2, mask)
-            adv = (adv - mu) * torch.rsqrt(var + 1e-8) * mask
+        if grpo:
+            adv = torch.tensor(grpo_advantages(traces, cfg.grpo_std_norm), device=device)[:, None] * mask
+            values = returns = None
+        else:
+            kl = kl_estimate(old_logp, ref_logp, cfg.kl_estimator) * mask
+            rewards = b["env_rewards"] - kl_coef * kl
+            at = b["bootstrap_at"]
+            bootstrap = torch.where(at >= 0, values_all.gather(1, at.clamp(min=0)[:, None]).squeeze(1),
+                                    torch.zeros_like(at, dtype=values_all.dtype))
+            values = values_all[:, :-1] * mask
+            adv, returns = gae(rewards, values, mask, cfg.gamma, cfg.lam, bootstrap)
+            if cfg.whiten and mask.sum() > 1:
+                mu, var = masked_mean(adv, mask), masked_mean((adv - masked_mean(adv, mask)) ** 2, mask)
+                adv = (adv - mu) * torch.rsqrt(var + 1e-8) * mask
         logprob_gap = masked_mean((logp_now - old_logp).abs(), mask).item()
         k1 = masked_mean(kl_estimate(old_logp, ref_logp, "k1"), mask).item()
         k3 = masked_mean(kl_estimate(old_logp, ref_logp, "k3"), mask).item()
+        kl_now = masked_mean(kl_estimate(old_logp, ref_logp, cfg.kl_estimator), mask).item()
+        agent_entropy = defaultdict(list)
+        for i, t in enumerate(traces):
+            agent_entropy[t.agent].append((float((entropy[i] * mask[i]).sum()), float(mask[i].sum())))
     stats = defaultdict(list)
     n = len(traces)
+    params = learner.params() + ([] if grpo else list(learner.value_head.parameters()))
     for _ in range(cfg.ppo_epochs):
         order = torch.randperm(n)
         for start in range(0, n, cfg.minibatch):
@@ -491,32 +761,45 @@ def ppo_update(cfg: Config, learner: Learner, traces: list[Trace], kl_coef: floa
             m = mask[mb]
             if m.sum() == 0:
                 continue
-            new_logp, new_v, entropy = forward(model, learner.value_head, b["ids"][mb], b["attn"][mb], cfg.temperature)
+            new_logp, new_v, ent_t = forward(model, None if grpo else learner.value_head, b["ids"][mb],
+                                             b["attn"][mb], cfg.temperature, select=m, chunk_tokens=chunk)
             ratio = torch.exp(new_logp - old_logp[mb])
-            a = adv[mb]
-            pg = masked_mean(torch.max(-a * ratio, -a * ratio.clamp(1 - cfg.clip, 1 + cfg.clip)), m)
-            v_clipped = values[mb] + (new_v - values[mb]).clamp(-cfg.vf_clip, cfg.vf_clip)
-            vf = 0.5 * masked_mean(torch.max((new_v - returns[mb]) ** 2, (v_clipped - returns[mb]) ** 2), m)
-            ent = masked_mean(entropy, m)
-            loss = pg + cfg.vf_coef * vf - cfg.ent_coef * ent
+            pg = clipped_pg(ratio, adv[mb], m, cfg.clip_low, cfg.clip_high)
+            ent = masked_mean(ent_t, m)
+            loss = pg - cfg.ent_coef * ent
+            if grpo:
+                if kl_coef > 0:  # GRPO's KL is a loss term, on the current policy's tokens
+                    kl_loss = masked_mean(kl_estimate(new_logp, ref_logp[mb], cfg.kl_estimator), m)
+                    loss = loss + kl_coef * kl_loss
+                    stats["kl_loss"].append(kl_loss.item())
+            else:
+                new_v = new_v[:, :-1]
+                v_clipped = values[mb] + (new_v - values[mb]).clamp(-cfg.vf_clip, cfg.vf_clip)
+                vf = 0.5 * masked_mean(torch.max((new_v - returns[mb]) ** 2, (v_clipped - returns[mb]) ** 2), m)
+                loss = loss + cfg.vf_coef * vf
+                stats["vf_loss"].append(vf.item())
             learner.optimizer.zero_grad(set_to_none=True)
             loss.backward()
-            nn.utils.clip_grad_norm_(learner.params() + list(learner.value_head.parameters()), cfg.max_grad_norm)
+            nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)
             learner.optimizer.step()
             stats["pg_loss"].append(pg.item())
-            stats["vf_loss"].append(vf.item())
             stats["entropy"].append(ent.item())
-            stats["clipfrac"].append(masked_mean(((ratio - 1).abs() > cfg.clip).float(), m).item())
+            outside = (ratio < 1 - cfg.clip_low) | (ratio > 1 + cfg.clip_high)
+            stats["clipfrac"].append(masked_mean(outside.float(), m).item())
             stats["approx_kl_old"].append(masked_mean(old_logp[mb] - new_logp, m).item())
     out = {k: float(np.mean(v)) for k, v in stats.items()}
-    out.update(kl_k1=k1, kl_k3=k3, kl=k1 if cfg.kl_estimator == "k1" else k3, logprob_gap=logprob_gap,
+    out.update(kl_k1=k1, kl_k3=k3, kl=kl_now, logprob_gap=logprob_gap,
                reward=float(np.mean([t.episode_return for t in traces])), sequences=n,
                tokens=int(mask.sum().item()))
+    if not grpo:
+        out["bootstrapped"] = sum(t.cut for t in traces)
+    out["agent_entropy"] = {a: sum(s for s, _ in v) / max(sum(c for _, c in v), 1) for a, v in agent_entropy.items()}
     return out
 
 
 class KLController:
-    """Fixed coefficient, or adaptive toward ``target`` (Ziegler et al. 2019)."""
+    """Fixed coefficient, or adaptive toward ``target`` (Ziegler et al. 2019); ``n_steps`` and ``horizon``
+    count trained tokens."""
 
     def __init__(self, coef: float, target: float | None, horizon: int):
         self.coef, self.target, self.horizon = coef, target, horizon
@@ -529,7 +812,7 @@ class KLController:
 
 
 # ----------------------------------------------------------------------------- checkpoints
-def save_checkpoint(cfg: Config, learners: dict[str, Learner], directory: Path) -> None:
+def save_checkpoint(cfg: Config, learners: dict[str, Learner], directory: Path, snapshots: list[str] = ()) -> None:
     directory.mkdir(parents=True, exist_ok=True)
     saved_models = set()
     for learner in learners.values():
@@ -541,13 +824,17 @@ def save_checkpoint(cfg: Config, learners: dict[str, Learner], directory: Path) 
             learner.tokenizer.save_pretrained(str(d))
             saved_models.add(id(learner.model))
         d.mkdir(parents=True, exist_ok=True)
-        torch.save(learner.value_head.state_dict(), d / "value_head.pt")
+        if learner.value_head is not None:
+            torch.save(learner.value_head.state_dict(), d / "value_head.pt")
+    if snapshots:  # the pool's user snapshots, beside the live adapters
+        model = next(iter(learners.values())).model
+        model.save_pretrained(str(directory / "adapters"), selected_adapters=list(snapshots))
     (directory / "config.json").write_text(json.dumps(dataclasses.asdict(cfg), indent=1))
 
 
 # ----------------------------------------------------------------------------- the loop
 def train(cfg: Config, make_env: Callable | None = None, learners: dict[str, Learner] | None = None) -> dict:
-    """Run ``cfg.updates`` PPO updates; returns ``{"learners", "history"}`` (history: the JSONL lines)."""
+    """Run ``cfg.updates`` updates; returns ``{"learners", "history"}`` (history: the JSONL lines)."""
     rng = np.random.default_rng(cfg.seed)
     torch.manual_seed(cfg.seed)
     out = Path(cfg.out)
@@ -557,35 +844,62 @@ def train(cfg: Config, make_env: Callable | None = None, learners: dict[str, Lea
     sync_engines(cfg, learners, out)  # vLLM: register the LoRA adapters before the first rollout
     make_env = make_env or make_env_factory(cfg, frozen_user(cfg))
     envs = [make_env() for _ in range(cfg.groups * cfg.group_size)]
-    kl_ctl = KLController(cfg.kl_coef, cfg.kl_target, cfg.kl_horizon)
+    kl_ctls = {name: KLController(cfg.kl_coef, cfg.kl_target, cfg.kl_horizon) for name in learners}
+    pool = None
+    if cfg.mode == "population":
+        from scope_envs.train.llm.pool import AdapterPool
+
+        user = learners["user"]
+        pool = AdapterPool(user.model, user.adapter, cfg.pool_size, cfg.snapshot_every, cfg.pool_sample,
+                           np.random.default_rng(cfg.seed + 17),
+                           on_snapshot=(lambda name: register_adapter(user, name, out)) if cfg.engine == "vllm"
+                           else None)
     history = []
     metrics_path = out / "metrics.jsonl"
     metrics_path.write_text("")
+    first = next(iter(learners))
     for update in range(1, cfg.updates + 1):
         t0 = time.perf_counter()
-        traces, rs = rollout(cfg, envs, learners, seed=cfg.seed * 100003 + update * 1009, rng=rng)
+        seats, row = None, {"update": update}
+        if pool is not None:
+            entry = pool.draw()
+            row.update(pool_entry=entry, pool_size=len(pool.entries))
+            if entry != pool.live:  # a snapshot plays the user seat this batch, and does not learn
+                seats = {"user_0": dataclasses.replace(learners["user"], name=entry, adapter=entry)}
+        traces, rs = rollout(cfg, envs, learners, seed=cfg.seed * 100003 + update * 1009, rng=rng, seats=seats)
+        curriculum = assign_curriculum(cfg, traces) if cfg.user_reward == "curriculum" else None
         t_roll = time.perf_counter() - t0
-        row = {"update": update, "episodes": rs["episodes"], "cut_episodes": rs["cut"], "kl_coef": kl_ctl.coef,
-               "tokens_per_s": rs["gen_tokens"] / max(rs["gen_time"], 1e-9), "gen_tokens": rs["gen_tokens"],
-               "time_rollout": t_roll}
-        row.update({f"group_reward_var/{role}": v for role, v in rs["group_var"].items()})
+        row.update({"episodes": rs["episodes"], "cut_episodes": rs["cut"], "kl_coef": kl_ctls[first].coef,
+                    "tokens_per_s": rs["gen_tokens"] / max(rs["gen_time"], 1e-9), "gen_tokens": rs["gen_tokens"],
+                    "time_rollout": t_roll})
+        row.update({f"kl_coef/{name}": c.coef for name, c in kl_ctls.items()})
+        row.update(group_diagnostics(traces))
+        if curriculum is not None:
+            row["curriculum_reward"] = float(np.mean(curriculum)) if curriculum else float("nan")
         t1 = time.perf_counter()
         kls = []
         for learner in learners.values():
             mine = [t for t in traces if t.learner == learner.name]
+            if cfg.algo == "grpo":  # no value to bootstrap a cut episode with: drop it
+                row[f"cut_dropped/{learner.name}"] = sum(t.cut for t in mine)
+                mine = [t for t in mine if not t.cut]
             if not mine:
                 continue
-            s = ppo_update(cfg, learner, mine, kl_ctl.coef)
+            s = ppo_update(cfg, learner, mine, kl_ctls[learner.name].coef)
+            row.update({f"entropy/{a}": v for a, v in s.pop("agent_entropy").items()})
+            kl_ctls[learner.name].update(s["kl"], s["tokens"])
             kls.append((s["kl"], s["tokens"]))
             row.update({f"{k}/{learner.name}": v for k, v in s.items()})
         row["time_update"] = time.perf_counter() - t1
         agent_returns = [t.episode_return for t in traces if t.agent == "agent_0"]
         row["reward_mean"] = float(np.mean(agent_returns)) if agent_returns else float("nan")
         if kls:
-            kl = sum(k * n for k, n in kls) / max(sum(n for _, n in kls), 1)
-            row["kl"] = kl
-            kl_ctl.update(kl, rs["episodes"])
+            row["kl"] = sum(k * n for k, n in kls) / max(sum(n for _, n in kls), 1)
+        t2 = time.perf_counter()
         sync_engines(cfg, learners, out)
+        if pool is not None:
+            pool.after_update(update)
+        row["time_sync"] = time.perf_counter() - t2
         history.append(row)
         with metrics_path.open("a") as f:
             f.write(json.dumps(row) + "\n")
@@ -593,6 +907,6 @@ def train(cfg: Config, make_env: Callable | None = None, learners: dict[str, Lea
             print(f"update {update:>4}  reward {row['reward_mean']:+.4f}  kl {row.get('kl', float('nan')):.4f}  "
                   f"tok/s {row['tokens_per_s']:.0f}  rollout {t_roll:.1f}s  update {row['time_update']:.1f}s", flush=True)
         if cfg.save_every and update % cfg.save_every == 0:
-            save_checkpoint(cfg, learners, out / "checkpoints" / f"update_{update}")
-    save_checkpoint(cfg, learners, out / "checkpoints" / "final")
+            save_checkpoint(cfg, learners, out / "checkpoints" / f"update_{update}", pool.snapshots if pool else ())
+    save_checkpoint(cfg, learners, out / "checkpoints" / "final", pool.snapshots if pool else ())
     return {"learners": learners, "history": history}

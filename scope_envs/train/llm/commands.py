@@ -1,0 +1,109 @@
+"""What ``scope-envs train-llm`` and ``scope-envs eval-llm`` do once argparse has read their arguments.
+
+Every check that concerns the user's input runs here before anything slow starts
+(a model loads, an episode plays) and raises ``UsageError(argument, message)``;
+the command line turns it into argparse's one-line error and exit status 2.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+
+class UsageError(ValueError):
+    """The user's input is wrong: ``argument`` (e.g. ``--group-size``) and why."""
+
+    def __init__(self, argument: str, message: str):
+        super().__init__(f"argument {argument}: {message}")
+        self.argument = argument
+
+
+# Config's ValueErrors name a field; the command line names its flag
+_FLAGS = (("group_size", "--group-size"), ("user_reward", "--user-reward"), ("pool_sample", "--pool-sample"),
+          ("pool_size", "--pool-size"), ("snapshot_every", "--snapshot-every"), ("kl_estimator", "--kl-estimator"),
+          ("LoRA", "--lora"), ("lora", "--lora"), ("algo", "--algo"), ("mode", "--mode"))
+
+
+def _flag(message: str) -> str:
+    return next((flag for key, flag in _FLAGS if key in message), "--mode")
+
+
+def check_model(argument: str, path: str | None) -> None:
+    from scope_envs.train.llm.panel import PanelError, check_model_dir
+
+    if path is None or path == "tiny":
+        return
+    try:
+        check_model_dir(path)
+    except PanelError as e:
+        raise UsageError(argument, str(e)) from None
+
+
+def train_llm(args) -> None:
+    """``scope-envs train-llm``: check the input, then train (``scope_envs.train.llm.ppo``)."""
+    import scope_envs
+    from scope_envs.train.llm import ppo
+
+    check_model("--model", args.model)
+    check_model("--user-model", args.user_model)
+    fields = set(ppo.Config.__dataclass_fields__)
+    try:
+        cfg = ppo.Config(**{k: v for k, v in vars(args).items() if k in fields and v is not None})
+    except ValueError as e:
+        raise UsageError(_flag(str(e)), str(e)) from None
+    if cfg.env != "llm-toy":  # the env and its options are checked before any model loads
+        try:
+            env = scope_envs.make(cfg.env, surface="text", **ppo.env_kwargs(cfg))
+        except (TypeError, ValueError) as e:
+            raise UsageError("--env-kwargs", f"{cfg.env} does not take {json.dumps(ppo.env_kwargs(cfg))}: {e}") from None
+        live = set(env.possible_agents)
+        env.close()
+        trained = {"agent_0"} | ({"user_0"} if cfg.mode in ("cotrain", "population") else set()) | (
+            {f"user_{k}" for k in range(cfg.members)} if cfg.mode == "members" else set())
+        if live != trained:
+            game = scope_envs.registry[cfg.env].game
+            hint = {"agent": "frozen", "cotrain": "cotrain", "population": "population", "members": "population"}
+            raise UsageError("--env", f"{cfg.env}'s live agents are {sorted(live)}, mode {cfg.mode!r} trains "
+                                      f"{sorted(trained)}: use e.g. {game}-{hint[cfg.mode]}")
+    elif cfg.user_reward is not None:
+        raise UsageError("--user-reward", "llm-toy has no user to reward")
+    if getattr(args, "threads", 0):
+        import torch
+
+        torch.set_num_threads(args.threads)
+    from scope_envs.agents.llm.backends import BackendError
+
+    try:
+        ppo.train(cfg)
+    except BackendError as e:  # a missing extra, engine or device: the user's setup, not a bug
+        sys.exit(f"scope-envs train-llm: error: {e}")
+
+
+def eval_llm(args) -> None:
+    """``scope-envs eval-llm``: check the policies and the panel (reachable endpoints included), then evaluate."""
+    from scope_envs.agents.llm.backends import BackendError
+    from scope_envs.train.llm import panel
+
+    try:
+        sims, options = panel.load_panel(args.panel)
+        for sim in sims:
+            if sim.kind == "openai":
+                panel.check_reachable(sim, timeout=args.connect_timeout)
+    except panel.PanelError as e:
+        raise UsageError("--panel", str(e)) from None
+    for spec in args.policy:
+        try:
+            panel.check_policy(spec)
+        except panel.PanelError as e:
+            raise UsageError("--policy", str(e)) from None
+    try:
+        panel.eval_env_id(args.env, options)
+    except panel.PanelError as e:
+        raise UsageError("--env", str(e)) from None
+    try:
+        report = panel.evaluate(args.policy, args.env, (sims, options), args.episodes, seed=args.seed,
+                                max_new_tokens=args.max_new_tokens, env_kwargs=args.env_kwargs, out=args.out)
+    except (BackendError, panel.PanelError) as e:  # e.g. an endpoint that went away mid-run
+        sys.exit(f"scope-envs eval-llm: error: {e}")
+    print(panel.to_markdown(report))

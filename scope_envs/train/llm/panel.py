@@ -1,0 +1,321 @@
+"""Held-out LLM panel evaluation: ``scope-envs eval-llm``.
+
+A trained LLM agent (``--policy``, one or more) plays ``--episodes`` episodes against
+each user simulator of a panel, a YAML (or JSON) file naming simulators and their
+backends. SCOPE evaluates on six API models; any mix works here::
+
+    simulators:
+      - {name: qwen-local, kind: local, path: models/qwen-user}        # transformers, a local directory
+      - {name: llama-vllm, kind: vllm, path: models/llama-user}        # vLLM (GPU), a local directory
+      - {name: gpt-4o-mini, kind: openai, base_url: https://api.openai.com/v1, model: gpt-4o-mini,
+         api_key_env: OPENAI_API_KEY}                                  # any OpenAI-compatible endpoint
+    verbalized_sampling: false    # or {k: 5, tau: 0.05}: the panel answers through the game's -vs env
+
+Every entry is checked before any episode: a known ``kind``, an existing model
+directory with a tokenizer, a reachable endpoint (``GET base_url/models``; any HTTP
+answer counts, a refused connection or a timeout does not).
+
+Each simulator sits in the env's user seat as an ``LLMPlayer``; the policy plays
+agent_0 as an ``LLMPlayer`` too. A policy is a model directory (a trainer's
+``checkpoints/final/agent``), a LoRA adapter directory whose base model is a local
+directory (``checkpoints/final/adapters/agent``; merged on load), ``vllm:DIR`` or
+``openai:BASE_URL#MODEL``. Reported, per simulator and as the panel mean (the
+mean of the simulators' means): ``score`` (the game's ``agent_score()`` in [0, 1];
+p4g: the gift over $2, tau2: the task reward) and ``success`` (the fraction of
+episodes with a score above 0). With several policies, each pair is compared on the
+per-episode scores, per simulator and over the whole panel, by Welch's t-test
+(``scipy.stats.ttest_ind(equal_var=False)``), Holm-adjusted over all those
+comparisons. Written as ``eval.json`` and ``eval.md`` under ``out``.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import operator
+import os
+import urllib.error
+import urllib.request
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+PANEL_KINDS = ("local", "vllm", "openai")
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json")
+
+
+class PanelError(ValueError):
+    """A panel or policy that cannot be evaluated (the user's input, reported as one line)."""
+
+
+def check_model_dir(path) -> str:
+    """``path`` as a local model directory holding a tokenizer, or a ``PanelError`` saying what is missing."""
+    p = Path(os.path.expanduser(str(path)))
+    if not p.is_dir():
+        raise PanelError(f"no model directory {str(path)!r} (scope-envs never downloads models)")
+    if not any((p / f).exists() for f in TOKENIZER_FILES):
+        raise PanelError(f"{str(path)!r} holds no tokenizer (none of {', '.join(TOKENIZER_FILES)}); "
+                         "save one there with tokenizer.save_pretrained")
+    return str(p)
+
+
+@dataclass
+class Simulator:
+    name: str
+    kind: str
+    path: str | None = None
+    base_url: str | None = None
+    model: str | None = None
+    api_key_env: str | None = None
+    timeout: float = 60.0
+
+
+def load_panel(path) -> tuple[list[Simulator], dict]:
+    """The panel's simulators and its options (``verbalized_sampling``), checked (``PanelError``)."""
+    p = Path(path)
+    if not p.is_file():
+        raise PanelError(f"no panel file {str(path)!r}")
+    text = p.read_text()
+    try:
+        if p.suffix == ".json":
+            data = json.loads(text)
+        else:
+            import yaml
+
+            data = yaml.safe_load(text)
+    except ImportError as e:
+        raise PanelError("a YAML panel needs pyyaml (pip install 'scope-envs[llm]'), or write it as .json") from e
+    except Exception as e:  # the parsers' own errors: the file is not YAML/JSON
+        raise PanelError(f"{path} is not valid {'JSON' if p.suffix == '.json' else 'YAML'}: {e}") from e
+    if isinstance(data, list):
+        data = {"simulators": data}
+    if not isinstance(data, dict) or not isinstance(data.get("simulators"), list) or not data["simulators"]:
+        raise PanelError(f"{path}: expected a 'simulators' list of {{name, kind, ...}} entries")
+    unknown = set(data) - {"simulators", "verbalized_sampling"}
+    if unknown:
+        raise PanelError(f"{path}: unknown key(s) {sorted(unknown)}; a panel has 'simulators' and "
+                         "'verbalized_sampling'")
+    fields = set(Simulator.__dataclass_fields__)
+    sims = []
+    for i, entry in enumerate(data["simulators"]):
+        if not isinstance(entry, dict):
+            raise PanelError(f"{path}: simulator {i} is not a mapping")
+        bad = set(entry) - fields
+        if bad:
+            raise PanelError(f"{path}: simulator {i} has unknown key(s) {sorted(bad)}")
+        kind = entry.get("kind")
+        if kind not in PANEL_KINDS:
+            raise PanelError(f"{path}: simulator {entry.get('name', i)!r} has unknown kind {kind!r}; "
+                             f"the kinds are {', '.join(PANEL_KINDS)}")
+        sim = Simulator(**{"name": f"{kind}-{i}", **entry})
+        if kind == "openai":
+            if not sim.base_url or not sim.model:
+                raise PanelError(f"{path}: simulator {sim.name!r} (openai) needs base_url and model")
+        else:
+            if not sim.path:
+                raise PanelError(f"{path}: simulator {sim.name!r} ({kind}) needs path, a local model directory")
+            try:
+                sim.path = check_model_dir(sim.path)
+            except PanelError as e:
+                raise PanelError(f"{path}: simulator {sim.name!r}: {e}") from None
+        sims.append(sim)
+    names = [s.name for s in sims]
+    if len(set(names)) != len(names):
+        raise PanelError(f"{path}: simulator names must be unique, got {names}")
+    vs = data.get("verbalized_sampling", False)
+    if vs is True:
+        vs = {}
+    if vs is not False and not isinstance(vs, dict):
+        raise PanelError(f"{path}: verbalized_sampling is false, true or options such as {{k: 5, tau: 0.05}}")
+    return sims, {"verbalized_sampling": vs}
+
+
+def check_reachable(sim: Simulator, timeout: float = 5.0) -> None:
+    """An OpenAI-compatible endpoint answers ``GET base_url/models`` (any HTTP status), else ``PanelError``."""
+    url = sim.base_url.rstrip("/") + "/models"
+    headers = {}
+    key = os.environ.get(sim.api_key_env) if sim.api_key_env else None
+    if key:
+        headers["Authorization"] = f"Bearer {key}"
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=timeout):
+            pass
+    except urllib.error.HTTPError:
+        return  # it answered: reachable (a wrong key or path shows up on the first request, with its message)
+    except (urllib.error.URLError, TimeoutError, ConnectionError, OSError, ValueError) as e:
+        reason = getattr(e, "reason", e)
+        raise PanelError(f"simulator {sim.name!r}: the endpoint {sim.base_url} is unreachable ({reason})") from None
+
+
+def simulator_backend(sim: Simulator):
+    from scope_envs.agents.llm.backends import (
+        OpenAIBackend,
+        TransformersBackend,
+        VLLMBackend,
+    )
+
+    if sim.kind == "local":
+        return TransformersBackend.from_path(sim.path)
+    if sim.kind == "vllm":
+        return VLLMBackend(sim.path)
+    key = os.environ.get(sim.api_key_env) if sim.api_key_env else None
+    return OpenAIBackend(sim.base_url, sim.model, api_key=key, timeout=sim.timeout)
+
+
+def adapter_base(path) -> str | None:
+    """A LoRA adapter directory (``adapter_config.json``, e.g. ``checkpoints/final/adapters/agent``): the
+    local base model it was trained on, checked; None for any other directory."""
+    config = Path(os.path.expanduser(str(path))) / "adapter_config.json"
+    if not config.is_file():
+        return None
+    base = json.loads(config.read_text()).get("base_model_name_or_path")
+    try:
+        return check_model_dir(base)
+    except PanelError as e:
+        raise PanelError(f"{str(path)!r} is a LoRA adapter whose base model is not here: {e}") from None
+
+
+def policy_backend(spec: str):
+    """A policy: a local model directory or LoRA adapter directory (transformers), ``vllm:DIR`` or
+    ``openai:BASE_URL#MODEL``."""
+    from scope_envs.agents.llm.backends import TransformersBackend, load_backend
+
+    base = None if spec.startswith(("openai:", "vllm:")) else adapter_base(spec)
+    if base is None:
+        return load_backend(spec)
+    from peft import PeftModel
+
+    backend = TransformersBackend.from_path(base)
+    model = PeftModel.from_pretrained(backend.model, spec).merge_and_unload()  # the adapter folded in
+    return TransformersBackend(model.eval(), backend.tokenizer)
+
+
+def check_policy(spec: str) -> None:
+    if spec.startswith("openai:"):
+        url, _, model = spec[len("openai:"):].partition("#")
+        if not model:
+            raise PanelError(f"{spec!r}: an endpoint policy is openai:BASE_URL#MODEL")
+        check_reachable(Simulator("policy", "openai", base_url=url, model=model))
+    elif spec.startswith("vllm:") or adapter_base(spec) is None:
+        check_model_dir(spec.removeprefix("vllm:"))
+
+
+def eval_env_id(env_id: str, options: dict) -> tuple[str, dict]:
+    """The env the panel plays in (the user seat must take a player) and its extra options."""
+    import scope_envs
+
+    if env_id not in scope_envs.registry:
+        raise PanelError(f"unknown env {env_id!r}")
+    spec = scope_envs.registry[env_id]
+    vs = options.get("verbalized_sampling", False)
+    if vs is not False:
+        return f"{spec.game}-vs", dict(vs)
+    if spec.regime not in ("frozen", "vs"):
+        raise PanelError(f"{env_id} is a {spec.regime} env: the panel sits in the user seat of a -frozen or -vs env "
+                         f"(e.g. {spec.game}-frozen)")
+    return env_id, {}
+
+
+def play(env, agent, scenario: int, rng) -> float:
+    obs, infos = env.reset(seed=scenario)
+    while env.agents:
+        speaker = next(a for a in env.agents if infos[a].get("active"))
+        obs, _, _, _, infos = env.step({speaker: agent(obs[speaker], infos[speaker], rng)})
+    return float(env.unwrapped.game.agent_score())
+
+
+def holm(pvalues: list[float]) -> list[float]:
+    """Holm-Bonferroni adjusted p-values (step-down, monotone)."""
+    p = np.asarray(pvalues, float)
+    adj = np.empty_like(p)
+    running = 0.0
+    for rank, i in enumerate(np.argsort(p, kind="stable")):
+        running = max(running, min(1.0, (len(p) - rank) * p[i]))
+        adj[i] = running
+    return adj.tolist()
+
+
+def welch(a, b) -> tuple[float, float]:
+    """Welch's t and two-sided p; p = 1 where both samples are constant and equal (no evidence of a gap)."""
+    from scipy import stats
+
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    if len(a) < 2 or len(b) < 2:
+        return float("nan"), 1.0
+    if a.std() == 0 and b.std() == 0:
+        return (0.0, 1.0) if a.mean() == b.mean() else (float("inf") * np.sign(a.mean() - b.mean()), 0.0)
+    t, p = stats.ttest_ind(a, b, equal_var=False)
+    return float(t), float(p)
+
+
+def evaluate(policies: list[str], env_id: str, panel, episodes: int, *, seed: int = 0, max_new_tokens: int = 64,
+             env_kwargs: dict | None = None, out=None, log=print) -> dict:
+    """Every policy against every simulator of the panel (``load_panel``'s output or a path)."""
+    import scope_envs
+    from scope_envs.agents.llm.player import LLMPlayer
+
+    sims, options = load_panel(panel) if not isinstance(panel, tuple) else panel
+    for spec in policies:
+        check_policy(spec)
+    for sim in sims:
+        if sim.kind == "openai":
+            check_reachable(sim)
+    run_id, vs_kwargs = eval_env_id(env_id, options)
+    kwargs = {**(env_kwargs or {}), **vs_kwargs}
+    scores: dict[str, dict[str, list[float]]] = {}
+    for spec in policies:
+        agent = LLMPlayer(policy_backend(spec), max_new_tokens=max_new_tokens, name="policy")
+        scores[spec] = {}
+        for i, sim in enumerate(sims):
+            user = LLMPlayer(simulator_backend(sim), max_new_tokens=max_new_tokens, name=sim.name)
+            env = scope_envs.make(run_id, surface="text", user=user, **kwargs)
+            rng = np.random.default_rng([seed, i])
+            # the same scenarios (personas, tasks) for every policy and simulator
+            scores[spec][sim.name] = [play(env, agent, seed * 100003 + k, rng) for k in range(episodes)]
+            env.close()
+            if log:
+                log(f"{spec} vs {sim.name}: score {np.mean(scores[spec][sim.name]):.3f} over {episodes} episodes")
+    report = {"env": run_id, "episodes": episodes, "seed": seed, "panel": [asdict(s) for s in sims],
+              "verbalized_sampling": options["verbalized_sampling"], "policies": {}, "comparisons": []}
+    for spec, by_sim in scores.items():
+        per = {name: {"score": float(np.mean(v)), "success": float(np.mean(np.asarray(v) > 0)), "scores": v}
+               for name, v in by_sim.items()}
+        report["policies"][spec] = {"simulators": per,
+                                    "mean": {k: float(np.mean([p[k] for p in per.values()]))
+                                             for k in ("score", "success")}}
+    tests = []
+    for i, a in enumerate(policies):
+        for b in policies[i + 1:]:
+            for name in [s.name for s in sims] + ["panel"]:
+                xa = functools.reduce(operator.iadd, scores[a].values(), []) if name == "panel" else scores[a][name]
+                xb = functools.reduce(operator.iadd, scores[b].values(), []) if name == "panel" else scores[b][name]
+                t, p = welch(xa, xb)
+                tests.append({"a": a, "b": b, "simulator": name, "diff": float(np.mean(xa) - np.mean(xb)),
+                              "t": t, "p": p})
+    for test, adj in zip(tests, holm([t["p"] for t in tests]) if tests else []):
+        test["p_holm"] = adj
+    report["comparisons"] = tests
+    if out is not None:
+        out = Path(out)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "eval.json").write_text(json.dumps(report, indent=1))
+        (out / "eval.md").write_text(to_markdown(report))
+    return report
+
+
+def to_markdown(report: dict) -> str:
+    sims = [s["name"] for s in report["panel"]]
+    lines = [f"# Held-out panel: {report['env']}, {report['episodes']} episodes per simulator", "",
+             "Score (success) per simulator and the panel mean.", "",
+             "| policy | " + " | ".join(sims) + " | mean |", "|---" * (len(sims) + 2) + "|"]
+    for spec, r in report["policies"].items():
+        cells = [f"{r['simulators'][s]['score']:.3f} ({r['simulators'][s]['success']:.2f})" for s in sims]
+        lines.append(f"| {spec} | " + " | ".join(cells) + f" | {r['mean']['score']:.3f} ({r['mean']['success']:.2f}) |")
+    if report["comparisons"]:
+        lines += ["", "Welch's t-test on per-episode scores, Holm-adjusted over every comparison below.", "",
+                  "| a | b | simulator | diff | t | p | p (Holm) |", "|---|---|---|---|---|---|---|"]
+        for c in report["comparisons"]:
+            lines.append(f"| {c['a']} | {c['b']} | {c['simulator']} | {c['diff']:+.3f} | {c['t']:.2f} | "
+                         f"{c['p']:.3g} | {c['p_holm']:.3g} |")
+    return "\n".join(lines) + "\n"

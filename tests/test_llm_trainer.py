@@ -1,0 +1,410 @@
+"""The LLM trainer's regressions and SCOPE's pieces (scope_envs.train.llm): the six defects of issue #14,
+GRPO groups, simulator rewards, collapse diagnostics, per-learner models, the pooled LoRA population.
+
+Every model is a tiny random Llama built on the spot (tests/llm_fixtures.py); nothing is downloaded.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import llm_fixtures
+import numpy as np
+import pytest
+from llm_fixtures import ScriptedEngine, tiny_model_dir
+
+import scope_envs
+
+pytest.importorskip("transformers")
+pytest.importorskip("tokenizers")
+
+_one_thread, tiny_dir = llm_fixtures._one_thread, llm_fixtures.tiny_dir  # pytest fixtures
+
+
+def _cfg(tmp_path, **kw):
+    from scope_envs.train.llm import ppo
+
+    base = {"model": tiny_model_dir(), "out": str(tmp_path), "log": False, "updates": 1, "groups": 2, "group_size": 1,
+                "max_new_tokens": 6, "lr": 1e-3}
+    base.update(kw)
+    return ppo.Config(**base)
+
+
+def _learners(cfg):
+    from scope_envs.train.llm import ppo
+
+    learners = ppo.build_learners(cfg)
+    ppo.build_engines(cfg, learners)
+    return learners
+
+
+# ----------------------------------------------------------------------------- defect 1: context after an error
+def test_the_partners_message_after_an_in_game_error_reaches_the_stream(tmp_path, tiny_dir):
+    """user_0's [DONATE $9] is refused; the persuader's next message must still be in user_0's tokens."""
+    from scope_envs.train.llm import ppo
+
+    cfg = _cfg(tmp_path, env="p4g-cotrain", mode="cotrain", env_kwargs={"max_turns": 3}, groups=1)
+    learners = _learners(cfg)
+    learners["agent"].engine = ScriptedEngine(learners["agent"].tokenizer, [
+        "Hello! Would you donate to Save the Children?", "PERSUADERLINETWO the children need you.",
+        "Thank you so much."])
+    learners["user"].engine = ScriptedEngine(learners["user"].tokenizer, [
+        "[DONATE $9]", "Tell me more about it.", "Maybe, I am thinking.", "[DONATE $0.50] Goodbye!"])
+    env = ppo.make_env_factory(cfg)()
+    traces, _ = ppo.rollout(cfg, [env], learners, seed=0, rng=np.random.default_rng(0))
+    history = [t.text for t in env.unwrapped.game.history]
+    assert "PERSUADERLINETWO the children need you." in history  # the env recorded it
+    user = next(t for t in traces if t.agent == "user_0")
+    tok = learners["user"].tokenizer
+    context = tok.decode([i for i, m in zip(user.ids, user.mask) if m == 0])
+    assert "could not be used" in context  # the error note is in the stream
+    assert context.count("PERSUADERLINETWO") == 1
+    # the stream is what the chat template renders for the env's conversation plus the refused turn and its note
+    agent = next(t for t in traces if t.agent == "agent_0")
+    assert tok.decode(agent.ids).count("Tell me more about it.") == 1
+    assert "[DONATE $9]" not in learners["agent"].tokenizer.decode(agent.ids)  # refused: the persuader never saw it
+    # the loss mask covers exactly what each role sampled: its turns (the refused one too) and their end of turn
+    for trace, lines in ((user, ["[DONATE $9]", "Tell me more about it.", "Maybe, I am thinking.",
+                                 "[DONATE $0.50] Goodbye!"]),
+                         (agent, ["Hello! Would you donate to Save the Children?",
+                                  "PERSUADERLINETWO the children need you.", "Thank you so much."])):
+        mask = np.array(trace.mask)
+        runs = np.split(np.arange(len(mask)), np.flatnonzero(np.diff(mask)) + 1)
+        own = learners[trace.learner].tokenizer
+        sampled = [own.decode([trace.ids[i] for i in r]) for r in runs if mask[r[0]] == 1]
+        assert sampled == [line + own.eos_token for line in lines]
+
+
+# ----------------------------------------------------------------------------- defect 2: one tokenizer per learner
+def test_each_learner_tokenizes_with_its_own_tokenizer(tmp_path, tiny_dir):
+    from scope_envs.train.llm import ppo
+
+    other = tiny_model_dir(corpus="upper")  # a different vocabulary: other merges, other ids
+    cfg = _cfg(tmp_path, env="p4g-cotrain", mode="cotrain", user_model=other, env_kwargs={"max_turns": 1},
+               max_new_tokens=4)
+    learners = _learners(cfg)
+    agent_tok, user_tok = learners["agent"].tokenizer, learners["user"].tokenizer
+    assert agent_tok.get_vocab() != user_tok.get_vocab()
+    env = ppo.make_env_factory(cfg)()
+    _, _infos = env.reset(seed=0)
+    first_user_prompt = {}
+    step = env.step
+
+    def recording_step(actions):
+        out = step(actions)
+        if "user_0" in out[4] and out[4]["user_0"].get("active") and "user_0" not in first_user_prompt:
+            first_user_prompt["user_0"] = [dict(m) for m in out[4]["user_0"]["messages"]]
+        return out
+
+    env.step = recording_step
+    traces, _ = ppo.rollout(cfg, [env], learners, seed=0, rng=np.random.default_rng(0))
+    user = next(t for t in traces if t.agent == "user_0")
+    rendered = user_tok.apply_chat_template(first_user_prompt["user_0"], tokenize=False, add_generation_prompt=True)
+    expected = user_tok(rendered, add_special_tokens=False)["input_ids"]
+    assert user.ids[:len(expected)] == expected
+    lp = ppo.recompute_logprobs(learners["user"], [user], cfg.temperature)[0]
+    sampled = [p for p, m in zip(user.logprobs, user.mask) if m]
+    assert np.allclose(lp, sampled[-len(lp):], atol=1e-4)
+
+
+# ----------------------------------------------------------------------------- defect 3: episodes cut at max_len
+def _toy_first_prompt_len(tok):
+    from scope_envs.agents.llm.toy import make_toy_env
+
+    _, infos = make_toy_env().reset(seed=0)
+    text = tok.apply_chat_template(infos["agent_0"]["messages"], tokenize=False, add_generation_prompt=True)
+    return len(tok(text, add_special_tokens=False)["input_ids"])
+
+
+def test_gae_bootstraps_a_cut_trace_with_its_value():
+    import torch
+
+    from scope_envs.train.llm.ppo import gae
+
+    mask = torch.tensor([[0, 1, 1, 0], [0, 1, 1, 0]], dtype=torch.float32)
+    values = torch.tensor([[0, 1, 1, 0], [0, 1, 1, 0]], dtype=torch.float32)
+    adv, _ = gae(torch.zeros_like(mask), values, mask, gamma=1.0, lam=1.0, bootstrap=torch.tensor([5.0, 0.0]))
+    assert adv[0].tolist() == [0, 4, 4, 0]  # the cut row learns its value at the cut, not 0
+    assert adv[1].tolist() == [0, -1, -1, 0]
+
+
+@pytest.mark.parametrize("algo", ["ppo", "grpo"])
+def test_cut_episodes_are_counted_and_never_learn_a_zero_return(tmp_path, tiny_dir, algo):
+    from scope_envs.train.llm import ppo
+
+    cfg = _cfg(tmp_path, env="llm-toy", algo=algo, groups=1, group_size=2, max_new_tokens=4)
+    learners = _learners(cfg)
+    cfg.max_len = _toy_first_prompt_len(learners["agent"].tokenizer) + cfg.max_new_tokens + 2  # 2nd turn overflows
+    row = ppo.train(cfg, learners=learners)["history"][0]
+    assert row["cut_episodes"] == 2
+    if algo == "ppo":
+        assert row["bootstrapped/agent"] == 2 and row["sequences/agent"] == 2
+    else:  # no value to bootstrap with: dropped, and counted
+        assert row["cut_dropped/agent"] == 2 and "sequences/agent" not in row
+
+
+# ----------------------------------------------------------------------------- defect 4: tool schemas in the prompt
+def test_tool_schemas_reach_the_agents_prompt(tmp_path, tiny_dir):
+    from scope_envs.train.llm import ppo
+
+    cfg = _cfg(tmp_path, env="tau2-frozen", groups=1, env_kwargs={"max_steps": 4}, max_len=10**6)  # no model runs
+    learners = _learners(cfg)
+    learners["agent"].engine = ScriptedEngine(learners["agent"].tokenizer, ["Hello, how can I help you today?"])
+    env = ppo.make_env_factory(cfg)()
+    traces, _ = ppo.rollout(cfg, [env], learners, seed=0, rng=np.random.default_rng(0))
+    _, infos = env.reset(seed=0)
+    names = [t["function"]["name"] for t in infos["agent_0"]["tools"]]
+    context = learners["agent"].tokenizer.decode(traces[0].ids)
+    assert names and all(f'"{n}"' in context for n in names)
+
+
+def test_trace_prompt_passes_tools_to_a_template_that_takes_them(tiny_dir):
+    from transformers import AutoTokenizer
+
+    from scope_envs.train.llm.ppo import Trace
+
+    tok = AutoTokenizer.from_pretrained(tiny_dir)
+    tok.chat_template = ("{% if tools %}<|im_start|>tools\n{{ tools | tojson }}<|im_end|>\n{% endif %}"
+                         + tok.chat_template)
+    tools = [{"type": "function", "function": {"name": "find_order", "parameters": {}}}]
+    trace = Trace("agent_0", "agent", 0)
+    ids = trace.prompt(tok, [{"role": "system", "content": "Help."}], [], tools=tools)
+    text = tok.decode(ids)
+    assert text.startswith("<|im_start|>tools") and text.count("find_order") == 1
+
+
+# ----------------------------------------------------------------------------- defect 5: adaptive KL in tokens
+def test_adaptive_kl_moves_by_tokens_not_episodes(tmp_path, tiny_dir):
+    from scope_envs.train.llm import ppo
+
+    cfg = _cfg(tmp_path, env="llm-toy", updates=2, groups=2, group_size=2, max_new_tokens=6, kl_target=1e-6,
+               kl_horizon=10000, kl_estimator="k3")
+    h = ppo.train(cfg)["history"]
+    err = float(np.clip(h[0]["kl/agent"] / cfg.kl_target - 1, -0.2, 0.2))
+    assert h[0]["tokens/agent"] > h[0]["episodes"]
+    assert h[1]["kl_coef"] == pytest.approx(h[0]["kl_coef"] * (1 + err * h[0]["tokens/agent"] / cfg.kl_horizon))
+
+
+# ----------------------------------------------------------------------------- defect 6: no full-vocabulary batch
+def test_the_no_grad_pass_projects_only_sampled_positions_in_chunks(tmp_path, tiny_dir):
+    from scope_envs.train.llm import ppo
+
+    cfg = _cfg(tmp_path, env="llm-toy", groups=2, group_size=2, max_new_tokens=6, chunk_tokens=5)
+    learners = _learners(cfg)
+    traces, _ = ppo.rollout(cfg, [ppo.make_env_factory(cfg)() for _ in range(4)], learners, seed=0,
+                            rng=np.random.default_rng(0))
+    rows = []
+    head = learners["agent"].model.get_output_embeddings()
+    handle = head.register_forward_hook(lambda m, i, o: rows.append(int(np.prod(i[0].shape[:-1]))))
+    try:
+        lp = ppo.recompute_logprobs(learners["agent"], traces, cfg.temperature, cfg.chunk_tokens)
+    finally:
+        handle.remove()
+    sampled = sum(sum(t.mask[1:]) for t in traces)
+    assert sum(len(x) for x in lp) == sampled
+    assert max(rows) <= cfg.chunk_tokens and sum(rows) == sampled
+    for t, x in zip(traces, lp):  # and they are the generation's logprobs
+        assert np.allclose(x, [p for p, m in zip(t.logprobs[1:], t.mask[1:]) if m], atol=1e-4)
+
+
+# ----------------------------------------------------------------------------- GRPO
+def test_grpo_advantages_are_group_relative():
+    from scope_envs.train.llm.ppo import Trace, grpo_advantages
+
+    traces = []
+    for g, returns in enumerate([[1.0, 0.0, 0.5], [2.0, 2.0, 2.0]]):
+        for r in returns:
+            t = Trace("agent_0", "agent", g)
+            t.episode_return = r
+            traces.append(t)
+    adv = grpo_advantages(traces, std_norm=False)
+    assert adv[:3] == pytest.approx([0.5, -0.5, 0.0]) and adv[3:] == [0.0, 0.0, 0.0]
+    adv = grpo_advantages(traces, std_norm=True)
+    assert adv[0] == pytest.approx(0.5 / np.std([1.0, 0.0, 0.5]), rel=1e-4)
+
+
+def test_grpo_defaults_and_the_asymmetric_clip():
+    import torch
+
+    from scope_envs.train.llm.ppo import Config, clipped_pg, kl_estimate
+
+    cfg = Config(algo="grpo")
+    assert (cfg.group_size, cfg.clip_low, cfg.clip_high, cfg.kl_estimator, cfg.ent_coef) == (8, 0.2, 0.28,
+                                                                                          "low_var_kl", 0.0)
+    assert Config().group_size == 2 and Config().clip_low == Config().clip_high == 0.2
+    with pytest.raises(ValueError, match="group_size"):
+        Config(algo="grpo", group_size=1)
+    ratio, adv, mask = torch.tensor([1.5, 0.5]), torch.tensor([1.0, -1.0]), torch.ones(2)
+    # a positive advantage stops at 1 + clip_high, a negative one at 1 - clip_low
+    assert clipped_pg(ratio, adv, mask, 0.2, 0.28).item() == pytest.approx((-1.28 + 0.8) / 2)
+    big = kl_estimate(torch.tensor([30.0]), torch.tensor([0.0]), "low_var_kl")
+    assert big.item() == 10.0 and kl_estimate(torch.tensor([0.3]), torch.tensor([0.1]), "low_var_kl").item() > 0
+
+
+@pytest.mark.parametrize("algo", ["ppo", "grpo"])
+def test_the_toy_reward_rises(tmp_path, tiny_dir, algo):
+    from scope_envs.train.llm import ppo
+
+    extra = ({"groups": 4, "group_size": 4, "kl_coef": 0.001, "updates": 16} if algo == "grpo" else
+             {"groups": 8, "group_size": 2, "kl_coef": 0.01, "updates": 24})
+    cfg = _cfg(tmp_path, env="llm-toy", algo=algo, max_new_tokens=8, lr=3e-3, ppo_epochs=4, minibatch=8, seed=0,
+               **extra)
+    history = ppo.train(cfg)["history"]
+    rewards = [h["reward_mean"] for h in history]
+    assert np.mean(rewards[-5:]) > np.mean(rewards[:5]) + 0.03, rewards
+    assert all(math.isfinite(h["kl"]) for h in history)
+    assert all(h["logprob_gap/agent"] < 1e-3 for h in history)
+    for key in ("zero_std_group_frac/agent", "all_fail_group_frac/agent", "entropy/agent_0",
+                "group_reward_var/agent"):
+        assert key in history[-1], key
+    if algo == "grpo":
+        assert "vf_loss/agent" not in history[-1]
+    lines = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert len(lines) == cfg.updates and lines[-1]["reward_mean"] == history[-1]["reward_mean"]
+    head = tmp_path / "checkpoints" / "final" / "agent" / "value_head.pt"
+    assert head.exists() == (algo == "ppo")  # grpo has no value head
+
+
+# ----------------------------------------------------------------------------- simulator rewards, diagnostics
+def test_group_diagnostics():
+    from scope_envs.train.llm.ppo import Trace, group_diagnostics
+
+    traces = []
+    for g, (returns, scores) in enumerate([([1.0, 1.0], [0.0, 0.0]), ([0.0, 1.0], [0.0, 0.5])]):
+        for r, s in zip(returns, scores):
+            t = Trace("agent_0", "agent", g)
+            t.episode_return, t.score = r, s
+            traces.append(t)
+    d = group_diagnostics(traces)
+    assert d["zero_std_group_frac/agent"] == 0.5 and d["all_fail_group_frac/agent"] == 0.5
+    assert d["group_reward_var/agent"] == pytest.approx(np.mean([0.0, 0.25]))
+
+
+def test_curriculum_user_reward_is_paid_per_group(tmp_path, tiny_dir):
+    from scope_envs.core.rewards import curriculum_reward
+    from scope_envs.train.llm import ppo
+
+    cfg = _cfg(tmp_path, env="p4g-cotrain", mode="cotrain", user_reward="curriculum", env_kwargs={"max_turns": 1},
+               groups=2, group_size=2, max_new_tokens=4)
+    learners = _learners(cfg)
+    learners["user"].engine = ScriptedEngine(learners["user"].tokenizer,
+                                             ["[DONATE $2] Goodbye!", "[DONATE $0] Goodbye!"])
+    envs = [ppo.make_env_factory(cfg)() for _ in range(4)]
+    assert all(e.unwrapped.game.user_reward == "curriculum" for e in envs)
+    traces, _stats = ppo.rollout(cfg, envs, learners, seed=0, rng=np.random.default_rng(0))
+    ppo.assign_curriculum(cfg, traces)
+    for g in (0, 1):
+        scores = [t.score for t in traces if t.group == g and t.agent == "agent_0"]
+        users = [t for t in traces if t.group == g and t.agent == "user_0"]
+        assert len(scores) == 2 and len(users) == 2
+        assert all(u.episode_return == pytest.approx(curriculum_reward(scores)) for u in users)
+        assert all(u.rewards[u._last_turn_end] == pytest.approx(u.episode_return) for u in users)
+
+
+def test_user_reward_needs_a_trained_user_and_curriculum_needs_groups():
+    from scope_envs.train.llm.ppo import Config
+
+    with pytest.raises(ValueError, match="trained user"):
+        Config(user_reward="adversarial")
+    with pytest.raises(ValueError, match="group"):
+        Config(mode="cotrain", user_reward="curriculum", group_size=1)
+    with pytest.raises(ValueError, match="user_reward"):
+        Config(mode="cotrain", user_reward="nice")
+
+
+# ----------------------------------------------------------------------------- dual models, per-learner settings
+def test_cotraining_two_models_keeps_an_optimizer_lr_and_kl_reference_each(tmp_path, tiny_dir):
+    from scope_envs.train.llm import ppo
+
+    cfg = _cfg(tmp_path, env="p4g-cotrain", mode="cotrain", user_model=tiny_model_dir(corpus="upper"), lr=1e-3,
+               user_lr=5e-4, env_kwargs={"max_turns": 1}, kl_target=0.01)
+    learners = ppo.build_learners(cfg)
+    a, u = learners["agent"], learners["user"]
+    assert a.optimizer.param_groups[0]["lr"] == 1e-3 and u.optimizer.param_groups[0]["lr"] == 5e-4
+    assert a.ref is not u.ref and a.tokenizer is not u.tokenizer
+    h = ppo.train(cfg, learners=learners)["history"][0]
+    assert h["sequences/agent"] == 2 and h["sequences/user"] == 2
+    assert "kl_coef/agent" in h and "kl_coef/user" in h
+    assert "entropy/agent_0" in h and "entropy/user_0" in h
+
+
+# ----------------------------------------------------------------------------- the pooled LoRA population
+def test_adapter_pool_is_fifo_and_samples_uniformly_or_the_latest(tiny_dir):
+    pytest.importorskip("peft")
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    from scope_envs.train.llm.pool import AdapterPool
+
+    base = AutoModelForCausalLM.from_pretrained(tiny_dir)
+    model = get_peft_model(base, LoraConfig(r=4, lora_alpha=8, task_type="CAUSAL_LM"), adapter_name="user")
+    registered = []  # the vLLM engine's hook: each snapshot is registered as a LoRA request
+    pool = AdapterPool(model, "user", size=3, every=2, sample="uniform", rng=np.random.default_rng(0),
+                       on_snapshot=registered.append)
+    assert pool.entries == ["user"]
+    live = {n: p for n, p in model.named_parameters() if ".user." in n}
+    made = []
+    for update in range(1, 9):
+        with torch.no_grad():
+            for p in live.values():
+                p.add_(0.1)  # "an update" of the live adapter
+        made += [pool.after_update(update)]
+    snaps = [m for m in made if m is not None]
+    assert len(snaps) == 4 and made[0] is None and made[1] is not None  # every 2nd update
+    assert registered == snaps
+    assert pool.entries == snaps[-2:] + ["user"]  # FIFO: at most size - 1 snapshots, the live user last
+    assert set(model.peft_config) == {"user", *snaps[-2:]}  # the oldest adapters were deleted
+    # a snapshot holds the live weights of its time, frozen
+    newest = {n.replace(f".{snaps[-1]}.", ".user."): p for n, p in model.named_parameters() if f".{snaps[-1]}." in n}
+    assert newest and all(torch.allclose(newest[n], live[n]) for n in newest)
+    draws = [pool.draw() for _ in range(300)]
+    assert set(draws) == set(pool.entries) and min(draws.count(e) for e in pool.entries) > 60
+    latest = AdapterPool(model, "user", size=3, every=2, sample="latest", rng=np.random.default_rng(0))
+    latest.after_update(2)
+    assert latest.entries[-1] == "user" and {latest.draw() for _ in range(50)} == {"user"}
+
+
+def test_pooled_population_trains_the_live_user_only(tmp_path, tiny_dir):
+    pytest.importorskip("peft")
+    from scope_envs.train.llm import ppo
+
+    cfg = _cfg(tmp_path, env="p4g-population", mode="population", lora=True, lora_r=4, pool_size=2,
+               snapshot_every=1, pool_sample="uniform", env_kwargs={"max_turns": 1}, updates=5, lr=1e-2, seed=1)
+    result = ppo.train(cfg)
+    history, learners = result["history"], result["learners"]
+    assert set(learners) == {"agent", "user"}
+    model = learners["agent"].model
+    snapshots = [n for n in model.peft_config if n.startswith("user@")]
+    assert len(snapshots) == 1  # pool_size 2: one snapshot beside the live user
+    entries = [h["pool_entry"] for h in history]
+    assert all(h["pool_size"] == min(u, 2) for u, h in zip(range(1, 6), history))
+    for h in history:  # the user learns only from the batches its live adapter played
+        assert ("sequences/user" in h) == (h["pool_entry"] == "user")
+    assert any(e != "user" for e in entries[1:]) and "user" in entries
+
+
+def test_population_is_the_pool_and_members_the_k_member_form():
+    from scope_envs.train.llm.ppo import Config
+
+    with pytest.raises(ValueError, match="LoRA"):
+        Config(mode="population")  # snapshots are adapters
+    with pytest.raises(ValueError, match="pool_sample"):
+        Config(mode="population", lora=True, pool_sample="best")
+    assert Config(mode="members", members=3).members == 3  # tests/test_llm.py trains the K adapters
+
+
+# ----------------------------------------------------------------------------- metrics file
+def test_metrics_jsonl_carries_the_collapse_diagnostics(tmp_path, tiny_dir):
+    from scope_envs.train.llm import ppo
+
+    cfg = _cfg(tmp_path, env="p4g-cotrain", mode="cotrain", algo="grpo", group_size=2, user_reward="adversarial",
+               env_kwargs={"max_turns": 1})
+    ppo.train(cfg)
+    row = json.loads((tmp_path / "metrics.jsonl").read_text().splitlines()[0])
+    for role in ("agent", "user"):
+        for key in ("zero_std_group_frac", "all_fail_group_frac", "group_reward_var"):
+            assert 0.0 <= row[f"{key}/{role}"] <= 1.0
+        assert row[f"entropy/{role}_0"] > 0
+    assert scope_envs.make("p4g-cotrain", surface="text", user_reward="adversarial")  # the env's own option
