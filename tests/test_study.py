@@ -1,0 +1,361 @@
+"""The human-study kit without a browser: assignment, the chat and its persistence, security, exports, analysis."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pytest
+
+pytest.importorskip("fastapi")
+pytest.importorskip("sqlalchemy")
+
+from fastapi.testclient import TestClient
+
+from scope_envs.study import build
+from scope_envs.study.app import create_app
+from scope_envs.study.config import ConfigError, load, parse
+from scope_envs.study.engine import condition_for_slot
+from tests.study_fixtures import save_policies, write_study
+
+
+@pytest.fixture(scope="module")
+def policies(tmp_path_factory):
+    return save_policies(tmp_path_factory.mktemp("policies"))
+
+
+@pytest.fixture
+def study_dir(tmp_path, policies):
+    return write_study(tmp_path / "study", policies)
+
+
+def client_for(folder):
+    study = build(load(folder))
+    return study, TestClient(create_app(study))
+
+
+def start(client, pid="p1"):
+    r = client.get(f"/?PROLIFIC_PID={pid}&STUDY_ID=s1&SESSION_ID=x1")
+    assert r.url.path == "/consent"
+    client.post("/consent", data={"agree": "yes"})
+    return client.post("/role")
+
+
+def send(client, text, page):
+    data = {"text": text}
+    if 'name="amount"' in page.text:
+        data["amount"] = "0.50"
+    return client.post("/chat", data=data)
+
+
+def chat_to_end(client, page, limit=20):
+    for _ in range(limit):
+        if page.url.path != "/chat":
+            return page
+        page = send(client, "Tell me more about the charity.", page)
+    raise AssertionError("the chat did not end")
+
+
+def bubbles(html):
+    return re.findall(r'<div class="msg (agent|user)[^"]*">(.*?)</div>', html, re.DOTALL)
+
+
+def test_blocked_randomisation_balances_every_block(tmp_path, policies):
+    cfg = parse({"game": "p4g", "block_repeats": 2, "conditions": [
+        {"name": n, "policy": {"path": p}} for n, p in [("a", policies["base"]), ("b", policies["trained"]),
+                                                        ("c", policies["base"])]]}, tmp_path)
+    slots = [condition_for_slot(cfg, s) for s in range(60)]
+    blocks = [slots[i:i + 6] for i in range(0, 60, 6)]
+    for block in blocks:
+        assert sorted(block) == ["a", "a", "b", "b", "c", "c"]
+    assert len({tuple(b) for b in blocks}) > 1  # the order within a block is drawn, not fixed
+
+
+def test_a_session_from_arrival_to_completion_code(study_dir):
+    study, client = client_for(study_dir)
+    page = start(client)
+    assert page.url.path == "/chat" and bubbles(page.text)[0][0] == "agent"  # the agent speaks first
+    page = chat_to_end(client, page)
+    assert page.url.path == "/survey"
+    done = client.post("/survey", data={"donation": "0.75", "naturalness": "5", "satisfaction": "6",
+                                        "talk_again": "2"})
+    assert done.url.path == "/done" and "TESTCODE" in done.text
+    row = study.store.session_by_pid("p1")
+    msgs = study.store.messages(row.id)
+    assert [m.seq for m in msgs] == list(range(len(msgs)))
+    assert [m.role for m in msgs] == ["agent", "user"] * (len(msgs) // 2)
+    assert row.stage == "complete" and row.chat_end == "terminated"
+    assert json.loads(row.outcome)["intended"] == 0.5  # the amount chosen in the last message
+    assert study.store.answers()[row.id] == {"donation": 0.75, "naturalness": 5, "satisfaction": 6, "talk_again": 2}
+    assert client.get("/chat").url.path == "/done"  # a finished session cannot go back to the chat
+
+
+def test_transcripts_export_in_record_transcripts_format(study_dir, tmp_path):
+    from scope_envs.wrappers import RecordTranscripts
+
+    import scope_envs
+
+    path = tmp_path / "t.jsonl"
+    env = RecordTranscripts(scope_envs.make("p4g-frozen"), path)
+    obs, _ = env.reset(seed=0)
+    while env.agents:
+        obs, *_ = env.step({"agent_0": int(np.flatnonzero(obs["agent_0"]["action_mask"])[-1])})
+    recorded = json.loads(path.read_text().splitlines()[0])
+
+    _study, client = client_for(study_dir)
+    chat_to_end(client, start(client))
+    r = client.get("/admin/export.jsonl", headers={"X-Admin-Token": "admintoken"})
+    exported = json.loads(r.text.splitlines()[0])
+    assert set(recorded) <= set(exported)
+    assert set(recorded["turns"][0]) == set(exported["turns"][0])
+    assert [t["role"] for t in exported["turns"][:2]] == ["persuader", "persuadee"]
+    assert exported["finished"] and exported["outcome"]["intended"] == 0.5
+
+
+def test_a_second_browser_cannot_see_or_write_the_session(study_dir):
+    study, client = client_for(study_dir)
+    start(client)
+    other = TestClient(client.app)
+    assert other.get("/chat").url.path == "/"  # no cookie: no session to show
+    assert "Conversation" not in other.get("/chat").text
+    assert other.get("/?PROLIFIC_PID=p1").status_code == 409  # the same id from elsewhere is refused
+    other.cookies.set("scope_study", "forged-secret")
+    before = len(study.store.messages(study.store.session_by_pid("p1").id))
+    assert other.post("/chat", data={"text": "hello"}).url.path == "/"
+    assert len(study.store.messages(study.store.session_by_pid("p1").id)) == before
+
+
+def test_a_reload_resumes_and_a_restart_loses_no_turn(study_dir):
+    study, client = client_for(study_dir)
+    page = send(client, "Why this charity?", start(client))
+    shown = bubbles(page.text)
+    assert bubbles(client.get("/chat").text) == shown  # a reload shows the same conversation
+    sid = study.store.session_by_pid("p1").id
+    # the server stops after committing the person's next message, before the reply
+    n = len(study.store.messages(sid))
+    study.store.add_message(sid, n, "user", "And how is the money used?")
+    restarted, client2 = client_for(study_dir)  # a new process: nothing in memory
+    client2.cookies.update(client.cookies)
+    page = client2.get("/chat")
+    msgs = restarted.store.messages(sid)
+    assert [m.text for m in msgs[:n + 1]][-1] == "And how is the money used?"
+    assert len(msgs) == n + 2 and msgs[-1].role == "agent"  # the owed reply, once
+    assert len(restarted.store.messages(sid)) == len(bubbles(client2.get("/chat").text)) == n + 2
+    assert chat_to_end(client2, page).url.path == "/survey"
+
+
+def test_replies_are_the_same_when_generated_again(study_dir, tmp_path, policies):
+    """A reply regenerated after a restart is the reply the first server would have given."""
+    texts = []
+    for k in range(2):
+        folder = write_study(tmp_path / f"s{k}", policies)
+        study, client = client_for(folder)
+        page = chat_to_end(client, start(client))
+        assert page.url.path == "/survey"
+        texts.append([m.text for m in study.store.messages(study.store.session_by_pid("p1").id)])
+    assert texts[0] == texts[1]
+
+
+def test_typed_script_is_shown_as_text(study_dir):
+    _, client = client_for(study_dir)
+    page = send(client, "<script>window.pwned=1</script><b>bold</b>", start(client))
+    assert "&lt;script&gt;window.pwned=1&lt;/script&gt;&lt;b&gt;bold&lt;/b&gt;" in page.text
+    assert page.headers["x-frame-options"] == "DENY" and page.headers["cache-control"] == "no-store"
+    assert "<script>window.pwned" not in page.text and "<b>bold</b>" not in page.text
+
+
+def test_length_cap_and_rate_limit(tmp_path, policies):
+    folder = write_study(tmp_path / "study", policies, max_message_chars=40, rate_limit=2, max_turns=8)
+    study, client = client_for(folder)
+    page = start(client)
+    sid = study.store.session_by_pid("p1").id
+    too_long = client.post("/chat", data={"text": "x" * 41})
+    assert too_long.status_code == 400 and "under 40 characters" in too_long.text
+    assert all(m.role == "agent" for m in study.store.messages(sid))
+    send(client, "first", page)
+    send(client, "second", page)
+    third = client.post("/chat", data={"text": "third"})
+    assert third.status_code == 429 and "quickly" in third.text
+    assert [m.text for m in study.store.messages(sid) if m.role == "user"] == ["first", "second"]
+
+
+def test_admin_pages_need_the_token(study_dir):
+    _, client = client_for(study_dir)
+    chat_to_end(client, start(client))
+    assert client.get("/admin").status_code == 403
+    assert client.get("/admin?token=wrong").status_code == 403
+    assert client.get("/admin/export.csv").status_code == 403
+    page = client.get("/admin?token=admintoken")
+    assert page.status_code == 200 and "<td>base</td>" in page.text or "<td>trained</td>" in page.text
+    rows = client.get("/admin/export.csv?token=admintoken").text.splitlines()
+    assert rows[0].startswith("slot,prolific_pid") and len(rows) == 2 and ",p1," in rows[1]
+
+
+def test_errors_show_no_stack_trace(study_dir):
+    study, client = client_for(study_dir)
+    start(client)
+
+    def broken(*_):
+        raise RuntimeError("internal detail 1234")
+
+    study.say = broken
+    r = TestClient(client.app, raise_server_exceptions=False, cookies=client.cookies).post("/chat",
+                                                                                        data={"text": "hi"})
+    assert r.status_code == 500 and "Something went wrong" in r.text
+    assert "Traceback" not in r.text and "internal detail" not in r.text and "RuntimeError" not in r.text
+
+
+def test_full_study_declined_and_left_sessions(tmp_path, policies):
+    folder = write_study(tmp_path / "study", policies, per_condition=1, abandon_after_s=0.001)
+    study, client = client_for(folder)
+    start(client, "p1")
+    c2 = TestClient(client.app)
+    c2.get("/?PROLIFIC_PID=p2")
+    assert c2.post("/consent", data={"agree": "no"}).url.path == "/declined"
+    assert TestClient(client.app).get("/?PROLIFIC_PID=p3").status_code == 410
+    progress = study.progress()  # p1 idles past abandon_after_s mid-chat
+    assert sum(t["left"] for t in progress.values()) == 1 and sum(t["declined"] for t in progress.values()) == 1
+    rows = {r["prolific_pid"]: r for r in study.rows()}
+    assert rows["p1"]["left"] and rows["p1"]["stage"] == "chat" and not rows["p2"]["left"]
+
+
+def fill(study, condition, donations, likert, t0=0):
+    for i, (d, lk) in enumerate(zip(donations, likert)):
+        sid = study.store.create_session(slot=t0 + i, prolific_pid=f"{condition}{i}", secret_hash=f"{condition}{i}",
+                                         condition=condition, seed=i, stage="survey",
+                                         outcome=json.dumps({"intended": d, "actual": d}))
+        study.finish(sid, {"donation": d, "naturalness": lk, "satisfaction": lk, "talk_again": lk})
+
+
+def test_analysis_matches_a_hand_computation(tmp_path, policies):
+    from scipy import stats
+
+    from scope_envs.bench.stats import holm
+    from scope_envs.study.analyze import analyze
+
+    folder = write_study(tmp_path / "study", policies, baseline="base")
+    study = build(load(folder))
+    rng = np.random.default_rng(0)
+    base = rng.uniform(0, 0.6, 30).round(2)
+    high = rng.uniform(1.0, 2.0, 30).round(2)
+    fill(study, "base", base, rng.integers(1, 8, 30))
+    fill(study, "trained", high, rng.integers(1, 8, 30), t0=100)
+    text = analyze(load(folder), proxy_episodes=0, resamples=500)
+    result = json.loads((folder / "analysis.json").read_text())
+    assert result["cells"]["trained"]["donation"]["mean"] == pytest.approx(high.mean())
+    lo, hi = result["cells"]["trained"]["donation"]["ci"]
+    assert lo < high.mean() < hi
+    tests = result["tests"]
+    assert len(tests) == 5 and result["family_size"] == 5
+    donation = next(t for t in tests if t["measure"] == "donation")
+    assert donation["p"] == pytest.approx(stats.ttest_ind(high, base, equal_var=False).pvalue)
+    assert [t["p_holm"] for t in tests] == pytest.approx(holm([t["p"] for t in tests]))
+    assert donation["d"] == pytest.approx((high.mean() - base.mean()) / np.sqrt((high.var(ddof=1) + base.var(ddof=1)) / 2))
+    row = next(line for line in text.splitlines() if line.startswith("| trained |"))
+    assert row.split("|")[2].strip().endswith("*")  # the large donation difference survives Holm
+    assert (folder / "study_donation.png").stat().st_size > 1000
+
+
+def test_a_policy_of_another_game_is_refused_with_its_reason(tmp_path, tau2_policies, capsys):
+    from scope_envs.cli import main
+
+    folder = write_study(tmp_path / "study", tau2_policies)  # tau2 agents in a p4g study
+    with pytest.raises(SystemExit) as e:
+        main(["study", "serve", "--config", str(folder)])
+    assert e.value.code == 2 and "argument --config: the policy reads 48 features" in capsys.readouterr().err
+
+
+def test_config_and_cli_errors(tmp_path, policies, capsys):
+    from scope_envs.cli import main
+
+    with pytest.raises(ConfigError, match="unknown field"):
+        parse({"game": "p4g", "colour": 1}, tmp_path)
+    with pytest.raises(ConfigError, match="game must be one of"):
+        parse({"game": "chess"}, tmp_path)
+    with pytest.raises(ConfigError, match="method must be one of"):
+        parse({"game": "p4g", "conditions": [{"name": "a", "policy": {"method": "random"}}]}, tmp_path)
+    with pytest.raises(ConfigError, match="one of path, train or method"):
+        parse({"game": "p4g", "conditions": [{"name": "a", "policy": {"method": "frozen", "train": "p4g-vs"}}]},
+              tmp_path)
+    folder = write_study(tmp_path / "study", policies, per_condition=0)
+    for argv, wanted in [(["study", "serve"], "one of the arguments --config --demo"),
+                         (["study", "serve", "--config", str(folder)], "argument --config: per_condition"),
+                         (["study", "serve", "--demo", "--port", "70000"], "argument --port"),
+                         (["study", "analyze", str(tmp_path / "nowhere")], "argument study_dir")]:
+        with pytest.raises(SystemExit) as e:
+            main(argv)
+        assert e.value.code == 2 and wanted in capsys.readouterr().err
+
+
+@pytest.fixture(scope="module")
+def tau2_policies(tmp_path_factory):
+    from scope_envs.train.act_ppo import PPOConfig, PPOTrainer
+
+    path = tmp_path_factory.mktemp("tau2") / "base"
+    PPOTrainer(PPOConfig(env_id="tau2-frozen", env_kwargs={"domain": ["airline", "retail"]}, total_steps=0,
+                         num_envs=1)).save(path)
+    return {"base": str(path), "again": str(path)}
+
+
+def test_tau2_customer_card_hidden_tool_calls_and_solved_question(tmp_path, tau2_policies):
+    """A tau2 customer: the card is a test-split task's scenario; the agent's tool calls run on the task's world
+    and are stored but never shown; the end button ends the chat; the survey asks whether the issue was solved."""
+    from scope_envs.games.tau2.dialogue_acts import AGENT_INDEX
+
+    folder = write_study(tmp_path / "study", tau2_policies, game="tau2")
+    study, client = client_for(folder)
+    client.get("/?PROLIFIC_PID=c1")
+    client.post("/consent", data={"agree": "yes"})
+    role = client.get("/role")
+    assert "customer service" in role.text and "Known info" in role.text
+    sid = study.store.session_by_pid("c1").id
+    speaker = study.speakers[study.store.session(sid).condition]
+    plain = speaker.reply
+
+    def look_up_first(game, seeds):  # the agent looks up whenever the dialogue grounds a read call
+        mask = speaker.spec.mask(game)
+        if mask[AGENT_INDEX["lookup:0"]]:
+            return AGENT_INDEX["lookup:0"], speaker.spec.realize(game, AGENT_INDEX["lookup:0"], None)
+        return plain(game, seeds)
+
+    speaker.reply = look_up_first
+    page = client.post("/role")
+    game = study._episode(study.store.session(sid)).env.unwrapped.game
+    assert game.persona.split == "heldout" and game.task["id"] in game.data[game.domain].split_ids("test")
+    known = next(line for line in study.card(sid) if line.startswith("Known info"))
+    page = client.post("/chat", data={"text": f"Hello. {known.split(':', 1)[1]} I need help with my booking."})
+    stored = study.store.messages(sid)
+    calls = [m for m in stored if m.role == "agent" and not m.visible]
+    assert calls and calls[0].text.startswith("{")  # a JSON tool call, run on the world ...
+    assert any(t.call is not None and t.result for t in study._episode(study.store.session(sid)).env.unwrapped.game.history)
+    assert calls[0].text not in page.text  # ... and never shown
+    assert client.post("/chat", data={"text": '{"name": "get_user_details"}'}).status_code == 400
+    done = client.post("/chat", data={"end": "yes"})
+    assert done.url.path == "/survey" and 'name="solved"' in done.text
+    assert client.post("/survey", data={"solved": "1", "naturalness": "4", "satisfaction": "4",
+                                        "talk_again": "4"}).url.path == "/done"
+    row = study.store.session(sid)
+    assert row.chat_end == "terminated" and "success" in json.loads(row.outcome)
+    assert study.store.answers()[sid]["solved"] == 1
+    exported = study.transcripts()[0]
+    assert any(t["act_name"] == "lookup:0" for t in exported["turns"])
+
+
+def test_a_bench_method_is_trained_as_the_benchmark_trains_it(tmp_path):
+    """``method: frozen`` trains with the benchmark's setup for that method and is saved, then loaded."""
+    import torch
+
+    from scope_envs.study.agents import load_policy
+
+    cfg = parse({"game": "p4g", "max_turns": 4, "conditions": [
+        {"name": "base", "policy": {"method": "untrained"}},
+        {"name": "rl", "policy": {"method": "frozen", "steps": 300}}]}, tmp_path)
+    trained = load_policy(cfg, cfg.condition("rl"))
+    saved = json.loads((tmp_path / "policies" / "rl" / "config.json").read_text())
+    assert saved["env_id"] == "p4g-frozen" and saved["env_kwargs"] == {"max_turns": 4}
+    assert trained.agent_steps >= 300 and load_policy(cfg, cfg.condition("base")).agent_steps == 0
+    again = load_policy(cfg, cfg.condition("rl"))  # loaded, not trained again
+    assert again.agent_steps == trained.agent_steps
+    for a, b in zip(again.learners["agent_0"].parameters(), trained.learners["agent_0"].parameters()):
+        assert torch.equal(a, b)
