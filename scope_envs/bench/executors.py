@@ -1,0 +1,311 @@
+"""Where the benchmark's runs execute: worker processes on this machine, or a Ray cluster.
+
+Each (game, method, seed) run — ``scope_envs.bench.methods.run_one`` — is one task. ``execute`` hands the
+grid to an executor and keeps the books the same way for both:
+
+* ``local`` — ``--jobs`` forked worker processes on this machine (one: in this process). Needs nothing.
+* ``ray`` — one Ray task per run (``num_cpus=1``). With no ``--address`` it starts a local Ray on this
+  machine with ``--jobs`` CPUs; with one (``auto``, ``ray://head:10001``, ``host:6379``) it joins that
+  cluster and keeps as many runs in flight as the cluster has CPUs (or ``--jobs``). Ray core only
+  (``pip install 'scope-envs[ray]'``): RLlib, and its gymnasium pin, are not needed.
+
+Every finished run is written at once, by this (the driving) process, to ``OUT/runs/<name>.json``
+(``run_name``: ``<game>-<method>-<seed>``, plus ``-<variant>`` for a sensitivity ceiling), as
+``{"task": ..., "result": ...}``, through a temporary file renamed into place: a process killed at any
+moment leaves either the whole file or none. ``resume=True`` reads those files back and runs only the
+tasks that have none (or one written for other settings: its ``task`` differs). A task that raises, or
+whose worker dies, is run once more; if it fails again it is reported by name (``BenchFailure``) after every
+other run has finished and been written, so a ``--resume`` afterwards runs only the failed ones.
+
+Progress: finished / running / queued runs, failures, and an ETA from the times of the runs finished so far
+(``Progress.expected``), spread over the runs that can be in flight at once.
+Results do not depend on the executor: ``run_one`` seeds everything from its task, and ``execute`` returns the
+runs in the grid's order whatever order they finished in.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import traceback
+from pathlib import Path
+
+EXECUTORS = ("local", "ray")
+ATTEMPTS = 2  # a failed run is tried once more, then reported
+
+
+class ExecutorUnavailable(RuntimeError):
+    """The executor cannot start: no Ray installed, or no Ray cluster at the address."""
+
+
+class BenchFailure(RuntimeError):
+    """Some runs failed twice; every other run finished and was written. ``failed``: name -> error."""
+
+    def __init__(self, failed: dict[str, str], out: Path):
+        self.failed = failed
+        lines = "\n".join(f"  {name}: {error.strip().splitlines()[-1]}" for name, error in failed.items())
+        super().__init__(f"{len(failed)} run(s) failed twice:\n{lines}\nthe other runs are in {out / 'runs'}; "
+                         f"rerun with --resume to run only the failed ones")
+
+
+def run_name(task: dict) -> str:
+    name = f"{task['game']}-{task['method']}-{task['seed']}"
+    return f"{name}-{task['assumptions']}" if task.get("assumptions") else name
+
+
+def cost(task: dict) -> float:
+    from scope_envs.bench.methods import COST
+
+    return COST.get(task["method"], 0.1 if task["method"] == "untrained" else 1.0)
+
+
+def write_atomic(path: Path, data: dict) -> None:
+    """The whole file or none: written beside its name, flushed to disk, renamed into place."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "w") as f:
+        json.dump(data, f, indent=1)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def attempt(task: dict) -> tuple[bool, object]:
+    """Run one task; (True, result) or (False, the traceback). Never raises, so a pool is never broken
+    by a run's exception."""
+    from scope_envs.bench import methods  # looked up at call time: tests swap run_one
+
+    try:
+        return True, methods.run_one(**task)
+    except Exception:  # noqa: BLE001  (any run's error is retried, then reported by name: BenchFailure)
+        return False, traceback.format_exc()
+
+
+# ----------------------------------------------------------------------------- executors
+class LocalExecutor:
+    """``jobs`` forked worker processes (or this process, for one)."""
+
+    def __init__(self, jobs: int):
+        self.slots = jobs
+        self._pool = None
+        self._pending: list = []
+
+    def start(self):
+        if self.slots > 1:
+            import multiprocessing as mp
+            from concurrent.futures import ProcessPoolExecutor
+
+            self._pool = ProcessPoolExecutor(self.slots, mp_context=mp.get_context("fork"))
+
+    def submit(self, task: dict):
+        if self._pool is None:  # in this process: it runs at the next wait
+            handle = object()
+            self._pending.append((handle, task))
+            return handle
+        return self._pool.submit(attempt, task)
+
+    def wait(self, handles: list) -> list[tuple[object, tuple[bool, object]]]:
+        if self._pool is None:
+            handle, task = self._pending.pop(0)
+            return [(handle, attempt(task))]
+        from concurrent.futures import FIRST_COMPLETED
+        from concurrent.futures import wait as wait_futures
+        from concurrent.futures.process import BrokenProcessPool
+
+        finished, _ = wait_futures(handles, return_when=FIRST_COMPLETED)
+        out = []
+        broken = False
+        for future in finished:
+            try:
+                out.append((future, future.result()))
+            except BrokenProcessPool:  # a worker died (killed, out of memory): its runs count as failed tries
+                out.append((future, (False, "the worker process running it died")))
+                broken = True
+        if broken:
+            # every run in flight in the broken pool is lost: count them as failed tries, start a new pool
+            out += [(h, (False, "the worker pool broke while it ran")) for h in handles if h not in finished]
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self.start()
+        return out
+
+    def close(self):
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+class RayExecutor:
+    """One Ray task per run, on a local Ray (``address=None``) or a cluster."""
+
+    def __init__(self, jobs: int | None, address: str | None):
+        self.jobs, self.address = jobs, address
+        self.slots = jobs or 1
+
+    def start(self):
+        try:
+            import ray
+        except ImportError as e:
+            raise ExecutorUnavailable("the ray executor needs Ray: pip install 'scope-envs[ray]'") from e
+        self.ray = ray
+        kwargs = {"include_dashboard": False, "log_to_driver": False, "configure_logging": False}
+        if self.address not in (None, "auto"):
+            reachable(self.address)
+        try:
+            if self.address is None:
+                ray.init(num_cpus=self.jobs or os.cpu_count() or 1, **kwargs)
+            else:
+                ray.init(address=self.address, **kwargs)
+        except (ConnectionError, TimeoutError, ValueError) as e:
+            raise ExecutorUnavailable(f"could not start or join Ray at {self.address or 'this machine'}: {e}") from e
+        cpus = int(ray.cluster_resources().get("CPU", 1))
+        self.slots = max(1, min(self.jobs or cpus, cpus))
+        self._remote = ray.remote(num_cpus=1, max_retries=0)(attempt)
+
+    def submit(self, task: dict):
+        return self._remote.remote(task)
+
+    def wait(self, handles: list):
+        ready, _ = self.ray.wait(handles, num_returns=1)
+        out = []
+        for ref in ready:
+            try:
+                out.append((ref, self.ray.get(ref)))
+            except Exception as e:  # noqa: BLE001  (the worker died, a Ray error: a failed try)
+                out.append((ref, (False, f"{type(e).__name__}: {e}")))
+        return out
+
+    def close(self):
+        self.ray.shutdown()  # stops our own local Ray; from a cluster it only disconnects this driver
+
+
+def reachable(address: str, timeout: float = 5.0) -> None:
+    """A TCP connection to ``[ray://]HOST:PORT`` opens within ``timeout``, or ``ExecutorUnavailable``: Ray itself
+    retries an unreachable head for minutes before it gives up."""
+    import socket
+
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
+    except (OSError, ValueError) as e:
+        raise ExecutorUnavailable(f"no Ray cluster answers at {address}: {e}") from e
+
+
+def make_executor(executor: str, jobs: int | None, address: str | None):
+    if executor not in EXECUTORS:
+        raise ValueError(f"executor must be one of {EXECUTORS}, got {executor!r}")
+    if address is not None and executor != "ray":
+        raise ValueError("address= is for the ray executor")
+    if executor == "local":
+        return LocalExecutor(max(1, jobs or os.cpu_count() or 1))
+    return RayExecutor(jobs, address)
+
+
+# ----------------------------------------------------------------------------- the books
+class Progress:
+    """finished / running / queued / failed, and an ETA, on a tqdm line.
+
+    A run's expected time is the mean of the finished runs of its game and method, else of its method, else of
+    all; the ETA spreads the queued runs (and half of each running one) over the runs in flight at once."""
+
+    def __init__(self, total: int, already: int, slots: int, enabled: bool):
+        from tqdm import tqdm
+
+        self.slots = slots
+        self.walls: dict[tuple[str, str], list[float]] = {}  # (game, method) -> wall seconds, runs finished here
+        self.bar = tqdm(total=total, initial=already, desc="bench", unit="run", disable=not enabled,
+                        bar_format="{desc}: {n_fmt}/{total_fmt} runs |{bar:20}| {elapsed}{postfix}")
+
+    def expected(self, task: dict) -> float:
+        same = self.walls.get((task["game"], task["method"]))
+        if same:
+            return sum(same) / len(same)
+        method = [w for (_, m), ws in self.walls.items() if m == task["method"] for w in ws]
+        if method:
+            return sum(method) / len(method)
+        every = [w for ws in self.walls.values() for w in ws]
+        return sum(every) / len(every)
+
+    def update(self, finished: int, running: list[dict], queued: list[dict], failed: int, last: str | None = None,
+               wall: float | None = None, task: dict | None = None):
+        if wall is not None:
+            self.walls.setdefault((task["game"], task["method"]), []).append(wall)
+        if self.walls:
+            left = sum(map(self.expected, queued)) + 0.5 * sum(map(self.expected, running))
+            eta = f"ETA {_clock(left / self.slots)}"
+        else:
+            eta = "ETA ?"
+        tail = f", last {last}" if last else ""
+        self.bar.set_postfix_str(f"{len(running)} running, {len(queued)} queued, {failed} failed, {eta}{tail}",
+                                 refresh=False)
+        self.bar.n = finished
+        self.bar.refresh()
+
+    def close(self):
+        self.bar.close()
+
+
+def _clock(seconds: float) -> str:
+    seconds = round(seconds)
+    return f"{seconds // 3600}h{seconds // 60 % 60:02d}m" if seconds >= 3600 else f"{seconds // 60}m{seconds % 60:02d}s"
+
+
+def finished_runs(out: Path, tasks: list[dict]) -> dict[str, dict]:
+    """The runs already in ``OUT/runs`` for these very tasks (same settings), by name."""
+    found = {}
+    for task in tasks:
+        path = out / "runs" / f"{run_name(task)}.json"
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, dict) and data.get("task") == task and "result" in data:
+            found[run_name(task)] = data["result"]
+    return found
+
+
+def execute(tasks: list[dict], out, *, executor: str = "local", jobs: int | None = None, address: str | None = None,
+            resume: bool = False, progress: bool = True) -> tuple[list[dict], int]:
+    """Run ``tasks`` (dicts of ``run_one`` arguments), writing each to ``out/runs/``; returns the results in
+    the order of ``tasks`` and the number of runs that could be in flight at once. Raises ``BenchFailure``
+    naming the runs that failed twice, after every other run is written."""
+    out = Path(out)
+    runs_dir = out / "runs"
+    runs_dir.mkdir(parents=True, exist_ok=True)
+    tasks = [json.loads(json.dumps(t)) for t in tasks]  # as the files hold them (tuples become lists)
+    names = [run_name(t) for t in tasks]
+    if len(set(names)) != len(names):
+        raise ValueError("two tasks share a run name: " + ", ".join(sorted({n for n in names if names.count(n) > 1})))
+    results = finished_runs(out, tasks) if resume else {}
+    for stale in runs_dir.glob(".*.tmp"):  # a temporary file left by a killed process: never a result
+        stale.unlink(missing_ok=True)
+    queued = [t for t in tasks if run_name(t) not in results]
+    ex = make_executor(executor, jobs, address)
+    ex.start()
+    bar = Progress(len(tasks), len(results), ex.slots, progress)
+    tries = {run_name(t): 0 for t in queued}
+    failed: dict[str, str] = {}
+    in_flight: dict = {}  # handle -> task
+    try:
+        while queued or in_flight:
+            while queued and len(in_flight) < ex.slots:
+                task = queued.pop(0)
+                tries[run_name(task)] += 1
+                in_flight[ex.submit(task)] = task
+            bar.update(len(results), list(in_flight.values()), queued, len(failed))
+            for handle, (ok, value) in ex.wait(list(in_flight)):
+                task = in_flight.pop(handle)
+                name = run_name(task)
+                if ok:
+                    write_atomic(runs_dir / f"{name}.json", {"task": task, "result": value})
+                    results[name] = value
+                    bar.update(len(results), list(in_flight.values()), queued, len(failed), name,
+                               value.get("wall_s", 0.0), task)
+                elif tries[name] < ATTEMPTS:
+                    queued.insert(0, task)
+                else:
+                    failed[name] = str(value)
+                    bar.update(len(results), list(in_flight.values()), queued, len(failed))
+    finally:
+        bar.close()
+        ex.close()
+    if failed:
+        raise BenchFailure(failed, out)
+    return [results[n] for n in names], ex.slots

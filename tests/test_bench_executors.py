@@ -1,0 +1,201 @@
+"""The benchmark's executors (scope_envs.bench.executors): Ray gives the local executor's numbers, every run
+is written whole as it finishes, --resume runs only what is missing, a failing run is retried once and then
+named, and a killed bench leaves no half-written run.
+
+Most tests swap ``methods.run_one`` for a quick stand-in (the books are under test, not the training);
+the Ray test and the kill test run the real thing on a tiny grid."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from scope_envs.bench import executors, methods
+from scope_envs.bench.executors import BenchFailure, execute, run_name
+from scope_envs.bench.stats import summarize
+from scope_envs.cli import main
+
+TINY = {"steps": 64, "eval_episodes": 4, "curve_points": 1, "curve_episodes": 4}
+TIMING = ("wall_s", "env_steps_per_s")
+
+
+def grid(methods_=("random", "frozen"), seeds=(0,), game="p4g"):
+    return [dict(game=game, method=m, seed=s, **TINY) for m in methods_ for s in seeds]
+
+
+def without_timing(run: dict) -> str:
+    """The run as its file writes it (NaN == NaN there: an entropy with no user is NaN), less its timings."""
+    return json.dumps({k: v for k, v in run.items() if k not in TIMING}, sort_keys=True)
+
+
+def fake_run_one(calls_dir: Path, fail: dict | None = None):
+    """A quick stand-in for run_one: logs each call as a file (it may run in a forked worker) and fails as
+    ``fail`` says: name -> "always", "once", or "die" (the worker process exits, once)."""
+    fail = fail or {}
+
+    def run_one(game, method, seed, **kwargs):
+        name = f"{game}-{method}-{seed}"
+        tries = len(list(calls_dir.glob(f"{name}.*")))
+        (calls_dir / f"{name}.{tries}").touch()
+        mode = fail.get(name)
+        if mode == "always" or (mode == "once" and tries == 0):
+            raise RuntimeError(f"boom in {name}")
+        if mode == "die" and tries == 0:
+            os._exit(3)
+        return {"game": game, "method": method, "seed": seed, "wall_s": 0.01,
+                "metrics": {"train_success": 0.1 * seed, "heldout_success": 0.05 * seed}}
+
+    return run_one
+
+
+def calls(calls_dir: Path) -> list[str]:
+    return sorted(p.name for p in calls_dir.iterdir())
+
+
+def test_ray_writes_what_the_local_executor_writes(tmp_path):
+    pytest.importorskip("ray")
+    tasks = grid()
+    local, _ = execute(tasks, tmp_path / "local", executor="local", jobs=1, progress=False)
+    ray_runs, slots = execute(tasks, tmp_path / "ray", executor="ray", jobs=2, progress=False)
+    assert slots == 2
+    assert [without_timing(r) for r in ray_runs] == [without_timing(r) for r in local]
+    for task in tasks:  # and the files hold the same runs
+        a, b = (json.loads((tmp_path / side / "runs" / f"{run_name(task)}.json").read_text())
+                for side in ("local", "ray"))
+        assert a["task"] == b["task"] and without_timing(a["result"]) == without_timing(b["result"])
+    assert json.dumps(summarize(ray_runs)) == json.dumps(summarize(local))
+    assert local[1]["training"], "frozen trained: the comparison covers a training run"
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_resume_runs_only_the_missing_and_the_stale(tmp_path, monkeypatch, jobs):
+    calls_dir = tmp_path / "calls"
+    calls_dir.mkdir()
+    monkeypatch.setattr(methods, "run_one", fake_run_one(calls_dir))
+    tasks = grid(seeds=(0, 1, 2))
+    first, _ = execute(tasks, tmp_path / "out", jobs=jobs, progress=False)
+    assert len(calls(calls_dir)) == 6
+    runs = tmp_path / "out" / "runs"
+    (runs / "p4g-frozen-1.json").unlink()
+    stale = json.loads((runs / "p4g-random-2.json").read_text())
+    stale["task"]["steps"] = 999  # written for other settings: not this grid's run
+    (runs / "p4g-random-2.json").write_text(json.dumps(stale))
+    for p in calls_dir.iterdir():
+        p.unlink()
+    again, _ = execute(tasks, tmp_path / "out", jobs=jobs, resume=True, progress=False)
+    assert calls(calls_dir) == ["p4g-frozen-1.0", "p4g-random-2.0"]
+    assert again == first
+    assert json.loads((runs / "p4g-random-2.json").read_text())["task"]["steps"] == TINY["steps"]
+    execute(tasks, tmp_path / "out", jobs=jobs, resume=True, progress=False)  # all there: nothing runs
+    assert calls(calls_dir) == ["p4g-frozen-1.0", "p4g-random-2.0"]
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_failing_run_is_retried_once_then_named_and_the_others_are_kept(tmp_path, monkeypatch, jobs):
+    calls_dir = tmp_path / "calls"
+    calls_dir.mkdir()
+    monkeypatch.setattr(methods, "run_one", fake_run_one(calls_dir, {"p4g-random-0": "always",
+                                                                     "p4g-frozen-1": "once"}))
+    tasks = grid(seeds=(0, 1))
+    with pytest.raises(BenchFailure, match="p4g-random-0: RuntimeError: boom in p4g-random-0") as caught:
+        execute(tasks, tmp_path / "out", jobs=jobs, progress=False)
+    assert set(caught.value.failed) == {"p4g-random-0"}
+    assert calls(calls_dir) == ["p4g-frozen-0.0", "p4g-frozen-1.0", "p4g-frozen-1.1", "p4g-random-0.0",
+                                "p4g-random-0.1", "p4g-random-1.0"]
+    written = sorted(p.name for p in (tmp_path / "out" / "runs").iterdir())
+    assert written == ["p4g-frozen-0.json", "p4g-frozen-1.json", "p4g-random-1.json"]
+
+
+def test_a_worker_that_dies_is_replaced_and_its_run_retried(tmp_path, monkeypatch):
+    calls_dir = tmp_path / "calls"
+    calls_dir.mkdir()
+    monkeypatch.setattr(methods, "run_one", fake_run_one(calls_dir, {"p4g-frozen-0": "die"}))
+    runs, _ = execute(grid(seeds=(0, 1)), tmp_path / "out", jobs=2, progress=False)
+    assert [r["method"] for r in runs] == ["random", "random", "frozen", "frozen"]
+    assert "p4g-frozen-0.1" in calls(calls_dir)
+
+
+def test_a_write_cut_short_leaves_no_run_file(tmp_path, monkeypatch):
+    path = tmp_path / "runs" / "p4g-random-0.json"
+    path.parent.mkdir()
+
+    def dump_half_then_die(data, f, **kwargs):
+        f.write(json.dumps(data)[:20])
+        raise KeyboardInterrupt  # the process is stopped mid-write
+
+    monkeypatch.setattr(executors.json, "dump", dump_half_then_die)
+    with pytest.raises(KeyboardInterrupt):
+        executors.write_atomic(path, {"task": {}, "result": {"x": 1}})
+    assert not path.exists() and len(list(path.parent.glob(".*.tmp"))) == 1
+    monkeypatch.undo()
+    calls_dir = tmp_path / "calls"
+    calls_dir.mkdir()
+    monkeypatch.setattr(methods, "run_one", fake_run_one(calls_dir))
+    execute(grid(methods_=("random",)), tmp_path, jobs=1, resume=True, progress=False)
+    assert [p.name for p in path.parent.iterdir()] == [path.name]  # the leftover is swept, the run written
+    assert json.loads(path.read_text())["result"]["method"] == "random"
+
+
+KILLED = """
+import sys, time
+from scope_envs.bench import methods
+from scope_envs.bench.executors import execute
+
+def run_one(game, method, seed, **kwargs):  # a run with a large result: its write takes a while
+    time.sleep(0.02)
+    return {"game": game, "method": method, "seed": seed, "wall_s": 0.02, "metrics": {},
+            "training": [{"agent_steps": i, "return": i / 7} for i in range(20_000)]}
+
+methods.run_one = run_one
+execute([dict(game="p4g", method="random", seed=s) for s in range(200)], sys.argv[1], jobs=1, progress=False)
+"""
+
+
+@pytest.mark.parametrize("after", [2, 5])
+def test_a_killed_bench_leaves_only_whole_runs_and_resumes(tmp_path, monkeypatch, after):
+    """SIGKILL while runs are being written: every run file left is whole; --resume runs only the rest."""
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-c", KILLED, str(out)], stderr=subprocess.PIPE)
+    deadline = time.time() + 60
+    while time.time() < deadline and len(list((out / "runs").glob("*.json"))) < after and proc.poll() is None:
+        time.sleep(0.001)
+    proc.send_signal(signal.SIGKILL)
+    assert proc.wait() == -signal.SIGKILL, proc.stderr.read().decode()
+    done = list((out / "runs").glob("*.json"))
+    assert after <= len(done) < 200
+    for path in done:
+        data = json.loads(path.read_text())  # whole: it parses, and holds its task and its result
+        assert run_name(data["task"]) == path.stem and len(data["result"]["training"]) == 20_000
+    calls_dir = tmp_path / "calls"
+    calls_dir.mkdir()
+    monkeypatch.setattr(methods, "run_one", fake_run_one(calls_dir))
+    runs, _ = execute([{"game": "p4g", "method": "random", "seed": s} for s in range(200)], out, jobs=1, resume=True,
+                      progress=False)
+    assert len(calls(calls_dir)) == 200 - len(done) and len(runs) == 200
+    assert sorted(p.name for p in (out / "runs").iterdir()) == sorted(f"p4g-random-{s}.json" for s in range(200))
+
+
+@pytest.mark.parametrize("argv, argument", [
+    (["--address", "auto"], "--address"),
+    (["--executor", "ray", "--address", "not an address"], "--address"),
+    (["--executor", "spark"], "--executor"),
+])
+def test_executor_arguments_are_checked(argv, argument, capsys):
+    with pytest.raises(SystemExit) as caught:
+        main(["bench", "--games", "p4g", "--methods", "random", "--seeds", "1", "--steps", "8", *argv])
+    assert caught.value.code == 2 and argument in capsys.readouterr().err
+
+
+def test_an_unreachable_cluster_is_a_one_line_error_not_a_hang(tmp_path, capsys):
+    pytest.importorskip("ray")
+    with pytest.raises(SystemExit, match="no Ray cluster answers at 127.0.0.1:1"):
+        main(["bench", "--games", "p4g", "--methods", "random", "--seeds", "1", "--steps", "8", "--executor", "ray",
+              "--address", "127.0.0.1:1", "--out", str(tmp_path)])
+    assert not list(tmp_path.glob("runs/*.json"))
