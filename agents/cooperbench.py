@@ -44,6 +44,11 @@ class HumanProxyPartner(Simulator):
     name = "human_proxy"
     persona = None
 
+    def __init__(self, assumptions=None):
+        if assumptions not in (None, "default"):  # its styles are the game's; no untestable switch is modelled
+            raise ValueError(f"the cooperbench human proxy has no assumption variants (only 'default'), "
+                             f"got {assumptions!r}")
+
     def distribution(self, view: View) -> np.ndarray:
         return styles.decide(view.persona, view.private, view.legal, sampled=True)
 

@@ -41,13 +41,20 @@ class CollapsedPersuadee(ReferencePersuadee):
 
 
 class HumanProxyPersuadee(Simulator):
+    """The held-out persuadee (evaluation only); ``assumptions``: see ``games.p4g.human_proxy.Assumptions``."""
+
     name = "human_proxy"
     persona = None
+
+    def __init__(self, assumptions=None):
+        from scope_envs.games.p4g import human_proxy
+
+        self.assumptions = human_proxy.assumptions_from(assumptions)
 
     def distribution(self, view: View) -> np.ndarray:
         from scope_envs.games.p4g import human_proxy
 
-        return human_proxy.reply_distribution(view.persona, view.history, view.legal)
+        return human_proxy.reply_distribution(view.persona, view.history, view.legal, self.assumptions)
 
     def follow_through(self, intended, rng):
         from scope_envs.games.p4g import human_proxy

@@ -68,11 +68,16 @@ class CollapsedUser(ReferenceUser):
 
 
 class HumanProxyUser(Simulator):
+    """The held-out customer (evaluation only); ``assumptions``: see ``games.tau2.human_proxy.Assumptions``."""
+
     name = "human_proxy"
     persona = None
 
+    def __init__(self, assumptions=None):
+        self.assumptions = human_proxy.assumptions_from(assumptions)
+
     def distribution(self, view: View) -> np.ndarray:
-        return human_proxy.distribution(view.persona.traits, view.private["state"], view.legal)
+        return human_proxy.distribution(view.persona.traits, view.private["state"], view.legal, self.assumptions)
 
 
 def rotation_members() -> list[CollapsedUser]:

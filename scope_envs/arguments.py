@@ -71,3 +71,12 @@ def model_source(text: str) -> str:
         raise argparse.ArgumentTypeError(f"no model directory {text!r} (scope-envs never downloads models; "
                                          "pass a directory written by save_pretrained, or 'tiny')")
     return text
+
+
+def ray_address(text: str) -> str:
+    """A Ray cluster to join: ``auto``, ``ray://HOST:PORT`` (Ray Client) or ``HOST:PORT`` (a head node's GCS)."""
+    import re
+
+    if text == "auto" or re.fullmatch(r"(ray://)?[A-Za-z0-9_.\-\[\]:]+:\d{1,5}", text):
+        return text
+    raise argparse.ArgumentTypeError(f"expected auto, ray://HOST:PORT or HOST:PORT, got {text!r}")

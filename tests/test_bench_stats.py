@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 
-from scope_envs.bench import runner, stats
+from scope_envs.bench import methods, runner, stats
 
 FROZEN = [0.40, 0.42, 0.44]
 
@@ -252,7 +252,7 @@ def test_runner_writes_claims_json_and_report(tmp_path, monkeypatch):
                             "panel_per_family": [x, x - 0.04]},
                 "panel": {"families": ["fam_a", "fam_b"], "episodes_per_family": 2, "seeds": [0, 50]}}
 
-    monkeypatch.setattr(runner, "run_one", fake_run_one)
+    monkeypatch.setattr(methods, "run_one", fake_run_one)  # the executors call methods.run_one
     monkeypatch.setattr(runner, "plot", lambda out, runs: None)
     out = tmp_path / "res"
     runner.run(games=["p4g"], methods=list(per), seeds=3, steps=100, eval_episodes=10, out=out, jobs=1,

@@ -106,8 +106,8 @@ def readme_snippets():
 
 
 def run_snippet(code):
-    for mod in re.findall(r"^(?:from|import) (\w+)", code, re.M):
-        pytest.importorskip(mod)
+    for mod in re.findall(r"^(?:from|import) (\w+(?:\.\w+)*)", code, re.M):  # the whole dotted path: Ray core
+        pytest.importorskip(mod)  # (scope-envs[ray]) imports where RLlib does not
     _torch_one_thread()
     exec(compile(code, "README.md", "exec"), {"__name__": "readme"})
 

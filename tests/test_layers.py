@@ -16,8 +16,9 @@ PACKAGE_DIRS = {"scope_envs": ROOT / "scope_envs", "scope_envs.agents": ROOT / "
 LAYERS = [  # (module prefix, rank): the longest matching prefix wins
     ("scope_envs.registry", 0), ("scope_envs.core", 1), ("scope_envs.games", 2),
     ("scope_envs.agents", 3), ("scope_envs.wrappers", 3), ("scope_envs.regimes", 4), ("scope_envs", 4),
-    ("scope_envs.train", 5), ("scope_envs.bench", 6), ("scope_envs.validate", 6), ("scope_envs.cli", 6),
-    ("scope_envs.arguments", 6),
+    ("scope_envs.train", 5), ("scope_envs.integrations", 5),
+    ("scope_envs.bench", 6), ("scope_envs.validate", 6), ("scope_envs.cli", 6),
+    ("scope_envs.arguments", 6), ("scope_envs.study", 6),
 ]
 
 

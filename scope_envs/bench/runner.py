@@ -3,19 +3,27 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
+import sys
 import time
 from pathlib import Path
 
-from scope_envs.bench.methods import COST, GAMES, METHODS, PRESETS, EXTRA_METHODS, _run_task, run_one
+from scope_envs.bench.executors import (
+    EXECUTORS,
+    BenchFailure,
+    ExecutorUnavailable,
+    execute,
+)
+from scope_envs.bench.methods import COST, EXTRA_METHODS, GAMES, METHODS, PRESETS
 from scope_envs.bench.plots import plot
 from scope_envs.bench.report import write_report
 from scope_envs.bench.stats import claims, game_stats, summarize
 
 
 def add_arguments(ap: argparse.ArgumentParser) -> None:
-    from scope_envs.arguments import game_name, positive_int
+    from scope_envs.arguments import game_name, positive_int, ray_address
     from scope_envs.core.rewards import SIMULATOR_REWARDS
 
     ap.add_argument("--full", action="store_true", help="more seeds, steps and evaluation episodes (see PRESETS)")
@@ -25,18 +33,31 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--steps", type=positive_int, default=None,
                     help="training budget per run, in decisions of agent_0")
     ap.add_argument("--eval-episodes", type=positive_int, default=None, help="evaluation episodes per side")
-    ap.add_argument("--jobs", type=positive_int, default=None, help="parallel worker processes (default: CPU count)")
+    ap.add_argument("--jobs", type=positive_int, default=None,
+                    help="runs in flight at once (default: this machine's CPUs; on a Ray cluster, its CPUs)")
+    ap.add_argument("--executor", default="local", choices=EXECUTORS,
+                    help="local: worker processes on this machine; ray: one Ray task per run (scope-envs[ray])")
+    ap.add_argument("--address", default=None, type=ray_address,
+                    help="with --executor ray: the cluster to join (auto, ray://HOST:PORT, HOST:PORT); "
+                         "default: start a local Ray on this machine")
+    ap.add_argument("--resume", action="store_true",
+                    help="keep the runs already written to OUT/runs (same settings) and run only the others")
     ap.add_argument("--user-reward", default=None, choices=SIMULATOR_REWARDS,
                     help="the learned user's reward (cotrain, population, selfplay); default: each game's own")
     ap.add_argument("--advantage", default="gae", choices=("gae", "grpo"), help="gae (default) or SCOPE's grpo")
     ap.add_argument("--group-size", type=positive_int, default=1,
                     help="episodes per scenario (SCOPE: 8); grpo and the curriculum reward need >= 2")
+    ap.add_argument("--sensitivity", action="store_true",
+                    help="also re-evaluate every trained policy under each variant of the held-out proxies' "
+                         "assumptions and judge the claims under each (sensitivity.json, sensitivity.md)")
     ap.add_argument("--out", default="results")
 
 
 def run(games=GAMES, methods=METHODS, seeds=None, steps=None, eval_episodes=None, full=False, out="results",
-        jobs=None, progress=True, user_reward=None, advantage="gae", group_size=1) -> dict:
-    """Run the benchmark and write its outputs; returns the results.json dict."""
+        jobs=None, progress=True, user_reward=None, advantage="gae", group_size=1, sensitivity=False,
+        executor="local", address=None, resume=False) -> dict:
+    """Run the benchmark and write its outputs; returns the results.json dict. Each run is also written to
+    ``out/runs/`` as it finishes; ``executor``/``address``/``resume``: see ``scope_envs.bench.executors``."""
     import scope_envs
 
     if advantage not in ("gae", "grpo"):
@@ -63,33 +84,25 @@ def run(games=GAMES, methods=METHODS, seeds=None, steps=None, eval_episodes=None
     out.mkdir(parents=True, exist_ok=True)
     scale = settings.pop("steps_scale", {}) if steps is None else {}  # preset budgets only; --steps is exact
     settings.pop("steps_scale", None)
-    scope = {"user_reward": user_reward, "advantage": advantage, "group_size": group_size}
+    scope = {"user_reward": user_reward, "advantage": advantage, "group_size": group_size,
+             **({"sensitivity": True} if sensitivity else {})}
     tasks = [dict(game=g, method=m, seed=s, steps=int(settings["steps"] * scale.get(g, 1.0)),
                   eval_episodes=settings["eval_episodes"],
                   curve_points=settings["curve_points"], curve_episodes=settings["curve_episodes"], **scope)
              for g in games for m in methods for s in range(settings["seeds"])]
+    if sensitivity:  # each variant's own ceiling: the oracle retrained under it (bench.sensitivity)
+        from scope_envs.bench.methods import variants
+
+        tasks += [dict(t, assumptions=v, sensitivity=False) for t in tasks if t["method"] == "oracle"
+                  for v in variants(t["game"])]
     tasks.sort(key=lambda t: -COST.get(t["method"], 1.0 if t["method"] != "untrained" else 0.1))
-    jobs = max(1, min(jobs or os.cpu_count() or 1, len(tasks)))
+    if executor == "local":
+        jobs = max(1, min(jobs or os.cpu_count() or 1, len(tasks)))
     t0 = time.perf_counter()
-    runs = []
-    from tqdm import tqdm
-
-    bar = tqdm(total=len(tasks), desc="bench", unit="run", disable=not progress)
-    if jobs == 1:
-        for task in tasks:
-            runs.append(run_one(**task))
-            bar.set_postfix_str(f"{task['method']} seed {task['seed']}")
-            bar.update()
-    else:
-        import multiprocessing as mp
-
-        with mp.get_context("fork").Pool(jobs) as pool:
-            for r in pool.imap_unordered(_run_task, tasks):
-                runs.append(r)
-                bar.set_postfix_str(f"{r['method']} seed {r['seed']}")
-                bar.update()
-    bar.close()
-    wall = time.perf_counter() - t0
+    runs, jobs = execute(tasks, out, executor=executor, jobs=jobs, address=address, resume=resume, progress=progress)
+    wall = time.perf_counter() - t0  # with resume: this session's part only
+    variant_ceilings = [r for r in runs if r.get("assumptions")]
+    runs = [r for r in runs if not r.get("assumptions")]
     results = summarize(runs)
     (out / "results.json").write_text(json.dumps(results, indent=1))
     stats_by_game = {game: game_stats(table) for game, table in results.items()}
@@ -99,6 +112,15 @@ def run(games=GAMES, methods=METHODS, seeds=None, steps=None, eval_episodes=None
                                       "user_reward": user_reward or "each game's default", "advantage": advantage,
                                       "group_size": group_size}, wall, stats_by_game)
     plot(out, runs)
+    if sensitivity:
+        from scope_envs.bench import sensitivity as sens
+
+        rows = sens.judge(results, variant_ceilings)
+        (out / "sensitivity.json").write_text(json.dumps(rows, indent=1, ensure_ascii=False))
+        table = sens.markdown(rows)
+        (out / "sensitivity.md").write_text(table)
+        with open(out / "report.md", "a") as f:
+            f.write("\n" + table)
     return results
 
 
@@ -107,8 +129,16 @@ def main(args: argparse.Namespace) -> None:
     if args.group_size < 2 and (args.advantage == "grpo" or args.user_reward == "curriculum"):
         args.parser.error(f"argument --group-size: must be >= 2 with --advantage grpo or --user-reward curriculum, "
                           f"got {args.group_size}")
-    run(games=args.games, methods=args.methods, seeds=args.seeds, steps=args.steps,
-        eval_episodes=args.eval_episodes, full=args.full, out=args.out, jobs=args.jobs,
-        user_reward=args.user_reward, advantage=args.advantage, group_size=args.group_size)
-    print(f"wrote {args.out}/results.json, claims.json, report.md and plots in {time.perf_counter() - t0:.0f} s")
+    if args.address is not None and args.executor != "ray":
+        args.parser.error("argument --address: only with --executor ray")
+    if args.executor == "ray" and importlib.util.find_spec("ray") is None:
+        args.parser.error("argument --executor: ray needs Ray: pip install 'scope-envs[ray]'")
+    try:
+        run(games=args.games, methods=args.methods, seeds=args.seeds, steps=args.steps,
+            eval_episodes=args.eval_episodes, full=args.full, out=args.out, jobs=args.jobs,
+            user_reward=args.user_reward, advantage=args.advantage, group_size=args.group_size,
+            sensitivity=args.sensitivity, executor=args.executor, address=args.address, resume=args.resume)
+    except (BenchFailure, ExecutorUnavailable) as e:  # failed runs (named), or no Ray to reach: no traceback
+        sys.exit(f"scope-envs bench: {e}")
+    print(f"wrote {args.out}/results.json, claims.json, report.md{', sensitivity.json' if args.sensitivity else ''} and plots in {time.perf_counter() - t0:.0f} s")
     print((Path(args.out) / "report.md").read_text())

@@ -298,4 +298,6 @@ class DialogueParallelEnv(ParallelEnv):
         return np.concatenate([self.game.features(r) for r in self.game.roles]).astype(np.float32)
 
     def close(self):
-        pass
+        close = getattr(self.game, "close", None)  # a game that holds resources (worktrees, subprocesses)
+        if close is not None:
+            close()

@@ -80,7 +80,10 @@ Arguments
     before the episode truncates, text surface), ``max_message_chars`` (4000,
     text surface: a longer message is an in-game error); ``vs``: ``k``, ``tau``,
     ``min_survivors``, ``weight_mode``, ``tail``, ``temperature``;
-    ``rotation``: ``schedule``; ``population``: ``members`` (4), ``schedule``.
+    ``rotation``: ``schedule``; ``population``: ``members`` (4), ``schedule``;
+    ``heldout``: ``personas`` (``heldout``|``train``), ``assumptions`` (a name of
+    ``human_proxy.VARIANTS`` or a dict of ``human_proxy.Assumptions`` fields: which
+    acts move willingness, wear-out, heterogeneity, pushiness).
 
 Version history
     v0: first release.
@@ -88,4 +91,6 @@ Version history
     v0.2 (same ids): ``user_reward`` gains SCOPE's ``adversarial`` (1 - score), ``cooperative`` and
     ``curriculum`` (options ``target_var``, ``width``); v0's ``adversarial`` (minus the gift in dollars) is
     now ``zero_sum``, same formula. The default (``mixed``) is unchanged.
+    v0.3 (same ids): ``heldout`` takes ``assumptions=`` (the proxies' assumption switches); the default
+    is today's proxy, bit for bit.
 """

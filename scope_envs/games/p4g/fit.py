@@ -162,12 +162,59 @@ def _persona_model(people):
     return model, X
 
 
-def fit(data_dir) -> dict:
-    """All fitted parameters from the csv files in ``data_dir`` (FileNotFoundError if they are not there)."""
+def response_act(label: str) -> str:
+    """A persuadee annotation label as one of ``RESPONSE_ACTS`` (stated amounts pooled as ``provide_amount``)."""
+    return "provide_amount" if label == "provide-donation-amount" else dialogue_acts.persuadee_act(label)
+
+
+def annotated_dialogues(data_dir) -> dict[str, dict]:
+    """The annotated dialogues that have an outcome (``B6 <= 2``) and a complete survey row: the dialogues of
+    the strategy regression, keyed by dialogue id. Each holds ``persuader`` (the labelled persuader acts in
+    speaking order), ``persuadee`` (the labelled persuadee acts, ``RESPONSE_ACTS`` names), ``donation``
+    (``B6``), ``traits`` (``NUMERIC``) and ``attributes`` (``CATEGORICAL``, blanks as ``"unknown"``).
+    For the out-of-sample check; rows stay in memory, nothing is written."""
     data = check_data(Path(data_dir))
-    full = _read(data / "full_info.csv")
-    dialog = _read(data / "300_dialog.csv")
-    info = _read(data / "300_info.csv")
+    survey = {}
+    for r in _read(data / "full_info.csv"):
+        if r["B4"] != "1" or _num(r["B6"]) > MAX_DOLLARS:
+            continue
+        traits = {k: _num(r[k + ".x"]) for k in NUMERIC}
+        if not any(math.isnan(v) for v in traits.values()):
+            survey[r["B2"]] = {"traits": traits,
+                               "attributes": {k: r[k + ".x"].strip() or "unknown" for k in CATEGORICAL}}
+    outcome = {r["B2"]: _num(r["B6"]) for r in _read(data / "300_info.csv") if r["B4"] == "1"}
+    out: dict[str, dict] = {}
+    for r in _read(data / "300_dialog.csv"):  # the file's order is the speaking order
+        d = r["B2"]
+        if d not in survey or not outcome.get(d, math.inf) <= MAX_DOLLARS:
+            continue
+        rec = out.setdefault(d, {"persuader": [], "persuadee": [], "donation": outcome[d], **survey[d]})
+        if r["B4"] == "0" and r["er_label_1"].strip():
+            rec["persuader"].append(dialogue_acts.persuader_act(r["er_label_1"].strip()))
+        elif r["B4"] == "1" and r["ee_label_1"].strip():
+            rec["persuadee"].append(response_act(r["ee_label_1"].strip()))
+    return dict(sorted(out.items()))
+
+
+def persuadee_ids(data_dir) -> dict[str, str]:
+    """Dialogue id -> the persuadee's user id (``B3``), over every dialogue of ``full_info.csv``. The same
+    person is the persuadee of several dialogues (with the same survey row each time), so a held-out check
+    must hold out people, not dialogues."""
+    rows = _read(check_data(Path(data_dir)) / "full_info.csv")
+    if rows and "B3" not in rows[0]:
+        raise ValueError(f"{Path(data_dir) / 'full_info.csv'} lacks the column B3 (user id)")
+    return {r["B2"]: r["B3"] for r in rows if r["B4"] == "1"}
+
+
+def fit(data_dir, holdout=frozenset()) -> dict:
+    """All fitted parameters from the csv files in ``data_dir`` (FileNotFoundError if they are not there).
+
+    ``holdout``: dialogue ids (``B2``) whose rows are dropped from every table before fitting, persuadee
+    survey rows included, so nothing fitted has seen those people (the out-of-sample check,
+    ``scope_envs.validate.p4g_holdout``, refits without its test dialogues)."""
+    data = check_data(Path(data_dir))
+    full, dialog, info = ([r for r in _read(data / name) if r["B2"] not in holdout]
+                          for name in ("full_info.csv", "300_dialog.csv", "300_info.csv"))
 
     # --- survey rows of persuadees ---------------------------------------------------------
     persuadees = [r for r in full if r["B4"] == "1"]
@@ -205,9 +252,6 @@ def fit(data_dir) -> dict:
     for r in dialog:
         units[r["B2"]].append(r)
 
-    def ee_act(label):
-        return "provide_amount" if label == "provide-donation-amount" else dialogue_acts.persuadee_act(label)
-
     er_counts, y_s, off_s = [], [], []
     pairs, start = Counter(), Counter()
     by_turn = [Counter() for _ in range(N_TURN_BINS)]
@@ -223,7 +267,7 @@ def fit(data_dir) -> dict:
                 turns[t]["er"].append(a)
                 by_turn[min(t, N_TURN_BINS - 1)][a] += 1
             elif r["B4"] == "1" and r["ee_label_1"].strip():
-                a = ee_act(r["ee_label_1"].strip())
+                a = response_act(r["ee_label_1"].strip())
                 turns[t]["ee"].append(a)
                 if ok_outcome:
                     valence[outcome[d] > 0][a] += 1

@@ -32,13 +32,13 @@ Assumptions (the data cannot pin them down):
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
 
 import numpy as np
 
 from scope_envs.core.game import Persona
-from scope_envs.games.p4g import dialogue_acts
+from scope_envs.games.p4g import dialogue_acts, reference
 from scope_envs.games.p4g.personas import numeric_traits, params, standardize
-from scope_envs.games.p4g import reference
 from scope_envs.games.p4g.reference import calibration, persuader_acts, propensity_logit
 
 HETEROGENEITY = 0.25
@@ -61,6 +61,41 @@ MODERATORS = {
 }
 
 
+@dataclass(frozen=True)
+class Assumptions:
+    """The held-out persuadee's untestable assumptions; the defaults are the benchmark's.
+
+    ``moving_acts``: ``"persuasion"`` (strategies and requests move willingness) or ``"all"`` (every act
+    with a fitted effect does, greeting, thanks and confirmation included, at its fitted coefficient, with
+    wear-out; the frozen simulator's associational reading). ``wear_out``: the k-th use of an act counts
+    1/k (False: every use counts in full). ``heterogeneity`` and ``pushiness``: the magnitudes above."""
+
+    moving_acts: str = "persuasion"
+    wear_out: bool = True
+    heterogeneity: float = HETEROGENEITY
+    pushiness: float = PUSHINESS
+
+    def __post_init__(self):
+        if self.moving_acts not in ("persuasion", "all"):
+            raise ValueError(f"moving_acts must be 'persuasion' or 'all', got {self.moving_acts!r}")
+        for name in ("heterogeneity", "pushiness"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 10:
+                raise ValueError(f"{name} must be a number in [0, 10], got {value!r}")
+
+
+DEFAULT = Assumptions()
+VARIANTS = {
+    "default": DEFAULT,
+    "all_acts_move": Assumptions(moving_acts="all"),
+    "no_wear_out": Assumptions(wear_out=False),
+    "homogeneous": Assumptions(heterogeneity=0.0),
+    "heterogeneity_x2": Assumptions(heterogeneity=2 * HETEROGENEITY),
+    "no_pushiness": Assumptions(pushiness=0.0),
+    "pushiness_x2": Assumptions(pushiness=2 * PUSHINESS),
+}
+
+
 def _z(persona: Persona) -> dict[str, float]:
     return dict(zip(numeric_traits(), np.clip(standardize(persona), -3, 3)))
 
@@ -74,28 +109,51 @@ def neutral() -> float:
     return params()["propensity"]["intercept"] + calibration("human_proxy_offset")
 
 
-def reply_distribution(persona: Persona, history, legal: np.ndarray) -> np.ndarray:
+def reply_distribution(persona: Persona, history, legal: np.ndarray,
+                       assumptions: Assumptions = DEFAULT) -> np.ndarray:
     return reference.reply_distribution(
-        willingness(persona, history), history, legal, stated_distribution(), neutral(),
+        willingness(persona, history, assumptions), history, legal, stated_distribution(), neutral(),
         calibration("human_proxy_amount_shift"),
     )
 
 
-def willingness(persona: Persona, history) -> float:
+def willingness(persona: Persona, history, assumptions: Assumptions = DEFAULT) -> float:
     offset = calibration("human_proxy_offset")
     coef = params()["strategy_effects"]["coef"]
+    moving = PERSUASION if assumptions.moving_acts == "persuasion" else tuple(coef)
     z = _z(persona)
     w = propensity_logit(persona) + offset
     uses: Counter = Counter()
     for a in persuader_acts(history):
-        if a not in PERSUASION:
+        if a not in moving:
             continue
         uses[a] += 1
-        t1, t2 = MODERATORS[a]
-        w += (coef[a] + HETEROGENEITY * (z[t1] + z[t2]) / 2) / uses[a]
+        effect = coef[a]
+        if a in MODERATORS:
+            t1, t2 = MODERATORS[a]
+            effect += assumptions.heterogeneity * (z[t1] + z[t2]) / 2
+        w += effect / uses[a] if assumptions.wear_out else effect
         if a in REQUESTS and uses["propose_donation"] + uses["ask_donation_amount"] > 2:
-            w -= PUSHINESS * (0.5 + reactance(z))
+            w -= assumptions.pushiness * (0.5 + reactance(z))
     return w
+
+
+def assumptions_from(value) -> Assumptions:
+    """``None`` (the default), a ``VARIANTS`` name, a dict of ``Assumptions`` fields, or an ``Assumptions``."""
+    if value is None:
+        return DEFAULT
+    if isinstance(value, Assumptions):
+        return value
+    if isinstance(value, str):
+        if value not in VARIANTS:
+            raise ValueError(f"p4g assumptions must be one of {sorted(VARIANTS)} (or a dict of fields), got {value!r}")
+        return VARIANTS[value]
+    if isinstance(value, dict):
+        unknown = set(value) - set(Assumptions.__dataclass_fields__)
+        if unknown:
+            raise ValueError(f"p4g assumptions take {sorted(Assumptions.__dataclass_fields__)}, not {sorted(unknown)}")
+        return Assumptions(**value)
+    raise ValueError(f"p4g assumptions must be a variant name, a dict or None, got {type(value).__name__}")
 
 
 def stated_distribution() -> np.ndarray:

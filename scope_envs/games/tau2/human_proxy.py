@@ -11,14 +11,71 @@ patience that runs out faster after tool errors, half-answers to slot requests
 (it may restate its request instead), and unprompted questions. Its parameters
 were set a priori from the trait definitions and are never tuned toward any
 benchmark result (DESIGN.md §4.4).
+
+Three of them are assumptions no data here pins down, each with a switch
+(``Assumptions``): how often users slip (``slips``, a factor on the card's slip
+probability), how often they retract a request (``retractions``, a factor on its
+mind-change probability) and how long they stay (``patience``, a factor on the
+agent messages they tolerate, after tool errors too). ``VARIANTS`` names the
+alternatives the benchmark's ``--sensitivity`` run re-evaluates every trained
+policy under (``scope_envs.make("tau2-heldout", assumptions="no_slips")``); they
+were fixed before any sensitivity result existed: each switch off (or halved,
+for patience) and doubled.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 
 from scope_envs.games.tau2.behaviour import patience_turns
 from scope_envs.games.tau2.dialogue_acts import USER_ACTS, USER_INDEX
+
+
+@dataclass(frozen=True)
+class Assumptions:
+    """Factors on the held-out user's slips, retractions (mind changes) and patience; 1.0 is the default."""
+
+    slips: float = 1.0
+    retractions: float = 1.0
+    patience: float = 1.0
+
+    def __post_init__(self):
+        for name in ("slips", "retractions", "patience"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 10:
+                raise ValueError(f"{name} must be a number in [0, 10], got {value!r}")
+
+
+DEFAULT = Assumptions()
+VARIANTS = {
+    "default": DEFAULT,
+    "no_slips": Assumptions(slips=0.0),
+    "slips_x2": Assumptions(slips=2.0),
+    "no_retractions": Assumptions(retractions=0.0),
+    "retractions_x2": Assumptions(retractions=2.0),
+    "patience_half": Assumptions(patience=0.5),
+    "patience_x2": Assumptions(patience=2.0),
+}
+
+
+def assumptions_from(value) -> Assumptions:
+    """``None`` (the default), a ``VARIANTS`` name, a dict of ``Assumptions`` fields, or an ``Assumptions``."""
+    if value is None:
+        return DEFAULT
+    if isinstance(value, Assumptions):
+        return value
+    if isinstance(value, str):
+        if value not in VARIANTS:
+            raise ValueError(f"tau2 assumptions must be one of {sorted(VARIANTS)} (or a dict of fields), got {value!r}")
+        return VARIANTS[value]
+    if isinstance(value, dict):
+        unknown = set(value) - set(Assumptions.__dataclass_fields__)
+        if unknown:
+            raise ValueError(f"tau2 assumptions take {sorted(Assumptions.__dataclass_fields__)}, not {sorted(unknown)}")
+        return Assumptions(**value)
+    raise ValueError(f"tau2 assumptions must be a variant name, a dict or None, got {type(value).__name__}")
 
 
 def _coin(seed: int, what: str, p: float) -> bool:
@@ -27,12 +84,14 @@ def _coin(seed: int, what: str, p: float) -> bool:
     return np.random.default_rng(h).random() < p
 
 
-def distribution(traits: dict, st: dict, legal: np.ndarray) -> np.ndarray:
-    t, seed = traits, st["episode_seed"]
+def distribution(traits: dict, st: dict, legal: np.ndarray, assumptions: Assumptions = DEFAULT) -> np.ndarray:
+    t, seed, a = traits, st["episode_seed"], assumptions
     w = np.zeros(len(USER_ACTS))
     patience = patience_turns(t) - 2 * st["tool_errors"]
-    slips = _coin(seed, "slip", t["slip"])
-    changes = _coin(seed, "mind", t["mind_change"])
+    if a.patience != 1.0:  # scaled only when switched, so that the default's arithmetic stays bit for bit
+        patience = a.patience * patience
+    slips = _coin(seed, "slip", t["slip"] * a.slips)
+    changes = _coin(seed, "mind", t["mind_change"] * a.retractions)
     if st["transfer_pending"]:
         w[USER_INDEX["transfer"]] = 1.0
     elif st["first_turn"]:
@@ -41,9 +100,7 @@ def distribution(traits: dict, st: dict, legal: np.ndarray) -> np.ndarray:
         else:
             w[USER_INDEX["inform_all"]] = t["disclose"] ** 2
             w[USER_INDEX["state_request"]] = 1 - t["disclose"] ** 2 + 0.05
-    elif st["satisfied"]:
-        w[USER_INDEX["stop"]] = 1.0
-    elif st["agent_msgs"] > patience:
+    elif st["satisfied"] or st["agent_msgs"] > patience:
         w[USER_INDEX["stop"]] = 1.0
     elif st["instructed"]:
         w[USER_INDEX["phone_action"]] = t["comply"] ** 0.5
