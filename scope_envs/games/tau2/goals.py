@@ -62,7 +62,12 @@ class Call:
     kind: str  # read | write | generic | phone
 
     def key(self) -> str:
-        return json.dumps([self.name, self.arguments, self.requestor], sort_keys=True)
+        # asked several times per step (legal acts, candidates): computed once per call (arguments are not mutated)
+        key = self.__dict__.get("_key")
+        if key is None:
+            key = json.dumps([self.name, self.arguments, self.requestor], sort_keys=True)
+            object.__setattr__(self, "_key", key)
+        return key
 
 
 @dataclass
