@@ -36,6 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from scope_envs.core.assumptions import resolve
 from scope_envs.core.game import Persona
 from scope_envs.games.p4g import dialogue_acts, reference
 from scope_envs.games.p4g.personas import numeric_traits, params, standardize
@@ -140,20 +141,7 @@ def willingness(persona: Persona, history, assumptions: Assumptions = DEFAULT) -
 
 def assumptions_from(value) -> Assumptions:
     """``None`` (the default), a ``VARIANTS`` name, a dict of ``Assumptions`` fields, or an ``Assumptions``."""
-    if value is None:
-        return DEFAULT
-    if isinstance(value, Assumptions):
-        return value
-    if isinstance(value, str):
-        if value not in VARIANTS:
-            raise ValueError(f"p4g assumptions must be one of {sorted(VARIANTS)} (or a dict of fields), got {value!r}")
-        return VARIANTS[value]
-    if isinstance(value, dict):
-        unknown = set(value) - set(Assumptions.__dataclass_fields__)
-        if unknown:
-            raise ValueError(f"p4g assumptions take {sorted(Assumptions.__dataclass_fields__)}, not {sorted(unknown)}")
-        return Assumptions(**value)
-    raise ValueError(f"p4g assumptions must be a variant name, a dict or None, got {type(value).__name__}")
+    return resolve(value, Assumptions, VARIANTS, "p4g")
 
 
 def stated_distribution() -> np.ndarray:

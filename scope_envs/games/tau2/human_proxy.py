@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from scope_envs.core.assumptions import resolve
 from scope_envs.games.tau2.behaviour import patience_turns
 from scope_envs.games.tau2.dialogue_acts import USER_ACTS, USER_INDEX
 
@@ -62,20 +63,7 @@ VARIANTS = {
 
 def assumptions_from(value) -> Assumptions:
     """``None`` (the default), a ``VARIANTS`` name, a dict of ``Assumptions`` fields, or an ``Assumptions``."""
-    if value is None:
-        return DEFAULT
-    if isinstance(value, Assumptions):
-        return value
-    if isinstance(value, str):
-        if value not in VARIANTS:
-            raise ValueError(f"tau2 assumptions must be one of {sorted(VARIANTS)} (or a dict of fields), got {value!r}")
-        return VARIANTS[value]
-    if isinstance(value, dict):
-        unknown = set(value) - set(Assumptions.__dataclass_fields__)
-        if unknown:
-            raise ValueError(f"tau2 assumptions take {sorted(Assumptions.__dataclass_fields__)}, not {sorted(unknown)}")
-        return Assumptions(**value)
-    raise ValueError(f"tau2 assumptions must be a variant name, a dict or None, got {type(value).__name__}")
+    return resolve(value, Assumptions, VARIANTS, "tau2")
 
 
 def _coin(seed: int, what: str, p: float) -> bool:
