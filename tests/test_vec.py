@@ -224,3 +224,20 @@ def test_the_trainer_trains_identically_on_batched_and_scalar_rollouts(env_id, k
     (*a, pa), (*b, pb) = runs
     assert a == b
     assert all(torch.equal(pa[k], pb[k]) for k in pa)
+
+
+def test_batched_tables_follow_set_params():
+    """Swapping the fitted parameters (the fitting and out-of-sample scripts do) reaches the batched rules too."""
+    import copy
+
+    from scope_envs.games.p4g import batched, personas
+
+    shipped = personas.params()
+    new = copy.deepcopy(shipped)
+    new["strategy_effects"]["coef"]["thank"] += 1.0
+    try:
+        personas.set_params(new)
+        assert batched.tables()["coef"]["thank"] == pytest.approx(shipped["strategy_effects"]["coef"]["thank"] + 1.0)
+    finally:
+        personas.set_params(shipped)
+    assert batched.tables()["coef"]["thank"] == shipped["strategy_effects"]["coef"]["thank"]

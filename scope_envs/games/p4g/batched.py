@@ -21,8 +21,6 @@ Reply models computed here for all slots at once:
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
 from scope_envs.core.game import Persona
@@ -38,11 +36,18 @@ PERSUASION = np.isin(np.arange(N_PERSUADER_ACTS), [dialogue_acts.PERSUADER_INDEX
 REQUESTS = np.isin(np.arange(N_PERSUADER_ACTS), [dialogue_acts.PERSUADER_INDEX[a] for a in human_proxy.REQUESTS])
 
 
-@functools.lru_cache(maxsize=1)
+_TABLES: list = [None, None]  # (the params dict they were built from, the tables)
+
+
 def tables() -> dict:
-    """The fitted parameters as arrays indexed by act (built once; ``personas.set_params`` callers rebuild
-    with ``tables.cache_clear()``)."""
+    """The fitted parameters as arrays indexed by act, rebuilt whenever ``personas.set_params`` swapped them."""
     p = personas.params()
+    if _TABLES[0] is not p:
+        _TABLES[:] = [p, _build_tables(p)]
+    return _TABLES[1]
+
+
+def _build_tables(p: dict) -> dict:
     resp = p["responses"]
     coef = p["strategy_effects"]["coef"]
     base = np.zeros((N_PERSUADER_ACTS, len(resp["acts"])))
