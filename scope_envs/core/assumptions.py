@@ -25,3 +25,11 @@ def resolve(value, cls: type, variants: dict, game: str):
             raise ValueError(f"{game} assumptions take {sorted(cls.__dataclass_fields__)}, not {sorted(unknown)}")
         return cls(**value)
     raise ValueError(f"{game} assumptions must be a variant name, a dict or None, got {type(value).__name__}")
+
+
+def check_magnitudes(assumptions, names: tuple[str, ...], top: float = 10.0) -> None:
+    """ValueError naming the first of ``names`` that is not a number in [0, ``top``]."""
+    for name in names:
+        value = getattr(assumptions, name)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= top:
+            raise ValueError(f"{name} must be a number in [0, {top:g}], got {value!r}")

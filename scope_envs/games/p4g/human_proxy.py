@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from scope_envs.core.assumptions import resolve
+from scope_envs.core.assumptions import check_magnitudes, resolve
 from scope_envs.core.game import Persona
 from scope_envs.games.p4g import dialogue_acts, reference
 from scope_envs.games.p4g.personas import numeric_traits, params, standardize
@@ -79,10 +79,7 @@ class Assumptions:
     def __post_init__(self):
         if self.moving_acts not in ("persuasion", "all"):
             raise ValueError(f"moving_acts must be 'persuasion' or 'all', got {self.moving_acts!r}")
-        for name in ("heterogeneity", "pushiness"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 10:
-                raise ValueError(f"{name} must be a number in [0, 10], got {value!r}")
+        check_magnitudes(self, ("heterogeneity", "pushiness"))
 
 
 DEFAULT = Assumptions()

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from scope_envs.core.assumptions import resolve
+from scope_envs.core.assumptions import check_magnitudes, resolve
 from scope_envs.games.tau2.behaviour import patience_turns
 from scope_envs.games.tau2.dialogue_acts import USER_ACTS, USER_INDEX
 
@@ -43,10 +43,7 @@ class Assumptions:
     patience: float = 1.0
 
     def __post_init__(self):
-        for name in ("slips", "retractions", "patience"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 10:
-                raise ValueError(f"{name} must be a number in [0, 10], got {value!r}")
+        check_magnitudes(self, ("slips", "retractions", "patience"))
 
 
 DEFAULT = Assumptions()
