@@ -41,15 +41,18 @@ class SharpenedReference(Simulator):
 
 
 def normalize(p: np.ndarray, legal: np.ndarray) -> np.ndarray:
+    """``p`` on the legal acts, renormalized (uniform over them where none has mass); along the last axis, so a
+    batch of rows (``scope_envs.vec``) is normalized row by row."""
     q = np.where(legal, np.maximum(p, 0.0), 0.0)
-    s = q.sum()
-    if s <= 0:
-        q = legal.astype(float)
-        s = q.sum()
+    s = q.sum(-1, keepdims=True)
+    empty = s[..., 0] <= 0
+    if empty.any():
+        q = np.where(empty[..., None], legal, q).astype(float)
+        s = q.sum(-1, keepdims=True)
     return q / s
 
 
 def sharpen(p: np.ndarray, gamma: float) -> np.ndarray:
-    """Typicality bias: ``p^gamma`` renormalized (DESIGN.md §1)."""
+    """Typicality bias: ``p^gamma`` renormalized (DESIGN.md §1), along the last axis."""
     q = np.power(p, gamma)
-    return q / q.sum()
+    return q / q.sum(-1, keepdims=True)

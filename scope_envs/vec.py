@@ -247,14 +247,6 @@ class LoopVecEnv(_VecBase):
 
 
 # -- the batched engine ----------------------------------------------------------------------------------
-def _default_assumptions(sim) -> bool:
-    """The held-out proxy at the assumptions ``P4GBatch.human_proxy_reply`` computes (the default ones)."""
-    from scope_envs.games.p4g import human_proxy
-
-    state = vars(sim)
-    return not state or state == {"assumptions": getattr(human_proxy, "DEFAULT", None)}
-
-
 class BatchedVecEnv(_VecBase):
     """The game's rules and the built-in simulators' replies computed for all slots at once (a game's
     subclass: ``P4GVecEnv``, ``CooperBenchVecEnv``).
@@ -304,9 +296,30 @@ class BatchedVecEnv(_VecBase):
         """Slot ``i``'s new game on ``persona`` (the scalar game's own dealing): the batch's card."""
         raise NotImplementedError
 
-    def batched_kind(self, sim, sampler) -> tuple | None:
-        """``sim``'s batched reply model with its parameters, or None: ask it slot by slot."""
+    def simulators(self) -> tuple[type, type]:
+        """(the game's sharpened reference simulator class, its held-out proxy class)."""
         raise NotImplementedError
+
+    def proxy_is_batched(self, proxy) -> bool:
+        """Whether the batch computes this held-out proxy's replies (its default assumptions)."""
+        return not vars(proxy)
+
+    def batched_kind(self, sim, sampler) -> tuple | None:
+        """``sim``'s batched reply model with its parameters, or None: ask it slot by slot. Batched: the game's
+        reference model sharpened (the frozen simulator, rotation members, families) and its held-out proxy,
+        answering directly."""
+        from scope_envs.agents.base import SharpenedReference
+
+        if type(sampler) is not DirectAnswer:
+            return None
+        reference, proxy = self.simulators()
+        kind = type(sim)
+        if isinstance(sim, reference) and kind.reference is reference.reference \
+                and kind.distribution is SharpenedReference.distribution and kind.act is Simulator.act:
+            return ("reference", float(sim.gamma), float(sim.cooperation))
+        if kind is proxy and self.proxy_is_batched(sim):
+            return ("human_proxy",)
+        return None
 
     def reply(self, kind: tuple, idx: np.ndarray, legal: np.ndarray) -> np.ndarray:
         """Reply distributions of the batched model ``kind`` in slots ``idx``."""
@@ -567,27 +580,22 @@ class P4GVecEnv(BatchedVecEnv):
             env.game.reset(persona, env._rng)
         return card_terms(persona)
 
-    def batched_kind(self, sim, sampler):
-        """The reference model sharpened (``ReferencePersuadee``: the frozen simulator, rotation members,
-        families) or the human proxy at its default assumptions, answering directly."""
-        from scope_envs.agents.base import SharpenedReference
+    def simulators(self):
         from scope_envs.agents.p4g import HumanProxyPersuadee, ReferencePersuadee
 
-        if type(sampler) is not DirectAnswer:
-            return None
-        kind = type(sim)
-        if isinstance(sim, ReferencePersuadee) and kind.reference is ReferencePersuadee.reference \
-                and kind.distribution is SharpenedReference.distribution and kind.act is Simulator.act:
-            return ("reference", float(sim.gamma), float(sim.cooperation))
-        if kind is HumanProxyPersuadee and _default_assumptions(sim):
-            return ("human_proxy",)
-        return None
+        return ReferencePersuadee, HumanProxyPersuadee
+
+    def proxy_is_batched(self, proxy) -> bool:
+        """``P4GBatch.human_proxy_reply`` computes the default assumptions only."""
+        from scope_envs.games.p4g import human_proxy
+
+        return vars(proxy) == {"assumptions": human_proxy.DEFAULT}
 
     def reply(self, kind, idx, legal):
-        from scope_envs.games.p4g.batched import sharpen_normalize
+        from scope_envs.agents.base import normalize, sharpen
 
         if kind[0] == "reference":
-            return sharpen_normalize(self.batch.reference_reply(idx, legal, kind[2]), kind[1], legal)
+            return normalize(sharpen(self.batch.reference_reply(idx, legal, kind[2]), kind[1]), legal)
         return self.batch.human_proxy_reply(idx, legal)
 
     def settle(self, ended):
@@ -632,27 +640,16 @@ class CooperBenchVecEnv(BatchedVecEnv):
             self.coins[i] = coins(persona.id, game.task.id, game.max_turns)
         return {"needs": game.task.needs, "talk": persona.traits.get("talk", 0.5)}
 
-    def batched_kind(self, sim, sampler):
-        """The reference partner sharpened (``ReferencePartner``: the frozen simulator, rotation members,
-        families; expected coins) or the human proxy (its coins flipped), answering directly."""
-        from scope_envs.agents.base import SharpenedReference
+    def simulators(self):
         from scope_envs.agents.cooperbench import HumanProxyPartner, ReferencePartner
 
-        if type(sampler) is not DirectAnswer:
-            return None
-        kind = type(sim)
-        if isinstance(sim, ReferencePartner) and kind.reference is ReferencePartner.reference \
-                and kind.distribution is SharpenedReference.distribution and kind.act is Simulator.act:
-            return ("reference", float(sim.gamma), float(sim.cooperation))
-        if kind is HumanProxyPartner and not vars(sim):
-            return ("human_proxy",)
-        return None
+        return ReferencePartner, HumanProxyPartner
 
     def reply(self, kind, idx, legal):
-        from scope_envs.games.p4g.batched import sharpen_normalize
+        from scope_envs.agents.base import normalize, sharpen
 
         if kind[0] == "reference":
-            return sharpen_normalize(self.batch.decide(idx, legal, self.traits[idx], None), kind[1], legal)
+            return normalize(sharpen(self.batch.decide(idx, legal, self.traits[idx], None), kind[1]), legal)
         coins = [self.coins[i] for i in idx.tolist()]
         return self.batch.decide(idx, legal, self.traits[idx], {key: np.array([c[key] for c in coins])
                                                                for key in coins[0]})

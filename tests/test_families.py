@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import scope_envs
+from conftest import random_actions
 from scope_envs.agents import families as fam
 from scope_envs.agents.base import SharpenedReference
 from scope_envs.core.env import DirectAnswer
@@ -49,7 +50,7 @@ def user_views(game, n=8):
     for ep in range(4):
         obs, _ = env.reset(seed=ep)
         while env.agents and len(views) < n:
-            obs, *_ = env.step({a: int(rng.choice(np.flatnonzero(obs[a]["action_mask"]))) for a in env.agents})
+            obs, *_ = env.step(random_actions(env, obs, rng))
     assert views, f"{game}: no user view with a choice"
     return views[:n]
 
@@ -138,7 +139,7 @@ def test_training_families_never_touch_the_heldout_behaviour_model(monkeypatch):
         obs, _ = env.reset(seed=ep)
         assert env.unwrapped.game.persona.split == "train"
         while env.agents:
-            obs, *_ = env.step({a: int(rng.choice(np.flatnonzero(obs[a]["action_mask"]))) for a in env.agents})
+            obs, *_ = env.step(random_actions(env, obs, rng))
 
 
 @pytest.mark.parametrize("game", GAMES)
@@ -153,7 +154,7 @@ def test_the_heldout_panel_plays_heldout_scenarios(game):
         obs, _ = env.reset(seed=ep)
         assert env.unwrapped.game.persona.split == "heldout"
         while env.agents:
-            obs, *_ = env.step({a: int(rng.choice(np.flatnonzero(obs[a]["action_mask"]))) for a in env.agents})
+            obs, *_ = env.step(random_actions(env, obs, rng))
 
 
 def test_tau2_cooperation_moves_a_card_toward_the_modal_one():
@@ -183,7 +184,7 @@ def test_rotation_of_three_families_cycles_by_episode_index(game):
         assert infos["agent_0"]["member"] == members[-1]
         assert env.unwrapped.simulator.family.index == members[-1]
         while env.agents:
-            obs, *_ = env.step({a: int(rng.choice(np.flatnonzero(obs[a]["action_mask"]))) for a in env.agents})
+            obs, *_ = env.step(random_actions(env, obs, rng))
     assert members == [0, 1, 2, 0, 1, 2]
     assert env.unwrapped.schedule.episode_index == 6
     again = []

@@ -276,16 +276,3 @@ def reply_distribution(w, said, legal, gifts, center, shift) -> np.ndarray:
     out = legal / legal.sum(1, keepdims=True)
     out[ok] = p[ok] / total[ok]
     return out
-
-
-def sharpen_normalize(p: np.ndarray, gamma: float, legal: np.ndarray) -> np.ndarray:
-    """``normalize(sharpen(p, gamma), legal)`` of ``scope_envs.agents.base``, row by row."""
-    q = np.power(p, gamma)
-    q = q / q.sum(1, keepdims=True)
-    q = np.where(legal, np.maximum(q, 0.0), 0.0)
-    s = q.sum(1, keepdims=True)
-    bad = s[:, 0] <= 0
-    if bad.any():
-        q[bad] = legal[bad]
-        s[bad] = q[bad].sum(1, keepdims=True)
-    return q / s
