@@ -40,12 +40,26 @@ does not know). Each slot keeps its own generator, member schedule and dealing f
 scalar env of the id (``envs[i]``), so the batched path gives the same trajectories as N scalar envs seeded
 alike (tests/test_vec.py plays every id both ways).
 
+Fast mode, ``make_vec(id, num_envs, exact=False)``: the same games, players and API, but one generator
+(seeded by ``reset(seed=s)`` with ``s`` itself, or the list of seeds given) drives all N slots, so nothing
+is drawn slot by slot: every simulator reply of a step from one call, each new episode's persona (and
+cooperbench task) drawn as indices into the split with the card's terms read from arrays built once per
+split, the member picked at once where the schedule is the default one (a single member, or uniform over
+the roster). What keeps per-slot state still runs per slot, on the shared generator: ``MemberSchedule``
+(rotation and population schedules), a checkpoint pool's pick, simulators asked slot by slot (``vs``, pool
+snapshots, custom users), ``scenario_seed`` options, the human proxy's follow-through. Episodes are then not those of N scalar envs seeded alike, but they are drawn from the
+same distribution: tests/test_vec_fast.py compares 10,000 episodes of each mode per id (outcomes, lengths,
+the user's acts) and shows the comparison rejects a perturbed engine. Fast mode applies to the batched
+engines only; an id or option that loops over scalar envs (``LoopVecEnv``) runs exact, with no error
+(``vec.exact`` says which mode runs).
+
 ``GymVectorEnv(vec)`` is the single-agent case (``agent_0`` alone acts) as a ``gymnasium.vector.VectorEnv``,
 for libraries that consume those (CleanRL-style loops; SB3 through a VecEnv adapter).
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -59,6 +73,8 @@ from scope_envs.games.cooperbench.game import CooperBenchGame
 from scope_envs.games.p4g.game import P4GGame
 from scope_envs.registry import make
 
+SPLITS = ("train", "heldout")  # an env's split (``DialogueParallelEnv.split``), as codes in fast mode
+
 # the keyword arguments of make() that the batched engine reproduces; any other (a held-out proxy's
 # assumption switch, say) falls back to looping the scalar envs, which implement it
 BATCHED_KWARGS = frozenset({
@@ -68,36 +84,47 @@ BATCHED_KWARGS = frozenset({
 })
 
 
-def make_vec(id: str, num_envs: int = 16, **kwargs):
-    """N episodes of ``id`` stepped together (``scope_envs.make(id, **kwargs)`` per slot; see the module)."""
+def make_vec(id: str, num_envs: int = 16, exact: bool = True, **kwargs):
+    """N episodes of ``id`` stepped together (``scope_envs.make(id, **kwargs)`` per slot; see the module).
+    ``exact=False``: fast mode, one generator for all slots (the same distribution of episodes, not the
+    same episodes as N scalar envs; see the module)."""
     if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
         raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
+    if not isinstance(exact, (bool, np.bool_)):
+        raise TypeError(f"exact must be a bool, got {exact!r}")
     envs = [make(id, **kwargs) for _ in range(int(num_envs))]
-    return vectorize(envs, batched=not set(kwargs) - BATCHED_KWARGS)
+    return vectorize(envs, batched=not set(kwargs) - BATCHED_KWARGS, exact=bool(exact))
 
 
-def vectorize(envs: list, batched: bool = True):
+def vectorize(envs: list, batched: bool = True, exact: bool = True):
     """The vec env over these scalar envs of one id: batched where their game and players allow (and
     ``batched``), else ``LoopVecEnv``. The envs stay the slots' configuration: their members (a pool's
-    snapshots join there), schedules, generators and dealing."""
+    snapshots join there), schedules, generators and dealing. ``exact=False``: the batched engine's fast
+    mode (one generator for all slots); the loop path is always exact."""
     if batched:
         for cls in BATCHED:
             if cls.supports(envs):
-                return cls(envs)
+                return cls(envs, exact=exact)
     return LoopVecEnv(envs)
+
+
+def _always_next(slot: int) -> dict:
+    """The default ``next_episode``: every slot starts its next episode at once."""
+    return {}
 
 
 # -- the shared part ---------------------------------------------------------------------------------------
 class _VecBase:
     num_envs: int
     envs: list
+    exact = True  # the same episodes as N scalar envs seeded alike (``BatchedVecEnv(exact=False)``: fast mode)
 
     def __init__(self, envs):
         if not envs:
             raise ValueError("a vec env needs at least one env")
         self.envs = list(envs)
         self.num_envs = len(self.envs)
-        self.next_episode: Callable[[int], dict | None] = lambda slot: {}
+        self.next_episode: Callable[[int], dict | None] = _always_next
         self.idle = np.ones(self.num_envs, bool)
         self._final_obs = False  # also keep the finished episodes' last observations (final_info["obs"])
 
@@ -268,10 +295,13 @@ class BatchedVecEnv(_VecBase):
                 return False
         return True
 
-    def __init__(self, envs):
+    def __init__(self, envs, exact: bool = True):
         super().__init__(envs)
+        self.exact = exact
+        self._rng = np.random.default_rng()  # fast mode's one generator (exact mode: each slot's env._rng)
         game = self.envs[0].unwrapped.game
         self.batch = self.make_batch(game)
+        self.batch.track_proxy = False  # until a slot's member is the held-out proxy (``_kind``)
         self.role_names = game.roles
         n = self.num_envs
         self._u = [e.unwrapped for e in self.envs]
@@ -279,7 +309,8 @@ class BatchedVecEnv(_VecBase):
         self.seat = np.full(n, -1, np.int64)  # the learnable user_j in the user seat, -1: a simulator
         self.kind = np.full(n, -1, np.int64)  # the simulator's batched reply model (``_kinds``), -1: ask it
         self.follows = np.zeros(n, bool)  # its follow_through is its own (p4g's human proxy: the gap)
-        self.persona: list = [None] * n
+        self.persona = np.full(n, None, object)
+        self.persona_id = np.full(n, None, object)
         self._ret = np.zeros(n)
         horizon = 2 * game.max_turns + 2
         self.hist_role = np.zeros((n, horizon), np.int64)
@@ -287,13 +318,31 @@ class BatchedVecEnv(_VecBase):
         self._masks = None
         self._kinds: list[tuple] = []  # batched reply models seen: ("reference", gamma, cooperation) | ...
         self._kind_of: dict = {}  # (id(sim), id(sampler)) -> (sim, sampler, code); holding sim keeps its id
+        # fast mode: each slot's roster as arrays over (slot, member), rebuilt when the env's members change
+        self._m_ref: list = [None] * n
+        self._m_count = np.zeros(n, np.int64)
+        self._m_kind = np.full((n, 1), -1, np.int64)
+        self._m_seat = np.full((n, 1), -1, np.int64)
+        self._m_follows = np.zeros((n, 1), bool)
+        self._m_own = np.full((n, 1), -1, np.int64)  # a simulator's own persona (into ``_own``), -1: dealt
+        self._own: list = []
+        self._m_learnable = np.zeros((n, 1), bool)
+        self._split_code = np.zeros(n, np.int64)
+        self._default_schedules = False
 
     # -- a game's part ------------------------------------------------------------------------------------
     def make_batch(self, game):
         raise NotImplementedError
 
-    def deal(self, i: int, env, sim, persona) -> dict:
-        """Slot ``i``'s new game on ``persona`` (the scalar game's own dealing): the batch's card."""
+    def deal(self, i: int, env, sim, persona, rng) -> dict:
+        """Slot ``i``'s new game on ``persona`` (the scalar game's own dealing, drawing from ``rng``): the
+        batch's card."""
+        raise NotImplementedError
+
+    def deal_many(self, idx: np.ndarray, split: str | None, persona=None) -> None:
+        """Fast mode: new games in slots ``idx`` on personas of ``split`` drawn from the shared generator (the
+        cards read from the split's arrays), or all on ``persona``, the members' own (any task drawn from
+        the shared generator); sets ``persona`` and ``persona_id``."""
         raise NotImplementedError
 
     def simulators(self) -> tuple[type, type]:
@@ -333,15 +382,27 @@ class BatchedVecEnv(_VecBase):
     def reset(self, seed=None, options=None, slots=None):
         slots, seeds, opts = self._reset_args(seed, options, slots)
         self.idle[:] = True
-        for i in slots:
-            if seeds[i] is not None:
-                self._u[i]._rng = np.random.default_rng(seeds[i])
+        if self.exact:
+            for i in slots:
+                if seeds[i] is not None:
+                    self._u[i]._rng = np.random.default_rng(seeds[i])
+        elif isinstance(seed, (int, np.integer)):
+            self._rng = np.random.default_rng(int(seed))
+        elif seed is not None and all(s is not None for s in seeds):
+            self._rng = np.random.default_rng([int(s) for s in seeds])
+        from scope_envs.core.env import FirstOrUniform
+
+        self._default_schedules = all(type(u.schedule) is FirstOrUniform for u in self._u)
+        self._split_code = np.array([SPLITS.index(u.split) for u in self._u], np.int64)
         self._start(slots, opts)
         self._run_simulators()
         return self._observe(), self._infos()
 
     def _start(self, slots: list[int], options: list[dict] | None) -> None:
         """``DialogueParallelEnv.reset`` of these slots: each one's generator, schedule and dealing."""
+        if not self.exact:
+            self._start_fast(slots, options)
+            return
         cards = []
         for j, i in enumerate(slots):
             env = self._u[i]
@@ -358,8 +419,8 @@ class BatchedVecEnv(_VecBase):
                 rng = env._rng if scenario is None else np.random.default_rng(scenario)
                 persona = env.game.sample_persona(rng, env.split)
             env.game.user_player = sim
-            cards.append(self.deal(i, env, sim, persona))
-            self.persona[i] = persona
+            cards.append(self.deal(i, env, sim, persona, env._rng))
+            self.persona[i], self.persona_id[i] = persona, persona.id
             self.member[i] = member
             agent = env.member_agent[member]
             self.seat[i] = -1 if agent is None else self._agent_index[agent]
@@ -373,6 +434,99 @@ class BatchedVecEnv(_VecBase):
         self._ret[idx] = 0.0
         self.idle[idx] = False
 
+    def _start_fast(self, slots: list[int], options: list[dict] | None) -> None:
+        """``_start`` on the shared generator: members, personas (and tasks) and cards drawn for all these
+        slots at once; per slot only what keeps per-slot state (see the module)."""
+        idx = np.asarray(slots, np.int64)
+        if not len(idx):
+            return
+        rng = self._rng
+        scenario: dict[int, int] = {}
+        for j, opt in enumerate(options or ()):
+            if opt and j < len(idx):
+                i = int(idx[j])
+                if opt.get("reset_schedule"):
+                    self._u[i].schedule.reset()
+                if opt.get("scenario_seed") is not None:
+                    scenario[i] = opt["scenario_seed"]
+        self._rosters(idx)
+        count = self._m_count[idx]
+        if self._default_schedules:  # FirstOrUniform: the only member, or one drawn uniformly
+            member = np.zeros(len(idx), np.int64)
+            many = count > 1
+            if many.any():
+                member[many] = rng.integers(count[many])
+        else:
+            member = np.array([self._u[i].schedule.pick(c, rng) for i, c in zip(idx.tolist(), count.tolist())],
+                              np.int64)
+        self.member[idx] = member
+        self.kind[idx] = kind = self._m_kind[idx, member]
+        self.seat[idx] = self._m_seat[idx, member]
+        self.follows[idx] = self._m_follows[idx, member]
+        # slot by slot: a simulator asked through the scalar env (its view reads the scalar game), a scenario
+        # seed
+        slow = (kind < 0) & ~self._m_learnable[idx, member]
+        if scenario:
+            slow |= np.isin(idx, list(scenario))
+        if slow.any():
+            cards, ones = [], idx[slow]
+            for i, m in zip(ones.tolist(), member[slow].tolist()):
+                env = self._u[i]
+                sim = env.members[m]
+                sim = None if sim == LEARNABLE else sim
+                persona = sim.persona if sim is not None and sim.persona is not None else None
+                if persona is None:
+                    seed = scenario.get(i)
+                    persona = env.game.sample_persona(rng if seed is None else np.random.default_rng(seed), env.split)
+                env.game.user_player = sim
+                cards.append(self.deal(i, env, sim, persona, rng))
+                self.persona[i], self.persona_id[i] = persona, persona.id
+            self.batch.reset(ones, cards)
+            idx, member = idx[~slow], member[~slow]
+        own = self._m_own[idx, member]
+        groups = [(int(own[0]), idx)] if len(own) and (own == own[0]).all() else \
+            [(code, idx[own == code]) for code in np.unique(own).tolist()]
+        for code, mine in groups:  # the frozen simulators play their own (default) persona
+            if code < 0:
+                codes = self._split_code[mine]
+                for split in np.unique(codes).tolist():
+                    self.deal_many(mine[codes == split], SPLITS[split])
+            else:
+                self.deal_many(mine, None, self._own[code])
+        idx = np.asarray(slots, np.int64)
+        self._ret[idx] = 0.0
+        self.idle[idx] = False
+
+    def _rosters(self, idx: np.ndarray) -> None:
+        """Fast mode: the (slot, member) arrays of these slots, rebuilt where the env's members changed (a
+        checkpoint pool's snapshot joins through ``set_members``, a new list)."""
+        for i in idx.tolist():
+            env = self._u[i]
+            if env.members is self._m_ref[i]:
+                continue
+            k = len(env.members)
+            if k > self._m_kind.shape[1]:
+                pad = k - self._m_kind.shape[1]
+                self._m_kind = np.pad(self._m_kind, ((0, 0), (0, pad)), constant_values=-1)
+                self._m_seat = np.pad(self._m_seat, ((0, 0), (0, pad)), constant_values=-1)
+                self._m_follows = np.pad(self._m_follows, ((0, 0), (0, pad)))
+                self._m_own = np.pad(self._m_own, ((0, 0), (0, pad)), constant_values=-1)
+                self._m_learnable = np.pad(self._m_learnable, ((0, 0), (0, pad)))
+            index = self._agent_index
+            for m, sim in enumerate(env.members):
+                agent = env.member_agent[m]
+                self._m_seat[i, m] = -1 if agent is None else index[agent]
+                learnable = sim == LEARNABLE
+                self._m_learnable[i, m] = learnable
+                self._m_kind[i, m] = -1 if learnable else self._kind(sim, env.user_sampler)
+                self._m_follows[i, m] = not learnable and type(sim).follow_through is not Simulator.follow_through
+                own = None if learnable else sim.persona
+                if own is not None and own not in self._own:  # equal cards (each env's default) share a code
+                    self._own.append(own)
+                self._m_own[i, m] = -1 if own is None else self._own.index(own)
+            self._m_count[i] = k
+            self._m_ref[i] = env.members
+
     @property
     def _agent_index(self) -> dict[str, int]:
         return {a: j for j, a in enumerate(self.possible_agents[1:])}
@@ -384,6 +538,7 @@ class BatchedVecEnv(_VecBase):
             kind = self.batched_kind(sim, sampler)
             if kind is not None and kind not in self._kinds:
                 self._kinds.append(kind)
+                self.batch.track_proxy = any(k[0] == "human_proxy" for k in self._kinds)
             self._kind_of[key] = (sim, sampler, -1 if kind is None else self._kinds.index(kind))
         return self._kind_of[key][2]
 
@@ -419,17 +574,23 @@ class BatchedVecEnv(_VecBase):
                 terms[agent][ended[mine]] = True
             self._ret[ended] += r_agent
             final = self._final(ended)
-            restart, options = [], []
-            for i in ended.tolist():
-                self._u[i].schedule.episode_end(int(self.member[i]), float(self._ret[i]))
-                nxt = self.next_episode(i)
-                if nxt is not None:
-                    restart.append(i)
-                    options.append(nxt)
+            if not self._default_schedules:  # FirstOrUniform.episode_end does nothing
+                for i, m, r in zip(ended.tolist(), self.member[ended].tolist(), self._ret[ended].tolist()):
+                    self._u[i].schedule.episode_end(m, r)
+            if self.next_episode is _always_next:
+                restart, options = ended.tolist(), None
+            else:
+                restart, options = [], []
+                for i in ended.tolist():
+                    nxt = self.next_episode(i)
+                    if nxt is not None:
+                        restart.append(i)
+                        options.append(nxt)
             self.idle[ended] = True
             if restart:
                 self._start(restart, options)
-                self._run_simulators()
+                if b.user_opens:  # else the new episodes open with the agent's move
+                    self._run_simulators()
         obs = self._observe()
         infos = self._infos()
         if final is not None:
@@ -441,17 +602,22 @@ class BatchedVecEnv(_VecBase):
         b, n = self.batch, self.num_envs
         mask = np.zeros(n, bool)
         mask[ended] = True
-        outcome = {}
-        for k, v in b.outcome(ended).items():
-            outcome[k] = np.zeros(n)
-            outcome[k][ended] = v
+        keys, values = zip(*b.outcome(ended).items())
+        table = np.zeros((len(keys), n))  # every outcome key at once: one row each
+        table[:, ended] = values
+        outcome = dict(zip(keys, table))
         score, ret = np.full(n, np.nan), np.zeros(n)
         score[ended], ret[ended] = b.agent_score(ended), self._ret[ended]
         persona, user_acts = np.full(n, None, object), np.full(n, None, object)
-        for i in ended.tolist():
-            length = b.length[i]
-            persona[i] = self.persona[i].id
-            user_acts[i] = self.hist_act[i, :length][self.hist_role[i, :length] == 1].tolist()
+        persona[ended] = self.persona_id[ended]
+        # the user's acts of every finished slot in one pass, then cut into one list per slot
+        length = b.length[ended]
+        width = int(length.max())
+        theirs = (self.hist_role[ended, :width] == 1) & (np.arange(width) < length[:, None])
+        acts = self.hist_act[ended, :width][theirs].tolist()
+        start = 0
+        for i, end in zip(ended.tolist(), np.cumsum(theirs.sum(1)).tolist()):
+            user_acts[i], start = acts[start:end], end
         final = {"outcome": outcome, "agent_score": score, "return": ret, "member": self.member.copy(),
                  "persona": persona, "user_acts": user_acts, "_mask": mask}
         if self._final_obs:
@@ -498,23 +664,42 @@ class BatchedVecEnv(_VecBase):
                 return
             legal = b.legal(1, active)
             kinds = self.kind[todo]
-            for code in np.unique(kinds).tolist():
-                idx = todo[kinds == code]
+            if (kinds == kinds[0]).all():  # the usual case: one model in every slot
+                groups = [(int(kinds[0]), todo)]
+            else:
+                groups = [(code, todo[kinds == code]) for code in np.unique(kinds).tolist()]
+            for code, idx in groups:
                 if code < 0:
                     acts = np.array([self._ask(i, legal[i]) for i in idx.tolist()], np.int64)
-                else:
+                elif self.exact:
                     p = self.reply(self._kinds[code], idx, legal[idx])
                     u = np.array([self._u[i]._rng.random() for i in idx.tolist()])
                     cdf = np.cumsum(p, 1)
                     cdf /= cdf[:, -1:]
                     acts = (cdf <= u[:, None]).sum(1)
+                else:  # one draw for all the slots; the weights need no normalizing for inverse-CDF sampling
+                    w = self.reply_weights(self._kinds[code], idx, legal[idx])
+                    cdf = w @ self._triu(w.shape[1])  # the running sums, as one product (faster than cumsum)
+                    acts = (cdf <= (self._rng.random(len(idx)) * cdf[:, -1])[:, None]).sum(1)
                 self._apply(1, idx, acts)
+            if b.user_replies_once:  # the agent moves next (or the game is over) in every slot
+                return
+
+    def reply_weights(self, kind: tuple, idx: np.ndarray, legal: np.ndarray) -> np.ndarray:
+        """Fast mode: weights proportional to ``reply``'s distributions, zero off the legal acts."""
+        return self.reply(kind, idx, legal)
+
+    @staticmethod
+    @functools.cache
+    def _triu(k: int) -> np.ndarray:
+        return np.triu(np.ones((k, k)))
 
     def _ask(self, i: int, legal: np.ndarray) -> int:
         """One slot's simulator turn through the scalar env's own sampler (``DialogueParallelEnv._run_simulator``)."""
         env = self._u[i]
         sim = env.simulator
-        choice, _ = env.user_sampler(sim, self.view(i, 1, legal, sim.wants_observation), env._rng)
+        rng = env._rng if self.exact else self._rng
+        choice, _ = env.user_sampler(sim, self.view(i, 1, legal, sim.wants_observation), rng)
         return int(choice)
 
     def view(self, i: int, role: int, legal: np.ndarray, observation: bool = False) -> View:
@@ -538,10 +723,11 @@ class BatchedVecEnv(_VecBase):
         active = b.active()
         active[self.idle] = -1
         self._active = active
-        self._masks = [b.legal(0, active), b.legal(1, active)]
-        obs = {AGENT: {"observation": np.clip(b.features(0), -FEATURE_BOUND, FEATURE_BOUND),
-                       "action_mask": self._masks[0].astype(np.int8)}}
         users = self.possible_agents[1:]
+        self._masks = [b.legal(0, active), b.legal(1, active) if users else None]
+        x = b.features(0)
+        obs = {AGENT: {"observation": np.clip(x, -FEATURE_BOUND, FEATURE_BOUND, out=x),
+                       "action_mask": self._masks[0].astype(np.int8)}}
         if users:
             x = np.clip(b.features(1), -FEATURE_BOUND, FEATURE_BOUND)
             m = self._masks[1].astype(np.int8)
@@ -563,6 +749,17 @@ class BatchedVecEnv(_VecBase):
                 "_final_info": np.zeros(n, bool)}
 
 
+def power(p: np.ndarray, gamma: float) -> np.ndarray:
+    """``p ** gamma``; a small whole ``gamma`` (the default 3) by products, several times faster than ``pow``
+    (fast mode only: the last bit may differ from ``np.power``)."""
+    if gamma in (1.0, 2.0, 3.0, 4.0):
+        q = p
+        for _ in range(int(gamma) - 1):
+            q = q * p
+        return q
+    return np.power(p, gamma)
+
+
 class P4GVecEnv(BatchedVecEnv):
     """Persuasion for Good batched (``scope_envs.games.p4g.batched``)."""
 
@@ -573,12 +770,24 @@ class P4GVecEnv(BatchedVecEnv):
 
         return P4GBatch(self.num_envs, game.max_turns, game.user_reward)
 
-    def deal(self, i, env, sim, persona):
+    def deal(self, i, env, sim, persona, rng):
         from scope_envs.games.p4g.batched import card_terms
 
         if env.game.persona is not persona:  # p4g's reset draws nothing: the scalar game keeps the card in step
-            env.game.reset(persona, env._rng)
+            env.game.reset(persona, rng)
         return card_terms(persona)
+
+    def deal_many(self, idx, split, persona=None):
+        from scope_envs.games.p4g.batched import card_terms, split_cards
+
+        if persona is not None:
+            self.batch.reset_terms(idx, card_terms(persona))
+            self.persona[idx], self.persona_id[idx] = persona, persona.id
+            return
+        table = split_cards(split)
+        drawn = self._rng.integers(len(table["ids"]), size=len(idx))  # ``personas.sample``, all at once
+        self.batch.reset_terms(idx, {k: v[drawn] for k, v in table["terms"].items()})
+        self.persona[idx], self.persona_id[idx] = table["personas"][drawn], table["ids"][drawn]
 
     def simulators(self):
         from scope_envs.agents.p4g import HumanProxyPersuadee, ReferencePersuadee
@@ -598,13 +807,20 @@ class P4GVecEnv(BatchedVecEnv):
             return normalize(sharpen(self.batch.reference_reply(idx, legal, kind[2]), kind[1]), legal)
         return self.batch.human_proxy_reply(idx, legal)
 
+    def reply_weights(self, kind, idx, legal):
+        if kind[0] == "reference":  # ``sharpen`` unnormalized (``reference_reply`` is zero off the legal acts)
+            return power(self.batch.reference_reply(idx, legal, kind[2], normalized=False), kind[1])
+        return self.batch.human_proxy_reply(idx, legal, normalized=False)
+
     def settle(self, ended):
         """The gift a stated amount becomes (``P4GGame.apply``): the simulator's follow-through."""
         b = self.batch
         actual = b.intended(ended)
         for j in np.flatnonzero(self.follows[ended]).tolist():
-            env = self._u[int(ended[j])]
-            actual[j] = float(env.simulator.follow_through(float(actual[j]), env._rng))
+            i = int(ended[j])
+            env = self._u[i]
+            sim = env.members[int(self.member[i])]
+            actual[j] = float(sim.follow_through(float(actual[j]), env._rng if self.exact else self._rng))
         b.settle(ended, actual)
 
     def public_private(self, i, role):
@@ -622,41 +838,84 @@ class CooperBenchVecEnv(BatchedVecEnv):
         from scope_envs.games.cooperbench.batched import CooperBenchBatch
 
         self.traits = np.zeros((self.num_envs, 5))
-        self.coins: list = [None] * self.num_envs
-        return CooperBenchBatch(self.num_envs, game.max_turns, game.user_reward)
+        self.task_id = np.full(self.num_envs, None, object)
+        self._own_styles: dict = {}
+        batch = CooperBenchBatch(self.num_envs, game.max_turns, game.user_reward)
+        self.coins = {k: np.zeros((self.num_envs, *np.shape(v))) for k, v in batch.coins("", "").items()}
+        return batch
 
-    def deal(self, i, env, sim, persona):
-        from scope_envs.games.cooperbench.batched import coins
+    def deal(self, i, env, sim, persona, rng):
         from scope_envs.games.cooperbench.styles import TRAITS
 
         game = env.game
-        game.reset(persona, env._rng)  # draws the task from the slot's generator
+        game.reset(persona, rng)  # draws the task from the slot's generator
+        self.task_id[i] = game.task.id
         kind = None if sim is None else self.batched_kind(sim, env.user_sampler)
         if kind is not None and kind[0] == "reference":
             c = kind[2]  # ``agents.cooperbench._cooperative``: every trait moved up by the cooperation
             self.traits[i] = [min(1.0, persona.traits[t] + c) if c else persona.traits[t] for t in TRAITS]
         elif kind is not None:
             self.traits[i] = [persona.traits[t] for t in TRAITS]
-            self.coins[i] = coins(persona.id, game.task.id, game.max_turns)
+            for k, v in self.batch.coins(persona.id, game.task.id).items():
+                self.coins[k][i] = v
         return {"needs": game.task.needs, "talk": persona.traits.get("talk", 0.5)}
+
+    def deal_many(self, idx, split, persona=None):
+        from scope_envs.games.cooperbench.batched import (
+            split_styles,
+            split_tasks,
+            style_table,
+        )
+        from scope_envs.games.cooperbench.world import SPLIT_KEYS
+
+        rng = self._rng
+        if persona is None:
+            styles = split_styles(split)
+            drawn = rng.integers(len(styles["ids"]), size=len(idx))  # ``styles.sample``, all at once
+        else:  # ``CooperBenchGame.reset``: a card of no split draws a train task
+            if id(persona) not in self._own_styles:  # ``_own`` keeps the card, hence its id
+                self._own_styles[id(persona)] = style_table((persona,))
+            styles, drawn = self._own_styles[id(persona)], np.zeros(len(idx), np.int64)
+            split = persona.split if persona.split in SPLIT_KEYS else "train"
+        tasks = split_tasks(split)
+        task = rng.integers(len(tasks["ids"]), size=len(idx))  # ``CooperBenchGame.reset``'s task
+        self.batch.reset_needs(idx, tasks["needs"][task], styles["talk"][drawn])
+        self.persona[idx], self.persona_id[idx] = styles["personas"][drawn], styles["ids"][drawn]
+        self.task_id[idx] = tasks["ids"][task]
+        kinds = self.kind[idx]
+        for code in np.unique(kinds).tolist():
+            if code < 0:  # a learnable user: no policy to parameterize
+                continue
+            sel = kinds == code
+            kind, traits = self._kinds[code], styles["traits"][drawn[sel]]
+            if kind[0] == "reference":
+                c = kind[2]
+                traits = np.minimum(1.0, traits + c) if c else traits
+            else:
+                for j, (i, p, t) in enumerate(zip(idx[sel].tolist(), drawn[sel].tolist(), task[sel].tolist())):
+                    for k, v in self.batch.coins(styles["ids"][p], tasks["ids"][t]).items():
+                        self.coins[k][i] = v
+            self.traits[idx[sel]] = traits
 
     def simulators(self):
         from scope_envs.agents.cooperbench import HumanProxyPartner, ReferencePartner
 
         return ReferencePartner, HumanProxyPartner
 
+    def reply_weights(self, kind, idx, legal):
+        if kind[0] == "reference":  # ``sharpen`` unnormalized (``decide`` is zero off the legal acts)
+            return power(self.batch.decide(idx, legal, self.traits[idx], None), kind[1])
+        return self.reply(kind, idx, legal)
+
     def reply(self, kind, idx, legal):
         from scope_envs.agents.base import normalize, sharpen
 
         if kind[0] == "reference":
             return normalize(sharpen(self.batch.decide(idx, legal, self.traits[idx], None), kind[1]), legal)
-        coins = [self.coins[i] for i in idx.tolist()]
-        return self.batch.decide(idx, legal, self.traits[idx], {key: np.array([c[key] for c in coins])
-                                                               for key in coins[0]})
+        return self.batch.decide(idx, legal, self.traits[idx], {k: v[idx] for k, v in self.coins.items()})
 
     def public_private(self, i, role):
         b, other, names = self.batch, 1 - role, self.role_names
-        game = self._u[i].game
         regions = [frozenset(np.flatnonzero(row).tolist()) for row in (b.needs[i, role], b.known[i, role],
                                                                         b.claims[i, other], b.claims[i, role])]
         feature = ("A",) if role == 0 else ("B",)
@@ -664,7 +923,7 @@ class CooperBenchVecEnv(BatchedVecEnv):
                  if code}
         public = {"turns": dict(zip(names, b.turns[i].tolist())),
                   "submitted": dict(zip(names, map(bool, b.submitted[i])))}
-        private = {"task": game.task.id, "needs": regions[0], "known": regions[1], "partner_claims": regions[2],
+        private = {"task": self.task_id[i], "needs": regions[0], "known": regions[1], "partner_claims": regions[2],
                    "own_claims": regions[3], "edits": edits, "asked": bool(b.asked[i, role]),
                    "announced": bool(b.announced[i, role]), "reported": bool(b.reported[i, role]),
                    "partner_done": bool(b.reported[i, other] or b.submitted[i, other]), "turn": int(b.turns[i, role])}

@@ -24,6 +24,9 @@ What an episode is comes from the dataset row (``EpisodeSpec.parse``): ``{"env_i
 its prompt when that is this JSON. Every live agent of the episode is played by the engine's model; the
 shared loop is ``scope_envs.integrations.episodes.play`` and the token bookkeeping is the same
 ``Trace`` that ``scope_envs.train.llm.ppo`` trains on.
+
+On the act surface, ``scope_envs.integrations.sb3`` gives Stable-Baselines3 (and sb3-contrib's
+``MaskablePPO``) ``make_vec``'s batched rollouts as an SB3 ``VecEnv`` (extra ``sb3``; not imported here).
 """
 
 from scope_envs.integrations.episodes import (

@@ -5,7 +5,9 @@
 policy, expected or with its coins flipped) operation for operation, so that the same seeds give the same
 trajectories (``tests/test_vec.py`` plays every cooperbench id both ways). Dealing (the style card and the
 task) stays with the scalar game; the vec env (``scope_envs.vec``) passes each slot's task and the style's
-traits in. Roles are 0 (``teammate``, feature A) and 1 (``partner``, feature B).
+traits in. Roles are 0 (``teammate``, feature A) and 1 (``partner``, feature B). The vec env's fast mode
+deals from ``split_styles`` and ``split_tasks``: a split's cards and tasks as arrays, so N deals are N
+pairs of indices.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import zlib
 import numpy as np
 
 from scope_envs.core.rewards import SIMULATOR_REWARDS
+from scope_envs.games.cooperbench import styles, world
 from scope_envs.games.cooperbench.dialogue_acts import (
     ACTS,
     CLAIM,
@@ -55,9 +58,39 @@ def coins(style_id: str, task: str, max_turns: int) -> dict[str, np.ndarray]:
             "claim": np.array([u("claim", r) for r in range(R)]), "report": u("report")}
 
 
+@functools.cache
+def split_styles(split: str) -> dict:
+    """Every style card of ``split`` (``styles.persona(split, i)``, i in order): ``personas`` and ``ids``
+    (object arrays), ``traits`` (cards, 5) in ``TRAITS`` order and ``talk``. Cached: read, never write."""
+    return style_table(tuple(styles.persona(split, i) for i in range(styles.SPLIT_SIZES[split])))
+
+
+def style_table(people: tuple) -> dict:
+    """``split_styles`` of these cards."""
+    out = {"personas": np.empty(len(people), object), "ids": np.array([p.id for p in people], object),
+           "traits": np.array([[p.traits[t] for t in TRAITS] for p in people]),
+           "talk": np.array([p.traits.get("talk", 0.5) for p in people])}
+    out["personas"][:] = people
+    return out
+
+
+@functools.cache
+def split_tasks(split: str) -> dict:
+    """Every task of ``split`` (``world.tasks``): ``ids`` (an object array) and ``needs`` (tasks, 2, regions)
+    bool. Cached: read, never write."""
+    tasks = world.tasks(split)
+    needs = np.zeros((len(tasks), 2, R), bool)
+    for j, task in enumerate(tasks):
+        for role in (0, 1):
+            needs[j, role, list(task.needs[role])] = True
+    return {"ids": np.array([t.id for t in tasks], object), "needs": needs}
+
+
 class CooperBenchBatch:
     roles = ("teammate", "partner")
     n_acts = (N_ACTS, N_ACTS)
+    # the turn order the vec env may rely on: the teammate opens; the partner moves again once it submitted
+    user_opens, user_replies_once = False, False
 
     def __init__(self, n: int, max_turns: int = 12, user_reward: str = "persona"):
         self.n, self.max_turns, self.user_reward = n, max_turns, user_reward
@@ -85,11 +118,16 @@ class CooperBenchBatch:
         """New games in slots ``idx``: each card holds the task's ``needs`` (two region sets) and ``talk``."""
         if not len(idx):
             return
-        for j, i in enumerate(idx.tolist()):
-            self.needs[i] = False
+        needs = np.zeros((len(idx), 2, R), bool)
+        for j, card in enumerate(cards):
             for role in (0, 1):
-                self.needs[i, role, list(cards[j]["needs"][role])] = True
-        self.talk[idx] = [c["talk"] for c in cards]
+                needs[j, role, list(card["needs"][role])] = True
+        self.reset_needs(idx, needs, [c["talk"] for c in cards])
+
+    def reset_needs(self, idx: np.ndarray, needs: np.ndarray, talk) -> None:
+        """``reset`` with the tasks' needs stacked (len(idx), 2, regions) and the cards' ``talk``."""
+        self.needs[idx] = needs
+        self.talk[idx] = talk
         for a in (self.known, self.claims, self.submitted, self.announced, self.reported, self.asked):
             a[idx] = False
         for a in (self.edits, self.turns, self.last_message, self.messages, self.length, self.next):
@@ -97,6 +135,10 @@ class CooperBenchBatch:
         self.done[idx] = False
         for v in self.result.values():
             v[idx] = 0.0
+
+    def coins(self, style_id: str, task: str) -> dict[str, np.ndarray]:
+        """``coins`` of one (style, task) at this batch's ``max_turns``."""
+        return coins(style_id, task, self.max_turns)
 
     def active(self) -> np.ndarray:
         return np.where(self.done, -1, self.next)

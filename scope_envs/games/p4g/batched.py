@@ -7,7 +7,8 @@ floating-point order, so that the same seeds give the same trajectories:
 ``tests/test_vec.py`` plays every p4g id both ways and compares every
 observation, mask, reward and outcome. Dealing (the card) stays with the scalar
 game (``P4GGame.sample_persona``); who plays the user, and their generators, stay
-with the vec env.
+with the vec env. The vec env's fast mode deals from ``split_cards``: every card
+of a split with its terms as arrays, so N cards are N indices.
 
 Reply models computed here for all slots at once:
 
@@ -32,6 +33,7 @@ FIRST_AMOUNT = dialogue_acts.FIRST_AMOUNT
 CLOSE = dialogue_acts.PERSUADER_INDEX["close"]
 CLOSING = dialogue_acts.PERSUADEE_INDEX["closing"]
 AMOUNTS = np.array(dialogue_acts.AMOUNT_BINS)
+STATED = np.concatenate([[0.0], AMOUNTS])  # the stated amount by ``stated + 1``: 0 before any statement
 PERSUASION = np.isin(np.arange(N_PERSUADER_ACTS), [dialogue_acts.PERSUADER_INDEX[a] for a in human_proxy.PERSUASION])
 REQUESTS = np.isin(np.arange(N_PERSUADER_ACTS), [dialogue_acts.PERSUADER_INDEX[a] for a in human_proxy.REQUESTS])
 
@@ -53,10 +55,16 @@ def _build_tables(p: dict) -> dict:
     base = np.zeros((N_PERSUADER_ACTS, len(resp["acts"])))
     for a, name in enumerate(dialogue_acts.PERSUADER_ACTS):
         base[a] = resp["given"][name] if name in resp["given"] else resp["start"]
+    valence = np.array([p["valence"][a] for a in resp["acts"]])
+    reply_index = np.array([dialogue_acts.PERSUADEE_INDEX[n] for n in resp["acts"][:-1]])
+    contiguous = (np.diff(reply_index) == 1).all()
     return {
         "base": base,  # the reply frequencies after each persuader act
-        "valence": np.array([p["valence"][a] for a in resp["acts"]]),
-        "reply_index": np.array([dialogue_acts.PERSUADEE_INDEX[n] for n in resp["acts"][:-1]]),
+        "valence": valence,
+        "tilt": (reference.KAPPA * valence)[None],  # how willingness tilts each reply (``reply_distribution``)
+        "reply_index": reply_index,
+        # where the replies go in a row of persuadee acts: a slice when they are in order (writes faster)
+        "reply_columns": slice(reply_index[0], reply_index[-1] + 1) if contiguous else reply_index,
         "ref_coef": np.array([coef.get(a, 0.0) for a in dialogue_acts.PERSUADER_ACTS]),
         "coef": coef,
     }
@@ -72,6 +80,25 @@ def card_terms(persona: Persona) -> dict:
         if len(_CARDS) > 8192:
             _CARDS.clear()
         hit = _CARDS[id(persona)] = (persona, _card_terms(persona))
+    return hit[1]
+
+
+_SPLITS: dict = {}  # split -> (the params dict they were built from, the split's cards)
+
+
+def split_cards(split: str) -> dict:
+    """Every card of ``split`` (``personas.persona(split, i)``, i in order): ``personas`` and ``ids`` (object
+    arrays) and ``terms``, each of ``card_terms``' keys an array over the cards; rebuilt whenever
+    ``personas.set_params`` swapped the parameters."""
+    p = personas.params()
+    hit = _SPLITS.get(split)
+    if hit is None or hit[0] is not p:
+        people = [personas.persona(split, i) for i in range(personas.SPLIT_SIZES[split])]
+        terms = [card_terms(x) for x in people]
+        cards = {"personas": np.empty(len(people), object), "ids": np.array([x.id for x in people], object),
+                 "terms": {k: np.array([t[k] for t in terms]) for k in terms[0]}}
+        cards["personas"][:] = people
+        hit = _SPLITS[split] = (p, cards)
     return hit[1]
 
 
@@ -97,6 +124,8 @@ class P4GBatch:
 
     roles = ("persuader", "persuadee")
     n_acts = (N_PERSUADER_ACTS, N_PERSUADEE_ACTS)
+    # the turn order the vec env may rely on: the persuader opens, and the persuadee replies once per turn
+    user_opens, user_replies_once = False, True
 
     def __init__(self, n: int, max_turns: int = 10, user_reward: str = "mixed"):
         self.n, self.max_turns, self.user_reward = n, max_turns, user_reward
@@ -123,18 +152,25 @@ class P4GBatch:
         self.requests = np.zeros(n, np.int64)
         self.length = np.zeros(n, np.int64)
         self._noop = [np.eye(k, dtype=bool)[0] for k in self.n_acts]
+        # whether any slot may play the human proxy, whose willingness ``apply`` then tracks (the vec env
+        # sets it; the state is reset per episode, so turning it on between episodes is safe)
+        self.track_proxy = True
 
     # -- episodes ------------------------------------------------------------------------
     def reset(self, idx: np.ndarray, cards: list[dict]) -> None:
         """Start new games in slots ``idx`` on these cards (``card_terms`` of each slot's persona)."""
         if not len(idx):
             return
-        self.z[idx] = [t["z"] for t in cards]
-        self.ref_base[idx] = [t["reference"] for t in cards]
-        self.proxy_w[idx] = self.proxy_base[idx] = [t["proxy"] for t in cards]
-        self.moderated[idx] = [t["moderated"] for t in cards]
-        self.push[idx] = [t["push"] for t in cards]
-        self.expected[idx] = [t["expected_gift"] for t in cards]
+        self.reset_terms(idx, {k: [t[k] for t in cards] for k in cards[0]})
+
+    def reset_terms(self, idx: np.ndarray, terms: dict) -> None:
+        """``reset`` with the cards' terms stacked: each key of ``card_terms`` an array over ``idx``."""
+        self.z[idx] = terms["z"]
+        self.ref_base[idx] = terms["reference"]
+        self.proxy_w[idx] = self.proxy_base[idx] = terms["proxy"]
+        self.moderated[idx] = terms["moderated"]
+        self.push[idx] = terms["push"]
+        self.expected[idx] = terms["expected_gift"]
         self.turns[idx], self.stated[idx], self.final[idx], self.done[idx], self.actual[idx] = 0, -1, False, False, 0.0
         self.counts[0][idx] = 0
         self.counts[1][idx] = 0
@@ -149,12 +185,11 @@ class P4GBatch:
     def legal(self, role: int, active: np.ndarray) -> np.ndarray:
         """Each slot's legal acts of ``role``; slots where ``role`` is not to move get the no-op only."""
         on = active == role
-        mask = np.repeat(self._noop[role][None], self.n, 0)
-        mask[on] = ~self._noop[role]
+        noop = self._noop[role]
+        mask = np.where(on[:, None], ~noop, noop)
         if role == 1:
-            final = on & self.final
-            mask[final, 1:FIRST_AMOUNT] = False
-            mask[on, CLOSING] = self.stated[on] >= 0
+            mask[:, 1:FIRST_AMOUNT] &= ~(on & self.final)[:, None]  # the final reply: an amount (or closing, below)
+            mask[:, CLOSING] = on & (self.stated >= 0)
         return mask
 
     def apply(self, role: int, idx: np.ndarray, acts: np.ndarray) -> np.ndarray:
@@ -168,7 +203,8 @@ class P4GBatch:
             self.final[idx] = (acts == CLOSE) | (self.turns[idx] >= self.max_turns)
             self.last_persuader[idx] = acts
             self.ref_sum[idx] += tables()["ref_coef"][acts]
-            self._proxy_update(idx, acts)
+            if self.track_proxy:
+                self._proxy_update(idx, acts)
             return idx[:0]
         amount = acts >= FIRST_AMOUNT
         self.stated[idx[amount]] = acts[amount] - FIRST_AMOUNT
@@ -190,7 +226,7 @@ class P4GBatch:
         self.proxy_w[pushy] -= self.push[pushy]
 
     def intended(self, idx) -> np.ndarray:
-        return np.where(self.stated[idx] >= 0, AMOUNTS[np.maximum(self.stated[idx], 0)], 0.0)
+        return STATED[self.stated[idx] + 1]
 
     def settle(self, idx, actual) -> None:
         self.actual[idx] = actual
@@ -201,7 +237,7 @@ class P4GBatch:
         out = np.zeros((n, self.obs_dim[role]), np.float32)
         turn = (self.turns / max_turns).astype(np.float32)
         has = self.stated >= 0
-        stated = (np.where(has, AMOUNTS[np.maximum(self.stated, 0)], 0.0) / 2.0).astype(np.float32)
+        stated = (STATED[self.stated + 1] / 2.0).astype(np.float32)
         rows = np.arange(n)
         other = 1 - role
         last_other = self.last_role == other
@@ -214,10 +250,10 @@ class P4GBatch:
         k = self.n_acts[other]
         out[rows[last_other], c + self.last_act[last_other]] = 1
         c += k
-        out[:, c : c + k] = self.counts[other] / 5
+        np.divide(self.counts[other], 5, out=out[:, c : c + k])
         c += k
         k = self.n_acts[role]
-        out[:, c : c + k] = self.counts[role] / 5
+        np.divide(self.counts[role], 5, out=out[:, c : c + k])
         c += k
         out[:, c] = has
         out[:, c + 1] = stated
@@ -245,34 +281,44 @@ class P4GBatch:
         return actual, user
 
     # -- the users' replies ------------------------------------------------------------------------
-    def reference_reply(self, idx, legal, cooperation: float) -> np.ndarray:
-        """``ReferencePersuadee.reference`` in slots ``idx``: the reference reply distribution."""
+    def reference_reply(self, idx, legal, cooperation: float, normalized: bool = True) -> np.ndarray:
+        """``ReferencePersuadee.reference`` in slots ``idx``: the reference reply distribution (up to each
+        row's sum unless ``normalized``)."""
         w = (self.ref_base[idx] + self.ref_sum[idx]) + cooperation
         return reply_distribution(w, self.last_persuader[idx], legal, reference.gift_distribution(),
-                                  reference.neutral(), 0.0)
+                                  reference.neutral(), 0.0, normalized)
 
-    def human_proxy_reply(self, idx, legal) -> np.ndarray:
+    def human_proxy_reply(self, idx, legal, normalized: bool = True) -> np.ndarray:
         """``human_proxy.reply_distribution`` in slots ``idx`` (its default assumptions)."""
         return reply_distribution(self.proxy_w[idx], self.last_persuader[idx], legal,
                                   human_proxy.stated_distribution(), human_proxy.neutral(),
-                                  reference.calibration("human_proxy_amount_shift"))
+                                  reference.calibration("human_proxy_amount_shift"), normalized)
 
 
-def reply_distribution(w, said, legal, gifts, center, shift) -> np.ndarray:
-    """``reference.reply_distribution`` for rows of willingness ``w`` after persuader acts ``said``."""
+def reply_distribution(w, said, legal, gifts, center, shift, normalized: bool = True) -> np.ndarray:
+    """``reference.reply_distribution`` for rows of willingness ``w`` after persuader acts ``said``;
+    ``normalized=False``: each row up to its sum (what inverse-CDF sampling needs; the vec env's fast mode)."""
     t = tables()
-    base = t["base"][said] * np.exp((reference.KAPPA * t["valence"])[None] * (w - center)[:, None])
+    dev = w - center
+    base = t["base"][said] * np.exp(t["tilt"] * dev[:, None])
     p = np.zeros((len(w), N_PERSUADEE_ACTS))
-    p[:, t["reply_index"]] = base[:, :-1]
-    pos = gifts[1:][None] * np.exp((reference.AMOUNT_TILT * (w - center) + shift)[:, None] * reference.AMOUNT_Z[None])
+    p[:, t["reply_columns"]] = base[:, :-1]
+    pos = gifts[1:][None] * np.exp((reference.AMOUNT_TILT * dev + shift)[:, None] * reference.AMOUNT_Z[None])
     s = 1.0 / (1.0 + np.exp(-w))
     amounts = np.empty((len(w), len(dialogue_acts.AMOUNT_BINS)))
     amounts[:, 0] = 1.0 - s
     amounts[:, 1:] = s[:, None] * pos / pos.sum(1, keepdims=True)
     p[:, FIRST_AMOUNT:] = base[:, -1:] * amounts
     p = np.where(legal, p, 0.0)
+    if not normalized:
+        empty = ~p.any(1)
+        if empty.any():  # no legal reply has mass: uniform over the legal ones, as below
+            p[empty] = legal[empty]
+        return p
     total = p.sum(1, keepdims=True)
     ok = total[:, 0] > 0
+    if ok.all():  # the usual case: no row needs the uniform fallback
+        return p / total
     out = legal / legal.sum(1, keepdims=True)
     out[ok] = p[ok] / total[ok]
     return out

@@ -1,0 +1,208 @@
+"""``make_vec(..., exact=False)``: the fast mode draws every slot from one generator, so its episodes are not
+those of N scalar envs, but they must come from the same distribution. 10,000 episodes of each mode per id
+(exact mode replays the scalar envs, tests/test_vec.py) are compared with chi-square tests on each episode's
+outcome, length and the user's acts; the same comparison rejects a perturbed engine, so it has the power to
+fail. Fast mode is reproducible from its seed and keeps the vec API (shapes, masks, final info, auto-reset)."""
+
+import functools
+
+import numpy as np
+import pytest
+from scipy.stats import chi2_contingency
+
+import scope_envs
+from scope_envs.vec import BatchedVecEnv, LoopVecEnv, vectorize
+
+EPISODES = 10_000
+NUM_ENVS = 256
+ALPHA = 1e-3  # per statistic; the perturbed engines land below 1e-6
+
+
+def random_acts(vec, obs, infos, rng) -> dict:
+    """A uniformly random legal act in every slot, for every agent (drawn for all slots at once)."""
+    return {a: np.argmax(rng.random(obs[a]["action_mask"].shape) * obs[a]["action_mask"], 1)
+            for a in vec.possible_agents}
+
+
+def collect(vec, episodes: int, seed: int) -> dict[str, np.ndarray]:
+    """Exactly ``episodes`` episodes (each slot starts new ones until the count is reached, so short episodes
+    are not favoured): per episode the outcome keys, the member, and the user's act count, first and last act."""
+    started = min(vec.num_envs, episodes)
+
+    def next_episode(slot):
+        nonlocal started
+        if started >= episodes:
+            return None
+        started += 1
+        return {}
+
+    vec.next_episode = next_episode
+    rng = np.random.default_rng(1000 + seed)
+    obs, infos = vec.reset(seed=seed, slots=range(started))
+    rows: dict[str, list] = {}
+    while infos["live"]["agent_0"].any():
+        obs, _, _, _, infos = vec.step(random_acts(vec, obs, infos, rng))
+        done = infos["_final_info"]
+        if not done.any():
+            continue
+        final = infos["final_info"]
+        for k, v in final["outcome"].items():
+            rows.setdefault(k, []).extend(v[done].tolist())
+        rows.setdefault("member", []).extend(final["member"][done].tolist())
+        acts = final["user_acts"][done]
+        rows.setdefault("user_acts", []).extend(len(a) for a in acts)
+        rows.setdefault("first_user_act", []).extend(a[0] if a else -1 for a in acts)
+        rows.setdefault("last_user_act", []).extend(a[-1] if a else -1 for a in acts)
+    out = {k: np.array(v) for k, v in rows.items()}
+    assert len(out["member"]) == episodes
+    return out
+
+
+@functools.cache
+def episodes_of(env_id: str, exact: bool, seed: int, **kwargs) -> dict[str, np.ndarray]:
+    return collect(scope_envs.make_vec(env_id, num_envs=NUM_ENVS, exact=exact, **kwargs), EPISODES, seed)
+
+
+def binned(x: np.ndarray) -> np.ndarray:
+    """A continuous statistic (cooperbench's message share) in tenths; discrete ones stay as they are."""
+    return np.round(x, 1) if len(np.unique(x)) > 30 else x
+
+
+def chi2_p(a: np.ndarray, b: np.ndarray) -> float:
+    """Chi-square homogeneity of two samples of one categorical statistic; categories with under 10
+    episodes in both samples together are pooled (the test's expected counts stay large)."""
+    a, b = binned(a), binned(b)
+    values = np.unique(np.concatenate([a, b]))
+    table = np.array([[np.sum(a == v) for v in values], [np.sum(b == v) for v in values]])
+    rare = table.sum(0) < 10
+    if rare.any():
+        table = np.column_stack([table[:, ~rare], table[:, rare].sum(1)])
+    table = table[:, table.sum(0) > 0]
+    if table.shape[1] < 2:
+        return 1.0  # one category in both samples: nothing differs
+    return float(chi2_contingency(table)[1])
+
+
+def compare(fast: dict, exact: dict) -> dict[str, float]:
+    assert fast.keys() == exact.keys()
+    return {k: chi2_p(fast[k], exact[k]) for k in exact}
+
+
+@pytest.mark.parametrize("env_id", ["p4g-frozen", "p4g-heldout", "p4g-rotation", "cooperbench-frozen",
+                                    "cooperbench-heldout"])
+def test_fast_mode_draws_episodes_from_the_exact_distribution(env_id):
+    fast, exact = episodes_of(env_id, False, 0), episodes_of(env_id, True, 0)
+    p = compare(fast, exact)
+    assert min(p.values()) > ALPHA, p
+    # and the comparison is not vacuous: the outcomes vary within each mode
+    success = "actual" if env_id.startswith("p4g") else "success"
+    assert len(np.unique(exact[success])) > 1 and len(np.unique(exact["user_acts"])) > 1
+
+
+def test_the_comparison_rejects_a_perturbed_engine():
+    """The same test, against fast mode with a more cooperative frozen simulator (p4g), and with the held-out
+    partner on train styles and tasks instead of held-out ones (cooperbench): both are rejected."""
+    from scope_envs.agents.p4g import CollapsedPersuadee
+
+    cooperative = collect(scope_envs.make_vec("p4g-frozen", num_envs=NUM_ENVS, exact=False,
+                                              user=CollapsedPersuadee(cooperation=1.3)), EPISODES, 0)
+    p = compare(cooperative, episodes_of("p4g-frozen", True, 0))
+    assert min(p.values()) < 1e-6, p
+    train_split = episodes_of("cooperbench-heldout", False, 0, personas="train")
+    p = compare(train_split, episodes_of("cooperbench-heldout", True, 0))
+    assert min(p.values()) < 1e-6, p
+
+
+def trace(vec, steps: int, seed: int) -> list:
+    rng = np.random.default_rng(seed)
+    obs, infos = vec.reset(seed=seed)
+    out = []
+    for _ in range(steps):
+        obs, rewards, _, _, infos = vec.step(random_acts(vec, obs, infos, rng))
+        out.append((obs["agent_0"]["observation"].copy(), rewards["agent_0"].copy(), infos["member"].copy()))
+        if infos["_final_info"].any():
+            out.append((infos["final_info"]["persona"][infos["_final_info"]].tolist(),))
+    return out
+
+
+def same(a, b) -> bool:
+    return len(a) == len(b) and all(all(np.array_equal(np.asarray(u, object), np.asarray(v, object))
+                                        for u, v in zip(x, y)) for x, y in zip(a, b))
+
+
+@pytest.mark.parametrize("env_id", ["p4g-frozen", "cooperbench-heldout", "p4g-vs"])
+def test_fast_mode_is_reproducible_from_its_seed(env_id):
+    vec = scope_envs.make_vec(env_id, num_envs=16, exact=False)
+    first = trace(vec, 30, seed=4)
+    assert same(first, trace(vec, 30, seed=4))  # reset(seed) reseeds the shared generator
+    assert same(first, trace(scope_envs.make_vec(env_id, num_envs=16, exact=False), 30, seed=4))
+    assert not same(first, trace(vec, 30, seed=5))
+
+
+@pytest.mark.parametrize("env_id,kwargs", [
+    ("p4g-frozen", {}), ("p4g-heldout", {}), ("p4g-cotrain", {}), ("p4g-vs", {"k": 3}),
+    ("p4g-rotation", {"families": 3, "schedule": "index"}), ("p4g-population", {"members": 3}),
+    ("p4g-population", {"pool_size": 3}), ("cooperbench-frozen", {}), ("cooperbench-heldout", {}),
+    ("cooperbench-rotation", {}), ("cooperbench-cotrain", {}),
+])
+def test_fast_mode_keeps_the_vec_api(env_id, kwargs):
+    """Shapes, dtypes, masks, info and final-info keys as in exact mode; every act it offers is legal (the
+    env raises otherwise); a finished slot restarts in the same step; the schedules keep their state."""
+    fast = scope_envs.make_vec(env_id, num_envs=8, exact=False, **kwargs)
+    exact = scope_envs.make_vec(env_id, num_envs=8, **kwargs)
+    assert isinstance(fast, BatchedVecEnv) and not fast.exact and exact.exact
+    assert fast.possible_agents == exact.possible_agents
+    rng = np.random.default_rng(0)
+    (fo, fi), (eo, ei) = fast.reset(seed=1), exact.reset(seed=1)
+    finals = 0
+    for _ in range(40):
+        for a in fast.possible_agents:
+            for k in ("observation", "action_mask"):
+                assert fo[a][k].shape == eo[a][k].shape and fo[a][k].dtype == eo[a][k].dtype
+            idle = ~fi["live"][a]
+            assert (fo[a]["action_mask"][idle, 1:] == 0).all() and (fo[a]["observation"][idle] == 0).all()
+        assert fi.keys() - {"final_info"} == ei.keys() - {"final_info"}
+        fa, ea = random_acts(fast, fo, fi, rng), random_acts(exact, eo, ei, rng)
+        fo, fr, ft, _, fi = fast.step(fa)
+        eo, er, _, _, ei = exact.step(ea)
+        assert fr.keys() == er.keys() and all(fr[a].shape == (8,) for a in fr)
+        done = fi["_final_info"]
+        if done.any():
+            finals += int(done.sum())
+            final = fi["final_info"]
+            assert final.keys() == {"outcome", "agent_score", "return", "member", "persona", "user_acts"}
+            if ei["_final_info"].any():
+                assert all(final[k].dtype == ei["final_info"][k].dtype for k in final if k != "outcome")
+            assert final["outcome"].keys() == set(exact.batch.outcome(np.arange(1)))
+            assert all(isinstance(final["persona"][i], str) and isinstance(final["user_acts"][i], list)
+                       for i in np.flatnonzero(done))
+            assert (fi["turn"][done] == 0).all() and fi["live"]["agent_0"][done].all()  # restarted at once
+            assert ft["agent_0"][done].all()
+    assert finals > 0
+    if env_id.endswith("rotation"):  # "index": the per-slot schedules count their episodes
+        assert sum(env.unwrapped.schedule.episode_index for env in fast.envs) == 8 + finals
+
+
+def test_configurations_without_a_batched_engine_run_exact():
+    vec = scope_envs.make_vec("p4g-frozen", num_envs=3, surface="text", exact=False)
+    assert isinstance(vec, LoopVecEnv) and vec.exact
+    assert isinstance(scope_envs.make_vec("p4g-heldout", num_envs=3, assumptions="no_wear_out", exact=False),
+                      LoopVecEnv)
+    assert not vectorize([scope_envs.make("p4g-frozen") for _ in range(2)], exact=False).exact
+    with pytest.raises(TypeError, match="exact"):
+        scope_envs.make_vec("p4g-frozen", num_envs=2, exact="no")
+
+
+def test_fast_mode_options_and_stopping_slots():
+    """``scenario_seed`` deals the same card to every episode given it; ``next_episode`` returning None
+    leaves the slot idle; ``reset(slots=...)`` starts only those."""
+    vec = scope_envs.make_vec("cooperbench-heldout", num_envs=4, exact=False)
+    vec.reset(seed=0, options={"scenario_seed": 7})
+    assert len(set(vec.persona_id.tolist())) == 1
+    obs, infos = vec.reset(seed=0, slots=[1, 2])
+    assert infos["live"]["agent_0"].tolist() == [False, True, True, False]
+    vec.next_episode = lambda slot: None
+    rng = np.random.default_rng(0)
+    for _ in range(60):
+        obs, _, _, _, infos = vec.step(random_acts(vec, obs, infos, rng))
+    assert not infos["live"]["agent_0"].any()
