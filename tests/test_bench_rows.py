@@ -134,10 +134,10 @@ def test_oracle_run_reports_the_panel():
 def test_panel_episodes_and_seeds():
     assert panel_episodes(500) == 84 and panel_episodes(3000) == 500 and panel_episodes(6) == 1
     for seed in range(3):
-        panel = {s + i for s in panel_seeds(seed) for i in range(16)}  # evaluate resets env i with seed + i
-        assert len(panel) == 16 * PANEL_SIZE  # the families' seeds do not overlap
+        panel = {s + i for s in panel_seeds(seed) for i in range(64)}  # evaluate resets env i with seed + i
+        assert len(panel) == 64 * PANEL_SIZE  # the families' seeds do not overlap
         other = {base + 1000 * seed + off + i for base in (1_000_000, 2_000_000) for off in (0, 500)
-                 for i in range(16)}  # run_one's train / held-out seeds (final evaluation and curve)
+                 for i in range(64)}  # run_one's train / held-out seeds (final evaluation and curve)
         assert not panel & other
     assert panel_seeds(0) == panel_seeds(0) and panel_seeds(0) != panel_seeds(1)
 

@@ -14,6 +14,10 @@ def params(net):
     return torch.cat([p.detach().flatten() for p in net.parameters()])
 
 
+def params_of(state: dict):
+    return torch.cat([v.flatten() for v in state.values()])
+
+
 def test_ppo_learns_on_a_fixed_seed():
     """Against the frozen simulator the training return rises; held-out is only measured, before and after."""
     trainer = PPOTrainer(PPOConfig(env_id="p4g-frozen", total_steps=8000, seed=0))
@@ -126,3 +130,76 @@ def test_default_path_is_unchanged():
     assert set(histories[0][0]) == {"iteration", "agent_steps", "env_steps", "return", "policy_entropy",
                                     "user_entropy", "steps_per_s", "losses"}
     assert runs[0].pools == [] and not runs[0].curriculum
+
+
+def reference_update(trainer, name, b):
+    """The update written with torch's own objects (``Categorical``, ``clip_grad_norm_``): the trainer's
+    spelled-out update must give exactly its parameters."""
+    from torch.distributions import Categorical
+
+    cfg, net, opt = trainer.cfg, trainer.learners[name], trainer.optimizers[name]
+
+    def dist(module, x, m):
+        return Categorical(logits=module.actor(x).masked_fill(~m, -1e9), validate_args=False)
+
+    def kl(p, q):
+        return (p.probs * (p.logits - q.logits)).sum(-1)
+
+    n = len(b["a"])
+    mb_size = max(cfg.min_minibatch, n // cfg.num_minibatches)
+    ent_coef = torch.where(b["user"], cfg.user_ent_coef, cfg.ent_coef)
+    others = [o for k, o in trainer.learners.items() if k != name and k.startswith("user_")] \
+        if name.startswith("user_") else []
+    for _ in range(cfg.update_epochs):
+        perm = torch.randperm(n)
+        for start in range(0, n, mb_size):
+            mb = perm[start : start + mb_size]
+            x, m, user = b["x"][mb], b["m"][mb], b["user"][mb]
+            d = dist(net, x, m)
+            ratio = (d.log_prob(b["a"][mb]) - b["logp"][mb]).exp()
+            adv = b["adv"][mb]
+            if cfg.norm_adv and cfg.advantage == "gae" and len(mb) > 1:
+                adv = (adv - adv.mean()) / (adv.std() + 1e-8)
+            pg = torch.max(-adv * ratio, -adv * ratio.clamp(1 - cfg.clip_coef, 1 + cfg.clip_coef)).mean()
+            v = net.value(x)
+            v_clipped = b["v"][mb] + (v - b["v"][mb]).clamp(-cfg.clip_coef, cfg.clip_coef)
+            v_loss = 0.5 * torch.max((v - b["ret"][mb]) ** 2, (v_clipped - b["ret"][mb]) ** 2).mean()
+            loss = pg - (ent_coef[mb] * d.entropy()).mean() + cfg.vf_coef * v_loss
+            if name in trainer.init and cfg.user_kl_coef > 0 and user.any():
+                loss = loss + cfg.user_kl_coef * kl(d, dist(trainer.init[name], x, m))[user].mean()
+            if cfg.diversity_coef > 0 and others:
+                with torch.no_grad():
+                    qs = [dist(o, x, m) for o in others]
+                loss = loss - cfg.diversity_coef * torch.stack([kl(d, q) for q in qs]).mean(0).clamp(
+                    max=cfg.diversity_cap).mean()
+            opt.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(net.parameters(), cfg.max_grad_norm)
+            opt.step()
+
+
+@pytest.mark.parametrize("env_id,extra", [("p4g-frozen", {}), ("p4g-cotrain", {"selfplay": False}),
+                                          ("cooperbench-population", {"diversity_coef": 0.05})])
+def test_update_equals_the_distribution_object_update(env_id, extra):
+    """The trainer's update spells out Categorical and clip_grad_norm_ for speed; from the same state and the
+    same minibatch draws it reaches exactly the parameters the object-based update reaches (KL anchor and the
+    population's diversity term included)."""
+    import copy
+
+    kwargs = {"members": 2} if env_id.endswith("population") else {}
+    trainer = PPOTrainer(PPOConfig(env_id=env_id, env_kwargs=kwargs, total_steps=300, seed=1, bc_episodes=20,
+                                   bc_steps=20, **extra))
+    trainer.train()
+    batches = trainer.batches(trainer.play(trainer.envs, 32, seed=9)[0])
+    for name, b in batches.items():
+        start = (copy.deepcopy(trainer.learners[name].state_dict()),
+                 copy.deepcopy(trainer.optimizers[name].state_dict()))
+        results = []
+        for update in (trainer.update, lambda n, bb: reference_update(trainer, n, bb)):
+            trainer.learners[name].load_state_dict(start[0])
+            trainer.optimizers[name].load_state_dict(copy.deepcopy(start[1]))  # fused Adam steps in place
+            torch.manual_seed(3)
+            update(name, b)
+            results.append(params(trainer.learners[name]))
+        assert not torch.equal(results[0], params_of(start[0])), name  # it learned something
+        assert torch.equal(results[0], results[1]), name

@@ -18,7 +18,7 @@ numbers): ``train_success`` against the training simulator (seeds ``1_000_000 + 
 ``heldout_success`` against the held-out human proxies (``2_000_000 + 1000 * seed + i``) and the held-out
 simulator panel: the six held-out families of ``scope_envs.agents.families.panel(game)``, each seated by
 ``panel_env`` on held-out scenarios, ``panel_episodes(eval_episodes) = ceil(eval_episodes / 6)`` episodes per
-family, family ``j`` with seeds ``PANEL_SEED + 1000 * seed + 50 * j + i`` (``i`` < 16, the eval envs), a
+family, family ``j`` with seeds ``PANEL_SEED + 1000 * seed + PANEL_STRIDE * j + i`` (``i`` < 64, the eval envs), a
 stream disjoint from the other two. Only ``agent_0`` meets the panel (a trained user network is not used).
 Metrics ``panel_per_family`` (the six families' success, in panel order) and ``panel_success`` (their mean).
 """
@@ -55,7 +55,8 @@ UNTRAINED = ("random", "untrained")  # no training: total_steps = 0
 # (train scenarios; no held-out number read) was still rising on p4g and cooperbench, and levels off by ~5x
 # (benchmarks/oracle_budget.py, benchmarks/results/oracle_budget/). Set before any run with it.
 ORACLE_BUDGET = 5
-PANEL_SEED = 3_000_000  # the panel's evaluation seeds: PANEL_SEED + 1000 * seed + 50 * family + env index
+PANEL_SEED = 3_000_000  # the panel's evaluation seeds: PANEL_SEED + 1000 * seed + PANEL_STRIDE * family + env index
+PANEL_STRIDE = 100  # > evaluate's 64 envs, so the six families' seeds never overlap
 
 
 def method_setup(game: str, method: str, user_reward: str | None = None, advantage: str = "gae",
@@ -100,10 +101,10 @@ def panel_episodes(eval_episodes: int) -> int:
 
 
 def panel_seeds(seed: int) -> list[int]:
-    """Each panel family's evaluation seed (``evaluate`` resets its env ``i`` with seed + i, i < 16)."""
+    """Each panel family's evaluation seed (``evaluate`` resets its env ``i`` with seed + i, i < 64)."""
     from scope_envs.agents.families import PANEL_SIZE
 
-    return [PANEL_SEED + 1000 * seed + 50 * j for j in range(PANEL_SIZE)]
+    return [PANEL_SEED + 1000 * seed + PANEL_STRIDE * j for j in range(PANEL_SIZE)]
 
 
 def evaluate_panel(trainer, game: str, episodes: int, seed: int, uniform: bool = False) -> dict:
