@@ -6,7 +6,9 @@ players in ``scope_envs.agents`` implement it.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import dataclass, field
+from itertools import accumulate
 
 import numpy as np
 
@@ -26,6 +28,22 @@ class View:
     errors: tuple[str, ...] = ()  # why this player's last messages could not be read (text players)
     private: dict = field(default_factory=dict)  # what only this role knows (its own task)
     observation: np.ndarray | None = None  # the act surface's observation, for players that ask for it
+
+
+def sample(p, rng: np.random.Generator) -> int:
+    """``int(rng.choice(len(p), p=p))``: the same act from the same single ``rng.random()`` draw, without
+    ``choice``'s fixed cost (a simulator answers at every user turn). ``Generator.choice`` returns the first
+    index whose normalized running sum of ``p`` exceeds the draw; so does this, in floats with the same
+    sequential sums and divisions. A ``p`` that is not plainly a distribution (negative, NaN or infinite
+    mass, a sum off 1, not one-dimensional) goes to ``choice`` itself, which checks it and raises."""
+    q = np.asarray(p, dtype=np.float64)
+    if q.ndim == 1 and q.size:
+        mass = q.tolist()
+        cdf = list(accumulate(mass))
+        total = cdf[-1]
+        if abs(total - 1.0) < 1e-9 and min(mass) >= 0.0:  # a NaN or infinite mass fails the sum
+            return bisect_right([c / total for c in cdf], rng.random())
+    return int(rng.choice(len(p), p=p))
 
 
 class Simulator:
@@ -60,8 +78,7 @@ class Simulator:
         return [(a, float(p[a])) for a in order[:k]]
 
     def act(self, view: View, rng: np.random.Generator) -> int:
-        p = self.distribution(view)
-        return int(rng.choice(len(p), p=p))
+        return sample(self.distribution(view), rng)
 
     def follow_through(self, intended: float, rng: np.random.Generator) -> float:
         """What the player actually does about a stated commitment (simulators keep their word)."""

@@ -17,25 +17,49 @@ import numpy as np
 
 from scope_envs.core.game import InGameError
 from scope_envs.games.tau2 import realize
-from scope_envs.games.tau2.dialogue_acts import AGENT_ACTS, AGENT_INDEX, K_PHONE, K_READ, K_WRITE, USER_ACTS
+from scope_envs.games.tau2.dialogue_acts import (
+    AGENT_ACTS,
+    AGENT_INDEX,
+    K_PHONE,
+    K_READ,
+    K_WRITE,
+    USER_ACTS,
+)
 from scope_envs.games.tau2.game import AGENT, USER, Tau2Game, Tau2Turn
 from scope_envs.games.tau2.goals import TRANSFER, Call
+
+
+def _slot_masks(names: tuple[str, ...], slots: int) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
+    """The act indices of ``name:j`` for each name and j < ``slots``, and for each candidate count k the values
+    they take in the mask (``j < k``)."""
+    idx = np.array([AGENT_INDEX[f"{name}:{j}"] for name in names for j in range(slots)])
+    vals = tuple(np.array([j < k for _ in names for j in range(slots)]) for k in range(slots + 1))
+    return idx, vals
+
+
+# candidate kind -> the acts that name its slots (``legal`` sets them with one assignment per kind)
+SLOT_ACTS = {"read": _slot_masks(("lookup",), K_READ), "write": _slot_masks(("confirm", "execute"), K_WRITE),
+             "phone": _slot_masks(("instruct",), K_PHONE)}
 
 
 class Tau2ActGame(Tau2Game):
     def acts(self, role):
         return AGENT_ACTS if role == AGENT else USER_ACTS
 
-    def legal(self, role):
-        mask = super().legal(role)
+    def _legal_key(self, role) -> tuple:
+        key = super()._legal_key(role)
+        if role != AGENT or role != self.active_role():
+            return key
+        c = self.candidates()
+        return (*key, len(c["read"]), len(c["write"]), len(c["phone"]))
+
+    def _legal_mask(self, role):
+        mask = super()._legal_mask(role)
         if role != AGENT or role != self.active_role():
             return mask
         c = self.candidates()
-        for kind, names in (("read", ("lookup",)), ("write", ("confirm", "execute")), ("phone", ("instruct",))):
-            k = len(c[kind])
-            for name in names:
-                for j in range({"read": K_READ, "write": K_WRITE, "phone": K_PHONE}[kind]):
-                    mask[AGENT_INDEX[f"{name}:{j}"]] = j < k
+        for kind, (idx, vals) in SLOT_ACTS.items():
+            mask[idx] = vals[len(c[kind])]
         return mask
 
     def understand(self, role, text):

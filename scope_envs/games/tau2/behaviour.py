@@ -111,8 +111,10 @@ def reference_distribution(traits: dict, st: dict, legal: np.ndarray) -> np.ndar
         w[USER_INDEX["change_mind"]] = 0.3 * t["mind_change"] * st["decoy_open"]
         w[USER_INDEX["stop"]] = 0.05 * st["agent_msgs"] / max(1, patience_turns(t))
     w = np.where(legal, w, 0.0)
-    if w.sum() <= 0:
+    total = w.sum()
+    if total <= 0:
         w = np.where(legal, 1.0, 0.0)
         if legal[USER_INDEX["stop"]] and legal.sum() > 1:
             w[USER_INDEX["stop"]] = 0.1
-    return w / w.sum()
+        total = w.sum()
+    return w / total

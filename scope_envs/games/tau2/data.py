@@ -107,6 +107,14 @@ class DomainData:
 
     def split_ids(self, split: str) -> list[str]:
         """Task ids of ``train`` or ``test`` present in the task file (all tasks when there are no splits)."""
+        # every episode's scenario draw asks; the data is read-only, so the list is worked out once per split
+        cache = self.__dict__.setdefault("_split_ids", {})
+        ids = cache.get(split)
+        if ids is None:
+            ids = cache[split] = tuple(self._find_split_ids(split))
+        return list(ids)
+
+    def _find_split_ids(self, split: str) -> list[str]:
         ids = self.splits.get(split)
         if ids is None:
             return [t["id"] for t in self.tasks]

@@ -40,19 +40,31 @@ from __future__ import annotations
 import json
 from abc import abstractmethod
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Callable, ClassVar, Sequence
 
 import numpy as np
 
 from scope_envs.core.game import Game, Persona, Turn
-from scope_envs.core.rewards import SIMULATOR_REWARDS, curriculum_options, simulator_reward
+from scope_envs.core.rewards import (
+    SIMULATOR_REWARDS,
+    curriculum_options,
+    simulator_reward,
+)
 from scope_envs.core.surfaces import MAX_OBS_CHARS
 from scope_envs.games.tau2 import behaviour, realize, text_protocol
 from scope_envs.games.tau2.data import DOMAINS, load_domain
-from scope_envs.games.tau2.dialogue_acts import (AGENT_ACTS, IDENTITY_SLOTS, K_PHONE, K_READ, K_WRITE, USER_ACTS,
-                                                 USER_INDEX, typo)
+from scope_envs.games.tau2.dialogue_acts import (
+    AGENT_ACTS,
+    IDENTITY_SLOTS,
+    K_PHONE,
+    K_READ,
+    K_WRITE,
+    USER_ACTS,
+    USER_INDEX,
+    typo,
+)
 from scope_envs.games.tau2.evaluate import evaluate
-from scope_envs.games.tau2.goals import IDENTITY_READS, RECORD_READS, TRANSFER, Call, goal_for, tokens
+from scope_envs.games.tau2.goals import IDENTITY_READS, Call, goal_for
 from scope_envs.games.tau2.world import World
 
 AGENT, USER = "agent", "user"
@@ -60,6 +72,8 @@ AGENT, USER = "agent", "user"
 # ``shared`` equals ``cooperative`` here (both pay the task reward, the agent's score).
 USER_REWARDS = ("shared", "zero", "persona", "zero_sum", "mixed") + SIMULATOR_REWARDS
 TRUNCATIONS = ("max_steps", "too_many_errors")
+# the agent's "candidate j present" features for each number of candidates (``features`` looks them up)
+_PRESENT = {k: tuple(tuple(float(j < n) for j in range(k)) for n in range(k + 1)) for k in (K_READ, K_WRITE, K_PHONE)}
 POLICY_BUDGET = 8000  # characters of policy kept at the top of the agent's observation; the full text is in infos
 # act numbers of the turns replayed from a task's message history (kept as the first release recorded them)
 REPLAYED_MESSAGE, REPLAYED_TOOL_CALL = 1, 2
@@ -166,8 +180,9 @@ class Tau2Game(Game):
             raise ValueError(f"tau2: persona {persona.id!r} names domain {domain!r}, not one of {self.domains}")
         self.persona = persona
         self.domain = domain
+        self._instructions: dict[str, str] = {}  # role -> its instructions for this episode's task
         self.task = self.data[domain].task(persona.attributes["task_id"])
-        self.world = World.for_task(self.data[domain], self.task)
+        self.world = World.for_episode(self.data[domain], self.task)
         self.history: list[Tau2Turn] = []
         self.steps = 0
         self.tool_errors = 0
@@ -197,7 +212,10 @@ class Tau2Game(Game):
         self.confirm_target: str | None = None
         self.decoy_executed = False
         self.slips = 0
-        self._cands = None
+        self._cands = None  # this turn's candidates (``apply`` clears it)
+        self._legal: dict[str, np.ndarray] = {}  # this turn's legal masks per role (``apply`` clears them)
+        self._outcome: dict | None = None  # this turn's outcome (``apply`` clears it)
+        self._cands_last = None  # (inputs, candidates) of the last computation, reused while the inputs hold
 
     def _replay_message(self, msg: dict) -> None:
         role = {"assistant": AGENT, "user": USER}.get(msg.get("role"))
@@ -220,7 +238,8 @@ class Tau2Game(Game):
 
     # ------------------------------------------------------------ candidates
     def grounded(self, call: Call) -> bool:
-        return all(str(v).lower() in self.revealed for v in tokens(call.arguments))
+        revealed = self.revealed
+        return all(v in revealed for v in call.grounding())
 
     def _identity_values(self) -> dict[str, dict]:
         out = {}
@@ -231,59 +250,69 @@ class Tau2Game(Game):
             out[slot] = vals
         return out
 
+    def _cands_inputs(self) -> tuple:
+        # everything ``candidates`` reads that a turn can change: ``done`` and ``revealed`` only ever grow (their
+        # sizes tell them apart), the goal, the tools and the world's module are fixed for the episode
+        return (len(self.done), len(self.revealed), tuple(self.told.items()), self.details_given, self.stated,
+                self.decoy_stated, self.decoy_retracted)
+
     def candidates(self) -> dict[str, list[Call]]:
         if self._cands is not None:
             return self._cands
+        inputs = self._cands_inputs()
+        if self._cands_last is not None and self._cands_last[0] == inputs:
+            # the turn changed nothing the candidates depend on (a message, a confirmation): the same lists
+            self._cands = self._cands_last[1]
+            return self._cands
         tools = self.world.module.TOOLS
-        reads, keys = [], set(self.done)
-        for c in self.goal.lookups:
-            if c.key() not in keys and self.grounded(c):
+        goal, done, revealed = self.goal, self.done, self.revealed
+        reads, keys = [], set(done)
+        for c in goal.lookups:
+            k = c.key()
+            if k not in keys and all(v in revealed for v in c.grounding()):
                 reads.append(c)
-                keys.add(c.key())
-        for slot, vals in self._identity_values().items():
-            tool, build = IDENTITY_READS[slot]
-            if tool in tools:
-                try:
-                    c = Call(tool, build(vals), "assistant", "read")
-                except KeyError:
-                    continue
-                if c.key() not in keys:
+                keys.add(k)
+        for slot, how in self.told.items():
+            if IDENTITY_READS[slot][0] in tools:
+                c = goal.identity_read(slot, how)
+                if c is not None and c.key() not in keys:
                     reads.append(c)
                     keys.add(c.key())
         if self.details_given:
-            for value, arg in self.goal.record_ids.items():
-                tool = RECORD_READS.get(arg)
-                if tool in tools:
-                    c = Call(tool, {arg: value}, "assistant", "read")
-                    if c.key() not in keys:
-                        reads.append(c)
-                        keys.add(c.key())
+            for c in goal.record_reads:
+                if c.name in tools and c.key() not in keys:
+                    reads.append(c)
+                    keys.add(c.key())
         writes = []
-        if self.decoy_stated and not self.decoy_retracted and self.goal.decoy is not None:
-            writes.append(self.goal.decoy)
+        if self.decoy_stated and not self.decoy_retracted and goal.decoy is not None:
+            writes.append(goal.decoy)
         if self.stated:
-            writes += [c for c in self.goal.requests if c.name != TRANSFER]
+            writes += goal.real_requests
         seen, w2 = set(), []
         for c in writes:
-            if c.key() not in self.done and c.key() not in seen and self.grounded(c):
+            k = c.key()
+            if k not in done and k not in seen and all(v in revealed for v in c.grounding()):
                 w2.append(c)
-                seen.add(c.key())
+                seen.add(k)
         phones = []
         if self.stated:
             seen = set()
-            for c in self.goal.phone_actions:
-                if c.key() not in self.done and c.key() not in seen:
+            for c in goal.phone_actions:
+                k = c.key()
+                if k not in done and k not in seen:
                     phones.append(c)
-                    seen.add(c.key())
+                    seen.add(k)
         self._cands = {"read": reads[:K_READ], "write": w2[:K_WRITE], "phone": phones[:K_PHONE]}
+        self._cands_last = (inputs, self._cands)
         return self._cands
 
     def _real_pending(self) -> bool:
-        return any(c.key() not in self.done for c in self.goal.requests if c.name != TRANSFER)
+        done = self.done
+        return any(c.key() not in done for c in self.goal.real_requests)
 
     def satisfied(self) -> bool:
         g = self.goal
-        requests = [c for c in g.requests if c.name != TRANSFER]
+        requests = g.real_requests
         if not (requests or g.phone_actions or g.questions):
             return self.stated and (g.decoy_kind != "forbidden" or self.denied > 0)
         return (all(c.key() in self.done for c in requests) and all(c.key() in self.done for c in g.phone_actions)
@@ -293,14 +322,40 @@ class Tau2Game(Game):
     def active_role(self):
         return None if self.termination is not None else self._next
 
+    # legal masks by ``_legal_key``: a mask is a function of a few flags, shared by every game of a class
+    _masks: ClassVar[dict[tuple, np.ndarray]] = {}
+
     def legal(self, role):
+        # asked several times per turn (the surface's check of an act, the observation, a simulator's view) and
+        # fixed between turns: looked up once per turn and role (``apply`` and ``reset`` clear it), copied out
+        mask = self._legal.get(role)
+        if mask is None:
+            key = self._legal_key(role)
+            mask = self._masks.get(key)
+            if mask is None:
+                mask = self._masks[key] = self._legal_mask(role)
+            self._legal[role] = mask
+        return mask.copy()
+
+    def _legal_key(self, role) -> tuple:
+        """Everything ``_legal_mask(role)`` reads, as a tuple (subclasses that narrow a mask further extend it)."""
+        if role != self.active_role():
+            return type(self), role, False
+        if role != USER:
+            return type(self), role, True
+        g = self.goal
+        return (type(self), role, True, bool(g.identity), bool(not self.slips and g.slippable), bool(g.details),
+                g.decoy_kind == "forbidden" and self.decoy_stated, g.decoy_kind == "mind_change" and not
+                self.decoy_retracted, bool(g.questions), self.instructed is not None, bool(self.transfer_pending))
+
+    def _legal_mask(self, role):
+        """The legal mask computed from the state (``legal`` looks it up by ``_legal_key``)."""
         mask = super().legal(role)  # the turn-taking mask; the user's acts are narrowed to what its goal allows
         if role != USER or role != self.active_role():
             return mask
         g = self.goal
         mask[USER_INDEX["inform_identity"]] = mask[USER_INDEX["inform_slip"]] = bool(g.identity)
-        mask[USER_INDEX["inform_slip"]] &= not self.slips and any(
-            any(ch.isdigit() for ch in v) for vals in g.identity.values() for v in vals.values())
+        mask[USER_INDEX["inform_slip"]] &= not self.slips and g.slippable
         mask[USER_INDEX["inform_details"]] = bool(g.details)
         mask[USER_INDEX["insist"]] = g.decoy_kind == "forbidden" and self.decoy_stated
         mask[USER_INDEX["change_mind"]] = g.decoy_kind == "mind_change" and not self.decoy_retracted
@@ -315,9 +370,9 @@ class Tau2Game(Game):
         if role != self._next:
             raise ValueError(f"tau2: it is the {self._next}'s turn, not the {role}'s")
         self.last[role] = act
-        self._cands = None
+        self._cands, self._legal, self._outcome = None, {}, None
         self._turn(role, act, text)
-        self._cands = None
+        self._cands, self._legal, self._outcome = None, {}, None
         if self.termination is None:
             if self.tool_errors >= self.max_tool_errors:
                 self._end("too_many_errors")
@@ -411,22 +466,29 @@ class Tau2Game(Game):
 
     def _end(self, why: str) -> None:
         self.termination = why
+        self._legal = {}
         agent_texts = [t.text for t in self.history if t.role == AGENT and t.call is None]
-        self.reward_info = evaluate(self.world, agent_texts, why, self.judge, self.chat(AGENT))
+        # the transcript is for the judge alone: without one it is not built
+        transcript = self.chat(AGENT) if self.judge is not None else None
+        self.reward_info = evaluate(self.world, agent_texts, why, self.judge, transcript)
+        self._outcome = None
 
     def truncated(self) -> bool:
         return self.termination in TRUNCATIONS
 
     # ------------------------------------------------------------ outcome
     def outcome(self):
-        r = self.reward_info["reward"] if self.reward_info else 0.0
-        out = {"reward": r, "success": float(r >= 1.0), "steps": self.steps, "tool_errors": self.tool_errors,
-               "policy_violations": len(self.world.violations), "done": float(self.termination is not None),
-               "decoy_executed": float(self.decoy_executed), "slips": float(self.slips)}
-        for d in DOMAINS[:3]:
-            out[d] = float(self.domain == d)
-            out[f"{d}_success"] = float(self.domain == d and r >= 1.0)
-        return out
+        # read at every step (the env's infos) and fixed between turns: built once per turn, copied out
+        if self._outcome is None:
+            r = self.reward_info["reward"] if self.reward_info else 0.0
+            out = {"reward": r, "success": float(r >= 1.0), "steps": self.steps, "tool_errors": self.tool_errors,
+                   "policy_violations": len(self.world.violations), "done": float(self.termination is not None),
+                   "decoy_executed": float(self.decoy_executed), "slips": float(self.slips)}
+            for d in DOMAINS[:3]:
+                out[d] = float(self.domain == d)
+                out[f"{d}_success"] = float(self.domain == d and r >= 1.0)
+            self._outcome = out
+        return dict(self._outcome)
 
     def agent_score(self) -> float:
         """The task reward (0 or 1; 0 when truncated or before the end), as ``agent_0`` is paid."""
@@ -461,33 +523,30 @@ class Tau2Game(Game):
         dom = [float(self.domain == d) for d in DOMAINS]
         if role == AGENT:
             c = self.candidates()
-            last_user = np.zeros(len(USER_ACTS), np.float32)
+            writes, world = c["write"], self.world
+            last_user = [0.0] * len(USER_ACTS)
             last_user[self.last[USER]] = 1.0
-            pol = []
-            for j in range(K_WRITE):
-                flag = 0.0
-                if j < len(c["write"]):
-                    call = c["write"][j]
-                    try:
-                        flag = float(bool(self.world.module.violations(
-                            self.world.state, call.name, call.arguments, {"__none__"} | self.world.identified)))
-                    except Exception:
-                        flag = 1.0
-                pol.append(flag)
+            pol, confirmed = [0.0] * K_WRITE, [0.0] * K_WRITE
+            for j, call in enumerate(writes[:K_WRITE]):
+                confirmed[j] = float(call.key() in self.confirmed)
+                try:
+                    pol[j] = float(bool(world.module.violations(
+                        world.state, call.name, call.arguments, {"__none__"} | world.identified)))
+                except Exception:
+                    pol[j] = 1.0
             last_err = float(bool(self.history) and self.history[-1].error)
+            told = self.told
             f = [*dom, self.steps / self.max_steps, self.tool_errors / self.max_tool_errors, self.agent_msgs / 30,
-                 *(float(s in self.told) for s in IDENTITY_SLOTS), float(bool(self.world.identified)), last_err,
+                 *[float(s in told) for s in IDENTITY_SLOTS], float(bool(world.identified)), last_err,
                  float(self.stated), float(self.details_given), float(self.asked), float(self.answered),
-                 *(float(j < len(c["read"])) for j in range(K_READ)),
-                 *(float(j < len(c["write"])) for j in range(K_WRITE)),
-                 *(float(j < len(c["write"]) and c["write"][j].key() in self.confirmed) for j in range(K_WRITE)),
-                 *pol, *(float(j < len(c["phone"])) for j in range(K_PHONE)), float(self.instructed is not None),
-                 min(1.0, len([k for k in self.done]) / 10), float(self.denied > 0), float(self.transfer_pending),
+                 *_PRESENT[K_READ][len(c["read"])], *_PRESENT[K_WRITE][len(writes)], *confirmed,
+                 *pol, *_PRESENT[K_PHONE][len(c["phone"])], float(self.instructed is not None),
+                 min(1.0, len(self.done) / 10), float(self.denied > 0), float(self.transfer_pending),
                  float(self._next == AGENT), *last_user]
             return np.array(f, np.float32)
         st = self.user_state()
         g = self.goal
-        last_agent = np.zeros(len(AGENT_ACTS), np.float32)
+        last_agent = [0.0] * len(AGENT_ACTS)
         last_agent[self.last[AGENT]] = 1.0
         f = [*dom, *(self.traits.get(t, 0.0) for t in behaviour.TRAITS),
              min(1.0, len(g.requests) / 5), min(1.0, len(g.phone_actions) / 5), float(bool(g.questions)),
@@ -513,11 +572,17 @@ class Tau2Game(Game):
         return realize.user(self, act, rng)
 
     def instructions(self, role):
-        data = self.data[self.domain]
-        if role == AGENT:
-            return AGENT_INSTRUCTIONS.format(domain=self.domain, policy=data.policy)
-        tools = USER_TOOL_NOTE if self.world.module.USER_TOOLS else ""
-        return USER_INSTRUCTIONS.format(domain=self.domain, tools=tools, scenario=scenario_text(self.task))
+        # asked at every simulator turn (its view) and fixed for the episode: formatted once per episode and role
+        text = self._instructions.get(role)
+        if text is None:
+            data = self.data[self.domain]
+            if role == AGENT:
+                text = AGENT_INSTRUCTIONS.format(domain=self.domain, policy=data.policy)
+            else:
+                tools = USER_TOOL_NOTE if self.world.module.USER_TOOLS else ""
+                text = USER_INSTRUCTIONS.format(domain=self.domain, tools=tools, scenario=scenario_text(self.task))
+            self._instructions[role] = text
+        return text
 
     def info(self):
         return {"domain": self.domain, "steps": self.steps}

@@ -35,6 +35,7 @@ import re
 from dataclasses import dataclass, field
 
 from scope_envs.games.tau2.data import load_domain
+from scope_envs.games.tau2.dialogue_acts import typo
 from scope_envs.games.tau2.tools import READ, WRITE
 from scope_envs.games.tau2.world import World
 
@@ -69,6 +70,15 @@ class Call:
             object.__setattr__(self, "_key", key)
         return key
 
+    def grounding(self) -> tuple[str, ...]:
+        """The lower-cased ``tokens`` of the arguments: the call is grounded once each occurs in what was revealed
+        (memoized as ``key`` is: the candidates ask for it at every step)."""
+        low = self.__dict__.get("_grounding")
+        if low is None:
+            low = tuple(str(v).lower() for v in tokens(self.arguments))
+            object.__setattr__(self, "_grounding", low)
+        return low
+
 
 @dataclass
 class Goal:
@@ -82,17 +92,54 @@ class Goal:
     decoy: Call | None = None
     decoy_kind: str | None = None  # "forbidden" | "mind_change"
 
-    @property
+    # The views below are derived from ``calls`` once, on first use: a goal is shared by every episode of its task
+    # (``goal_for`` caches it) and read at every step; nothing changes ``calls`` after ``derive`` builds it.
+    # The lists are shared: read them, never mutate them.
+    @functools.cached_property
     def requests(self) -> list[Call]:
         return [c for c in self.calls if c.kind == "write" or (c.kind == "generic" and c.name == TRANSFER)]
 
-    @property
+    @functools.cached_property
     def phone_actions(self) -> list[Call]:
         return [c for c in self.calls if c.kind == "phone"]
 
-    @property
+    @functools.cached_property
     def lookups(self) -> list[Call]:
         return [c for c in self.calls if c.kind in ("read", "generic") and c.name != TRANSFER]
+
+    @functools.cached_property
+    def real_requests(self) -> tuple[Call, ...]:
+        """The requests less the transfer to a human agent (the writes the user wants made)."""
+        return tuple(c for c in self.requests if c.name != TRANSFER)
+
+    @functools.cached_property
+    def slippable(self) -> bool:
+        """Whether some identity value holds a digit (a slip is a typo on a digit)."""
+        return any(any(ch.isdigit() for ch in v) for vals in self.identity.values() for v in vals.values())
+
+    def identity_read(self, slot: str, how: str) -> Call | None:
+        """The identity read (``IDENTITY_READS``) built from ``slot``'s values as the user told them (``how``:
+        ``"ok"``, or ``"slip"``: digits mistyped); None when the slot lacks a value the read needs. One ``Call``
+        per (slot, how), so that its memoized key and grounding serve every episode."""
+        cache = self.__dict__.setdefault("_identity_reads", {})
+        call = cache.get((slot, how), cache)
+        if call is cache:
+            vals = dict(self.identity.get(slot, {}))
+            if how == "slip":
+                vals = {k: typo(v) if any(ch.isdigit() for ch in v) else v for k, v in vals.items()}
+            tool, build = IDENTITY_READS[slot]
+            try:
+                call = Call(tool, build(vals), "assistant", "read")
+            except KeyError:
+                call = None
+            cache[(slot, how)] = call
+        return call
+
+    @functools.cached_property
+    def record_reads(self) -> tuple[Call, ...]:
+        """The record reads (``RECORD_READS``) of the ids named in the instructions, in ``record_ids`` order."""
+        return tuple(Call(RECORD_READS[arg], {arg: value}, "assistant", "read")
+                     for value, arg in self.record_ids.items() if RECORD_READS.get(arg) is not None)
 
 
 def instruction_text(task: dict) -> str:
@@ -103,9 +150,13 @@ def instruction_text(task: dict) -> str:
     return str(ins or "")
 
 
+_NEEDS_GROUNDING = re.compile(r"[\d@]")
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+
+
 def needs_grounding(value) -> bool:
     """A string the agent cannot make up: it holds a digit or an @ (ids, dates, emails, zips, addresses)."""
-    return isinstance(value, str) and bool(re.search(r"[\d@]", value))
+    return isinstance(value, str) and _NEEDS_GROUNDING.search(value) is not None
 
 
 def leaves(args, name: str = ""):
@@ -125,7 +176,7 @@ def tokens(args) -> list[str]:
     out = []
     for name, v in leaves(args):
         if name == "expression" and isinstance(v, str):
-            out += re.findall(r"\d+(?:\.\d+)?", v)
+            out += _NUMBER.findall(v)
         elif needs_grounding(v):
             out.append(v)
     return out

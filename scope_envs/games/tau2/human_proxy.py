@@ -25,6 +25,7 @@ for patience) and doubled.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -65,8 +66,14 @@ def assumptions_from(value) -> Assumptions:
 
 def _coin(seed: int, what: str, p: float) -> bool:
     """A coin flipped once per episode (``seed``) and purpose: the same answer all episode long."""
+    return _coin_draw(seed, what) < p
+
+
+@functools.lru_cache(maxsize=1024)
+def _coin_draw(seed: int, what: str) -> float:
+    # the coin's uniform draw, asked at every turn of the episode: a generator built once per (episode, purpose)
     h = (seed * 1_000_003 + sum(ord(c) * 31 ** i for i, c in enumerate(what))) % (2**32)
-    return np.random.default_rng(h).random() < p
+    return np.random.default_rng(h).random()
 
 
 def distribution(traits: dict, st: dict, legal: np.ndarray, assumptions: Assumptions = DEFAULT) -> np.ndarray:

@@ -73,9 +73,12 @@ def user(game, act: int, rng: np.random.Generator | None = None) -> str:
     g = game.goal
     verbose = game.traits.get("verbose", 0.5) > 0.6
     hello = _pick(["Hi there, I hope you're doing well. ", "Hello! Thanks for taking my call. "], rng) if verbose else ""
-    want = "; ".join(_describe(c) for c in g.requests) or "I have a question about my account"
-    ident = "; ".join(" ".join(str(v) for v in vals.values()) for vals in game._identity_values().values())
-    details = ", ".join(str(v) for v in g.details.values())
+    # what the user knows, in words, spelled out only for the acts that say it (every user turn renders its text)
+    want = ("; ".join(_describe(c) for c in g.requests) or "I have a question about my account") \
+        if name in ("inform_all", "state_request") else ""
+    ident = "; ".join(" ".join(str(v) for v in vals.values()) for vals in game._identity_values().values()) \
+        if name in ("inform_all", "inform_identity", "inform_slip") else ""
+    details = ", ".join(str(v) for v in g.details.values()) if name in ("inform_all", "inform_details") else ""
     if name == "inform_all":
         parts = [f"My details: {ident}." if ident else "", f"I need: {want}.",
                  f"Other details: {details}." if details else "",

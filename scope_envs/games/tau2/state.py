@@ -135,6 +135,25 @@ class State:
                 self.db[name] = clone(value)
                 self.owned.add(name)
 
+    def copy(self) -> State:
+        """An independent state equal to this one: the shared base stays shared (it is never written), this
+        state's own data (table overlays, owned collections, the user database) is cloned in one pass, so that
+        whatever it shares within itself stays shared in the copy."""
+        tables = {k: v for k, v in self.db.items() if isinstance(v, Table)}
+        owned = {k: self.db[k] for k in self.owned if k not in tables}
+        overs, owned, user_db = clone([{k: t.over for k, t in tables.items()}, owned, self.user_db])
+        db = {}
+        for k, v in self.db.items():
+            if k in tables:
+                v = Table(v.base)
+                v.over = overs[k]
+            elif k in owned:
+                v = owned[k]
+            db[k] = v
+        out = State(db, user_db)
+        out.ids, out.owned = dict(self.ids), set(self.owned)
+        return out
+
     def dump(self) -> dict:
         """The full state as plain JSON-able data: ``{"db": ..., "user_db": ...}``."""
         db = {k: v.dump() if isinstance(v, Table) else clone(v) for k, v in self.db.items()}

