@@ -241,3 +241,12 @@ def test_batched_tables_follow_set_params():
     finally:
         personas.set_params(shipped)
     assert batched.tables()["coef"]["thank"] == shipped["strategy_effects"]["coef"]["thank"]
+
+
+def test_the_module_example_runs():
+    import doctest
+
+    import scope_envs.vec
+
+    result = doctest.testmod(scope_envs.vec, optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0

@@ -1,0 +1,103 @@
+"""Batched rollouts: ``make_vec(id, num_envs=N)`` steps N episodes of one id together, as arrays.
+
+    >>> import numpy as np, scope_envs
+    >>> vec = scope_envs.make_vec("p4g-frozen", num_envs=4)
+    >>> obs, infos = vec.reset(seed=0)
+    >>> obs["agent_0"]["observation"].shape, obs["agent_0"]["action_mask"].shape
+    ((4, 77), (4, 18))
+    >>> acts = {"agent_0": np.full(4, 1)}  # a logical appeal in every episode
+    >>> obs, rewards, terminations, truncations, infos = vec.step(acts)
+    >>> rewards["agent_0"].shape, infos["active"]["agent_0"].tolist()
+    ((4,), [True, True, True, True])
+
+The API is PettingZoo's parallel one with a leading batch axis:
+
+* ``obs[agent]``: ``{"observation": (N, dim) float32, "action_mask": (N, n) int8}`` for every agent of
+  ``possible_agents``; a slot where the agent is not to move has only the no-op unmasked.
+* ``step(actions)``: ``actions[agent]`` an int array (N,); only the slots where that agent moves are read
+  (checked against the mask: an illegal act raises ``ValueError``). A simulator in the user seat replies
+  inside ``step``, as in the scalar env.
+* ``rewards[agent]``, ``terminations[agent]``, ``truncations[agent]``: (N,) arrays.
+* ``infos``: ``active[agent]`` and ``live[agent]`` (bool (N,)), ``member`` (the user seat's member per
+  slot), ``turn`` (turns played), ``_final_info`` (bool (N,): the slots whose episode ended this step) and,
+  when any did, ``final_info``: the finished episodes' ``outcome`` (a dict of (N,) arrays, the game's
+  outcome keys), ``agent_score``, ``return`` (``agent_0``'s), ``member``, ``persona`` and ``user_acts``
+  (object arrays), valid where ``_final_info`` is set, as Gymnasium's vector envs keep them.
+* Auto-reset in the same step (Gymnasium's ``SAME_STEP`` mode): a finished slot's observation is its next
+  episode's first. ``next_episode(slot)`` decides: it returns ``reset`` options for the slot's next
+  episode (``{}``, or ``{"scenario_seed": s}``), or None to leave the slot idle until ``reset``.
+  ``reset(seed=s)`` seeds slot ``i`` with ``s + i`` (a list gives each slot its seed); ``slots=`` resets
+  only those slots and leaves the others idle.
+
+Every regime is covered, learnable users included (``user_j`` act in the slots whose episode drew them).
+On p4g and cooperbench the game state and the built-in simulators' reply distributions (the frozen
+simulator, rotation members, families, the held-out proxies at their default assumptions) are computed for
+all N at once (``scope_envs.games.p4g.batched``, ``scope_envs.games.cooperbench.batched``); any other
+user-seat player (verbalized sampling, a checkpoint pool's snapshots) is asked slot by slot through the
+scalar env's own sampler; every other case loops over N scalar envs inside the same API (``LoopVecEnv``:
+tau2, the text surface, text players, the held-out proxies' ``assumptions`` variants, any option this module
+does not know). Each slot keeps its own generator, member schedule and dealing from a
+scalar env of the id (``envs[i]``), so the batched path gives the same trajectories as N scalar envs seeded
+alike (tests/test_vec.py plays every id both ways).
+
+Fast mode, ``make_vec(id, num_envs, exact=False)``: the same games, players and API, but one generator
+(seeded by ``reset(seed=s)`` with ``s`` itself, or the list of seeds given) drives all N slots, so nothing
+is drawn slot by slot: every simulator reply of a step from one call, each new episode's persona (and
+cooperbench task) drawn as indices into the split with the card's terms read from arrays built once per
+split, the member picked at once where the schedule is the default one (a single member, or uniform over
+the roster). What keeps per-slot state still runs per slot, on the shared generator: ``MemberSchedule``
+(rotation and population schedules), a checkpoint pool's pick, simulators asked slot by slot (``vs``, pool
+snapshots, custom users), ``scenario_seed`` options, the human proxy's follow-through. Episodes are then not those of N scalar envs seeded alike, but they are drawn from the
+same distribution: tests/test_vec_fast.py compares 10,000 episodes of each mode per id (outcomes, lengths,
+the user's acts) and shows the comparison rejects a perturbed engine. Fast mode applies to the batched
+engines only; an id or option that loops over scalar envs (``LoopVecEnv``) runs exact, with no error
+(``vec.exact`` says which mode runs).
+
+``GymVectorEnv(vec)`` is the single-agent case (``agent_0`` alone acts) as a ``gymnasium.vector.VectorEnv``,
+for libraries that consume those (CleanRL-style loops; SB3 through a VecEnv adapter).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from scope_envs.registry import make
+from scope_envs.vec.base import LoopVecEnv
+from scope_envs.vec.batched import BatchedVecEnv
+from scope_envs.vec.games import BATCHED, CooperBenchVecEnv, P4GVecEnv
+from scope_envs.vec.gym import GymVectorEnv, gym_vector_env, noop_mask
+
+__all__ = ["BATCHED_KWARGS", "BatchedVecEnv", "CooperBenchVecEnv", "GymVectorEnv", "LoopVecEnv", "P4GVecEnv",
+           "gym_vector_env", "make_vec", "noop_mask", "vectorize"]
+
+# the keyword arguments of make() that the batched engine reproduces; any other (a held-out proxy's
+# assumption switch, say) falls back to looping the scalar envs, which implement it
+BATCHED_KWARGS = frozenset({
+    "surface", "max_turns", "user_reward", "gamma", "target_var", "width", "max_errors", "max_message_chars",
+    "user", "k", "tau", "min_survivors", "weight_mode", "tail", "temperature", "selection",
+    "schedule", "families", "family_seed", "members", "pool_size", "snapshot_every", "pool_sample", "personas",
+})
+
+
+def make_vec(id: str, num_envs: int = 16, exact: bool = True, **kwargs):
+    """N episodes of ``id`` stepped together (``scope_envs.make(id, **kwargs)`` per slot; see the module).
+    ``exact=False``: fast mode, one generator for all slots (the same distribution of episodes, not the
+    same episodes as N scalar envs; see the module)."""
+    if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
+        raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
+    if not isinstance(exact, (bool, np.bool_)):
+        raise TypeError(f"exact must be a bool, got {exact!r}")
+    envs = [make(id, **kwargs) for _ in range(int(num_envs))]
+    return vectorize(envs, batched=not set(kwargs) - BATCHED_KWARGS, exact=bool(exact))
+
+
+def vectorize(envs: list, batched: bool = True, exact: bool = True):
+    """The vec env over these scalar envs of one id: batched where their game and players allow (and
+    ``batched``), else ``LoopVecEnv``. The envs stay the slots' configuration: their members (a pool's
+    snapshots join there), schedules, generators and dealing. ``exact=False``: the batched engine's fast
+    mode (one generator for all slots); the loop path is always exact."""
+    if batched:
+        for cls in BATCHED:
+            if cls.supports(envs):
+                return cls(envs, exact=exact)
+    return LoopVecEnv(envs)

@@ -1,0 +1,175 @@
+"""What every vec env shares (``VecBase``: slots, reset arguments, ``next_episode``) and ``LoopVecEnv``,
+N scalar envs behind the vec API: the path for what the batched engines do not cover."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from scope_envs.core.env import AGENT
+
+
+def always_next(slot: int) -> dict:
+    """The default ``next_episode``: every slot starts its next episode at once."""
+    return {}
+
+
+class VecBase:
+    num_envs: int
+    envs: list
+    exact = True  # the same episodes as N scalar envs seeded alike (``BatchedVecEnv(exact=False)``: fast mode)
+
+    def __init__(self, envs):
+        if not envs:
+            raise ValueError("a vec env needs at least one env")
+        self.envs = list(envs)
+        self.num_envs = len(self.envs)
+        self.next_episode: Callable[[int], dict | None] = always_next
+        self.idle = np.ones(self.num_envs, bool)
+        self._final_obs = False  # also keep the finished episodes' last observations (final_info["obs"])
+
+    @property
+    def possible_agents(self) -> list[str]:
+        return list(self.envs[0].possible_agents)
+
+    def observation_space(self, agent):
+        return self.envs[0].observation_space(agent)
+
+    def action_space(self, agent):
+        return self.envs[0].action_space(agent)
+
+    @property
+    def unwrapped(self):
+        return self
+
+    def _reset_args(self, seed, options, slots):
+        n = self.num_envs
+        slots = list(range(n)) if slots is None else [int(s) for s in slots]
+        if seed is None:
+            seeds = [None] * n
+        elif isinstance(seed, (int, np.integer)):
+            seeds = [int(seed) + i for i in range(n)]
+        else:
+            seeds = list(seed)
+            if len(seeds) != n:
+                raise ValueError(f"seed must be an int or {n} seeds, got {len(seeds)}")
+        if options is None or isinstance(options, dict):
+            opts = [dict(options or {}) for _ in range(n)]
+        else:
+            opts = [dict(o or {}) for o in options]
+        return slots, seeds, opts
+
+    def close(self):
+        for env in self.envs:
+            env.close()
+
+
+def _finished_record(game, agent_return: float, member: int, user_acts: list[int]) -> dict:
+    try:
+        score = float(game.agent_score())
+    except NotImplementedError:
+        score = None
+    return {"outcome": {k: float(v) for k, v in game.outcome().items()}, "agent_score": score,
+            "persona": getattr(game.persona, "id", None), "user_acts": user_acts, "member": member,
+            "return": agent_return}
+
+
+def _stack_final(records: list) -> dict:
+    """Per-slot final records (None where no episode ended) as Gymnasium's arrays over the slots."""
+    n = len(records)
+    some = next(r for r in records if r is not None)
+    outcome = {k: np.zeros(n) for k in some["outcome"]}
+    score, ret, member = np.full(n, np.nan), np.zeros(n), np.zeros(n, np.int64)
+    persona, user_acts = np.full(n, None, object), np.full(n, None, object)
+    obs = {a: np.zeros((n, *x.shape), np.float32) for a, x in some.get("obs", {}).items()}
+    for i, r in enumerate(records):
+        if r is None:
+            continue
+        for k, v in r["outcome"].items():
+            outcome[k][i] = v
+        score[i] = np.nan if r["agent_score"] is None else r["agent_score"]
+        ret[i], member[i], persona[i], user_acts[i] = r["return"], r["member"], r["persona"], r["user_acts"]
+        for a, x in r.get("obs", {}).items():
+            obs[a][i] = x
+    final = {"outcome": outcome, "agent_score": score, "return": ret, "member": member, "persona": persona,
+             "user_acts": user_acts}
+    if obs:
+        final["obs"] = obs
+    return final
+
+
+class LoopVecEnv(VecBase):
+    """N scalar envs behind the vec API (the path for what the batched engines do not cover)."""
+
+    def reset(self, seed=None, options=None, slots=None):
+        slots, seeds, opts = self._reset_args(seed, options, slots)
+        n = self.num_envs
+        self._obs, self._infos = [None] * n, [None] * n
+        self._ret = np.zeros(n)
+        self.idle[:] = True
+        for i in slots:
+            self._obs[i], self._infos[i] = self.envs[i].reset(seed=seeds[i], options=opts[i] or None)
+            self.idle[i] = False
+        return self._stack_obs(), self._stack_infos()
+
+    def step(self, actions: dict[str, Any]):
+        n, agents = self.num_envs, self.possible_agents
+        rewards = {a: np.zeros(n) for a in agents}
+        terms = {a: np.zeros(n, bool) for a in agents}
+        truncs = {a: np.zeros(n, bool) for a in agents}
+        final: list = [None] * n
+        for i in range(n):
+            if self.idle[i]:
+                continue
+            env = self.envs[i]
+            act = {}
+            for a in env.agents:
+                act[a] = int(np.asarray(actions[a])[i]) if self._infos[i][a]["active"] else 0
+            self._obs[i], rew, term, trunc, self._infos[i] = env.step(act)
+            for a in rew:
+                rewards[a][i], terms[a][i], truncs[a][i] = rew[a], term[a], trunc[a]
+            self._ret[i] += rew.get(AGENT, 0.0)
+            if not env.agents:
+                game = env.unwrapped.game
+                user_acts = [t.act for t in game.history if t.role == game.user_role]
+                final[i] = _finished_record(game, float(self._ret[i]), env.unwrapped.member, user_acts)
+                if self._final_obs:
+                    final[i]["obs"] = {a: o["observation"] for a, o in self._obs[i].items()}
+                self._ret[i] = 0.0
+                nxt = self.next_episode(i)
+                if nxt is None:
+                    self.idle[i] = True
+                else:
+                    self._obs[i], self._infos[i] = env.reset(options=nxt or None)
+        infos = self._stack_infos()
+        if any(f is not None for f in final):
+            infos["final_info"], infos["_final_info"] = _stack_final(final), np.array([f is not None for f in final])
+        return self._stack_obs(), rewards, terms, truncs, infos
+
+    def _stack_obs(self):
+        out = {}
+        for a in self.possible_agents:
+            space = self.observation_space(a)
+            x = np.zeros((self.num_envs, *space["observation"].shape), np.float32)
+            m = np.zeros((self.num_envs, *space["action_mask"].shape), np.int8)
+            m[:, 0] = 1
+            for i, o in enumerate(self._obs):
+                if not self.idle[i] and a in o:
+                    x[i], m[i] = o[a]["observation"], o[a]["action_mask"]
+            out[a] = {"observation": x, "action_mask": m}
+        return out
+
+    def _stack_infos(self):
+        n = self.num_envs
+        active = {a: np.zeros(n, bool) for a in self.possible_agents}
+        live = {a: np.zeros(n, bool) for a in self.possible_agents}
+        for i, info in enumerate(self._infos):
+            if self.idle[i]:
+                continue
+            for a, d in info.items():
+                live[a][i], active[a][i] = True, bool(d["active"])
+        member = np.array([e.unwrapped.member for e in self.envs])
+        turn = np.array([len(e.unwrapped.game.history) for e in self.envs])
+        return {"active": active, "live": live, "member": member, "turn": turn, "_final_info": np.zeros(n, bool)}

@@ -1,0 +1,504 @@
+"""``BatchedVecEnv``: a game's rules and the built-in simulators' replies for all slots at once, in exact mode
+(each slot replays a scalar env seeded alike) or fast mode (one generator for all slots). The games' engines
+are in ``scope_envs.vec.games``."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import numpy as np
+
+from scope_envs.core.env import AGENT, LEARNABLE, DirectAnswer
+from scope_envs.core.game import Turn
+from scope_envs.core.simulator import Simulator, View
+from scope_envs.core.surfaces import FEATURE_BOUND
+from scope_envs.vec.base import VecBase, always_next
+
+SPLITS = ("train", "heldout")  # an env's split (``DialogueParallelEnv.split``), as codes in fast mode
+
+
+class BatchedVecEnv(VecBase):
+    """The game's rules and the built-in simulators' replies computed for all slots at once (a game's
+    subclass: ``P4GVecEnv``, ``CooperBenchVecEnv``).
+
+    Other simulators in the user seat (verbalized sampling, a checkpoint pool's snapshots, any act-level
+    ``Simulator``) are asked slot by slot with the same view, sampler and generator as the scalar env."""
+
+    game_type: type
+
+    @classmethod
+    def supports(cls, envs) -> bool:
+        from scope_envs.core.env import DialogueParallelEnv
+
+        for env in envs:
+            u = env.unwrapped
+            if type(u) is not DialogueParallelEnv or u.surface.name != "act" or type(u.game) is not cls.game_type:
+                return False
+            if any(m != LEARNABLE and (not isinstance(m, Simulator) or m.plays_text) for m in u.members):
+                return False
+        return True
+
+    def __init__(self, envs, exact: bool = True):
+        super().__init__(envs)
+        self.exact = exact
+        self._rng = np.random.default_rng()  # fast mode's one generator (exact mode: each slot's env._rng)
+        game = self.envs[0].unwrapped.game
+        self.batch = self.make_batch(game)
+        self.batch.track_proxy = False  # until a slot's member is the held-out proxy (``_kind``)
+        self.role_names = game.roles
+        n = self.num_envs
+        self._u = [e.unwrapped for e in self.envs]
+        self.member = np.zeros(n, np.int64)
+        self.seat = np.full(n, -1, np.int64)  # the learnable user_j in the user seat, -1: a simulator
+        self.kind = np.full(n, -1, np.int64)  # the simulator's batched reply model (``_kinds``), -1: ask it
+        self.follows = np.zeros(n, bool)  # its follow_through is its own (p4g's human proxy: the gap)
+        self.persona = np.full(n, None, object)
+        self.persona_id = np.full(n, None, object)
+        self._ret = np.zeros(n)
+        horizon = 2 * game.max_turns + 2
+        self.hist_role = np.zeros((n, horizon), np.int64)
+        self.hist_act = np.zeros((n, horizon), np.int64)
+        self._masks = None
+        self._kinds: list[tuple] = []  # batched reply models seen: ("reference", gamma, cooperation) | ...
+        self._kind_of: dict = {}  # (id(sim), id(sampler)) -> (sim, sampler, code); holding sim keeps its id
+        # fast mode: each slot's roster as arrays over (slot, member), rebuilt when the env's members change
+        self._m_ref: list = [None] * n
+        self._m_count = np.zeros(n, np.int64)
+        self._m_kind = np.full((n, 1), -1, np.int64)
+        self._m_seat = np.full((n, 1), -1, np.int64)
+        self._m_follows = np.zeros((n, 1), bool)
+        self._m_own = np.full((n, 1), -1, np.int64)  # a simulator's own persona (into ``_own``), -1: dealt
+        self._own: list = []
+        self._m_learnable = np.zeros((n, 1), bool)
+        self._split_code = np.zeros(n, np.int64)
+        self._default_schedules = False
+
+    # -- a game's part ------------------------------------------------------------------------------------
+    def make_batch(self, game):
+        raise NotImplementedError
+
+    def deal(self, i: int, env, sim, persona, rng) -> dict:
+        """Slot ``i``'s new game on ``persona`` (the scalar game's own dealing, drawing from ``rng``): the
+        batch's card."""
+        raise NotImplementedError
+
+    def deal_many(self, idx: np.ndarray, split: str | None, persona=None) -> None:
+        """Fast mode: new games in slots ``idx`` on personas of ``split`` drawn from the shared generator (the
+        cards read from the split's arrays), or all on ``persona``, the members' own (any task drawn from
+        the shared generator); sets ``persona`` and ``persona_id``."""
+        raise NotImplementedError
+
+    def simulators(self) -> tuple[type, type]:
+        """(the game's sharpened reference simulator class, its held-out proxy class)."""
+        raise NotImplementedError
+
+    def proxy_is_batched(self, proxy) -> bool:
+        """Whether the batch computes this held-out proxy's replies (its default assumptions)."""
+        return not vars(proxy)
+
+    def batched_kind(self, sim, sampler) -> tuple | None:
+        """``sim``'s batched reply model with its parameters, or None: ask it slot by slot. Batched: the game's
+        reference model sharpened (the frozen simulator, rotation members, families) and its held-out proxy,
+        answering directly."""
+        from scope_envs.agents.base import SharpenedReference
+
+        if type(sampler) is not DirectAnswer:
+            return None
+        reference, proxy = self.simulators()
+        kind = type(sim)
+        if isinstance(sim, reference) and kind.reference is reference.reference \
+                and kind.distribution is SharpenedReference.distribution and kind.act is Simulator.act:
+            return ("reference", float(sim.gamma), float(sim.cooperation))
+        if kind is proxy and self.proxy_is_batched(sim):
+            return ("human_proxy",)
+        return None
+
+    def reply(self, kind: tuple, idx: np.ndarray, legal: np.ndarray) -> np.ndarray:
+        """Reply distributions of the batched model ``kind`` in slots ``idx``."""
+        raise NotImplementedError
+
+    def public_private(self, i: int, role: int) -> tuple[dict, dict]:
+        """``game.info()`` and ``game.private(role)`` of slot ``i``."""
+        raise NotImplementedError
+
+    # -- episodes -------------------------------------------------------------------------------------
+    def reset(self, seed=None, options=None, slots=None):
+        slots, seeds, opts = self._reset_args(seed, options, slots)
+        self.idle[:] = True
+        if self.exact:
+            for i in slots:
+                if seeds[i] is not None:
+                    self._u[i]._rng = np.random.default_rng(seeds[i])
+        elif isinstance(seed, (int, np.integer)):
+            self._rng = np.random.default_rng(int(seed))
+        elif seed is not None and all(s is not None for s in seeds):
+            self._rng = np.random.default_rng([int(s) for s in seeds])
+        from scope_envs.core.env import FirstOrUniform
+
+        self._default_schedules = all(type(u.schedule) is FirstOrUniform for u in self._u)
+        self._split_code = np.array([SPLITS.index(u.split) for u in self._u], np.int64)
+        self._start(slots, opts)
+        self._run_simulators()
+        return self._observe(), self._infos()
+
+    def _start(self, slots: list[int], options: list[dict] | None) -> None:
+        """``DialogueParallelEnv.reset`` of these slots: each one's generator, schedule and dealing."""
+        if not self.exact:
+            self._start_fast(slots, options)
+            return
+        cards = []
+        for j, i in enumerate(slots):
+            env = self._u[i]
+            opt = options[j] if options is not None and len(options) > j else {}
+            if opt.get("reset_schedule"):
+                env.schedule.reset()
+            env._started = True
+            env.member = member = env.schedule.pick(len(env.members), env._rng)
+            sim = env.members[member]
+            sim = None if sim == LEARNABLE else sim
+            persona = sim.persona if sim is not None and sim.persona is not None else None
+            if persona is None:
+                scenario = opt.get("scenario_seed")
+                rng = env._rng if scenario is None else np.random.default_rng(scenario)
+                persona = env.game.sample_persona(rng, env.split)
+            env.game.user_player = sim
+            cards.append(self.deal(i, env, sim, persona, env._rng))
+            self.persona[i], self.persona_id[i] = persona, persona.id
+            self.member[i] = member
+            agent = env.member_agent[member]
+            self.seat[i] = -1 if agent is None else self._agent_index[agent]
+            if sim is not None:
+                self.kind[i] = self._kind(sim, env.user_sampler)
+                self.follows[i] = type(sim).follow_through is not Simulator.follow_through
+            else:
+                self.kind[i], self.follows[i] = -1, False
+        idx = np.array(slots, np.int64)
+        self.batch.reset(idx, cards)
+        self._ret[idx] = 0.0
+        self.idle[idx] = False
+
+    def _start_fast(self, slots: list[int], options: list[dict] | None) -> None:
+        """``_start`` on the shared generator: members, personas (and tasks) and cards drawn for all these
+        slots at once; per slot only what keeps per-slot state (see the module)."""
+        idx = np.asarray(slots, np.int64)
+        if not len(idx):
+            return
+        rng = self._rng
+        scenario: dict[int, int] = {}
+        for j, opt in enumerate(options or ()):
+            if opt and j < len(idx):
+                i = int(idx[j])
+                if opt.get("reset_schedule"):
+                    self._u[i].schedule.reset()
+                if opt.get("scenario_seed") is not None:
+                    scenario[i] = opt["scenario_seed"]
+        self._rosters(idx)
+        count = self._m_count[idx]
+        if self._default_schedules:  # FirstOrUniform: the only member, or one drawn uniformly
+            member = np.zeros(len(idx), np.int64)
+            many = count > 1
+            if many.any():
+                member[many] = rng.integers(count[many])
+        else:
+            member = np.array([self._u[i].schedule.pick(c, rng) for i, c in zip(idx.tolist(), count.tolist())],
+                              np.int64)
+        self.member[idx] = member
+        self.kind[idx] = kind = self._m_kind[idx, member]
+        self.seat[idx] = self._m_seat[idx, member]
+        self.follows[idx] = self._m_follows[idx, member]
+        # slot by slot: a simulator asked through the scalar env (its view reads the scalar game), a scenario
+        # seed
+        slow = (kind < 0) & ~self._m_learnable[idx, member]
+        if scenario:
+            slow |= np.isin(idx, list(scenario))
+        if slow.any():
+            cards, ones = [], idx[slow]
+            for i, m in zip(ones.tolist(), member[slow].tolist()):
+                env = self._u[i]
+                sim = env.members[m]
+                sim = None if sim == LEARNABLE else sim
+                persona = sim.persona if sim is not None and sim.persona is not None else None
+                if persona is None:
+                    seed = scenario.get(i)
+                    persona = env.game.sample_persona(rng if seed is None else np.random.default_rng(seed), env.split)
+                env.game.user_player = sim
+                cards.append(self.deal(i, env, sim, persona, rng))
+                self.persona[i], self.persona_id[i] = persona, persona.id
+            self.batch.reset(ones, cards)
+            idx, member = idx[~slow], member[~slow]
+        own = self._m_own[idx, member]
+        groups = [(int(own[0]), idx)] if len(own) and (own == own[0]).all() else \
+            [(code, idx[own == code]) for code in np.unique(own).tolist()]
+        for code, mine in groups:  # the frozen simulators play their own (default) persona
+            if code < 0:
+                codes = self._split_code[mine]
+                for split in np.unique(codes).tolist():
+                    self.deal_many(mine[codes == split], SPLITS[split])
+            else:
+                self.deal_many(mine, None, self._own[code])
+        idx = np.asarray(slots, np.int64)
+        self._ret[idx] = 0.0
+        self.idle[idx] = False
+
+    def _rosters(self, idx: np.ndarray) -> None:
+        """Fast mode: the (slot, member) arrays of these slots, rebuilt where the env's members changed (a
+        checkpoint pool's snapshot joins through ``set_members``, a new list)."""
+        for i in idx.tolist():
+            env = self._u[i]
+            if env.members is self._m_ref[i]:
+                continue
+            k = len(env.members)
+            if k > self._m_kind.shape[1]:
+                pad = k - self._m_kind.shape[1]
+                self._m_kind = np.pad(self._m_kind, ((0, 0), (0, pad)), constant_values=-1)
+                self._m_seat = np.pad(self._m_seat, ((0, 0), (0, pad)), constant_values=-1)
+                self._m_follows = np.pad(self._m_follows, ((0, 0), (0, pad)))
+                self._m_own = np.pad(self._m_own, ((0, 0), (0, pad)), constant_values=-1)
+                self._m_learnable = np.pad(self._m_learnable, ((0, 0), (0, pad)))
+            index = self._agent_index
+            for m, sim in enumerate(env.members):
+                agent = env.member_agent[m]
+                self._m_seat[i, m] = -1 if agent is None else index[agent]
+                learnable = sim == LEARNABLE
+                self._m_learnable[i, m] = learnable
+                self._m_kind[i, m] = -1 if learnable else self._kind(sim, env.user_sampler)
+                self._m_follows[i, m] = not learnable and type(sim).follow_through is not Simulator.follow_through
+                own = None if learnable else sim.persona
+                if own is not None and own not in self._own:  # equal cards (each env's default) share a code
+                    self._own.append(own)
+                self._m_own[i, m] = -1 if own is None else self._own.index(own)
+            self._m_count[i] = k
+            self._m_ref[i] = env.members
+
+    @property
+    def _agent_index(self) -> dict[str, int]:
+        return {a: j for j, a in enumerate(self.possible_agents[1:])}
+
+    def _kind(self, sim, sampler) -> int:
+        """The code of ``sim``'s batched reply model (into ``_kinds``), or -1: ask it slot by slot."""
+        key = (id(sim), id(sampler))
+        if key not in self._kind_of:
+            kind = self.batched_kind(sim, sampler)
+            if kind is not None and kind not in self._kinds:
+                self._kinds.append(kind)
+                self.batch.track_proxy = any(k[0] == "human_proxy" for k in self._kinds)
+            self._kind_of[key] = (sim, sampler, -1 if kind is None else self._kinds.index(kind))
+        return self._kind_of[key][2]
+
+    # -- stepping -------------------------------------------------------------------------------------
+    def step(self, actions: dict[str, Any]):
+        n, b = self.num_envs, self.batch
+        if self._masks is None:
+            raise ValueError("step() called before reset(); call reset(seed=...) first")
+        active, live = self._active, ~self.idle
+        acting = np.flatnonzero(active == 0)
+        if len(acting):
+            self._apply(0, acting, self._read(actions, AGENT, acting, 0))
+        users = active == 1
+        if users.any():
+            for j, agent in enumerate(self.possible_agents[1:]):
+                idx = np.flatnonzero(users & (self.seat == j))
+                if len(idx):
+                    self._apply(1, idx, self._read(actions, agent, idx, 1))
+        self._run_simulators()
+        ended = np.flatnonzero(b.done & live)
+        agents = self.possible_agents
+        rewards = {a: np.zeros(n) for a in agents}
+        terms = {a: np.zeros(n, bool) for a in agents}
+        truncs = {a: np.zeros(n, bool) for a in agents}
+        final = None
+        if len(ended):
+            r_agent, r_user = b.rewards(ended)
+            rewards[AGENT][ended] = r_agent
+            terms[AGENT][ended] = True
+            for j, agent in enumerate(agents[1:]):
+                mine = self.seat[ended] == j
+                rewards[agent][ended[mine]] = r_user[mine]
+                terms[agent][ended[mine]] = True
+            self._ret[ended] += r_agent
+            final = self._final(ended)
+            if not self._default_schedules:  # FirstOrUniform.episode_end does nothing
+                for i, m, r in zip(ended.tolist(), self.member[ended].tolist(), self._ret[ended].tolist()):
+                    self._u[i].schedule.episode_end(m, r)
+            if self.next_episode is always_next:
+                restart, options = ended.tolist(), None
+            else:
+                restart, options = [], []
+                for i in ended.tolist():
+                    nxt = self.next_episode(i)
+                    if nxt is not None:
+                        restart.append(i)
+                        options.append(nxt)
+            self.idle[ended] = True
+            if restart:
+                self._start(restart, options)
+                if b.user_opens:  # else the new episodes open with the agent's move
+                    self._run_simulators()
+        obs = self._observe()
+        infos = self._infos()
+        if final is not None:
+            infos["final_info"], infos["_final_info"] = final, final.pop("_mask")
+        return obs, rewards, terms, truncs, infos
+
+    def _final(self, ended: np.ndarray) -> dict:
+        """The finished slots' final info, Gymnasium style: arrays over all slots, valid where ``_mask``."""
+        b, n = self.batch, self.num_envs
+        mask = np.zeros(n, bool)
+        mask[ended] = True
+        keys, values = zip(*b.outcome(ended).items())
+        table = np.zeros((len(keys), n))  # every outcome key at once: one row each
+        table[:, ended] = values
+        outcome = dict(zip(keys, table))
+        score, ret = np.full(n, np.nan), np.zeros(n)
+        score[ended], ret[ended] = b.agent_score(ended), self._ret[ended]
+        persona, user_acts = np.full(n, None, object), np.full(n, None, object)
+        persona[ended] = self.persona_id[ended]
+        # the user's acts of every finished slot in one pass, then cut into one list per slot
+        length = b.length[ended]
+        width = int(length.max())
+        theirs = (self.hist_role[ended, :width] == 1) & (np.arange(width) < length[:, None])
+        acts = self.hist_act[ended, :width][theirs].tolist()
+        start = 0
+        for i, end in zip(ended.tolist(), np.cumsum(theirs.sum(1)).tolist()):
+            user_acts[i], start = acts[start:end], end
+        final = {"outcome": outcome, "agent_score": score, "return": ret, "member": self.member.copy(),
+                 "persona": persona, "user_acts": user_acts, "_mask": mask}
+        if self._final_obs:
+            final["obs"] = {AGENT: np.clip(b.features(0), -FEATURE_BOUND, FEATURE_BOUND)}
+        return final
+
+    def _read(self, actions, agent, idx, role) -> np.ndarray:
+        if agent not in actions:
+            raise ValueError(f"{agent}: it is this agent's turn in slots {idx[:5].tolist()} but no action was given")
+        a = np.asarray(actions[agent])
+        if a.shape != (self.num_envs,) or a.dtype.kind not in "iu":
+            raise ValueError(f"{agent}: actions must be an int array of shape ({self.num_envs},), got "
+                             f"{a.dtype} {a.shape}")
+        a = a[idx].astype(np.int64)
+        n_acts = self.batch.n_acts[role]
+        bad = (a < 0) | (a >= n_acts)
+        if not bad.any():
+            bad = ~self._masks[role][idx, a].astype(bool)
+        if bad.any():
+            j = int(np.flatnonzero(bad)[0])
+            raise ValueError(f"{agent}: act {int(a[j])} is illegal in slot {int(idx[j])} (masked in action_mask "
+                             f"or out of range [0, {n_acts}))")
+        return a
+
+    def _apply(self, role: int, idx: np.ndarray, acts: np.ndarray) -> None:
+        b = self.batch
+        pos = b.length[idx]
+        self.hist_role[idx, pos], self.hist_act[idx, pos] = role, acts
+        ended = b.apply(role, idx, acts)
+        if len(ended):
+            self.settle(ended)
+
+    def settle(self, ended: np.ndarray) -> None:
+        """What a game does once over beyond its rules (p4g: the simulator's follow-through)."""
+
+    def _run_simulators(self) -> None:
+        """Let the simulators in the user seat reply: the built-in ones batched over every slot they play
+        (the same model at the same parameters), any other slot by slot."""
+        b = self.batch
+        while True:
+            active = b.active()
+            todo = np.flatnonzero(~self.idle & (active == 1) & (self.seat < 0))
+            if not len(todo):
+                return
+            legal = b.legal(1, active)
+            kinds = self.kind[todo]
+            if (kinds == kinds[0]).all():  # the usual case: one model in every slot
+                groups = [(int(kinds[0]), todo)]
+            else:
+                groups = [(code, todo[kinds == code]) for code in np.unique(kinds).tolist()]
+            for code, idx in groups:
+                if code < 0:
+                    acts = np.array([self._ask(i, legal[i]) for i in idx.tolist()], np.int64)
+                elif self.exact:
+                    p = self.reply(self._kinds[code], idx, legal[idx])
+                    u = np.array([self._u[i]._rng.random() for i in idx.tolist()])
+                    cdf = np.cumsum(p, 1)
+                    cdf /= cdf[:, -1:]
+                    acts = (cdf <= u[:, None]).sum(1)
+                else:  # one draw for all the slots; the weights need no normalizing for inverse-CDF sampling
+                    w = self.reply_weights(self._kinds[code], idx, legal[idx])
+                    cdf = w @ self._triu(w.shape[1])  # the running sums, as one product (faster than cumsum)
+                    acts = (cdf <= (self._rng.random(len(idx)) * cdf[:, -1])[:, None]).sum(1)
+                self._apply(1, idx, acts)
+            if b.user_replies_once:  # the agent moves next (or the game is over) in every slot
+                return
+
+    def reply_weights(self, kind: tuple, idx: np.ndarray, legal: np.ndarray) -> np.ndarray:
+        """Fast mode: weights proportional to ``reply``'s distributions, zero off the legal acts."""
+        return self.reply(kind, idx, legal)
+
+    @staticmethod
+    @functools.cache
+    def _triu(k: int) -> np.ndarray:
+        return np.triu(np.ones((k, k)))
+
+    def _ask(self, i: int, legal: np.ndarray) -> int:
+        """One slot's simulator turn through the scalar env's own sampler (``DialogueParallelEnv._run_simulator``)."""
+        env = self._u[i]
+        sim = env.simulator
+        rng = env._rng if self.exact else self._rng
+        choice, _ = env.user_sampler(sim, self.view(i, 1, legal, sim.wants_observation), rng)
+        return int(choice)
+
+    def view(self, i: int, role: int, legal: np.ndarray, observation: bool = False) -> View:
+        """Slot ``i``'s ``View`` of ``role``, as the scalar env builds it."""
+        b, env = self.batch, self._u[i]
+        length = b.length[i]
+        names = self.role_names
+        history = tuple(Turn(names[r], a) for r, a in zip(self.hist_role[i, :length].tolist(),
+                                                           self.hist_act[i, :length].tolist()))
+        obs = None
+        if observation:
+            obs = np.clip(b.features(role)[i], -FEATURE_BOUND, FEATURE_BOUND).astype(np.float32)
+        public, private = self.public_private(i, role)
+        return View(role=names[role], persona=self.persona[i] if role == 1 else None, history=history,
+                    legal=np.asarray(legal, bool), instructions=env.game.instructions(names[role]),
+                    public=public, private=private, observation=obs)
+
+    # -- what the agents see ----------------------------------------------------------------------------
+    def _observe(self):
+        b = self.batch
+        active = b.active()
+        active[self.idle] = -1
+        self._active = active
+        users = self.possible_agents[1:]
+        self._masks = [b.legal(0, active), b.legal(1, active) if users else None]
+        x = b.features(0)
+        obs = {AGENT: {"observation": np.clip(x, -FEATURE_BOUND, FEATURE_BOUND, out=x),
+                       "action_mask": self._masks[0].astype(np.int8)}}
+        if users:
+            x = np.clip(b.features(1), -FEATURE_BOUND, FEATURE_BOUND)
+            m = self._masks[1].astype(np.int8)
+            noop = self.batch._noop[1].astype(np.int8)
+            for j, a in enumerate(users):
+                mine = (self.seat == j) & ~self.idle
+                obs[a] = {"observation": np.where(mine[:, None], x, np.float32(0)),
+                          "action_mask": np.where(mine[:, None], m, noop[None])}
+        return obs
+
+    def _infos(self):
+        n, live = self.num_envs, ~self.idle
+        active = {AGENT: self._active == 0}
+        lives = {AGENT: live}
+        for j, a in enumerate(self.possible_agents[1:]):
+            mine = (self.seat == j) & live
+            lives[a], active[a] = mine, mine & (self._active == 1)
+        return {"active": active, "live": lives, "member": self.member.copy(), "turn": self.batch.length.copy(),
+                "_final_info": np.zeros(n, bool)}
+
+
+def power(p: np.ndarray, gamma: float) -> np.ndarray:
+    """``p ** gamma``; a small whole ``gamma`` (the default 3) by products, several times faster than ``pow``
+    (fast mode only: the last bit may differ from ``np.power``)."""
+    if gamma in (1.0, 2.0, 3.0, 4.0):
+        q = p
+        for _ in range(int(gamma) - 1):
+            q = q * p
+        return q
+    return np.power(p, gamma)

@@ -1,0 +1,183 @@
+"""The batched engines of the games whose rules are arrays: Persuasion for Good (``P4GVecEnv``) and
+CooperBench (``CooperBenchVecEnv``)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from scope_envs.games.cooperbench.game import CooperBenchGame
+from scope_envs.games.p4g.game import P4GGame
+from scope_envs.vec.batched import BatchedVecEnv, power
+
+
+class P4GVecEnv(BatchedVecEnv):
+    """Persuasion for Good batched (``scope_envs.games.p4g.batched``)."""
+
+    game_type = P4GGame
+
+    def make_batch(self, game):
+        from scope_envs.games.p4g.batched import P4GBatch
+
+        return P4GBatch(self.num_envs, game.max_turns, game.user_reward)
+
+    def deal(self, i, env, sim, persona, rng):
+        from scope_envs.games.p4g.batched import card_terms
+
+        if env.game.persona is not persona:  # p4g's reset draws nothing: the scalar game keeps the card in step
+            env.game.reset(persona, rng)
+        return card_terms(persona)
+
+    def deal_many(self, idx, split, persona=None):
+        from scope_envs.games.p4g.batched import card_terms, split_cards
+
+        if persona is not None:
+            self.batch.reset_terms(idx, card_terms(persona))
+            self.persona[idx], self.persona_id[idx] = persona, persona.id
+            return
+        table = split_cards(split)
+        drawn = self._rng.integers(len(table["ids"]), size=len(idx))  # ``personas.sample``, all at once
+        self.batch.reset_terms(idx, {k: v[drawn] for k, v in table["terms"].items()})
+        self.persona[idx], self.persona_id[idx] = table["personas"][drawn], table["ids"][drawn]
+
+    def simulators(self):
+        from scope_envs.agents.p4g import HumanProxyPersuadee, ReferencePersuadee
+
+        return ReferencePersuadee, HumanProxyPersuadee
+
+    def proxy_is_batched(self, proxy) -> bool:
+        """``P4GBatch.human_proxy_reply`` computes the default assumptions only."""
+        from scope_envs.games.p4g import human_proxy
+
+        return vars(proxy) == {"assumptions": human_proxy.DEFAULT}
+
+    def reply(self, kind, idx, legal):
+        from scope_envs.agents.base import normalize, sharpen
+
+        if kind[0] == "reference":
+            return normalize(sharpen(self.batch.reference_reply(idx, legal, kind[2]), kind[1]), legal)
+        return self.batch.human_proxy_reply(idx, legal)
+
+    def reply_weights(self, kind, idx, legal):
+        if kind[0] == "reference":  # ``sharpen`` unnormalized (``reference_reply`` is zero off the legal acts)
+            return power(self.batch.reference_reply(idx, legal, kind[2], normalized=False), kind[1])
+        return self.batch.human_proxy_reply(idx, legal, normalized=False)
+
+    def settle(self, ended):
+        """The gift a stated amount becomes (``P4GGame.apply``): the simulator's follow-through."""
+        b = self.batch
+        actual = b.intended(ended)
+        for j in np.flatnonzero(self.follows[ended]).tolist():
+            i = int(ended[j])
+            env = self._u[i]
+            sim = env.members[int(self.member[i])]
+            actual[j] = float(sim.follow_through(float(actual[j]), env._rng if self.exact else self._rng))
+        b.settle(ended, actual)
+
+    def public_private(self, i, role):
+        b = self.batch
+        stated = float(b.intended(np.array([i]))[0]) if b.stated[i] >= 0 else None
+        return {"stated": stated, "final": bool(b.final[i]), "persuader_turns": int(b.turns[i])}, {}
+
+
+class CooperBenchVecEnv(BatchedVecEnv):
+    """CooperBench batched (``scope_envs.games.cooperbench.batched``)."""
+
+    game_type = CooperBenchGame
+
+    def make_batch(self, game):
+        from scope_envs.games.cooperbench.batched import CooperBenchBatch
+
+        self.traits = np.zeros((self.num_envs, 5))
+        self.task_id = np.full(self.num_envs, None, object)
+        self._own_styles: dict = {}
+        batch = CooperBenchBatch(self.num_envs, game.max_turns, game.user_reward)
+        self.coins = {k: np.zeros((self.num_envs, *np.shape(v))) for k, v in batch.coins("", "").items()}
+        return batch
+
+    def deal(self, i, env, sim, persona, rng):
+        from scope_envs.games.cooperbench.styles import TRAITS
+
+        game = env.game
+        game.reset(persona, rng)  # draws the task from the slot's generator
+        self.task_id[i] = game.task.id
+        kind = None if sim is None else self.batched_kind(sim, env.user_sampler)
+        if kind is not None and kind[0] == "reference":
+            c = kind[2]  # ``agents.cooperbench._cooperative``: every trait moved up by the cooperation
+            self.traits[i] = [min(1.0, persona.traits[t] + c) if c else persona.traits[t] for t in TRAITS]
+        elif kind is not None:
+            self.traits[i] = [persona.traits[t] for t in TRAITS]
+            for k, v in self.batch.coins(persona.id, game.task.id).items():
+                self.coins[k][i] = v
+        return {"needs": game.task.needs, "talk": persona.traits.get("talk", 0.5)}
+
+    def deal_many(self, idx, split, persona=None):
+        from scope_envs.games.cooperbench.batched import (
+            split_styles,
+            split_tasks,
+            style_table,
+        )
+        from scope_envs.games.cooperbench.world import SPLIT_KEYS
+
+        rng = self._rng
+        if persona is None:
+            styles = split_styles(split)
+            drawn = rng.integers(len(styles["ids"]), size=len(idx))  # ``styles.sample``, all at once
+        else:  # ``CooperBenchGame.reset``: a card of no split draws a train task
+            if id(persona) not in self._own_styles:  # ``_own`` keeps the card, hence its id
+                self._own_styles[id(persona)] = style_table((persona,))
+            styles, drawn = self._own_styles[id(persona)], np.zeros(len(idx), np.int64)
+            split = persona.split if persona.split in SPLIT_KEYS else "train"
+        tasks = split_tasks(split)
+        task = rng.integers(len(tasks["ids"]), size=len(idx))  # ``CooperBenchGame.reset``'s task
+        self.batch.reset_needs(idx, tasks["needs"][task], styles["talk"][drawn])
+        self.persona[idx], self.persona_id[idx] = styles["personas"][drawn], styles["ids"][drawn]
+        self.task_id[idx] = tasks["ids"][task]
+        kinds = self.kind[idx]
+        for code in np.unique(kinds).tolist():
+            if code < 0:  # a learnable user: no policy to parameterize
+                continue
+            sel = kinds == code
+            kind, traits = self._kinds[code], styles["traits"][drawn[sel]]
+            if kind[0] == "reference":
+                c = kind[2]
+                traits = np.minimum(1.0, traits + c) if c else traits
+            else:
+                for j, (i, p, t) in enumerate(zip(idx[sel].tolist(), drawn[sel].tolist(), task[sel].tolist())):
+                    for k, v in self.batch.coins(styles["ids"][p], tasks["ids"][t]).items():
+                        self.coins[k][i] = v
+            self.traits[idx[sel]] = traits
+
+    def simulators(self):
+        from scope_envs.agents.cooperbench import HumanProxyPartner, ReferencePartner
+
+        return ReferencePartner, HumanProxyPartner
+
+    def reply_weights(self, kind, idx, legal):
+        if kind[0] == "reference":  # ``sharpen`` unnormalized (``decide`` is zero off the legal acts)
+            return power(self.batch.decide(idx, legal, self.traits[idx], None), kind[1])
+        return self.reply(kind, idx, legal)
+
+    def reply(self, kind, idx, legal):
+        from scope_envs.agents.base import normalize, sharpen
+
+        if kind[0] == "reference":
+            return normalize(sharpen(self.batch.decide(idx, legal, self.traits[idx], None), kind[1]), legal)
+        return self.batch.decide(idx, legal, self.traits[idx], {k: v[idx] for k, v in self.coins.items()})
+
+    def public_private(self, i, role):
+        b, other, names = self.batch, 1 - role, self.role_names
+        regions = [frozenset(np.flatnonzero(row).tolist()) for row in (b.needs[i, role], b.known[i, role],
+                                                                        b.claims[i, other], b.claims[i, role])]
+        feature = ("A",) if role == 0 else ("B",)
+        edits = {int(r): (feature if code == 1 else ("A", "B")) for r, code in enumerate(b.edits[i, role].tolist())
+                 if code}
+        public = {"turns": dict(zip(names, b.turns[i].tolist())),
+                  "submitted": dict(zip(names, map(bool, b.submitted[i])))}
+        private = {"task": self.task_id[i], "needs": regions[0], "known": regions[1], "partner_claims": regions[2],
+                   "own_claims": regions[3], "edits": edits, "asked": bool(b.asked[i, role]),
+                   "announced": bool(b.announced[i, role]), "reported": bool(b.reported[i, role]),
+                   "partner_done": bool(b.reported[i, other] or b.submitted[i, other]), "turn": int(b.turns[i, role])}
+        return public, private
+
+
+BATCHED = (P4GVecEnv, CooperBenchVecEnv)
