@@ -155,19 +155,11 @@ class BatchedVecEnv(VecBase):
                 env.schedule.reset()
             env._started = True
             env.member = member = env.schedule.pick(len(env.members), env._rng)
-            sim = env.members[member]
-            sim = None if sim == LEARNABLE else sim
-            persona = sim.persona if sim is not None and sim.persona is not None else None
-            if persona is None:
-                scenario = opt.get("scenario_seed")
-                rng = env._rng if scenario is None else np.random.default_rng(scenario)
-                persona = env.game.sample_persona(rng, env.split)
-            env.game.user_player = sim
-            cards.append(self.deal(i, env, sim, persona, env._rng))
-            self.persona[i], self.persona_id[i] = persona, persona.id
+            cards.append(self._deal_one(i, member, opt.get("scenario_seed"), env._rng))
             self.member[i] = member
             agent = env.member_agent[member]
             self.seat[i] = -1 if agent is None else self._agent_index[agent]
+            sim = env.game.user_player
             if sim is not None:
                 self.kind[i] = self._kind(sim, env.user_sampler)
                 self.follows[i] = type(sim).follow_through is not Simulator.follow_through
@@ -177,6 +169,21 @@ class BatchedVecEnv(VecBase):
         self.batch.reset(idx, cards)
         self._ret[idx] = 0.0
         self.idle[idx] = False
+
+    def _deal_one(self, i: int, member: int, scenario_seed: int | None, rng: np.random.Generator) -> dict:
+        """Slot ``i``'s new game with ``member`` in the user seat, dealt as the scalar env deals it: the member's
+        own persona, or one drawn from ``rng`` (from ``scenario_seed`` when given); returns the batch's card.
+        ``rng``: the slot's generator in exact mode, the shared one in fast mode."""
+        env = self._u[i]
+        sim = env.members[member]
+        sim = None if sim == LEARNABLE else sim
+        persona = sim.persona if sim is not None and sim.persona is not None else None
+        if persona is None:
+            draw = rng if scenario_seed is None else np.random.default_rng(scenario_seed)
+            persona = env.game.sample_persona(draw, env.split)
+        env.game.user_player = sim
+        self.persona[i], self.persona_id[i] = persona, persona.id
+        return self.deal(i, env, sim, persona, rng)
 
     def _start_fast(self, slots: list[int], options: list[dict] | None) -> None:
         """``_start`` on the shared generator: members, personas (and tasks) and cards drawn for all these
@@ -213,18 +220,8 @@ class BatchedVecEnv(VecBase):
         if scenario:
             slow |= np.isin(idx, list(scenario))
         if slow.any():
-            cards, ones = [], idx[slow]
-            for i, m in zip(ones.tolist(), member[slow].tolist()):
-                env = self._u[i]
-                sim = env.members[m]
-                sim = None if sim == LEARNABLE else sim
-                persona = sim.persona if sim is not None and sim.persona is not None else None
-                if persona is None:
-                    seed = scenario.get(i)
-                    persona = env.game.sample_persona(rng if seed is None else np.random.default_rng(seed), env.split)
-                env.game.user_player = sim
-                cards.append(self.deal(i, env, sim, persona, rng))
-                self.persona[i], self.persona_id[i] = persona, persona.id
+            ones = idx[slow]
+            cards = [self._deal_one(i, m, scenario.get(i), rng) for i, m in zip(ones.tolist(), member[slow].tolist())]
             self.batch.reset(ones, cards)
             idx, member = idx[~slow], member[~slow]
         own = self._m_own[idx, member]

@@ -61,7 +61,6 @@ from scope_envs.games.tau2.dialogue_acts import (
     K_WRITE,
     USER_ACTS,
     USER_INDEX,
-    typo,
 )
 from scope_envs.games.tau2.evaluate import evaluate
 from scope_envs.games.tau2.goals import IDENTITY_READS, Call, goal_for
@@ -237,18 +236,8 @@ class Tau2Game(Game):
             self._next = USER if role == AGENT else AGENT
 
     # ------------------------------------------------------------ candidates
-    def grounded(self, call: Call) -> bool:
-        revealed = self.revealed
-        return all(v in revealed for v in call.grounding())
-
     def _identity_values(self) -> dict[str, dict]:
-        out = {}
-        for slot, how in self.told.items():
-            vals = dict(self.goal.identity.get(slot, {}))
-            if how == "slip":
-                vals = {k: typo(v) if any(ch.isdigit() for ch in v) else v for k, v in vals.items()}
-            out[slot] = vals
-        return out
+        return {slot: self.goal.told_values(slot, how) for slot, how in self.told.items()}
 
     def _cands_inputs(self) -> tuple:
         # everything ``candidates`` reads that a turn can change: ``done`` and ``revealed`` only ever grow (their

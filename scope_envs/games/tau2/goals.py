@@ -117,6 +117,14 @@ class Goal:
         """Whether some identity value holds a digit (a slip is a typo on a digit)."""
         return any(any(ch.isdigit() for ch in v) for vals in self.identity.values() for v in vals.values())
 
+    def told_values(self, slot: str, how: str) -> dict:
+        """``slot``'s identity values as the user tells them: as they are, or (``how == "slip"``) with every
+        value that holds a digit mistyped (``typo``)."""
+        vals = dict(self.identity.get(slot, {}))
+        if how == "slip":
+            vals = {k: typo(str(v)) if any(ch.isdigit() for ch in str(v)) else v for k, v in vals.items()}
+        return vals
+
     def identity_read(self, slot: str, how: str) -> Call | None:
         """The identity read (``IDENTITY_READS``) built from ``slot``'s values as the user told them (``how``:
         ``"ok"``, or ``"slip"``: digits mistyped); None when the slot lacks a value the read needs. One ``Call``
@@ -124,12 +132,9 @@ class Goal:
         cache = self.__dict__.setdefault("_identity_reads", {})
         call = cache.get((slot, how), cache)
         if call is cache:
-            vals = dict(self.identity.get(slot, {}))
-            if how == "slip":
-                vals = {k: typo(v) if any(ch.isdigit() for ch in v) else v for k, v in vals.items()}
             tool, build = IDENTITY_READS[slot]
             try:
-                call = Call(tool, build(vals), "assistant", "read")
+                call = Call(tool, build(self.told_values(slot, how)), "assistant", "read")
             except KeyError:
                 call = None
             cache[(slot, how)] = call

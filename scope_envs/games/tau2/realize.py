@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from scope_envs.games.tau2 import text_protocol
-from scope_envs.games.tau2.dialogue_acts import AGENT_ACTS, USER_ACTS, typo
+from scope_envs.games.tau2.dialogue_acts import AGENT_ACTS, USER_ACTS
 from scope_envs.games.tau2.goals import TRANSFER, leaves
 
 
@@ -198,10 +198,7 @@ def user_says(game, act: int, rng: np.random.Generator | None = None) -> str:
         slot = game.asked_slot if game.asked_slot in g.identity else next(iter(g.identity), None)
         if slot is None:
             return "I'm not sure what you need from me."
-        vals = dict(g.identity[slot])
-        if name == "inform_slip":
-            vals = {k: typo(str(v)) if any(ch.isdigit() for ch in str(v)) else v for k, v in vals.items()}
-        said = _identity_says(slot, vals, rng)
+        said = _identity_says(slot, g.told_values(slot, "slip" if name == "inform_slip" else "ok"), rng)
         return _pick([f"Sure, {said}.", f"{said[0].upper()}{said[1:]}.", f"Of course: {said}."], rng)
     if name == "inform_details":
         if not details:
