@@ -175,3 +175,25 @@ def test_the_ceiling_trains_to_its_own_larger_budget(monkeypatch):
         run_one("p4g", m, 0, **TINY)
     assert methods.ORACLE_BUDGET > 1
     assert budgets == {"p4g-heldout": methods.ORACLE_BUDGET * TINY["steps"], "p4g-frozen": TINY["steps"]}
+
+
+def test_evaluation_episodes_follow_the_declared_rule():
+    """``EVAL_EPISODES_MIN`` is what ``benchmarks/eval_episodes.py``'s rule gives on its committed measurement:
+    one run's held-out evaluation SE at most ``EVAL_SE_FRACTION`` of the band, from the largest per-episode sd
+    of the band's rows."""
+    import importlib.util
+    import json
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    spec = importlib.util.spec_from_file_location("eval_episodes", root / "benchmarks" / "eval_episodes.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    measured = json.loads((root / "benchmarks" / "results" / "eval_episodes" / "eval_episodes.json").read_text())
+    assert measured["fraction"] == methods.EVAL_SE_FRACTION
+    assert set(measured["games"]) == set(GAMES) == set(methods.EVAL_EPISODES_MIN)
+    for game, row in measured["games"].items():
+        sd = max(row["sd_episode"].values())
+        n = script.required(sd, row["band"])
+        assert methods.EVAL_EPISODES_MIN[game] == row["eval_episodes"] == n, game
+        assert n % 64 == 0 and sd / n**0.5 <= methods.EVAL_SE_FRACTION * row["band"] < sd / (n - 64) ** 0.5, game

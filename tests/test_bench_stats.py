@@ -238,6 +238,29 @@ def test_population_best_needs_holm_significance():
 
 # --------------------------------------------------------------------------------------------------------- runner
 
+@pytest.mark.parametrize("kwargs", [{}, {"eval_episodes": 40}, {"steps": 100}])
+def test_runner_sizes_each_games_evaluation(tmp_path, monkeypatch, kwargs):
+    """The preset's evaluation is raised per game to ``EVAL_EPISODES_MIN`` (p4g's per-episode spread is large
+    against its band); an explicit ``eval_episodes`` is used as given, and a smoke run stays small."""
+    seen = {}
+
+    class Stop(Exception):
+        pass
+
+    def fake_execute(tasks, out, **_):
+        seen.update({t["game"]: t["eval_episodes"] for t in tasks})
+        raise Stop
+
+    monkeypatch.setattr(runner, "execute", fake_execute)
+    with pytest.raises(Stop):
+        runner.run(games=["p4g", "tau2"], methods=["frozen"], seeds=1, out=tmp_path, progress=False, **kwargs)
+    preset = methods.PRESETS["default"]["eval_episodes"]
+    expected = {"p4g": methods.EVAL_EPISODES_MIN["p4g"], "tau2": preset} if not kwargs else \
+        {g: kwargs.get("eval_episodes", min(preset, 200)) for g in ("p4g", "tau2")}
+    assert methods.EVAL_EPISODES_MIN["p4g"] > preset >= methods.EVAL_EPISODES_MIN["tau2"]
+    assert seen == expected
+
+
 def test_runner_writes_claims_json_and_report(tmp_path, monkeypatch):
     per = {"untrained": 0.1, "frozen": 0.3, "vs": 0.6, "rotation": 0.3, "cotrain": 0.35, "population": 0.65,
            "selfplay": 0.2, "random": 0.05, "oracle": 0.8}

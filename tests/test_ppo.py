@@ -146,7 +146,7 @@ def reference_update(trainer, name, b):
         return (p.probs * (p.logits - q.logits)).sum(-1)
 
     n = len(b["a"])
-    mb_size = max(cfg.min_minibatch, n // cfg.num_minibatches)
+    mb_size = max(cfg.min_minibatch, -(-n // cfg.num_minibatches))
     ent_coef = torch.where(b["user"], cfg.user_ent_coef, cfg.ent_coef)
     others = [o for k, o in trainer.learners.items() if k != name and k.startswith("user_")] \
         if name.startswith("user_") else []

@@ -16,7 +16,14 @@ from scope_envs.bench.executors import (
     ExecutorUnavailable,
     execute,
 )
-from scope_envs.bench.methods import COST, EXTRA_METHODS, GAMES, METHODS, PRESETS
+from scope_envs.bench.methods import (
+    COST,
+    EVAL_EPISODES_MIN,
+    EXTRA_METHODS,
+    GAMES,
+    METHODS,
+    PRESETS,
+)
 from scope_envs.bench.plots import plot
 from scope_envs.bench.report import write_report
 from scope_envs.bench.stats import claims, game_stats, summarize
@@ -69,7 +76,8 @@ def run(games=GAMES, methods=METHODS, seeds=None, steps=None, eval_episodes=None
     for key, value in (("seeds", seeds), ("steps", steps), ("eval_episodes", eval_episodes)):
         if value is not None:
             settings[key] = value
-    if steps is not None and eval_episodes is None and steps < 5000:  # a smoke run: keep evaluation small too
+    smoke = steps is not None and eval_episodes is None and steps < 5000
+    if smoke:  # a smoke run: keep evaluation small too
         settings["eval_episodes"] = min(settings["eval_episodes"], 200)
         settings["curve_episodes"] = min(settings["curve_episodes"], 50)
         settings["curve_points"] = min(settings["curve_points"], 3)
@@ -84,10 +92,12 @@ def run(games=GAMES, methods=METHODS, seeds=None, steps=None, eval_episodes=None
     out.mkdir(parents=True, exist_ok=True)
     scale = settings.pop("steps_scale", {}) if steps is None else {}  # preset budgets only; --steps is exact
     settings.pop("steps_scale", None)
+    # the preset's evaluation, raised per game to the measurement-resolution rule; --eval-episodes is exact
+    eval_min = EVAL_EPISODES_MIN if eval_episodes is None and not smoke else {}
     scope = {"user_reward": user_reward, "advantage": advantage, "group_size": group_size,
              **({"sensitivity": True} if sensitivity else {})}
     tasks = [dict(game=g, method=m, seed=s, steps=int(settings["steps"] * scale.get(g, 1.0)),
-                  eval_episodes=settings["eval_episodes"],
+                  eval_episodes=max(settings["eval_episodes"], eval_min.get(g, 0)),
                   curve_points=settings["curve_points"], curve_episodes=settings["curve_episodes"], **scope)
              for g in games for m in methods for s in range(settings["seeds"])]
     if sensitivity:  # each variant's own ceiling: the oracle retrained under it (bench.sensitivity)
@@ -108,7 +118,9 @@ def run(games=GAMES, methods=METHODS, seeds=None, steps=None, eval_episodes=None
     stats_by_game = {game: game_stats(table) for game, table in results.items()}
     (out / "claims.json").write_text(json.dumps(claims(results, stats_by_game), indent=1, ensure_ascii=False))
     (out / "curves.json").write_text(json.dumps({"settings": settings, "wall_s": wall, "runs": runs}, indent=1))
-    write_report(out, results, runs, {**settings, "games": list(games), "methods": list(methods), "jobs": jobs,
+    per_game = {key: ", ".join(f"{g} {next(t[key] for t in tasks if t['game'] == g)}" for g in games)
+                for key in ("steps", "eval_episodes")}  # the presets scale these per game
+    write_report(out, results, runs, {**settings, **per_game, "games": list(games), "methods": list(methods), "jobs": jobs,
                                       "user_reward": user_reward or "each game's default", "advantage": advantage,
                                       "group_size": group_size}, wall, stats_by_game)
     plot(out, runs)

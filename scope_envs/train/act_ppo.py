@@ -654,35 +654,39 @@ class PPOTrainer:
         cfg, net, opt = self.cfg, self.learners[name], self.optimizers[name]
         params = list(net.parameters())
         n = len(b["a"])
-        mb_size = max(cfg.min_minibatch, n // cfg.num_minibatches)  # population members see 1/K of the data
+        # ceil: num_minibatches near-equal parts (n // num_minibatches left a stray minibatch of up to
+        # num_minibatches - 1 rows, which took a whole optimizer step on its own; until 2026-11-30)
+        mb_size = max(cfg.min_minibatch, -(-n // cfg.num_minibatches))  # population members see 1/K of the data
         ent_coef = torch.where(b["user"], cfg.user_ent_coef, cfg.ent_coef)
         others = [net for o, net in self.learners.items() if o != name and o.startswith("user_")] \
             if name.startswith("user_") else []  # the other population members
         anchor = self.init.get(name) if cfg.user_kl_coef > 0 else None
         lowest = torch.finfo(torch.float32).min
         stats = {}
+        columns = ("x", "m", "a", "logp", "v", "user", "adv", "ret")
         for epoch in range(cfg.update_epochs):
             perm = torch.randperm(n)
+            # one gather per column and epoch; the minibatches are then contiguous views (the same rows as
+            # indexing every minibatch with its slice of perm)
+            shuffled = [b[k][perm] for k in columns] + [ent_coef[perm]]
             for start in range(0, n, mb_size):
-                mb = perm[start : start + mb_size]
-                x, m, user = b["x"][mb], b["m"][mb], b["user"][mb]
+                x, m, a, old_logp, old_v, user, adv, ret, mb_ent_coef = (t[start : start + mb_size] for t in shuffled)
                 logp = net.log_policy(x, m)
-                logratio = logp.gather(-1, b["a"][mb][:, None]).squeeze(-1) - b["logp"][mb]
+                logratio = logp.gather(-1, a[:, None]).squeeze(-1) - old_logp
                 ratio = logratio.exp()
-                adv = b["adv"][mb]
-                if cfg.norm_adv and cfg.advantage == "gae" and len(mb) > 1:  # grpo: the group is the baseline
+                if cfg.norm_adv and cfg.advantage == "gae" and len(a) > 1:  # grpo: the group is the baseline
                     adv = (adv - adv.mean()) / (adv.std() + 1e-8)
                 pg_loss = torch.max(-adv * ratio, -adv * ratio.clamp(1 - cfg.clip_coef, 1 + cfg.clip_coef)).mean()
                 v = net.value(x)
                 if cfg.clip_vloss:
-                    v_clipped = b["v"][mb] + (v - b["v"][mb]).clamp(-cfg.clip_coef, cfg.clip_coef)
-                    v_loss = 0.5 * torch.max((v - b["ret"][mb]) ** 2, (v_clipped - b["ret"][mb]) ** 2).mean()
+                    v_clipped = old_v + (v - old_v).clamp(-cfg.clip_coef, cfg.clip_coef)
+                    v_loss = 0.5 * torch.max((v - ret) ** 2, (v_clipped - ret) ** 2).mean()
                 else:
-                    v_loss = 0.5 * ((v - b["ret"][mb]) ** 2).mean()
+                    v_loss = 0.5 * ((v - ret) ** 2).mean()
                 clamped = torch.clamp(logp, min=lowest)
                 probs = torch.softmax(logp, -1)
                 entropy = -(clamped * probs).sum(-1)
-                loss = pg_loss - (ent_coef[mb] * entropy).mean() + cfg.vf_coef * v_loss
+                loss = pg_loss - (mb_ent_coef * entropy).mean() + cfg.vf_coef * v_loss
                 kl_init = torch.zeros(())
                 if anchor is not None and user.any():
                     kl_init = (probs * (logp - anchor.log_policy(x, m))).sum(-1)[user].mean()
@@ -694,7 +698,8 @@ class PPOTrainer:
                     kls = torch.stack([(probs * (logp - q)).sum(-1) for q in other_logp]).mean(0)
                     diversity = kls.clamp(max=cfg.diversity_cap).mean()
                     loss = loss - cfg.diversity_coef * diversity
-                opt.zero_grad()
+                for p in params:  # opt.zero_grad() without its profiler record
+                    p.grad = None
                 loss.backward()
                 grads = [p.grad for p in params]
                 norm = torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads, 2.0)), 2.0)
