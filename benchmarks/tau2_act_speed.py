@@ -12,6 +12,18 @@ returns), so that two runs of different code can be checked to have played the s
 A speed-up is a before/after comparison of this script's figures on the same machine; the game's
 caches (``game.py``) are meant to change the figures and never the fingerprints.
 
+Against a baseline (the code to compare, e.g. the last commit: ``git archive HEAD | tar -x -C /tmp/base``;
+``/tmp/base`` goes first on ``PYTHONPATH``), in paired fresh processes that alternate, with the median of
+the pairs' ratios; ``--trainer-first`` times the trainer first in each process (cold: the data files, goals
+and initial worlds are loaded as a training run meets them), else after the random acts (warm):
+
+    .venv/bin/python benchmarks/tau2_act_speed.py --baseline /tmp/base --steps 8000 --rounds 3 --trainer-first
+
+``--fingerprint EPISODES`` prints only the fingerprints (observations, masks, rewards, terminations,
+truncations and full infos of every step) of EPISODES random-act episodes of each of tau2-frozen,
+-heldout, -rotation, -vs, -cotrain on the act surface and tau2-frozen/-heldout on the text surface (a
+quarter as many), on the real and the embedded data: run it under both codes and compare.
+
 ``benchmarks/tau2_speed.py`` is the other tau2 benchmark: gold replay against tau^2-bench's own code.
 """
 
@@ -64,13 +76,132 @@ def trainer_steps(env_id: str, n: int, seed: int) -> tuple[float, str]:
     return rate, h.hexdigest()
 
 
+# the regimes and surfaces ``--fingerprint`` plays (the text surface on the frozen and held-out users)
+FINGERPRINT_RUNS = (("tau2-frozen", "act"), ("tau2-heldout", "act"), ("tau2-rotation", "act"), ("tau2-vs", "act"),
+                    ("tau2-cotrain", "act"), ("tau2-frozen", "text"), ("tau2-heldout", "text"))
+TEXT_MESSAGES = ("Hello, how can I help you today?", "Could you give me your user id?", "What is your email?",
+                 "Can you confirm the details?", "I am sorry, the policy does not allow that.", "###STOP###")
+
+
+def _text_action(game, rng: np.random.Generator) -> str:
+    """A random text-surface agent turn: a candidate tool call as JSON, an act rendered in words, or a
+    fixed message (the harness reads the candidates, which the game would compute for its own features)."""
+    from scope_envs.games.tau2 import text_protocol
+    from scope_envs.games.tau2.dialogue_acts import AGENT_ACTS
+
+    u = rng.random()
+    cands = [c for kind in ("read", "write") for c in game.candidates()[kind]]
+    if u < 0.3 and cands:
+        c = cands[int(rng.integers(len(cands)))]
+        return text_protocol.call_text(c.name, c.arguments)
+    if u < 0.8:
+        return game.realize("agent", int(rng.integers(1, len(AGENT_ACTS))), rng)
+    return TEXT_MESSAGES[int(rng.integers(len(TEXT_MESSAGES)))]
+
+
+def fingerprint(env_id: str, surface: str, episodes: int, seed: int) -> tuple[str, int]:
+    """A SHA-256 over ``episodes`` episodes of random legal acts (every live agent): the observations, masks,
+    rewards, terminations, truncations and infos of every step; and the number of steps played."""
+    import scope_envs
+
+    env = scope_envs.make(env_id, surface=surface)
+    rng = np.random.default_rng(seed)
+    h = hashlib.sha256()
+    steps = 0
+
+    def put(obs, infos, *rest):
+        for a in sorted(obs):
+            o = obs[a]
+            if isinstance(o, dict):
+                h.update(o["observation"].tobytes())
+                h.update(o["action_mask"].tobytes())
+            else:
+                h.update(str(o).encode())
+            h.update(json.dumps(infos[a], sort_keys=True, default=repr).encode())
+        h.update(repr(rest).encode())
+
+    for ep in range(episodes):
+        obs, infos = env.reset(seed=seed * 100_003 + ep)
+        put(obs, infos)
+        while env.agents:
+            acts = {}
+            for a in env.agents:
+                if surface == "text":
+                    acts[a] = _text_action(env.unwrapped.game, rng) if infos[a]["active"] else "ok"
+                else:
+                    acts[a] = int(rng.choice(np.flatnonzero(obs[a]["action_mask"])))
+            obs, rew, term, trunc, infos = env.step(acts)
+            put(obs, infos, sorted(rew.items()), sorted(term.items()), sorted(trunc.items()))
+            steps += 1
+    return h.hexdigest(), steps
+
+
+def fingerprints(episodes: int) -> dict:
+    """``fingerprint`` of every run in ``FINGERPRINT_RUNS`` on the real and the embedded data."""
+    out = {}
+    for data in ("real", "embedded"):
+        if data == "embedded":
+            os.environ["SCOPE_ENVS_TAU2_DATA"] = "embedded"
+        else:
+            os.environ.pop("SCOPE_ENVS_TAU2_DATA", None)
+        for env_id, surface in FINGERPRINT_RUNS:
+            n = episodes if surface == "act" else max(1, episodes // 4)  # text episodes cost more (NLU, words)
+            fp, steps = fingerprint(env_id, surface, n, 1)
+            out[f"{env_id}/{surface}/{data}"] = {"episodes": n, "steps": steps, "sha256": fp[:16]}
+    return out
+
+
+def paired(args) -> None:
+    """``--baseline DIR``: this script's one-round figures for the code in DIR (on ``PYTHONPATH``, e.g. a
+    ``git archive HEAD`` copy) and for the working tree, alternating, ``--rounds`` pairs; the medians and
+    the median of the pairs' ratios."""
+    import subprocess
+    import sys
+
+    cmd = [sys.executable, __file__, "--env", args.env, "--steps", str(args.steps), "--rounds", "1"]
+    cmd += ["--embedded"] if args.embedded else []
+    cmd += ["--trainer-first"] if args.trainer_first else []
+    load_before = os.getloadavg()
+    runs: dict[str, list[dict]] = {"baseline": [], "current": []}
+    for _ in range(args.rounds):
+        for name in ("baseline", "current"):
+            env = dict(os.environ)
+            env.pop("PYTHONPATH", None)
+            if name == "baseline":
+                env["PYTHONPATH"] = args.baseline
+            out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout
+            runs[name].append(json.loads(out.strip().splitlines()[-1]))
+    result = {"env": args.env, "data": "embedded" if args.embedded else "real", "steps": args.steps,
+              "pairs": args.rounds, "trainer": "cold (first in a fresh process)" if args.trainer_first else "warm"}
+    for key in ("random_steps_per_s", "trainer_steps_per_s"):
+        base = [r[key] for r in runs["baseline"]]
+        cur = [r[key] for r in runs["current"]]
+        result[key] = {"baseline": base, "current": cur,
+                       "median_ratio": round(float(np.median([c / b for b, c in zip(base, cur)])), 3)}
+    for key in ("random_fingerprint", "trainer_fingerprint"):
+        result[key] = {name: sorted({str(r[key]) for r in rs}) for name, rs in runs.items()}
+    result["loadavg_before"] = [round(x, 2) for x in load_before]
+    result["loadavg_after"] = [round(x, 2) for x in os.getloadavg()]
+    print(json.dumps(result))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--env", default="tau2-frozen")
     ap.add_argument("--steps", type=int, default=5000, help="env steps (random) and agent decisions (trainer)")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--embedded", action="store_true", help="the embedded synthetic tasks instead of the real ones")
+    ap.add_argument("--trainer-first", action="store_true",
+                    help="time the trainer before the random acts (cold: a fresh process, as a training run starts)")
+    ap.add_argument("--baseline", metavar="DIR", help="paired runs against the code in DIR (see ``paired``)")
+    ap.add_argument("--fingerprint", type=int, metavar="EPISODES",
+                    help="only print the fingerprints of EPISODES random-act episodes per regime and surface")
     args = ap.parse_args()
+    if args.fingerprint:
+        print(json.dumps(fingerprints(args.fingerprint), indent=1))
+        return
+    if args.baseline:
+        return paired(args)
     if args.embedded:
         os.environ["SCOPE_ENVS_TAU2_DATA"] = "embedded"
     else:
@@ -79,12 +210,17 @@ def main() -> None:
     load_before = os.getloadavg()
     rand, train, rand_fp, train_fp = [], [], set(), set()
     for r in range(args.rounds):
+        if args.trainer_first:  # the trainer in a fresh process: data loads and per-task caches included
+            rate, fp = trainer_steps(args.env, args.steps, 0)
+            train.append(rate)
+            train_fp.add(fp)
         rate, fp = random_steps(args.env, args.steps, r)
         rand.append(rate)
         rand_fp.add(fp if r == 0 else "")
-        rate, fp = trainer_steps(args.env, args.steps, 0)
-        train.append(rate)
-        train_fp.add(fp)
+        if not args.trainer_first:
+            rate, fp = trainer_steps(args.env, args.steps, 0)
+            train.append(rate)
+            train_fp.add(fp)
     print(json.dumps({
         "env": args.env, "data": "embedded" if args.embedded else "real", "steps": args.steps,
         "rounds": args.rounds, "random_steps_per_s": round(float(np.median(rand))),

@@ -17,6 +17,15 @@ ALL_IDS = sorted(scope_envs.registry)
 SURFACES = ("act", "text")
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _sb3_logs_in_tmp_path(tmp_path_factory):
+    """Stable-Baselines3's ``learn`` makes a log folder (``$SB3_LOGDIR``, else ``/tmp/SB3-<time>``) even when it
+    logs nothing: keep them in pytest's temporary folders."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("SB3_LOGDIR", str(tmp_path_factory.mktemp("sb3")))
+        yield
+
+
 @pytest.fixture
 def p4g_data():
     path = DATA / "p4g"

@@ -209,3 +209,162 @@ def test_sample_draws_what_generator_choice_draws():
     for bad in ([-0.5, 1.5], [np.nan, 1.0], [[0.5, 0.5]]):
         with pytest.raises(ValueError):
             sample(np.array(bad), a)
+
+
+def test_goal_cache_lives_on_the_loaded_domain_and_loads_nothing_again():
+    from scope_envs.games.tau2 import data as tau2_data
+    from scope_envs.games.tau2.goals import derive, goal_for
+
+    for domain in ("airline", "retail", "telecom"):
+        data = load_domain(domain)
+        loads = tau2_data._load_domain.cache_info().misses
+        for task in data.tasks[:: max(1, len(data.tasks) // 12)]:
+            goal = goal_for(data, task)
+            assert repr(goal) == repr(derive(World.for_task(data, task)))  # what a derivation from scratch gives
+            assert goal_for(data, task) is goal
+        assert tau2_data._load_domain.cache_info().misses == loads  # the domain's files were not read again
+    # the goal of a modified copy of a task is the domain's own task's, as before
+    data = load_domain("airline")
+    copy = {**data.tasks[0], "evaluation_criteria": {}}
+    assert goal_for(data, copy) is goal_for(data, data.tasks[0])
+
+
+def _reference_distribution(traits, st, legal):
+    """``behaviour.reference_distribution`` as it was written with numpy stores (the definition)."""
+    from scope_envs.games.tau2.behaviour import USER_ACTS, USER_INDEX, patience_turns
+
+    w, t, ix = np.zeros(len(USER_ACTS)), traits, USER_INDEX
+    if st["transfer_pending"]:
+        w[ix["transfer"]] = 1.0
+    elif st["first_turn"]:
+        w[ix["inform_all"]], w[ix["state_request"]] = 0.05 + t["disclose"], 1.05 - t["disclose"]
+        w[ix["change_mind"]] = 0.5 * t["mind_change"]
+    elif st["satisfied"]:
+        w[ix["stop"]], w[ix["ask_question"]] = 1.0, 0.2 * (1 - st["asked"])
+    elif st["agent_msgs"] > patience_turns(t):
+        w[ix["stop"]] = 1.0
+    elif st["instructed"]:
+        w[ix["phone_action"]], w[ix["deny"]] = 0.1 + t["comply"], 0.3 * (1 - t["comply"])
+    elif st["confirm_target"] == "decoy":
+        if st["decoy_kind"] == "mind_change":
+            w[ix["change_mind"]], w[ix["confirm"]] = 0.2 + t["mind_change"], 0.2 * (1 - t["mind_change"])
+        else:
+            w[ix["confirm"]] = 1.0
+    elif st["confirm_target"] == "real":
+        w[ix["confirm"]], w[ix["deny"]] = 0.2 + t["comply"], 0.2 * (1 - t["comply"])
+    elif st["asked_slot"] in ("user_id", "email", "name_zip", "phone"):
+        w[ix["inform_identity"]] = 1.0 - 0.8 * t["slip"] * (1 - st["slipped"])
+        w[ix["inform_slip"]], w[ix["inform_all"]] = 0.8 * t["slip"] * (1 - st["slipped"]), 0.3 * t["disclose"]
+    elif st["asked_slot"] in ("record_id", "details"):
+        w[ix["inform_details"]], w[ix["state_request"]] = 1.0, 0.3 * (1 - st["stated"])
+    elif st["denied"] and st["decoy_kind"] == "forbidden":
+        w[ix["insist"]] = t["insist"] * max(0.0, 1 - 0.3 * st["insisted"])
+        w[ix["stop"]] = 0.3 * (1 - t["insist"]) * (not st["real_pending"])
+        w[ix["state_request"]] = 0.3 * st["real_pending"]
+    else:
+        w[ix["state_request"]] = 0.6 * (1 - st["stated"]) + 0.1
+        w[ix["inform_details"]] = 0.2 * (1 - st["details_given"])
+        w[ix["inform_identity"]] = 0.2 * (1 - st["identity_given"])
+        w[ix["ask_question"]] = 0.3 * st["has_question"] * (1 - st["asked"])
+        w[ix["change_mind"]] = 0.3 * t["mind_change"] * st["decoy_open"]
+        w[ix["stop"]] = 0.05 * st["agent_msgs"] / max(1, patience_turns(t))
+    w = np.where(legal, w, 0.0)
+    total = w.sum()
+    if total <= 0:
+        w = np.where(legal, 1.0, 0.0)
+        if legal[ix["stop"]] and legal.sum() > 1:
+            w[ix["stop"]] = 0.1
+        total = w.sum()
+    return w / total
+
+
+def test_reference_distribution_equals_the_numpy_definition_bit_for_bit():
+    from scope_envs.games.tau2.behaviour import TRAITS, card, reference_distribution
+
+    g = np.random.default_rng(3)
+    branches = set()
+    for i in range(4000):
+        traits = dict(card("train", i % 1000).traits) if i % 3 else {t: float(g.random()) for t in TRAITS}
+        st = {"transfer_pending": g.random() < 0.05, "first_turn": g.random() < 0.15, "satisfied": g.random() < 0.1,
+              "agent_msgs": int(g.integers(0, 40)), "instructed": g.random() < 0.1,
+              "confirm_target": [None, "decoy", "real"][int(g.integers(3))] if g.random() < 0.3 else None,
+              "decoy_kind": [None, "forbidden", "mind_change"][int(g.integers(3))],
+              "asked_slot": [None, "user_id", "email", "record_id", "details"][int(g.integers(5))],
+              "slipped": float(g.random() < 0.5), "stated": float(g.random() < 0.5),
+              "details_given": float(g.random() < 0.5), "identity_given": float(g.random() < 0.5),
+              "asked": float(g.random() < 0.5), "has_question": float(g.random() < 0.5),
+              "denied": int(g.integers(0, 3)), "insisted": int(g.integers(0, 4)),
+              "decoy_open": float(g.random() < 0.5), "real_pending": bool(g.random() < 0.5)}
+        legal = g.random(14) < 0.5
+        legal[int(g.integers(14))] = True
+        want, got = _reference_distribution(traits, st, legal), reference_distribution(traits, st, legal)
+        assert got.dtype == want.dtype and got.tobytes() == want.tobytes(), (st, legal)
+        branches.add(int(np.argmax(want)))
+    assert len(branches) > 8  # the draws reached most acts' branches
+
+
+def test_user_index_finds_what_the_scan_finds_over_an_episodes_overlay():
+    from scope_envs.games.tau2 import retail
+    from scope_envs.games.tau2.state import Table
+    from scope_envs.games.tau2.tools import ToolError
+
+    data = load_domain("retail")
+    world = World.fresh(data, data.tasks[0])
+    users = world.state.db["users"]
+    assert isinstance(users, Table)
+
+    def scan_name_zip(first, last, zip_):
+        for uid, u in users.items():
+            if (u["name"]["first_name"].lower() == first.lower() and u["name"]["last_name"].lower() == last.lower()
+                    and u["address"]["zip"] == zip_):
+                return uid
+        return None
+
+    def scan_email(email):
+        return next((uid for uid, u in users.items() if u["email"].lower() == email.lower()), None)
+
+    def found(fn, *args):
+        try:
+            return fn(world.state, *args)
+        except ToolError:
+            return None
+
+    ids = list(users.keys())
+    g = np.random.default_rng(0)
+    for step in range(60):
+        # the episode rewrites users: a twin of another user (an earlier or later one), a new user, a changed zip
+        uid, other = ids[int(g.integers(len(ids)))], users[ids[int(g.integers(len(ids)))]]
+        rec = users.mut(uid)
+        if step % 3 == 0:
+            rec["name"] = dict(other["name"])
+            rec["address"] = dict(other["address"])
+            rec["email"] = other["email"].upper()
+        elif step % 3 == 1:
+            users[f"new_user_{step}"] = {**json.loads(json.dumps(other)), "email": f"NEW{step}@x.com"}
+        else:
+            rec["address"] = {**rec["address"], "zip": f"{int(g.integers(10**5)):05d}"}
+        for probe in [users[k] for k in ids[:: 37]] + [users[uid], other] + [users[k] for k in users.over]:
+            first, last, zip_ = probe["name"]["first_name"], probe["name"]["last_name"], probe["address"]["zip"]
+            for args in ((first.upper(), last, zip_), (first, last, zip_[:-1] + "x"), (first, last + "x", zip_)):
+                assert found(retail.find_user_id_by_name_zip, *args) == scan_name_zip(*args)
+            for email in (probe["email"], probe["email"].swapcase(), "x" + probe["email"]):
+                assert found(retail.find_user_id_by_email, email) == scan_email(email)
+    assert found(retail.find_user_id_by_name_zip, "A", "B", 12345) is None  # not a string: the scan runs
+
+
+@pytest.mark.parametrize("env_id", ["tau2-frozen", "tau2-cotrain"])
+def test_step_without_full_infos_is_the_same_step(env_id):
+    full, fast = scope_envs.make(env_id), scope_envs.make(env_id)
+    rng = np.random.default_rng(5)
+    for ep in range(25):
+        (obs, infos), (obs2, infos2) = full.reset(seed=ep), fast.reset(seed=ep)
+        while full.agents:
+            acts = {a: int(rng.choice(np.flatnonzero(obs[a]["action_mask"]))) for a in full.agents}
+            obs, rew, term, trunc, infos = full.step(acts)
+            obs2, rew2, term2, trunc2, infos2 = fast.unwrapped._step(acts, False)
+            assert (rew, term, trunc) == (rew2, term2, trunc2)
+            assert {a: infos[a]["active"] for a in infos} == {a: d["active"] for a, d in infos2.items()}
+            for a in obs:
+                assert np.array_equal(obs[a]["observation"], obs2[a]["observation"])
+                assert np.array_equal(obs[a]["action_mask"], obs2[a]["action_mask"])
+        assert not fast.agents and full.unwrapped.game.outcome() == fast.unwrapped.game.outcome()

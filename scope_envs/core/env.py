@@ -40,6 +40,7 @@ from scope_envs.core.surfaces import (MAX_MESSAGE_CHARS, SURFACES, TextSurface, 
 
 AGENT = "agent_0"
 LEARNABLE = "learnable"
+_UNSET = object()  # "work the speaker out" (None is a speaker value: nobody's turn)
 
 
 class DirectAnswer:
@@ -173,6 +174,11 @@ class DialogueParallelEnv(ParallelEnv):
         return None if m == LEARNABLE else m
 
     def step(self, actions: dict[str, Any]):
+        return self._step(actions, True)
+
+    def _step(self, actions: dict[str, Any], full_infos: bool):
+        """``step``; without ``full_infos`` the infos hold only each live agent's ``active`` flag (the loop vec
+        engine reads nothing else of them, and building the full ones is a good part of a cheap game's step)."""
         if not self._started:
             raise ValueError("step() called before reset(); call reset(seed=...) first")
         if not self.agents:
@@ -209,11 +215,12 @@ class DialogueParallelEnv(ParallelEnv):
         truncated = truncated or (over and self.game.truncated())
         done = over and not truncated
         role_rewards = self.game.rewards() if over else {}
-        obs = self._observe()
+        speaker = self._speaker()  # the next speaker: fixed until the next turn, read by the observations and infos
+        obs = self._observe(speaker)
         rewards = {a: float(role_rewards.get(self._role[a], 0.0)) for a in self.agents}
         terms = {a: done for a in self.agents}
         truncs = {a: truncated and not done for a in self.agents}
-        infos = self._infos()
+        infos = self._infos(speaker) if full_infos else {a: {"active": a == speaker} for a in self.agents}
         self._agent_return += rewards[AGENT]
         if done or truncated:
             self.agents = []
@@ -263,18 +270,24 @@ class DialogueParallelEnv(ParallelEnv):
 
     def _speaker(self):
         role = self.game.active_role()
-        return next((a for a in self.agents if self._role[a] == role), None)
+        for a in self.agents:
+            if self._role[a] == role:
+                return a
+        return None
 
-    def _observe(self):
-        speaker = self._speaker()
+    def _observe(self, speaker=_UNSET):
+        if speaker is _UNSET:
+            speaker = self._speaker()
         return {a: self.surface.observe(self._role[a], a == speaker, self._errors.get(a, [])) for a in self.agents}
 
-    def _infos(self):
-        speaker = self._speaker()
+    def _infos(self, speaker=_UNSET):
+        if speaker is _UNSET:
+            speaker = self._speaker()
         shared = {k: float(v) for k, v in self.game.outcome().items()}
+        turn = len(self.game.history)
         infos = {}
         for a in self.agents:
-            info = {"active": a == speaker, "turn": len(self.game.history), "errors": self._error_count[a],
+            info = {"active": a == speaker, "turn": turn, "errors": self._error_count[a],
                     "simulator_errors": self.simulator_errors, **shared}
             info.update(self.surface.infos(self._role[a]))
             if self._sim_info:

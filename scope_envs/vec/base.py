@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from scope_envs.core.env import AGENT
+from scope_envs.core.env import AGENT, DialogueParallelEnv
 
 
 def always_next(slot: int) -> dict:
@@ -120,14 +120,26 @@ class LoopVecEnv(VecBase):
         terms = {a: np.zeros(n, bool) for a in agents}
         truncs = {a: np.zeros(n, bool) for a in agents}
         final: list = [None] * n
+        columns: dict[str, list] = {}  # each agent's actions as Python numbers, converted once per step
         for i in range(n):
             if self.idle[i]:
                 continue
             env = self.envs[i]
             act = {}
             for a in env.agents:
-                act[a] = int(np.asarray(actions[a])[i]) if self._infos[i][a]["active"] else 0
-            self._obs[i], rew, term, trunc, self._infos[i] = env.step(act)
+                if self._infos[i][a]["active"]:
+                    col = columns.get(a)
+                    if col is None:
+                        col = columns[a] = np.asarray(actions[a]).tolist()
+                    act[a] = int(col[i])
+                else:
+                    act[a] = 0
+            if type(env) is DialogueParallelEnv:
+                # an unwrapped env skips building its full infos: of a step's infos this engine reads only
+                # "active" (a wrapper's step may read or add to them, so a wrapped env steps in full)
+                self._obs[i], rew, term, trunc, self._infos[i] = env._step(act, False)
+            else:
+                self._obs[i], rew, term, trunc, self._infos[i] = env.step(act)
             for a in rew:
                 rewards[a][i], terms[a][i], truncs[a][i] = rew[a], term[a], trunc[a]
             self._ret[i] += rew.get(AGENT, 0.0)

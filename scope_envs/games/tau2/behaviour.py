@@ -67,7 +67,9 @@ def patience_turns(traits: dict) -> int:
 
 def reference_distribution(traits: dict, st: dict, legal: np.ndarray) -> np.ndarray:
     """The reference user's next act, from its card and what it knows of the dialogue (``st``)."""
-    w = np.zeros(len(USER_ACTS))
+    # weights in a list, one array at the end: asked at every user turn, and a numpy scalar store per act costs
+    # more than the arithmetic (the array, its sum and the division are the same as numpy's, bit for bit)
+    w = [0.0] * len(USER_ACTS)
     t = traits
     if st["transfer_pending"]:
         w[USER_INDEX["transfer"]] = 1.0
@@ -110,7 +112,7 @@ def reference_distribution(traits: dict, st: dict, legal: np.ndarray) -> np.ndar
         w[USER_INDEX["ask_question"]] = 0.3 * st["has_question"] * (1 - st["asked"])
         w[USER_INDEX["change_mind"]] = 0.3 * t["mind_change"] * st["decoy_open"]
         w[USER_INDEX["stop"]] = 0.05 * st["agent_msgs"] / max(1, patience_turns(t))
-    w = np.where(legal, w, 0.0)
+    w = np.array([float(x) if ok else 0.0 for x, ok in zip(w, legal.tolist())])
     total = w.sum()
     if total <= 0:
         w = np.where(legal, 1.0, 0.0)

@@ -107,12 +107,16 @@ class DomainData:
 
     def split_ids(self, split: str) -> list[str]:
         """Task ids of ``train`` or ``test`` present in the task file (all tasks when there are no splits)."""
-        # every episode's scenario draw asks; the data is read-only, so the list is worked out once per split
+        return list(self.split_tuple(split))
+
+    def split_tuple(self, split: str) -> tuple[str, ...]:
+        """``split_ids`` as a shared tuple: every episode's scenario draw asks, and the data is read-only, so the
+        ids are worked out once per split (and not copied per draw: telecom's list is long)."""
         cache = self.__dict__.setdefault("_split_ids", {})
         ids = cache.get(split)
         if ids is None:
             ids = cache[split] = tuple(self._find_split_ids(split))
-        return list(ids)
+        return ids
 
     def _find_split_ids(self, split: str) -> list[str]:
         ids = self.splits.get(split)

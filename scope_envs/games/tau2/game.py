@@ -73,6 +73,10 @@ USER_REWARDS = ("shared", "zero", "persona", "zero_sum", "mixed") + SIMULATOR_RE
 TRUNCATIONS = ("max_steps", "too_many_errors")
 # the agent's "candidate j present" features for each number of candidates (``features`` looks them up)
 _PRESENT = {k: tuple(tuple(float(j < n) for j in range(k)) for n in range(k + 1)) for k in (K_READ, K_WRITE, K_PHONE)}
+# the one-hot parts of the features (domain, the other role's last act), looked up rather than built per step
+_DOMAIN_ONE_HOT = {d: tuple(float(d == e) for e in DOMAINS) for d in DOMAINS}
+_LAST_USER = tuple(tuple(float(i == j) for j in range(len(USER_ACTS))) for i in range(len(USER_ACTS)))
+_LAST_AGENT = tuple(tuple(float(i == j) for j in range(len(AGENT_ACTS))) for i in range(len(AGENT_ACTS)))
 POLICY_BUDGET = 8000  # characters of policy kept at the top of the agent's observation; the full text is in infos
 # act numbers of the turns replayed from a task's message history (kept as the first release recorded them)
 REPLAYED_MESSAGE, REPLAYED_TOOL_CALL = 1, 2
@@ -165,7 +169,7 @@ class Tau2Game(Game):
         """A task: the domain uniformly, then a task of its ``train`` (or, for ``heldout``, ``test``) split; and a
         behaviour card of the same split."""
         domain = self.domains[int(rng.integers(len(self.domains)))]
-        ids = self.data[domain].split_ids("test" if split == "heldout" else "train")
+        ids = self.data[domain].split_tuple("test" if split == "heldout" else "train")
         if not ids:
             raise ValueError(f"tau2 {domain}: no tasks in the {'test' if split == 'heldout' else 'train'} split")
         task_id = ids[int(rng.integers(len(ids)))]
@@ -255,39 +259,36 @@ class Tau2Game(Game):
             return self._cands
         tools = self.world.module.TOOLS
         goal, done, revealed = self.goal, self.done, self.revealed
-        reads, keys = [], set(done)
-        for c in goal.lookups:
-            k = c.key()
-            if k not in keys and all(v in revealed for v in c.grounding()):
+        reads, added = [], set()  # a key is taken when made (``done``) or already a candidate (``added``)
+        for k, grounding, c in goal.keyed_lookups:
+            if k not in done and k not in added and all(v in revealed for v in grounding):
                 reads.append(c)
-                keys.add(k)
+                added.add(k)
         for slot, how in self.told.items():
             if IDENTITY_READS[slot][0] in tools:
                 c = goal.identity_read(slot, how)
-                if c is not None and c.key() not in keys:
+                if c is not None and (k := c.key()) not in done and k not in added:
                     reads.append(c)
-                    keys.add(c.key())
+                    added.add(k)
         if self.details_given:
             for c in goal.record_reads:
-                if c.name in tools and c.key() not in keys:
+                if c.name in tools and (k := c.key()) not in done and k not in added:
                     reads.append(c)
-                    keys.add(c.key())
+                    added.add(k)
         writes = []
         if self.decoy_stated and not self.decoy_retracted and goal.decoy is not None:
-            writes.append(goal.decoy)
+            writes.append((goal.decoy.key(), goal.decoy.grounding(), goal.decoy))
         if self.stated:
-            writes += goal.real_requests
+            writes += goal.keyed_real_requests
         seen, w2 = set(), []
-        for c in writes:
-            k = c.key()
-            if k not in done and k not in seen and all(v in revealed for v in c.grounding()):
+        for k, grounding, c in writes:
+            if k not in done and k not in seen and all(v in revealed for v in grounding):
                 w2.append(c)
                 seen.add(k)
         phones = []
         if self.stated:
             seen = set()
-            for c in goal.phone_actions:
-                k = c.key()
+            for k, c in zip(goal.phone_keys, goal.phone_actions):
                 if k not in done and k not in seen:
                     phones.append(c)
                     seen.add(k)
@@ -297,14 +298,14 @@ class Tau2Game(Game):
 
     def _real_pending(self) -> bool:
         done = self.done
-        return any(c.key() not in done for c in self.goal.real_requests)
+        return any(k not in done for k, _, _ in self.goal.keyed_real_requests)
 
     def satisfied(self) -> bool:
         g = self.goal
-        requests = g.real_requests
-        if not (requests or g.phone_actions or g.questions):
+        if not (g.real_requests or g.phone_actions or g.questions):
             return self.stated and (g.decoy_kind != "forbidden" or self.denied > 0)
-        return (all(c.key() in self.done for c in requests) and all(c.key() in self.done for c in g.phone_actions)
+        done = self.done
+        return (all(k in done for k, _, _ in g.keyed_real_requests) and all(k in done for k in g.phone_keys)
                 and (self.answered or not g.questions))
 
     # ------------------------------------------------------------ protocol
@@ -509,12 +510,11 @@ class Tau2Game(Game):
         }
 
     def features(self, role):
-        dom = [float(self.domain == d) for d in DOMAINS]
+        dom = _DOMAIN_ONE_HOT[self.domain]
         if role == AGENT:
             c = self.candidates()
             writes, world = c["write"], self.world
-            last_user = [0.0] * len(USER_ACTS)
-            last_user[self.last[USER]] = 1.0
+            last_user = _LAST_USER[self.last[USER]]
             pol, confirmed = [0.0] * K_WRITE, [0.0] * K_WRITE
             for j, call in enumerate(writes[:K_WRITE]):
                 confirmed[j] = float(call.key() in self.confirmed)
@@ -535,8 +535,7 @@ class Tau2Game(Game):
             return np.array(f, np.float32)
         st = self.user_state()
         g = self.goal
-        last_agent = [0.0] * len(AGENT_ACTS)
-        last_agent[self.last[AGENT]] = 1.0
+        last_agent = _LAST_AGENT[self.last[AGENT]]
         f = [*dom, *(self.traits.get(t, 0.0) for t in behaviour.TRAITS),
              min(1.0, len(g.requests) / 5), min(1.0, len(g.phone_actions) / 5), float(bool(g.questions)),
              float(g.decoy_kind == "forbidden"), float(g.decoy_kind == "mind_change"), float(bool(g.identity)),

@@ -34,7 +34,6 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from scope_envs.games.tau2.data import load_domain
 from scope_envs.games.tau2.dialogue_acts import typo
 from scope_envs.games.tau2.tools import READ, WRITE
 from scope_envs.games.tau2.world import World
@@ -140,6 +139,20 @@ class Goal:
             cache[(slot, how)] = call
         return call
 
+    # (key, grounding, call) of the lists the candidates scan at every turn: the memoized answers, without a method
+    # call per call per turn
+    @functools.cached_property
+    def keyed_lookups(self) -> tuple[tuple[str, tuple[str, ...], Call], ...]:
+        return tuple((c.key(), c.grounding(), c) for c in self.lookups)
+
+    @functools.cached_property
+    def keyed_real_requests(self) -> tuple[tuple[str, tuple[str, ...], Call], ...]:
+        return tuple((c.key(), c.grounding(), c) for c in self.real_requests)
+
+    @functools.cached_property
+    def phone_keys(self) -> tuple[str, ...]:
+        return tuple(c.key() for c in self.phone_actions)
+
     @functools.cached_property
     def record_reads(self) -> tuple[Call, ...]:
         """The record reads (``RECORD_READS``) of the ids named in the instructions, in ``record_ids`` order."""
@@ -205,7 +218,7 @@ def _known_identity(text: str) -> dict[str, dict[str, str]]:
     if m:
         out["email"] = {"email": m.group(0).rstrip(".")}
     name = re.search(r"(?:You are|Your name is|name is)\s+([A-Z][a-z]+)\s+([A-Z][a-z]+)", text)
-    zipc = re.search(r"\b(?:zip ?code|zip)\D{0,12}(\d{5})\b", text, re.I)
+    zipc = re.search(r"\b(?:zip ?code|zip)\D{0,12}(\d{5})\b", text, re.IGNORECASE)
     if name and zipc:
         out["name_zip"] = {"first_name": name.group(1), "last_name": name.group(2), "zip": zipc.group(1)}
     m = re.search(r"\b(\d{3}-\d{3}-\d{4})\b", text)
@@ -266,16 +279,16 @@ def _decoy(world, goal: Goal, text: str, user_id: str | None) -> tuple[Call | No
     return None, None
 
 
-@functools.lru_cache(maxsize=4096)
-def _goal_cached(domain: str, root: str, task_id: str) -> Goal:
-    data = load_domain(domain, root)
-    task = data.task(task_id)
-    return derive(World.for_task(data, task))
-
-
 def goal_for(data, task: dict) -> Goal:
-    """The goal of ``task`` (cached per loaded domain and task)."""
-    return _goal_cached(data.name, str(data.root), task["id"])
+    """The goal of ``task``, derived from the domain's own task of that id (cached per loaded domain and task).
+
+    The cache lives on the loaded ``data`` itself: keyed by its folder instead, the lookup re-resolved the folder
+    as a ``data_dir`` and so loaded (and held) every domain's files a second time."""
+    cache = data.__dict__.setdefault("_goals", {})
+    goal = cache.get(task["id"])
+    if goal is None:
+        goal = cache[task["id"]] = derive(World.for_task(data, data.task(task["id"])))
+    return goal
 
 
 def derive(world) -> Goal:

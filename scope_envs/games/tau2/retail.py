@@ -10,6 +10,7 @@ the *last* new item in the call.
 import json
 
 from scope_envs.games.tau2 import arithmetic
+from scope_envs.games.tau2.state import Table
 from scope_envs.games.tau2.tools import GENERIC, READ, WRITE, ToolError, collect, tool
 
 ORDER_ID = "The order id, such as '#W0000000'. Be careful there is a '#' symbol at the beginning of the order id."
@@ -143,12 +144,37 @@ def exchange_delivered_order_items(s, order_id: str, item_ids: list[str], new_it
     return order
 
 
+def _name_zip(u) -> tuple:
+    return u["name"]["first_name"].lower(), u["name"]["last_name"].lower(), u["address"]["zip"]
+
+
+def _email(u) -> tuple:
+    return (u["email"].lower(),)
+
+
+def _find_user(s, name: str, key_of, args: tuple) -> list | None:
+    """The users the lookup's scan below would match, in its order, from the users' index (a scan reads every
+    user: 500 in the real retail data, at every identity lookup, mistyped ones included); None where the scan
+    must run: arguments that are not all strings (the index compares strings as the scan does), users not held in
+    a copy-on-write ``Table``, or a record the index cannot read (the scan meets it as it always has)."""
+    users = s.db["users"]
+    if not isinstance(users, Table) or not all(isinstance(a, str) for a in args):
+        return None
+    value = (args[0].lower(), args[1].lower(), args[2]) if name == "name_zip" else (args[0].lower(),)
+    return users.find(name, key_of, value)
+
+
 @tool(READ, "Find user id by first name, last name, and zip code. If the user is not found, the function will "
             "return an error message. By default, find user id by email, and only call this function if the user "
             "is not found by email or cannot remember email.",
       first_name="The first name of the customer, such as 'John'.",
       last_name="The last name of the customer, such as 'Doe'.", zip="The zip code of the customer, such as '12345'.")
 def find_user_id_by_name_zip(s, first_name: str, last_name: str, zip: str):
+    found = _find_user(s, "name_zip", _name_zip, (first_name, last_name, zip))
+    if found is not None:
+        if found:
+            return found[0]
+        raise ToolError("User not found")
     for uid, u in s.db["users"].items():
         if (u["name"]["first_name"].lower() == first_name.lower()
                 and u["name"]["last_name"].lower() == last_name.lower() and u["address"]["zip"] == zip):
@@ -159,6 +185,11 @@ def find_user_id_by_name_zip(s, first_name: str, last_name: str, zip: str):
 @tool(READ, "Find user id by email. If the user is not found, the function will return an error message.",
       email="The email of the user, such as 'something@example.com'.")
 def find_user_id_by_email(s, email: str):
+    found = _find_user(s, "email", _email, (email,))
+    if found is not None:
+        if found:
+            return found[0]
+        raise ToolError("User not found")
     for uid, u in s.db["users"].items():
         if u["email"].lower() == email.lower():
             return uid

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import json
 import pickle
-from typing import Any, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 
 def clone(obj: Any) -> Any:
@@ -25,6 +26,25 @@ def clone(obj: Any) -> Any:
     if isinstance(obj, (dict, list)):
         return pickle.loads(pickle.dumps(obj, pickle.HIGHEST_PROTOCOL))
     return obj
+
+
+# (id of a base table, index name) -> (the base, {indexed value: [keys in base order]} or None, {key: position})
+_INDEXES: dict[tuple[int, str], tuple[dict, dict | None, dict]] = {}
+
+
+def _base_index(base: dict, name: str, key_of: Callable[[Any], Any]) -> tuple[dict, dict | None, dict]:
+    """The index ``name`` of a shared base table, built on first use (the base is never written); None in place of
+    the index where ``key_of`` fails on some record: a scan then meets that record as the tool code does."""
+    entry = _INDEXES.get((id(base), name))
+    if entry is None or entry[0] is not base:
+        index: dict | None = {}
+        try:
+            for k, rec in base.items():
+                index.setdefault(key_of(rec), []).append(k)
+        except (KeyError, TypeError, AttributeError, IndexError):  # what reading a malformed JSON record raises
+            index = None
+        entry = _INDEXES[(id(base), name)] = (base, index, {k: i for i, k in enumerate(base)})
+    return entry
 
 
 class Table:
@@ -79,6 +99,27 @@ class Table:
 
     def dump(self) -> dict:
         return {k: self[k] for k in self.keys()}
+
+    def find(self, name: str, key_of: Callable[[Any], Any], value) -> list | None:
+        """The keys of the records with ``key_of(record) == value``, in ``keys()`` order: what a scan of ``items()``
+        finds, from an index of the base (``name`` names ``key_of``; one function per name) and a scan of the
+        overlay only. None where the index cannot answer as the scan would (``key_of`` fails on a record): scan.
+        ``value`` must be hashable and compare as the records' values do (strings)."""
+        _, index, pos = _base_index(self.base, name, key_of)
+        if index is None:
+            return None
+        over = self.over
+        hits = [(pos[k], k) for k in index.get(value, ()) if k not in over]
+        end = len(pos)
+        for j, (k, rec) in enumerate(over.items()):
+            try:
+                found = key_of(rec) == value
+            except (KeyError, TypeError, AttributeError, IndexError):
+                return None
+            if found:
+                hits.append((pos.get(k, end + j), k))
+        hits.sort()
+        return [k for _, k in hits]
 
 
 def merge(target: dict, update: dict) -> None:
