@@ -22,6 +22,7 @@ noisy; medians are reported):
 
     python benchmarks/vec_speed.py                      # both games, 3 rounds
     python benchmarks/vec_speed.py --games p4g --rounds 5 --num-envs 256
+    python benchmarks/vec_speed.py --env-only           # the env rates and ratios only (no trainer/evaluate)
 
 Prints one JSON object keyed by game. One torch thread.
 """
@@ -110,6 +111,8 @@ def main(argv=None) -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--trainer-num-envs", type=int, default=None,
                     help="the batched trainer's num_envs (default: PPOConfig's); the scalar baseline keeps the default")
+    ap.add_argument("--env-only", action="store_true",
+                    help="measure the envs only (batched, fast, rps_v2, scalar), not the trainer or evaluate")
     args = ap.parse_args(argv)
     torch.set_num_threads(1)
     out = {}
@@ -122,12 +125,16 @@ def main(argv=None) -> None:
                 "fast_batched_steps_per_s": batched_steps(env_id, args.num_envs, args.vec_steps, r, exact=False),
                 "rps_v2_steps_per_s": scalar_steps(rps_v2.parallel_env(), args.scalar_steps, r, masked=False),
                 "scalar_steps_per_s": scalar_steps(scope_envs.make(env_id), args.scalar_steps, r, masked=True),
-                "trainer_steps_per_s": trainer_steps(env_id, args.steps, r, batched=True, num_envs=args.trainer_num_envs),
-                "scalar_trainer_steps_per_s": trainer_steps(env_id, args.steps, r, batched=False, num_envs=16),
-                "evaluate_steps_per_s": evaluate_steps(game, r, batched=True),
-                "scalar_evaluate_steps_per_s": evaluate_steps(game, r, batched=False, num_envs=16),
-                "evaluate_256_steps_per_s": evaluate_steps(game, r, batched=True, episodes=2000, num_envs=256),
             }
+            if not args.env_only:
+                measured.update({
+                    "trainer_steps_per_s": trainer_steps(env_id, args.steps, r, batched=True,
+                                                         num_envs=args.trainer_num_envs),
+                    "scalar_trainer_steps_per_s": trainer_steps(env_id, args.steps, r, batched=False, num_envs=16),
+                    "evaluate_steps_per_s": evaluate_steps(game, r, batched=True),
+                    "scalar_evaluate_steps_per_s": evaluate_steps(game, r, batched=False, num_envs=16),
+                    "evaluate_256_steps_per_s": evaluate_steps(game, r, batched=True, episodes=2000, num_envs=256),
+                })
             for k, v in measured.items():
                 rows.setdefault(k, []).append(v)
         med = {k: float(np.median(v)) for k, v in rows.items()}
@@ -141,6 +148,10 @@ def main(argv=None) -> None:
             "fast_ratio_vs_rps": round(med["fast_batched_steps_per_s"] / med["rps_v2_steps_per_s"], 2),
             "scalar_steps_per_s": round(med["scalar_steps_per_s"]),
             "ratio_vs_scalar": round(med["batched_steps_per_s"] / med["scalar_steps_per_s"], 2),
+        }
+        if args.env_only:
+            continue
+        out[game].update({
             "trainer_steps_per_s": round(med["trainer_steps_per_s"]),
             "scalar_trainer_steps_per_s": round(med["scalar_trainer_steps_per_s"]),
             "trainer_ratio": round(med["trainer_steps_per_s"] / med["scalar_trainer_steps_per_s"], 2),
@@ -148,7 +159,7 @@ def main(argv=None) -> None:
             "scalar_evaluate_steps_per_s": round(med["scalar_evaluate_steps_per_s"]),
             "evaluate_ratio": round(med["evaluate_steps_per_s"] / med["scalar_evaluate_steps_per_s"], 2),
             "evaluate_256_steps_per_s": round(med["evaluate_256_steps_per_s"]),
-        }
+        })
     print(json.dumps(out, indent=1))
 
 

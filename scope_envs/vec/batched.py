@@ -16,6 +16,11 @@ from scope_envs.core.surfaces import FEATURE_BOUND
 from scope_envs.vec.base import VecBase, always_next
 
 SPLITS = ("train", "heldout")  # an env's split (``DialogueParallelEnv.split``), as codes in fast mode
+# fast mode's roster fields of a member: its batched reply model (``_kinds``; -1: none), its learnable user
+# (-1: a simulator), whether its follow-through is its own, its own persona (into ``_own``; -1: dealt), and
+# whether it is asked slot by slot (a simulator without a batched model)
+ROSTER = KIND, SEAT, FOLLOWS, OWN, ASK = range(5)
+ROSTER_EMPTY = np.array([-1, -1, 0, -1, 1], np.int64)
 
 
 class BatchedVecEnv(VecBase):
@@ -49,10 +54,14 @@ class BatchedVecEnv(VecBase):
         self.role_names = game.roles
         n = self.num_envs
         self._u = [e.unwrapped for e in self.envs]
+        self._users = self.possible_agents[1:]  # the learnable users' agents, user_j at j
         self.member = np.zeros(n, np.int64)
-        self.seat = np.full(n, -1, np.int64)  # the learnable user_j in the user seat, -1: a simulator
-        self.kind = np.full(n, -1, np.int64)  # the simulator's batched reply model (``_kinds``), -1: ask it
-        self.follows = np.zeros(n, bool)  # its follow_through is its own (p4g's human proxy: the gap)
+        # the user seat's occupant, as the first ``ROSTER`` fields (fast mode deals them in one write): its
+        # batched reply model (``_kinds``; -1: ask it), the learnable user_j in it (-1: a simulator), whether
+        # its follow_through is its own (p4g's human proxy: the gap)
+        self._seated = np.tile(ROSTER_EMPTY[: FOLLOWS + 1], (n, 1))
+        self._seated[:, FOLLOWS] = 0
+        self.kind, self.seat, self.follows = self._seated.T
         self.persona = np.full(n, None, object)
         self.persona_id = np.full(n, None, object)
         self._ret = np.zeros(n)
@@ -62,16 +71,14 @@ class BatchedVecEnv(VecBase):
         self._masks = None
         self._kinds: list[tuple] = []  # batched reply models seen: ("reference", gamma, cooperation) | ...
         self._kind_of: dict = {}  # (id(sim), id(sampler)) -> (sim, sampler, code); holding sim keeps its id
-        # fast mode: each slot's roster as arrays over (slot, member), rebuilt when the env's members change
+        # fast mode: each slot's roster as one array over (slot, member, ``ROSTER`` field), rebuilt when the
+        # env's members change; one gather reads every field of the members drawn
         self._m_ref: list = [None] * n
         self._m_count = np.zeros(n, np.int64)
-        self._m_kind = np.full((n, 1), -1, np.int64)
-        self._m_seat = np.full((n, 1), -1, np.int64)
-        self._m_follows = np.zeros((n, 1), bool)
-        self._m_own = np.full((n, 1), -1, np.int64)  # a simulator's own persona (into ``_own``), -1: dealt
+        self._roster = np.tile(ROSTER_EMPTY, (n, 1, 1))
         self._own: list = []
-        self._m_learnable = np.zeros((n, 1), bool)
         self._split_code = np.zeros(n, np.int64)
+        self._one_split: str | None = None  # the split of every slot, if they share one (fast mode)
         self._default_schedules = False
 
     # -- a game's part ------------------------------------------------------------------------------------
@@ -138,6 +145,7 @@ class BatchedVecEnv(VecBase):
 
         self._default_schedules = all(type(u.schedule) is FirstOrUniform for u in self._u)
         self._split_code = np.array([SPLITS.index(u.split) for u in self._u], np.int64)
+        self._one_split = SPLITS[self._split_code[0]] if (self._split_code == self._split_code[0]).all() else None
         self._start(slots, opts)
         self._run_simulators()
         return self._observe(), self._infos()
@@ -148,7 +156,7 @@ class BatchedVecEnv(VecBase):
             self._start_fast(slots, options)
             return
         cards = []
-        for j, i in enumerate(slots):
+        for j, i in enumerate(np.asarray(slots).tolist()):
             env = self._u[i]
             opt = options[j] if options is not None and len(options) > j else {}
             if opt.get("reset_schedule"):
@@ -167,8 +175,14 @@ class BatchedVecEnv(VecBase):
                 self.kind[i], self.follows[i] = -1, False
         idx = np.array(slots, np.int64)
         self.batch.reset(idx, cards)
+        self._begun(idx)
+
+    def _begun(self, idx: np.ndarray) -> None:
+        """The vec env's part of new games in slots ``idx``: no return yet, live, and a history of no turns
+        (``_final`` reads the user's turns without cutting at the game's length)."""
         self._ret[idx] = 0.0
         self.idle[idx] = False
+        self.hist_role[idx] = -1
 
     def _deal_one(self, i: int, member: int, scenario_seed: int | None, rng: np.random.Generator) -> dict:
         """Slot ``i``'s new game with ``member`` in the user seat, dealt as the scalar env deals it: the member's
@@ -188,7 +202,7 @@ class BatchedVecEnv(VecBase):
     def _start_fast(self, slots: list[int], options: list[dict] | None) -> None:
         """``_start`` on the shared generator: members, personas (and tasks) and cards drawn for all these
         slots at once; per slot only what keeps per-slot state (see the module)."""
-        idx = np.asarray(slots, np.int64)
+        idx = slots = np.asarray(slots, np.int64)
         if not len(idx):
             return
         rng = self._rng
@@ -205,68 +219,61 @@ class BatchedVecEnv(VecBase):
         if self._default_schedules:  # FirstOrUniform: the only member, or one drawn uniformly
             member = np.zeros(len(idx), np.int64)
             many = count > 1
-            if many.any():
+            if np.count_nonzero(many):
                 member[many] = rng.integers(count[many])
         else:
             member = np.array([self._u[i].schedule.pick(c, rng) for i, c in zip(idx.tolist(), count.tolist())],
                               np.int64)
         self.member[idx] = member
-        self.kind[idx] = kind = self._m_kind[idx, member]
-        self.seat[idx] = self._m_seat[idx, member]
-        self.follows[idx] = self._m_follows[idx, member]
+        drawn = self._roster[idx, member]  # every field of the members drawn, (slots, ROSTER)
+        self._seated[idx] = drawn[:, : FOLLOWS + 1]
         # slot by slot: a simulator asked through the scalar env (its view reads the scalar game), a scenario
         # seed
-        slow = (kind < 0) & ~self._m_learnable[idx, member]
+        slow = drawn[:, ASK].astype(bool)
         if scenario:
             slow |= np.isin(idx, list(scenario))
-        if slow.any():
+        if np.count_nonzero(slow):
             ones = idx[slow]
             cards = [self._deal_one(i, m, scenario.get(i), rng) for i, m in zip(ones.tolist(), member[slow].tolist())]
             self.batch.reset(ones, cards)
-            idx, member = idx[~slow], member[~slow]
-        own = self._m_own[idx, member]
+            idx, drawn = idx[~slow], drawn[~slow]
+        own = drawn[:, OWN]
         groups = [(int(own[0]), idx)] if len(own) and (own == own[0]).all() else \
             [(code, idx[own == code]) for code in np.unique(own).tolist()]
         for code, mine in groups:  # the frozen simulators play their own (default) persona
-            if code < 0:
+            if code >= 0:
+                self.deal_many(mine, None, self._own[code])
+            elif self._one_split is not None:
+                self.deal_many(mine, self._one_split)
+            else:
                 codes = self._split_code[mine]
                 for split in np.unique(codes).tolist():
                     self.deal_many(mine[codes == split], SPLITS[split])
-            else:
-                self.deal_many(mine, None, self._own[code])
-        idx = np.asarray(slots, np.int64)
-        self._ret[idx] = 0.0
-        self.idle[idx] = False
+        self._begun(slots)
 
     def _rosters(self, idx: np.ndarray) -> None:
         """Fast mode: the (slot, member) arrays of these slots, rebuilt where the env's members changed (a
         checkpoint pool's snapshot joins through ``set_members``, a new list)."""
-        for i in idx.tolist():
-            env = self._u[i]
-            if env.members is self._m_ref[i]:
-                continue
+        envs, known = self._u, self._m_ref
+        for i in [i for i in idx.tolist() if envs[i].members is not known[i]]:
+            env = envs[i]
             k = len(env.members)
-            if k > self._m_kind.shape[1]:
-                pad = k - self._m_kind.shape[1]
-                self._m_kind = np.pad(self._m_kind, ((0, 0), (0, pad)), constant_values=-1)
-                self._m_seat = np.pad(self._m_seat, ((0, 0), (0, pad)), constant_values=-1)
-                self._m_follows = np.pad(self._m_follows, ((0, 0), (0, pad)))
-                self._m_own = np.pad(self._m_own, ((0, 0), (0, pad)), constant_values=-1)
-                self._m_learnable = np.pad(self._m_learnable, ((0, 0), (0, pad)))
+            if k > self._roster.shape[1]:
+                extra = np.tile(ROSTER_EMPTY, (self.num_envs, k - self._roster.shape[1], 1))
+                self._roster = np.concatenate([self._roster, extra], 1)
             index = self._agent_index
             for m, sim in enumerate(env.members):
                 agent = env.member_agent[m]
-                self._m_seat[i, m] = -1 if agent is None else index[agent]
                 learnable = sim == LEARNABLE
-                self._m_learnable[i, m] = learnable
-                self._m_kind[i, m] = -1 if learnable else self._kind(sim, env.user_sampler)
-                self._m_follows[i, m] = not learnable and type(sim).follow_through is not Simulator.follow_through
+                kind = -1 if learnable else self._kind(sim, env.user_sampler)
+                follows = not learnable and type(sim).follow_through is not Simulator.follow_through
                 own = None if learnable else sim.persona
                 if own is not None and own not in self._own:  # equal cards (each env's default) share a code
                     self._own.append(own)
-                self._m_own[i, m] = -1 if own is None else self._own.index(own)
+                self._roster[i, m] = (kind, -1 if agent is None else index[agent], follows,
+                                      -1 if own is None else self._own.index(own), kind < 0 and not learnable)
             self._m_count[i] = k
-            self._m_ref[i] = env.members
+            known[i] = env.members
 
     @property
     def _agent_index(self) -> dict[str, int]:
@@ -289,24 +296,24 @@ class BatchedVecEnv(VecBase):
         if self._masks is None:
             raise ValueError("step() called before reset(); call reset(seed=...) first")
         active, live = self._active, ~self.idle
-        acting = np.flatnonzero(active == 0)
+        acting = (active == 0).nonzero()[0]
         if len(acting):
             self._apply(0, acting, self._read(actions, AGENT, acting, 0))
         users = active == 1
-        if users.any():
-            for j, agent in enumerate(self.possible_agents[1:]):
-                idx = np.flatnonzero(users & (self.seat == j))
+        if self._users and np.count_nonzero(users):
+            for j, agent in enumerate(self._users):
+                idx = (users & (self.seat == j)).nonzero()[0]
                 if len(idx):
                     self._apply(1, idx, self._read(actions, agent, idx, 1))
         self._run_simulators()
-        ended = np.flatnonzero(b.done & live)
+        ended = (b.done & live).nonzero()[0]
         agents = self.possible_agents
         rewards = {a: np.zeros(n) for a in agents}
         terms = {a: np.zeros(n, bool) for a in agents}
         truncs = {a: np.zeros(n, bool) for a in agents}
         final = None
         if len(ended):
-            r_agent, r_user = b.rewards(ended)
+            r_agent, r_user = b.rewards(ended, users=len(agents) > 1)
             rewards[AGENT][ended] = r_agent
             terms[AGENT][ended] = True
             for j, agent in enumerate(agents[1:]):
@@ -319,7 +326,7 @@ class BatchedVecEnv(VecBase):
                 for i, m, r in zip(ended.tolist(), self.member[ended].tolist(), self._ret[ended].tolist()):
                     self._u[i].schedule.episode_end(m, r)
             if self.next_episode is always_next:
-                restart, options = ended.tolist(), None
+                restart, options = ended, None
             else:
                 restart, options = [], []
                 for i in ended.tolist():
@@ -328,7 +335,7 @@ class BatchedVecEnv(VecBase):
                         restart.append(i)
                         options.append(nxt)
             self.idle[ended] = True
-            if restart:
+            if len(restart):
                 self._start(restart, options)
                 if b.user_opens:  # else the new episodes open with the agent's move
                     self._run_simulators()
@@ -349,20 +356,19 @@ class BatchedVecEnv(VecBase):
         outcome = dict(zip(keys, table))
         score, ret = np.full(n, np.nan), np.zeros(n)
         score[ended], ret[ended] = b.agent_score(ended), self._ret[ended]
-        persona, user_acts = np.full(n, None, object), np.full(n, None, object)
+        persona, user_acts = np.empty(n, object), np.empty(n, object)  # (None-filled)
         persona[ended] = self.persona_id[ended]
         # the user's acts of every finished slot in one pass, then cut into one list per slot
-        length = b.length[ended]
-        width = int(length.max())
-        theirs = (self.hist_role[ended, :width] == 1) & (np.arange(width) < length[:, None])
-        acts = self.hist_act[ended, :width][theirs].tolist()
+        width = int(b.length[ended].max())
+        theirs = self.hist_role.take(ended, 0)[:, :width] == 1
+        acts = self.hist_act.take(ended, 0)[:, :width][theirs].tolist()
         start = 0
         for i, end in zip(ended.tolist(), np.cumsum(theirs.sum(1)).tolist()):
             user_acts[i], start = acts[start:end], end
         final = {"outcome": outcome, "agent_score": score, "return": ret, "member": self.member.copy(),
                  "persona": persona, "user_acts": user_acts, "_mask": mask}
         if self._final_obs:
-            final["obs"] = {AGENT: np.clip(b.features(0), -FEATURE_BOUND, FEATURE_BOUND)}
+            final["obs"] = {AGENT: self._bounded(b.features(0))}
         return final
 
     def _read(self, actions, agent, idx, role) -> np.ndarray:
@@ -372,12 +378,15 @@ class BatchedVecEnv(VecBase):
         if a.shape != (self.num_envs,) or a.dtype.kind not in "iu":
             raise ValueError(f"{agent}: actions must be an int array of shape ({self.num_envs},), got "
                              f"{a.dtype} {a.shape}")
-        a = a[idx].astype(np.int64)
+        # every slot's int64 acts are read as they are (the env keeps no reference to them)
+        if len(idx) < len(a) or a.dtype != np.int64:
+            a = a[idx].astype(np.int64)
         n_acts = self.batch.n_acts[role]
-        bad = (a < 0) | (a >= n_acts)
-        if not bad.any():
-            bad = ~self._masks[role][idx, a].astype(bool)
-        if bad.any():
+        # in range (a negative act, seen unsigned, is past the end), then legal: the usual case in two checks
+        if np.count_nonzero(a.view(np.uint64) >= n_acts) or not self._masks[role][idx, a].all():
+            bad = (a < 0) | (a >= n_acts)
+            if not bad.any():
+                bad = ~self._masks[role][idx, a]
             j = int(np.flatnonzero(bad)[0])
             raise ValueError(f"{agent}: act {int(a[j])} is illegal in slot {int(idx[j])} (masked in action_mask "
                              f"or out of range [0, {n_acts}))")
@@ -400,7 +409,7 @@ class BatchedVecEnv(VecBase):
         b = self.batch
         while True:
             active = b.active()
-            todo = np.flatnonzero(~self.idle & (active == 1) & (self.seat < 0))
+            todo = (~self.idle & (active == 1) & (self.seat < 0)).nonzero()[0]
             if not len(todo):
                 return
             legal = b.legal(1, active)
@@ -418,22 +427,37 @@ class BatchedVecEnv(VecBase):
                     cdf = np.cumsum(p, 1)
                     cdf /= cdf[:, -1:]
                     acts = (cdf <= u[:, None]).sum(1)
-                else:  # one draw for all the slots; the weights need no normalizing for inverse-CDF sampling
-                    w = self.reply_weights(self._kinds[code], idx, legal[idx])
-                    cdf = w @ self._triu(w.shape[1])  # the running sums, as one product (faster than cumsum)
-                    acts = (cdf <= (self._rng.random(len(idx)) * cdf[:, -1])[:, None]).sum(1)
+                else:  # one draw for all the slots
+                    mine = legal if len(idx) == len(legal) else legal[idx]  # (all slots: no copy)
+                    acts = self._draw(self.reply_weights(self._kinds[code], idx, mine), mine)
                 self._apply(1, idx, acts)
             if b.user_replies_once:  # the agent moves next (or the game is over) in every slot
                 return
 
+    def _draw(self, w: np.ndarray, legal: np.ndarray) -> np.ndarray:
+        """Fast mode: an act for each row of weights ``w`` (rows, acts), by inverse-CDF sampling on the shared
+        generator (the weights need no normalizing); uniform over the row's legal acts where none has mass."""
+        tril = self._tril(w.shape[1])
+        # the running sums as one product (faster than cumsum), acts by rows: the count below adds whole rows
+        cdf = tril @ w.T
+        total = cdf[-1]
+        if not total.all():  # no legal act has mass: uniform over the legal ones (``normalize``)
+            none = total == 0
+            cdf[:, none] = tril @ legal[none].T
+        below = cdf <= self._rng.random(len(w)) * total
+        # how many running sums each draw passes is the act (bytes add up without a cast)
+        acts = np.add.reduce(below.view(np.uint8), 0, dtype=np.uint8 if len(cdf) < 256 else np.int64)
+        return acts.astype(np.int64)
+
     def reply_weights(self, kind: tuple, idx: np.ndarray, legal: np.ndarray) -> np.ndarray:
-        """Fast mode: weights proportional to ``reply``'s distributions, zero off the legal acts."""
+        """Fast mode: weights proportional to ``reply``'s distributions, zero off the legal acts (a row of zeros
+        where no legal act has mass: the caller samples uniformly over the legal ones, as ``normalize``)."""
         return self.reply(kind, idx, legal)
 
     @staticmethod
     @functools.cache
-    def _triu(k: int) -> np.ndarray:
-        return np.triu(np.ones((k, k)))
+    def _tril(k: int) -> np.ndarray:
+        return np.tril(np.ones((k, k)))
 
     def _ask(self, i: int, legal: np.ndarray) -> int:
         """One slot's simulator turn through the scalar env's own sampler (``DialogueParallelEnv._run_simulator``)."""
@@ -464,13 +488,12 @@ class BatchedVecEnv(VecBase):
         active = b.active()
         active[self.idle] = -1
         self._active = active
-        users = self.possible_agents[1:]
+        users = self._users
         self._masks = [b.legal(0, active), b.legal(1, active) if users else None]
-        x = b.features(0)
-        obs = {AGENT: {"observation": np.clip(x, -FEATURE_BOUND, FEATURE_BOUND, out=x),
-                       "action_mask": self._masks[0].astype(np.int8)}}
+        x = self._bounded(b.features(0))
+        obs = {AGENT: {"observation": x, "action_mask": self._masks[0].astype(np.int8)}}
         if users:
-            x = np.clip(b.features(1), -FEATURE_BOUND, FEATURE_BOUND)
+            x = self._bounded(b.features(1))
             m = self._masks[1].astype(np.int8)
             noop = self.batch._noop[1].astype(np.int8)
             for j, a in enumerate(users):
@@ -479,11 +502,18 @@ class BatchedVecEnv(VecBase):
                           "action_mask": np.where(mine[:, None], m, noop[None])}
         return obs
 
+    def _bounded(self, x: np.ndarray) -> np.ndarray:
+        """The features ``x`` clipped to the act surface's bound, in place (as they are when the game's
+        ``feature_max`` says they cannot pass it)."""
+        if self.batch.feature_max <= FEATURE_BOUND:
+            return x
+        return np.clip(x, -FEATURE_BOUND, FEATURE_BOUND, out=x)
+
     def _infos(self):
         n, live = self.num_envs, ~self.idle
         active = {AGENT: self._active == 0}
         lives = {AGENT: live}
-        for j, a in enumerate(self.possible_agents[1:]):
+        for j, a in enumerate(self._users):
             mine = (self.seat == j) & live
             lives[a], active[a] = mine, mine & (self._active == 1)
         return {"active": active, "live": lives, "member": self.member.copy(), "turn": self.batch.length.copy(),

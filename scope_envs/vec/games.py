@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from scope_envs.games.cooperbench.game import CooperBenchGame
+from scope_envs.games.p4g.batched import P4GBatch, card_row, split_cards
 from scope_envs.games.p4g.game import P4GGame
 from scope_envs.vec.batched import BatchedVecEnv, power
 
@@ -16,27 +17,21 @@ class P4GVecEnv(BatchedVecEnv):
     game_type = P4GGame
 
     def make_batch(self, game):
-        from scope_envs.games.p4g.batched import P4GBatch
-
         return P4GBatch(self.num_envs, game.max_turns, game.user_reward)
 
     def deal(self, i, env, sim, persona, rng):
-        from scope_envs.games.p4g.batched import card_terms
-
         if env.game.persona is not persona:  # p4g's reset draws nothing: the scalar game keeps the card in step
             env.game.reset(persona, rng)
-        return card_terms(persona)
+        return card_row(persona)
 
     def deal_many(self, idx, split, persona=None):
-        from scope_envs.games.p4g.batched import card_terms, split_cards
-
         if persona is not None:
-            self.batch.reset_terms(idx, card_terms(persona))
+            self.batch.reset(idx, card_row(persona))
             self.persona[idx], self.persona_id[idx] = persona, persona.id
             return
         table = split_cards(split)
         drawn = self._rng.integers(len(table["ids"]), size=len(idx))  # ``personas.sample``, all at once
-        self.batch.reset_terms(idx, {k: v[drawn] for k, v in table["terms"].items()})
+        self.batch.reset(idx, table["rows"][drawn])
         self.persona[idx], self.persona_id[idx] = table["personas"][drawn], table["ids"][drawn]
 
     def simulators(self):
@@ -58,15 +53,16 @@ class P4GVecEnv(BatchedVecEnv):
         return self.batch.human_proxy_reply(idx, legal)
 
     def reply_weights(self, kind, idx, legal):
-        if kind[0] == "reference":  # ``sharpen`` unnormalized (``reference_reply`` is zero off the legal acts)
-            return power(self.batch.reference_reply(idx, legal, kind[2], normalized=False), kind[1])
-        return self.batch.human_proxy_reply(idx, legal, normalized=False)
+        if kind[0] == "reference":
+            return self.batch.reference_weights(idx, legal, kind[2], kind[1])
+        return self.batch.human_proxy_weights(idx, legal)
 
     def settle(self, ended):
         """The gift a stated amount becomes (``P4GGame.apply``): the simulator's follow-through."""
         b = self.batch
         actual = b.intended(ended)
-        for j in np.flatnonzero(self.follows[ended]).tolist():
+        follows = self.follows[ended]
+        for j in (follows.nonzero()[0].tolist() if np.count_nonzero(follows) else ()):
             i = int(ended[j])
             env = self._u[i]
             sim = env.members[int(self.member[i])]

@@ -95,6 +95,7 @@ class CooperBenchBatch:
     def __init__(self, n: int, max_turns: int = 12, user_reward: str = "persona"):
         self.n, self.max_turns, self.user_reward = n, max_turns, user_reward
         self.obs_dim = (6 * R + len(MESSAGES) + 1 + 4,) * 2
+        self.feature_max = 1.0  # every feature is a flag or a fraction (the vec env then skips clipping them)
         self.needs = np.zeros((n, 2, R), bool)
         self.known = np.zeros((n, 2, R), bool)
         self.claims = np.zeros((n, 2, R), bool)
@@ -241,9 +242,13 @@ class CooperBenchBatch:
     def agent_score(self, idx) -> np.ndarray:
         return self._agent_reward(idx) / (TEAM_BONUS + OWN_BONUS)
 
-    def rewards(self, idx) -> tuple[np.ndarray, np.ndarray]:
+    def rewards(self, idx, users: bool = True) -> tuple[np.ndarray, np.ndarray | None]:
+        """The finished slots' (teammate, partner) rewards; ``users=False``: the teammate's only (None for the
+        partner: no learnable user to pay)."""
         agent = self._agent_reward(idx)
         mode = self.user_reward
+        if not users:
+            return agent, None
         if mode in SIMULATOR_REWARDS:
             score = self.agent_score(idx)
             return agent, {"adversarial": 1.0 - score, "cooperative": score, "curriculum": np.zeros(len(idx))}[mode]

@@ -8,7 +8,7 @@ floating-point order, so that the same seeds give the same trajectories:
 observation, mask, reward and outcome. Dealing (the card) stays with the scalar
 game (``P4GGame.sample_persona``); who plays the user, and their generators, stay
 with the vec env. The vec env's fast mode deals from ``split_cards``: every card
-of a split with its terms as arrays, so N cards are N indices.
+of a split as one row of floats (``card_row``), so N cards are N indices.
 
 Reply models computed here for all slots at once:
 
@@ -18,6 +18,11 @@ Reply models computed here for all slots at once:
 * ``human_proxy_reply``: ``human_proxy.reply_distribution`` at its default
   assumptions (the willingness updated act by act as ``human_proxy.willingness``
   sums it).
+
+Fast mode samples from ``reference_weights`` / ``human_proxy_weights`` instead:
+the same distributions (sharpened) written as one exponential of log-weights
+linear in each row's terms (``log_tables``), several times fewer array
+operations; ``tests/test_vec_fast_reply.py`` holds them to the exact ones.
 """
 
 from __future__ import annotations
@@ -34,6 +39,25 @@ CLOSE = dialogue_acts.PERSUADER_INDEX["close"]
 CLOSING = dialogue_acts.PERSUADEE_INDEX["closing"]
 AMOUNTS = np.array(dialogue_acts.AMOUNT_BINS)
 STATED = np.concatenate([[0.0], AMOUNTS])  # the stated amount by ``stated + 1``: 0 before any statement
+# the features of ``stated + 1``: whether an amount was stated, and half of it
+STATED_FEATURES = np.stack([np.arange(len(STATED)) > 0, STATED / 2.0], 1).astype(np.float32)
+
+
+def _reply_masks() -> np.ndarray:
+    """The persuadee's legal acts by ``1 + final + 2 stated`` on its turn (0: off turn, the no-op only): any
+    act but the no-op; the final reply an amount (or closing); closing once an amount was stated."""
+    masks = np.zeros((5, N_PERSUADEE_ACTS), bool)
+    masks[0, 0] = True
+    for final in (0, 1):
+        for stated in (0, 1):
+            mask = masks[1 + final + 2 * stated]
+            mask[1:] = True
+            mask[1:FIRST_AMOUNT] = not final
+            mask[CLOSING] = stated
+    return masks
+
+
+REPLY_MASKS = _reply_masks()
 PERSUASION = np.isin(np.arange(N_PERSUADER_ACTS), [dialogue_acts.PERSUADER_INDEX[a] for a in human_proxy.PERSUASION])
 REQUESTS = np.isin(np.arange(N_PERSUADER_ACTS), [dialogue_acts.PERSUADER_INDEX[a] for a in human_proxy.REQUESTS])
 
@@ -70,17 +94,36 @@ def _build_tables(p: dict) -> dict:
     }
 
 
-_CARDS: dict = {}  # id(card) -> (card, its terms): cards are immutable and mostly cached objects
+_CARDS: dict = {}  # id(card) -> (card, its terms, its row): cards are immutable and mostly cached objects
+
+# a card's terms as one row (``card_row``), so that dealing N cards is one gather and one write
+CARD_SCALARS = ("reference", "proxy", "push", "expected_gift")
+# the scalars, "moderated", "z", then the game's floats as a new game starts on the card: the gift (0), the
+# reference model's summed act effects (0), the human proxy's willingness ("proxy")
+CARD_WIDTH = len(CARD_SCALARS) + N_PERSUADER_ACTS + 25 + 3
 
 
-def card_terms(persona: Persona) -> dict:
-    """What the rules and the reply models read from a card, computed by the scalar code once per card."""
+def _cached(persona: Persona) -> tuple:
     hit = _CARDS.get(id(persona))
     if hit is None or hit[0] is not persona:
         if len(_CARDS) > 8192:
             _CARDS.clear()
-        hit = _CARDS[id(persona)] = (persona, _card_terms(persona))
-    return hit[1]
+        terms = _card_terms(persona)
+        row = np.concatenate([[terms[k] for k in CARD_SCALARS], terms["moderated"], terms["z"],
+                              [0.0, 0.0, terms["proxy"]]])
+        hit = _CARDS[id(persona)] = (persona, terms, row)
+    return hit
+
+
+def card_terms(persona: Persona) -> dict:
+    """What the rules and the reply models read from a card, computed by the scalar code once per card."""
+    return _cached(persona)[1]
+
+
+def card_row(persona: Persona) -> np.ndarray:
+    """``card_terms`` as one row of ``CARD_WIDTH`` floats (``P4GBatch.reset``'s cards), with the floats a new
+    game starts from; "z" is float32 in ``card_terms``, exactly representable here."""
+    return _cached(persona)[2]
 
 
 _SPLITS: dict = {}  # split -> (the params dict they were built from, the split's cards)
@@ -88,15 +131,14 @@ _SPLITS: dict = {}  # split -> (the params dict they were built from, the split'
 
 def split_cards(split: str) -> dict:
     """Every card of ``split`` (``personas.persona(split, i)``, i in order): ``personas`` and ``ids`` (object
-    arrays) and ``terms``, each of ``card_terms``' keys an array over the cards; rebuilt whenever
-    ``personas.set_params`` swapped the parameters."""
+    arrays) and ``rows`` (``card_row`` of each); rebuilt whenever ``personas.set_params`` swapped the
+    parameters."""
     p = personas.params()
     hit = _SPLITS.get(split)
     if hit is None or hit[0] is not p:
         people = [personas.persona(split, i) for i in range(personas.SPLIT_SIZES[split])]
-        terms = [card_terms(x) for x in people]
         cards = {"personas": np.empty(len(people), object), "ids": np.array([x.id for x in people], object),
-                 "terms": {k: np.array([t[k] for t in terms]) for k in terms[0]}}
+                 "rows": np.array([card_row(x) for x in people])}
         cards["personas"][:] = people
         hit = _SPLITS[split] = (p, cards)
     return hit[1]
@@ -131,86 +173,90 @@ class P4GBatch:
         self.n, self.max_turns, self.user_reward = n, max_turns, user_reward
         self.obs_dim = (1 + 2 * N_PERSUADEE_ACTS + N_PERSUADER_ACTS + 2,
                         25 + 1 + 2 * N_PERSUADER_ACTS + N_PERSUADEE_ACTS + 3)
-        self.z = np.zeros((n, 25), np.float32)
-        self.ref_base = np.zeros(n)
-        self.proxy_base = np.zeros(n)
-        self.moderated = np.zeros((n, N_PERSUADER_ACTS))
-        self.push = np.zeros(n)
-        self.expected = np.zeros(n)
-        self.turns = np.zeros(n, np.int64)
-        self.stated = np.full(n, -1, np.int64)  # the stated amount's bin, -1 before any
-        self.final = np.zeros(n, bool)
-        self.done = np.zeros(n, bool)
-        self.actual = np.zeros(n)
-        self.counts = (np.zeros((n, N_PERSUADER_ACTS), np.float32), np.zeros((n, N_PERSUADEE_ACTS), np.float32))
-        self.last_role = np.full(n, -1, np.int64)  # who spoke last: -1 nobody yet
-        self.last_act = np.zeros(n, np.int64)
-        self.last_persuader = np.zeros(n, np.int64)
-        self.ref_sum = np.zeros(n)  # the reference model's summed act effects
-        self.proxy_w = np.zeros(n)  # the human proxy's willingness
-        self.uses = np.zeros((n, N_PERSUADER_ACTS), np.int64)
-        self.requests = np.zeros(n, np.int64)
-        self.length = np.zeros(n, np.int64)
+        # the largest feature there can be: a count over 5 (z is clipped to 4, the rest are fractions); the
+        # vec env skips clipping the features to the act surface's bound when it is within it
+        self.feature_max = max(4.0, max_turns / 5)
+        # The state lives in a few 2-D arrays, the named fields being their columns, so that a new game is a
+        # handful of writes (fast mode restarts dozens of slots every step).
+        card = self._card = np.zeros((n, CARD_WIDTH))  # ``card_row`` of each slot's card
+        self.ref_base, self.proxy_base, self.push, self.expected = card[:, : len(CARD_SCALARS)].T
+        self.moderated = card[:, len(CARD_SCALARS) : len(CARD_SCALARS) + N_PERSUADER_ACTS]
+        self.z = card[:, len(CARD_SCALARS) + N_PERSUADER_ACTS : -3]
+        self.actual, self.ref_sum, self.proxy_w = card[:, -3:].T  # the game's floats, started by the card
+        # turns, the stated amount's bin (-1 before any), who spoke last (-1: nobody yet), the last act, the
+        # persuader's last act, requests so far, the game's length; then each persuader act's uses
+        self._ints = np.zeros((n, 7 + N_PERSUADER_ACTS), np.int64)
+        (self.turns, self.stated, self.last_role, self.last_act, self.last_persuader, self.requests,
+         self.length) = self._ints[:, :7].T
+        self.uses = self._ints[:, 7:]
+        self._ints_new = np.zeros(self._ints.shape[1], np.int64)  # a new game's row
+        self._ints_new[[1, 2]] = -1  # (stated, last_role)
+        self._flags = np.zeros((n, 2), bool)
+        self.final, self.done = self._flags.T
+        # each role's act counts, the persuadee's first: the persuader's observation reads them in this order
+        self._counts = np.zeros((n, N_PERSUADEE_ACTS + N_PERSUADER_ACTS), np.float32)
+        self.counts = (self._counts[:, N_PERSUADEE_ACTS:], self._counts[:, :N_PERSUADEE_ACTS])
         self._noop = [np.eye(k, dtype=bool)[0] for k in self.n_acts]
+        self._rows = np.arange(n)
         # whether any slot may play the human proxy, whose willingness ``apply`` then tracks (the vec env
         # sets it; the state is reset per episode, so turning it on between episodes is safe)
         self.track_proxy = True
 
     # -- episodes ------------------------------------------------------------------------
-    def reset(self, idx: np.ndarray, cards: list[dict]) -> None:
-        """Start new games in slots ``idx`` on these cards (``card_terms`` of each slot's persona)."""
+    def reset(self, idx: np.ndarray, cards) -> None:
+        """Start new games in slots ``idx`` on these cards (``card_row`` of each slot's persona, stacked or
+        one row for all)."""
         if not len(idx):
             return
-        self.reset_terms(idx, {k: [t[k] for t in cards] for k in cards[0]})
-
-    def reset_terms(self, idx: np.ndarray, terms: dict) -> None:
-        """``reset`` with the cards' terms stacked: each key of ``card_terms`` an array over ``idx``."""
-        self.z[idx] = terms["z"]
-        self.ref_base[idx] = terms["reference"]
-        self.proxy_w[idx] = self.proxy_base[idx] = terms["proxy"]
-        self.moderated[idx] = terms["moderated"]
-        self.push[idx] = terms["push"]
-        self.expected[idx] = terms["expected_gift"]
-        self.turns[idx], self.stated[idx], self.final[idx], self.done[idx], self.actual[idx] = 0, -1, False, False, 0.0
-        self.counts[0][idx] = 0
-        self.counts[1][idx] = 0
-        self.last_role[idx], self.last_act[idx], self.last_persuader[idx] = -1, 0, 0
-        self.ref_sum[idx] = 0.0
-        self.uses[idx], self.requests[idx], self.length[idx] = 0, 0, 0
+        self._card[idx] = cards
+        self._ints[idx] = self._ints_new
+        self._flags[idx] = False
+        self._counts[idx] = 0
 
     def active(self) -> np.ndarray:
         """The role to move in each slot (0, 1), or -1 once over."""
-        return np.where(self.done, -1, (self.last_role == 0).astype(np.int64))
+        active = (self.last_role == 0).astype(np.int64)
+        active[self.done] = -1
+        return active
 
     def legal(self, role: int, active: np.ndarray) -> np.ndarray:
         """Each slot's legal acts of ``role``; slots where ``role`` is not to move get the no-op only."""
         on = active == role
-        noop = self._noop[role]
-        mask = np.where(on[:, None], ~noop, noop)
-        if role == 1:
-            mask[:, 1:FIRST_AMOUNT] &= ~(on & self.final)[:, None]  # the final reply: an amount (or closing, below)
-            mask[:, CLOSING] = on & (self.stated >= 0)
-        return mask
+        if role == 0:
+            return on[:, None] ^ self._noop[0]  # every act but the no-op where on, else the no-op (a fast where)
+        # the persuadee's mask is one of ``REPLY_MASKS``: off turn, or on turn in the final reply or not, an
+        # amount stated or not
+        code = (self.stated >= 0) * 2
+        code += self.final
+        code += 1
+        code *= on
+        return REPLY_MASKS.take(code, 0)
 
     def apply(self, role: int, idx: np.ndarray, acts: np.ndarray) -> np.ndarray:
-        """Play ``acts`` (legal, checked by the caller) in slots ``idx``; returns the slots that finished
-        (the caller settles their gift with ``settle``)."""
+        """Play ``acts`` (legal, checked by the caller) in slots ``idx`` (distinct, ascending); returns the
+        slots that finished (the caller settles their gift with ``settle``)."""
         self.counts[role][idx, acts] += 1
-        self.last_role[idx], self.last_act[idx] = role, acts
-        self.length[idx] += 1
+        rows = slice(None) if len(idx) == self.n else idx  # every slot (the usual case): views, no gathers
+        self.last_role[rows], self.last_act[rows] = role, acts
+        self.length[rows] += 1
         if role == 0:
-            self.turns[idx] += 1
-            self.final[idx] = (acts == CLOSE) | (self.turns[idx] >= self.max_turns)
-            self.last_persuader[idx] = acts
-            self.ref_sum[idx] += tables()["ref_coef"][acts]
+            turns = self.turns[rows]
+            turns += 1
+            if rows is idx:
+                self.turns[idx] = turns
+            self.final[rows] = (acts == CLOSE) | (turns >= self.max_turns)
+            self.last_persuader[rows] = acts
+            self.ref_sum[rows] += tables()["ref_coef"][acts]
             if self.track_proxy:
                 self._proxy_update(idx, acts)
             return idx[:0]
         amount = acts >= FIRST_AMOUNT
-        self.stated[idx[amount]] = acts[amount] - FIRST_AMOUNT
-        over = self.final[idx] | (acts == CLOSING)
-        self.done[idx[over]] = True
-        return idx[over]
+        if np.count_nonzero(amount):
+            self.stated[idx[amount]] = acts[amount] - FIRST_AMOUNT
+        over = self.final[rows] | (acts == CLOSING)
+        ended = idx[over]
+        self.done[ended] = True
+        return ended
 
     def _proxy_update(self, idx, acts):
         # human_proxy.willingness, one act at a time: the k-th use counts 1/k, requests past two push back
@@ -235,28 +281,29 @@ class P4GBatch:
     def features(self, role: int) -> np.ndarray:
         n, max_turns = self.n, self.max_turns
         out = np.zeros((n, self.obs_dim[role]), np.float32)
-        turn = (self.turns / max_turns).astype(np.float32)
-        has = self.stated >= 0
-        stated = (STATED[self.stated + 1] / 2.0).astype(np.float32)
-        rows = np.arange(n)
         other = 1 - role
-        last_other = self.last_role == other
         c = 0
         if role == 1:
             out[:, :25] = self.z
             c = 25
-        out[:, c] = turn
+        out[:, c] = self.turns / max_turns
         c += 1
         k = self.n_acts[other]
-        out[rows[last_other], c + self.last_act[last_other]] = 1
+        # the other role's last act, one-hot where it spoke last: every row writes its flag (elsewhere a zero on
+        # the block's zeros; an act of this role past the block's end is moved to its last column)
+        last = self.last_act if k >= self.n_acts[role] else np.minimum(self.last_act, k - 1)
+        out[self._rows, c + last] = self.last_role == other
         c += k
-        np.divide(self.counts[other], 5, out=out[:, c : c + k])
-        c += k
-        k = self.n_acts[role]
-        np.divide(self.counts[role], 5, out=out[:, c : c + k])
-        c += k
-        out[:, c] = has
-        out[:, c + 1] = stated
+        if role == 0:  # the other role's counts, then its own: ``_counts`` as it is laid out
+            np.divide(self._counts, 5, out=out[:, c : c + self._counts.shape[1]])
+            c += self._counts.shape[1]
+        else:
+            np.divide(self.counts[other], 5, out=out[:, c : c + k])
+            c += k
+            k = self.n_acts[role]
+            np.divide(self.counts[role], 5, out=out[:, c : c + k])
+            c += k
+        out[:, c : c + 2] = STATED_FEATURES.take(self.stated + 1, 0)
         if role == 1:
             out[:, c + 2] = self.final
         return out
@@ -268,10 +315,13 @@ class P4GBatch:
     def agent_score(self, idx) -> np.ndarray:
         return np.minimum(np.maximum(self.actual[idx] / 2.0, 0.0), 1.0)
 
-    def rewards(self, idx) -> tuple[np.ndarray, np.ndarray]:
-        """The finished slots' (persuader, persuadee) rewards."""
+    def rewards(self, idx, users: bool = True) -> tuple[np.ndarray, np.ndarray | None]:
+        """The finished slots' (persuader, persuadee) rewards; ``users=False``: the persuader's only (None for
+        the persuadee: no learnable user to pay)."""
         actual = self.actual[idx]
         mode = self.user_reward
+        if not users:
+            return actual, None
         if mode in SIMULATOR_REWARDS:
             score = self.agent_score(idx)
             user = {"adversarial": 1.0 - score, "cooperative": score, "curriculum": np.zeros(len(idx))}[mode]
@@ -281,23 +331,40 @@ class P4GBatch:
         return actual, user
 
     # -- the users' replies ------------------------------------------------------------------------
-    def reference_reply(self, idx, legal, cooperation: float, normalized: bool = True) -> np.ndarray:
-        """``ReferencePersuadee.reference`` in slots ``idx``: the reference reply distribution (up to each
-        row's sum unless ``normalized``)."""
-        w = (self.ref_base[idx] + self.ref_sum[idx]) + cooperation
-        return reply_distribution(w, self.last_persuader[idx], legal, reference.gift_distribution(),
-                                  reference.neutral(), 0.0, normalized)
+    def reference_reply(self, idx, legal, cooperation: float) -> np.ndarray:
+        """``ReferencePersuadee.reference`` in slots ``idx``: the reference reply distribution."""
+        return reply_distribution(self._reference_w(idx, cooperation), self.last_persuader[idx], legal,
+                                  *MODELS["reference"]())
 
-    def human_proxy_reply(self, idx, legal, normalized: bool = True) -> np.ndarray:
+    def human_proxy_reply(self, idx, legal) -> np.ndarray:
         """``human_proxy.reply_distribution`` in slots ``idx`` (its default assumptions)."""
-        return reply_distribution(self.proxy_w[idx], self.last_persuader[idx], legal,
-                                  human_proxy.stated_distribution(), human_proxy.neutral(),
-                                  reference.calibration("human_proxy_amount_shift"), normalized)
+        return reply_distribution(self.proxy_w[idx], self.last_persuader[idx], legal, *MODELS["human_proxy"]())
+
+    def reference_weights(self, idx, legal, cooperation: float, gamma: float) -> np.ndarray:
+        """Fast mode: ``sharpen(reference_reply, gamma)`` up to each row's sum (``reply_weights``)."""
+        return reply_weights(self._reference_w(idx, cooperation), self.last_persuader[idx], legal,
+                             log_tables("reference", gamma))
+
+    def human_proxy_weights(self, idx, legal) -> np.ndarray:
+        """Fast mode: ``human_proxy_reply`` up to each row's sum (``reply_weights``)."""
+        return reply_weights(self.proxy_w[idx], self.last_persuader[idx], legal, log_tables("human_proxy", 1.0))
+
+    def _reference_w(self, idx, cooperation: float) -> np.ndarray:
+        rows = slice(None) if len(idx) == self.n else idx
+        return (self.ref_base[rows] + self.ref_sum[rows]) + cooperation
 
 
-def reply_distribution(w, said, legal, gifts, center, shift, normalized: bool = True) -> np.ndarray:
-    """``reference.reply_distribution`` for rows of willingness ``w`` after persuader acts ``said``;
-    ``normalized=False``: each row up to its sum (what inverse-CDF sampling needs; the vec env's fast mode)."""
+# each batched reply model's (base gift distribution, neutral willingness, amount shift)
+MODELS = {
+    "reference": lambda: (reference.gift_distribution(), reference.neutral(), 0.0),
+    "human_proxy": lambda: (human_proxy.stated_distribution(), human_proxy.neutral(),
+                            reference.calibration("human_proxy_amount_shift")),
+}
+
+
+def reply_distribution(w, said, legal, gifts, center, shift) -> np.ndarray:
+    """``reference.reply_distribution`` for rows of willingness ``w`` after persuader acts ``said``, in its
+    floating-point order (exact mode)."""
     t = tables()
     dev = w - center
     base = t["base"][said] * np.exp(t["tilt"] * dev[:, None])
@@ -310,11 +377,6 @@ def reply_distribution(w, said, legal, gifts, center, shift, normalized: bool = 
     amounts[:, 1:] = s[:, None] * pos / pos.sum(1, keepdims=True)
     p[:, FIRST_AMOUNT:] = base[:, -1:] * amounts
     p = np.where(legal, p, 0.0)
-    if not normalized:
-        empty = ~p.any(1)
-        if empty.any():  # no legal reply has mass: uniform over the legal ones, as below
-            p[empty] = legal[empty]
-        return p
     total = p.sum(1, keepdims=True)
     ok = total[:, 0] > 0
     if ok.all():  # the usual case: no row needs the uniform fallback
@@ -322,3 +384,66 @@ def reply_distribution(w, said, legal, gifts, center, shift, normalized: bool = 
     out = legal / legal.sum(1, keepdims=True)
     out[ok] = p[ok] / total[ok]
     return out
+
+
+def reply_weights(w, said, legal, logs: dict) -> np.ndarray:
+    """Fast mode: ``reply_distribution ** gamma`` up to each row's sum (what inverse-CDF sampling needs), zero
+    off the legal acts: one exponential of log-weights that are linear in the row's terms (``log_tables``).
+    The same distribution up to rounding; a row without mass is left zero (the caller's fallback)."""
+    x = np.empty((len(w), 3))
+    x[:, 0] = w
+    np.logaddexp(0.0, w, out=x[:, 1])  # log(1 + e^w) = -log(1 - s)
+    np.log(np.exp(np.multiply.outer(w, logs["amount_slope"])) @ logs["amount_weight"], out=x[:, 2])  # log S
+    logit = logs["offset"].take(said, 0)
+    logit += x @ logs["slope"]
+    p = np.exp(logit, out=logit)
+    p[:, logs["massless"]] = 0.0
+    p *= legal
+    return p
+
+
+_LOGS: dict = {}  # (model, gamma) -> (the params dict they were built from, the tables)
+
+
+def log_tables(model: str, gamma: float) -> dict:
+    """``reply_distribution`` of ``MODELS[model]`` sharpened by ``gamma``, in log space: for a row of
+    willingness w after persuader act a, with s = sigmoid(w) and S = sum_k gifts_k exp((AMOUNT_TILT (w - center)
+    + shift) AMOUNT_Z_k) over the positive bins,
+
+        gamma log p = offset[a] + (w, log(1 + e^w), log S) @ slope      (up to the row's normalizer)
+
+    a reply act: log base + KAPPA valence (w - center); the $0 bin: that of the amount + log(1 - s), with
+    log(1 - s) = -log(1 + e^w); a positive bin k: that of the amount + log s + log gifts_k + (AMOUNT_TILT (w -
+    center) + shift) AMOUNT_Z_k - log S, with log s = w - log(1 + e^w). ``amount_slope`` and ``amount_weight``
+    give S = exp(w amount_slope) @ amount_weight. ``massless``: the acts that never get mass (the no-op)."""
+    key = (model, float(gamma))
+    p = personas.params()
+    hit = _LOGS.get(key)
+    if hit is None or hit[0] is not p:
+        t = tables()
+        gifts, center, shift = MODELS[model]()
+        z = reference.AMOUNT_Z
+        tilt = t["tilt"][0]
+        with np.errstate(divide="ignore"):  # a zero frequency: -inf, no mass
+            log_base = np.log(t["base"])
+            log_gifts = np.log(gifts[1:])
+        offset = np.full((N_PERSUADER_ACTS, N_PERSUADEE_ACTS), -np.inf)
+        slope = np.zeros((3, N_PERSUADEE_ACTS))
+        offset[:, t["reply_index"]] = log_base[:, :-1] - tilt[:-1] * center
+        slope[0, t["reply_index"]] = tilt[:-1]
+        amount = log_base[:, -1:] - tilt[-1] * center  # the amount reply itself
+        offset[:, FIRST_AMOUNT] = amount[:, 0]
+        offset[:, FIRST_AMOUNT + 1 :] = amount + log_gifts + (shift - reference.AMOUNT_TILT * center) * z
+        slope[0, FIRST_AMOUNT] = tilt[-1]
+        slope[0, FIRST_AMOUNT + 1 :] = tilt[-1] + reference.AMOUNT_TILT * z + 1.0
+        slope[1, FIRST_AMOUNT:] = -1.0
+        slope[2, FIRST_AMOUNT + 1 :] = -1.0
+        # the acts that never have mass get offset 0 and are zeroed after the exponential: exp(-inf) is several
+        # times slower than exp of a number
+        massless = ~np.isfinite(offset).any(0)
+        offset[:, massless] = 0.0
+        tables_ = {"offset": gamma * offset, "slope": gamma * slope, "massless": np.flatnonzero(massless),
+                   "amount_slope": reference.AMOUNT_TILT * z,
+                   "amount_weight": gifts[1:] * np.exp((shift - reference.AMOUNT_TILT * center) * z)}
+        hit = _LOGS[key] = (p, tables_)
+    return hit[1]
