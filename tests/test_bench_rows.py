@@ -131,6 +131,27 @@ def test_oracle_run_reports_the_panel():
     assert len(r["panel"]["families"]) == PANEL_SIZE and all(f.startswith("heldout-") for f in r["panel"]["families"])
 
 
+def test_the_held_out_sides_take_their_own_episode_count(monkeypatch):
+    """``heldout_episodes`` sizes the held-out side and the panel; the train side and the curves keep theirs; a
+    side of ``LARGE_EVAL`` episodes or more runs on 256 envs."""
+    from scope_envs.train import act_ppo
+
+    calls = []
+
+    def counting(trainer, env_id, episodes=500, seed=12345, num_envs=64, **kwargs):
+        calls.append((env_id if isinstance(env_id, str) else "panel", episodes, num_envs))
+        return real(trainer, env_id, episodes, seed, num_envs, **kwargs)
+
+    real = act_ppo.evaluate
+    monkeypatch.setattr(act_ppo, "evaluate", counting)
+    monkeypatch.setattr(methods, "LARGE_EVAL", 30)
+    r = run_one("p4g", "untrained", 0, **TINY, heldout_episodes=30)
+    final = calls[-(2 + PANEL_SIZE):]  # after the curve's checkpoint: train, held-out, the six families
+    assert final[:2] == [("p4g-frozen", 12, 64), ("p4g-heldout", 30, 256)]
+    assert final[2:] == [("panel", 5, 64)] * PANEL_SIZE and r["panel"]["episodes_per_family"] == 5
+    assert all(n == TINY["curve_episodes"] for _, n, _ in calls[: -len(final)])
+
+
 def test_panel_episodes_and_seeds():
     assert panel_episodes(500) == 84 and panel_episodes(3000) == 500 and panel_episodes(6) == 1
     for seed in range(3):

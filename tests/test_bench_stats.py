@@ -240,23 +240,24 @@ def test_population_best_needs_holm_significance():
 
 @pytest.mark.parametrize("kwargs", [{}, {"eval_episodes": 40}, {"steps": 100}])
 def test_runner_sizes_each_games_evaluation(tmp_path, monkeypatch, kwargs):
-    """The preset's evaluation is raised per game to ``EVAL_EPISODES_MIN`` (p4g's per-episode spread is large
-    against its band); an explicit ``eval_episodes`` is used as given, and a smoke run stays small."""
+    """The preset's held-out evaluation is raised per game to ``EVAL_EPISODES_MIN`` (p4g's per-episode spread is
+    large against its band), the train side keeps the preset's; an explicit ``eval_episodes`` is used as given for
+    both, and a smoke run stays small."""
     seen = {}
 
     class Stop(Exception):
         pass
 
     def fake_execute(tasks, out, **_):
-        seen.update({t["game"]: t["eval_episodes"] for t in tasks})
+        seen.update({t["game"]: (t["eval_episodes"], t["heldout_episodes"]) for t in tasks})
         raise Stop
 
     monkeypatch.setattr(runner, "execute", fake_execute)
     with pytest.raises(Stop):
         runner.run(games=["p4g", "tau2"], methods=["frozen"], seeds=1, out=tmp_path, progress=False, **kwargs)
     preset = methods.PRESETS["default"]["eval_episodes"]
-    expected = {"p4g": methods.EVAL_EPISODES_MIN["p4g"], "tau2": preset} if not kwargs else \
-        {g: kwargs.get("eval_episodes", min(preset, 200)) for g in ("p4g", "tau2")}
+    expected = {"p4g": (preset, methods.EVAL_EPISODES_MIN["p4g"]), "tau2": (preset, preset)} if not kwargs else \
+        {g: (kwargs.get("eval_episodes", min(preset, 200)),) * 2 for g in ("p4g", "tau2")}
     assert methods.EVAL_EPISODES_MIN["p4g"] > preset >= methods.EVAL_EPISODES_MIN["tau2"]
     assert seen == expected
 

@@ -17,8 +17,8 @@ Every run is evaluated on three sides, each with its own seeds, the same for eve
 numbers): ``train_success`` against the training simulator (seeds ``1_000_000 + 1000 * seed + i``),
 ``heldout_success`` against the held-out human proxies (``2_000_000 + 1000 * seed + i``) and the held-out
 simulator panel: the six held-out families of ``scope_envs.agents.families.panel(game)``, each seated by
-``panel_env`` on held-out scenarios, ``panel_episodes(eval_episodes) = ceil(eval_episodes / 6)`` episodes per
-family, family ``j`` with seeds ``PANEL_SEED + 1000 * seed + PANEL_STRIDE * j + i`` (``i`` < 64, the eval envs), a
+``panel_env`` on held-out scenarios, ``panel_episodes(heldout_episodes) = ceil(heldout_episodes / 6)`` episodes
+per family, family ``j`` with seeds ``PANEL_SEED + 1000 * seed + PANEL_STRIDE * j + i`` (``i`` < 64, the eval envs), a
 stream disjoint from the other two. Only ``agent_0`` meets the panel (a trained user network is not used).
 Metrics ``panel_per_family`` (the six families' success, in panel order) and ``panel_success`` (their mean).
 """
@@ -46,7 +46,9 @@ GAMES = ("p4g", "cooperbench", "tau2")
 # one run's held-out evaluation SE is at most EVAL_SE_FRACTION of the game's band (rule and inputs:
 # benchmarks/eval_episodes.py; rule declared, and these numbers derived, before the run that uses them)
 EVAL_SE_FRACTION = 0.10
-EVAL_EPISODES_MIN = {"p4g": 4672, "cooperbench": 128, "tau2": 128}
+EVAL_EPISODES_MIN = {"p4g": 4672, "cooperbench": 128, "tau2": 128}  # the held-out side and the panel (the train
+# side, which measures the exploit, many times the band, keeps the preset's)
+LARGE_EVAL = 2048  # from this many episodes a side is evaluated on 256 envs (eval_envs)
 POPULATION_MEMBERS = 4
 POOL = {"pool_size": 5, "snapshot_every": 4}  # SCOPE's checkpoint pool (wrappers/pool.py)
 DIVERSITY_COEF = 0.02  # set a priori, never tuned (DESIGN.md §4)
@@ -129,12 +131,21 @@ def evaluate_panel(trainer, game: str, episodes: int, seed: int, uniform: bool =
     return {"success": float(np.mean(per)), "per_family": per, "families": [m.name for m in members]}
 
 
+def eval_envs(episodes: int) -> int:
+    """Evaluation envs for a side of ``episodes`` episodes: 256 from ``LARGE_EVAL`` episodes on (one forward pass
+    and one batched step serve 4x the slots; p4g's held-out side takes half the time), else ``evaluate``'s 64 (a
+    smaller side would spend its last waves on a few long episodes)."""
+    return 256 if episodes >= LARGE_EVAL else 64
+
+
 def run_one(game: str, method: str, seed: int, steps: int, eval_episodes: int, curve_points: int,
             curve_episodes: int, user_reward: str | None = None, advantage: str = "gae", group_size: int = 1,
-            sensitivity: bool = False, assumptions: str | None = None) -> dict:
+            sensitivity: bool = False, assumptions: str | None = None, heldout_episodes: int | None = None) -> dict:
     """Train one (game, method, seed) and evaluate it; the held-out side only ever measures (``oracle``,
     the ceiling, trains against the held-out behaviour model on train scenarios: see the module docstring).
 
+    ``heldout_episodes`` (default ``eval_episodes``): the held-out side's episodes, and the panel's in all
+    (``EVAL_EPISODES_MIN``); the train side plays ``eval_episodes``.
     ``sensitivity``: also evaluate on held-out users under each assumption variant (``bench.sensitivity``).
     ``assumptions`` (``oracle`` only): train and evaluate the ceiling under that variant of the proxies'
     assumptions, the ceiling of the sensitivity run's re-judged claims."""
@@ -174,22 +185,26 @@ def run_one(game: str, method: str, seed: int, steps: int, eval_episodes: int, c
 
     history = trainer.train(on_iteration) if total else []
     train_time = time.perf_counter() - t0
-    tr = evaluate(trainer, env_id, eval_episodes, seed=train_seed, uniform=uniform, **env_kwargs)
-    ho = evaluate(trainer, heldout_id, eval_episodes, seed=heldout_seed, uniform=uniform, **variant)
+    n_heldout = eval_episodes if heldout_episodes is None else heldout_episodes
+    tr = evaluate(trainer, env_id, eval_episodes, seed=train_seed, uniform=uniform, num_envs=eval_envs(eval_episodes),
+                  **env_kwargs)
+    ho = evaluate(trainer, heldout_id, n_heldout, seed=heldout_seed, uniform=uniform, num_envs=eval_envs(n_heldout),
+                  **variant)
     if variant:  # a sensitivity ceiling: its held-out score under its own variant is all that is read
         return {"game": game, "method": method, "seed": seed, "assumptions": assumptions,
                 "metrics": {"train_success": tr["success"], "heldout_success": ho["success"]},
                 "wall_s": time.perf_counter() - t0}
     # after the two evaluations above, so that their numbers (and the RNG state they see) are unchanged
-    n_panel = panel_episodes(eval_episodes)
+    n_panel = panel_episodes(n_heldout)
     pa = evaluate_panel(trainer, game, n_panel, seed, uniform)
     metrics = {"train_success": tr["success"], "heldout_success": ho["success"], "gap": tr["success"] - ho["success"],
                "policy_entropy": tr["policy_entropy"], "sim_entropy": tr["sim_entropy"],
                "train_zero_score_frac": tr["zero_score_frac"],
                "panel_success": pa["success"], "panel_per_family": pa["per_family"]}
     if sensitivity:  # the same policy and held-out seeds under each named variant of the proxies' assumptions
-        metrics["sensitivity"] = {v: evaluate(trainer, heldout_id, eval_episodes, seed=heldout_seed, uniform=uniform,
-                                              assumptions=v)["success"] for v in variants(game)}
+        metrics["sensitivity"] = {v: evaluate(trainer, heldout_id, n_heldout, seed=heldout_seed, uniform=uniform,
+                                              num_envs=eval_envs(n_heldout), assumptions=v)["success"]
+                                  for v in variants(game)}
     last = history[-max(1, len(history) // 4):]  # collapse diagnostics: the final quarter of training
     metrics.update({k: float(np.mean([r[k] for r in last])) for k in DIAGNOSTICS if last and k in last[0]})
     return {

@@ -92,12 +92,14 @@ def run(games=GAMES, methods=METHODS, seeds=None, steps=None, eval_episodes=None
     out.mkdir(parents=True, exist_ok=True)
     scale = settings.pop("steps_scale", {}) if steps is None else {}  # preset budgets only; --steps is exact
     settings.pop("steps_scale", None)
-    # the preset's evaluation, raised per game to the measurement-resolution rule; --eval-episodes is exact
+    # the preset's held-out evaluation, raised per game to the measurement-resolution rule; --eval-episodes is
+    # exact (both sides)
     eval_min = EVAL_EPISODES_MIN if eval_episodes is None and not smoke else {}
     scope = {"user_reward": user_reward, "advantage": advantage, "group_size": group_size,
              **({"sensitivity": True} if sensitivity else {})}
     tasks = [dict(game=g, method=m, seed=s, steps=int(settings["steps"] * scale.get(g, 1.0)),
-                  eval_episodes=max(settings["eval_episodes"], eval_min.get(g, 0)),
+                  eval_episodes=settings["eval_episodes"],
+                  heldout_episodes=max(settings["eval_episodes"], eval_min.get(g, 0)),
                   curve_points=settings["curve_points"], curve_episodes=settings["curve_episodes"], **scope)
              for g in games for m in methods for s in range(settings["seeds"])]
     if sensitivity:  # each variant's own ceiling: the oracle retrained under it (bench.sensitivity)
@@ -119,7 +121,7 @@ def run(games=GAMES, methods=METHODS, seeds=None, steps=None, eval_episodes=None
     (out / "claims.json").write_text(json.dumps(claims(results, stats_by_game), indent=1, ensure_ascii=False))
     (out / "curves.json").write_text(json.dumps({"settings": settings, "wall_s": wall, "runs": runs}, indent=1))
     per_game = {key: ", ".join(f"{g} {next(t[key] for t in tasks if t['game'] == g)}" for g in games)
-                for key in ("steps", "eval_episodes")}  # the presets scale these per game
+                for key in ("steps", "eval_episodes", "heldout_episodes")}  # the presets scale these per game
     write_report(out, results, runs, {**settings, **per_game, "games": list(games), "methods": list(methods), "jobs": jobs,
                                       "user_reward": user_reward or "each game's default", "advantage": advantage,
                                       "group_size": group_size}, wall, stats_by_game)
