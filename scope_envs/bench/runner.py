@@ -39,7 +39,9 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--seeds", type=positive_int, default=None, help="number of seeds (0..N-1)")
     ap.add_argument("--steps", type=positive_int, default=None,
                     help="training budget per run, in decisions of agent_0")
-    ap.add_argument("--eval-episodes", type=positive_int, default=None, help="evaluation episodes per side")
+    ap.add_argument("--eval-episodes", type=positive_int, default=None,
+                    help="evaluation episodes per side (default: the preset's, with the held-out side raised per game "
+                         "by the evaluation rule, EVAL_EPISODES_MIN)")
     ap.add_argument("--jobs", type=positive_int, default=None,
                     help="runs in flight at once (default: this machine's CPUs; on a Ray cluster, its CPUs)")
     ap.add_argument("--executor", default="local", choices=EXECUTORS,
