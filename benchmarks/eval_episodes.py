@@ -7,8 +7,8 @@ evaluation standard error is at most 10% of the game's band** (ceiling minus flo
 
     n = ceil((sd_episode / (0.10 * band)) ** 2), rounded up to a multiple of 64 (the evaluation envs)
 
-and each run evaluates ``max(n, the preset's eval_episodes)`` episodes per side (an explicit
-``--eval-episodes`` is used as given).
+and each run's held-out side and panel play ``max(n, the preset's eval_episodes)`` episodes; the train side,
+which measures the exploit, keeps the preset's (an explicit ``--eval-episodes`` is used as given for both).
 
 Inputs, none of them a trained method's held-out number:
 
@@ -83,7 +83,7 @@ def results_name(path: Path) -> str:
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--games", nargs="+", default=list(GAMES), choices=GAMES)
-    ap.add_argument("--episodes", type=int, default=4000, help="episodes per untrained row")
+    ap.add_argument("--episodes", type=int, default=4000, help="held-out episodes per band row")
     ap.add_argument("--results", type=Path, default=HERE / "results" / "default" / "results.json",
                     help="a default run's results.json: its random and oracle rows give each game's band")
     ap.add_argument("--out", type=Path, default=HERE / "results" / "eval_episodes")

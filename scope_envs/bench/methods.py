@@ -42,12 +42,12 @@ PRESETS = {
     "full": {"seeds": 8, "steps": 100_000, "eval_episodes": 3000, "curve_points": 10, "curve_episodes": 300},
 }
 GAMES = ("p4g", "cooperbench", "tau2")
-# evaluation episodes per side: each run evaluates max(the preset's eval_episodes, EVAL_EPISODES_MIN[game]), so that
-# one run's held-out evaluation SE is at most EVAL_SE_FRACTION of the game's band (rule and inputs:
-# benchmarks/eval_episodes.py; rule declared, and these numbers derived, before the run that uses them)
+# the held-out side and the panel play max(the preset's eval_episodes, EVAL_EPISODES_MIN[game]) episodes, so that one
+# run's held-out evaluation SE is at most EVAL_SE_FRACTION of the game's band (rule and inputs:
+# benchmarks/eval_episodes.py; rule declared, and these numbers derived, before the run that uses them); the train
+# side, which measures the exploit (many times the band), keeps the preset's
 EVAL_SE_FRACTION = 0.10
-EVAL_EPISODES_MIN = {"p4g": 4672, "cooperbench": 128, "tau2": 128}  # the held-out side and the panel (the train
-# side, which measures the exploit, many times the band, keeps the preset's)
+EVAL_EPISODES_MIN = {"p4g": 4672, "cooperbench": 128, "tau2": 128}
 LARGE_EVAL = 2048  # from this many episodes a side is evaluated on 256 envs (eval_envs)
 POPULATION_MEMBERS = 4
 POOL = {"pool_size": 5, "snapshot_every": 4}  # SCOPE's checkpoint pool (wrappers/pool.py)
