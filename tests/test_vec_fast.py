@@ -89,7 +89,7 @@ def compare(fast: dict, exact: dict) -> dict[str, float]:
 
 
 @pytest.mark.parametrize("env_id", ["p4g-frozen", "p4g-heldout", "p4g-rotation", "cooperbench-frozen",
-                                    "cooperbench-heldout"])
+                                    "cooperbench-heldout", "p4g-vs", "cooperbench-vs"])
 def test_fast_mode_draws_episodes_from_the_exact_distribution(env_id):
     fast, exact = episodes_of(env_id, False, 0), episodes_of(env_id, True, 0)
     p = compare(fast, exact)

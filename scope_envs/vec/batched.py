@@ -27,7 +27,8 @@ class BatchedVecEnv(VecBase):
     """The game's rules and the built-in simulators' replies computed for all slots at once (a game's
     subclass: ``P4GVecEnv``, ``CooperBenchVecEnv``).
 
-    Other simulators in the user seat (verbalized sampling, a checkpoint pool's snapshots, any act-level
+    Verbalized sampling of the game's reference is batched too (``_verbalized``). Other simulators in the user
+    seat (verbalized sampling of any other simulator, a checkpoint pool's snapshots, any act-level
     ``Simulator``) are asked slot by slot with the same view, sampler and generator as the scalar env."""
 
     game_type: type
@@ -69,7 +70,9 @@ class BatchedVecEnv(VecBase):
         self.hist_role = np.zeros((n, horizon), np.int64)
         self.hist_act = np.zeros((n, horizon), np.int64)
         self._masks = None
-        self._kinds: list[tuple] = []  # batched reply models seen: ("reference", gamma, cooperation) | ...
+        # batched reply models seen: ("reference", gamma, cooperation) | ("vs_reference", gamma, cooperation,
+        # noise, the sampler's options) | ...
+        self._kinds: list[tuple] = []
         self._kind_of: dict = {}  # (id(sim), id(sampler)) -> (sim, sampler, code); holding sim keeps its id
         # fast mode: each slot's roster as one array over (slot, member, ``ROSTER`` field), rebuilt when the
         # env's members change; one gather reads every field of the members drawn
@@ -109,13 +112,21 @@ class BatchedVecEnv(VecBase):
         reference model sharpened (the frozen simulator, rotation members, families) and its held-out proxy,
         answering directly."""
         from scope_envs.agents.base import SharpenedReference
+        from scope_envs.wrappers.verbalized import VerbalizedSampler
 
-        if type(sampler) is not DirectAnswer:
-            return None
         reference, proxy = self.simulators()
         kind = type(sim)
-        if isinstance(sim, reference) and kind.reference is reference.reference \
-                and kind.distribution is SharpenedReference.distribution and kind.act is Simulator.act:
+        is_reference = isinstance(sim, reference) and kind.reference is reference.reference \
+            and kind.distribution is SharpenedReference.distribution and kind.act is Simulator.act
+        if type(sampler) is VerbalizedSampler:  # its draw from the reference's verbalized top-k (``_verbalized``)
+            if not is_reference or kind.verbalize is not SharpenedReference.verbalize:
+                return None
+            s = sampler
+            return ("vs_reference", float(sim.gamma), float(sim.cooperation), float(sim.calibration_noise), s.k,
+                    s.tau, s.min_survivors, s.weight_mode, s.temperature, s.selection, s.tail)
+        if type(sampler) is not DirectAnswer:
+            return None
+        if is_reference:
             return ("reference", float(sim.gamma), float(sim.cooperation))
         if kind is proxy and self.proxy_is_batched(sim):
             return ("human_proxy",)
@@ -123,6 +134,11 @@ class BatchedVecEnv(VecBase):
 
     def reply(self, kind: tuple, idx: np.ndarray, legal: np.ndarray) -> np.ndarray:
         """Reply distributions of the batched model ``kind`` in slots ``idx``."""
+        raise NotImplementedError
+
+    def reference(self, kind: tuple, idx: np.ndarray, legal: np.ndarray) -> np.ndarray:
+        """``SharpenedReference.reference`` (unsharpened) in slots ``idx`` at ``kind``'s cooperation (``kind[2]``),
+        bit for bit: what ``verbalize`` states."""
         raise NotImplementedError
 
     def public_private(self, i: int, role: int) -> tuple[dict, dict]:
@@ -421,6 +437,8 @@ class BatchedVecEnv(VecBase):
             for code, idx in groups:
                 if code < 0:
                     acts = np.array([self._ask(i, legal[i]) for i in idx.tolist()], np.int64)
+                elif self._kinds[code][0] == "vs_reference":
+                    acts = self._verbalized(self._kinds[code], idx, legal[idx])
                 elif self.exact:
                     p = self.reply(self._kinds[code], idx, legal[idx])
                     u = np.array([self._u[i]._rng.random() for i in idx.tolist()])
@@ -433,6 +451,41 @@ class BatchedVecEnv(VecBase):
                 self._apply(1, idx, acts)
             if b.user_replies_once:  # the agent moves next (or the game is over) in every slot
                 return
+
+    def _verbalized(self, kind: tuple, idx: np.ndarray, legal: np.ndarray) -> np.ndarray:
+        """``VerbalizedSampler`` on ``SharpenedReference.verbalize`` in slots ``idx``: the stated probabilities,
+        candidates and ``candidate_weights`` as arrays over the slots, in the scalar path's floating-point order.
+        Exact mode: each slot's generator gives its ``standard_normal`` noise, then the uniform that
+        ``Generator.choice`` draws (its inverse CDF, as in ``_run_simulators``); fast mode: the shared one."""
+        _, _, _, noise, k, tau, min_survivors, weight_mode, temperature, selection, tail = kind
+        p = self.reference(kind, idx, legal)
+        rows, width = p.shape
+        if self.exact:
+            rngs = [self._u[i]._rng for i in idx.tolist()]
+            z = np.array([r.standard_normal(width) for r in rngs]).reshape(rows, width)
+        else:
+            z = self._rng.standard_normal((rows, width))
+        stated = p * np.exp(noise * z)
+        stated = stated / stated.sum(1, keepdims=True)
+        probs, acts, count = verbalized_candidates(stated, legal, k, tail)
+        w = verbalized_weights(probs, count, tau, min_survivors, weight_mode, temperature, selection)
+        empty = count == 0  # nothing stated: the direct answer (``VerbalizedSampler``'s fallback)
+        live = ~empty if empty.any() else slice(None)
+        if self.exact:
+            u = np.array([r.random() if c else np.nan for r, c in zip(rngs, count.tolist())])
+        else:
+            u = self._rng.random(rows)
+        cdf = np.cumsum(w[live], 1)  # ``Generator.choice``: trailing zeros leave the running sums as they are
+        cdf /= cdf[np.arange(len(cdf)), count[live] - 1][:, None]
+        chosen = (cdf <= u[live][:, None]).sum(1)
+        out = np.empty(rows, np.int64)
+        out[live] = acts[live][np.arange(len(chosen)), chosen]
+        for j in np.flatnonzero(empty).tolist():
+            i = int(idx[j])
+            env = self._u[i]
+            rng = rngs[j] if self.exact else self._rng
+            out[j] = int(DirectAnswer()(env.simulator, self.view(i, 1, legal[j]), rng)[0])
+        return out
 
     def _draw(self, w: np.ndarray, legal: np.ndarray) -> np.ndarray:
         """Fast mode: an act for each row of weights ``w`` (rows, acts), by inverse-CDF sampling on the shared
@@ -529,3 +582,63 @@ def power(p: np.ndarray, gamma: float) -> np.ndarray:
             q = q * p
         return q
     return np.power(p, gamma)
+
+
+def verbalized_candidates(stated: np.ndarray, legal: np.ndarray, k: int, tail: float | None):
+    """``SharpenedReference.verbalize``'s top-``k`` for rows of stated probabilities: the legal acts stated
+    above zero by decreasing statement (ties by act), with ``tail`` only those stated below it (else the
+    least stated). Returns (stated probabilities, acts), each (rows, min(k, acts)) and zero past a row's
+    candidates, and each row's count."""
+    order = np.argsort(-stated, 1, kind="stable")
+    s = np.take_along_axis(stated, order, 1)
+    ok = np.take_along_axis(legal, order, 1) & (s > 0)
+    if tail is not None:
+        below = ok & (s < tail)
+        none = ~below.any(1)
+        if none.any():  # ``or order[-1:]``: the least stated candidate alone
+            rows = np.flatnonzero(none)
+            last = s.shape[1] - 1 - np.argmax(ok[rows, ::-1], 1)
+            below[rows, last] = ok[rows, last]
+        ok = below
+    width = min(k, s.shape[1])
+    pos = np.argsort(~ok, 1, kind="stable")[:, :width]  # each row's first candidates, in order
+    count = np.minimum(ok.sum(1), width)
+    valid = np.arange(width) < count[:, None]
+    probs = np.where(valid, np.take_along_axis(s, pos, 1), 0.0)
+    return probs, np.take_along_axis(order, pos, 1), count
+
+
+def verbalized_weights(probs: np.ndarray, count: np.ndarray, tau, min_survivors: int, weight_mode: str,
+                       temperature: float, selection: str | None) -> np.ndarray:
+    """``candidate_weights`` for rows of candidates stated in decreasing order (``verbalized_candidates``),
+    zero past each row's ``count``; rows without candidates are left zero."""
+    width = probs.shape[1]
+    valid = np.arange(width) < count[:, None]
+    keep = valid
+    if tau is not None:
+        keep = valid & (probs >= tau)
+        short = keep.sum(1) < min_survivors  # the most probable are the first (the order is decreasing)
+        if short.any():
+            keep[short] |= valid[short] & (np.arange(width) < min_survivors)
+    if selection == "prob":
+        from scope_envs.wrappers.verbalized import PROB_FLOOR
+
+        w = np.where(keep, np.maximum(probs, PROB_FLOOR), 0.0)
+    elif selection == "random" or weight_mode == "uniform":
+        w = keep.astype(float)
+    elif weight_mode == "elicited":  # the kept candidates are stated above zero: mass in every live row
+        w = np.where(keep, probs, 0.0)
+    else:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            logits = np.where(keep, np.log(np.maximum(probs, 1e-12)) / temperature, -np.inf)
+            w = np.exp(logits - logits.max(1, keepdims=True))
+        w[count == 0] = 0.0
+    total = np.empty((len(w), 1))
+    if width < 8:  # sums of under 8 terms are sequential: the trailing zeros change nothing
+        total[:, 0] = w.sum(1)
+    else:  # numpy's pairwise sums depend on the length: each row summed over its own candidates
+        for c in np.unique(count).tolist():
+            rows = count == c
+            total[rows, 0] = w[rows, :c].sum(1)
+    with np.errstate(invalid="ignore"):
+        return w / total

@@ -10,6 +10,9 @@ from scope_envs.games.p4g.batched import P4GBatch, card_row, split_cards
 from scope_envs.games.p4g.game import P4GGame
 from scope_envs.vec.batched import BatchedVecEnv, power
 
+# the batched models that play the game's reference (their cards' traits moved up by the cooperation, ``kind[2]``)
+REFERENCE_KINDS = ("reference", "vs_reference")
+
 
 class P4GVecEnv(BatchedVecEnv):
     """Persuasion for Good batched (``scope_envs.games.p4g.batched``)."""
@@ -51,6 +54,9 @@ class P4GVecEnv(BatchedVecEnv):
         if kind[0] == "reference":
             return normalize(sharpen(self.batch.reference_reply(idx, legal, kind[2]), kind[1]), legal)
         return self.batch.human_proxy_reply(idx, legal)
+
+    def reference(self, kind, idx, legal):
+        return self.batch.reference_reply(idx, legal, kind[2])
 
     def reply_weights(self, kind, idx, legal):
         if kind[0] == "reference":
@@ -97,7 +103,7 @@ class CooperBenchVecEnv(BatchedVecEnv):
         game.reset(persona, rng)  # draws the task from the slot's generator
         self.task_id[i] = game.task.id
         kind = None if sim is None else self.batched_kind(sim, env.user_sampler)
-        if kind is not None and kind[0] == "reference":
+        if kind is not None and kind[0] in REFERENCE_KINDS:
             c = kind[2]  # ``agents.cooperbench._cooperative``: every trait moved up by the cooperation
             self.traits[i] = [min(1.0, persona.traits[t] + c) if c else persona.traits[t] for t in TRAITS]
         elif kind is not None:
@@ -134,7 +140,7 @@ class CooperBenchVecEnv(BatchedVecEnv):
                 continue
             sel = kinds == code
             kind, traits = self._kinds[code], styles["traits"][drawn[sel]]
-            if kind[0] == "reference":
+            if kind[0] in REFERENCE_KINDS:
                 c = kind[2]
                 traits = np.minimum(1.0, traits + c) if c else traits
             else:
@@ -152,6 +158,9 @@ class CooperBenchVecEnv(BatchedVecEnv):
         if kind[0] == "reference":  # ``sharpen`` unnormalized (``decide`` is zero off the legal acts)
             return power(self.batch.decide(idx, legal, self.traits[idx], None), kind[1])
         return self.reply(kind, idx, legal)
+
+    def reference(self, kind, idx, legal):
+        return self.batch.decide(idx, legal, self.traits[idx], None)
 
     def reply(self, kind, idx, legal):
         from scope_envs.agents.base import normalize, sharpen

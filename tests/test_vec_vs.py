@@ -1,0 +1,90 @@
+"""Verbalized sampling of the game's reference user, batched (``BatchedVecEnv._verbalized``): the same acts as
+the scalar ``VerbalizedSampler`` on ``SharpenedReference.verbalize``, each slot drawing from its own generator,
+for every option of the sampler; and the batched reference is the scalar one bit for bit."""
+
+import numpy as np
+import pytest
+from scope_envs.wrappers.verbalized import candidate_weights
+from test_vec import assert_same, both, play
+
+import scope_envs
+from scope_envs.vec import BatchedVecEnv
+from scope_envs.vec.batched import verbalized_candidates, verbalized_weights
+
+OPTIONS = [
+    {}, {"k": 10, "tau": 0.05, "min_survivors": 2, "weight_mode": "softmax", "temperature": 0.7},
+    {"tail": 0.2, "selection": "prob"}, {"k": 9, "tail": 0.3, "tau": 0.1, "min_survivors": 3},
+    {"k": 2, "weight_mode": "uniform", "tau": 0.5},
+]
+
+
+@pytest.mark.parametrize("game", ["p4g", "cooperbench"])
+@pytest.mark.parametrize("options", OPTIONS)
+def test_batched_verbalized_sampling_replays_the_scalar_envs(game, options):
+    vec, scalar = both(lambda: scope_envs.make(f"{game}-vs", **options))
+    assert isinstance(vec, BatchedVecEnv)
+    trace = play(vec, 80, seed=2)
+    assert [k[0] for k in vec._kinds] == ["vs_reference"]  # batched, not asked slot by slot
+    assert_same(trace, play(scalar, 80, seed=2))
+
+
+@pytest.mark.parametrize("game", ["p4g", "cooperbench"])
+def test_the_batched_reference_is_the_scalar_reference_bit_for_bit(game):
+    vec = scope_envs.make_vec(f"{game}-vs", num_envs=16)
+    obs, _ = vec.reset(seed=1)
+    rng = np.random.default_rng(0)
+    kind, checked = vec._kinds[0], 0
+    for _ in range(40):
+        acts = {a: np.argmax(rng.random(obs[a]["action_mask"].shape) * obs[a]["action_mask"], 1)
+                for a in vec.possible_agents}
+        # the reference after the agent's act, before the user's reply: step the agent's half by hand
+        active = vec.batch.active()
+        idx = (~vec.idle & (active == 0)).nonzero()[0]
+        vec._apply(0, idx, acts["agent_0"][idx])
+        active = vec.batch.active()
+        todo = (~vec.idle & (active == 1)).nonzero()[0]
+        legal = vec.batch.legal(1, active)
+        batched = vec.reference(kind, todo, legal[todo])
+        for j, i in enumerate(todo.tolist()):
+            expected = vec._u[i].simulator.reference(vec.view(i, 1, legal[i]))
+            assert np.array_equal(batched[j], expected), (i, batched[j], expected)
+            checked += 1
+        vec._run_simulators()
+        obs = vec._observe()
+        if vec.batch.done[~vec.idle].any():  # (stepped by hand: no auto-reset)
+            obs, _ = vec.reset(seed=int(rng.integers(100)))
+    assert checked > 100
+
+
+def test_the_candidates_weights_and_draw_follow_the_scalar_rules():
+    """Random stated rows (ties, zeros, illegal acts; widths past 8, where numpy's sums turn pairwise):
+    the candidates and weights equal the scalar ones, and the inverse-CDF draw is ``Generator.choice``'s."""
+    rng = np.random.default_rng(0)
+    for width, k, tail, tau, survivors, mode, selection in [
+        (12, 10, None, None, 1, "elicited", None), (12, 9, 0.15, 0.05, 3, "softmax", None),
+        (6, 5, 0.3, None, 1, "elicited", "prob"), (20, 12, None, 0.02, 4, "uniform", None),
+        (5, 5, None, None, 1, "elicited", "random"),
+    ]:
+        stated = rng.random((400, width)) ** 3
+        stated[:, : width // 3] = np.round(stated[:, : width // 3], 1)  # ties and zeros
+        stated /= stated.sum(1, keepdims=True)
+        legal = rng.random((400, width)) < 0.8
+        legal[:, 0] = True
+        probs, acts, count = verbalized_candidates(stated, legal, k, tail)
+        w = verbalized_weights(probs, count, tau, survivors, mode, 2.0, selection)
+        u_rng, c_rng = np.random.default_rng(5), np.random.default_rng(5)
+        for r in range(len(stated)):
+            order = [int(a) for a in np.argsort(-stated[r], kind="stable") if legal[r, a] and stated[r, a] > 0]
+            if tail is not None:
+                order = [a for a in order if stated[r, a] < tail] or order[-1:]
+            order = order[:k]
+            assert acts[r, : count[r]].tolist() == order
+            if not order:  # nothing stated: the sampler's fallback (the direct answer)
+                continue
+            p = np.array([float(stated[r, a]) for a in order])
+            assert np.array_equal(probs[r, : count[r]], p)
+            expected = candidate_weights(p, tau, survivors, mode, 2.0, selection)
+            assert np.array_equal(w[r, : count[r]], expected) and not w[r, count[r]:].any()
+            cdf = np.cumsum(w[r])
+            cdf /= cdf[count[r] - 1]
+            assert int((cdf <= u_rng.random()).sum()) == int(c_rng.choice(len(p), p=expected))
