@@ -196,6 +196,15 @@ class ActorCritic(nn.Module):
         return logits - logits.logsumexp(-1, keepdim=True)
 
 
+def probs_and_entropy(logp: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The probabilities and ``Categorical.entropy`` per row of normalized log-probabilities (masked acts, at
+    log-probability -1e9 and probability 0, add nothing). The clamp comes before the softmax, as in
+    ``Categorical``: the order the graph is built in is the order backward sums the gradients in."""
+    clamped = torch.clamp(logp, min=torch.finfo(logp.dtype).min)
+    probs = torch.softmax(logp, -1)
+    return probs, -(clamped * probs).sum(-1)
+
+
 def selfplay_input(x: np.ndarray, m: np.ndarray, user: bool, in_dim: int, out_dim: int) -> tuple[np.ndarray, ...]:
     """The shared network's input: the role as a one-hot, then the role's features, zero-padded; the
     mask padded with illegal acts."""
@@ -355,10 +364,9 @@ class PPOTrainer:
         net = self.learners[name]
         xt, mt = torch.as_tensor(x), torch.as_tensor(m)
         logits = net.log_policy(xt, mt)
-        probs = torch.softmax(logits, -1)
+        probs, entropy = probs_and_entropy(logits)
         a = probs.argmax(-1) if greedy else torch.multinomial(probs, 1, True).T.reshape(-1)
         logp = logits.gather(-1, a[:, None]).squeeze(-1)
-        entropy = -(torch.clamp(logits, min=torch.finfo(logits.dtype).min) * probs).sum(-1)
         return a.numpy(), logp.numpy(), net.value(xt).numpy(), entropy.numpy()
 
     def encode_rows(self, agent: str, x: np.ndarray, m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -661,7 +669,6 @@ class PPOTrainer:
         others = [net for o, net in self.learners.items() if o != name and o.startswith("user_")] \
             if name.startswith("user_") else []  # the other population members
         anchor = self.init.get(name) if cfg.user_kl_coef > 0 else None
-        lowest = torch.finfo(torch.float32).min
         stats = {}
         columns = ("x", "m", "a", "logp", "v", "user", "adv", "ret")
         for epoch in range(cfg.update_epochs):
@@ -683,9 +690,7 @@ class PPOTrainer:
                     v_loss = 0.5 * torch.max((v - ret) ** 2, (v_clipped - ret) ** 2).mean()
                 else:
                     v_loss = 0.5 * ((v - ret) ** 2).mean()
-                clamped = torch.clamp(logp, min=lowest)
-                probs = torch.softmax(logp, -1)
-                entropy = -(clamped * probs).sum(-1)
+                probs, entropy = probs_and_entropy(logp)
                 loss = pg_loss - (mb_ent_coef * entropy).mean() + cfg.vf_coef * v_loss
                 kl_init = torch.zeros(())
                 if anchor is not None and user.any():

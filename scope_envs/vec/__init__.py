@@ -31,10 +31,11 @@ The API is PettingZoo's parallel one with a leading batch axis:
 
 Every regime is covered, learnable users included (``user_j`` act in the slots whose episode drew them).
 On p4g and cooperbench the game state and the built-in simulators' reply distributions (the frozen
-simulator, rotation members, families, the held-out proxies at their default assumptions) are computed for
-all N at once (``scope_envs.games.p4g.batched``, ``scope_envs.games.cooperbench.batched``); any other
-user-seat player (verbalized sampling, a checkpoint pool's snapshots) is asked slot by slot through the
-scalar env's own sampler; every other case loops over N scalar envs inside the same API (``LoopVecEnv``:
+simulator, rotation members, families, the held-out proxies at their default assumptions, verbalized
+sampling of the game's reference) are computed for all N at once (``scope_envs.games.p4g.batched``,
+``scope_envs.games.cooperbench.batched``); any other user-seat player (a checkpoint pool's snapshots,
+verbalized sampling of another simulator, a custom ``Simulator``) is asked slot by slot through the scalar
+env's own sampler; every other case loops over N scalar envs inside the same API (``LoopVecEnv``:
 tau2, the text surface, text players, the held-out proxies' ``assumptions`` variants, any option this module
 does not know). Each slot keeps its own generator, member schedule and dealing from a
 scalar env of the id (``envs[i]``), so the batched path gives the same trajectories as N scalar envs seeded
@@ -46,7 +47,7 @@ is drawn slot by slot: every simulator reply of a step from one call, each new e
 cooperbench task) drawn as indices into the split with the card's terms read from arrays built once per
 split, the member picked at once where the schedule is the default one (a single member, or uniform over
 the roster). What keeps per-slot state still runs per slot, on the shared generator: ``MemberSchedule``
-(rotation and population schedules), a checkpoint pool's pick, simulators asked slot by slot (``vs``, pool
+(rotation and population schedules), a checkpoint pool's pick, simulators asked slot by slot (pool
 snapshots, custom users), ``scenario_seed`` options, the human proxy's follow-through. Episodes are then not those of N scalar envs seeded alike, but they are drawn from the
 same distribution: tests/test_vec_fast.py compares 10,000 episodes of each mode per id (outcomes, lengths,
 the user's acts) and shows the comparison rejects a perturbed engine. Fast mode applies to the batched

@@ -56,6 +56,7 @@ class BatchedVecEnv(VecBase):
         n = self.num_envs
         self._u = [e.unwrapped for e in self.envs]
         self._users = self.possible_agents[1:]  # the learnable users' agents, user_j at j
+        self._agent_index = {a: j for j, a in enumerate(self._users)}
         self.member = np.zeros(n, np.int64)
         # the user seat's occupant, as the first ``ROSTER`` fields (fast mode deals them in one write): its
         # batched reply model (``_kinds``; -1: ask it), the learnable user_j in it (-1: a simulator), whether
@@ -133,7 +134,16 @@ class BatchedVecEnv(VecBase):
         return None
 
     def reply(self, kind: tuple, idx: np.ndarray, legal: np.ndarray) -> np.ndarray:
-        """Reply distributions of the batched model ``kind`` in slots ``idx``."""
+        """Reply distributions of the batched model ``kind`` in slots ``idx``: the reference sharpened (as
+        ``SharpenedReference.distribution``), or the held-out proxy's (``proxy_reply``)."""
+        from scope_envs.agents.base import normalize, sharpen
+
+        if kind[0] == "reference":
+            return normalize(sharpen(self.reference(kind, idx, legal), kind[1]), legal)
+        return self.proxy_reply(idx, legal)
+
+    def proxy_reply(self, idx: np.ndarray, legal: np.ndarray) -> np.ndarray:
+        """The held-out proxy's reply distributions in slots ``idx`` (its default assumptions)."""
         raise NotImplementedError
 
     def reference(self, kind: tuple, idx: np.ndarray, legal: np.ndarray) -> np.ndarray:
@@ -291,10 +301,6 @@ class BatchedVecEnv(VecBase):
             self._m_count[i] = k
             known[i] = env.members
 
-    @property
-    def _agent_index(self) -> dict[str, int]:
-        return {a: j for j, a in enumerate(self.possible_agents[1:])}
-
     def _kind(self, sim, sampler) -> int:
         """The code of ``sim``'s batched reply model (into ``_kinds``), or -1: ask it slot by slot."""
         key = (id(sim), id(sampler))
@@ -441,10 +447,7 @@ class BatchedVecEnv(VecBase):
                     acts = self._verbalized(self._kinds[code], idx, legal[idx])
                 elif self.exact:
                     p = self.reply(self._kinds[code], idx, legal[idx])
-                    u = np.array([self._u[i]._rng.random() for i in idx.tolist()])
-                    cdf = np.cumsum(p, 1)
-                    cdf /= cdf[:, -1:]
-                    acts = (cdf <= u[:, None]).sum(1)
+                    acts = choice_rows(p, np.array([self._u[i]._rng.random() for i in idx.tolist()]))
                 else:  # one draw for all the slots
                     mine = legal if len(idx) == len(legal) else legal[idx]  # (all slots: no copy)
                     acts = self._draw(self.reply_weights(self._kinds[code], idx, mine), mine)
@@ -456,7 +459,7 @@ class BatchedVecEnv(VecBase):
         """``VerbalizedSampler`` on ``SharpenedReference.verbalize`` in slots ``idx``: the stated probabilities,
         candidates and ``candidate_weights`` as arrays over the slots, in the scalar path's floating-point order.
         Exact mode: each slot's generator gives its ``standard_normal`` noise, then the uniform that
-        ``Generator.choice`` draws (its inverse CDF, as in ``_run_simulators``); fast mode: the shared one."""
+        ``Generator.choice`` draws (``choice_rows``); fast mode: the shared one."""
         _, _, _, noise, k, tau, min_survivors, weight_mode, temperature, selection, tail = kind
         p = self.reference(kind, idx, legal)
         rows, width = p.shape
@@ -475,9 +478,7 @@ class BatchedVecEnv(VecBase):
             u = np.array([r.random() if c else np.nan for r, c in zip(rngs, count.tolist())])
         else:
             u = self._rng.random(rows)
-        cdf = np.cumsum(w[live], 1)  # ``Generator.choice``: trailing zeros leave the running sums as they are
-        cdf /= cdf[np.arange(len(cdf)), count[live] - 1][:, None]
-        chosen = (cdf <= u[live][:, None]).sum(1)
+        chosen = choice_rows(w[live], u[live])  # the trailing zeros leave a row's running sums as they are
         out = np.empty(rows, np.int64)
         out[live] = acts[live][np.arange(len(chosen)), chosen]
         for j in np.flatnonzero(empty).tolist():
@@ -571,6 +572,14 @@ class BatchedVecEnv(VecBase):
             lives[a], active[a] = mine, mine & (self._active == 1)
         return {"active": active, "live": lives, "member": self.member.copy(), "turn": self.batch.length.copy(),
                 "_final_info": np.zeros(n, bool)}
+
+
+def choice_rows(w: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """``Generator.choice(len(row), p=row)`` for each row of weights ``w`` given the uniform ``u`` it draws: the
+    running sums normalized by the last, and how many of them the uniform passes (its ``searchsorted``)."""
+    cdf = np.cumsum(w, 1)
+    cdf /= cdf[:, -1:]
+    return (cdf <= u[:, None]).sum(1)
 
 
 def power(p: np.ndarray, gamma: float) -> np.ndarray:

@@ -48,15 +48,11 @@ class P4GVecEnv(BatchedVecEnv):
 
         return vars(proxy) == {"assumptions": human_proxy.DEFAULT}
 
-    def reply(self, kind, idx, legal):
-        from scope_envs.agents.base import normalize, sharpen
-
-        if kind[0] == "reference":
-            return normalize(sharpen(self.batch.reference_reply(idx, legal, kind[2]), kind[1]), legal)
-        return self.batch.human_proxy_reply(idx, legal)
-
     def reference(self, kind, idx, legal):
         return self.batch.reference_reply(idx, legal, kind[2])
+
+    def proxy_reply(self, idx, legal):
+        return self.batch.human_proxy_reply(idx, legal)
 
     def reply_weights(self, kind, idx, legal):
         if kind[0] == "reference":
@@ -156,17 +152,13 @@ class CooperBenchVecEnv(BatchedVecEnv):
 
     def reply_weights(self, kind, idx, legal):
         if kind[0] == "reference":  # ``sharpen`` unnormalized (``decide`` is zero off the legal acts)
-            return power(self.batch.decide(idx, legal, self.traits[idx], None), kind[1])
+            return power(self.reference(kind, idx, legal), kind[1])
         return self.reply(kind, idx, legal)
 
     def reference(self, kind, idx, legal):
         return self.batch.decide(idx, legal, self.traits[idx], None)
 
-    def reply(self, kind, idx, legal):
-        from scope_envs.agents.base import normalize, sharpen
-
-        if kind[0] == "reference":
-            return normalize(sharpen(self.batch.decide(idx, legal, self.traits[idx], None), kind[1]), legal)
+    def proxy_reply(self, idx, legal):
         return self.batch.decide(idx, legal, self.traits[idx], {k: v[idx] for k, v in self.coins.items()})
 
     def public_private(self, i, role):
