@@ -360,9 +360,9 @@ class Tau2Game(Game):
         if role != self._next:
             raise ValueError(f"tau2: it is the {self._next}'s turn, not the {role}'s")
         self.last[role] = act
-        self._cands, self._legal, self._outcome = None, {}, None
+        self._forget_turn()
         self._turn(role, act, text)
-        self._cands, self._legal, self._outcome = None, {}, None
+        self._forget_turn()
         if self.termination is None:
             if self.tool_errors >= self.max_tool_errors:
                 self._end("too_many_errors")
@@ -454,14 +454,17 @@ class Tau2Game(Game):
         self.details_given = True
         self.revealed += " " + " ".join(str(v).lower() for v in self.goal.details.values())
 
+    def _forget_turn(self) -> None:
+        """Drop what is computed once per turn (candidates, legal masks, outcome): the state it read changed."""
+        self._cands, self._legal, self._outcome = None, {}, None
+
     def _end(self, why: str) -> None:
         self.termination = why
-        self._legal = {}
         agent_texts = [t.text for t in self.history if t.role == AGENT and t.call is None]
         # the transcript is for the judge alone: without one it is not built
         transcript = self.chat(AGENT) if self.judge is not None else None
         self.reward_info = evaluate(self.world, agent_texts, why, self.judge, transcript)
-        self._outcome = None
+        self._forget_turn()
 
     def truncated(self) -> bool:
         return self.termination in TRUNCATIONS
