@@ -92,8 +92,17 @@ def main(argv=None) -> None:
         ap.error(f"argument --episodes: must be >= 2, got {args.episodes}")
     if not args.results.is_file():
         ap.error(f"argument --results: no such file: {args.results}")
+    try:
+        table = json.loads(args.results.read_text())
+    except (OSError, ValueError) as e:
+        ap.error(f"argument --results: not a readable results.json: {e}")
+    for game in args.games:
+        rows = table.get(game) if isinstance(table, dict) else None
+        if not isinstance(rows, dict) or any(not isinstance(rows.get(r), dict) or "heldout_success" not in rows[r]
+                                                  for r in ("random", "oracle")):
+            ap.error(f"argument --results: {args.results} has no random and oracle rows of {game}: a default "
+                     f"run's results.json holds them")
     torch.set_num_threads(1)
-    table = json.loads(args.results.read_text())
     out = {"rule": f"evaluation SE <= {EVAL_SE_FRACTION:.0%} of the band", "fraction": EVAL_SE_FRACTION,
            "episodes": args.episodes, "results": results_name(args.results), "games": {}}
     for game in args.games:
