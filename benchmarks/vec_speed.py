@@ -11,14 +11,17 @@ noisy; medians are reported):
   baseline), and ``ratio_vs_rps``;
 * ``scalar_steps_per_s``: the scalar ``scope_envs.make("<game>-frozen")`` with random legal acts, and
   ``ratio_vs_scalar``;
-* ``trainer_steps_per_s``: env steps/s of the act-level PPO (``PPOConfig`` defaults: batched rollouts, 64
-  envs) while it trains ``--steps`` decisions, cloning excluded; ``scalar_trainer_steps_per_s``: the trainer as
-  the issue found it, ``batched=False, num_envs=16`` (scalar envs stepped one at a time), and
-  ``trainer_ratio``. Both share today's update, which is bit-identical to the old one and about 15% faster,
-  so the ratio understates the gain over the old code a little;
+* ``trainer_steps_per_s``: env steps/s of the act-level PPO (``PPOConfig`` defaults) while it trains
+  ``--steps`` decisions, cloning excluded; ``scalar_trainer_steps_per_s``: the trainer as the issue found it,
+  the code at ``--baseline-rev`` (its own defaults: 16 scalar envs stepped one at a time, torch's update), and
+  ``trainer_ratio``;
 * ``evaluate_steps_per_s`` / ``scalar_evaluate_steps_per_s``: what the benchmark's evaluations get
-  (``evaluate`` on ``<game>-heldout``, 500 episodes, its default 64 envs, batched) against the evaluation as
-  it was (16 scalar envs); ``evaluate_256_steps_per_s``: ``num_envs=256`` (2,000 episodes), batched.
+  (``evaluate`` on ``<game>-heldout``, 500 episodes, its default 64 envs) against the evaluation at
+  ``--baseline-rev`` (its default 16 envs); ``evaluate_256_steps_per_s``: ``num_envs=256`` (2,000 episodes).
+
+The trainer and evaluation figures come from fresh processes, one per round and tree, the baseline's and
+this tree's alternating (the baseline revision is exported by ``baseline_tree.py`` into a temporary folder
+put first on ``PYTHONPATH``; it needs this checkout's git history).
 
     python benchmarks/vec_speed.py                      # both games, 3 rounds
     python benchmarks/vec_speed.py --games p4g --rounds 5 --num-envs 256
@@ -31,13 +34,19 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import subprocess
+import sys
+import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 import torch
 from pettingzoo.classic import rps_v2
 
 import scope_envs
+from baseline_tree import REPO, export
 from scope_envs.train.act_ppo import PPOConfig, PPOTrainer, evaluate
 
 
@@ -73,19 +82,21 @@ def scalar_steps(env, steps: int, seed: int, masked: bool) -> float:
     return steps / (time.perf_counter() - start)
 
 
-def trainer_steps(env_id: str, decisions: int, seed: int, batched: bool, num_envs: int | None = None) -> float:
+BASELINE_REV = "3663039"  # main when issue 17 was filed: the trainer and evaluation it measured
+
+
+def trainer_steps(env_id: str, decisions: int, seed: int) -> float:
     """Env steps/s of PPO training ``decisions`` persuader decisions (the config's defaults), cloning excluded."""
-    extra = {} if num_envs is None else {"num_envs": num_envs}
-    trainer = PPOTrainer(PPOConfig(env_id=env_id, total_steps=decisions, seed=seed, batched=batched, **extra))
+    trainer = PPOTrainer(PPOConfig(env_id=env_id, total_steps=decisions, seed=seed))
     start = time.perf_counter()
     trainer.train()
     return trainer.env_steps / (time.perf_counter() - start)
 
 
-def evaluate_steps(game: str, seed: int, batched: bool, episodes: int = 500, num_envs: int = 64) -> float:
-    """Env steps/s of one benchmark evaluation (``evaluate`` on ``<game>-heldout`` with ``num_envs`` envs, as
-    the benchmark calls it with 64; an untrained network)."""
-    trainer = PPOTrainer(PPOConfig(env_id=f"{game}-frozen", total_steps=0, seed=seed, batched=batched))
+def evaluate_steps(game: str, seed: int, episodes: int = 500, num_envs: int | None = None) -> float:
+    """Env steps/s of one benchmark evaluation (``evaluate`` on ``<game>-heldout``, its default number of envs
+    unless ``num_envs``; an untrained network)."""
+    trainer = PPOTrainer(PPOConfig(env_id=f"{game}-frozen", total_steps=0, seed=seed))
     steps = 0
     play = trainer.play
 
@@ -97,8 +108,26 @@ def evaluate_steps(game: str, seed: int, batched: bool, episodes: int = 500, num
 
     trainer.play = counting
     start = time.perf_counter()
-    evaluate(trainer, f"{game}-heldout", episodes=episodes, seed=seed, num_envs=num_envs)
+    evaluate(trainer, f"{game}-heldout", episodes=episodes, seed=seed, **({"num_envs": num_envs} if num_envs else {}))
     return steps / (time.perf_counter() - start)
+
+
+def trainer_figures(game: str, decisions: int, seed: int, baseline: bool) -> dict[str, float]:
+    """This process's trainer and evaluation rates, for whichever tree ``scope_envs`` was imported from."""
+    out = {"trainer_steps_per_s": trainer_steps(f"{game}-frozen", decisions, seed),
+           "evaluate_steps_per_s": evaluate_steps(game, seed)}
+    if not baseline:
+        out["evaluate_256_steps_per_s"] = evaluate_steps(game, seed, episodes=2000, num_envs=256)
+    return out
+
+
+def in_fresh_process(tree: Path, game: str, decisions: int, seed: int, baseline: bool) -> dict[str, float]:
+    """``trainer_figures`` in a fresh Python with ``tree`` first on its path."""
+    cmd = [sys.executable, __file__, "--measure-trainer", game, "--steps", str(decisions), "--seed", str(seed)]
+    cmd += ["--baseline-tree"] if baseline else []
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
 
 
 def main(argv=None) -> None:
@@ -109,12 +138,26 @@ def main(argv=None) -> None:
     ap.add_argument("--scalar-steps", type=int, default=10_000, help="scalar and rps_v2 steps per round")
     ap.add_argument("--steps", type=int, default=10_000, help="persuader decisions per trainer round")
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--trainer-num-envs", type=int, default=None,
-                    help="the batched trainer's num_envs (default: PPOConfig's); the scalar baseline keeps the default")
+    ap.add_argument("--baseline-rev", default=BASELINE_REV,
+                    help="the git revision whose trainer and evaluation are the baseline (default: main when "
+                         "issue 17 was filed)")
     ap.add_argument("--env-only", action="store_true",
                     help="measure the envs only (batched, fast, rps_v2, scalar), not the trainer or evaluate")
+    ap.add_argument("--measure-trainer", choices=["p4g", "cooperbench"], help=argparse.SUPPRESS)
+    ap.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
+    ap.add_argument("--baseline-tree", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     torch.set_num_threads(1)
+    if args.measure_trainer:  # a fresh process of in_fresh_process
+        print(json.dumps(trainer_figures(args.measure_trainer, args.steps, args.seed, args.baseline_tree)))
+        return
+    tmp = tempfile.TemporaryDirectory(prefix="vec_speed_baseline_")
+    if not args.env_only:
+        try:
+            baseline_tree = export(args.baseline_rev, tmp.name)
+        except subprocess.CalledProcessError as e:
+            ap.error(f"--baseline-rev: cannot export {args.baseline_rev!r} from {REPO} "
+                     f"({(e.stderr or b'').decode().strip() or e})")
     out = {}
     for game in args.games:
         env_id = f"{game}-frozen"
@@ -127,20 +170,16 @@ def main(argv=None) -> None:
                 "scalar_steps_per_s": scalar_steps(scope_envs.make(env_id), args.scalar_steps, r, masked=True),
             }
             if not args.env_only:
-                measured.update({
-                    "trainer_steps_per_s": trainer_steps(env_id, args.steps, r, batched=True,
-                                                         num_envs=args.trainer_num_envs),
-                    "scalar_trainer_steps_per_s": trainer_steps(env_id, args.steps, r, batched=False, num_envs=16),
-                    "evaluate_steps_per_s": evaluate_steps(game, r, batched=True),
-                    "scalar_evaluate_steps_per_s": evaluate_steps(game, r, batched=False, num_envs=16),
-                    "evaluate_256_steps_per_s": evaluate_steps(game, r, batched=True, episodes=2000, num_envs=256),
-                })
+                old = in_fresh_process(baseline_tree, game, args.steps, r, baseline=True)
+                measured.update(in_fresh_process(REPO, game, args.steps, r, baseline=False))
+                measured["scalar_trainer_steps_per_s"] = old["trainer_steps_per_s"]
+                measured["scalar_evaluate_steps_per_s"] = old["evaluate_steps_per_s"]
             for k, v in measured.items():
                 rows.setdefault(k, []).append(v)
         med = {k: float(np.median(v)) for k, v in rows.items()}
         out[game] = {
             "env": env_id, "num_envs": args.num_envs, "rounds": args.rounds,
-            "trainer_num_envs": args.trainer_num_envs or PPOConfig().num_envs,
+            "trainer_num_envs": PPOConfig().num_envs, "baseline_rev": None if args.env_only else args.baseline_rev,
             "batched_steps_per_s": round(med["batched_steps_per_s"]),
             "rps_v2_steps_per_s": round(med["rps_v2_steps_per_s"]),
             "ratio_vs_rps": round(med["batched_steps_per_s"] / med["rps_v2_steps_per_s"], 2),

@@ -79,11 +79,11 @@ def test_grpo_gives_every_decision_its_episodes_group_relative_return(std_norm):
     s0 = np.sqrt(0.5) + 1e-6 if std_norm else 1.0  # the sample std of agent returns 1 and 0
     s1 = np.sqrt(2.0) + 1e-6 if std_norm else 1.0  # of 2 and 0
     agent = [0.5 / s0] * 3 + [-0.5 / s0] * 2 + [1.0 / s1] * 2 + [-1.0 / s1] * 4
-    np.testing.assert_allclose(b[AGENT]["adv"].numpy(), agent, rtol=1e-6)
+    np.testing.assert_allclose(b[AGENT]["adv"], agent, rtol=1e-6)
     s2 = np.sqrt(2.0) + 1e-6 if std_norm else 1.0  # user returns -1 and 1
-    np.testing.assert_allclose(b["user_0"]["adv"].numpy(), [-1.0 / s2] * 2 + [1.0 / s2] * 2 + [0.0], rtol=1e-6)
-    np.testing.assert_allclose(b[AGENT]["ret"].numpy(), [1, 1, 1, 0, 0, 2, 2, 0, 0, 0, 0])  # value target
-    assert b[AGENT]["adv"].dtype == torch.float32
+    np.testing.assert_allclose(b["user_0"]["adv"], [-1.0 / s2] * 2 + [1.0 / s2] * 2 + [0.0], rtol=1e-6)
+    np.testing.assert_allclose(b[AGENT]["ret"], [1, 1, 1, 0, 0, 2, 2, 0, 0, 0, 0])  # value target
+    assert b[AGENT]["adv"].dtype == np.float32
 
 
 def test_the_curriculum_reward_of_a_group_goes_to_its_user_decisions():

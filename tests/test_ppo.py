@@ -133,11 +133,14 @@ def test_default_path_is_unchanged():
 
 
 def reference_update(trainer, name, b):
-    """The update written with torch's own objects (``Categorical``, ``clip_grad_norm_``): the trainer's
-    spelled-out update must give exactly its parameters."""
+    """The update written with torch's own objects (``Categorical``, autograd, ``clip_grad_norm_``,
+    ``torch.optim.Adam`` from a fresh state) on the trainer's minibatch draws: the trainer's numpy update
+    must reach its parameters."""
     from torch.distributions import Categorical
 
-    cfg, net, opt = trainer.cfg, trainer.learners[name], trainer.optimizers[name]
+    cfg, net = trainer.cfg, trainer.learners[name]
+    opt = torch.optim.Adam(net.parameters(), lr=trainer.optimizers[name].lr, eps=1e-5)
+    b = {k: torch.as_tensor(v) for k, v in b.items()}
 
     def dist(module, x, m):
         return Categorical(logits=module.actor(x).masked_fill(~m, -1e9), validate_args=False)
@@ -151,7 +154,7 @@ def reference_update(trainer, name, b):
     others = [o for k, o in trainer.learners.items() if k != name and k.startswith("user_")] \
         if name.startswith("user_") else []
     for _ in range(cfg.update_epochs):
-        perm = torch.randperm(n)
+        perm = torch.as_tensor(trainer.rng.permutation(n))
         for start in range(0, n, mb_size):
             mb = perm[start : start + mb_size]
             x, m, user = b["x"][mb], b["m"][mb], b["user"][mb]
@@ -162,8 +165,11 @@ def reference_update(trainer, name, b):
                 adv = (adv - adv.mean()) / (adv.std() + 1e-8)
             pg = torch.max(-adv * ratio, -adv * ratio.clamp(1 - cfg.clip_coef, 1 + cfg.clip_coef)).mean()
             v = net.value(x)
-            v_clipped = b["v"][mb] + (v - b["v"][mb]).clamp(-cfg.clip_coef, cfg.clip_coef)
-            v_loss = 0.5 * torch.max((v - b["ret"][mb]) ** 2, (v_clipped - b["ret"][mb]) ** 2).mean()
+            if cfg.clip_vloss:
+                v_clipped = b["v"][mb] + (v - b["v"][mb]).clamp(-cfg.clip_coef, cfg.clip_coef)
+                v_loss = 0.5 * torch.max((v - b["ret"][mb]) ** 2, (v_clipped - b["ret"][mb]) ** 2).mean()
+            else:
+                v_loss = 0.5 * ((v - b["ret"][mb]) ** 2).mean()
             loss = pg - (ent_coef[mb] * d.entropy()).mean() + cfg.vf_coef * v_loss
             if name in trainer.init and cfg.user_kl_coef > 0 and user.any():
                 loss = loss + cfg.user_kl_coef * kl(d, dist(trainer.init[name], x, m))[user].mean()
@@ -178,13 +184,17 @@ def reference_update(trainer, name, b):
             opt.step()
 
 
-@pytest.mark.parametrize("env_id,extra", [("p4g-frozen", {}), ("p4g-cotrain", {"selfplay": False}),
+@pytest.mark.parametrize("env_id,extra", [("p4g-frozen", {}), ("p4g-frozen", {"clip_vloss": False}),
+                                          ("p4g-frozen", {"group_size": 4, "advantage": "grpo"}),
+                                          ("p4g-cotrain", {"selfplay": False}), ("p4g-cotrain", {"selfplay": True}),
                                           ("cooperbench-population", {"diversity_coef": 0.05})])
-def test_update_equals_the_distribution_object_update(env_id, extra):
-    """The trainer's update spells out Categorical and clip_grad_norm_ for speed; from the same state and the
-    same minibatch draws it reaches exactly the parameters the object-based update reaches (KL anchor and the
-    population's diversity term included)."""
+def test_update_equals_the_autograd_update(env_id, extra):
+    """The trainer's update is numpy with its gradient written out (numpy_ac); from the same state and the
+    same minibatch draws it reaches the parameters torch autograd and torch's Adam reach (KL anchor, the
+    population's diversity term, selfplay's shared network included), up to float32 rounding."""
     import copy
+
+    from scope_envs.train.numpy_ac import Adam
 
     kwargs = {"members": 2} if env_id.endswith("population") else {}
     trainer = PPOTrainer(PPOConfig(env_id=env_id, env_kwargs=kwargs, total_steps=300, seed=1, bc_episodes=20,
@@ -192,14 +202,15 @@ def test_update_equals_the_distribution_object_update(env_id, extra):
     trainer.train()
     batches = trainer.batches(trainer.play(trainer.envs, 32, seed=9)[0])
     for name, b in batches.items():
-        start = (copy.deepcopy(trainer.learners[name].state_dict()),
-                 copy.deepcopy(trainer.optimizers[name].state_dict()))
+        start = copy.deepcopy(trainer.learners[name].state_dict())
         results = []
         for update in (trainer.update, lambda n, bb: reference_update(trainer, n, bb)):
-            trainer.learners[name].load_state_dict(start[0])
-            trainer.optimizers[name].load_state_dict(copy.deepcopy(start[1]))  # fused Adam steps in place
-            torch.manual_seed(3)
+            trainer.learners[name].load_state_dict(start)
+            old = trainer.optimizers[name]
+            trainer.optimizers[name] = Adam(old.flat, lr=trainer.cfg.learning_rate, eps=old.eps)  # fresh, both
+            trainer.rng = np.random.default_rng(3)
             update(name, b)
             results.append(params(trainer.learners[name]))
-        assert not torch.equal(results[0], params_of(start[0])), name  # it learned something
-        assert torch.equal(results[0], results[1]), name
+        moved = (results[0] - params_of(start)).abs().max()
+        assert moved > 1e-3, name  # it learned something
+        torch.testing.assert_close(results[0], results[1], rtol=0, atol=5e-4 * float(moved))

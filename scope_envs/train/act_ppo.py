@@ -10,6 +10,11 @@ It trains whatever the regime makes learnable:
   told its role in the observation (a one-hot, then the role's features,
   zero-padded; action masks are padded with illegal acts).
 
+The networks are torch modules (``ActorCritic``: saved, loaded and cloned as such), but the rollouts'
+forward passes and the PPO update run in numpy on the modules' own memory (``numpy_ac``, the loss's
+gradient written out and checked against torch autograd): at this size torch's per-op overhead was most of
+the training time.
+
 Learnable users start from a behaviour clone of the game's *frozen* simulator
 (``user_init="frozen"``, the training-side "aligned LLM playing the dealt
 card"; ``"random"`` for a fresh network) and are trained with their env
@@ -93,6 +98,7 @@ from torch.distributions import Categorical
 import scope_envs
 from scope_envs.core.rewards import curriculum_reward
 from scope_envs.core.simulator import Simulator, View
+from scope_envs.train.numpy_ac import Adam, bind, entropy, log_policy, mlp, mlp_backward, normalize, views_like
 from scope_envs.vec import BATCHED_KWARGS, vectorize
 from scope_envs.wrappers import CheckpointPool
 
@@ -100,6 +106,7 @@ AGENT = "agent_0"
 # kwargs of population/rotation (and of the checkpoint pool) that the frozen env does not take
 POPULATION_KWARGS = ("members", "schedule", "pool_size", "snapshot_every", "pool_sample")
 ADVANTAGES = ("gae", "grpo")
+ACT_KEY = 0x616374  # the trainer's generator (acts, minibatch order): [ACT_KEY, seed]
 GRPO_EPS = 1e-6  # grpo_std_norm: advantage / (group std + GRPO_EPS)
 
 
@@ -189,21 +196,6 @@ class ActorCritic(nn.Module):
         # the forward pass of these small networks
         return Categorical(logits=self.actor(x).masked_fill(~mask, -1e9), validate_args=False)
 
-    def log_policy(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """``dist(x, mask).logits`` (the normalised log-probabilities) without building the distribution, whose
-        Python costs a fifth of these small forward passes; the same ops, so the same numbers and gradients."""
-        logits = self.actor(x).masked_fill(~mask, -1e9)
-        return logits - logits.logsumexp(-1, keepdim=True)
-
-
-def probs_and_entropy(logp: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """The probabilities and ``Categorical.entropy`` per row of normalized log-probabilities (masked acts, at
-    log-probability -1e9 and probability 0, add nothing). The clamp comes before the softmax, as in
-    ``Categorical``: the order the graph is built in is the order backward sums the gradients in."""
-    clamped = torch.clamp(logp, min=torch.finfo(logp.dtype).min)
-    probs = torch.softmax(logp, -1)
-    return probs, -(clamped * probs).sum(-1)
-
 
 def selfplay_input(x: np.ndarray, m: np.ndarray, user: bool, in_dim: int, out_dim: int) -> tuple[np.ndarray, ...]:
     """The shared network's input: the role as a one-hot, then the role's features, zero-padded; the
@@ -226,17 +218,16 @@ class PolicySnapshot(Simulator):
 
     def __init__(self, net: ActorCritic, selfplay: bool = False):
         self.net = copy.deepcopy(net).requires_grad_(False)
+        self.actor = bind(self.net)[1][6:]  # the forward pass in numpy, as the trainer's
         self.selfplay = selfplay
 
-    @torch.no_grad()
     def distribution(self, view: View) -> np.ndarray:
         if view.observation is None:
             raise ValueError("a PolicySnapshot needs views with the act surface's observation (wants_observation)")
         x, m = np.asarray(view.observation, np.float32), np.asarray(view.legal, bool)
         if self.selfplay:
             x, m = selfplay_input(x, m, True, self.net.obs_dim, self.net.n_actions)
-        dist = self.net.dist(torch.as_tensor(x)[None], torch.as_tensor(m)[None])
-        p = dist.probs[0, : len(view.legal)].double().numpy()
+        p = np.exp(log_policy(self.actor, x[None], m[None])[0, : len(view.legal)]).astype(np.float64)
         p[~np.asarray(view.legal, bool)] = 0.0
         return p / p.sum()
 
@@ -270,6 +261,12 @@ def find_pool(env) -> CheckpointPool | None:
 def derive_seed(*keys: int) -> int:
     """A 32-bit seed from integer keys (an iteration's scenario seed, a group's)."""
     return int(np.random.SeedSequence([k & 0xFFFFFFFFFFFFFFFF for k in keys]).generate_state(1)[0])
+
+
+def max_grad_split(a: np.ndarray, b: np.ndarray, passes) -> np.ndarray:
+    """The share of ``max(a, b)``'s gradient that reaches ``a`` (all where a > b, half on a tie, as torch's
+    ``maximum``), times ``passes`` (whether ``a``'s own clamp lets it through)."""
+    return ((a > b) + 0.5 * (a == b)) * passes
 
 
 class PPOTrainer:
@@ -320,8 +317,17 @@ class PPOTrainer:
                 self.learners[name].load_state_dict(self.learners[user_nets[0]].state_dict())
         for name in user_nets:
             self.init[name] = copy.deepcopy(self.learners[name]).requires_grad_(False)
-        self.optimizers = {n: torch.optim.Adam(net.parameters(), lr=cfg.learning_rate, eps=1e-5, fused=True)
-                           for n, net in self.learners.items()}
+        # the rollouts' forward passes and the update run in numpy on the modules' own memory (numpy_ac):
+        # at this size torch's per-op overhead is most of the time. params[name]: the critic's 6 arrays, then
+        # the actor's; the anchors' actors are views of their (frozen) modules
+        self.params, self.optimizers, self.grads = {}, {}, {}
+        for name, net in self.learners.items():
+            flat, self.params[name] = bind(net)
+            self.optimizers[name] = Adam(flat, lr=cfg.learning_rate, eps=1e-5)
+            grad = np.zeros_like(flat)
+            self.grads[name] = (grad, views_like(grad, self.params[name]))
+        self.anchors = {name: [p.detach().numpy() for p in net.parameters()][6:] for name, net in self.init.items()}
+        self.rng = np.random.default_rng([ACT_KEY, cfg.seed])
         self.agent_steps = 0  # agent_0 decisions so far (the budget)
         self.env_steps = 0  # env.step calls so far (throughput)
         self.updates = 0  # PPO update rounds (iterations) so far: the checkpoint pool's clock
@@ -335,39 +341,36 @@ class PPOTrainer:
             return x, m
         return selfplay_input(x, m, agent != AGENT, self.in_dim, self.out_dim)
 
-    @torch.no_grad()
     def act(self, requests: list[tuple[str, dict]], greedy: bool = False) -> list[dict]:
-        """Actions for a batch of (agent, obs): one forward pass per learner."""
+        """Decisions for a batch of (agent, obs): one forward pass per learner."""
         out: list[dict] = [{} for _ in requests]
         groups: dict[str, list[int]] = {}
         for i, (agent, _) in enumerate(requests):
             groups.setdefault(self.seat[agent], []).append(i)
         for name, idx in groups.items():
-            net = self.learners[name]
             enc = [self.encode(*requests[i]) for i in idx]
-            x = torch.as_tensor(np.stack([e[0] for e in enc]))
-            m = torch.as_tensor(np.stack([e[1] for e in enc]))
-            dist = net.dist(x, m)
-            a = dist.probs.argmax(-1) if greedy else dist.sample()
-            logp, ent, v = dist.log_prob(a), dist.entropy(), net.value(x)
+            x, m = np.stack([e[0] for e in enc]), np.stack([e[1] for e in enc])
+            a, logp, v, ent = self.decide(name, [requests[i][0] for i in idx], x, m, greedy)
             for j, i in enumerate(idx):
-                out[i] = {"x": enc[j][0], "m": enc[j][1], "a": int(a[j]), "logp": float(logp[j]),
-                          "v": float(v[j]), "ent": float(ent[j]), "r": 0.0, "user": requests[i][0] != AGENT}
+                out[i] = {"x": x[j], "m": m[j], "a": int(a[j]), "logp": float(logp[j]), "v": float(v[j]),
+                          "ent": float(ent[j]), "r": 0.0, "user": requests[i][0] != AGENT}
         return out
 
     # -- rollout -------------------------------------------------------------------
-    @torch.no_grad()
     def decide(self, name: str, agents: list[str], x: np.ndarray, m: np.ndarray,
                greedy: bool = False) -> tuple[np.ndarray, ...]:
         """Learner ``name``'s decisions for rows of (encoded) observations ``x`` and masks ``m``: one forward
         pass. Returns the acts, their log-probabilities, the values and the policy entropies (arrays)."""
-        net = self.learners[name]
-        xt, mt = torch.as_tensor(x), torch.as_tensor(m)
-        logits = net.log_policy(xt, mt)
-        probs, entropy = probs_and_entropy(logits)
-        a = probs.argmax(-1) if greedy else torch.multinomial(probs, 1, True).T.reshape(-1)
-        logp = logits.gather(-1, a[:, None]).squeeze(-1)
-        return a.numpy(), logp.numpy(), net.value(xt).numpy(), entropy.numpy()
+        critic, actor = self.params[name][:6], self.params[name][6:]
+        x = np.asarray(x, np.float32)
+        logp = log_policy(actor, x, m)
+        probs = np.exp(logp)
+        if greedy:
+            a = probs.argmax(-1)
+        else:  # inverse CDF; an illegal act (probability 0) never holds the first cumulative sum above u
+            cdf = probs.cumsum(-1)
+            a = (cdf <= self.rng.random(len(x))[:, None] * cdf[:, -1:]).sum(-1)
+        return a, logp[np.arange(len(a)), a], mlp(critic, x)[2][:, 0], entropy(logp, probs)
 
     def encode_rows(self, agent: str, x: np.ndarray, m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``encode`` for rows of one agent's observations and masks."""
@@ -623,8 +626,8 @@ class PPOTrainer:
             out.update({(k, agent): float(a) for k, a in zip(keys, adv)})
         return out
 
-    def batches(self, episodes: list[dict]) -> dict[str, dict[str, torch.Tensor]]:
-        """Each learner's decisions of this iteration as tensors. ``gae``: GAE advantages, lambda-returns as
+    def batches(self, episodes: list[dict]) -> dict[str, dict[str, np.ndarray]]:
+        """Each learner's decisions of this iteration as arrays. ``gae``: GAE advantages, lambda-returns as
         value targets; ``grpo``: every decision of an episode gets its group-relative advantage, the value
         head (not used for the advantage) is still fit to the reward-to-go."""
         rows: dict[str, list] = {}
@@ -641,81 +644,104 @@ class PPOTrainer:
         out = {}
         for name, rs in rows.items():
             out[name] = {
-                "x": torch.as_tensor(np.stack([d["x"] for d, _, _ in rs])),
-                "m": torch.as_tensor(np.stack([d["m"] for d, _, _ in rs])),
-                "a": torch.as_tensor([d["a"] for d, _, _ in rs]),
-                "logp": torch.as_tensor([d["logp"] for d, _, _ in rs]),
-                "v": torch.as_tensor([d["v"] for d, _, _ in rs]),
-                "user": torch.as_tensor([d["user"] for d, _, _ in rs]),
-                "adv": torch.as_tensor(np.array([a_ for _, a_, _ in rs])),
-                "ret": torch.as_tensor(np.array([r_ for _, _, r_ in rs])),
+                "x": np.stack([d["x"] for d, _, _ in rs]).astype(np.float32),
+                "m": np.stack([d["m"] for d, _, _ in rs]).astype(bool),
+                "a": np.array([d["a"] for d, _, _ in rs], np.int64),
+                "logp": np.array([d["logp"] for d, _, _ in rs], np.float32),
+                "v": np.array([d["v"] for d, _, _ in rs], np.float32),
+                "user": np.array([d["user"] for d, _, _ in rs], bool),
+                "adv": np.array([a_ for _, a_, _ in rs], np.float32),
+                "ret": np.array([r_ for _, _, r_ in rs], np.float32),
             }
         return out
 
-    def update(self, name: str, b: dict[str, torch.Tensor]) -> dict[str, float]:
+    def update(self, name: str, b: dict[str, np.ndarray]) -> dict[str, float]:
         """Clipped PPO on one learner's batch (plus, for users, the KL anchor and the diversity term).
 
-        ``Categorical``'s log_prob, entropy and KL are spelled out op for op in the order the distribution
-        object computes them (the softmax once, after the entropy's clamp), and the gradient clip is
-        ``clip_grad_norm_``'s foreach path without its per-call grouping: the same numbers as with the
-        objects, at about 0.85x the time (tests/test_ppo.py pins the update to the object-based one)."""
-        cfg, net, opt = self.cfg, self.learners[name], self.optimizers[name]
-        params = list(net.parameters())
+        The loss is CleanRL's; its gradient with respect to the actor's logits z is written out (p the
+        policy, logp its log-probabilities; every term of it is 0 on illegal acts, where p is 0):
+        d logp[a] / dz = onehot(a) - p, d entropy / dz = -p (logp + entropy) and d KL(p||q) / dz =
+        p (logp - q - KL). Where torch's ``max`` ties it sends half the gradient each way, and ``clamp`` passes
+        it at its bounds; so does this. tests/test_numpy_ac.py checks every term against torch autograd."""
+        cfg, opt = self.cfg, self.optimizers[name]
+        critic, actor = self.params[name][:6], self.params[name][6:]
+        grad, (grad_critic, grad_actor) = self.grads[name][0], (self.grads[name][1][:6], self.grads[name][1][6:])
         n = len(b["a"])
         # ceil: num_minibatches near-equal parts (n // num_minibatches left a stray minibatch of up to
         # num_minibatches - 1 rows, which took a whole optimizer step on its own; until 2026-11-30)
         mb_size = max(cfg.min_minibatch, -(-n // cfg.num_minibatches))  # population members see 1/K of the data
-        ent_coef = torch.where(b["user"], cfg.user_ent_coef, cfg.ent_coef)
-        others = [net for o, net in self.learners.items() if o != name and o.startswith("user_")] \
-            if name.startswith("user_") else []  # the other population members
-        anchor = self.init.get(name) if cfg.user_kl_coef > 0 else None
+        ent_coef = np.where(b["user"], cfg.user_ent_coef, cfg.ent_coef).astype(np.float32)
+        others = [self.params[o][6:] for o in self.learners if o != name and o.startswith("user_")] \
+            if name.startswith("user_") else []  # the other population members' actors
+        anchor = self.anchors.get(name) if cfg.user_kl_coef > 0 else None
+        c = cfg.clip_coef
         stats = {}
         columns = ("x", "m", "a", "logp", "v", "user", "adv", "ret")
         for epoch in range(cfg.update_epochs):
-            perm = torch.randperm(n)
-            # one gather per column and epoch; the minibatches are then contiguous views (the same rows as
-            # indexing every minibatch with its slice of perm)
-            shuffled = [b[k][perm] for k in columns] + [ent_coef[perm]]
+            perm = self.rng.permutation(n)
+            shuffled = [b[k][perm] for k in columns] + [ent_coef[perm]]  # minibatches are then contiguous views
             for start in range(0, n, mb_size):
                 x, m, a, old_logp, old_v, user, adv, ret, mb_ent_coef = (t[start : start + mb_size] for t in shuffled)
-                logp = net.log_policy(x, m)
-                logratio = logp.gather(-1, a[:, None]).squeeze(-1) - old_logp
-                ratio = logratio.exp()
+                rows = np.arange(len(a))
+                per_row = 1.0 / len(a)
+                # policy: the clipped surrogate
+                h1, h2, logits = mlp(actor, x)
+                logp = normalize(logits, m)
+                p = np.exp(logp)
+                logratio = logp[rows, a] - old_logp
+                ratio = np.exp(logratio)
                 if cfg.norm_adv and cfg.advantage == "gae" and len(a) > 1:  # grpo: the group is the baseline
-                    adv = (adv - adv.mean()) / (adv.std() + 1e-8)
-                pg_loss = torch.max(-adv * ratio, -adv * ratio.clamp(1 - cfg.clip_coef, 1 + cfg.clip_coef)).mean()
-                v = net.value(x)
-                if cfg.clip_vloss:
-                    v_clipped = old_v + (v - old_v).clamp(-cfg.clip_coef, cfg.clip_coef)
-                    v_loss = 0.5 * torch.max((v - ret) ** 2, (v_clipped - ret) ** 2).mean()
-                else:
-                    v_loss = 0.5 * ((v - ret) ** 2).mean()
-                probs, entropy = probs_and_entropy(logp)
-                loss = pg_loss - (mb_ent_coef * entropy).mean() + cfg.vf_coef * v_loss
-                kl_init = torch.zeros(())
+                    adv = (adv - adv.mean()) / (adv.std(ddof=1) + 1e-8)
+                surrogate, clipped = -adv * ratio, -adv * np.clip(ratio, 1 - c, 1 + c)
+                through = max_grad_split(surrogate, clipped, True) \
+                    + max_grad_split(clipped, surrogate, (ratio >= 1 - c) & (ratio <= 1 + c))
+                d_logratio = (per_row * -adv * ratio * through).astype(np.float32)
+                dz = p * -d_logratio[:, None]
+                dz[rows, a] += d_logratio
+                # the entropy bonus
+                ent = entropy(logp, p)
+                dz += (mb_ent_coef * per_row)[:, None] * p * (logp + ent[:, None])
+                # the users' KL to their initial policy, over the user rows
+                kl_init = 0.0
                 if anchor is not None and user.any():
-                    kl_init = (probs * (logp - anchor.log_policy(x, m))).sum(-1)[user].mean()
-                    loss = loss + cfg.user_kl_coef * kl_init
-                diversity = torch.zeros(())
+                    q = log_policy(anchor, x, m)
+                    kl = (p * (logp - q)).sum(-1)
+                    kl_init = float(kl[user].mean())
+                    weight = np.float32(cfg.user_kl_coef / user.sum()) * user
+                    dz += weight[:, None] * p * (logp - q - kl[:, None])
+                # the population's diversity: each member's mean KL from the others, capped
+                diversity = 0.0
                 if cfg.diversity_coef > 0 and others:
-                    with torch.no_grad():
-                        other_logp = [o.log_policy(x, m) for o in others]
-                    kls = torch.stack([(probs * (logp - q)).sum(-1) for q in other_logp]).mean(0)
-                    diversity = kls.clamp(max=cfg.diversity_cap).mean()
-                    loss = loss - cfg.diversity_coef * diversity
-                for p in params:  # opt.zero_grad() without its profiler record
-                    p.grad = None
-                loss.backward()
-                grads = [p.grad for p in params]
-                norm = torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads, 2.0)), 2.0)
-                torch._foreach_mul_(grads, torch.clamp(cfg.max_grad_norm / (norm + 1e-6), max=1.0))
-                opt.step()
+                    qs = [log_policy(o, x, m) for o in others]
+                    kls = np.stack([(p * (logp - q)).sum(-1) for q in qs])
+                    mean_kl = kls.mean(0)
+                    diversity = float(np.minimum(mean_kl, cfg.diversity_cap).mean())
+                    weight = np.float32(-cfg.diversity_coef * per_row / len(qs)) * (mean_kl <= cfg.diversity_cap)
+                    for q, kl in zip(qs, kls):
+                        dz += weight[:, None] * p * (logp - q - kl[:, None])
+                # the value loss
+                c1, c2, v = mlp(critic, x)
+                v = v[:, 0]
+                if cfg.clip_vloss:
+                    diff = v - old_v
+                    v_clipped = old_v + np.clip(diff, -c, c)
+                    err, err_clipped = (v - ret) ** 2, (v_clipped - ret) ** 2
+                    v_loss = 0.5 * float(np.maximum(err, err_clipped).mean())
+                    d_v = (v - ret) * max_grad_split(err, err_clipped, True) \
+                        + (v_clipped - ret) * max_grad_split(err_clipped, err, (diff >= -c) & (diff <= c))
+                else:
+                    v_loss = 0.5 * float(((v - ret) ** 2).mean())
+                    d_v = v - ret
+                d_v = (cfg.vf_coef * per_row * d_v).astype(np.float32)[:, None]
+                mlp_backward(actor, x, h1, h2, dz.astype(np.float32, copy=False), grad_actor)
+                mlp_backward(critic, x, c1, c2, d_v, grad_critic)
+                norm = float(np.sqrt(np.dot(grad, grad)))
+                grad *= min(1.0, cfg.max_grad_norm / (norm + 1e-6))  # clip_grad_norm_
+                opt.step(grad)
                 if epoch == cfg.update_epochs - 1 and start + mb_size >= n:  # the last minibatch's are reported
-                    with torch.no_grad():
-                        stats = {k: float(v.detach()) for k, v in (
-                            ("pg_loss", pg_loss), ("v_loss", v_loss), ("entropy", entropy.mean()),
-                            ("approx_kl", ((ratio - 1) - logratio).mean()), ("kl_init", kl_init),
-                            ("diversity", diversity))}
+                    stats = {"pg_loss": float(np.maximum(surrogate, clipped).mean()), "v_loss": v_loss,
+                             "entropy": float(ent.mean()), "approx_kl": float(((ratio - 1) - logratio).mean()),
+                             "kl_init": kl_init, "diversity": diversity}
         return stats
 
     def train(self, callback: Callable[[dict], None] | None = None) -> list[dict]:
@@ -729,7 +755,7 @@ class PPOTrainer:
             if cfg.anneal_lr:
                 frac = max(0.0, 1.0 - self.agent_steps / cfg.total_steps)
                 for opt in self.optimizers.values():
-                    opt.param_groups[0]["lr"] = frac * cfg.learning_rate
+                    opt.lr = frac * cfg.learning_rate
             seed = None if self._seeded else cfg.seed * 10_000
             self._seeded = True
             # grouped: the iteration's scenarios, one per group, from the run's seed and the update count

@@ -1,0 +1,52 @@
+"""A past revision of this checkout, laid out as the installed package, for paired speed runs.
+
+``git archive REV`` gives the source tree, but the package maps ``scope_envs.agents`` and
+``scope_envs.wrappers`` to top-level folders (``package-dir`` in pyproject.toml). With only the tree on
+``PYTHONPATH`` those two would still come from the editable install, i.e. from the working tree. This moves
+each mapped folder to where its import name puts it, as the revision's own pyproject.toml says, so that
+``PYTHONPATH=DIR`` imports the whole revision.
+
+    python benchmarks/baseline_tree.py HEAD /tmp/base     # then, e.g.
+    python benchmarks/tau2_act_speed.py --baseline /tmp/base
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import tomllib
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def export(rev: str, into: str | Path) -> Path:
+    """Extract ``rev`` into the (existing, empty) folder ``into`` and lay out its mapped packages."""
+    into = Path(into)
+    archive = subprocess.run(["git", "-C", str(REPO), "archive", rev], capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
+    setuptools = tomllib.loads((into / "pyproject.toml").read_text())["tool"]["setuptools"]
+    for name, folder in setuptools.get("package-dir", {}).items():
+        target = into.joinpath(*name.split("."))
+        if (into / folder).resolve() != target.resolve():
+            (into / folder).rename(target)
+    return into
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("rev", help="a git revision of this checkout")
+    ap.add_argument("into", type=Path, help="an empty folder (created if missing)")
+    args = ap.parse_args(argv)
+    if args.into.exists() and any(args.into.iterdir()):
+        ap.error(f"into: {args.into} is not empty")
+    args.into.mkdir(parents=True, exist_ok=True)
+    try:
+        export(args.rev, args.into)
+    except subprocess.CalledProcessError as e:
+        ap.error(f"rev: cannot export {args.rev!r} from {REPO}: {(e.stderr or b'').decode().strip() or e}")
+    print(args.into)
+
+
+if __name__ == "__main__":
+    main()
