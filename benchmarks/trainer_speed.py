@@ -6,7 +6,7 @@ alternating rounds (the machine is noisy).
     python benchmarks/trainer_speed.py --env p4g-population --steps 10000
 
 The trainer's figure includes everything a training iteration does: batched policy forward
-passes, env stepping, GAE and the PPO updates. One torch thread.
+passes, env stepping, GAE and the PPO updates. One thread (torch's and the BLAS's).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import time
 
 import numpy as np
 import torch
+from threadpoolctl import threadpool_limits
 
 import scope_envs
 from scope_envs.train.act_ppo import PPOConfig, PPOTrainer
@@ -51,6 +52,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args()
     torch.set_num_threads(1)
+    threadpool_limits(1)
     for env_id in args.env:
         base, train = [], []
         for r in range(args.rounds):

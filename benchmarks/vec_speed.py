@@ -27,7 +27,7 @@ put first on ``PYTHONPATH``; it needs this checkout's git history).
     python benchmarks/vec_speed.py --games p4g --rounds 5 --num-envs 256
     python benchmarks/vec_speed.py --env-only           # the env rates and ratios only (no trainer/evaluate)
 
-Prints one JSON object keyed by game. One torch thread.
+Prints one JSON object keyed by game. One thread (torch's and the BLAS's), as the benchmark's runs have.
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ from pathlib import Path
 import numpy as np
 import torch
 from pettingzoo.classic import rps_v2
+from threadpoolctl import threadpool_limits
 
 import scope_envs
 from baseline_tree import REPO, export
@@ -148,6 +149,7 @@ def main(argv=None) -> None:
     ap.add_argument("--baseline-tree", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     torch.set_num_threads(1)
+    threadpool_limits(1)
     if args.measure_trainer:  # a fresh process of in_fresh_process
         print(json.dumps(trainer_figures(args.measure_trainer, args.steps, args.seed, args.baseline_tree)))
         return

@@ -150,10 +150,14 @@ def run_one(game: str, method: str, seed: int, steps: int, eval_episodes: int, c
     ``assumptions`` (``oracle`` only): train and evaluate the ceiling under that variant of the proxies'
     assumptions, the ceiling of the sensitivity run's re-judged claims."""
     import torch
+    from threadpoolctl import threadpool_limits
 
     from scope_envs.train.act_ppo import PPOConfig, PPOTrainer, evaluate
 
+    # one thread per run: the runs are the parallelism (a second BLAS or torch thread per worker only
+    # oversubscribes the cores: with numpy's BLAS on 2 threads per worker the oracle runs took ~5x as long)
     torch.set_num_threads(1)
+    threadpool_limits(1)
     t0 = time.perf_counter()
     env_id, env_kwargs, overrides = method_setup(game, method, user_reward, advantage, group_size)
     variant = {} if assumptions is None else {"assumptions": assumptions}
