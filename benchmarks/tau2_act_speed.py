@@ -12,8 +12,10 @@ returns), so that two runs of different code can be checked to have played the s
 A speed-up is a before/after comparison of this script's figures on the same machine; the game's
 caches (``game.py``) are meant to change the figures and never the fingerprints.
 
-Against a baseline (the code to compare, e.g. the last commit: ``git archive HEAD | tar -x -C /tmp/base``;
-``/tmp/base`` goes first on ``PYTHONPATH``), in paired fresh processes that alternate, with the median of
+Against a baseline (the code to compare, e.g. the last commit: ``python benchmarks/baseline_tree.py HEAD
+/tmp/base``, which also moves ``agents/`` and ``wrappers/`` to where the package imports them from; a bare
+``git archive`` would leave those two to the editable install, i.e. to the working tree; ``/tmp/base`` goes
+first on ``PYTHONPATH``), in paired fresh processes that alternate, with the median of
 the pairs' ratios; ``--trainer-first`` times the trainer first in each process (cold: the data files, goals
 and initial worlds are loaded as a training run meets them), else after the random acts (warm):
 
