@@ -7,8 +7,9 @@ one PPO minibatch step took about 2.4 ms in torch and takes about 0.5 ms here. S
 binds their parameters onto one flat float32 buffer that numpy and torch share (``bind``), and does
 the rollout's forward passes and the PPO update in numpy.
 
-``tests/test_numpy_ac.py`` checks the gradients of every loss term against torch autograd, and this
-module's ``Adam`` against ``torch.optim.Adam``.
+``tests/test_numpy_ac.py`` holds the forward and backward passes to torch autograd and ``Adam`` to
+``torch.optim.Adam``; ``tests/test_ppo.py`` holds the trainer's whole update (every loss term) to an
+update written with torch's autograd, ``Categorical`` and ``torch.optim.Adam``.
 
 Example::
 
@@ -120,12 +121,3 @@ class Adam:
         denom /= float(np.sqrt(correction2))
         denom += self.eps
         self.flat -= float(self.lr / correction1) * (self.exp_avg / denom)
-
-    def state_dict(self) -> dict:
-        return {"exp_avg": self.exp_avg.copy(), "exp_avg_sq": self.exp_avg_sq.copy(), "steps": self.steps,
-                "lr": self.lr}
-
-    def load_state_dict(self, state: dict) -> None:
-        self.exp_avg[...] = state["exp_avg"]
-        self.exp_avg_sq[...] = state["exp_avg_sq"]
-        self.steps, self.lr = state["steps"], state["lr"]
