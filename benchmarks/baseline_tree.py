@@ -20,10 +20,17 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 
 
+class ExportError(Exception):
+    """``git archive`` could not export the revision (its message says why)."""
+
+
 def export(rev: str, into: str | Path) -> Path:
     """Extract ``rev`` into the (existing, empty) folder ``into`` and lay out its mapped packages."""
     into = Path(into)
-    archive = subprocess.run(["git", "-C", str(REPO), "archive", rev], capture_output=True, check=True).stdout
+    try:
+        archive = subprocess.run(["git", "-C", str(REPO), "archive", rev], capture_output=True, check=True).stdout
+    except subprocess.CalledProcessError as e:
+        raise ExportError(f"cannot export {rev!r} from {REPO}: {e.stderr.decode().strip() or e}") from None
     subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
     setuptools = tomllib.loads((into / "pyproject.toml").read_text())["tool"]["setuptools"]
     for name, folder in setuptools.get("package-dir", {}).items():
@@ -43,8 +50,8 @@ def main(argv=None) -> None:
     args.into.mkdir(parents=True, exist_ok=True)
     try:
         export(args.rev, args.into)
-    except subprocess.CalledProcessError as e:
-        ap.error(f"rev: cannot export {args.rev!r} from {REPO}: {(e.stderr or b'').decode().strip() or e}")
+    except ExportError as e:
+        ap.error(f"rev: {e}")
     print(args.into)
 
 

@@ -47,7 +47,7 @@ from pettingzoo.classic import rps_v2
 from threadpoolctl import threadpool_limits
 
 import scope_envs
-from baseline_tree import REPO, export
+from baseline_tree import REPO, ExportError, export
 from scope_envs.train.act_ppo import PPOConfig, PPOTrainer, evaluate
 
 
@@ -153,13 +153,12 @@ def main(argv=None) -> None:
     if args.measure_trainer:  # a fresh process of in_fresh_process
         print(json.dumps(trainer_figures(args.measure_trainer, args.steps, args.seed, args.baseline_tree)))
         return
-    tmp = tempfile.TemporaryDirectory(prefix="vec_speed_baseline_")
     if not args.env_only:
+        tmp = tempfile.TemporaryDirectory(prefix="vec_speed_baseline_")  # removed when main returns
         try:
             baseline_tree = export(args.baseline_rev, tmp.name)
-        except subprocess.CalledProcessError as e:
-            ap.error(f"--baseline-rev: cannot export {args.baseline_rev!r} from {REPO} "
-                     f"({(e.stderr or b'').decode().strip() or e})")
+        except ExportError as e:
+            ap.error(f"--baseline-rev: {e}")
     out = {}
     for game in args.games:
         env_id = f"{game}-frozen"

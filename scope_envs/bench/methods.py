@@ -36,7 +36,7 @@ METHODS = ("random", "oracle", "untrained", "frozen", "vs", "rotation", "cotrain
 EXTRA_METHODS = ("population_members",)
 LEARNED_USER = ("cotrain", "population", "population_members", "selfplay")
 PRESETS = {
-    # 8 seeds (issue 17): 11.5 min on a 2-core machine with EVAL_EPISODES_MIN (3 seeds until 2026-11-30)
+    # 8 seeds (issue 17): 7 min on a 2-core machine with EVAL_EPISODES_MIN (3 seeds until 2026-11-30)
     "default": {"seeds": 8, "steps": 20_000, "eval_episodes": 500, "curve_points": 4, "curve_episodes": 100,
                 "steps_scale": {"tau2": 0.4}},  # tau2 learns in ~8k decisions, and its episodes are longer
     "full": {"seeds": 8, "steps": 100_000, "eval_episodes": 3000, "curve_points": 10, "curve_episodes": 300},

@@ -98,7 +98,17 @@ from torch.distributions import Categorical
 import scope_envs
 from scope_envs.core.rewards import curriculum_reward
 from scope_envs.core.simulator import Simulator, View
-from scope_envs.train.numpy_ac import Adam, bind, entropy, log_policy, mlp, mlp_backward, normalize, views_like
+from scope_envs.train.numpy_ac import (
+    MASKED_LOGIT,
+    Adam,
+    bind,
+    entropy,
+    log_policy,
+    mlp,
+    mlp_backward,
+    normalize,
+    views_like,
+)
 from scope_envs.vec import BATCHED_KWARGS, vectorize
 from scope_envs.wrappers import CheckpointPool
 
@@ -172,7 +182,7 @@ def layer_init(layer: nn.Linear, std: float = np.sqrt(2), bias: float = 0.0) -> 
 
 
 class ActorCritic(nn.Module):
-    """Separate actor and critic MLPs; illegal acts get a logit of -1e9."""
+    """Separate actor and critic MLPs; illegal acts get a logit of ``MASKED_LOGIT`` (-1e9)."""
 
     def __init__(self, obs_dim: int, n_actions: int, hidden: int = 64):
         super().__init__()
@@ -194,7 +204,7 @@ class ActorCritic(nn.Module):
     def dist(self, x: torch.Tensor, mask: torch.Tensor) -> Categorical:
         # no argument validation: the masked logits are finite by construction, and the check costs as much as
         # the forward pass of these small networks
-        return Categorical(logits=self.actor(x).masked_fill(~mask, -1e9), validate_args=False)
+        return Categorical(logits=self.actor(x).masked_fill(~mask, MASKED_LOGIT), validate_args=False)
 
 
 def selfplay_input(x: np.ndarray, m: np.ndarray, user: bool, in_dim: int, out_dim: int) -> tuple[np.ndarray, ...]:
@@ -224,11 +234,12 @@ class PolicySnapshot(Simulator):
     def distribution(self, view: View) -> np.ndarray:
         if view.observation is None:
             raise ValueError("a PolicySnapshot needs views with the act surface's observation (wants_observation)")
-        x, m = np.asarray(view.observation, np.float32), np.asarray(view.legal, bool)
+        legal = np.asarray(view.legal, bool)
+        x, m = np.asarray(view.observation, np.float32), legal
         if self.selfplay:
             x, m = selfplay_input(x, m, True, self.net.obs_dim, self.net.n_actions)
-        p = np.exp(log_policy(self.actor, x[None], m[None])[0, : len(view.legal)]).astype(np.float64)
-        p[~np.asarray(view.legal, bool)] = 0.0
+        p = np.exp(log_policy(self.actor, x[None], m[None])[0, : len(legal)]).astype(np.float64)
+        p[~legal] = 0.0
         return p / p.sum()
 
 
@@ -325,7 +336,8 @@ class PPOTrainer:
             flat, self.params[name] = bind(net)
             self.optimizers[name] = Adam(flat, lr=cfg.learning_rate, eps=1e-5)
             grad = np.zeros_like(flat)
-            self.grads[name] = (grad, views_like(grad, self.params[name]))
+            views = views_like(grad, self.params[name])
+            self.grads[name] = (grad, views[:6], views[6:])  # the flat buffer, the critic's, the actor's
         self.anchors = {name: [p.detach().numpy() for p in net.parameters()][6:] for name, net in self.init.items()}
         self.rng = np.random.default_rng([ACT_KEY, cfg.seed])
         self.agent_steps = 0  # agent_0 decisions so far (the budget)
@@ -665,7 +677,7 @@ class PPOTrainer:
         it at its bounds; so does this. tests/test_ppo.py holds the update to torch autograd and torch's Adam."""
         cfg, opt = self.cfg, self.optimizers[name]
         critic, actor = self.params[name][:6], self.params[name][6:]
-        grad, (grad_critic, grad_actor) = self.grads[name][0], (self.grads[name][1][:6], self.grads[name][1][6:])
+        grad, grad_critic, grad_actor = self.grads[name]
         n = len(b["a"])
         # ceil: num_minibatches near-equal parts (n // num_minibatches left a stray minibatch of up to
         # num_minibatches - 1 rows, which took a whole optimizer step on its own; until 2026-11-30)
@@ -835,7 +847,7 @@ class PPOTrainer:
         g = torch.Generator().manual_seed(cfg.seed)
         for _ in range(cfg.bc_steps):
             idx = torch.randint(len(x), (256,), generator=g)
-            logp = torch.log_softmax(net.actor(x[idx]).masked_fill(~m[idx], -1e9), -1)
+            logp = torch.log_softmax(net.actor(x[idx]).masked_fill(~m[idx], MASKED_LOGIT), -1)
             loss = -(p[idx] * logp.clamp(min=-1e4)).sum(-1).mean()
             opt.zero_grad()
             loss.backward()
