@@ -171,6 +171,7 @@ class SGLangStandIn:
                     self.send_error(404)
                     return
                 outer.requests.append(body)
+                outer.routing_keys.append(self.headers.get("X-SMG-Routing-Key"))
                 gen = engine.sample(body["input_ids"], body["sampling_params"]["max_new_tokens"])
                 out = {"text": gen.text, "meta_info": {
                     "output_token_logprobs": [[lp, t, None] for t, lp in zip(gen.token_ids, gen.logprobs)]
@@ -186,7 +187,7 @@ class SGLangStandIn:
             def log_message(self, *args):
                 pass
 
-        self.requests = []
+        self.requests, self.routing_keys = [], []
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.port = self.server.server_address[1]
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
@@ -204,8 +205,98 @@ def sglang(engine):
 
 
 def slime_args(model_dir, server, **extra):
+    settings = dict(custom_reward_post_process_path="scope_envs.integrations.slime.post_process_rewards",
+                    rollout_max_context_len=4096, advantage_estimator="grpo", rewards_normalization=True,
+                    grpo_std_normalization=False, n_samples_per_prompt=2, rollout_batch_size=1)
     return SimpleNamespace(hf_checkpoint=model_dir, sglang_router_ip="127.0.0.1", sglang_router_port=server.port,
-                           rollout_max_context_len=4096, **extra)
+                           **{**settings, **extra})
+
+
+def slime_group_norm(args, samples):
+    """slime's own reward post-processing, transcribed to learn its rule (THUDM/slime, slime/ray/rollout.py,
+    ``RolloutManager._post_process_rewards``, read at commit 00de6b00714ea329e8f82a24340ac7f27ea63087): the
+    nested groups are flattened; under a group estimator with ``rewards_normalization`` the rewards are
+    reshaped into rows of ``n_samples_per_prompt`` only when their count is ``n_samples_per_prompt *
+    rollout_batch_size``, else into ONE row; each row less its mean, divided by ``torch.std`` (ddof 1) + 1e-6
+    under ``grpo_std_normalization``."""
+    import torch
+
+    while isinstance(samples[0], list):
+        samples = sum(samples, [])
+    raw = [s.reward for s in samples]
+    if not (args.advantage_estimator in ("grpo", "gspo", "reinforce_plus_plus_baseline")
+            and args.rewards_normalization):
+        return raw, raw
+    rewards = torch.tensor(raw, dtype=torch.float)
+    if rewards.shape[-1] == args.n_samples_per_prompt * args.rollout_batch_size:
+        rewards = rewards.reshape(-1, args.n_samples_per_prompt)
+    else:
+        rewards = rewards.view(-1, rewards.shape[-1])
+    rewards = rewards - rewards.mean(dim=-1, keepdim=True)
+    if args.advantage_estimator in ("grpo", "gspo") and args.grpo_std_normalization:
+        rewards = rewards / (rewards.std(dim=-1, keepdim=True) + 1e-6)
+    return raw, rewards.flatten().tolist()
+
+
+def cotrain_samples(rewards):
+    """A rollout's output as ``generate_rollout`` returns it for one scenario of p4g-cotrain, with given rewards:
+    ``[[agent_0's samples], [user_0's samples]]``."""
+    groups = []
+    for agent in ("agent_0", "user_0"):
+        groups.append([MirrorSample(index=k, group_index=0, reward=r,
+                                    metadata={"scope_envs": {"agent": agent, "env_id": "p4g-cotrain", "seed": 3}})
+                       for k, r in enumerate(rewards[agent])])
+    return groups
+
+
+def test_slime_grpo_baseline_is_per_role_and_scenario_not_the_whole_batch(model_dir, sglang):
+    """Issue 30, defect 1: an adversarial user (agent [1.0, 0.5], user [-1.0, -0.5]) doubles the sample count,
+    so slime's own rule centres all four together; the hook centres each role within its scenario."""
+    from scope_envs.integrations import slime
+
+    args = slime_args(model_dir, sglang)
+    samples = cotrain_samples({"agent_0": [1.0, 0.5], "user_0": [-1.0, -0.5]})
+    _, mixed = slime_group_norm(args, samples)
+    assert mixed == pytest.approx([1.0, 0.5, -1.0, -0.5])  # slime alone: the agent's worse episode reinforced
+    raw, rewards = slime.post_process_rewards(args, samples)
+    assert raw == [1.0, 0.5, -1.0, -0.5]
+    assert rewards == pytest.approx([0.25, -0.25, -0.25, 0.25])
+    # per (group, role) the hook is slime's rule itself: each role's samples alone have the count slime expects
+    for std in (False, True):
+        args.grpo_std_normalization = std
+        two_groups = cotrain_samples({"agent_0": [1.0, 0.5, 0.0], "user_0": [-1.0, -0.5, 0.7]})
+        one_role = SimpleNamespace(**{**vars(args), "n_samples_per_prompt": 3})
+        expected = [x for g in two_groups for x in slime_group_norm(one_role, [g])[1]]
+        assert slime.post_process_rewards(args, two_groups)[1] == pytest.approx(expected, abs=1e-5)
+    # two scenarios, one role: grouped by group_index, not mixed
+    a, b = cotrain_samples({"agent_0": [1.0, 0.0], "user_0": []})[0], cotrain_samples(
+        {"agent_0": [5.0, 3.0], "user_0": []})[0]
+    for s in b:
+        s.group_index = 1
+    args.grpo_std_normalization = False
+    assert slime.post_process_rewards(args, a + b)[1] == pytest.approx([0.5, -0.5, 1.0, -1.0])
+    args.advantage_estimator = "ppo"  # no group baseline: the raw rewards, as slime
+    assert slime.post_process_rewards(args, samples)[1] == [1.0, 0.5, -1.0, -0.5]
+
+
+@pytest.mark.parametrize("entry", ["generate", "generate_rollout"])
+def test_slime_refuses_a_cotraining_episode_without_the_grouping_hook(model_dir, engine, sglang, entry):
+    from scope_envs.integrations import slime
+
+    args = slime_args(model_dir, sglang, custom_reward_post_process_path=None, rollout_max_response_len=MAX_NEW)
+    row = json.dumps({"env_id": "p4g-cotrain", "seed": 4})
+
+    class DataSource:
+        def get_samples(self, n):
+            return [[MirrorSample(index=k, group_index=0, prompt=row) for k in range(2)]]
+
+    with pytest.raises(ValueError, match="post_process_rewards"):
+        if entry == "generate":
+            asyncio.run(slime.generate(args, MirrorSample(index=0, prompt=row), {"max_new_tokens": MAX_NEW}))
+        else:
+            slime.generate_rollout(args, 0, DataSource())
+    args.advantage_estimator = "ppo"  # no group baseline to mix: allowed
+    assert len(asyncio.run(slime.generate(args, MirrorSample(index=0, prompt=row), {"max_new_tokens": MAX_NEW}))) == 2
 
 
 def test_slime_generate_returns_one_sample_per_role_of_a_cotraining_episode(model_dir, engine, sglang):
@@ -232,6 +323,8 @@ def test_slime_generate_returns_one_sample_per_role_of_a_cotraining_episode(mode
         meta = s.metadata["scope_envs"]
         assert {**meta["outcome"], "env_truncated": meta["env_truncated"]} == pytest.approx(outcome)
     assert sample.tokens == [] and sample.reward is None  # the input sample is copied, not changed
+    # sticky: every request of the episode carried one routing key (issue 30, defect 10)
+    assert len(set(sglang.routing_keys)) == 1 and sglang.routing_keys[0]
     # each side's stream holds the other side's messages, unmasked
     agent, user = out
     first_user_text = engine.tokenizer.decode(calls_of(engine, user.tokens)[0][1], skip_special_tokens=True).strip()

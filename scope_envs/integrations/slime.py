@@ -20,6 +20,20 @@ slime (THUDM; Megatron for training, SGLang for generation, on Ray) is what SCOP
   each role's rewards within its own group. Evaluation returns slime's
   ``{"scope_envs": {"rewards": [...], "truncated": [...]}}`` for ``agent_0``.
 
+**Groups are (scenario, role).** slime mean-centres rewards in groups of ``n_samples_per_prompt`` only when
+the sample count is exactly ``n_samples_per_prompt * rollout_batch_size`` (``RolloutManager._post_process_rewards``
+in ``slime/ray/rollout.py``); otherwise it centres the whole batch as one group. A co-training episode returns
+one ``Sample`` per role, so the count doubles and slime would mix both roles of every scenario into one
+baseline — an adversarial user's rewards would then pull the agent's baseline down. Pass
+``--custom-reward-post-process-path scope_envs.integrations.slime.post_process_rewards``: it centres (and, with
+``--grpo-std-normalization``, scales) each (prompt group, role)'s rewards within themselves. ``generate`` and
+``generate_rollout`` refuse to return a co-training episode's samples under a group-normalising estimator
+without that hook, rather than let slime train on a mixed baseline.
+
+**Sticky sessions.** Every request of one episode carries the header ``X-SMG-Routing-Key`` (the episode's
+own key), so a router with a manual / consistent-hash policy keeps the conversation on one server and its
+prefix cache; a router without one ignores the header.
+
 The episode comes from the row (``scope_envs.integrations.episodes.EpisodeSpec``): the sample's
 ``metadata`` (``--metadata-key``), its ``label`` or its ``prompt`` holding
 ``{"env_id": ..., "seed": ...}``. The scenario is the row's ``seed``; each copy in a group plays its own
@@ -32,11 +46,19 @@ from __future__ import annotations
 import asyncio
 import copy
 import functools
+import inspect
 import json
+from uuid import uuid4
+
+import numpy as np
 
 from scope_envs.integrations.episodes import EpisodeSpec, Generated, play
 
 DEFAULT_MAX_LEN = 8192
+ROUTING_KEY_HEADER = "X-SMG-Routing-Key"  # SGLang's model gateway: one key, one worker (manual routing policy)
+HOOK = "scope_envs.integrations.slime.post_process_rewards"
+# slime's advantage estimators that centre rewards in groups (slime/ray/rollout.py, _post_process_rewards)
+GROUP_ESTIMATORS = ("grpo", "gspo", "reinforce_plus_plus_baseline")
 
 
 @functools.lru_cache(maxsize=4)
@@ -46,19 +68,19 @@ def _tokenizer(path: str):
     return AutoTokenizer.from_pretrained(path, trust_remote_code=True)
 
 
-async def _post(url: str, payload: dict) -> dict:
-    try:  # slime's pooled HTTP client when slime is installed
+async def _post(url: str, payload: dict, headers: dict | None = None) -> dict:
+    try:  # slime's pooled HTTP client when slime is installed (and it can carry the routing header)
         from slime.utils.http_utils import post
     except ImportError:
         post = None
-    if post is not None:
-        return await post(url, payload)
+    if post is not None and "headers" in inspect.signature(post).parameters:
+        return await post(url, payload, headers=headers)
 
     def send():
         import urllib.request
 
         request = urllib.request.Request(url, data=json.dumps(payload).encode(),
-                                         headers={"Content-Type": "application/json"})
+                                         headers={"Content-Type": "application/json", **(headers or {})})
         with urllib.request.urlopen(request, timeout=600) as response:
             return json.loads(response.read())
 
@@ -77,10 +99,12 @@ async def generate(args, sample, sampling_params: dict, evaluation: bool = False
     tokenizer = _tokenizer(args.hf_checkpoint)
     url = f"http://{args.sglang_router_ip}:{args.sglang_router_port}/generate"
     spec = episode_spec(sample)
+    sticky = {ROUTING_KEY_HEADER: f"{spec.env_id}-{spec.seed}-{spec.episode}-{uuid4().hex[:8]}"}
 
     async def ask(agent: str, prompt_ids: list[int], max_new_tokens: int) -> Generated:
         params = {**sampling_params, "max_new_tokens": max_new_tokens}
-        out = await _post(url, {"input_ids": prompt_ids, "sampling_params": params, "return_logprob": True})
+        out = await _post(url, {"input_ids": prompt_ids, "sampling_params": params, "return_logprob": True},
+                          headers=sticky)
         pairs = out.get("meta_info", {}).get("output_token_logprobs") or []  # [(logprob, token id, ...)]
         return Generated([int(p[1]) for p in pairs], [float(p[0]) for p in pairs])
 
@@ -105,7 +129,62 @@ async def generate(args, sample, sampling_params: dict, evaluation: bool = False
             "env_truncated": result.env_truncated}}
         s.rollout_id = sample.index
         samples.append(s)
+    if not evaluation:
+        check_grouping(args, samples)
     return samples
+
+
+def _group_normalised(args) -> bool:
+    # slime's defaults: --advantage-estimator grpo, rewards normalised
+    return (getattr(args, "advantage_estimator", "grpo") in GROUP_ESTIMATORS
+            and getattr(args, "rewards_normalization", True))
+
+
+def check_grouping(args, samples) -> None:
+    """Refuse samples of more than one role when slime would centre them together (see the module docstring)."""
+    roles = {s.metadata["scope_envs"]["agent"] for s in samples}
+    hook = getattr(args, "custom_reward_post_process_path", None)
+    if len(roles) > 1 and _group_normalised(args) and hook != HOOK:
+        raise ValueError(
+            f"these episodes return one Sample per role ({sorted(roles)}); slime's own reward normalisation would "
+            f"take one baseline over both roles. Pass --custom-reward-post-process-path {HOOK} so that each "
+            f"(prompt group, role) is centred on its own (got {hook!r})")
+
+
+def group_key(sample) -> tuple:
+    """A sample's GRPO group: its prompt group (slime's ``group_index``, else the row's scenario) and its role."""
+    meta = (sample.metadata or {}).get("scope_envs", {})
+    group = sample.group_index if sample.group_index is not None else (meta.get("env_id"), meta.get("seed"))
+    return group, meta.get("agent")
+
+
+def post_process_rewards(args, samples):
+    """slime's ``--custom-reward-post-process-path`` hook: ``(raw_rewards, rewards)`` in the samples' order.
+
+    As slime's own post-processing, with one change: the groups are (prompt group, role), found from the
+    samples' ``group_index`` and ``metadata["scope_envs"]["agent"]``, not from their count. With a
+    group-normalising estimator and ``rewards_normalization``, each reward less its group's mean, divided by
+    the group's std (+1e-6; slime's ``torch.std``, ddof 1) under ``grpo_std_normalization``; otherwise the
+    raw rewards. A group of one is centred to 0 (slime's ``torch.std`` would make it NaN)."""
+    while samples and isinstance(samples[0], list):  # slime flattens nested groups first
+        samples = sum(samples, [])
+    raw = [float(s.get_reward_value(args)) if hasattr(s, "get_reward_value") else float(s.reward) for s in samples]
+    if not _group_normalised(args):
+        return raw, list(raw)
+    scale = getattr(args, "advantage_estimator", "grpo") in ("grpo", "gspo") and getattr(
+        args, "grpo_std_normalization", False)
+    members: dict[tuple, list[int]] = {}
+    for i, s in enumerate(samples):
+        members.setdefault(group_key(s), []).append(i)
+    out = list(raw)
+    for idx in members.values():
+        values = np.array([raw[i] for i in idx])
+        centred = values - values.mean()
+        if scale:
+            centred = centred / ((values.std(ddof=1) if len(values) > 1 else 0.0) + 1e-6)
+        for i, a in zip(idx, centred):
+            out[i] = float(a)
+    return raw, out
 
 
 def sampling_params_from_args(args) -> dict:
