@@ -16,7 +16,7 @@ import pytest
 import scope_envs
 from scope_envs.wrappers import LegalActions, SingleAgentView
 
-README = Path(os.environ.get("SCOPE_README", Path(__file__).resolve().parents[1] / "README.md"))
+TRAINERS_DOC = Path(os.environ.get("SCOPE_TRAINERS_DOC", Path(__file__).resolve().parents[1] / "docs" / "trainers.md"))
 
 
 def _torch_one_thread():
@@ -94,13 +94,13 @@ def test_torchrl_pettingzoo_wrapper(env_id):
         assert td["next", "agent", "info", "vs_candidates"].shape == (40, 1, 5)
 
 
-# -- the README's "Use with your trainer" snippets ----------------------------------------------
+# -- docs/trainers.md's "Use with your trainer" snippets ----------------------------------------------
 
 
 def readme_snippets():
-    if not README.exists():
+    if not TRAINERS_DOC.exists():
         return []
-    text = README.read_text()
+    text = TRAINERS_DOC.read_text()
     m = re.search(r"^## Use with your trainer\n(.*?)(?=^## |\Z)", text, re.S | re.M)
     return re.findall(r"```python\n(.*?)```", m.group(1), re.S) if m else []
 
@@ -109,7 +109,7 @@ def run_snippet(code):
     for mod in re.findall(r"^(?:from|import) (\w+(?:\.\w+)*)", code, re.M):  # the whole dotted path: Ray core
         pytest.importorskip(mod)  # (scope-envs[ray]) imports where RLlib does not
     _torch_one_thread()
-    exec(compile(code, "README.md", "exec"), {"__name__": "readme"})
+    exec(compile(code, "docs/trainers.md", "exec"), {"__name__": "docs"})
 
 
 SNIPPETS = readme_snippets()
