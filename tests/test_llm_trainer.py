@@ -152,9 +152,16 @@ def test_tool_schemas_reach_the_agents_prompt(tmp_path, tiny_dir):
     learners = _learners(cfg)
     learners["agent"].engine = ScriptedEngine(learners["agent"].tokenizer, ["Hello, how can I help you today?"])
     env = ppo.make_env_factory(cfg)()
+    shown, reset = {}, env.reset
+
+    def recording_reset(**kwargs):  # the tools of the task the rollout was dealt
+        out = reset(**kwargs)
+        shown.update(out[1]["agent_0"])
+        return out
+
+    env.reset = recording_reset
     traces, _ = ppo.rollout(cfg, [env], learners, seed=0, rng=np.random.default_rng(0))
-    _, infos = env.reset(seed=0)
-    names = [t["function"]["name"] for t in infos["agent_0"]["tools"]]
+    names = [t["function"]["name"] for t in shown["tools"]]
     context = learners["agent"].tokenizer.decode(traces[0].ids)
     assert names and all(f'"{n}"' in context for n in names)
 
@@ -264,6 +271,28 @@ def test_the_toy_reward_rises(tmp_path, tiny_dir, algo):
     assert len(lines) == cfg.updates and lines[-1]["reward_mean"] == history[-1]["reward_mean"]
     head = tmp_path / "checkpoints" / "final" / "agent" / "value_head.pt"
     assert head.exists() == (algo == "ppo")  # grpo has no value head
+
+
+def test_a_group_shares_its_scenario_not_its_episode_seed(tmp_path, tiny_dir):
+    """Issue 30, defect 2: the episodes of a group are dealt one persona card (the scenario seed) and play
+    their own dialogue randomness; the same agent lines then draw different simulator replies."""
+    from scope_envs.train.llm import ppo
+
+    cfg = _cfg(tmp_path, env="p4g-frozen", algo="grpo", groups=2, group_size=4, env_kwargs={"max_turns": 3})
+    learners = _learners(cfg)
+    learners["agent"].engine = ScriptedEngine(learners["agent"].tokenizer, [
+        "Hello! Would you consider a donation to Save the Children?"])
+    envs = [ppo.make_env_factory(cfg)() for _ in range(8)]
+    traces, _ = ppo.rollout(cfg, envs, learners, seed=5, rng=np.random.default_rng(0))
+    tok = learners["agent"].tokenizer
+    cards, replies = {}, {}
+    for t, env in zip(traces, envs):
+        cards.setdefault(t.group, set()).add(tok.decode(t.ids).split("<|im_end|>")[0])  # the system prompt
+        replies.setdefault(t.group, set()).add(tuple(x.text for x in env.unwrapped.game.history
+                                                     if x.role != "persuader"))
+        assert env.unwrapped.game.persona == envs[4 * t.group].unwrapped.game.persona
+    assert all(len(c) == 1 for c in cards.values())  # one scenario per group
+    assert all(len(r) > 1 for r in replies.values()), replies  # ...and each episode its own dialogue
 
 
 # ----------------------------------------------------------------------------- simulator rewards, diagnostics

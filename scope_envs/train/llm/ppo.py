@@ -57,6 +57,7 @@ import torch
 from torch import nn
 
 from scope_envs.core.rewards import SIMULATOR_REWARDS, curriculum_reward
+from scope_envs.train.act_ppo import derive_seed
 
 ALGOS = ("ppo", "grpo")
 MODES = ("agent", "cotrain", "population", "members")
@@ -461,7 +462,9 @@ def rollout(cfg: Config, envs: list, learners: dict[str, Learner], seed: int, rn
     episodes = []
     for i, env in enumerate(envs):
         g = i // cfg.group_size
-        obs, infos = env.reset(seed=seed + g)  # a group shares its scenario (persona, task)
+        # a group shares its scenario (persona, task); every episode's own randomness (the simulator's
+        # replies, the dialogue) is its own, so a group's returns can differ for reasons other than the policy's
+        obs, infos = env.reset(seed=derive_seed(seed, i), options={"scenario_seed": derive_seed(seed, g, -1)})
         episodes.append({"env": env, "obs": obs, "infos": infos, "traces": {}, "group": g})
     gen_tokens, gen_time = 0, 0.0
     while True:
