@@ -43,6 +43,14 @@ What SB3 sees:
 
 Only single-agent ids (``frozen``, ``vs``, ``rotation``, ``heldout``: ``agent_0`` alone acts) have this view;
 for ``cotrain`` and ``population`` use a MARL trainer on ``make_vec`` directly.
+
+Domain randomization over training simulators — the first remedy researchers try — is ``sb3_mixed_vec_env``:
+several single-agent ids of one game, slot by slot, in one SB3 ``VecEnv``, each slot's info naming its id::
+
+    >>> venv = sb3_mixed_vec_env(["p4g-frozen", "p4g-vs", "p4g-rotation"], num_envs=6)
+    >>> venv.slot_ids
+    ('p4g-frozen', 'p4g-frozen', 'p4g-vs', 'p4g-vs', 'p4g-rotation', 'p4g-rotation')
+    >>> model = MaskablePPO("MlpPolicy", VecMonitor(venv), n_steps=32, batch_size=96, seed=0).learn(192)
 """
 
 from __future__ import annotations
@@ -60,7 +68,7 @@ from stable_baselines3.common.vec_env.base_vec_env import (
 
 from scope_envs.vec import GymVectorEnv, make_vec
 
-__all__ = ["SB3VecEnv", "sb3_vec_env"]
+__all__ = ["SB3MixedVecEnv", "SB3VecEnv", "sb3_mixed_vec_env", "sb3_vec_env"]
 
 
 def sb3_vec_env(id: str, num_envs: int = 16, **kwargs) -> SB3VecEnv:
@@ -163,3 +171,96 @@ class SB3VecEnv(VecEnv):
     def _keep(self, obs: dict) -> np.ndarray:
         self._masks = np.asarray(obs["action_mask"]).astype(bool)
         return np.asarray(obs["observation"], np.float32)
+
+
+def sb3_mixed_vec_env(ids: Sequence[str], num_envs: int = 16, **kwargs) -> SB3MixedVecEnv:
+    """One SB3 ``VecEnv`` over several single-agent ids of one game: ``num_envs`` slots split among ``ids`` in
+    contiguous blocks as evenly as possible (the first ids take the remainder), each block ``make_vec(id, n)``.
+
+    ``kwargs`` go to every id's ``make_vec``. The ids must share their spaces (the regimes of one game do)."""
+    ids = tuple(ids)
+    if not ids:
+        raise ValueError("sb3_mixed_vec_env needs at least one env id")
+    if num_envs < len(ids):
+        raise ValueError(f"num_envs={num_envs} is fewer than the {len(ids)} ids: every id needs a slot")
+    base, extra = divmod(num_envs, len(ids))
+    return SB3MixedVecEnv([sb3_vec_env(i, num_envs=base + (j < extra), **kwargs) for j, i in enumerate(ids)], ids)
+
+
+class SB3MixedVecEnv(VecEnv):
+    """Several ``SB3VecEnv`` blocks as one SB3 ``VecEnv``, slot by slot (domain randomization over simulators).
+
+    Slot ``k`` of the whole is slot ``k - offset`` of its block; ``seed(s)`` seeds slot ``k`` with ``s + k``, as
+    one ``SB3VecEnv`` of ``num_envs`` slots would, so each block plays exactly the episodes of its id seeded at its
+    offset. Every info carries ``simulator``: the id of its slot's block (``slot_ids``)."""
+
+    def __init__(self, blocks: Sequence[SB3VecEnv], ids: Sequence[str] | None = None):
+        blocks = list(blocks)
+        first = blocks[0]
+        for b in blocks[1:]:
+            if b.observation_space != first.observation_space or b.action_space != first.action_space:
+                raise ValueError(
+                    "the mixed ids must share their spaces (the regimes of one game do): "
+                    f"{first.observation_space}/{first.action_space} against {b.observation_space}/{b.action_space}")
+        self.blocks = blocks
+        self.ids = tuple(ids) if ids is not None else tuple(f"block{j}" for j in range(len(blocks)))
+        self.offsets = np.cumsum([0] + [b.num_envs for b in blocks])
+        self.slot_ids = tuple(i for i, b in zip(self.ids, blocks) for _ in range(b.num_envs))
+        super().__init__(int(self.offsets[-1]), first.observation_space, first.action_space)
+
+    def _spans(self):
+        return zip(self.blocks, self.offsets[:-1].tolist(), self.offsets[1:].tolist())
+
+    def reset(self) -> VecEnvObs:
+        obs, self.reset_infos = [], []
+        for block, a, b in self._spans():
+            block._seeds = list(self._seeds[a:b])  # this reset's seeds and options, slot by slot
+            block._options = list(self._options[a:b])
+            obs.append(block.reset())
+            self.reset_infos += [dict(info, simulator=sid) for info, sid in zip(block.reset_infos, self.slot_ids[a:b])]
+        self._reset_seeds()
+        self._reset_options()
+        return np.concatenate(obs)
+
+    def step_async(self, actions: np.ndarray) -> None:
+        actions = np.asarray(actions).reshape(self.num_envs)
+        for block, a, b in self._spans():
+            block.step_async(actions[a:b])
+
+    def step_wait(self) -> VecEnvStepReturn:
+        parts = [block.step_wait() for block in self.blocks]
+        infos = [dict(info, simulator=sid) for info, sid in zip((i for p in parts for i in p[3]), self.slot_ids)]
+        return (np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]),
+                np.concatenate([p[2] for p in parts]), infos)
+
+    def close(self) -> None:
+        for block in self.blocks:
+            block.close()
+
+    def action_masks(self) -> np.ndarray:
+        """The (N, n) bool masks of the current observations, the blocks' in slot order."""
+        return np.concatenate([block.action_masks() for block in self.blocks])
+
+    def _locate(self, indices: VecEnvIndices):
+        for k in self._get_indices(indices):
+            j = int(np.searchsorted(self.offsets, k, side="right") - 1)
+            if not 0 <= k < self.num_envs:
+                raise IndexError(f"slot {k} is out of range for {self.num_envs} slots")
+            yield self.blocks[j], k - int(self.offsets[j])
+
+    def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
+        return [block.get_attr(attr_name, i)[0] for block, i in self._locate(indices)]
+
+    def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
+        for block, i in self._locate(indices):
+            block.set_attr(attr_name, value, i)
+
+    def env_method(self, method_name: str, *method_args, indices: VecEnvIndices = None, **method_kwargs) -> list:
+        return [block.env_method(method_name, *method_args, indices=i, **method_kwargs)[0]
+                for block, i in self._locate(indices)]
+
+    def env_is_wrapped(self, wrapper_class: type, indices: VecEnvIndices = None) -> list[bool]:
+        return [False for _ in self._get_indices(indices)]
+
+    def get_images(self) -> Sequence[np.ndarray | None]:
+        return [None for _ in range(self.num_envs)]
