@@ -17,6 +17,8 @@ LAYERS = [  # (module prefix, rank): the longest matching prefix wins
     ("scope_envs.registry", 0), ("scope_envs.core", 1), ("scope_envs.games", 2),
     ("scope_envs.agents", 3), ("scope_envs.wrappers", 3), ("scope_envs.regimes", 4), ("scope_envs", 4),
     ("scope_envs.train", 5), ("scope_envs.integrations", 5),
+    # SCOPE's group math depends only on core, so that the vec engines (layer 4) can import it too
+    ("scope_envs.train.groups", 1),
     ("scope_envs.bench", 6), ("scope_envs.validate", 6), ("scope_envs.cli", 6),
     ("scope_envs.arguments", 6), ("scope_envs.study", 6),
 ]

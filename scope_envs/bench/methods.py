@@ -29,6 +29,8 @@ import time
 
 import numpy as np
 
+from scope_envs.train.groups import GROUP_FRACTIONS
+
 # the floor and the ceiling first (measurement rows: see the module docstring), then the methods
 METHODS = ("random", "oracle", "untrained", "frozen", "vs", "rotation", "cotrain", "population", "selfplay")
 # runnable by name, not in the default grid: K co-trained users with a diversity term (this
@@ -52,7 +54,7 @@ LARGE_EVAL = 2048  # from this many episodes a side is evaluated on 256 envs (ev
 POPULATION_MEMBERS = 4
 POOL = {"pool_size": 5, "snapshot_every": 4}  # SCOPE's checkpoint pool (wrappers/pool.py)
 DIVERSITY_COEF = 0.02  # set a priori, never tuned (DESIGN.md §4)
-DIAGNOSTICS = ("zero_std_group_frac", "all_fail_group_frac", "all_success_group_frac")  # grouped runs only
+DIAGNOSTICS = GROUP_FRACTIONS  # grouped runs only: the fractions of groups (scope_envs.train.groups)
 METRICS = ("train_success", "heldout_success", "gap", "policy_entropy", "sim_entropy", "train_zero_score_frac",
            "panel_success")  # run metrics also hold ``panel_per_family`` (a list of six: not averaged here)
 # rough relative run time, to start the slow runs first

@@ -96,8 +96,16 @@ from torch import nn
 from torch.distributions import Categorical
 
 import scope_envs
-from scope_envs.core.rewards import curriculum_reward
 from scope_envs.core.simulator import Simulator, View
+from scope_envs.train.groups import (
+    agent_score,
+    curriculum_setting,
+    curriculum_values,
+    derive_seed,
+    group_advantages,
+    group_diagnostics,
+    scenario_options,
+)
 from scope_envs.train.numpy_ac import (
     MASKED_LOGIT,
     Adam,
@@ -117,7 +125,6 @@ AGENT = "agent_0"
 POPULATION_KWARGS = ("members", "schedule", "pool_size", "snapshot_every", "pool_sample")
 ADVANTAGES = ("gae", "grpo")
 ACT_KEY = 0x616374  # the trainer's generator (acts, minibatch order): [ACT_KEY, seed]
-GRPO_EPS = 1e-6  # grpo_std_norm: advantage / (group std + GRPO_EPS)
 
 
 @dataclass
@@ -243,21 +250,6 @@ class PolicySnapshot(Simulator):
         return p / p.sum()
 
 
-def group_advantages(returns, groups, std_norm: bool = False, eps: float = GRPO_EPS) -> np.ndarray:
-    """GRPO's advantage of each episode: its return minus the mean return of its group; with ``std_norm``
-    also divided by the group's sample std (ddof 1, as ``torch.std``) plus ``eps``. A group of one gets 0."""
-    returns, groups = np.asarray(returns, np.float64), np.asarray(groups)
-    adv = np.zeros_like(returns)
-    for g in np.unique(groups):
-        sel = groups == g
-        r = returns[sel]
-        a = r - r.mean()
-        if std_norm and len(r) > 1:
-            a = a / (r.std(ddof=1) + eps)
-        adv[sel] = a
-    return adv
-
-
 def find_pool(env) -> CheckpointPool | None:
     """The ``CheckpointPool`` in ``env``'s wrapper chain (walking ``.env`` from the outermost), or None."""
     seen = set()
@@ -267,11 +259,6 @@ def find_pool(env) -> CheckpointPool | None:
         seen.add(id(env))
         env = getattr(env, "env", None)
     return None
-
-
-def derive_seed(*keys: int) -> int:
-    """A 32-bit seed from integer keys (an iteration's scenario seed, a group's)."""
-    return int(np.random.SeedSequence([k & 0xFFFFFFFFFFFFFFFF for k in keys]).generate_state(1)[0])
 
 
 def max_grad_split(a: np.ndarray, b: np.ndarray, passes) -> np.ndarray:
@@ -306,6 +293,8 @@ class PPOTrainer:
         if self.curriculum and cfg.group_size < 2:
             raise ValueError(f"the curriculum user reward is computed over a group of episodes: group_size must "
                              f"be >= 2 with user_reward='curriculum', got group_size={cfg.group_size}")
+        # the curriculum's (target_var, width), as the game checked them; raises where it has no agent_score
+        self.curriculum_setting = curriculum_setting(game) if self.curriculum else None
         pools = [find_pool(e) for e in self.envs]
         self.pools: list[CheckpointPool] = pools if all(p is not None for p in pools) else []
         self.dims = {a: env.observation_space(a)["observation"].shape[0] for a in env.possible_agents}
@@ -442,9 +431,7 @@ class PPOTrainer:
         episodes: list[dict] = []
 
         def options(episode: int) -> dict:
-            if group_size == 1:
-                return {}
-            return {"scenario_seed": derive_seed(scenario_seed, episode // group_size)}
+            return scenario_options(scenario_seed, episode, group_size)
 
         first = min(n, n_episodes)
         started = first
@@ -533,9 +520,7 @@ class PPOTrainer:
         episodes = []
 
         def scenario(episode: int) -> dict:  # reset's keyword arguments: none when ungrouped (today's resets)
-            if group_size == 1:
-                return {}
-            return {"options": {"scenario_seed": derive_seed(scenario_seed, episode // group_size)}}
+            return {"options": opts} if (opts := scenario_options(scenario_seed, episode, group_size)) else {}
 
         for i, env in enumerate(envs):
             if started < n_episodes:
@@ -586,21 +571,17 @@ class PPOTrainer:
 
     # -- the group's user reward ---------------------------------------------------------
     def assign_curriculum(self, episodes: list[dict]) -> list[float]:
-        """SCOPE's curriculum user reward: every user trajectory's terminal reward becomes
-        ``curriculum_reward`` of the agent scores of its group (the env paid 0). Returns each group's value."""
-        game = self.envs[0].unwrapped.game
-        values = []
-        for g, eps in sorted(by_group(episodes).items()):
-            scores = [ep["agent_score"] for ep in eps]
-            if any(sc is None for sc in scores):
-                raise ValueError(f"the curriculum user reward needs the game's agent_score(); {game.name} has none")
-            value = curriculum_reward(scores, game.target_var, game.width)
-            for ep in eps:
-                for agent, decisions in ep["traj"].items():
-                    if agent != AGENT and decisions:
-                        decisions[-1]["r"] = value
-            values.append(value)
-        return values
+        """SCOPE's curriculum user reward: every user trajectory's terminal reward becomes the curriculum value of
+        the agent scores of its group (``groups.curriculum_values``; the env paid 0). Returns each group's value,
+        in group order."""
+        values = curriculum_values([ep["agent_score"] for ep in episodes], [ep["group"] for ep in episodes],
+                                   *self.curriculum_setting)
+        for ep in episodes:
+            value = values.get(ep["group"])
+            for agent, decisions in ep["traj"].items():
+                if value is not None and agent != AGENT and decisions:
+                    decisions[-1]["r"] = value
+        return [values[g] for g in sorted(values)]
 
     # -- learning --------------------------------------------------------------------
     def gae(self, decisions: list[dict]) -> tuple[np.ndarray, np.ndarray]:
@@ -791,7 +772,7 @@ class PPOTrainer:
                 "losses": stats,
             }
             if cfg.group_size > 1:
-                row.update(group_diagnostics(episodes))
+                row.update(group_diagnostics_of(episodes))
             if curriculum is not None:
                 row["curriculum_reward"] = float(np.mean(curriculum))
             if self.pools:
@@ -878,41 +859,20 @@ class PPOTrainer:
         return trainer
 
 
-def agent_score(game) -> float | None:
-    """The finished game's ``agent_score()`` (agent_0's outcome in [0, 1]); None where the game has none."""
-    try:
-        return float(game.agent_score())
-    except NotImplementedError:
-        return None
-
-
 def entropy_of_counts(counts: np.ndarray) -> float:
     p = counts[counts > 0] / counts.sum()
     return float(-(p * np.log(p)).sum()) if len(p) else 0.0
 
 
-def by_group(episodes: list[dict]) -> dict[int, list[dict]]:
-    """The episodes of a rollout by their group."""
-    groups: dict[int, list[dict]] = {}
-    for ep in episodes:
-        groups.setdefault(ep["group"], []).append(ep)
-    return groups
-
-
-def group_diagnostics(episodes: list[dict]) -> dict[str, float]:
-    """Collapse diagnostics of one grouped rollout: the fractions of groups whose agent returns are all equal
-    (GRPO gets no gradient from them), whose agent scores are all 0, all 1; and ``sim_reply_entropy``, the
-    entropy (nats) of the user's act frequencies over the episodes, whoever played the user."""
-    groups = by_group(episodes)
-    zero_std = [np.ptp([ep["return"] for ep in eps]) == 0 for eps in groups.values()]
-    scores = [[np.nan if ep["agent_score"] is None else ep["agent_score"] for ep in eps] for eps in groups.values()]
+def group_diagnostics_of(episodes: list[dict]) -> dict[str, float]:
+    """The collapse diagnostics of one grouped rollout (``groups.group_diagnostics`` over agent_0's returns and
+    scores) and ``sim_reply_entropy``, the entropy (nats) of the user's act frequencies over the episodes,
+    whoever played the user."""
+    out = group_diagnostics([ep["return"] for ep in episodes], [ep["agent_score"] for ep in episodes],
+                            [ep["group"] for ep in episodes])
     user_acts = np.array([a for ep in episodes for a in ep["user_acts"]], dtype=int)
-    return {
-        "zero_std_group_frac": float(np.mean(zero_std)),
-        "all_fail_group_frac": float(np.mean([all(sc == 0 for sc in s) for s in scores])),
-        "all_success_group_frac": float(np.mean([all(sc >= 1 - 1e-9 for sc in s) for s in scores])),
-        "sim_reply_entropy": entropy_of_counts(np.bincount(user_acts)) if len(user_acts) else 0.0,
-    }
+    out["sim_reply_entropy"] = entropy_of_counts(np.bincount(user_acts)) if len(user_acts) else 0.0
+    return out
 
 
 UNIFORM_KEY = 0x756E69  # the uniform player's generator: [UNIFORM_KEY, evaluation seed]

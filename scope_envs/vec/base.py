@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from scope_envs.core.env import AGENT, DialogueParallelEnv
+from scope_envs.train.groups import agent_score
 
 
 def always_next(slot: int) -> dict:
@@ -67,11 +68,7 @@ class VecBase:
 
 
 def _finished_record(game, agent_return: float, member: int, user_acts: list[int]) -> dict:
-    try:
-        score = float(game.agent_score())
-    except NotImplementedError:
-        score = None
-    return {"outcome": {k: float(v) for k, v in game.outcome().items()}, "agent_score": score,
+    return {"outcome": {k: float(v) for k, v in game.outcome().items()}, "agent_score": agent_score(game),
             "persona": getattr(game.persona, "id", None), "user_acts": user_acts, "member": member,
             "return": agent_return}
 
