@@ -83,3 +83,38 @@ class ScriptedEngine:
             ids = list(self.tokenizer(text, add_special_tokens=False)["input_ids"]) + [self.tokenizer.eos_token_id]
             out.append(Generation(text, ids, [-1.0] * len(ids), True))
         return out
+
+
+# The end-of-turn marker (the stop token) of each chat template used from TRL's package, and its other markers
+TEMPLATE_MARKERS = {
+    "qwen2_5": ("<|im_end|>", ["<|im_start|>"]),
+    "qwen3": ("<|im_end|>", ["<|im_start|>", "<think>", "</think>"]),
+    "qwen3_instruct_2507": ("<|im_end|>", ["<|im_start|>"]),
+    "qwen3_5_nothink": ("<|im_end|>", ["<|im_start|>", "<think>", "</think>"]),
+    "llama3_2": ("<|eot_id|>", ["<|begin_of_text|>", "<|start_header_id|>", "<|end_header_id|>"]),
+    "gemma": ("<end_of_turn>", ["<bos>", "<start_of_turn>"]),
+}
+
+
+def template_tokenizer(name: str):
+    """The tiny tokenizer with the chat template TRL ships as ``trl/chat_templates/{name}.jinja`` (no
+    download: the installed package's file), its markers added as special tokens and its end-of-turn
+    marker as the eos (the stop token), as the model's own tokenizer would have them."""
+    trl = pytest.importorskip("trl")
+    from pathlib import Path
+
+    from scope_envs.agents.llm.tiny import train_tokenizer
+
+    path = Path(trl.__file__).parent / "chat_templates" / f"{name}.jinja"
+    if not path.exists():
+        pytest.skip(f"this TRL ships no {name}.jinja")
+    eos, markers = TEMPLATE_MARKERS[name]
+    tok = train_tokenizer()
+    tok.add_special_tokens({"additional_special_tokens": [eos, *markers]})
+    tok.eos_token = eos
+    if "<bos>" in markers:
+        tok.bos_token = "<bos>"
+    if "<|begin_of_text|>" in markers:
+        tok.bos_token = "<|begin_of_text|>"
+    tok.chat_template = path.read_text()
+    return tok

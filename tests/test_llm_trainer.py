@@ -295,6 +295,62 @@ def test_a_group_shares_its_scenario_not_its_episode_seed(tmp_path, tiny_dir):
     assert all(len(r) > 1 for r in replies.values()), replies  # ...and each episode its own dialogue
 
 
+# ----------------------------------------------------------------------------- chat templates (issue 30, defect 3)
+LINES = {"agent_0": ["Hello! Would you donate to Save the Children?", "The children need your help.",
+                     "Even a little goes a long way.", "Thank you for listening."],
+         "user_0": ["Who are they?", "Tell me more about it.", "Maybe, I am thinking.", "[DONATE $0.50] Goodbye!"]}
+THINK = {"agent_0": ["<think>\nOpen warmly.\n</think>\n\n" + x for x in LINES["agent_0"]],
+         "user_0": ["<think>\nBe wary.\n</think>\n\n" + x for x in LINES["user_0"]]}
+
+
+@pytest.mark.parametrize("name, fallback", [
+    ("qwen2_5", False), ("qwen3_instruct_2507", False), ("llama3_2", False),  # prefix-preserving as they are
+    ("gemma", False),  # no system role, roles alternate from a user turn: conformed once, then exact
+    ("qwen3_5_nothink", True),  # needs a user query first; prompts an empty <think>, dropped from earlier turns
+    ("qwen3", True),  # hybrid thinking: drops earlier turns' <think> blocks, the documented fallback
+])
+def test_chat_templates_of_common_models_keep_a_token_trace(tmp_path, tiny_dir, name, fallback):
+    from llm_fixtures import template_tokenizer
+
+    from scope_envs.agents.llm.templates import OPENING, render
+    from scope_envs.train.llm import ppo
+
+    cfg = _cfg(tmp_path, env="p4g-cotrain", mode="cotrain", env_kwargs={"max_turns": 4}, groups=1)
+    learners = _learners(cfg)
+    lines = THINK if name.startswith("qwen3") and "nothink" not in name else LINES
+    tok = template_tokenizer(name)
+    for learner, agent in ((learners["agent"], "agent_0"), (learners["user"], "user_0")):
+        learner.tokenizer = tok
+        learner.engine = ScriptedEngine(tok, lines[agent])
+    env = ppo.make_env_factory(cfg)()
+    traces, _ = ppo.rollout(cfg, [env], learners, seed=0, rng=np.random.default_rng(0))
+    game = env.unwrapped.game
+    history = [(t.role, t.text) for t in game.history]
+    assert len(history) >= 5, history  # past the agent's third turn
+    by_agent = {t.agent: t for t in traces}
+    for agent, trace in by_agent.items():
+        text = tok.decode(trace.ids)
+        mask = np.array(trace.mask)
+        runs = np.split(np.arange(len(mask)), np.flatnonzero(np.diff(mask)) + 1)
+        sampled = [tok.decode([trace.ids[i] for i in r]) for r in runs if mask[r[0]] == 1]
+        assert sampled == [x + tok.eos_token for x in lines[agent][:trace.turns]]  # token out, as sampled
+        role = game.agent_role if agent == "agent_0" else game.user_role
+        last = max(i for i, (r, _) in enumerate(history) if r == role)
+        at = 0
+        for _, said in history[:last + 1]:  # every message up to its last turn, in order, in its stream
+            at = text.index(said.strip(), at)
+        if trace.template_fallbacks == 0:  # token-exact: the template's own rendering of the conversation
+            assert text == render(tok, trace.conversation + [trace._last_reply], False)
+        assert (trace.template_fallbacks > 0) == fallback
+    agent_conv = by_agent["agent_0"].conversation
+    if name == "gemma":  # the system prompt opens the first user turn
+        assert agent_conv[0]["role"] == "user" and agent_conv[0]["content"].endswith(OPENING)
+    if name == "qwen3_5_nothink":
+        assert agent_conv[1] == {"role": "user", "content": OPENING}
+    if lines is THINK:  # the reasoning the agent sampled stays in its stream after the partner answered
+        assert tok.decode(by_agent["agent_0"].ids).count("Open warmly.") == by_agent["agent_0"].turns
+
+
 # ----------------------------------------------------------------------------- simulator rewards, diagnostics
 def test_group_diagnostics():
     from scope_envs.train.llm.ppo import Trace, group_diagnostics

@@ -69,10 +69,13 @@ class Backend:
         raise NotImplementedError(f"{type(self).__name__} does not return token ids; use a local backend to train")
 
     def render(self, messages: list[dict], add_generation_prompt: bool = True) -> str:
-        """The chat template applied to ``messages``, as text."""
+        """The chat template applied to ``messages`` (``templates.conform``-ed), as text."""
+        from scope_envs.agents.llm.templates import conform, render
+
         if self.tokenizer is None:
             raise NotImplementedError(f"{type(self).__name__} has no local tokenizer")
-        return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=add_generation_prompt)
+        # the form the template accepts (e.g. Gemma's: no system role, a user turn first)
+        return render(self.tokenizer, conform(self.tokenizer, messages), add_generation_prompt)
 
     def encode(self, text: str) -> list[int]:
         return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])

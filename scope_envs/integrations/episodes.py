@@ -21,8 +21,10 @@ the container they return; everything else is here, once:
   where the mask is 1, 0.0 elsewhere; ``None`` when the engine returned none) and ``reward`` (the
   environment's total reward to this agent in the episode).
 
-The chat template must be prefix-preserving (rendering n + 1 messages extends the rendering of n), as
-ChatML and most instruct templates are; ``play`` raises ``ValueError`` when it is not. An episode whose
+Chat templates: ``scope_envs.agents.llm.templates`` — token-exact for prefix-preserving templates (ChatML,
+Qwen2.5, Llama 3.x), a conversation conformed once for templates that refuse its shape (Gemma, Qwen3.5),
+and a counted fallback (``Trajectory.template_fallbacks``) for templates that rewrite earlier turns
+(Qwen3's ``<think>``). An episode whose
 stream would outgrow ``max_len`` (or ``max_response_len``) stops there and is marked ``truncated`` (the
 engines' "cut at length");
 one the environment truncates (``max_errors`` unreadable messages, a turn limit) is a finished episode
@@ -91,6 +93,7 @@ class Trajectory:
     response_logprobs: list[float] | None
     reward: float
     turns: int
+    template_fallbacks: int = 0  # turns whose glue the template could not render as a prefix extension
 
     @property
     def ids(self) -> list[int]:
@@ -176,6 +179,6 @@ async def play(spec: EpisodeSpec, tokenizer, generate: Generate, *, max_len: int
         trajectories[agent] = Trajectory(
             agent=agent, prompt_ids=ids[:n], response_ids=ids[n:], response_mask=mask[n:],
             response_logprobs=logprobs[n:] if has_logprobs[agent] else None, reward=float(t.episode_return),
-            turns=t.turns)
+            turns=t.turns, template_fallbacks=t.template_fallbacks)
     env.close()
     return EpisodeResult(spec, trajectories, outcome, cut, env_cut, len(game.history))

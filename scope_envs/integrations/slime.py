@@ -125,7 +125,7 @@ async def generate(args, sample, sampling_params: dict, evaluation: bool = False
         s.status = status.TRUNCATED if result.truncated else status.COMPLETED
         s.metadata = {**(s.metadata or {}), "scope_envs": {
             "agent": agent, "env_id": spec.env_id, "seed": spec.seed, "episode": spec.episode,
-            "turns": traj.turns, "outcome": result.outcome,
+            "turns": traj.turns, "outcome": result.outcome, "template_fallbacks": traj.template_fallbacks,
             "env_truncated": result.env_truncated}}
         s.rollout_id = sample.index
         samples.append(s)

@@ -7,7 +7,8 @@ Reads top to bottom: config -> token traces -> learners -> rollout -> advantages
   system prompt (with the env's tool schemas, ``infos["tools"]``), the partner's
   turns, the notes on refused replies and chat-template glue are tokenized from the
   env's messages (``loss_mask`` 0), each learner with its own tokenizer. Text is
-  never re-tokenized to recover what was sampled.
+  never re-tokenized to recover what was sampled. Templates that refuse a conversation's
+  shape or rewrite earlier turns (Gemma, Qwen3): ``scope_envs.agents.llm.templates``.
 * ``algo="ppo"``: rewards from the env land on the last token of the turn that
   earned them; a per-token KL penalty to a frozen reference (``k1``, ``k3`` or
   ``low_var_kl``; fixed or adaptive coefficient, adapted per learner in tokens) is
@@ -56,6 +57,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from scope_envs.agents.llm.templates import render, takes_tools
 from scope_envs.core.rewards import SIMULATOR_REWARDS, curriculum_reward
 from scope_envs.train.act_ppo import derive_seed
 
@@ -162,21 +164,9 @@ def assistant_suffix(tokenizer) -> str:
     return text[text.rindex(probe) + len(probe):]
 
 
-def render(tokenizer, messages, add_generation_prompt, tools=None):
-    if tools and _template_takes_tools(tokenizer):
-        return tokenizer.apply_chat_template(messages, tools=tools, tokenize=False,
-                                             add_generation_prompt=add_generation_prompt)
-    return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=add_generation_prompt)
-
-
-def _template_takes_tools(tokenizer) -> bool:
-    template = tokenizer.chat_template
-    return isinstance(template, str) and "tools" in template
-
-
 def with_tools(tokenizer, messages: list[dict], tools) -> list[dict]:
     """A chat template without a tools section gets the schemas in the system prompt, as ``LLMPlayer`` writes them."""
-    if not tools or _template_takes_tools(tokenizer) or not messages or messages[0]["role"] != "system":
+    if not tools or takes_tools(tokenizer) or not messages or messages[0]["role"] != "system":
         return messages
     from scope_envs.agents.llm.player import tools_text
 
@@ -199,6 +189,7 @@ class Trace:
     episode_return: float = 0.0
     cut: bool = False  # its episode outgrew max_len: the return is not final
     score: float | None = None  # the game's agent_score() at the end (None: cut, or the game has none)
+    template_fallbacks: int = 0  # turns whose glue the template could not render as a prefix extension
     _pending: float = 0.0
     _last_reply: dict | None = None
     _last_turn_end: int = -1
@@ -221,9 +212,12 @@ class Trace:
         ``messages`` is the env's conversation (``infos[agent]["messages"]``); ``tools`` its tool schemas.
         The stream also holds what the env never records: a refused reply and the note on why, so the
         env's new messages are found by the count of env messages seen, not by the stream's length."""
+        from scope_envs.agents.llm.templates import conform, join_users, new_turn_text
+
         if not self.ids:
             self._tools = tools
-            new_conv = with_tools(tokenizer, [dict(m) for m in messages], tools)
+            # the form the template accepts (an opening user turn, the system prompt folded), kept all episode
+            new_conv = conform(tokenizer, with_tools(tokenizer, [dict(m) for m in messages], tools), tools)
             self._append(_encode(tokenizer, render(tokenizer, new_conv, True, tools)), 0)
         else:
             n = self._env_seen
@@ -233,12 +227,16 @@ class Trace:
             if errors:
                 new.append({"role": "user", "content": "Your last message could not be used: " + "; ".join(errors)})
             prev_conv = self.conversation + [self._last_reply]
-            new_conv = _merge(prev_conv + new)
+            new_conv = join_users(prev_conv + new)
             prev_text = render(tokenizer, prev_conv, False, self._tools)
             full = render(tokenizer, new_conv, True, self._tools)
-            if not full.startswith(prev_text):
-                raise ValueError("the chat template is not prefix-preserving; multi-turn token traces need one that is")
-            self._append(_encode(tokenizer, full[len(prev_text):]), 0)
+            if full.startswith(prev_text):  # prefix-preserving: the stream is the template's own rendering
+                text = full[len(prev_text):]
+            else:  # the template rewrites earlier turns (Qwen3's <think>): keep them as sampled, add what is new
+                text = new_turn_text(tokenizer, prev_conv, new_conv[len(prev_conv):], assistant_suffix(tokenizer),
+                                     self._tools)
+                self.template_fallbacks += 1
+            self._append(_encode(tokenizer, text), 0)
         self._env_seen = len(messages)
         self.conversation = new_conv
         return list(self.ids)
@@ -266,16 +264,6 @@ class Trace:
 
 def _encode(tokenizer, text):
     return list(tokenizer(text, add_special_tokens=False)["input_ids"]) if text else []
-
-
-def _merge(msgs):
-    out = []
-    for m in msgs:
-        if out and out[-1]["role"] == m["role"] and m["role"] == "user":
-            out[-1] = {"role": "user", "content": out[-1]["content"] + "\n\n" + m["content"]}
-        else:
-            out.append(m)
-    return out
 
 
 def _errors(observation) -> list[str]:
@@ -877,6 +865,7 @@ def train(cfg: Config, make_env: Callable | None = None, learners: dict[str, Lea
                     "time_rollout": t_roll})
         row.update({f"kl_coef/{name}": c.coef for name, c in kl_ctls.items()})
         row.update(group_diagnostics(traces))
+        row["template_fallbacks"] = sum(t.template_fallbacks for t in traces)  # agents.llm.templates' fallback
         if curriculum is not None:
             row["curriculum_reward"] = float(np.mean(curriculum)) if curriculum else float("nan")
         t1 = time.perf_counter()
