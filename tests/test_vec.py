@@ -126,13 +126,6 @@ def test_other_simulators_are_asked_slot_by_slot_with_the_scalar_envs_view(game)
     assert_same(play(vec, 60, seed=5), play(scalar, 60, seed=5))
 
 
-@pytest.mark.parametrize("env_id", ["tau2-frozen", "tau2-cotrain"])
-def test_tau2_loops_over_its_worlds_in_the_same_api(env_id):
-    vec = scope_envs.make_vec(env_id, num_envs=2)
-    assert isinstance(vec, LoopVecEnv)
-    assert_same(play(vec, 12, seed=1), play(LoopVecEnv([scope_envs.make(env_id) for _ in range(2)]), 12, seed=1))
-
-
 def test_a_non_default_held_out_assumption_loops_over_the_scalar_envs():
     vec = scope_envs.make_vec("p4g-heldout", num_envs=3, assumptions="no_wear_out")
     assert isinstance(vec, LoopVecEnv)

@@ -35,8 +35,10 @@ simulator, rotation members, families, the held-out proxies at their default ass
 sampling of the game's reference) are computed for all N at once (``scope_envs.games.p4g.batched``,
 ``scope_envs.games.cooperbench.batched``); any other user-seat player (a checkpoint pool's snapshots,
 verbalized sampling of another simulator, a custom ``Simulator``) is asked slot by slot through the scalar
-env's own sampler; every other case loops over N scalar envs inside the same API (``LoopVecEnv``:
-tau2, the text surface, text players, the held-out proxies' ``assumptions`` variants, any option this module
+env's own sampler. tau2's act game is batched around its rules (``scope_envs.games.tau2.batched``: each slot's
+scalar game plays its turns, tool calls and policy checks; the users' replies, observations, masks and rewards are
+arrays). Every other case loops over N scalar envs inside the same API (``LoopVecEnv``:
+the text surface, text players, the held-out proxies' ``assumptions`` variants, any option this module
 does not know). Each slot keeps its own generator, member schedule and dealing from a
 scalar env of the id (``envs[i]``), so the batched path gives the same trajectories as N scalar envs seeded
 alike (tests/test_vec.py plays every id both ways).
@@ -65,11 +67,11 @@ import numpy as np
 from scope_envs.registry import make
 from scope_envs.vec.base import LoopVecEnv
 from scope_envs.vec.batched import BatchedVecEnv
-from scope_envs.vec.games import BATCHED, CooperBenchVecEnv, P4GVecEnv
+from scope_envs.vec.games import BATCHED, CooperBenchVecEnv, P4GVecEnv, Tau2VecEnv
 from scope_envs.vec.gym import GymVectorEnv, gym_vector_env, noop_mask
 
 __all__ = ["BATCHED_KWARGS", "BatchedVecEnv", "CooperBenchVecEnv", "GymVectorEnv", "LoopVecEnv", "P4GVecEnv",
-           "gym_vector_env", "make_vec", "noop_mask", "vectorize"]
+           "Tau2VecEnv", "gym_vector_env", "make_vec", "noop_mask", "vectorize"]
 
 # the keyword arguments of make() that the batched engine reproduces; any other (a held-out proxy's
 # assumption switch, say) falls back to looping the scalar envs, which implement it
@@ -77,6 +79,7 @@ BATCHED_KWARGS = frozenset({
     "surface", "max_turns", "user_reward", "gamma", "target_var", "width", "max_errors", "max_message_chars",
     "user", "k", "tau", "min_survivors", "weight_mode", "tail", "temperature", "selection",
     "schedule", "families", "family_seed", "members", "pool_size", "snapshot_every", "pool_sample", "personas",
+    "domain", "data_dir", "max_steps", "max_tool_errors", "judge",  # tau2's: its engine plays the scalar games' rules
 })
 
 

@@ -1,5 +1,5 @@
-"""The batched engines of the games whose rules are arrays: Persuasion for Good (``P4GVecEnv``) and
-CooperBench (``CooperBenchVecEnv``)."""
+"""The batched engines: Persuasion for Good (``P4GVecEnv``) and CooperBench (``CooperBenchVecEnv``), whose rules
+are arrays, and tau^2-bench's act game (``Tau2VecEnv``), whose rules stay each slot's scalar game."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ import numpy as np
 from scope_envs.games.cooperbench.game import CooperBenchGame
 from scope_envs.games.p4g.batched import P4GBatch, card_row, split_cards
 from scope_envs.games.p4g.game import P4GGame
+from scope_envs.games.tau2.act_game import Tau2ActGame
+from scope_envs.core.env import AGENT, LEARNABLE
 from scope_envs.vec.batched import BatchedVecEnv, power
 
 # the batched models that play the game's reference (their cards' traits moved up by the cooperation, ``kind[2]``)
@@ -177,4 +179,103 @@ class CooperBenchVecEnv(BatchedVecEnv):
         return public, private
 
 
-BATCHED = (P4GVecEnv, CooperBenchVecEnv)
+class Tau2VecEnv(BatchedVecEnv):
+    """tau^2-bench's act game batched (``scope_envs.games.tau2.batched``): each slot's scalar game plays the rules
+    (tool calls, candidates, policy checks), everything around them is computed for all slots at once."""
+
+    game_type = Tau2ActGame
+
+    def __init__(self, envs, exact: bool = True):
+        super().__init__(envs, exact)
+        self.batch.seat = self.seat  # the user's features are built only where a learnable user sits
+
+    def make_batch(self, game):
+        from scope_envs.games.tau2.batched import Tau2Batch
+
+        return Tau2Batch([e.unwrapped.game for e in self.envs])
+
+    def deal(self, i, env, sim, persona, rng):
+        from scope_envs.games.tau2.batched import slot_traits
+
+        env.game.reset(persona, rng)  # the world, the goal and the episode seed, from the slot's generator
+        self.batch.traits[i] = slot_traits(sim, persona)
+        return None
+
+    def deal_many(self, idx, split, persona=None):
+        from scope_envs.games.tau2.batched import slot_traits
+
+        rng = self._rng
+        for i in idx.tolist():
+            env = self._u[i]
+            member = int(self.member[i])
+            sim = env.members[member]
+            sim = None if sim == LEARNABLE else sim
+            env.member = member
+            card = persona if persona is not None else env.game.sample_persona(rng, split)
+            env.game.user_player = sim
+            env.game.reset(card, rng)
+            self.persona[i], self.persona_id[i] = card, card.id
+            self.batch.traits[i] = slot_traits(sim, card)
+        self.batch.reset(idx)
+
+    def simulators(self):
+        from scope_envs.agents.tau2 import HumanProxyUser, ReferenceUser
+
+        return ReferenceUser, HumanProxyUser
+
+    def proxy_is_batched(self, proxy) -> bool:
+        """``Tau2Batch.human_proxy_reply`` computes the default assumptions only."""
+        from scope_envs.games.tau2 import human_proxy
+
+        return vars(proxy) == {"assumptions": human_proxy.DEFAULT}
+
+    def reference(self, kind, idx, legal):
+        return self.batch.reference_reply(idx, legal)
+
+    def proxy_reply(self, idx, legal):
+        return self.batch.human_proxy_reply(idx, legal)
+
+    def reply_weights(self, kind, idx, legal):
+        if kind[0] == "reference":  # ``sharpen`` unnormalized (the reference is zero off the legal acts)
+            return power(self.reference(kind, idx, legal), kind[1])
+        return self.reply(kind, idx, legal)
+
+    def public_private(self, i, role):
+        game = self._u[i].game
+        return game.info(), game.private(self.role_names[role])
+
+    def view(self, i, role, legal, observation=False):
+        """The scalar env's own view (its history carries the turns' words, tool calls and results)."""
+        return self._u[i].view(self.role_names[role], observation=observation)
+
+    def _final(self, ended):
+        from scope_envs.vec.base import _finished_record, _stack_final
+
+        records = [None] * self.num_envs
+        for i in ended.tolist():
+            game = self._u[i].game
+            user_acts = [t.act for t in game.history if t.role == game.user_role]
+            records[i] = _finished_record(game, float(self._ret[i]), int(self.member[i]), user_acts)
+        final = _stack_final(records)
+        mask = np.zeros(self.num_envs, bool)
+        mask[ended] = True
+        final["_mask"] = mask
+        if self._final_obs:
+            final["obs"] = {AGENT: self._bounded(self.batch.features(0))}
+        return final
+
+    def step(self, actions):
+        """``BatchedVecEnv.step``, with tau2's truncations (``max_steps``, ``max_tool_errors``): a game cut short by
+        its own limits truncates rather than terminates, as in the scalar env."""
+        obs, rewards, terms, truncs, infos = super().step(actions)
+        ended = infos["_final_info"]
+        if ended.any():
+            cut = ended & self.batch.cut
+            if cut.any():
+                for a in terms:
+                    truncs[a] |= terms[a] & cut
+                    terms[a] &= ~cut
+        return obs, rewards, terms, truncs, infos
+
+
+BATCHED = (P4GVecEnv, CooperBenchVecEnv, Tau2VecEnv)

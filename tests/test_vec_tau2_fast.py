@@ -1,0 +1,69 @@
+"""tau2's batched engine in fast mode (``make_vec("tau2-...", exact=False)``: one generator for every slot's
+dealing and every user reply): its episodes come from the same distribution as exact mode's (which replays the
+scalar envs, tests/test_vec_tau2.py), by the chi-square comparison of tests/test_vec_fast.py on each episode's
+outcome, length and the user's acts; the comparison rejects a perturbed engine. 3,000 episodes per sample (tau2's
+episodes are long: the comparison still rejects the perturbations below 1e-6)."""
+
+import functools
+
+import numpy as np
+import pytest
+from test_vec_fast import collect, compare, random_acts, same, trace
+
+import scope_envs
+from scope_envs.vec import Tau2VecEnv
+
+EPISODES = 3000
+NUM_ENVS = 128
+ALPHA = 1e-3
+
+
+@functools.cache
+def episodes_of(env_id: str, exact: bool, seed: int, **kwargs) -> dict:
+    return collect(scope_envs.make_vec(env_id, num_envs=NUM_ENVS, exact=exact, **kwargs), EPISODES, seed)
+
+
+@pytest.mark.parametrize("env_id", ["tau2-frozen", "tau2-heldout", "tau2-rotation", "tau2-vs"])
+def test_fast_mode_draws_episodes_from_the_exact_distribution(env_id):
+    fast, exact = episodes_of(env_id, False, 0), episodes_of(env_id, True, 0)
+    p = compare(fast, exact)
+    assert min(p.values()) > ALPHA, p
+    assert len(np.unique(exact["success"])) > 1 and len(np.unique(exact["user_acts"])) > 1
+
+
+def test_the_comparison_rejects_a_perturbed_engine():
+    """A less sharpened collapsed user (gamma 1 against 3), and the held-out proxies on train tasks and cards
+    instead of held-out ones: both are rejected."""
+    from scope_envs.agents.tau2 import CollapsedUser
+
+    flat = collect(scope_envs.make_vec("tau2-frozen", num_envs=NUM_ENVS, exact=False, user=CollapsedUser(gamma=1.0)),
+                   EPISODES, 0)
+    p = compare(flat, episodes_of("tau2-frozen", True, 0))
+    assert min(p.values()) < 1e-6, p
+    p = compare(episodes_of("tau2-heldout", False, 0, personas="train"), episodes_of("tau2-heldout", True, 0))
+    assert min(p.values()) < 1e-6, p
+
+
+def test_fast_mode_is_reproducible_and_keeps_the_api():
+    vec = scope_envs.make_vec("tau2-heldout", num_envs=16, exact=False)
+    assert isinstance(vec, Tau2VecEnv) and not vec.exact
+    first = trace(vec, 40, seed=4)
+    assert same(first, trace(vec, 40, seed=4))
+    assert same(first, trace(scope_envs.make_vec("tau2-heldout", num_envs=16, exact=False), 40, seed=4))
+    assert not same(first, trace(vec, 40, seed=5))
+    vec = scope_envs.make_vec("tau2-cotrain", num_envs=8, exact=False)
+    rng = np.random.default_rng(0)
+    obs, infos = vec.reset(seed=1)
+    finals = 0
+    for _ in range(60):
+        obs, rewards, terms, truncs, infos = vec.step(random_acts(vec, obs, infos, rng))
+        for a in vec.possible_agents:
+            idle = ~infos["live"][a]
+            assert (obs[a]["action_mask"][idle, 1:] == 0).all() and (obs[a]["observation"][idle] == 0).all()
+        done = infos["_final_info"]
+        if done.any():
+            finals += int(done.sum())
+            final = infos["final_info"]
+            assert all(isinstance(final["persona"][i], str) for i in np.flatnonzero(done))
+            assert (terms["agent_0"] | truncs["agent_0"])[done].all()
+    assert finals > 0
