@@ -217,18 +217,23 @@ def test_the_no_grad_pass_projects_only_sampled_positions_in_chunks(tmp_path, ti
 
 # ----------------------------------------------------------------------------- GRPO
 def test_grpo_advantages_are_group_relative():
-    from scope_envs.train.llm.ppo import Trace, grpo_advantages
+    """The trainer's groups are (role, scenario); the math is scope_envs.train.groups' (sample std, ddof 1)."""
+    from scope_envs.train.groups import group_advantages
+    from scope_envs.train.llm.ppo import Trace, group_key
 
     traces = []
-    for g, returns in enumerate([[1.0, 0.0, 0.5], [2.0, 2.0, 2.0]]):
+    for agent, g, returns in [("agent_0", 0, [1.0, 0.0, 0.5]), ("agent_0", 1, [2.0, 2.0, 2.0]),
+                              ("user_0", 0, [-1.0, -0.5])]:
         for r in returns:
-            t = Trace("agent_0", "agent", g)
+            t = Trace(agent, agent.split("_")[0], g)
             t.episode_return = r
             traces.append(t)
-    adv = grpo_advantages(traces, std_norm=False)
-    assert adv[:3] == pytest.approx([0.5, -0.5, 0.0]) and adv[3:] == [0.0, 0.0, 0.0]
-    adv = grpo_advantages(traces, std_norm=True)
-    assert adv[0] == pytest.approx(0.5 / np.std([1.0, 0.0, 0.5]), rel=1e-4)
+    returns, keys = [t.episode_return for t in traces], [group_key(t) for t in traces]
+    adv = group_advantages(returns, keys, std_norm=False)
+    assert adv[:3] == pytest.approx([0.5, -0.5, 0.0]) and list(adv[3:6]) == [0.0, 0.0, 0.0]
+    assert adv[6:] == pytest.approx([-0.25, 0.25])  # the user's own baseline, not the agent's
+    adv = group_advantages(returns, keys, std_norm=True)
+    assert adv[0] == pytest.approx(0.5 / np.std([1.0, 0.0, 0.5], ddof=1), rel=1e-4)
 
 
 def test_grpo_defaults_and_the_asymmetric_clip():
@@ -353,7 +358,7 @@ def test_chat_templates_of_common_models_keep_a_token_trace(tmp_path, tiny_dir, 
 
 # ----------------------------------------------------------------------------- simulator rewards, diagnostics
 def test_group_diagnostics():
-    from scope_envs.train.llm.ppo import Trace, group_diagnostics
+    from scope_envs.train.llm.ppo import Trace, role_diagnostics
 
     traces = []
     for g, (returns, scores) in enumerate([([1.0, 1.0], [0.0, 0.0]), ([0.0, 1.0], [0.0, 0.5])]):
@@ -361,9 +366,10 @@ def test_group_diagnostics():
             t = Trace("agent_0", "agent", g)
             t.episode_return, t.score = r, s
             traces.append(t)
-    d = group_diagnostics(traces)
+    d = role_diagnostics(traces)
     assert d["zero_std_group_frac/agent"] == 0.5 and d["all_fail_group_frac/agent"] == 0.5
     assert d["group_reward_var/agent"] == pytest.approx(np.mean([0.0, 0.25]))
+    assert d["all_success_group_frac/agent"] == 0.0
 
 
 def test_curriculum_user_reward_is_paid_per_group(tmp_path, tiny_dir):
@@ -378,7 +384,7 @@ def test_curriculum_user_reward_is_paid_per_group(tmp_path, tiny_dir):
     envs = [ppo.make_env_factory(cfg)() for _ in range(4)]
     assert all(e.unwrapped.game.user_reward == "curriculum" for e in envs)
     traces, _stats = ppo.rollout(cfg, envs, learners, seed=0, rng=np.random.default_rng(0))
-    ppo.assign_curriculum(cfg, traces)
+    ppo.pay_curriculum(traces, envs[0].unwrapped.game)
     for g in (0, 1):
         scores = [t.score for t in traces if t.group == g and t.agent == "agent_0"]
         users = [t for t in traces if t.group == g and t.agent == "user_0"]

@@ -37,8 +37,9 @@ prefix cache; a router without one ignores the header.
 The episode comes from the row (``scope_envs.integrations.episodes.EpisodeSpec``): the sample's
 ``metadata`` (``--metadata-key``), its ``label`` or its ``prompt`` holding
 ``{"env_id": ..., "seed": ...}``. The scenario is the row's ``seed``; each copy in a group plays its own
-episode (seed ``seed * 10_000 + index``) on that scenario. slime is not on PyPI: this module imports
-nothing from it at module level and uses ``type(sample)`` for the samples it returns.
+episode (seed ``derive_seed(seed, index)``, ``scope_envs.train.groups``) on that scenario. slime is not on
+PyPI: this module imports nothing from it at module level and uses ``type(sample)`` for the samples it
+returns.
 """
 
 from __future__ import annotations
@@ -50,9 +51,8 @@ import inspect
 import json
 from uuid import uuid4
 
-import numpy as np
-
 from scope_envs.integrations.episodes import EpisodeSpec, Generated, play
+from scope_envs.train.groups import derive_seed, group_advantages
 
 DEFAULT_MAX_LEN = 8192
 ROUTING_KEY_HEADER = "X-SMG-Routing-Key"  # SGLang's model gateway: one key, one worker (manual routing policy)
@@ -90,7 +90,7 @@ async def _post(url: str, payload: dict, headers: dict | None = None) -> dict:
 def episode_spec(sample) -> EpisodeSpec:
     spec = EpisodeSpec.parse(getattr(sample, "metadata", None), getattr(sample, "label", None), sample.prompt)
     if spec.episode is None:
-        spec.episode = spec.seed * 10_000 + int(sample.index or 0)
+        spec.episode = derive_seed(spec.seed, int(sample.index or 0))
     return spec
 
 
@@ -165,7 +165,8 @@ def post_process_rewards(args, samples):
     samples' ``group_index`` and ``metadata["scope_envs"]["agent"]``, not from their count. With a
     group-normalising estimator and ``rewards_normalization``, each reward less its group's mean, divided by
     the group's std (+1e-6; slime's ``torch.std``, ddof 1) under ``grpo_std_normalization``; otherwise the
-    raw rewards. A group of one is centred to 0 (slime's ``torch.std`` would make it NaN)."""
+    raw rewards (``scope_envs.train.groups.group_advantages``: sample std, ddof 1, and eps 1e-6, as slime's).
+    A group of one is centred to 0 (slime's ``torch.std`` would make it NaN)."""
     while samples and isinstance(samples[0], list):  # slime flattens nested groups first
         samples = sum(samples, [])
     raw = [float(s.get_reward_value(args)) if hasattr(s, "get_reward_value") else float(s.reward) for s in samples]
@@ -173,18 +174,8 @@ def post_process_rewards(args, samples):
         return raw, list(raw)
     scale = getattr(args, "advantage_estimator", "grpo") in ("grpo", "gspo") and getattr(
         args, "grpo_std_normalization", False)
-    members: dict[tuple, list[int]] = {}
-    for i, s in enumerate(samples):
-        members.setdefault(group_key(s), []).append(i)
-    out = list(raw)
-    for idx in members.values():
-        values = np.array([raw[i] for i in idx])
-        centred = values - values.mean()
-        if scale:
-            centred = centred / ((values.std(ddof=1) if len(values) > 1 else 0.0) + 1e-6)
-        for i, a in zip(idx, centred):
-            out[i] = float(a)
-    return raw, out
+    out = group_advantages(raw, [group_key(s) for s in samples], std_norm=scale)
+    return raw, [float(a) for a in out]
 
 
 def sampling_params_from_args(args) -> dict:

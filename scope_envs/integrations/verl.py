@@ -27,6 +27,7 @@ from typing import Any
 from uuid import uuid4
 
 from scope_envs.integrations.episodes import EpisodeSpec, Generated, play
+from scope_envs.train.groups import derive_seed
 
 try:
     from verl.experimental.agent_loop.agent_loop import (
@@ -48,7 +49,7 @@ class ScopeAgentLoop(AgentLoopBase):
     async def run(self, sampling_params: dict[str, Any], **kwargs) -> AgentLoopOutput:
         spec = EpisodeSpec.parse(kwargs.get("extra_info"), kwargs.get("scope_envs"))
         if spec.episode is None:  # each sample of a group: its own episode on the row's scenario
-            spec.episode = spec.seed * 10_000 + next(_episodes) % 10_000
+            spec.episode = derive_seed(spec.seed, next(_episodes))
         role = spec.role or "agent_0"
         config = self.rollout_config
         prompt_length, response_length = int(config.prompt_length), int(config.response_length)

@@ -58,8 +58,17 @@ import torch
 from torch import nn
 
 from scope_envs.agents.llm.templates import render, takes_tools
-from scope_envs.core.rewards import SIMULATOR_REWARDS, curriculum_reward
-from scope_envs.train.act_ppo import derive_seed
+from scope_envs.core.rewards import SIMULATOR_REWARDS
+from scope_envs.train.groups import (
+    agent_score,
+    by_group,
+    curriculum_setting,
+    curriculum_values,
+    derive_seed,
+    group_advantages,
+    group_diagnostics,
+    scenario_options,
+)
 
 ALGOS = ("ppo", "grpo")
 MODES = ("agent", "cotrain", "population", "members")
@@ -452,7 +461,7 @@ def rollout(cfg: Config, envs: list, learners: dict[str, Learner], seed: int, rn
         g = i // cfg.group_size
         # a group shares its scenario (persona, task); every episode's own randomness (the simulator's
         # replies, the dialogue) is its own, so a group's returns can differ for reasons other than the policy's
-        obs, infos = env.reset(seed=derive_seed(seed, i), options={"scenario_seed": derive_seed(seed, g, -1)})
+        obs, infos = env.reset(seed=derive_seed(seed, i), options=scenario_options(seed, i, cfg.group_size))
         episodes.append({"env": env, "obs": obs, "infos": infos, "traces": {}, "group": g})
     gen_tokens, gen_time = 0, 0.0
     while True:
@@ -498,7 +507,7 @@ def rollout(cfg: Config, envs: list, learners: dict[str, Learner], seed: int, rn
                 if agent in e["traces"]:
                     e["traces"][agent].add_reward(float(r))
             if not e["env"].agents:
-                e["score"] = agent_score(e["env"])
+                e["score"] = agent_score(e["env"].unwrapped.game)
     for e in episodes:
         for t in e["traces"].values():
             t.cut = bool(e.get("cut"))
@@ -509,71 +518,33 @@ def rollout(cfg: Config, envs: list, learners: dict[str, Learner], seed: int, rn
     return traces, stats
 
 
-def agent_score(env) -> float | None:
-    """The finished game's ``agent_score()`` (agent_0's outcome in [0, 1]); None where the game has none."""
-    try:
-        return float(env.unwrapped.game.agent_score())
-    except (AttributeError, NotImplementedError):
-        return None
+def group_key(trace: Trace) -> tuple[str, int]:
+    """A trace's GRPO group: one role's traces on one scenario."""
+    return trace.role, trace.group
 
 
-def _groups(traces: list[Trace]) -> dict[tuple[str, int], list[Trace]]:
-    out = defaultdict(list)
-    for t in traces:
-        out[(t.role, t.group)].append(t)
-    return out
-
-
-def group_diagnostics(traces: list[Trace]) -> dict[str, float]:
-    """SCOPE's early signs of collapse, per role, over the groups of ``group_size`` episodes on one scenario:
-
-    * ``zero_std_group_frac``: groups whose returns are all equal (GRPO learns nothing from them);
-    * ``all_fail_group_frac``: groups where the agent failed every episode (``agent_score`` 0; a return
-      <= 0 where the game has no score);
-    * ``group_reward_var``: the in-group variance of the returns, averaged over groups.
-
-    Groups of one episode have no spread and are left out (NaN when no group has two)."""
-    per_role = defaultdict(lambda: defaultdict(list))
-    for (role, _), members in _groups(traces).items():
-        if len(members) < 2:
-            continue
-        returns = np.array([t.episode_return for t in members])
-        fails = [(t.score == 0) if t.score is not None else (t.episode_return <= 0) for t in members]
-        per_role[role]["zero_std_group_frac"].append(float(np.ptp(returns) < 1e-9))
-        per_role[role]["all_fail_group_frac"].append(float(all(fails)))
-        per_role[role]["group_reward_var"].append(float(returns.var()))
+def role_diagnostics(traces: list[Trace]) -> dict[str, float]:
+    """SCOPE's collapse diagnostics (``scope_envs.train.groups.group_diagnostics``) per role, keyed
+    ``<diagnostic>/<role>``: a group is one role's traces on one scenario."""
     out = {}
-    for role in sorted({t.role for t in traces}):
-        for key in ("zero_std_group_frac", "all_fail_group_frac", "group_reward_var"):
-            values = per_role[role][key]
-            out[f"{key}/{role}"] = float(np.mean(values)) if values else float("nan")
+    for role, mine in sorted(by_group(traces, key=lambda t: t.role).items()):
+        d = group_diagnostics([t.episode_return for t in mine], [t.score for t in mine], [t.group for t in mine])
+        out.update({f"{k}/{role}": v for k, v in d.items()})
     return out
 
 
-def assign_curriculum(cfg: Config, traces: list[Trace]) -> list[float]:
-    """SCOPE's curriculum user reward (``scope_envs.core.rewards.curriculum_reward``): every user trajectory
-    of a group is paid the curriculum value of the agent's scores in that group, on its last turn (the env
-    paid 0). Cut episodes have no score and are left out; a group with fewer than 2 scores pays nothing.
-    Returns each paying group's value. Under ``grpo`` the users of a group share that value, so their
-    group-relative advantage is 0 (``zero_std_group_frac/user`` shows it): the curriculum teaches a user
-    through ``ppo``'s value baseline, which compares groups."""
-    from scope_envs.core.rewards import curriculum_options
-
-    target_var, width = curriculum_options("curriculum", cfg.env_kwargs.get("target_var"),
-                                           cfg.env_kwargs.get("width"))
-    by_group = defaultdict(list)
+def pay_curriculum(traces: list[Trace], game) -> dict[int, float]:
+    """SCOPE's curriculum user reward (``scope_envs.train.groups.curriculum_values``, with ``game``'s own
+    ``target_var`` and ``width``): every user trace of a group is paid its group's value, on its last turn
+    (the env paid 0); cut episodes have no score and are not paid. Returns each paying group's value. Under
+    ``grpo`` the users of a group share that value, so their group-relative advantage is 0
+    (``zero_std_group_frac/user`` shows it): the curriculum teaches a user through ``ppo``'s value baseline,
+    which compares groups."""
+    agents = [t for t in traces if t.agent == "agent_0"]
+    values = curriculum_values([t.score for t in agents], [t.group for t in agents], *curriculum_setting(game))
     for t in traces:
-        by_group[t.group].append(t)
-    values = []
-    for members in by_group.values():
-        scores = [t.score for t in members if t.agent == "agent_0" and t.score is not None]
-        if len(scores) < 2:
-            continue
-        value = curriculum_reward(scores, target_var, width)
-        values.append(value)
-        for t in members:
-            if t.role == "user" and not t.cut:
-                t.add_reward(value)
+        if t.role == "user" and not t.cut and t.group in values:
+            t.add_reward(values[t.group])
     return values
 
 
@@ -679,20 +650,6 @@ def gae(rewards, values, mask, gamma, lam, bootstrap=None):
     return adv, adv + values
 
 
-def grpo_advantages(traces: list[Trace], std_norm: bool = False) -> list[float]:
-    """Each trajectory's return minus the mean return of its group (one role, one scenario); divided by the
-    group's std (population, ddof 0) too with ``std_norm``. A group of one, or of equal returns, gets 0."""
-    adv = {}
-    for members in _groups(traces).values():
-        returns = np.array([t.episode_return for t in members], dtype=float)
-        centred = returns - returns.mean()
-        if std_norm:
-            centred = centred / (returns.std() + 1e-6)
-        for t, a in zip(members, centred):
-            adv[id(t)] = float(a)
-    return [adv[id(t)] for t in traces]
-
-
 def masked_mean(x, mask):
     return (x * mask).sum() / mask.sum().clamp(min=1)
 
@@ -722,7 +679,9 @@ def ppo_update(cfg: Config, learner: Learner, traces: list[Trace], kl_coef: floa
                                      chunk_tokens=chunk, entropy=False)
         old_logp = b["old_logprobs"]
         if grpo:
-            adv = torch.tensor(grpo_advantages(traces, cfg.grpo_std_norm), device=device)[:, None] * mask
+            adv = group_advantages([t.episode_return for t in traces], [group_key(t) for t in traces],
+                                   cfg.grpo_std_norm)
+            adv = torch.tensor(adv, dtype=torch.float32, device=device)[:, None] * mask
             values = returns = None
         else:
             kl = kl_estimate(old_logp, ref_logp, cfg.kl_estimator) * mask
@@ -858,16 +817,16 @@ def train(cfg: Config, make_env: Callable | None = None, learners: dict[str, Lea
             if entry != pool.live:  # a snapshot plays the user seat this batch, and does not learn
                 seats = {"user_0": dataclasses.replace(learners["user"], name=entry, adapter=entry)}
         traces, rs = rollout(cfg, envs, learners, seed=cfg.seed * 100003 + update * 1009, rng=rng, seats=seats)
-        curriculum = assign_curriculum(cfg, traces) if cfg.user_reward == "curriculum" else None
+        curriculum = pay_curriculum(traces, envs[0].unwrapped.game) if cfg.user_reward == "curriculum" else None
         t_roll = time.perf_counter() - t0
         row.update({"episodes": rs["episodes"], "cut_episodes": rs["cut"], "kl_coef": kl_ctls[first].coef,
                     "tokens_per_s": rs["gen_tokens"] / max(rs["gen_time"], 1e-9), "gen_tokens": rs["gen_tokens"],
                     "time_rollout": t_roll})
         row.update({f"kl_coef/{name}": c.coef for name, c in kl_ctls.items()})
-        row.update(group_diagnostics(traces))
+        row.update(role_diagnostics(traces))
         row["template_fallbacks"] = sum(t.template_fallbacks for t in traces)  # agents.llm.templates' fallback
         if curriculum is not None:
-            row["curriculum_reward"] = float(np.mean(curriculum)) if curriculum else float("nan")
+            row["curriculum_reward"] = float(np.mean(list(curriculum.values()))) if curriculum else float("nan")
         t1 = time.perf_counter()
         kls = []
         for learner in learners.values():
