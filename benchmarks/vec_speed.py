@@ -1,7 +1,7 @@
 """Batched rollouts (``scope_envs.make_vec``) against PettingZoo's ``rps_v2``, our scalar env and today's trainer.
 
-For each game (``p4g``, ``cooperbench``) it measures, in this process, in alternating rounds (the machine is
-noisy; medians are reported):
+For each game (``p4g``, ``cooperbench``, ``tau2``) it measures, in this process, in alternating rounds (the machine
+is noisy; medians are reported):
 
 * ``batched_steps_per_s``: env steps/s of ``make_vec("<game>-frozen", num_envs=N)`` (N = 256) with random
   legal acts (one per slot, drawn for all slots at once), exact mode (the same episodes as N scalar envs);
@@ -14,7 +14,8 @@ noisy; medians are reported):
 * ``trainer_steps_per_s``: env steps/s of the act-level PPO (``PPOConfig`` defaults) while it trains
   ``--steps`` decisions, cloning excluded; ``scalar_trainer_steps_per_s``: the trainer as the issue found it,
   the code at ``--baseline-rev`` (its own defaults: 16 scalar envs stepped one at a time, torch's update), and
-  ``trainer_ratio``;
+  ``trainer_ratio`` (p4g and cooperbench: the baseline revision predates tau2's batched engine, and tau2's
+  target is its env, ``ratio_vs_scalar`` >= 20);
 * ``evaluate_steps_per_s`` / ``scalar_evaluate_steps_per_s``: what the benchmark's evaluations get
   (``evaluate`` on ``<game>-heldout``, 500 episodes, its default 64 envs) against the evaluation at
   ``--baseline-rev`` (its default 16 envs); ``evaluate_256_steps_per_s``: ``num_envs=256`` (2,000 episodes).
@@ -23,11 +24,12 @@ The trainer and evaluation figures come from fresh processes, one per round and 
 this tree's alternating (the baseline revision is exported by ``baseline_tree.py`` into a temporary folder
 put first on ``PYTHONPATH``; it needs this checkout's git history).
 
-    python benchmarks/vec_speed.py                      # both games, 3 rounds
+    python benchmarks/vec_speed.py                      # the three games, 3 rounds
+    python benchmarks/vec_speed.py --games tau2 --env-only   # tau2's batched engine against its scalar env
     python benchmarks/vec_speed.py --games p4g --rounds 5 --num-envs 256
     python benchmarks/vec_speed.py --env-only           # the env rates and ratios only (no trainer/evaluate)
 
-Prints one JSON object keyed by game. One thread (torch's and the BLAS's), as the benchmark's runs have.
+Prints one JSON object keyed by game, with the load averages before and after. One thread (torch's and the BLAS's), as the benchmark's runs have.
 """
 
 from __future__ import annotations
@@ -83,6 +85,8 @@ def scalar_steps(env, steps: int, seed: int, masked: bool) -> float:
     return steps / (time.perf_counter() - start)
 
 
+GAMES = ("p4g", "cooperbench", "tau2")
+TRAINER_GAMES = ("p4g", "cooperbench")  # the games with trainer/evaluation rows (see the module docstring)
 BASELINE_REV = "3663039"  # main when issue 17 was filed: the trainer and evaluation it measured
 
 
@@ -133,7 +137,7 @@ def in_fresh_process(tree: Path, game: str, decisions: int, seed: int, baseline:
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--games", nargs="+", default=["p4g", "cooperbench"], choices=["p4g", "cooperbench"])
+    ap.add_argument("--games", nargs="+", default=list(GAMES), choices=GAMES)
     ap.add_argument("--num-envs", type=int, default=256, help="slots of the batched env")
     ap.add_argument("--vec-steps", type=int, default=200, help="batched steps per round (each steps every slot)")
     ap.add_argument("--scalar-steps", type=int, default=10_000, help="scalar and rps_v2 steps per round")
@@ -159,7 +163,7 @@ def main(argv=None) -> None:
             baseline_tree = export(args.baseline_rev, tmp.name)
         except ExportError as e:
             ap.error(f"--baseline-rev: {e}")
-    out = {}
+    out = {"load_before": [round(x, 2) for x in os.getloadavg()]}
     for game in args.games:
         env_id = f"{game}-frozen"
         rows: dict[str, list[float]] = {}
@@ -170,7 +174,7 @@ def main(argv=None) -> None:
                 "rps_v2_steps_per_s": scalar_steps(rps_v2.parallel_env(), args.scalar_steps, r, masked=False),
                 "scalar_steps_per_s": scalar_steps(scope_envs.make(env_id), args.scalar_steps, r, masked=True),
             }
-            if not args.env_only:
+            if not args.env_only and game in TRAINER_GAMES:
                 old = in_fresh_process(baseline_tree, game, args.steps, r, baseline=True)
                 measured.update(in_fresh_process(REPO, game, args.steps, r, baseline=False))
                 measured["scalar_trainer_steps_per_s"] = old["trainer_steps_per_s"]
@@ -180,7 +184,8 @@ def main(argv=None) -> None:
         med = {k: float(np.median(v)) for k, v in rows.items()}
         out[game] = {
             "env": env_id, "num_envs": args.num_envs, "rounds": args.rounds,
-            "trainer_num_envs": PPOConfig().num_envs, "baseline_rev": None if args.env_only else args.baseline_rev,
+            "trainer_num_envs": PPOConfig().num_envs,
+            "baseline_rev": None if args.env_only or game not in TRAINER_GAMES else args.baseline_rev,
             "batched_steps_per_s": round(med["batched_steps_per_s"]),
             "rps_v2_steps_per_s": round(med["rps_v2_steps_per_s"]),
             "ratio_vs_rps": round(med["batched_steps_per_s"] / med["rps_v2_steps_per_s"], 2),
@@ -188,8 +193,9 @@ def main(argv=None) -> None:
             "fast_ratio_vs_rps": round(med["fast_batched_steps_per_s"] / med["rps_v2_steps_per_s"], 2),
             "scalar_steps_per_s": round(med["scalar_steps_per_s"]),
             "ratio_vs_scalar": round(med["batched_steps_per_s"] / med["scalar_steps_per_s"], 2),
+            "fast_ratio_vs_scalar": round(med["fast_batched_steps_per_s"] / med["scalar_steps_per_s"], 2),
         }
-        if args.env_only:
+        if args.env_only or game not in TRAINER_GAMES:
             continue
         out[game].update({
             "trainer_steps_per_s": round(med["trainer_steps_per_s"]),
@@ -200,6 +206,7 @@ def main(argv=None) -> None:
             "evaluate_ratio": round(med["evaluate_steps_per_s"] / med["scalar_evaluate_steps_per_s"], 2),
             "evaluate_256_steps_per_s": round(med["evaluate_256_steps_per_s"]),
         })
+    out["load_after"] = [round(x, 2) for x in os.getloadavg()]
     print(json.dumps(out, indent=1))
 
 
