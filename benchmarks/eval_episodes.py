@@ -44,7 +44,8 @@ from scope_envs.bench.methods import (
     PRESETS,
     method_setup,
 )
-from scope_envs.train.act_ppo import PPOConfig, PPOTrainer, UniformAgent
+from scope_envs.train.act_ppo import PPOConfig, PPOTrainer
+from scope_envs.train.rollout import UniformAgent
 
 HERE = Path(__file__).parent
 SEED = 9_000_000  # no benchmark evaluation uses seeds from here on

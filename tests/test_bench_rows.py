@@ -14,7 +14,7 @@ from scope_envs.bench.methods import (
     panel_seeds,
     run_one,
 )
-from scope_envs.train.act_ppo import PPOConfig, PPOTrainer, evaluate
+from scope_envs.train.act_ppo import NetworkPolicy, PPOConfig, PPOTrainer, evaluate
 
 GAMES = ("p4g", "cooperbench", "tau2")
 TOP = {"p4g": 2.0, "cooperbench": 1.0, "tau2": 1.0}
@@ -108,7 +108,7 @@ def test_random_is_uniform_play_and_never_trains(monkeypatch):
         raise AssertionError("random read or trained the network")
 
     monkeypatch.setattr(PPOTrainer, "train", forbidden)
-    monkeypatch.setattr(PPOTrainer, "act", forbidden)
+    monkeypatch.setattr(NetworkPolicy, "act", forbidden)  # the networks' forward pass in rollouts
     r = run_one("p4g", "random", 0, **TINY)
     m = r["metrics"]
     assert r["training"] == [] and r["env_steps"] == 0 and all(c["agent_steps"] == 0 for c in r["curve"])

@@ -12,9 +12,9 @@ from scope_envs.train.act_ppo import (
     PPOConfig,
     PPOTrainer,
     find_pool,
-    group_diagnostics_of,
 )
 from scope_envs.train.groups import group_advantages
+from scope_envs.train.rollout import rollout_diagnostics
 
 torch.set_num_threads(1)
 
@@ -185,7 +185,7 @@ def test_group_diagnostics_on_hand_made_groups():
     episodes = [ep(0, 0.0, 0.0, [1]), ep(0, 0.0, 0.0, [1]),  # all fail, zero std
                 ep(1, 2.0, 1.0, [2]), ep(1, 2.0, 1.0 - 1e-12, [2]),  # all success, zero std
                 ep(2, 1.0, 0.5, [1]), ep(2, 0.0, 0.0, [2])]
-    d = group_diagnostics_of(episodes)
+    d = rollout_diagnostics(episodes)
     assert d["zero_std_group_frac"] == pytest.approx(2 / 3)
     assert d["all_fail_group_frac"] == pytest.approx(1 / 3) and d["all_success_group_frac"] == pytest.approx(1 / 3)
     assert d["sim_reply_entropy"] == pytest.approx(np.log(2))  # acts 1 and 2, three times each

@@ -3,7 +3,7 @@
 The first two rows of every game are its band (DESIGN.md §4, "The benchmark is an instrument"):
 
 * ``random`` — the floor: ``agent_0`` plays uniformly at random over its legal acts
-  (``evaluate(..., uniform=True)``, ``scope_envs.train.act_ppo.UniformAgent``); no training (0 decisions),
+  (``evaluate(..., uniform=True)``, ``scope_envs.train.policy.UniformPolicy``); no training (0 decisions),
   the network is built but never read. Its "train" side is ``<game>-frozen``, as for ``untrained``.
 * ``oracle`` — the ceiling, human-aware RL's "PPO with the human proxy": PPO with ``frozen``'s config and
   ``ORACLE_BUDGET`` times its budget (trained to its plateau), on ``<game>-heldout`` with ``personas="train"``

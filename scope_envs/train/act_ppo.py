@@ -10,6 +10,14 @@ It trains whatever the regime makes learnable:
   told its role in the observation (a one-hot, then the role's features,
   zero-padded; action masks are padded with illegal acts).
 
+Read top to bottom: the config, the networks (``ActorCritic``, its numpy forward pass as a
+``NetworkPolicy``, the frozen ``PolicySnapshot`` a checkpoint pool plays), the trainer (rollouts by the
+collector, advantages, the update, the train loop), save/load. What it leans on lives in modules named for
+what they are: the rollout collector and the evaluation (``scope_envs.train.rollout``), the policy protocol
+(``scope_envs.train.policy``), SCOPE's group math (``scope_envs.train.groups``), the numpy forward and
+backward passes and Adam (``scope_envs.train.numpy_ac``), the behaviour clone that learnable users start
+from (``scope_envs.train.behaviour_clone``).
+
 The networks are torch modules (``ActorCritic``: saved, loaded and cloned as such), but the rollouts'
 forward passes and the PPO update run in numpy on the modules' own memory (``numpy_ac``, the loss's
 gradient written out and checked against torch autograd): at this size torch's per-op overhead was most of
@@ -97,34 +105,31 @@ from torch.distributions import Categorical
 
 import scope_envs
 from scope_envs.core.simulator import Simulator, View
-from scope_envs.train.groups import (
-    agent_score,
-    curriculum_setting,
-    curriculum_values,
-    derive_seed,
-    group_advantages,
-    group_diagnostics,
-    scenario_options,
-)
+from scope_envs.train.behaviour_clone import behaviour_clone
+from scope_envs.train.groups import curriculum_setting, curriculum_values, derive_seed, group_advantages
 from scope_envs.train.numpy_ac import (
     MASKED_LOGIT,
     Adam,
     bind,
     entropy,
     log_policy,
+    max_grad_split,
     mlp,
     mlp_backward,
     normalize,
     views_like,
 )
+from scope_envs.train.policy import Decisions
+from scope_envs.train.rollout import Rollout, UniformAgent, collect, evaluate, rollout_diagnostics
 from scope_envs.vec import BATCHED_KWARGS, vectorize
 from scope_envs.wrappers import CheckpointPool
 
 AGENT = "agent_0"
-# kwargs of population/rotation (and of the checkpoint pool) that the frozen env does not take
-POPULATION_KWARGS = ("members", "schedule", "pool_size", "snapshot_every", "pool_sample")
 ADVANTAGES = ("gae", "grpo")
 ACT_KEY = 0x616374  # the trainer's generator (acts, minibatch order): [ACT_KEY, seed]
+EVAL_KEY = 0x6576616C  # an evaluation's generator (load_policy): [EVAL_KEY, seed]
+__all__ = ["ActorCritic", "NetworkPolicy", "PPOConfig", "PPOTrainer", "PolicySnapshot", "UniformAgent", "evaluate",
+           "load_policy"]  # UniformAgent and evaluate live in scope_envs.train.rollout (imported here for old code)
 
 
 @dataclass
@@ -225,6 +230,42 @@ def selfplay_input(x: np.ndarray, m: np.ndarray, user: bool, in_dim: int, out_di
     return xx, mm
 
 
+class NetworkPolicy:
+    """An ``ActorCritic``'s numpy forward pass as a ``Policy`` (``scope_envs.train.policy``): acts sampled
+    from the masked softmax by inverse CDF with one uniform of ``rng`` per row (``greedy``: the argmax), with
+    their log-probabilities, the critic's values and the entropies. ``params`` are the network's arrays as
+    ``numpy_ac.bind`` lays them out (the critic's 6, then the actor's 6). With ``in_dim``/``out_dim`` it is
+    self-play's shared network and ``encode`` tells it each seat's role (``selfplay_input``)."""
+
+    def __init__(self, params: list[np.ndarray], rng: np.random.Generator, in_dim: int | None = None,
+                 out_dim: int | None = None):
+        self.critic, self.actor, self.rng = params[:6], params[6:], rng
+        self.in_dim, self.out_dim = in_dim, out_dim
+        if in_dim is None:
+            self.encode = None  # one seat's own layout: the collector passes its rows as they are
+
+    def encode(self, seat: str, x: np.ndarray, m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Rows of ``seat``'s observations and masks in the shared network's layout (``selfplay_input``)."""
+        m = m.astype(bool)
+        xx = np.zeros((len(x), self.in_dim), np.float32)
+        xx[:, 1 if seat != AGENT else 0] = 1.0
+        xx[:, 2 : 2 + x.shape[1]] = x
+        mm = np.zeros((len(m), self.out_dim), bool)
+        mm[:, : m.shape[1]] = m
+        return xx, mm
+
+    def act(self, obs: np.ndarray, mask: np.ndarray, greedy: bool = False) -> Decisions:
+        x = np.asarray(obs, np.float32)
+        logp = log_policy(self.actor, x, mask)
+        probs = np.exp(logp)
+        if greedy:
+            a = probs.argmax(-1)
+        else:  # inverse CDF; an illegal act (probability 0) never holds the first cumulative sum above u
+            cdf = probs.cumsum(-1)
+            a = (cdf <= self.rng.random(len(x))[:, None] * cdf[:, -1:]).sum(-1)
+        return Decisions(a, logp[np.arange(len(a)), a], mlp(self.critic, x)[2][:, 0], entropy(logp, probs))
+
+
 class PolicySnapshot(Simulator):
     """A frozen copy of the live user's network, playing the user seat inside the env (a
     ``CheckpointPool`` entry). Its distribution is the copy's masked softmax over the act surface's
@@ -261,12 +302,6 @@ def find_pool(env) -> CheckpointPool | None:
     return None
 
 
-def max_grad_split(a: np.ndarray, b: np.ndarray, passes) -> np.ndarray:
-    """The share of ``max(a, b)``'s gradient that reaches ``a`` (all where a > b, half on a tie, as torch's
-    ``maximum``), times ``passes`` (whether ``a``'s own clamp lets it through)."""
-    return ((a > b) + 0.5 * (a == b)) * passes
-
-
 class PPOTrainer:
     """Builds the envs and one network per learnable seat, then ``train()``s them.
 
@@ -283,7 +318,7 @@ class PPOTrainer:
         np.random.seed(cfg.seed)
         torch.manual_seed(cfg.seed)
         self.envs = [scope_envs.make(cfg.env_id, **cfg.env_kwargs) for _ in range(cfg.num_envs)]
-        self._vec = None  # the batched rollouts' vec env over self.envs (built on first use)
+        self._vecs: dict[bool, object] = {}  # the rollouts' vec env over self.envs per engine (built on first use)
         env = self.envs[0]
         users = [a for a in env.possible_agents if a != AGENT]
         if cfg.selfplay and len(users) != 1:
@@ -329,245 +364,52 @@ class PPOTrainer:
             self.grads[name] = (grad, views[:6], views[6:])  # the flat buffer, the critic's, the actor's
         self.anchors = {name: [p.detach().numpy() for p in net.parameters()][6:] for name, net in self.init.items()}
         self.rng = np.random.default_rng([ACT_KEY, cfg.seed])
+        self.policies = self.policies_with(self.rng)  # each live seat's network, drawing from the trainer's rng
         self.agent_steps = 0  # agent_0 decisions so far (the budget)
         self.env_steps = 0  # env.step calls so far (throughput)
         self.updates = 0  # PPO update rounds (iterations) so far: the checkpoint pool's clock
         self._seeded = False
 
     # -- observations ------------------------------------------------------------
+    # -- rollouts -----------------------------------------------------------------------
     def encode(self, agent: str, obs: dict) -> tuple[np.ndarray, np.ndarray]:
-        """The network input and action mask of ``agent``; selfplay prepends the role and pads."""
+        """The network input and action mask of ``agent``'s observation; selfplay prepends the role and pads."""
         x, m = obs["observation"], obs["action_mask"].astype(bool)
         if not self.cfg.selfplay:
             return x, m
         return selfplay_input(x, m, agent != AGENT, self.in_dim, self.out_dim)
 
-    def act(self, requests: list[tuple[str, dict]], greedy: bool = False) -> list[dict]:
-        """Decisions for a batch of (agent, obs): one forward pass per learner."""
-        out: list[dict] = [{} for _ in requests]
-        groups: dict[str, list[int]] = {}
-        for i, (agent, _) in enumerate(requests):
-            groups.setdefault(self.seat[agent], []).append(i)
-        for name, idx in groups.items():
-            enc = [self.encode(*requests[i]) for i in idx]
-            x, m = np.stack([e[0] for e in enc]), np.stack([e[1] for e in enc])
-            a, logp, v, ent = self.decide(name, [requests[i][0] for i in idx], x, m, greedy)
-            for j, i in enumerate(idx):
-                out[i] = {"x": x[j], "m": m[j], "a": int(a[j]), "logp": float(logp[j]), "v": float(v[j]),
-                          "ent": float(ent[j]), "r": 0.0, "user": requests[i][0] != AGENT}
-        return out
-
-    # -- rollout -------------------------------------------------------------------
-    def decide(self, name: str, agents: list[str], x: np.ndarray, m: np.ndarray,
-               greedy: bool = False) -> tuple[np.ndarray, ...]:
-        """Learner ``name``'s decisions for rows of (encoded) observations ``x`` and masks ``m``: one forward
-        pass. Returns the acts, their log-probabilities, the values and the policy entropies (arrays)."""
-        critic, actor = self.params[name][:6], self.params[name][6:]
-        x = np.asarray(x, np.float32)
-        logp = log_policy(actor, x, m)
-        probs = np.exp(logp)
-        if greedy:
-            a = probs.argmax(-1)
-        else:  # inverse CDF; an illegal act (probability 0) never holds the first cumulative sum above u
-            cdf = probs.cumsum(-1)
-            a = (cdf <= self.rng.random(len(x))[:, None] * cdf[:, -1:]).sum(-1)
-        return a, logp[np.arange(len(a)), a], mlp(critic, x)[2][:, 0], entropy(logp, probs)
-
-    def encode_rows(self, agent: str, x: np.ndarray, m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``encode`` for rows of one agent's observations and masks."""
-        m = m.astype(bool)
-        if not self.cfg.selfplay:
-            return x, m
-        xx = np.zeros((len(x), self.in_dim), np.float32)
-        xx[:, 1 if agent != AGENT else 0] = 1.0
-        xx[:, 2 : 2 + x.shape[1]] = x
-        mm = np.zeros((len(m), self.out_dim), bool)
-        mm[:, : m.shape[1]] = m
-        return xx, mm
+    def policies_with(self, rng: np.random.Generator) -> dict[str, NetworkPolicy]:
+        """Each live seat's network as a ``Policy`` drawing from ``rng`` (one object for the seats that share
+        a network, as selfplay's); the networks are the trainer's own (live), not copies."""
+        by_learner = {name: NetworkPolicy(self.params[name], rng, self.in_dim if self.cfg.selfplay else None,
+                                          self.out_dim if self.cfg.selfplay else None)
+                      for name in self.learners}
+        return {seat: by_learner[name] for seat, name in self.seat.items()}
 
     def play(self, envs, n_episodes: int, seed: int | None = None, greedy: bool = False, group_size: int = 1,
-             scenario_seed: int | None = None, batched: bool | None = None) -> tuple[list[dict], int]:
-        """Play ``n_episodes`` whole episodes on ``envs`` in lockstep.
+             scenario_seed: int | None = None, batched: bool | None = None,
+             policies: dict | None = None) -> Rollout:
+        """Play ``n_episodes`` whole episodes on ``envs`` (scalar envs of one id) with ``policies`` (default:
+        the trainer's, ``self.policies``), by the rollout collector (``scope_envs.train.rollout.collect``).
 
         ``batched`` (default: the config's ``batched``, off where ``env_kwargs`` hold an option the batched
-        engine does not know): step ``vectorize(envs)``, N slots at once (``scope_envs.vec``), instead of the
-        scalar envs one at a time; the episodes are the same either way (tests/test_vec.py).
-
-        With ``group_size`` G > 1 the episodes are started in groups of G: the g-th group's episodes all
-        reset with ``options={"scenario_seed": derive_seed(scenario_seed, g)}`` (one persona/task, the rest
-        of their randomness their own); ``scenario_seed`` defaults to ``seed``.
-
-        Returns the finished episodes, each ``{"traj": {agent: [decision, ...]},
-        "return": agent_0's return, "outcome": the game's outcome, "user_acts": [...], "group": its group
-        (its start index when ungrouped), "agent_score": the game's ``agent_score()`` (None where the game
-        has none), "persona": the dealt card's id}``, and the number of env steps taken."""
-        if group_size > 1:
-            if n_episodes % group_size:
-                raise ValueError(f"n_episodes must be a multiple of group_size, got {n_episodes} and {group_size}")
-            scenario_seed = seed if scenario_seed is None else scenario_seed
-            if scenario_seed is None:
-                raise ValueError("grouped play needs a seed or a scenario_seed to derive the groups' scenarios from")
-        trainer = getattr(self, "trainer", self)  # UniformAgent plays with its trainer's config
+        engine does not know): step the batched engine over ``envs`` (``scope_envs.vec.vectorize``), else
+        the loop engine (``LoopVecEnv``); the episodes are the same either way (tests/test_vec.py).
+        ``group_size``, ``scenario_seed``: grouped play (``collect``). Returns the finished episodes and the
+        number of env steps taken."""
+        cfg = self.cfg
         if batched is None:
-            batched = trainer.cfg.batched and not set(trainer.cfg.env_kwargs) - BATCHED_KWARGS
-        if batched:
-            if envs is getattr(trainer, "envs", None):  # the training envs: one vec env over them, kept
-                if trainer._vec is None:
-                    trainer._vec = vectorize(envs)
-                vec = trainer._vec
-            else:
-                vec = vectorize(envs)
-            return self.play_vec(vec, n_episodes, seed, greedy, group_size, scenario_seed)
-        return self.play_scalar(envs, n_episodes, seed, greedy, group_size, scenario_seed)
+            batched = cfg.batched and not set(cfg.env_kwargs) - BATCHED_KWARGS
+        if envs is self.envs:  # the training envs: one vec env over them per engine, kept
+            if batched not in self._vecs:
+                self._vecs[batched] = vectorize(envs, batched=batched)
+            vec = self._vecs[batched]
+        else:
+            vec = vectorize(envs, batched=batched)
+        return collect(vec, self.policies if policies is None else policies, n_episodes, seed, greedy, group_size,
+                       scenario_seed)
 
-    def play_vec(self, vec, n_episodes: int, seed: int | None, greedy: bool, group_size: int,
-                 scenario_seed: int | None) -> tuple[list[dict], int]:
-        """``play`` on a vec env: episode ``e`` starts in the first slot free after episodes ``< e`` started
-        (slot ``i`` takes episode ``i`` first, seeded ``seed + i``), as the scalar loop deals them."""
-        n = vec.num_envs
-        traj: list[dict] = [{} for _ in range(n)]
-        group: list[int | None] = [None] * n
-        ended_group: list[int | None] = [None] * n
-        episodes: list[dict] = []
-
-        def options(episode: int) -> dict:
-            return scenario_options(scenario_seed, episode, group_size)
-
-        first = min(n, n_episodes)
-        started = first
-        for i in range(first):
-            group[i] = i // group_size
-
-        def next_episode(slot: int) -> dict | None:
-            nonlocal started
-            ended_group[slot] = group[slot]
-            if started >= n_episodes:
-                return None
-            group[slot] = started // group_size
-            started += 1
-            return options(started - 1)
-
-        vec.next_episode = next_episode
-        obs, infos = vec.reset(seed=None if seed is None else [seed + i for i in range(n)],
-                               options=[options(i) for i in range(first)] + [{}] * (n - first), slots=range(first))
-        agents = vec.possible_agents
-        steps = 0
-        while not vec.idle.all():
-            steps += int((~vec.idle).sum())
-            actions = {a: np.zeros(n, np.int64) for a in agents}
-            parts: dict[str, list] = {}
-            for a in agents:
-                slots = np.flatnonzero(infos["active"][a])
-                if len(slots):
-                    parts.setdefault(self.seat[a], []).append((a, slots))
-            # one forward pass per learner, in the order the scalar loop meets them (by first slot)
-            for name, part in sorted(parts.items(), key=lambda kv: min(int(s[0]) for _, s in kv[1])):
-                rows = [(a, slots, *self.encode_rows_of(a, obs[a]["observation"][slots],
-                                                        obs[a]["action_mask"][slots])) for a, slots in part]
-                if len(rows) == 1:
-                    agent_of = [rows[0][0]] * len(rows[0][1])
-                    slots, x, m = rows[0][1], rows[0][2], rows[0][3]
-                else:
-                    slots = np.concatenate([r[1] for r in rows])
-                    order = np.argsort(slots, kind="stable")
-                    agent_of = [a for r in rows for a in [r[0]] * len(r[1])]
-                    agent_of = [agent_of[k] for k in order]
-                    slots, x, m = slots[order], np.concatenate([r[2] for r in rows])[order], \
-                        np.concatenate([r[3] for r in rows])[order]
-                a, logp, v, ent = self.decide_rows(name, agent_of, x, m, greedy)
-                for j, (slot, agent, act, lp, val, en) in enumerate(zip(slots.tolist(), agent_of, a.tolist(),
-                                                                          logp.tolist(), v.tolist(), ent.tolist())):
-                    traj[slot].setdefault(agent, []).append({"x": x[j], "m": m[j], "a": act, "logp": lp, "v": val,
-                                                             "ent": en, "r": 0.0, "user": agent != AGENT})
-                    actions[agent][slot] = act
-            obs, rewards, _, _, infos = vec.step(actions)
-            for agent, r in rewards.items():
-                for slot in np.flatnonzero(r).tolist():
-                    if traj[slot].get(agent):
-                        traj[slot][agent][-1]["r"] += float(r[slot])
-            done = infos["_final_info"]
-            if done.any():
-                final = infos["final_info"]
-                for slot in np.flatnonzero(done).tolist():
-                    score = float(final["agent_score"][slot])
-                    episodes.append({
-                        "traj": traj[slot],
-                        "return": sum(d["r"] for d in traj[slot].get(AGENT, [])),
-                        "outcome": {k: float(v[slot]) for k, v in final["outcome"].items()},
-                        "user_acts": list(final["user_acts"][slot]),
-                        "group": ended_group[slot],
-                        "agent_score": None if np.isnan(score) else score,
-                        "persona": final["persona"][slot],
-                    })
-                    traj[slot] = {}
-        return episodes, steps
-
-    def encode_rows_of(self, agent: str, x: np.ndarray, m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        return self.encode_rows(agent, x, m)
-
-    def decide_rows(self, name: str, agents: list[str], x: np.ndarray, m: np.ndarray,
-                    greedy: bool) -> tuple[np.ndarray, ...]:
-        return self.decide(name, agents, x, m, greedy)
-
-    def play_scalar(self, envs, n_episodes: int, seed: int | None, greedy: bool, group_size: int,
-                    scenario_seed: int | None) -> tuple[list[dict], int]:
-        """``play`` stepping the scalar envs one at a time (the trainer before ``make_vec``)."""
-        n = len(envs)
-        obs, infos = [None] * n, [None] * n
-        traj: list[dict] = [{} for _ in range(n)]
-        group: list[int | None] = [None] * n
-        started = steps = 0
-        episodes = []
-
-        def scenario(episode: int) -> dict:  # reset's keyword arguments: none when ungrouped (today's resets)
-            return {"options": opts} if (opts := scenario_options(scenario_seed, episode, group_size)) else {}
-
-        for i, env in enumerate(envs):
-            if started < n_episodes:
-                obs[i], infos[i] = env.reset(seed=None if seed is None else seed + i, **scenario(started))
-                group[i] = started // group_size
-                started += 1
-        live = [obs[i] is not None for i in range(n)]
-        while any(live):
-            requests, where = [], []
-            for i in range(n):
-                if live[i]:
-                    for agent in envs[i].agents:
-                        if infos[i][agent]["active"]:
-                            requests.append((agent, obs[i][agent]))
-                            where.append((i, agent))
-            decisions = self.act(requests, greedy)
-            chosen = [{a: 0 for a in envs[i].agents} if live[i] else None for i in range(n)]
-            for (i, agent), d in zip(where, decisions):
-                chosen[i][agent] = d["a"]
-                traj[i].setdefault(agent, []).append(d)
-            for i in range(n):
-                if not live[i]:
-                    continue
-                obs[i], rew, _, _, infos[i] = envs[i].step(chosen[i])
-                steps += 1
-                for agent, r in rew.items():
-                    if traj[i].get(agent):
-                        traj[i][agent][-1]["r"] += r
-                if not envs[i].agents:  # finished: record, then start another if more are due
-                    game = envs[i].unwrapped.game
-                    episodes.append({
-                        "traj": traj[i],
-                        "return": sum(d["r"] for d in traj[i].get(AGENT, [])),
-                        "outcome": game.outcome(),
-                        "user_acts": [t.act for t in game.history if t.role == game.user_role],
-                        "group": group[i],
-                        "agent_score": agent_score(game),
-                        "persona": getattr(game.persona, "id", None),
-                    })
-                    traj[i] = {}
-                    if started < n_episodes:
-                        obs[i], infos[i] = envs[i].reset(**scenario(started))
-                        group[i] = started // group_size
-                        started += 1
-                    else:
-                        live[i] = False
-        return episodes, steps
 
     # -- the group's user reward ---------------------------------------------------------
     def assign_curriculum(self, episodes: list[dict]) -> list[float]:
@@ -772,7 +614,7 @@ class PPOTrainer:
                 "losses": stats,
             }
             if cfg.group_size > 1:
-                row.update(group_diagnostics_of(episodes))
+                row.update(rollout_diagnostics(episodes))
             if curriculum is not None:
                 row["curriculum_reward"] = float(np.mean(curriculum))
             if self.pools:
@@ -795,44 +637,9 @@ class PPOTrainer:
         return snapshot
 
     def behaviour_clone(self, net: ActorCritic, user: str) -> None:
-        """Fit ``net``'s user policy to the game's frozen simulator on the training cards (cross-entropy
-        to its full distribution); the persuader side of the data plays random legal acts."""
+        """Fit ``net``'s user policy to the game's frozen simulator (``scope_envs.train.behaviour_clone``)."""
         cfg = self.cfg
-        game = scope_envs.registry[cfg.env_id].game
-        kwargs = {k: v for k, v in cfg.env_kwargs.items() if k not in POPULATION_KWARGS}
-        sim = scope_envs.make(f"{game}-frozen", **kwargs).unwrapped.members[0]
-        env = scope_envs.make(f"{game}-cotrain", **kwargs)
-        role = env.unwrapped.game.user_role
-        rng = np.random.default_rng(cfg.seed + 777)
-        xs, ms, ps = [], [], []
-        obs, infos = env.reset(seed=cfg.seed + 777)
-        for ep in range(cfg.bc_episodes):
-            if ep:
-                obs, infos = env.reset()
-            while env.agents:
-                actions = {}
-                for a in env.agents:
-                    legal = np.flatnonzero(obs[a]["action_mask"])
-                    if a == "user_0" and infos[a]["active"]:
-                        p = sim.distribution(env.unwrapped.view(role))
-                        x, m = self.encode(user, obs[a])
-                        target = np.zeros(len(m), np.float32)
-                        target[: len(p)] = p
-                        xs.append(x), ms.append(m), ps.append(target)
-                        actions[a] = int(rng.choice(len(p), p=p))
-                    else:
-                        actions[a] = int(rng.choice(legal))
-                obs, _, _, _, infos = env.step(actions)
-        x, m, p = (torch.as_tensor(np.stack(v)) for v in (xs, ms, ps))
-        opt = torch.optim.Adam(net.actor.parameters(), lr=3e-3)
-        g = torch.Generator().manual_seed(cfg.seed)
-        for _ in range(cfg.bc_steps):
-            idx = torch.randint(len(x), (256,), generator=g)
-            logp = torch.log_softmax(net.actor(x[idx]).masked_fill(~m[idx], MASKED_LOGIT), -1)
-            loss = -(p[idx] * logp.clamp(min=-1e4)).sum(-1).mean()
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
+        behaviour_clone(net, cfg.env_id, cfg.env_kwargs, cfg.seed, cfg.bc_episodes, cfg.bc_steps, self.encode, user)
 
     # -- save / load -----------------------------------------------------------------
     def save(self, path: str | Path) -> None:
@@ -859,106 +666,10 @@ class PPOTrainer:
         return trainer
 
 
-def entropy_of_counts(counts: np.ndarray) -> float:
-    p = counts[counts > 0] / counts.sum()
-    return float(-(p * np.log(p)).sum()) if len(p) else 0.0
-
-
-def group_diagnostics_of(episodes: list[dict]) -> dict[str, float]:
-    """The collapse diagnostics of one grouped rollout (``groups.group_diagnostics`` over agent_0's returns and
-    scores) and ``sim_reply_entropy``, the entropy (nats) of the user's act frequencies over the episodes,
-    whoever played the user."""
-    out = group_diagnostics([ep["return"] for ep in episodes], [ep["agent_score"] for ep in episodes],
-                            [ep["group"] for ep in episodes])
-    user_acts = np.array([a for ep in episodes for a in ep["user_acts"]], dtype=int)
-    out["sim_reply_entropy"] = entropy_of_counts(np.bincount(user_acts)) if len(user_acts) else 0.0
-    return out
-
-
-UNIFORM_KEY = 0x756E69  # the uniform player's generator: [UNIFORM_KEY, evaluation seed]
-
-
-class UniformAgent:
-    """``agent_0`` plays uniformly at random over its legal acts (the benchmark's floor, ``random``): the
-    network's outputs are never read. Draws come from this object's own generator (``seed``), so the play is
-    reproducible whatever the global RNGs hold. A learnable user, where an env has one, still plays
-    ``trainer``'s network. ``play`` is ``PPOTrainer.play`` (it needs only ``act``)."""
-
-    play = PPOTrainer.play
-    play_vec = PPOTrainer.play_vec
-    play_scalar = PPOTrainer.play_scalar
-
-    def __init__(self, trainer: PPOTrainer, seed: int):
-        self.trainer = trainer
-        self.rng = np.random.default_rng([UNIFORM_KEY, seed])
-        self.seat = {a: "uniform" if a == AGENT else name for a, name in trainer.seat.items()}
-
-    def encode_rows_of(self, agent: str, x: np.ndarray, m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        return (x, m.astype(bool)) if agent == AGENT else self.trainer.encode_rows(agent, x, m)
-
-    def decide_rows(self, name: str, agents: list[str], x: np.ndarray, m: np.ndarray,
-                    greedy: bool) -> tuple[np.ndarray, ...]:
-        """``agent_0``'s rows drawn uniformly over the legal acts, one uniform per row in row order (as ``act``
-        draws them: the same acts); the users' rows by the trainer's networks."""
-        if name != "uniform":
-            return self.trainer.decide(name, agents, x, m, greedy)
-        n = m.sum(1)
-        k = np.floor(self.rng.random(len(m)) * n).astype(np.int64)  # the k-th legal act of each row
-        a = (np.cumsum(m, 1) <= k[:, None]).sum(1)
-        return a, -np.log(n), np.zeros(len(m)), np.log(n)
-
-    def act(self, requests: list[tuple[str, dict]], greedy: bool = False) -> list[dict]:
-        """Decisions for a batch of (agent, obs); ``greedy`` applies only to the users' networks."""
-        out: list[dict] = [{} for _ in requests]
-        users = [i for i, (agent, _) in enumerate(requests) if agent != AGENT]
-        if users:
-            for i, d in zip(users, self.trainer.act([requests[i] for i in users], greedy)):
-                out[i] = d
-        for i, (agent, obs) in enumerate(requests):
-            if agent == AGENT:
-                m = obs["action_mask"].astype(bool)
-                legal = np.flatnonzero(m)
-                n = len(legal)
-                out[i] = {"x": obs["observation"], "m": m, "a": int(legal[int(self.rng.random() * n)]),
-                          "logp": -float(np.log(n)), "v": 0.0, "ent": float(np.log(n)), "r": 0.0, "user": False}
-        return out
-
-
-def evaluate(trainer: PPOTrainer, env_id: str | Callable[[], object], episodes: int = 500, seed: int = 12345,
-             num_envs: int = 64, greedy: bool = False, uniform: bool = False, **env_kwargs) -> dict:
-    """Play ``episodes`` episodes of ``env_id`` with the trained persuader (and, where the env has
-    learnable users, the trained user networks). Returns ``success`` (the mean of the game's
-    ``success_metric`` outcome — for p4g the actual donation in dollars, for cooperbench the
-    cooperative success rate — or of agent_0's return), ``outcome`` (the mean of every outcome key),
-    ``policy_entropy`` (mean entropy of the persuader's policy per decision, nats), ``sim_entropy``
-    (entropy of the user's act frequencies over all its turns, nats) and ``returns``.
-
-    ``env_id`` is a registered id (each env ``scope_envs.make(env_id, **env_kwargs)``) or a factory: a
-    callable that returns a fresh env each call (e.g. a panel member's ``panel_env``; no ``env_kwargs``
-    then). ``uniform=True``: ``agent_0`` plays uniformly at random over its legal acts instead of its network
-    (``UniformAgent``, drawing from a generator seeded by ``seed``): the random-play floor."""
-    if callable(env_id):
-        if env_kwargs:
-            raise ValueError(f"env_kwargs go with an env id, not with an env factory; got {sorted(env_kwargs)}")
-        envs = [env_id() for _ in range(num_envs)]
-    else:
-        envs = [scope_envs.make(env_id, **env_kwargs) for _ in range(num_envs)]
-    player = UniformAgent(trainer, seed) if uniform else trainer
-    batched = trainer.cfg.batched and not set(env_kwargs) - BATCHED_KWARGS  # else the scalar loop implements it
-    eps, _ = player.play(envs, episodes, seed=seed, greedy=greedy, batched=batched)
-    returns = np.array([e["return"] for e in eps])
-    n_user = envs[0].action_space(envs[0].possible_agents[-1]).n if len(envs[0].possible_agents) > 1 else None
-    user_acts = np.concatenate([e["user_acts"] for e in eps]).astype(int)
-    counts = np.bincount(user_acts, minlength=n_user or 1)
-    outcome = {k: float(np.mean([e["outcome"][k] for e in eps])) for k in eps[0]["outcome"]}
-    metric = envs[0].unwrapped.game.success_metric
-    return {
-        "success": outcome[metric] if metric else float(returns.mean()),
-        "outcome": outcome,
-        "policy_entropy": float(np.mean([d["ent"] for e in eps for d in e["traj"].get(AGENT, [])])),
-        "sim_entropy": entropy_of_counts(counts),
-        # agent_0 got nothing (p4g: no gift, the persuadee refused; tau2: task failed; cooperbench: nothing done)
-        "zero_score_frac": float(np.mean([e["agent_score"] == 0 for e in eps if e["agent_score"] is not None]))
-        if any(e["agent_score"] is not None for e in eps) else float("nan"),
-        "returns": returns,
-    }
+def load_policy(path: str | Path, seat: str = AGENT, seed: int = 0) -> NetworkPolicy:
+    """A saved trainer's (``PPOTrainer.save``) network of ``seat`` as a ``Policy``, drawing from its own
+    generator (``seed``)."""
+    trainer = PPOTrainer.load(path)
+    if seat not in trainer.seat:
+        raise ValueError(f"the saved trainer has no seat {seat!r}; its seats: {sorted(trainer.seat)}")
+    return trainer.policies_with(np.random.default_rng([EVAL_KEY, seed]))[seat]

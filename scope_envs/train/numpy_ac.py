@@ -100,6 +100,12 @@ def entropy(logp: np.ndarray, probs: np.ndarray) -> np.ndarray:
     return -(logp * probs).sum(-1)
 
 
+def max_grad_split(a: np.ndarray, b: np.ndarray, passes) -> np.ndarray:
+    """The share of ``max(a, b)``'s gradient that reaches ``a`` (all where a > b, half on a tie, as torch's
+    ``maximum``), times ``passes`` (whether ``a``'s own clamp lets it through)."""
+    return ((a > b) + 0.5 * (a == b)) * passes
+
+
 class Adam:
     """``torch.optim.Adam`` (no weight decay, no amsgrad) over one flat parameter buffer, in place."""
 

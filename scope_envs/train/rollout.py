@@ -1,0 +1,219 @@
+"""The rollout collector: plays a vec env with one policy per seat and returns whole episodes.
+
+``collect(vec, policies, n_episodes)`` is the one loop that plays episodes for the act-level trainer
+(``PPOTrainer.play``), its evaluation (``evaluate``, and through it the benchmark's every score) and any
+policy that satisfies the protocol of ``scope_envs.train.policy``::
+
+    >>> import scope_envs
+    >>> from scope_envs.train.policy import UniformPolicy
+    >>> vec = scope_envs.make_vec("p4g-frozen", num_envs=4)
+    >>> episodes, steps = collect(vec, {"agent_0": UniformPolicy(seed=0)}, n_episodes=6, seed=0)
+    >>> len(episodes), sorted(episodes[0])
+    (6, ['agent_score', 'group', 'outcome', 'persona', 'return', 'traj', 'user_acts'])
+
+Episode ``e`` starts in the first slot free after episodes ``< e`` started (slot ``i`` takes episode ``i``
+first, seeded ``seed + i``), as N scalar envs stepped in lockstep would deal them. Every step each policy is
+asked once, for the rows of all the slots where one of its seats moves, in slot order; policies are asked
+in the order of their first such slot. With ``group_size`` G > 1 the episodes start in groups of G that
+share a scenario (``scope_envs.train.groups.scenario_options``).
+
+Each finished episode is ``{"traj": {seat: [decision, ...]}, "return": agent_0's return, "outcome": the
+game's outcome, "user_acts": the user seat's acts, "group": its group (its index when ungrouped),
+"agent_score": the game's score in [0, 1] (None where it has none), "persona": the dealt card's id}``; a
+decision is ``{"x", "m"}`` (the row as the policy saw it, after its ``encode``), ``"a"``, ``"logp"``,
+``"v"``, ``"ent"`` (NaN where the policy gives none; ``v`` 0), ``"r"`` (the reward credited to it: a
+reward that arrives on another seat's turn goes to the seat's last decision) and ``"user"``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import NamedTuple
+
+import numpy as np
+
+import scope_envs
+from scope_envs.train.groups import group_diagnostics, scenario_options
+from scope_envs.train.policy import Decisions, Policy, UniformPolicy
+from scope_envs.vec import BATCHED_KWARGS
+
+AGENT = "agent_0"
+
+
+class Rollout(NamedTuple):
+    episodes: list[dict]  # the finished episodes, in the order they ended
+    steps: int  # env steps taken (one per live slot per step)
+
+
+def encode_rows(policy, seat: str, x: np.ndarray, m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    encode = getattr(policy, "encode", None)
+    return encode(seat, x, m) if encode is not None else (x, m.astype(bool))
+
+
+def collect(vec, policies: Mapping[str, Policy], n_episodes: int, seed: int | None = None, greedy: bool = False,
+            group_size: int = 1, scenario_seed: int | None = None) -> Rollout:
+    """Play ``n_episodes`` whole episodes on ``vec`` (a vec env of ``scope_envs.vec``), each seat in
+    ``policies`` by its policy (see the module). ``scenario_seed`` (grouped play) defaults to ``seed``."""
+    if group_size > 1:
+        if n_episodes % group_size:
+            raise ValueError(f"n_episodes must be a multiple of group_size, got {n_episodes} and {group_size}")
+        scenario_seed = seed if scenario_seed is None else scenario_seed
+        if scenario_seed is None:
+            raise ValueError("grouped play needs a seed or a scenario_seed to derive the groups' scenarios from")
+    agents = vec.possible_agents
+    missing = [a for a in agents if a not in policies]
+    if missing:
+        raise ValueError(f"every live seat needs a policy: none for {missing} (policies for {sorted(policies)})")
+    n = vec.num_envs
+    traj: list[dict] = [{} for _ in range(n)]
+    group: list[int | None] = [None] * n
+    ended_group: list[int | None] = [None] * n
+    episodes: list[dict] = []
+
+    first = min(n, n_episodes)
+    started = first
+    for i in range(first):
+        group[i] = i // group_size
+
+    def next_episode(slot: int) -> dict | None:
+        nonlocal started
+        ended_group[slot] = group[slot]
+        if started >= n_episodes:
+            return None
+        group[slot] = started // group_size
+        started += 1
+        return scenario_options(scenario_seed, started - 1, group_size)
+
+    vec.next_episode = next_episode
+    obs, infos = vec.reset(seed=None if seed is None else [seed + i for i in range(n)],
+                           options=[scenario_options(scenario_seed, i, group_size) for i in range(first)]
+                           + [{}] * (n - first), slots=range(first))
+    steps = 0
+    while not vec.idle.all():
+        steps += int((~vec.idle).sum())
+        actions = {a: np.zeros(n, np.int64) for a in agents}
+        parts: dict[int, list] = {}  # id(policy) -> [(seat, its moving slots)]
+        for a in agents:
+            slots = np.flatnonzero(infos["active"][a])
+            if len(slots):
+                parts.setdefault(id(policies[a]), []).append((a, slots))
+        # one call per policy, in the order of its first slot
+        for part in sorted(parts.values(), key=lambda p: min(int(s[0]) for _, s in p)):
+            policy = policies[part[0][0]]
+            rows = [(a, slots, *encode_rows(policy, a, obs[a]["observation"][slots], obs[a]["action_mask"][slots]))
+                    for a, slots in part]
+            if len(rows) == 1:
+                seat_of = [rows[0][0]] * len(rows[0][1])
+                slots, x, m = rows[0][1], rows[0][2], rows[0][3]
+            else:
+                slots = np.concatenate([r[1] for r in rows])
+                order = np.argsort(slots, kind="stable")
+                seat_of = [a for r in rows for a in [r[0]] * len(r[1])]
+                seat_of = [seat_of[k] for k in order]
+                slots, x, m = slots[order], np.concatenate([r[2] for r in rows])[order], \
+                    np.concatenate([r[3] for r in rows])[order]
+            d: Decisions = policy.act(x, m, greedy)
+            nan = [float("nan")] * len(slots)
+            logp = nan if d.logp is None else d.logp.tolist()
+            value = [0.0] * len(slots) if d.values is None else d.values.tolist()
+            ent = nan if d.entropy is None else d.entropy.tolist()
+            for j, (slot, seat, act, lp, val, en) in enumerate(zip(slots.tolist(), seat_of, d.actions.tolist(),
+                                                                     logp, value, ent)):
+                traj[slot].setdefault(seat, []).append({"x": x[j], "m": m[j], "a": act, "logp": lp, "v": val,
+                                                        "ent": en, "r": 0.0, "user": seat != AGENT})
+                actions[seat][slot] = act
+        obs, rewards, _, _, infos = vec.step(actions)
+        for seat, r in rewards.items():
+            for slot in np.flatnonzero(r).tolist():
+                if traj[slot].get(seat):
+                    traj[slot][seat][-1]["r"] += float(r[slot])
+        done = infos["_final_info"]
+        if done.any():
+            final = infos["final_info"]
+            for slot in np.flatnonzero(done).tolist():
+                score = float(final["agent_score"][slot])
+                episodes.append({
+                    "traj": traj[slot],
+                    "return": sum(d["r"] for d in traj[slot].get(AGENT, [])),
+                    "outcome": {k: float(v[slot]) for k, v in final["outcome"].items()},
+                    "user_acts": list(final["user_acts"][slot]),
+                    "group": ended_group[slot],
+                    "agent_score": None if np.isnan(score) else score,
+                    "persona": final["persona"][slot],
+                })
+                traj[slot] = {}
+    return Rollout(episodes, steps)
+
+
+# -- what a rollout tells ------------------------------------------------------------------
+def entropy_of_counts(counts: np.ndarray) -> float:
+    """The entropy (nats) of the frequencies ``counts``; 0 for none."""
+    p = counts[counts > 0] / counts.sum()
+    return float(-(p * np.log(p)).sum()) if len(p) else 0.0
+
+
+def rollout_diagnostics(episodes: list[dict]) -> dict[str, float]:
+    """The collapse diagnostics of one grouped rollout (``groups.group_diagnostics`` over agent_0's returns
+    and scores) and ``sim_reply_entropy``, the entropy (nats) of the user's act frequencies over the
+    episodes, whoever played the user."""
+    out = group_diagnostics([ep["return"] for ep in episodes], [ep["agent_score"] for ep in episodes],
+                            [ep["group"] for ep in episodes])
+    user_acts = np.array([a for ep in episodes for a in ep["user_acts"]], dtype=int)
+    out["sim_reply_entropy"] = entropy_of_counts(np.bincount(user_acts)) if len(user_acts) else 0.0
+    return out
+
+
+# -- evaluation ---------------------------------------------------------------------------
+class UniformAgent:
+    """``agent_0`` uniformly at random over its legal acts (the benchmark's floor, ``random``; the network is
+    never read), drawing from its own generator (``seed``); learnable users, where the env has them, play
+    ``trainer``'s networks. ``play`` is ``trainer.play`` with these policies."""
+
+    def __init__(self, trainer, seed: int):
+        self.trainer = trainer
+        self.policies = {**trainer.policies, AGENT: UniformPolicy(seed)}
+
+    def play(self, envs, n_episodes: int, **kwargs) -> Rollout:
+        return self.trainer.play(envs, n_episodes, policies=self.policies, **kwargs)
+
+
+def evaluate(trainer, env_id: str | Callable[[], object], episodes: int = 500, seed: int = 12345,
+             num_envs: int = 64, greedy: bool = False, uniform: bool = False, **env_kwargs) -> dict:
+    """Play ``episodes`` episodes of ``env_id`` with the trained persuader (and, where the env has
+    learnable users, the trained user networks). Returns ``success`` (the mean of the game's
+    ``success_metric`` outcome — for p4g the actual donation in dollars, for cooperbench the
+    cooperative success rate — or of agent_0's return), ``outcome`` (the mean of every outcome key),
+    ``policy_entropy`` (mean entropy of the persuader's policy per decision, nats), ``sim_entropy``
+    (entropy of the user's act frequencies over all its turns, nats) and ``returns``.
+
+    ``env_id`` is a registered id (each env ``scope_envs.make(env_id, **env_kwargs)``) or a factory: a
+    callable that returns a fresh env each call (e.g. a panel member's ``panel_env``; no ``env_kwargs``
+    then). ``uniform=True``: ``agent_0`` plays uniformly at random over its legal acts instead of its network
+    (``UniformPolicy``, drawing from a generator seeded by ``seed``): the random-play floor."""
+    if callable(env_id):
+        if env_kwargs:
+            raise ValueError(f"env_kwargs go with an env id, not with an env factory; got {sorted(env_kwargs)}")
+        envs = [env_id() for _ in range(num_envs)]
+    else:
+        envs = [scope_envs.make(env_id, **env_kwargs) for _ in range(num_envs)]
+    policies = dict(trainer.policies)
+    if uniform:
+        policies[AGENT] = UniformPolicy(seed)
+    batched = trainer.cfg.batched and not set(env_kwargs) - BATCHED_KWARGS  # else the loop engine implements it
+    eps, _ = trainer.play(envs, episodes, seed=seed, greedy=greedy, batched=batched, policies=policies)
+    returns = np.array([e["return"] for e in eps])
+    n_user = envs[0].action_space(envs[0].possible_agents[-1]).n if len(envs[0].possible_agents) > 1 else None
+    user_acts = np.concatenate([e["user_acts"] for e in eps]).astype(int)
+    counts = np.bincount(user_acts, minlength=n_user or 1)
+    outcome = {k: float(np.mean([e["outcome"][k] for e in eps])) for k in eps[0]["outcome"]}
+    metric = envs[0].unwrapped.game.success_metric
+    return {
+        "success": outcome[metric] if metric else float(returns.mean()),
+        "outcome": outcome,
+        "policy_entropy": float(np.mean([d["ent"] for e in eps for d in e["traj"].get(AGENT, [])])),
+        "sim_entropy": entropy_of_counts(counts),
+        # agent_0 got nothing (p4g: no gift, the persuadee refused; tau2: task failed; cooperbench: nothing done)
+        "zero_score_frac": float(np.mean([e["agent_score"] == 0 for e in eps if e["agent_score"] is not None]))
+        if any(e["agent_score"] is not None for e in eps) else float("nan"),
+        "returns": returns,
+    }
