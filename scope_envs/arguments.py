@@ -80,3 +80,61 @@ def ray_address(text: str) -> str:
     if text == "auto" or re.fullmatch(r"(ray://)?[A-Za-z0-9_.\-\[\]:]+:\d{1,5}", text):
         return text
     raise argparse.ArgumentTypeError(f"expected auto, ray://HOST:PORT or HOST:PORT, got {text!r}")
+
+
+def count(high: int, low: int = 1):
+    """An argparse type: an integer from ``low`` to ``high``. Every count on the command line has such a
+    maximum, so that a mistyped 30-digit value is an error at once, never a run that goes on until killed."""
+    wanted = f"an integer from {low} to {high:,}".replace(",", "_")
+
+    def check(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {wanted}, got {text[:40]!r}") from None
+        if not low <= value <= high:
+            shown = str(value) if len(str(value)) <= 24 else f"{str(value)[:12]}... ({len(str(value))} digits)"
+            raise argparse.ArgumentTypeError(f"expected {wanted}, got {shown}")
+        return value
+
+    check.__name__ = wanted.replace(" ", "_")
+    check.maximum = high
+    return check
+
+
+SEED_MAX = 2**32 - 1  # numpy's legacy seeds and most libraries' accept this range
+seed = count(SEED_MAX, low=0)
+
+
+def output_dir(text: str) -> str:
+    """An output folder that can be created and written: not a file, not under a file, no name longer than the
+    file system allows, not on a read-only file system. Nothing is created here (``scope_envs.files
+    .check_output_dir`` creates it when the work starts); an empty string is the current folder."""
+    import os
+
+    path = Path(text or ".")
+    try:
+        limit = os.pathconf(".", "PC_NAME_MAX")
+    except (OSError, ValueError):
+        limit = 255
+    long = next((part for part in path.parts if len(os.fsencode(part)) > limit), None)
+    if long is not None:
+        raise argparse.ArgumentTypeError(f"a name in {text!r} is longer than {limit} bytes")
+    existing = path
+    while not existing.exists() and existing != existing.parent:
+        if existing.is_symlink():  # a dangling link
+            break
+        existing = existing.parent
+    if existing.exists() and not existing.is_dir():
+        where = "is a file" if existing == path else f"is under {str(existing)!r}, a file"
+        raise argparse.ArgumentTypeError(f"{text!r} {where}, not a folder")
+    if not existing.exists():
+        raise argparse.ArgumentTypeError(f"cannot create {text!r}")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        try:
+            read_only = bool(os.statvfs(existing).f_flag & os.ST_RDONLY)
+        except OSError:
+            read_only = False
+        why = "on a read-only file system" if read_only else "not writable"
+        raise argparse.ArgumentTypeError(f"cannot write {text!r}: {str(existing)!r} is {why}")
+    return text or "."

@@ -1,7 +1,8 @@
 """The ``scope-envs`` command line: list, validate, demo, bench, train-llm.
 
 Every argument is checked by argparse: a bad value exits 2 with the argument
-named, before anything slow starts.
+named, before anything slow starts. Every count has a maximum (``--help`` says it),
+every output folder is checked writable, and a bad input file is a one-line error.
 """
 
 from __future__ import annotations
@@ -13,9 +14,19 @@ import sys
 import numpy as np
 
 import scope_envs
-from scope_envs.arguments import (env_id, existing_dir, json_object, model_source, nonnegative_float,
-                                  nonnegative_int, positive_float, positive_int)
+from scope_envs.arguments import (count, env_id, existing_dir, json_object, model_source, nonnegative_float,
+                                  output_dir, positive_float, seed)
 from scope_envs.registry import REGIME_AGENTS
+
+MAX_EPISODES = 1_000_000  # validate p4g / demo episodes
+MAX_REPLICATIONS = 1000  # validate p4g --out-of-sample replays per dialogue
+
+
+def timeout_seconds(text: str) -> float:
+    value = positive_float(text)
+    if value > 3600:
+        raise argparse.ArgumentTypeError(f"expected seconds from 0 to 3600, got {value}")
+    return value
 
 
 def cmd_list(args) -> None:
@@ -90,18 +101,38 @@ def cmd_bench(args) -> None:
     bench.main(args)
 
 
+LLM_EXTRA = ("transformers", "tokenizers", "peft", "accelerate")  # pyproject's llm extra, as imported
+
+
+def _llm_extra(command: str) -> None:
+    """Exit with the extra to install when the llm extra is missing (before anything loads)."""
+    import importlib.util
+
+    missing = [name for name in LLM_EXTRA[:2] if importlib.util.find_spec(name) is None]
+    if missing:
+        sys.exit(f"scope-envs {command}: error: needs the llm extra ({', '.join(missing)} not installed): "
+                 "pip install 'scope-envs[llm]'")
+
+
 def cmd_train_llm(args) -> None:
     """LLM-PPO / GRPO on multi-turn text episodes (scope_envs.train.llm.ppo)."""
+    _llm_extra("train-llm")
     from scope_envs.train.llm.commands import UsageError, train_llm
 
     try:
         train_llm(args)
     except UsageError as e:
         args.parser.error(str(e))
+    except ModuleNotFoundError as e:
+        if (e.name or "").split(".")[0] not in LLM_EXTRA:
+            raise
+        sys.exit(f"scope-envs train-llm: error: needs the llm extra ({e.name} not installed): "
+                 "pip install 'scope-envs[llm]'")
 
 
 def cmd_eval_llm(args) -> None:
     """A trained LLM agent against a held-out panel of LLM user simulators (scope_envs.train.llm.panel)."""
+    _llm_extra("eval-llm")
     from scope_envs.train.llm.commands import UsageError, eval_llm
 
     try:
@@ -118,17 +149,18 @@ def main(argv=None) -> None:
     v.add_argument("game", choices=["p4g", "tau2"])
     v.add_argument("--data", type=existing_dir, default=None,
                    help="directory of the real data; default: the shipped fitted numbers")
-    v.add_argument("--episodes", type=positive_int, default=None, help="p4g: simulated episodes (2000)")
-    v.add_argument("--seed", type=nonnegative_int, default=None, help="p4g: seed of the simulation (0)")
+    v.add_argument("--episodes", type=count(MAX_EPISODES), default=None,
+                   help=f"p4g: simulated episodes (2000; at most {MAX_EPISODES:_})")
+    v.add_argument("--seed", type=seed, default=None, help="p4g: seed of the simulation (0; 0 to 2**32-1)")
     v.add_argument("--out-of-sample", action="store_true",
                    help="p4g: refit without each of 3 folds of real dialogues and replay them against the "
                         "held-out proxy (needs --data)")
-    v.add_argument("--replications", type=positive_int, default=None,
-                   help="p4g --out-of-sample: replays per test dialogue (20)")
+    v.add_argument("--replications", type=count(MAX_REPLICATIONS), default=None,
+                   help=f"p4g --out-of-sample: replays per test dialogue (20; at most {MAX_REPLICATIONS})")
     v.set_defaults(func=cmd_validate, parser=v)
     d = sub.add_parser("demo", help="a scripted persuader against p4g-frozen and p4g-heldout")
-    d.add_argument("--episodes", type=positive_int, default=200)
-    d.add_argument("--seed", type=nonnegative_int, default=0)
+    d.add_argument("--episodes", type=count(MAX_EPISODES), default=200, help=f"episodes per env (at most {MAX_EPISODES:_})")
+    d.add_argument("--seed", type=seed, default=0, help="0 to 2**32-1")
     d.set_defaults(func=cmd_demo)
     from scope_envs.bench import add_arguments as bench_arguments
 
@@ -145,49 +177,49 @@ def main(argv=None) -> None:
     t.add_argument("--model", type=model_source, default="tiny", help="a local model directory, or 'tiny' (random tiny Llama; no download)")
     t.add_argument("--user-model", type=model_source, default=None, help="agent mode: a frozen LLM user; cotrain: the user's model")
     t.add_argument("--shared", action="store_true", help="cotrain: one model plays both roles")
-    t.add_argument("--members", type=positive_int, default=2, help="members mode: K user adapters")
-    t.add_argument("--pool-size", type=positive_int, default=None, help="population: live user + snapshots (5)")
-    t.add_argument("--snapshot-every", type=positive_int, default=None, help="population: updates per snapshot (4)")
+    t.add_argument("--members", type=count(64), default=2, help="members mode: K user adapters (at most 64)")
+    t.add_argument("--pool-size", type=count(1024), default=None, help="population: live user + snapshots (5; at most 1024)")
+    t.add_argument("--snapshot-every", type=count(100_000), default=None, help="population: updates per snapshot (4; at most 100_000)")
     t.add_argument("--pool-sample", choices=["uniform", "latest"], default=None, help="population: the draw per batch")
     t.add_argument("--user-reward", choices=["adversarial", "cooperative", "curriculum"], default=None,
                    help="the trained user's reward (the act level's definitions)")
     t.add_argument("--lora", action="store_true")
-    t.add_argument("--lora-r", type=positive_int, default=8)
+    t.add_argument("--lora-r", type=count(1024), default=8, help="LoRA rank (at most 1024)")
     t.add_argument("--engine", choices=["hf", "vllm"], default="hf")
     t.add_argument("--device", default="cpu")
-    t.add_argument("--updates", type=positive_int, default=10)
-    t.add_argument("--groups", type=positive_int, default=4, help="scenario seeds per update")
-    t.add_argument("--group-size", type=positive_int, default=None, help="episodes per seed (ppo 2, grpo 8)")
+    t.add_argument("--updates", type=count(100_000), default=10, help="at most 100_000")
+    t.add_argument("--groups", type=count(4096), default=4, help="scenario seeds per update (at most 4096)")
+    t.add_argument("--group-size", type=count(1024), default=None, help="episodes per seed (ppo 2, grpo 8; at most 1024)")
     t.add_argument("--grpo-std-norm", action="store_true", help="grpo: divide advantages by the group's std")
-    t.add_argument("--max-new-tokens", type=positive_int, default=32)
-    t.add_argument("--max-len", type=positive_int, default=None, help="token budget of an episode's stream (2048)")
+    t.add_argument("--max-new-tokens", type=count(32_768), default=32, help="at most 32_768")
+    t.add_argument("--max-len", type=count(1_048_576), default=None, help="token budget of an episode's stream (2048; at most 1_048_576)")
     t.add_argument("--temperature", type=positive_float, default=1.0)
     t.add_argument("--lr", type=positive_float, default=1e-4)
     t.add_argument("--user-lr", type=positive_float, default=None, help="the user learner's learning rate (--lr)")
-    t.add_argument("--ppo-epochs", type=positive_int, default=2)
-    t.add_argument("--minibatch", type=positive_int, default=4)
+    t.add_argument("--ppo-epochs", type=count(1000), default=2, help="at most 1000")
+    t.add_argument("--minibatch", type=count(4096), default=4, help="at most 4096")
     t.add_argument("--clip-low", type=nonnegative_float, default=None, help="ratio floor 1 - x (0.2)")
     t.add_argument("--clip-high", type=nonnegative_float, default=None, help="ratio ceiling 1 + x (ppo 0.2, grpo 0.28)")
     t.add_argument("--ent-coef", type=nonnegative_float, default=None, help="entropy bonus (0)")
     t.add_argument("--kl-coef", type=nonnegative_float, default=None, help="ppo 0.05 (reward penalty), grpo 0.001 (loss)")
     t.add_argument("--kl-estimator", choices=["k1", "k3", "low_var_kl"], default=None, help="ppo k1, grpo low_var_kl")
     t.add_argument("--kl-target", type=positive_float, default=None, help="set for an adaptive KL coefficient")
-    t.add_argument("--seed", type=nonnegative_int, default=0)
-    t.add_argument("--out", default="runs/llm", help="metrics.jsonl and checkpoints/ go here")
-    t.add_argument("--save-every", type=nonnegative_int, default=0)
-    t.add_argument("--threads", type=nonnegative_int, default=0, help="torch CPU threads (0: torch's default)")
+    t.add_argument("--seed", type=seed, default=0, help="0 to 2**32-1")
+    t.add_argument("--out", type=output_dir, default="runs/llm", help="metrics.jsonl and checkpoints/ go here")
+    t.add_argument("--save-every", type=count(100_000, low=0), default=0, help="updates between checkpoints (0: none; at most 100_000)")
+    t.add_argument("--threads", type=count(1024, low=0), default=0, help="torch CPU threads (0: torch's default; at most 1024)")
     t.set_defaults(func=cmd_train_llm, parser=t)
     e = sub.add_parser("eval-llm", help="LLM policies against a held-out panel of LLM user simulators (JSON + Markdown)")
     e.add_argument("--policy", action="append", required=True,
                    help="a trained model directory (or vllm:DIR, openai:URL#MODEL); repeat to compare policies")
     e.add_argument("--env", type=env_id, required=True, help="a -frozen or -vs env id (the panel takes the user seat)")
     e.add_argument("--panel", required=True, help="panel.yaml (or .json) listing the simulators and their backends")
-    e.add_argument("--episodes", type=positive_int, default=20, help="episodes per policy and simulator")
+    e.add_argument("--episodes", type=count(100_000), default=20, help="episodes per policy and simulator (at most 100_000)")
     e.add_argument("--env-kwargs", type=json_object, default={})
-    e.add_argument("--max-new-tokens", type=positive_int, default=128)
-    e.add_argument("--seed", type=nonnegative_int, default=0)
-    e.add_argument("--connect-timeout", type=positive_float, default=5.0, help="seconds to wait for an endpoint")
-    e.add_argument("--out", default="runs/eval-llm", help="eval.json and eval.md go here")
+    e.add_argument("--max-new-tokens", type=count(32_768), default=128, help="at most 32_768")
+    e.add_argument("--seed", type=seed, default=0, help="0 to 2**32-1")
+    e.add_argument("--connect-timeout", type=timeout_seconds, default=5.0, help="seconds to wait for an endpoint (at most 3600)")
+    e.add_argument("--out", type=output_dir, default="runs/eval-llm", help="eval.json and eval.md go here")
     e.set_defaults(func=cmd_eval_llm, parser=e)
     from scope_envs.study import add_arguments as study_arguments
 

@@ -28,7 +28,7 @@ def save_policies(folder: Path, names=("base", "trained")) -> dict[str, str]:
 
 def write_study(folder: Path, policies: dict[str, str], **fields) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
-    raw = {"title": "Test study", "game": "p4g", "per_condition": 10, "max_turns": 3, "admin_token": "admintoken",
+    raw = {"title": "Test study", "game": "p4g", "per_condition": 10, "max_turns": 3, "admin_token": "admin-token-for-tests",
            "completion_code": "TESTCODE",
            "conditions": [{"name": n, "policy": {"path": p}} for n, p in policies.items()]}
     raw.update(fields)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from scope_envs import files
 from scope_envs.bench import executors, methods
 from scope_envs.bench.executors import BenchFailure, execute, run_name
 from scope_envs.bench.stats import summarize
@@ -126,11 +127,10 @@ def test_a_write_cut_short_leaves_no_run_file(tmp_path, monkeypatch):
     path = tmp_path / "runs" / "p4g-random-0.json"
     path.parent.mkdir()
 
-    def dump_half_then_die(data, f, **kwargs):
-        f.write(json.dumps(data)[:20])
-        raise KeyboardInterrupt  # the process is stopped mid-write
+    def die_before_the_rename(fd):
+        raise KeyboardInterrupt  # the process is stopped after writing, before the file is on disk and renamed
 
-    monkeypatch.setattr(executors.json, "dump", dump_half_then_die)
+    monkeypatch.setattr(files.os, "fsync", die_before_the_rename)
     with pytest.raises(KeyboardInterrupt):
         executors.write_atomic(path, {"task": {}, "result": {"x": 1}})
     assert not path.exists() and len(list(path.parent.glob(".*.tmp"))) == 1
@@ -150,7 +150,8 @@ from scope_envs.bench.executors import execute
 
 def run_one(game, method, seed, **kwargs):  # a run with a large result: its write takes a while
     time.sleep(0.02)
-    return {"game": game, "method": method, "seed": seed, "wall_s": 0.02, "metrics": {},
+    return {"game": game, "method": method, "seed": seed, "wall_s": 0.02,
+            "metrics": {"train_success": 0.5, "heldout_success": 0.25},
             "training": [{"agent_steps": i, "return": i / 7} for i in range(20_000)]}
 
 methods.run_one = run_one

@@ -105,7 +105,7 @@ def test_transcripts_export_in_record_transcripts_format(study_dir, tmp_path):
 
     _study, client = client_for(study_dir)
     chat_to_end(client, start(client))
-    r = client.get("/admin/export.jsonl", headers={"X-Admin-Token": "admintoken"})
+    r = client.get("/admin/export.jsonl", headers={"X-Admin-Token": "admin-token-for-tests"})
     exported = json.loads(r.text.splitlines()[0])
     assert set(recorded) <= set(exported)
     assert set(recorded["turns"][0]) == set(exported["turns"][0])
@@ -186,9 +186,9 @@ def test_admin_pages_need_the_token(study_dir):
     assert client.get("/admin").status_code == 403
     assert client.get("/admin?token=wrong").status_code == 403
     assert client.get("/admin/export.csv").status_code == 403
-    page = client.get("/admin?token=admintoken")
+    page = client.get("/admin?token=admin-token-for-tests")
     assert page.status_code == 200 and "<td>base</td>" in page.text or "<td>trained</td>" in page.text
-    rows = client.get("/admin/export.csv?token=admintoken").text.splitlines()
+    rows = client.get("/admin/export.csv?token=admin-token-for-tests").text.splitlines()
     assert rows[0].startswith("slot,prolific_pid") and len(rows) == 2 and ",p1," in rows[1]
 
 
@@ -207,17 +207,28 @@ def test_errors_show_no_stack_trace(study_dir):
 
 
 def test_full_study_declined_and_left_sessions(tmp_path, policies):
-    folder = write_study(tmp_path / "study", policies, per_condition=1, abandon_after_s=0.001)
+    """A slot is held from consent on: declining takes none, a session found idle frees its own, and the next
+    person who consents takes the freed slot (its condition: the blocks stay balanced)."""
+    folder = write_study(tmp_path / "study", policies, per_condition=1)
     study, client = client_for(folder)
     start(client, "p1")
     c2 = TestClient(client.app)
     c2.get("/?PROLIFIC_PID=p2")
     assert c2.post("/consent", data={"agree": "no"}).url.path == "/declined"
-    assert TestClient(client.app).get("/?PROLIFIC_PID=p3").status_code == 410
-    progress = study.progress()  # p1 idles past abandon_after_s mid-chat
-    assert sum(t["left"] for t in progress.values()) == 1 and sum(t["declined"] for t in progress.values()) == 1
+    c3 = TestClient(client.app)
+    start(c3, "p3")  # the declined p2 took no slot: p3 gets the second
+    assert TestClient(client.app).get("/?PROLIFIC_PID=p4").status_code == 410  # both slots are held
+    p1 = study.store.session_by_pid("p1")
+    study.cfg.abandon_after_s = 0.001  # p1 and p3 now idle past abandon_after_s mid-chat
+    progress = study.progress()
+    assert sum(t["left"] for t in progress.values()) == 2 and sum(t["declined"] for t in progress.values()) == 1
     rows = {r["prolific_pid"]: r for r in study.rows()}
     assert rows["p1"]["left"] and rows["p1"]["stage"] == "chat" and not rows["p2"]["left"]
+    study.cfg.abandon_after_s = 1800.0
+    c5 = TestClient(client.app)
+    start(c5, "p5")
+    p5 = study.store.session_by_pid("p5")
+    assert p5.slot == p1.slot == 0 and p5.condition == p1.condition  # the lowest freed slot, its condition
 
 
 def fill(study, condition, donations, likert, t0=0):

@@ -26,9 +26,13 @@ runs in the grid's order whatever order they finished in.
 from __future__ import annotations
 
 import json
+import math
 import os
+import sys
 import traceback
 from pathlib import Path
+
+from scope_envs.files import OutputError, write_json
 
 EXECUTORS = ("local", "ray")
 ATTEMPTS = 2  # a failed run is tried once more, then reported
@@ -60,13 +64,38 @@ def cost(task: dict) -> float:
 
 
 def write_atomic(path: Path, data: dict) -> None:
-    """The whole file or none: written beside its name, flushed to disk, renamed into place."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "w") as f:
-        json.dump(data, f, indent=1)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    """The whole file or none (``scope_envs.files.write_json``: beside its name, flushed, renamed into place)."""
+    write_json(path, data)
+
+
+def end_with_parent(parent: int) -> None:
+    """In a worker: end when the driving process ``parent`` dies, however it dies (kill -9 included).
+
+    On Linux the kernel sends SIGKILL at the parent's death (``prctl(PR_SET_PDEATHSIG)``); everywhere a
+    daemon thread also checks once a second that the parent is still ours (a worker re-parented to init,
+    or one whose parent died before the prctl call, ends at the next check)."""
+    import signal
+    import threading
+    import time
+
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # 1 = PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass  # the watcher below still ends the worker
+    if os.getppid() != parent:
+        os._exit(1)
+
+    def watch():
+        while True:
+            time.sleep(1.0)
+            if os.getppid() != parent:
+                os._exit(1)
+
+    threading.Thread(target=watch, name="end-with-parent", daemon=True).start()
 
 
 def attempt(task: dict) -> tuple[bool, object]:
@@ -94,7 +123,8 @@ class LocalExecutor:
             import multiprocessing as mp
             from concurrent.futures import ProcessPoolExecutor
 
-            self._pool = ProcessPoolExecutor(self.slots, mp_context=mp.get_context("fork"))
+            self._pool = ProcessPoolExecutor(self.slots, mp_context=mp.get_context("fork"),
+                                             initializer=end_with_parent, initargs=(os.getpid(),))
 
     def submit(self, task: dict):
         if self._pool is None:  # in this process: it runs at the next wait
@@ -247,17 +277,73 @@ def _clock(seconds: float) -> str:
     return f"{seconds // 3600}h{seconds // 60 % 60:02d}m" if seconds >= 3600 else f"{seconds // 60}m{seconds % 60:02d}s"
 
 
-def finished_runs(out: Path, tasks: list[dict]) -> dict[str, dict]:
-    """The runs already in ``OUT/runs`` for these very tasks (same settings), by name."""
+# metrics that may be NaN in a real run: an entropy with nobody to measure, a grouped diagnostic without groups
+MAY_BE_NAN = ("policy_entropy", "sim_entropy", "zero_std_group_frac", "all_fail_group_frac", "all_success_group_frac")
+REQUIRED_METRICS = ("train_success", "heldout_success")
+
+
+def _finite(value, nan_ok: bool) -> bool:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    return math.isfinite(value) or (nan_ok and math.isnan(value))
+
+
+def record_problem(data, task: dict) -> str | None:
+    """Why ``data`` (a run file's content) is not a run record of ``task``, or None when it is one.
+
+    A run record is ``{"task": <the task>, "result": {...}}``; the result names the task's game, method and
+    seed, and its ``metrics`` hold a finite ``train_success`` and ``heldout_success``; every other metric is a
+    finite number (NaN only where a real run can give one, ``MAY_BE_NAN``), null, or a list / mapping of them."""
+    if not isinstance(data, dict) or "task" not in data or "result" not in data:
+        return "not a {task, result} record"
+    if data["task"] != task:
+        return "written for other settings"
+    result = data["result"]
+    if not isinstance(result, dict):
+        return f"its result is {type(result).__name__}, not a mapping"
+    for key in ("game", "method", "seed"):
+        if result.get(key) != task[key]:
+            return f"its result's {key} is {result.get(key)!r}, not {task[key]!r}"
+    metrics = result.get("metrics")
+    if not isinstance(metrics, dict):
+        return "its result has no metrics"
+    for key in REQUIRED_METRICS:
+        if key not in metrics:
+            return f"metrics.{key} is missing"
+    for key, value in metrics.items():
+        nan_ok = key in MAY_BE_NAN
+        if value is None and key not in REQUIRED_METRICS:
+            continue
+        values = value.values() if isinstance(value, dict) else value if isinstance(value, list) else [value]
+        if not all(v is None or _finite(v, nan_ok) for v in values) or (key in REQUIRED_METRICS and not
+                                                                          _finite(value, False)):
+            return f"metrics.{key} is {value!r}, not a finite number"
+    return None
+
+
+def finished_runs(out: Path, tasks: list[dict], report=None) -> dict[str, dict]:
+    """The runs already in ``OUT/runs`` for these very tasks (same settings), by name. A file that is not a
+    valid run record of its task (``record_problem``) is left out, so the run is done again, and ``report``
+    (a callable taking one line; default: stderr) is told which file and why; one written for other settings
+    is redone silently, as the settings say it must be."""
+    report = report or (lambda line: print(line, file=sys.stderr))
     found = {}
     for task in tasks:
         path = out / "runs" / f"{run_name(task)}.json"
+        if not path.exists():
+            continue
+        if not path.is_file():
+            raise OutputError(f"{path}: not a file (the run's file belongs here); remove it")
         try:
             data = json.loads(path.read_text())
-        except (OSError, ValueError):
+        except (OSError, ValueError) as e:
+            report(f"resume: {path} is not a run record ({type(e).__name__}: {e}); running it again")
             continue
-        if isinstance(data, dict) and data.get("task") == task and "result" in data:
+        problem = record_problem(data, task)
+        if problem is None:
             found[run_name(task)] = data["result"]
+        elif problem != "written for other settings":
+            report(f"resume: {path} is not a valid run record ({problem}); running it again")
     return found
 
 
@@ -274,6 +360,10 @@ def execute(tasks: list[dict], out, *, executor: str = "local", jobs: int | None
     if len(set(names)) != len(names):
         raise ValueError("two tasks share a run name: " + ", ".join(sorted({n for n in names if names.count(n) > 1})))
     results = finished_runs(out, tasks) if resume else {}
+    for name in names:  # a folder (or other non-file) where a run's file goes: say so before any run starts
+        path = runs_dir / f"{name}.json"
+        if path.exists() and not path.is_file():
+            raise OutputError(f"{path}: not a file (the run's file belongs here); remove it")
     for stale in runs_dir.glob(".*.tmp"):  # a temporary file left by a killed process: never a result
         stale.unlink(missing_ok=True)
     queued = [t for t in tasks if run_name(t) not in results]

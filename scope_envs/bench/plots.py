@@ -12,6 +12,7 @@ import numpy as np
 
 from scope_envs.bench.methods import DIAGNOSTICS, EXTRA_METHODS, METHODS
 from scope_envs.bench.report import LABELS, ROLES
+from scope_envs.files import save_figure
 
 BAND = {"random": "floor", "oracle": "ceiling"}
 
@@ -52,7 +53,7 @@ def plot(out: Path, runs: list[dict]) -> None:
         axes[0, 0].legend(fontsize=8)
         fig.suptitle(f"{game}: learning curves (mean over seeds, band = min..max)")
         fig.tight_layout()
-        fig.savefig(out / f"{game}_learning_curves.png", dpi=100)
+        save_figure(fig, out / f"{game}_learning_curves.png", dpi=100)
         plt.close(fig)
 
         fig, ax = plt.subplots(figsize=(7, 4))
@@ -72,7 +73,7 @@ def plot(out: Path, runs: list[dict]) -> None:
         ax.set_title(f"{game}: policy entropy during training (the collapse)")
         ax.legend(fontsize=8)
         fig.tight_layout()
-        fig.savefig(out / f"{game}_entropy.png", dpi=100)
+        save_figure(fig, out / f"{game}_entropy.png", dpi=100)
         plt.close(fig)
 
         grouped = [m for m in methods if any(DIAGNOSTICS[0] in h for r in mine if r["method"] == m
@@ -92,5 +93,5 @@ def plot(out: Path, runs: list[dict]) -> None:
             axes[0].legend(fontsize=8)
             fig.suptitle(f"{game}: collapse diagnostics during training")
             fig.tight_layout()
-            fig.savefig(out / f"{game}_collapse.png", dpi=100)
+            save_figure(fig, out / f"{game}_collapse.png", dpi=100)
             plt.close(fig)

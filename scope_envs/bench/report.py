@@ -234,4 +234,6 @@ def write_report(out: Path, results: dict, runs: list[dict], settings: dict, wal
     if speeds:
         lines += [f"Trainer throughput during these runs (one core each, with the learning-curve evaluations "
                   f"included): median {np.median(speeds):.0f} env steps/s.", ""]
-    (out / "report.md").write_text("\n".join(lines))
+    from scope_envs.files import write_atomic
+
+    write_atomic(out / "report.md", "\n".join(lines))

@@ -27,23 +27,31 @@ from scope_envs.bench.methods import (
 from scope_envs.bench.plots import plot
 from scope_envs.bench.report import write_report
 from scope_envs.bench.stats import claims, game_stats, summarize
+from scope_envs.files import OutputError, check_output_dir, describe, write_atomic, write_json
+
+# upper bounds of the counts (argparse checks them before anything starts; `scope-envs bench --help` says them)
+MAX_SEEDS = 1000
+MAX_STEPS = 100_000_000
+MAX_EVAL_EPISODES = 1_000_000
+MAX_JOBS = 1024
+MAX_GROUP_SIZE = 256
 
 
 def add_arguments(ap: argparse.ArgumentParser) -> None:
-    from scope_envs.arguments import game_name, positive_int, ray_address
+    from scope_envs.arguments import count, game_name, output_dir, ray_address
     from scope_envs.core.rewards import SIMULATOR_REWARDS
 
     ap.add_argument("--full", action="store_true", help="more seeds, steps and evaluation episodes (see PRESETS)")
     ap.add_argument("--games", nargs="+", type=game_name, default=list(GAMES))
     ap.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS + EXTRA_METHODS)
-    ap.add_argument("--seeds", type=positive_int, default=None, help="number of seeds (0..N-1)")
-    ap.add_argument("--steps", type=positive_int, default=None,
-                    help="training budget per run, in decisions of agent_0")
-    ap.add_argument("--eval-episodes", type=positive_int, default=None,
+    ap.add_argument("--seeds", type=count(MAX_SEEDS), default=None, help=f"number of seeds (0..N-1; at most {MAX_SEEDS})")
+    ap.add_argument("--steps", type=count(MAX_STEPS), default=None,
+                    help=f"training budget per run, in decisions of agent_0 (at most {MAX_STEPS:_})")
+    ap.add_argument("--eval-episodes", type=count(MAX_EVAL_EPISODES), default=None,
                     help="evaluation episodes per side (default: the preset's, with the held-out side raised per game "
-                         "by the evaluation rule, EVAL_EPISODES_MIN)")
-    ap.add_argument("--jobs", type=positive_int, default=None,
-                    help="runs in flight at once (default: this machine's CPUs; on a Ray cluster, its CPUs)")
+                         f"by the evaluation rule, EVAL_EPISODES_MIN; at most {MAX_EVAL_EPISODES:_})")
+    ap.add_argument("--jobs", type=count(MAX_JOBS), default=None,
+                    help=f"runs in flight at once (default: this machine's CPUs; on a Ray cluster, its CPUs; at most {MAX_JOBS})")
     ap.add_argument("--executor", default="local", choices=EXECUTORS,
                     help="local: worker processes on this machine; ray: one Ray task per run (scope-envs[ray])")
     ap.add_argument("--address", default=None, type=ray_address,
@@ -54,12 +62,13 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--user-reward", default=None, choices=SIMULATOR_REWARDS,
                     help="the learned user's reward (cotrain, population, selfplay); default: each game's own")
     ap.add_argument("--advantage", default="gae", choices=("gae", "grpo"), help="gae (default) or SCOPE's grpo")
-    ap.add_argument("--group-size", type=positive_int, default=1,
-                    help="episodes per scenario (SCOPE: 8); grpo and the curriculum reward need >= 2")
+    ap.add_argument("--group-size", type=count(MAX_GROUP_SIZE), default=1,
+                    help=f"episodes per scenario (SCOPE: 8); grpo and the curriculum reward need >= 2; at most {MAX_GROUP_SIZE}")
     ap.add_argument("--sensitivity", action="store_true",
                     help="also re-evaluate every trained policy under each variant of the held-out proxies' "
                          "assumptions and judge the claims under each (sensitivity.json, sensitivity.md)")
-    ap.add_argument("--out", default="results")
+    ap.add_argument("--out", type=output_dir, default="results",
+                    help="the output folder (created; checked writable before any run starts; '' is this folder)")
 
 
 def run(games=GAMES, methods=METHODS, seeds=None, steps=None, eval_episodes=None, full=False, out="results",
@@ -90,8 +99,8 @@ def run(games=GAMES, methods=METHODS, seeds=None, steps=None, eval_episodes=None
         if f"{game}-heldout" not in scope_envs.registry:
             known = sorted({s.game for s in scope_envs.registry.values()})
             raise ValueError(f"unknown game {game!r}; known games: {known}")
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    out = check_output_dir(out)  # a file in the way, a read-only disk: said now, before any run
+    check_output_dir(out / "runs")
     scale = settings.pop("steps_scale", {}) if steps is None else {}  # preset budgets only; --steps is exact
     settings.pop("steps_scale", None)
     # the preset's held-out evaluation, raised per game to the measurement-resolution rule; --eval-episodes is
@@ -118,10 +127,10 @@ def run(games=GAMES, methods=METHODS, seeds=None, steps=None, eval_episodes=None
     variant_ceilings = [r for r in runs if r.get("assumptions")]
     runs = [r for r in runs if not r.get("assumptions")]
     results = summarize(runs)
-    (out / "results.json").write_text(json.dumps(results, indent=1))
+    write_json(out / "results.json", results)
     stats_by_game = {game: game_stats(table) for game, table in results.items()}
-    (out / "claims.json").write_text(json.dumps(claims(results, stats_by_game), indent=1, ensure_ascii=False))
-    (out / "curves.json").write_text(json.dumps({"settings": settings, "wall_s": wall, "runs": runs}, indent=1))
+    write_json(out / "claims.json", claims(results, stats_by_game), ensure_ascii=False)
+    write_json(out / "curves.json", {"settings": settings, "wall_s": wall, "runs": runs})
     per_game = {key: ", ".join(f"{g} {next(t[key] for t in tasks if t['game'] == g)}" for g in games)
                 for key in ("steps", "eval_episodes", "heldout_episodes")}  # the presets scale these per game
     write_report(out, results, runs, {**settings, **per_game, "games": list(games), "methods": list(methods), "jobs": jobs,
@@ -132,11 +141,10 @@ def run(games=GAMES, methods=METHODS, seeds=None, steps=None, eval_episodes=None
         from scope_envs.bench import sensitivity as sens
 
         rows = sens.judge(results, variant_ceilings)
-        (out / "sensitivity.json").write_text(json.dumps(rows, indent=1, ensure_ascii=False))
+        write_json(out / "sensitivity.json", rows, ensure_ascii=False)
         table = sens.markdown(rows)
-        (out / "sensitivity.md").write_text(table)
-        with open(out / "report.md", "a") as f:
-            f.write("\n" + table)
+        write_atomic(out / "sensitivity.md", table)
+        write_atomic(out / "report.md", (out / "report.md").read_text() + "\n" + table)
     return results
 
 
@@ -154,7 +162,10 @@ def main(args: argparse.Namespace) -> None:
             eval_episodes=args.eval_episodes, full=args.full, out=args.out, jobs=args.jobs,
             user_reward=args.user_reward, advantage=args.advantage, group_size=args.group_size,
             sensitivity=args.sensitivity, executor=args.executor, address=args.address, resume=args.resume)
-    except (BenchFailure, ExecutorUnavailable) as e:  # failed runs (named), or no Ray to reach: no traceback
+    except (BenchFailure, ExecutorUnavailable, OutputError) as e:  # failed runs (named), no Ray, a bad folder
         sys.exit(f"scope-envs bench: {e}")
-    print(f"wrote {args.out}/results.json, claims.json, report.md{', sensitivity.json' if args.sensitivity else ''} and plots in {time.perf_counter() - t0:.0f} s")
+    except OSError as e:  # a full disk, a folder made read-only during the run: one line; the runs are kept
+        sys.exit(f"scope-envs bench: cannot write the outputs: {describe(e)} (the finished runs are in "
+                 f"{Path(args.out) / 'runs'}; free space and rerun with --resume)")
+    print(f"wrote {Path(args.out).resolve()}/results.json, claims.json, report.md{', sensitivity.json' if args.sensitivity else ''} and plots in {time.perf_counter() - t0:.0f} s")
     print((Path(args.out) / "report.md").read_text())

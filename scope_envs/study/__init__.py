@@ -30,14 +30,20 @@ import argparse
 import sys
 from pathlib import Path
 
-from scope_envs.arguments import nonnegative_int, positive_int
+from scope_envs.arguments import count, output_dir
 
 EXTRA_HINT = "the study needs the study extra: pip install 'scope-envs[study]'"
+MAX_DEMO_STEPS = 10_000_000
+MAX_PROXY_EPISODES = 100_000
+MAX_RESAMPLES = 1_000_000
 
 
 def port_number(text: str) -> int:
-    value = nonnegative_int(text)
-    if value > 65535:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a port number from 0 to 65535, got {text[:40]!r}") from None
+    if not 0 <= value <= 65535:
         raise argparse.ArgumentTypeError(f"expected a port number from 0 to 65535, got {value}")
     return value
 
@@ -50,16 +56,19 @@ def add_arguments(sub) -> None:
     source = s.add_mutually_exclusive_group(required=True)
     source.add_argument("--config", help="a study.yaml (or the folder that holds one)")
     source.add_argument("--demo", action="store_true", help="a three-condition P4G study in --dir, trained in seconds")
-    s.add_argument("--dir", default="study-demo", help="--demo: the study folder (default: ./study-demo)")
-    s.add_argument("--demo-steps", type=nonnegative_int, default=3000, help="--demo: PPO steps per trained policy")
+    s.add_argument("--dir", type=output_dir, default="study-demo", help="--demo: the study folder (default: ./study-demo)")
+    s.add_argument("--demo-steps", type=count(MAX_DEMO_STEPS, low=0), default=3000,
+                   help=f"--demo: PPO steps per trained policy (at most {MAX_DEMO_STEPS:_})")
     s.add_argument("--port", type=port_number, default=8000)
     s.set_defaults(func=cmd_serve, parser=s)
     a = commands.add_parser("analyze", help="report.md, analysis.json and charts from a study folder")
     a.add_argument("study_dir", help="the folder holding study.yaml")
     a.add_argument("--baseline", default=None, help="the condition every other is tested against (config's)")
-    a.add_argument("--proxy-episodes", type=nonnegative_int, default=200,
-                   help="episodes per policy on the held-out proxies and per panel family (0: skip)")
-    a.add_argument("--resamples", type=positive_int, default=10_000, help="bootstrap resamples")
+    a.add_argument("--proxy-episodes", type=count(MAX_PROXY_EPISODES, low=0), default=200,
+                   help=f"episodes per policy on the held-out proxies and per panel family (0: skip; at most "
+                        f"{MAX_PROXY_EPISODES:_})")
+    a.add_argument("--resamples", type=count(MAX_RESAMPLES), default=10_000,
+                   help=f"bootstrap resamples (at most {MAX_RESAMPLES:_})")
     a.set_defaults(func=cmd_analyze, parser=a)
 
 
@@ -73,11 +82,14 @@ def _config(args, path):
 
 
 def build(cfg):
-    """The ``Study`` of a config: its policies loaded (or trained once) and its database opened."""
+    """The ``Study`` of a config: its database opened (``StoreError`` when it cannot be), its policies loaded
+    (or trained once)."""
     from scope_envs.study.agents import speakers
     from scope_envs.study.engine import Study
+    from scope_envs.study.store import Store
 
-    return Study(cfg, speakers(cfg))
+    store = Store(cfg.database_url)  # first: a bad database URL is said before any policy trains
+    return Study(cfg, speakers(cfg), store)
 
 
 def cmd_serve(args) -> None:
@@ -87,22 +99,37 @@ def cmd_serve(args) -> None:
         from scope_envs.study.app import create_app
     except ImportError:
         sys.exit(f"scope-envs study: error: {EXTRA_HINT}")
+    from scope_envs.study.config import ConfigError
+    from scope_envs.study.store import StoreError, shown
+
     if args.demo:
         from scope_envs.study.config import write_demo
 
-        path = write_demo(args.dir, steps=args.demo_steps)
+        try:
+            path = write_demo(args.dir, steps=args.demo_steps)
+        except OSError as e:
+            from scope_envs.files import describe
+
+            args.parser.error(f"argument --dir: {describe(e)}")
     else:
         path = args.config
     cfg = _config(args, path)
     try:
+        token, origin = cfg.token_origin()  # before anything else: a short or empty token never starts
+    except ConfigError as e:
+        args.parser.error(f"argument --config: {e}")
+    try:
         study = build(cfg)
+    except StoreError as e:
+        args.parser.error(f"argument --config: {e}")
     except (ValueError, FileNotFoundError) as e:  # a policy that cannot play this game, a missing file
         args.parser.error(f"argument --config: {e}")
     app = create_app(study)
     base = f"http://127.0.0.1:{args.port}"
-    print(f"study folder {cfg.folder}; database {cfg.database_url}")
+    print(f"study folder {cfg.folder}; database {shown(cfg.database_url)}")
     print(f"participants: {base}/?PROLIFIC_PID=<id>&STUDY_ID=<study>&SESSION_ID=<session>")
-    print(f"admin:        {base}/admin?token={cfg.token()}", flush=True)
+    print(f"admin token:  from {origin}")
+    print(f"admin:        {base}/admin?token={token}", flush=True)
     uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning")
 
 
@@ -120,5 +147,13 @@ def cmd_analyze(args) -> None:
     if baseline not in [c.name for c in cfg.conditions]:
         args.parser.error(f"argument --baseline: {baseline!r} is not a condition of the study "
                           f"({', '.join(c.name for c in cfg.conditions)})")
-    report = run(cfg, baseline=baseline, proxy_episodes=args.proxy_episodes, resamples=args.resamples)
+    from scope_envs.files import describe
+    from scope_envs.study.store import StoreError
+
+    try:
+        report = run(cfg, baseline=baseline, proxy_episodes=args.proxy_episodes, resamples=args.resamples)
+    except StoreError as e:
+        args.parser.error(f"argument study_dir: {e}")
+    except OSError as e:  # the study folder cannot take the report (read-only, full)
+        sys.exit(f"scope-envs study analyze: error: cannot write the report: {describe(e)}")
     print(report)

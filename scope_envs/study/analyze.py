@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from scope_envs.bench.stats import bootstrap_ci, holm, welch
+from scope_envs.files import save_figure, write_atomic, write_json
 from scope_envs.study.config import StudyConfig
 from scope_envs.study.games import spec
 from scope_envs.study.store import Store, outcome_of
@@ -139,7 +140,7 @@ def plot(cfg: StudyConfig, summary: dict, out: Path) -> list[str]:
             ax.text(i, 0.02, f"n={c['n']}", ha="center", va="bottom", transform=ax.get_xaxis_transform(), fontsize=8)
         fig.tight_layout()
         name = f"study_{m}.png"
-        fig.savefig(out / name, dpi=110)
+        save_figure(fig, out / name, dpi=110)
         plt.close(fig)
         files.append(name)
     return files
@@ -187,12 +188,14 @@ def report(cfg: StudyConfig, summary: dict, proxy: dict | None, charts: list[str
 def analyze(cfg: StudyConfig, baseline: str | None = None, proxy_episodes: int = 200, resamples: int = 10_000,
             out: str | Path | None = None) -> str:
     """Write ``report.md``, ``analysis.json`` and the charts into ``out`` (the study folder); returns the report."""
-    out = Path(out or cfg.folder)
-    out.mkdir(parents=True, exist_ok=True)
-    summary = summarize(cfg, collect(cfg), baseline or cfg.baseline, resamples)
+    from scope_envs.files import check_output_dir
+
+    data = collect(cfg)  # the database first: StoreError when it cannot be opened
+    out = check_output_dir(out or cfg.folder)
+    summary = summarize(cfg, data, baseline or cfg.baseline, resamples)
     proxy = proxies(cfg, proxy_episodes) if proxy_episodes else None
     charts = plot(cfg, summary, out)
     text = report(cfg, summary, proxy, charts)
-    (out / "report.md").write_text(text)
-    (out / "analysis.json").write_text(json.dumps({**summary, "proxies": proxy}, indent=1, default=float))
+    write_atomic(out / "report.md", text)
+    write_json(out / "analysis.json", {**summary, "proxies": proxy}, default=float)
     return text

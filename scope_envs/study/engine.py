@@ -5,16 +5,31 @@ the person is the learnable user ``user_0`` and the condition's act-level policy
 through the game's realizer. The database is the only state that matters: an episode is rebuilt from
 the session's seed and its stored messages (the game is deterministic given both), so after a restart
 the next request replays the dialogue and the person continues where they were. Every message is
-committed before the reply to it is generated; a reply owed when the server stopped is generated on
-the next request, with the same per-turn seed, hence the same words.
+committed, with the act the game read in it, before the reply to it is generated; a reply owed when the
+server stopped is generated on the next request, with the same per-turn seed, hence the same words. At
+start-up any person's message that was committed but never read by the game (a database written by an
+earlier version, stopped between the two) is replayed into its episode and marked, so that every
+committed message is in the exports.
+
+Places: the study has ``per_condition`` x conditions slots (the blocked randomisation's indices). A slot
+is taken at consent, not at arrival, by the session that consented (the lowest free slot, so a freed one
+is filled first and the blocks stay balanced), and freed when that session is found idle
+(``abandon_after_s``) before finishing its chat; declining never takes one. A person who comes back
+after being found idle may still finish (their data is kept), without a slot.
+
+Participant ids (``participant_id``): NFKC-normalised, then 1 to 64 ASCII letters, digits, ``-`` and ``_``
+starting with a letter or digit, compared without case (Prolific issues 24 lowercase hexadecimal
+characters). Anything else (other scripts, NUL or control characters) is refused.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import secrets
 import threading
 import time
+import unicodedata
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,6 +43,18 @@ from scope_envs.study.store import Store, outcome_of, secret_hash
 
 USER = "user_0"
 ERROR_PREFIX = "[error] "
+ID_PATTERN = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
+ID_RULE = ("1 to 64 letters (A-Z), digits, - and _, starting with a letter or digit (Prolific's ids are 24 "
+           "hexadecimal characters)")
+
+
+def participant_id(text: str | None) -> str | None:
+    """The canonical form of a Prolific id (or study / session id): NFKC, stripped, lower case; None when
+    it is not of the accepted form (``ID_RULE``)."""
+    if not isinstance(text, str) or len(text) > 256:
+        return None
+    canonical = unicodedata.normalize("NFKC", text).strip().lower()
+    return canonical if canonical.isascii() and ID_PATTERN.fullmatch(canonical) else None
 
 
 class StudyFull(Exception):
@@ -79,27 +106,74 @@ class Study:
         probe = self.new_env()
         for s in speakers.values():
             s.check(probe.unwrapped.game)
+        self.recover()
+
+    @property
+    def capacity(self) -> int:
+        return self.cfg.per_condition * len(self.cfg.conditions)
+
+    def recover(self) -> list[int]:
+        """Replay into the game every committed message it never read (marking each with its act), and
+        generate the replies then owed: the sessions recovered."""
+        sids = self.store.unread_sessions()
+        for sid in sids:
+            if self.store.session(sid).stage == "chat":
+                self.advance(sid)
+            else:
+                with self.lock(sid):
+                    self._episode(self.store.session(sid))
+                    self._live.pop(sid, None)
+        return sids
+
+    def free_places(self) -> None:
+        """Record idle sessions as left and free the slots they held."""
+        self.store.mark_left(self.cfg.abandon_after_s)
+        self.store.release_left()
 
     # -- arrival -------------------------------------------------------------------------------
     def arrive(self, pid: str, study_id: str | None, prolific_session: str | None) -> tuple[int, str]:
-        """A new session for ``pid``: (session id, its secret). Raises ``DuplicateParticipant``, ``StudyFull``."""
+        """A new session for ``pid``, at its consent page and without a slot: (session id, its secret).
+        Raises ``ValueError`` for an id not of the accepted form (``ID_RULE``), ``DuplicateParticipant``,
+        ``StudyFull`` (every slot held now)."""
+        canonical = participant_id(pid)
+        if canonical is None:
+            raise ValueError(f"participant id: expected {ID_RULE}")
+        ids = []
+        for name, value in (("study id", study_id), ("session id", prolific_session)):
+            ids.append(None if value in (None, "") else participant_id(value))
+            if value not in (None, "") and ids[-1] is None:
+                raise ValueError(f"{name}: expected {ID_RULE}")
         with self._assign:
-            if self.store.session_by_pid(pid) is not None:
-                raise DuplicateParticipant(pid)
-            for _ in range(5):  # another process may take the slot first: the unique slot says so
-                slot = self.store.next_slot()
-                if slot >= self.cfg.per_condition * len(self.cfg.conditions):
+            if self.store.session_by_pid(canonical) is not None:
+                raise DuplicateParticipant(canonical)
+            self.free_places()
+            if len(self.store.held_slots()) >= self.capacity:
+                raise StudyFull()
+            secret = secrets.token_urlsafe(32)
+            try:
+                sid = self.store.create_session(prolific_pid=canonical, study_id=ids[0], prolific_session_id=ids[1],
+                                                secret_hash=secret_hash(secret), stage="consent")
+            except sa.exc.IntegrityError:  # the same id, at the same moment, from another process
+                raise DuplicateParticipant(canonical) from None
+            return sid, secret
+
+    def consent(self, sid: int, agree: bool) -> None:
+        """The person's answer on the consent page: declining ends the session (it never held a slot);
+        agreeing takes the lowest free slot, and with it the condition and the seed. ``StudyFull`` when
+        every slot is held."""
+        if not agree:
+            self.store.update_session(sid, stage="declined")
+            return
+        with self._assign:
+            self.free_places()
+            for _ in range(5):  # another process may take a slot first: the held slot's key says so
+                held = self.store.held_slots()
+                slot = next((i for i in range(self.capacity) if i not in held), None)
+                if slot is None:
                     raise StudyFull()
-                secret = secrets.token_urlsafe(32)
-                try:
-                    sid = self.store.create_session(
-                        slot=slot, prolific_pid=pid, study_id=study_id, prolific_session_id=prolific_session,
-                        secret_hash=secret_hash(secret), condition=condition_for_slot(self.cfg, slot),
-                        seed=session_seed(self.cfg, slot), stage="consent")
-                    return sid, secret
-                except sa.exc.IntegrityError:
-                    if self.store.session_by_pid(pid) is not None:
-                        raise DuplicateParticipant(pid) from None
+                if self.store.hold(sid, slot, condition=condition_for_slot(self.cfg, slot),
+                                   seed=session_seed(self.cfg, slot), stage="role"):
+                    return
             raise RuntimeError("could not assign a slot")
 
     # -- the chat ------------------------------------------------------------------------------
@@ -135,7 +209,9 @@ class Study:
             env.reset(seed=int(row.seed))
             live = self._live[row.id] = Live(env, 0)
         for m in stored[live.applied:]:
-            self._apply(live.env, m.role, m.text)
+            act, error = self._apply(live.env, m.role, m.text)
+            if m.role == "user" and m.act is None and m.error is None:  # committed, never read: read it now
+                self.store.mark_message(row.id, m.seq, act, error)
             live.applied += 1
         return live
 
@@ -197,10 +273,13 @@ class Study:
             if not live.env.agents or game.active_role() != game.user_role:
                 raise NotYourTurn()
             seq = live.applied
-            self.store.add_message(sid, seq, "user", text)
-            act, error = self._apply(live.env, "user", text)
+            act, error = self._apply(live.env, "user", text)  # the game reads it in memory ...
+            try:
+                self.store.add_message(sid, seq, "user", text, act=act, error=error)  # ... committed with its act
+            except Exception:
+                self._live.pop(sid, None)  # not stored: the episode in memory read a message that is not there
+                raise
             live.applied += 1
-            self.store.mark_message(sid, seq, act, error)
             if error is None:
                 self._advance(self.store.session(sid))
             return error
@@ -226,13 +305,14 @@ class Study:
             return self.spec.card(live.env.unwrapped.game)
 
     # -- the survey ----------------------------------------------------------------------------
-    def finish(self, sid: int, values: dict[str, float]) -> None:
-        self.store.save_answers(sid, values)
+    def finish(self, sid: int, values: dict[str, float]) -> bool:
+        """Save the survey once: False (nothing written) for a second submit."""
+        return self.store.save_answers(sid, values)
 
     # -- exports -------------------------------------------------------------------------------
     def rows(self) -> list[dict]:
         """One flat record per session (CSV)."""
-        self.store.mark_left(self.cfg.abandon_after_s)
+        self.free_places()
         answers = self.store.answers()
         msgs = self.store.all_messages()
         items = [self.spec.outcome_item, *[s["id"] for s in self.cfg.survey]]
@@ -263,6 +343,7 @@ class Study:
             m = msgs.get(r.id, [])
             turns = [{"role": role[x.role], "act": x.act, "act_name": game.acts(role[x.role])[x.act], "text": x.text}
                      for x in m if x.error is None and x.act is not None]
+            unread = [{"seq": x.seq, "text": x.text} for x in m if x.error is None and x.act is None]
             outcome = outcome_of(r)
             out.append({
                 "id": f"session-{r.id}", "seed": int(r.seed), "episode": 0, "game": self.cfg.game, "regime": "human",
@@ -272,14 +353,20 @@ class Study:
                 "condition": r.condition, "prolific_pid": r.prolific_pid, "stage": r.stage,
                 "left": r.left_at is not None, "answers": answers.get(r.id, {}),
                 "rejected": [{"seq": x.seq, "text": x.text, "error": x.error} for x in m if x.error is not None],
+                **({"unread": unread} if unread else {}),  # committed, not (yet) read by the game: never dropped
             })
         return out
 
     def progress(self) -> dict[str, dict[str, int]]:
-        self.store.mark_left(self.cfg.abandon_after_s)
+        """Per condition: sessions assigned (consented), in progress, complete, left. People who declined have
+        no condition: they are counted under ``declined`` of the baseline's row."""
+        self.free_places()
         table = {c.name: {"assigned": 0, "chatting": 0, "complete": 0, "left": 0, "declined": 0}
                  for c in self.cfg.conditions}
         for r in self.store.all_sessions():
+            if r.condition is None:  # arrived and not (yet) consented, or declined
+                table[self.cfg.baseline]["declined"] += r.stage == "declined"
+                continue
             t = table.setdefault(r.condition, {"assigned": 0, "chatting": 0, "complete": 0, "left": 0, "declined": 0})
             t["assigned"] += 1
             t["complete"] += r.stage == "complete"

@@ -1,9 +1,14 @@
 """The study database (SQLAlchemy Core; SQLite by default, PostgreSQL through a URL).
 
 Tables: ``sessions`` (one per participant id: its slot in the randomisation, condition, seed, stage,
-the hash of its secret, outcome and completion), ``messages`` (every turn, numbered per session; the
-pair (session, seq) is unique, so a message can never be stored twice) and ``answers`` (one row per
-survey item). Every write is its own committed transaction.
+the hash of its secret, outcome and completion), ``holds`` (the slots held now: one row per slot, held
+by a session that consented and neither finished nor was found idle; the slot is the primary key, so two
+sessions can never hold one), ``messages`` (every turn, numbered per session; the pair (session, seq) is
+unique, so a message can never be stored twice) and ``answers`` (one row per survey item, written once,
+in the transaction that completes the session). Every write is its own committed transaction.
+
+A session that arrived but has not consented has no slot, condition or seed yet (they are assigned at
+consent). Databases written before ``holds`` existed (a unique ``slot`` on every arrival) are not read.
 """
 
 from __future__ import annotations
@@ -20,13 +25,13 @@ meta = sa.MetaData()
 sessions = sa.Table(
     "sessions", meta,
     sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
-    sa.Column("slot", sa.Integer, nullable=False, unique=True),  # arrival order: the randomisation's index
+    sa.Column("slot", sa.Integer),  # the randomisation's index, taken at consent (None before)
     sa.Column("prolific_pid", sa.String(128), nullable=False, unique=True),
     sa.Column("study_id", sa.String(128)),
     sa.Column("prolific_session_id", sa.String(128)),
     sa.Column("secret_hash", sa.String(64), nullable=False, unique=True),
-    sa.Column("condition", sa.String(64), nullable=False),
-    sa.Column("seed", sa.BigInteger, nullable=False),
+    sa.Column("condition", sa.String(64)),
+    sa.Column("seed", sa.BigInteger),
     sa.Column("stage", sa.String(16), nullable=False),
     sa.Column("created_at", sa.Float, nullable=False),
     sa.Column("updated_at", sa.Float, nullable=False),
@@ -34,6 +39,11 @@ sessions = sa.Table(
     sa.Column("chat_end", sa.String(32)),  # terminated | truncated
     sa.Column("outcome", sa.Text),  # the game's outcome, JSON
     sa.Column("persona", sa.String(64)),
+)
+holds = sa.Table(
+    "holds", meta,
+    sa.Column("slot", sa.Integer, primary_key=True),
+    sa.Column("session_id", sa.Integer, sa.ForeignKey("sessions.id"), nullable=False, unique=True),
 )
 messages = sa.Table(
     "messages", meta,
@@ -76,9 +86,37 @@ def engine(url: str) -> sa.Engine:
     return eng
 
 
+class StoreError(RuntimeError):
+    """The database cannot be opened: a malformed URL, a driver that is not installed, a server that does not
+    answer, a file that is not a database (the message says which, with the password hidden)."""
+
+
+def shown(url: str) -> str:
+    try:
+        return sa.engine.make_url(url).render_as_string(hide_password=True)
+    except sa.exc.ArgumentError:
+        return repr(url[:200])
+
+
 class Store:
     def __init__(self, url: str):
-        self.engine = engine(url)
+        try:
+            self.engine = engine(url)
+        except sa.exc.NoSuchModuleError as e:
+            raise StoreError(f"database {shown(url)}: no SQLAlchemy dialect for it ({e})") from None
+        except ImportError as e:
+            raise StoreError(f"database {shown(url)}: its driver is not installed ({e.name or e}); "
+                             "pip install it, or use sqlite:///PATH") from None
+        except sa.exc.ArgumentError as e:
+            raise StoreError(f"database {shown(url)}: not a database URL ({e})") from None
+        except sa.exc.SQLAlchemyError as e:
+            reason = str(getattr(e, "orig", None) or e).strip().splitlines()[0][:200]
+            raise StoreError(f"database {shown(url)}: cannot be opened ({reason})") from None
+        with self.engine.connect() as c:  # a database of the version before slots were held at consent
+            columns = {col["name"]: col for col in sa.inspect(c).get_columns("sessions")}
+        if not columns["slot"]["nullable"]:
+            raise StoreError(f"database {shown(url)} was written by an earlier version of the study server "
+                             "(slots taken at arrival); export it with that version and start a new study folder")
 
     # -- sessions ------------------------------------------------------------------------------
     def session_by_secret(self, secret: str | None):
@@ -95,10 +133,28 @@ class Store:
         with self.engine.connect() as c:
             return c.execute(sa.select(sessions).where(sessions.c.id == sid)).first()
 
-    def next_slot(self) -> int:
+    def held_slots(self) -> set[int]:
         with self.engine.connect() as c:
-            top = c.execute(sa.select(sa.func.max(sessions.c.slot))).scalar()
-        return 0 if top is None else top + 1
+            return set(c.execute(sa.select(holds.c.slot)).scalars())
+
+    def hold(self, sid: int, slot: int, **values) -> bool:
+        """``sid`` takes ``slot`` (and ``values``: condition, seed, stage) in one transaction; False when
+        another session holds that slot already."""
+        try:
+            with self.engine.begin() as c:
+                c.execute(sa.insert(holds).values(slot=slot, session_id=sid))
+                c.execute(sa.update(sessions).where(sessions.c.id == sid)
+                          .values(slot=slot, updated_at=time.time(), **values))
+            return True
+        except sa.exc.IntegrityError:
+            return False
+
+    def release_left(self) -> int:
+        """Free the slots of sessions found idle (``left_at`` set) before finishing their chat."""
+        with self.engine.begin() as c:
+            left = sa.select(sessions.c.id).where(sessions.c.left_at.is_not(None),
+                                                  sessions.c.stage.in_(("consent", "role", "chat")))
+            return c.execute(sa.delete(holds).where(holds.c.session_id.in_(left))).rowcount
 
     def create_session(self, **values) -> int:
         now = time.time()
@@ -140,17 +196,29 @@ class Store:
             c.execute(sa.update(messages).where(messages.c.session_id == sid, messages.c.seq == seq)
                       .values(act=act, error=error))
 
+    def unread_sessions(self) -> list[int]:
+        """Sessions with a person's message that the game never marked as read (a stop between the commit
+        and the game's reading of it, in a version that committed first): recovered at start-up."""
+        with self.engine.connect() as c:
+            return list(c.execute(sa.select(messages.c.session_id).distinct().where(
+                messages.c.role == "user", messages.c.act.is_(None), messages.c.error.is_(None))).scalars())
+
     def recent_user_messages(self, sid: int, since: float) -> int:
         with self.engine.connect() as c:
             return c.execute(sa.select(sa.func.count()).select_from(messages).where(
                 messages.c.session_id == sid, messages.c.role == "user", messages.c.created_at >= since)).scalar()
 
     # -- answers -------------------------------------------------------------------------------
-    def save_answers(self, sid: int, values: dict[str, float]) -> None:
+    def save_answers(self, sid: int, values: dict[str, float]) -> bool:
+        """The survey's answers and the session's completion, in one transaction, once: False (nothing
+        written) when the session is not at its survey any more (a second submit, a replayed request)."""
         with self.engine.begin() as c:
-            c.execute(sa.delete(answers).where(answers.c.session_id == sid))
+            moved = c.execute(sa.update(sessions).where(sessions.c.id == sid, sessions.c.stage == "survey")
+                              .values(stage="complete", updated_at=time.time())).rowcount
+            if moved != 1:
+                return False
             c.execute(sa.insert(answers), [{"session_id": sid, "item": k, "value": float(v)} for k, v in values.items()])
-            c.execute(sa.update(sessions).where(sessions.c.id == sid).values(stage="complete", updated_at=time.time()))
+        return True
 
     def answers(self) -> dict[int, dict[str, float]]:
         out: dict[int, dict[str, float]] = {}

@@ -8,10 +8,14 @@ Both run the built-in players in the game, so they sit above the players
 from __future__ import annotations
 
 import argparse
+import contextlib
+import csv
 import json
 import os
 import sys
 from pathlib import Path
+
+import numpy as np
 
 from scope_envs.arguments import positive_int
 from scope_envs.agents.p4g import EmpiricalPersuader, HumanProxyPersuadee, ReferencePersuadee
@@ -22,12 +26,32 @@ from scope_envs.games.p4g.simulate import play, statistics
 from scope_envs.games.p4g.validate import compare, real_statistics
 
 
+# what a truncated or malformed csv file raises somewhere in the fit (an empty column, a short row, a bad number)
+DATA_ERRORS = (IndexError, KeyError, ValueError, ZeroDivisionError, TypeError, csv.Error, UnicodeDecodeError,
+               np.linalg.LinAlgError)
+
+
+@contextlib.contextmanager
+def data_errors(data_dir):
+    """Turn an error from reading or fitting the real data into one ``ValueError`` naming the folder (the
+    command line shows it as ``argument --data: ...``): truncated or malformed csv files, not a bug."""
+    try:
+        yield
+    except FileNotFoundError:
+        raise
+    except DATA_ERRORS as e:
+        reason = str(e).strip().splitlines()[0][:200] if str(e).strip() else type(e).__name__
+        raise ValueError(f"the P4G csv files in {data_dir} cannot be used ({type(e).__name__}: {reason}); "
+                         "are they complete (not truncated) and in the P4G format?") from None
+
+
 def validate(data_dir: str | os.PathLike | None = None, episodes: int = 2000, seed: int = 0) -> dict:
     """The held-out human proxies against the empirical persuader, compared with the shipped real statistics or
     with those refitted from ``data_dir``."""
     if episodes < 1:
         raise ValueError(f"episodes must be >= 1, got {episodes}")
-    real = real_statistics(data_dir)
+    with data_errors(data_dir):
+        real = real_statistics(data_dir)
     sim = statistics(play(HumanProxyPersuadee(), EmpiricalPersuader(), "heldout", episodes, seed))
     return compare(real, {**sim, "population": "heldout human proxies", "persuader": "empirical"})
 
@@ -83,7 +107,12 @@ def fit_command(argv=None) -> None:
             previous = None
         if not isinstance(previous, dict):
             ap.error(f"argument --out: {out} exists and is not a JSON parameter file; remove it or choose another path")
-    params = {**previous, **fit(args.data)}
+    try:
+        with data_errors(args.data):
+            fitted = fit(args.data)
+    except ValueError as e:
+        ap.error(f"argument --data: {e}")
+    params = {**previous, **fitted}
     if not args.no_calibrate:
         params["calibration"] = calibrate(params, human_proxy=HumanProxyPersuadee(), reference=ReferencePersuadee(),
                                           persuader=EmpiricalPersuader(), episodes=args.episodes, progress=True)

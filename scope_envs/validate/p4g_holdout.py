@@ -269,12 +269,15 @@ def out_of_sample(data_dir: str | os.PathLike, replications: int = REPLICATIONS,
     unknown = [s for s in simulators if s not in SIMULATORS]
     if unknown:
         raise ValueError(f"simulators must be among {sorted(SIMULATORS)}, got {unknown}")
+    from scope_envs.validate.p4g import data_errors
+
     data = Path(data_dir)
-    dialogues = annotated_dialogues(data)
-    person = persuadee_ids(data)
-    parts = folds(dialogues, k, seed, person)
-    per_fold = [run_fold(data, dialogues, ids, f, simulators, replications, seed, person)
-                for f, ids in enumerate(parts)]
+    with data_errors(data):
+        dialogues = annotated_dialogues(data)
+        person = persuadee_ids(data)
+        parts = folds(dialogues, k, seed, person)
+        per_fold = [run_fold(data, dialogues, ids, f, simulators, replications, seed, person)
+                    for f, ids in enumerate(parts)]
     summary = {}
     for name in (NOISE_FLOOR, *simulators):
         summary[name] = {}

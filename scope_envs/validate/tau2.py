@@ -41,21 +41,47 @@ def validate(data_dir=None, domains=DOMAINS) -> dict:
         if not path.is_dir():
             raise NotADirectoryError(f"tau2 data folder is not a folder: {str(path)!r}")
     out = {}
+    broken = []  # a domain folder that is there but cannot be read: an error, not a report
     for domain in domains:
         try:
             data = load_domain(domain, None if data_dir is None else str(data_dir))
-        except ValueError as e:  # a data folder without this domain: say so, keep the others
-            out[domain] = {"error": str(e)}
+        except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError) as e:
+            message = str(e).strip().splitlines()[0][:200] if str(e).strip() else type(e).__name__
+            if data_dir is not None and (Path(data_dir).expanduser() / domain).is_dir():
+                broken.append(f"{domain}: {type(e).__name__}: {message}")
+            out[domain] = {"error": message}  # a data folder without this domain: say so, keep the others
             continue
+        testable = [t for t in data.tasks if checks_something(t)]
+        untestable = [t["id"] for t in data.tasks if not checks_something(t)]
         start = time.perf_counter()
-        failed = [t["id"] for t in data.tasks if replay(domain, t["id"], data_dir=data_dir)["reward"] != 1.0]
-        ms = (time.perf_counter() - start) * 1000 / max(len(data.tasks), 1)
-        out[domain] = {"gold_pass_rate": 1 - len(failed) / max(len(data.tasks), 1), "tasks": len(data.tasks),
-                       "ms_per_task": round(ms, 3), "failed": failed, "source": data.source}
+        failed = [t["id"] for t in testable if replay(domain, t["id"], data_dir=data_dir)["reward"] != 1.0]
+        ms = (time.perf_counter() - start) * 1000 / max(len(testable), 1)
+        out[domain] = {"gold_pass_rate": 1 - len(failed) / len(testable) if testable else None,
+                       "tasks": len(testable), "ms_per_task": round(ms, 3), "failed": failed, "source": data.source}
+        if untestable:  # nothing to replay and nothing to check: counted in no rate (a rate of 1.0 would be vacuous)
+            out[domain]["untestable"] = untestable
+        if not testable:
+            continue
         acts = act_pass_rates(domain, data_dir)
         out[domain].update(oracle_act_pass_rate=acts["oracle"], random_act_pass_rate=acts["random"],
                            oracle_act_failed=acts["oracle_failed"])
+    if broken:
+        raise ValueError(f"tau2 data in {str(data_dir)!r} cannot be read: " + "; ".join(broken))
+    if not any(out[d].get("tasks") for d in out):
+        why = "; ".join(dict.fromkeys(v["error"] if "error" in v else f"{d}: no task has gold actions or assertions"
+                                      for d, v in out.items()))
+        raise ValueError(f"no tau2 task to validate in {str(data_dir) if data_dir is not None else 'the data'} "
+                         f"({why})")
     return out
+
+
+def checks_something(task: dict) -> bool:
+    """Whether a task's evaluation has anything to check: gold actions, environment assertions or information
+    to communicate. A task without any passes every replay, so it says nothing about the world."""
+    criteria = task.get("evaluation_criteria") or {}
+    if not isinstance(criteria, dict):
+        return False
+    return any(criteria.get(key) for key in ("actions", "env_assertions", "communicate_info"))
 
 
 def act_pass_rates(domain: str, data_dir=None, regime: str = "frozen", seed: int = 0) -> dict:

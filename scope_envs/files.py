@@ -1,0 +1,86 @@
+"""Output files written whole or not at all, and output folders checked before any work starts.
+
+Every file the package writes for a user (``results.json``, ``claims.json``, ``curves.json``, ``report.md``,
+the plots, each ``runs/<name>.json``, the study's ``report.md`` and ``analysis.json``) goes through
+``write_atomic``: the bytes are written to a temporary file beside the target (``.<name>.<pid>.tmp``),
+flushed to disk, and renamed over the target. A process killed at any moment, or a disk that fills up,
+leaves either the old file or the new one, never a torn one; on an ``OSError`` (a full disk, a read-only
+folder) the temporary file is removed before the error is raised.
+
+``check_output_dir`` answers "can I write here?" before a long job starts: it creates the folder (and its
+parents) and writes and removes a probe file there, so a file in the way, a name that is too long, or a
+read-only file system is one ``OutputError`` with the reason, not a traceback after an hour of work.
+``describe`` turns an ``OSError`` into that one line.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+from pathlib import Path
+
+
+class OutputError(OSError):
+    """An output folder or file that cannot be written; the message says where and why, in one line."""
+
+
+def describe(e: OSError, path: str | os.PathLike | None = None) -> str:
+    """``OSError`` in one line: ``<path>: <reason>`` (a full disk, a read-only file system, a file in the way)."""
+    where = path if path is not None else (e.filename or "")
+    reason = e.strerror or str(e)
+    if e.errno == errno.ENOSPC:
+        reason = "no space left on device"
+    elif e.errno == errno.EROFS:
+        reason = "read-only file system"
+    return f"{where}: {reason}" if where != "" else reason
+
+
+def write_atomic(path: str | os.PathLike, data: str | bytes) -> None:
+    """Write ``data`` (text as UTF-8, or bytes) to ``path`` whole: temporary file, fsync, rename."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data.encode() if isinstance(data, str) else data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def write_json(path: str | os.PathLike, value, **dump_kwargs) -> None:
+    """``json.dumps(value, **dump_kwargs)`` written atomically (``indent=1`` unless given)."""
+    dump_kwargs.setdefault("indent", 1)
+    write_atomic(path, json.dumps(value, **dump_kwargs))
+
+
+def save_figure(fig, path: str | os.PathLike, **savefig_kwargs) -> None:
+    """A matplotlib figure saved atomically (the format from ``path``'s suffix)."""
+    import io
+
+    path = Path(path)
+    buf = io.BytesIO()
+    fig.savefig(buf, format=savefig_kwargs.pop("format", path.suffix.lstrip(".") or "png"), **savefig_kwargs)
+    write_atomic(path, buf.getvalue())
+
+
+def check_output_dir(folder: str | os.PathLike) -> Path:
+    """Create ``folder`` (an empty string is the current folder) and prove it writable with a probe file;
+    returns it. Raises ``OutputError`` naming the folder and the reason."""
+    folder = Path(folder or ".")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        probe = folder / f".write-probe.{os.getpid()}.tmp"
+        with open(probe, "wb") as f:
+            f.write(b"ok")
+        probe.unlink()
+    except OSError as e:
+        if isinstance(e, FileExistsError) or (folder.exists() and not folder.is_dir()):
+            raise OutputError(f"{folder}: exists and is not a folder") from None
+        if e.errno == errno.ENOTDIR:
+            raise OutputError(f"{folder}: a part of this path is a file, not a folder") from None
+        raise OutputError(describe(e, folder)) from None
+    return folder
