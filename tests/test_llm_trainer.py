@@ -300,6 +300,32 @@ def test_a_group_shares_its_scenario_not_its_episode_seed(tmp_path, tiny_dir):
     assert all(len(r) > 1 for r in replies.values()), replies  # ...and each episode its own dialogue
 
 
+# ----------------------------------------------------------------------------- old logprobs (issue 30, defect 4)
+@pytest.mark.parametrize("algo", ["ppo", "grpo"])
+def test_the_ratio_is_taken_against_the_trainers_recompute_and_the_gap_is_reported(tmp_path, tiny_dir, algo):
+    """An engine whose logprobs are off (every token -1.0, as a bf16 engine's differ from an fp32 trainer's):
+    the first minibatch's ratio is 1 (nothing clipped), and the gap is a metric."""
+    from scope_envs.train.llm import ppo
+
+    stats = {}
+    for source in ("trainer", "engine"):
+        cfg = _cfg(tmp_path / source, env="llm-toy", algo=algo, groups=2, group_size=2, ppo_epochs=1, minibatch=64,
+                   old_logprobs=source)
+        learners = _learners(cfg)
+        learners["agent"].engine = ScriptedEngine(learners["agent"].tokenizer, ["aaaa bbbb", "ok aa", "hello"])
+        traces, _ = ppo.rollout(cfg, [ppo.make_env_factory(cfg)() for _ in range(4)], learners, seed=0,
+                                rng=np.random.default_rng(0))
+        trainer_lp = ppo.recompute_logprobs(learners["agent"], traces, cfg.temperature)
+        stats[source] = ppo.ppo_update(cfg, learners["agent"], traces, cfg.kl_coef)
+        gap = np.mean([abs(a + 1.0) for lp in trainer_lp for a in lp])
+        assert stats[source]["logprob_gap"] == pytest.approx(gap, rel=1e-3)
+        assert stats[source]["logprob_gap_max"] >= stats[source]["logprob_gap"] > 1.0
+    assert stats["trainer"]["clipfrac"] == 0.0 and abs(stats["trainer"]["approx_kl_old"]) < 1e-5
+    assert stats["engine"]["clipfrac"] > 0.5  # the engine's logprobs: the gap enters the ratio at once
+    with pytest.raises(ValueError, match="old_logprobs"):
+        ppo.Config(old_logprobs="sampler")
+
+
 # ----------------------------------------------------------------------------- chat templates (issue 30, defect 3)
 LINES = {"agent_0": ["Hello! Would you donate to Save the Children?", "The children need your help.",
                      "Even a little goes a long way.", "Thank you for listening."],

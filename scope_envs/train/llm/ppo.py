@@ -19,6 +19,10 @@ Reads top to bottom: config -> token traces -> learners -> rollout -> advantages
   by the group's std too; off by default, as in SCOPE), on all of its tokens; an
   asymmetric clip (``clip_low=0.2``, ``clip_high=0.28``); the KL to the reference is
   a loss term (``low_var_kl``, the clamped k3); no value head, entropy coefficient 0.
+* The ratio's old logprobs are the trainer's recompute before the update (``old_logprobs="trainer"``, as
+  verl, slime and TRL), not the engine's sampling logprobs, which differ under vLLM (bf16 engine, fp32
+  trainer); ``logprob_gap`` / ``logprob_gap_max`` (mean and largest |trainer - engine| per token) report
+  the difference. ``old_logprobs="engine"`` takes the engine's.
 * Episodes cut at ``max_len`` never learn a return of 0: PPO bootstraps them with
   the value at the cut, GRPO drops them; both are counted in the metrics.
 * The no-grad passes project only the sampled positions through the LM head, in
@@ -74,6 +78,7 @@ ALGOS = ("ppo", "grpo")
 MODES = ("agent", "cotrain", "population", "members")
 KL_ESTIMATORS = ("k1", "k3", "low_var_kl")
 POOL_SAMPLES = ("uniform", "latest")
+OLD_LOGPROBS = ("trainer", "engine")
 
 
 # ----------------------------------------------------------------------------- config
@@ -122,6 +127,7 @@ class Config:
     max_grad_norm: float = 1.0
     whiten: bool = True
     chunk_tokens: int = 1024  # positions per LM-head chunk in the logprob passes
+    old_logprobs: str = "trainer"  # the ratio's denominator: the trainer's recompute (as verl, slime, TRL) | engine
     seed: int = 0
     out: str = "runs/llm"
     save_every: int = 0  # 0: only at the end
@@ -150,6 +156,8 @@ class Config:
         if grpo and self.group_size < 2:
             raise ValueError(f"grpo's advantages are relative to a group: group_size must be >= 2, "
                              f"got {self.group_size}")
+        if self.old_logprobs not in OLD_LOGPROBS:
+            raise ValueError(f"old_logprobs must be one of {OLD_LOGPROBS}, got {self.old_logprobs!r}")
         if self.pool_sample not in POOL_SAMPLES:
             raise ValueError(f"pool_sample must be one of {POOL_SAMPLES}, got {self.pool_sample!r}")
         if self.mode == "population" and not self.lora:
@@ -677,7 +685,10 @@ def ppo_update(cfg: Config, learner: Learner, traces: list[Trace], kl_coef: floa
         else:
             ref_logp, _, _ = forward(learner.ref, None, b["ids"], b["attn"], cfg.temperature, select=mask,
                                      chunk_tokens=chunk, entropy=False)
-        old_logp = b["old_logprobs"]
+        # the engine's sampling logprobs differ from the trainer's (bf16 engine, fp32 trainer, other kernels):
+        # the ratio is taken against the trainer's own recompute, and the gap is reported
+        engine_logp = b["old_logprobs"]
+        old_logp = logp_now if cfg.old_logprobs == "trainer" else engine_logp
         if grpo:
             adv = group_advantages([t.episode_return for t in traces], [group_key(t) for t in traces],
                                    cfg.grpo_std_norm)
@@ -694,7 +705,8 @@ def ppo_update(cfg: Config, learner: Learner, traces: list[Trace], kl_coef: floa
             if cfg.whiten and mask.sum() > 1:
                 mu, var = masked_mean(adv, mask), masked_mean((adv - masked_mean(adv, mask)) ** 2, mask)
                 adv = (adv - mu) * torch.rsqrt(var + 1e-8) * mask
-        logprob_gap = masked_mean((logp_now - old_logp).abs(), mask).item()
+        gap = (logp_now - engine_logp).abs() * mask
+        logprob_gap, logprob_gap_max = masked_mean(gap, mask).item(), gap.max().item() if mask.sum() else 0.0
         k1 = masked_mean(kl_estimate(old_logp, ref_logp, "k1"), mask).item()
         k3 = masked_mean(kl_estimate(old_logp, ref_logp, "k3"), mask).item()
         kl_now = masked_mean(kl_estimate(old_logp, ref_logp, cfg.kl_estimator), mask).item()
@@ -738,7 +750,7 @@ def ppo_update(cfg: Config, learner: Learner, traces: list[Trace], kl_coef: floa
             stats["clipfrac"].append(masked_mean(outside.float(), m).item())
             stats["approx_kl_old"].append(masked_mean(old_logp[mb] - new_logp, m).item())
     out = {k: float(np.mean(v)) for k, v in stats.items()}
-    out.update(kl_k1=k1, kl_k3=k3, kl=kl_now, logprob_gap=logprob_gap,
+    out.update(kl_k1=k1, kl_k3=k3, kl=kl_now, logprob_gap=logprob_gap, logprob_gap_max=logprob_gap_max,
                reward=float(np.mean([t.episode_return for t in traces])), sequences=n,
                tokens=int(mask.sum().item()))
     if not grpo:
