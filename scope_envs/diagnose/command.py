@@ -1,0 +1,123 @@
+"""``scope-envs diagnose``: the command line (``add_parser``) and what it runs (``run``)."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from pathlib import Path
+
+from scope_envs.arguments import existing_dir
+
+LIMITS = {  # every count has an upper bound (argparse, exit 2)
+    "probe_episodes": (1, 10_000), "samples": (1, 1_000), "cards": (0, 64), "persona_states": (0, 10_000),
+    "episodes": (1, 100_000), "bootstrap": (0, 100_000), "seed": (0, 2**31 - 1), "real_dialogues": (1, 1_000),
+    "max_new_tokens": (1, 4_096),
+}
+
+
+def bounded_int(low: int, high: int):
+    def check(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer in [{low}, {high}], got {text!r}") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"expected an integer in [{low}, {high}], got {value}")
+        return value
+
+    check.__name__ = f"integer in [{low}, {high}]"
+    return check
+
+
+def seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds in (0, 600], got {text!r}") from None
+    if not 0 < value <= 600:
+        raise argparse.ArgumentTypeError(f"expected seconds in (0, 600], got {value}")
+    return value
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    from scope_envs.diagnose.specs import GAMES
+
+    d = subparsers.add_parser("diagnose", help="how collapsed is a simulator? sharpening, mode coverage, persona "
+                                               "sensitivity, cooperation bias (JSON + Markdown + PNG)")
+    d.add_argument("--game", choices=GAMES, required=True)
+    d.add_argument("--simulator", default=None,
+                   help="a built-in name (--list), path/file.py:ClassName, openai:BASE_URL#MODEL or hf:DIR")
+    d.add_argument("--list", action="store_true", help="print the game's built-in simulator names and exit")
+    d.add_argument("--out", default="runs/diagnose", help="diagnose.json, diagnose.md and diagnose.png go here")
+    d.add_argument("--data", type=existing_dir, default=None,
+                   help="p4g: the folder of the real P4G csv files (e.g. ../shared/data/p4g) for the real-people numbers")
+    d.add_argument("--sampled", action="store_true",
+                   help="fit from sampled answers even when the simulator states its distribution")
+    defaults = {"probe_episodes": 40, "samples": 4, "cards": 6, "persona_states": 40, "episodes": 400,
+                "bootstrap": 300, "seed": 0, "max_new_tokens": 64}
+    helps = {"probe_episodes": "reference-driven probe episodes", "samples": "answers drawn per probe state",
+             "cards": "train cards of the persona probe (0: none)", "persona_states": "states of the persona probe",
+             "episodes": "episodes the simulator plays itself (and the reference, twice)",
+             "bootstrap": "bootstrap replicates (0: no CIs)", "seed": "seed of everything",
+             "real_dialogues": "p4g --data: the first N real dialogues (all)",
+             "max_new_tokens": "an LLM's reply budget"}
+    for name, (low, high) in LIMITS.items():
+        d.add_argument("--" + name.replace("_", "-"), type=bounded_int(low, high), default=defaults.get(name),
+                       help=f"{helps[name]} ({defaults.get(name, 'all')}; at most {high:,})")
+    d.add_argument("--connect-timeout", type=seconds, default=5.0, help="seconds to wait for an endpoint (5)")
+    d.add_argument("--timeout", type=seconds, default=60.0, help="seconds per LLM request (60)")
+    d.add_argument("--no-progress", action="store_true")
+    d.set_defaults(func=run, parser=d)
+    return d
+
+
+def run(args) -> None:
+    from scope_envs.diagnose import report
+    from scope_envs.diagnose.diagnosis import DiagnoseError, diagnose
+    from scope_envs.diagnose.specs import SpecError, names
+    from scope_envs.files import OutputError, check_output_dir
+
+    parser = args.parser
+    if args.list:
+        print("\n".join(names(args.game)))
+        return
+    if not args.simulator:
+        parser.error("argument --simulator: required (or --list to see the built-in names)")
+    if args.data is not None:
+        if args.game != "p4g":
+            parser.error(f"argument --data: only p4g has real dialogues, not {args.game!r}")
+        from scope_envs.games.p4g.fit import check_data
+
+        try:
+            check_data(Path(args.data))
+        except FileNotFoundError as e:
+            parser.error(f"argument --data: {e}")
+    elif args.real_dialogues is not None:
+        parser.error("argument --real-dialogues: only used with --data")
+    try:
+        check_output_dir(args.out)
+    except OutputError as e:
+        parser.error(f"argument --out: {e}")
+    try:
+        result = diagnose(args.game, args.simulator, probe_episodes=args.probe_episodes, samples=args.samples,
+                          cards=args.cards, persona_states=args.persona_states, episodes=args.episodes,
+                          bootstrap=args.bootstrap, seed=args.seed, data=args.data,
+                          real_dialogues=args.real_dialogues, sampled=args.sampled, progress=not args.no_progress,
+                          llm_options={"max_new_tokens": args.max_new_tokens, "timeout": args.timeout,
+                                       "connect_timeout": args.connect_timeout})
+    except SpecError as e:
+        parser.error(f"argument --simulator: {e}")
+    except DiagnoseError as e:
+        print(f"scope-envs diagnose: error: {e}", file=sys.stderr)
+        sys.exit(1)
+    command = "scope-envs diagnose " + " ".join(shlex.quote(a) for a in sys.argv[2:]) if sys.argv[1:2] == ["diagnose"] \
+        else None
+    try:
+        files = report.write(result, args.out, command)
+    except OSError as e:
+        print(f"scope-envs diagnose: error: {e}", file=sys.stderr)
+        sys.exit(1)
+    for row in report.rows(report.clean(result)):
+        print(f"{row[0]:<45} {row[1]}")
+    print("wrote " + ", ".join(str(f) for f in files))

@@ -1,0 +1,302 @@
+"""``diagnose``: play the probes, compute every number with its bootstrap CI, return the report (a dict).
+
+The numbers and their definitions are in ``docs/diagnose.md``; the estimators are in ``measures.py`` and
+what is played in ``probes.py``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+
+from scope_envs.core.simulator import Simulator
+from scope_envs.diagnose import measures, probes, specs
+
+ACT_MODE = 0.01  # an act is a reply mode of the reference when it has at least this share of its pooled mass
+PATH_MODE = 0.03  # an act path is a mode when at least this share of the reference's episodes take it
+PATH_LEN = 2  # an act path: the user's first PATH_LEN replies (acts coarsened: ``path_act``)
+MODE_STREAM = 1_000_000  # the reference's mode-defining episodes use seeds seed + MODE_STREAM + i
+CONCEDE = {  # conceding replies: giving, disclosing, agreeing (cooperation bias)
+    "p4g": ("agree_donation", "positive_reaction", "confirm_donation"),
+    "cooperbench": ("announce_plan", "answer", "report_done"),
+    "tau2": ("inform_all", "inform_identity", "inform_details", "confirm"),
+}
+OUTCOME = {  # an episode-level cooperation outcome: (outcome key, threshold above which it counts, label)
+    "p4g": ("intended", 0.0, "states a gift above $0"),
+    "cooperbench": ("success", 0.0, "both features merged"),
+    "tau2": ("success", 0.0, "task solved"),
+}
+
+
+class DiagnoseError(ValueError):
+    """A diagnosis that cannot be made (no usable answer, an endpoint that stopped); one line."""
+
+
+def path_act(name: str) -> str:
+    """An act name coarsened for act paths: p4g's amounts pooled, cooperbench's region dropped."""
+    return "provide_amount" if name.startswith("provide_amount") else name.split(":")[0]
+
+
+def path_of(episode: probes.Episode) -> tuple[str, ...]:
+    return tuple(path_act(a) for a in episode.path[:PATH_LEN])
+
+
+def _ci(stat, clusters, replicates, seed):
+    return measures.bootstrap(stat, clusters, replicates, seed)
+
+
+def _sharpening_block(reference, answers, clusters, replicates, seed) -> dict:
+    keep, logr, counts, off = measures.prepare(reference, answers)
+    cl = clusters[keep]
+    out = _ci(lambda w: measures.sharpening(logr, counts, w), cl, replicates, seed)
+    ones = np.ones(len(cl))
+    s = out["value"]
+    out.update(states=int((counts.sum(-1) > 0).sum()), off_reference=off,
+               at_bound=bool(s is not None and s in (measures.S_MIN, measures.S_MAX)),
+               **(measures.divergence(logr, counts, ones, s) if s is not None else {}))
+    return out
+
+
+def _rate(num, den):
+    def stat(w):
+        d = float(np.sum(w * den))
+        return float(np.sum(w * num)) / d if d > 0 else None
+    return stat
+
+
+def diagnose(game: str, simulator: str | Simulator, *, probe_episodes: int = 40, samples: int = 4, cards: int = 6,
+             persona_states: int = 40, episodes: int = 400, bootstrap: int = 300, seed: int = 0, data=None,
+             real_dialogues: int | None = None, sampled: bool = False, env_kwargs: dict | None = None,
+             progress: bool = False, llm_options: dict | None = None) -> dict:
+    """Diagnose ``simulator`` (a spec string, see ``specs``, or a ``Simulator``) on ``game``; the report dict.
+
+    ``sampled``: fit from sampled answers even when the simulator states its distribution (the black-box
+    route an LLM takes). ``data``: the P4G data folder (p4g only) for the real-people numbers. Raises
+    ``specs.SpecError`` for a bad spec and ``DiagnoseError`` when no usable answer came back.
+    """
+    if isinstance(simulator, Simulator):
+        sim, kind, spec = simulator, "object", type(simulator).__name__
+    else:
+        spec = simulator
+        sim, kind = specs.resolve(game, spec, **(llm_options or {}))
+    if data is not None and game != "p4g":
+        raise DiagnoseError(f"--data: only p4g has real dialogues to diagnose against, not {game!r}")
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=probe_episodes + 3 * episodes, desc=f"diagnose {game} {spec}", unit="episode")
+    try:
+        report = _diagnose(game, spec, kind, sim, probe_episodes, samples, cards, persona_states, episodes,
+                           bootstrap, seed, data, real_dialogues, sampled, env_kwargs or {}, bar)
+    except probes.FatalSimulatorError as e:
+        raise DiagnoseError(f"the simulator stopped answering: {e}") from None
+    finally:
+        if bar is not None:
+            bar.close()
+    return report
+
+
+def _diagnose(game, spec, kind, sim, probe_episodes, samples, cards, persona_states, episodes, bootstrap, seed,
+              data, real_dialogues, sampled, env_kwargs, bar) -> dict:
+    ps = probes.probe_states(game, sim, episodes=probe_episodes, samples=samples, cards=cards,
+                             persona_states=persona_states, seed=seed, sampled=sampled, env_kwargs=env_kwargs,
+                             progress=bar)
+    exact = ps.target is not None
+    own = probes.play(game, sim, episodes=episodes, seed=seed, env_kwargs=env_kwargs, progress=bar)
+    ref_sim = specs.reference(game)
+    ref_paired = probes.play(game, ref_sim, episodes=episodes, seed=seed, env_kwargs=env_kwargs, progress=bar)
+    ref_modes = probes.play(game, ref_sim, episodes=episodes, seed=seed + MODE_STREAM, env_kwargs=env_kwargs,
+                            progress=bar)
+    broken = [e for e in own if e.exception]
+    if not ps.answered.any() and len(broken) == len(own):
+        first = (ps.errors.messages or [broken[0].exception if broken else "no answer"])[0]
+        raise DiagnoseError(f"the simulator gave no usable answer at any probe state or episode: {first}")
+
+    env = probes.make_env(game, ref_sim, sim.plays_text, env_kwargs)
+    g = env.unwrapped.game
+    names = list(g.acts(g.user_role))
+    clusters = ps.episode
+    answers = ps.target if exact else ps.draws
+    mask = ps.answered
+    report = {
+        "game": game, "simulator": spec, "name": getattr(sim, "name", type(sim).__name__), "kind": kind,
+        "evaluation_only": kind == "builtin" and specs.evaluation_only(spec),
+        "surface": "text" if sim.plays_text else "act",
+        "fit": "exact" if exact else "sampled",
+        "design": {"probe_episodes": probe_episodes, "probe_states": int(len(clusters)), "samples": samples,
+                   "cards": cards, "persona_states": int(len(ps.persona_rows)), "episodes": episodes,
+                   "bootstrap": bootstrap, "seed": seed, "act_mode": ACT_MODE, "path_mode": PATH_MODE,
+                   "path_len": PATH_LEN,
+                   "reference": f"{type(ref_sim).__name__}: the training-side reference model on the dealt train "
+                                "card, sharpening 1, no cooperation bias"},
+    }
+    # -- sharpening against the reference model ------------------------------------------------------
+    report["sharpening"] = {"against": "reference model",
+                            **_sharpening_block(ps.reference[mask], answers[mask], clusters[mask], bootstrap, seed)}
+    # -- mode coverage and entropy ------------------------------------------------------------------
+    pooled_ref = ps.reference.mean(0)
+    modes = np.flatnonzero(pooled_ref >= ACT_MODE)
+    produced_counts = ps.draws
+
+    def act_coverage(w):
+        made = (w[:, None] * produced_counts).sum(0) > 0
+        return float(made[modes].mean())
+
+    def act_mass(w):
+        made = (w[:, None] * produced_counts).sum(0) > 0
+        return float(pooled_ref[modes][made[modes]].sum() / pooled_ref[modes].sum())
+
+    if exact:
+        pooled = lambda w: (w[:, None] * ps.target).sum(0)
+        pooled_r = lambda w: (w[:, None] * ps.reference).sum(0)
+    else:
+        pooled = lambda w: (w[:, None] * ps.draws).sum(0)
+        pooled_r = lambda w: (w[:, None] * ps.reference_draws).sum(0)
+
+    def entropy_ratio(w):
+        h = measures.entropy(pooled_r(w))
+        return measures.entropy(pooled(w)) / h if h > 0 else None
+
+    made = produced_counts.sum(0) > 0
+    mode_paths = Counter(path_of(e) for e in ref_modes)
+    path_modes = sorted(p for p, n in mode_paths.items() if n >= PATH_MODE * len(ref_modes))
+    own_paths = [path_of(e) for e in own]
+    ref_paths = [path_of(e) for e in ref_paired]
+    ep_clusters = np.arange(len(own))
+
+    def path_coverage(w):
+        seen = {p for p, k in zip(own_paths, w) if k > 0}
+        return float(np.mean([p in seen for p in path_modes])) if path_modes else None
+
+    def path_entropy_ratio(w):
+        a, b = Counter(), Counter()
+        for p, q, k in zip(own_paths, ref_paths, w):
+            a[p] += k
+            b[q] += k
+        h = measures.entropy(np.array(list(b.values())))
+        return measures.entropy(np.array(list(a.values()))) / h if h > 0 else None
+
+    report["coverage"] = {
+        "acts": {**_ci(act_coverage, clusters, bootstrap, seed), "modes": [names[i] for i in modes],
+                 "missing": [names[i] for i in modes if not made[i]]},
+        "acts_mass": _ci(act_mass, clusters, bootstrap, seed),
+        "paths": {**_ci(path_coverage, ep_clusters, bootstrap, seed), "modes": ["/".join(p) for p in path_modes],
+                  "missing": ["/".join(p) for p in path_modes if p not in set(own_paths)]},
+        "entropy_ratio": _ci(entropy_ratio, clusters, bootstrap, seed),
+        "path_entropy_ratio": _ci(path_entropy_ratio, ep_clusters, bootstrap, seed),
+    }
+    # -- persona sensitivity ------------------------------------------------------------------------
+    rng = np.random.default_rng([seed, 11])
+    if len(ps.persona_rows):
+        if exact:
+            mine = measures.persona_spread(ps.persona_target, True, rng)
+            theirs = measures.persona_spread(ps.persona_reference, True, rng)
+        else:
+            mine = measures.persona_spread(ps.persona_draws, False, rng)
+            theirs = measures.persona_spread(ps.persona_reference_draws, False, rng)
+        pc = clusters[ps.persona_rows]
+        mean = lambda x: (lambda w: float(np.average(x, weights=w)) if w.sum() > 0 else None)
+        report["persona_sensitivity"] = {
+            **_ci(mean(mine), pc, bootstrap, seed), "reference": _ci(mean(theirs), pc, bootstrap, seed),
+            "difference": _ci(mean(mine - theirs), pc, bootstrap, seed),
+            "estimator": "exact TV" if exact else "TV of draws minus the shuffled-card null"}
+        ref_value = report["persona_sensitivity"]["reference"]["value"]
+        report["persona_sensitivity"]["ratio"] = (report["persona_sensitivity"]["value"] / ref_value
+                                                  if ref_value else None)
+    else:
+        report["persona_sensitivity"] = None
+    # -- cooperation ------------------------------------------------------------------------------------
+    concede = set(CONCEDE[game])
+    n_own = np.array([len(e.path) for e in own], float)
+    c_own = np.array([sum(a in concede for a in e.path) for e in own], float)
+    n_ref = np.array([len(e.path) for e in ref_paired], float)
+    c_ref = np.array([sum(a in concede for a in e.path) for e in ref_paired], float)
+    key, above, label = OUTCOME[game]
+    o_own = np.array([e.outcome.get(key, 0.0) > above for e in own], float)
+    o_ref = np.array([e.outcome.get(key, 0.0) > above for e in ref_paired], float)
+    done_own = np.array([bool(e.outcome) for e in own], float)
+
+    def bias(w):
+        a, b = _rate(c_own, n_own)(w), _rate(c_ref, n_ref)(w)
+        return None if a is None or b is None else a - b
+
+    def outcome_diff(w):
+        a, b = _rate(o_own * done_own, done_own)(w), _rate(o_ref, np.ones(len(w)))(w)
+        return None if a is None or b is None else a - b
+
+    report["cooperation"] = {
+        "concede_acts": sorted(concede),
+        "rate": _ci(_rate(c_own, n_own), ep_clusters, bootstrap, seed),
+        "reference_rate": _ci(_rate(c_ref, n_ref), ep_clusters, bootstrap, seed),
+        "bias": _ci(bias, ep_clusters, bootstrap, seed),
+        "outcome": {"label": label, "rate": _ci(_rate(o_own * done_own, done_own), ep_clusters, bootstrap, seed),
+                    "reference_rate": _ci(_rate(o_ref, np.ones(len(o_ref))), ep_clusters, bootstrap, seed),
+                    "difference": _ci(outcome_diff, ep_clusters, bootstrap, seed)},
+    }
+    # -- errors -------------------------------------------------------------------------------------------
+    report["errors"] = {
+        "asked": ps.asked, "probe_errors": ps.errors.count, "messages": ps.errors.messages,
+        "episode_in_game_errors": int(sum(e.simulator_errors for e in own)),
+        "episodes_truncated": int(sum(e.truncated for e in own)),
+        "episodes_raised": len(broken), "episode_messages": sorted({e.exception for e in broken})[:5]}
+    if data is not None:
+        report["real"] = _real(sim, data, samples, seed, sampled, bootstrap, real_dialogues, own, o_own, done_own)
+    return report
+
+
+def _real(sim, data, samples, seed, sampled, bootstrap, limit, own, o_own, done_own) -> dict:
+    """p4g with the real data: the sharpening fitted against the real replies given the persuader's act, the
+    log-likelihood of the real replies given the real histories, conceding and giving against real people."""
+    from scope_envs.games.p4g.fit import RESPONSE_ACTS
+
+    dialogues, table = probes.real_dialogues(data)
+    if limit is not None:
+        dialogues = dialogues[:limit]
+    rs = probes.real_states(sim, dialogues, samples=samples, seed=seed, sampled=sampled)
+    exact = rs.target is not None
+    answers = rs.target if exact else rs.draws
+    mask = rs.answered
+    real_ref = np.where(rs.legal, table[rs.last_act], 0.0)
+    real_ref = real_ref / real_ref.sum(-1, keepdims=True)
+    out = {"dialogues": len(dialogues), "states": int(len(rs.dialogue)), "replays_stopped": rs.stopped,
+           "errors": rs.errors.count,
+           "sharpening": {"against": "real persuadees' replies given the persuader's act (add-0.5 smoothed)",
+                          **_sharpening_block(real_ref[mask], answers[mask], rs.dialogue[mask], bootstrap, seed)}}
+    idx = np.arange(len(rs.real_reply))
+    if exact:
+        p_sim = rs.target[idx, rs.real_reply]
+    else:
+        legal_n = rs.legal.sum(-1)
+        p_sim = (rs.draws[idx, rs.real_reply] + 0.5) / (rs.draws.sum(-1) + 0.5 * legal_n)
+    ll_sim = np.log(np.maximum(p_sim, 1e-12))
+    ll_ref = np.log(np.maximum(rs.reference[idx, rs.real_reply], 1e-12))
+    ll_table = np.log(np.maximum(real_ref[idx, rs.real_reply], 1e-12))
+    mean = lambda x, m: (lambda w: float(np.average(x[m], weights=w[m])) if w[m].sum() > 0 else None)
+    ll = _ci(mean(ll_sim, mask), rs.dialogue, bootstrap, seed)
+    out["log_likelihood"] = {
+        **ll, "perplexity": float(np.exp(-ll["value"])) if ll["value"] is not None else None,
+        "zero_probability_replies": int((p_sim[mask] <= 0).sum()),
+        "estimator": "exact" if exact else "sampled: (draws + 0.5) / (n + 0.5 legal replies)",
+        "reference_model": _ci(mean(ll_ref, np.ones(len(mask), bool)), rs.dialogue, bootstrap, seed),
+        "real_table_in_sample": _ci(mean(ll_table, np.ones(len(mask), bool)), rs.dialogue, bootstrap, seed)}
+    concede = [RESPONSE_ACTS.index(a) for a in CONCEDE["p4g"]]
+    if exact:
+        c_sim = rs.target[:, concede].sum(-1)
+    else:
+        c_sim = rs.draws[:, concede].sum(-1) / np.maximum(rs.draws.sum(-1), 1)
+    c_real = np.isin(rs.real_reply, concede).astype(float)
+    out["cooperation"] = {
+        "rate": _ci(mean(c_sim, mask), rs.dialogue, bootstrap, seed),
+        "real_rate": _ci(mean(c_real, mask), rs.dialogue, bootstrap, seed),
+        "bias": _ci(mean(c_sim - c_real, mask), rs.dialogue, bootstrap, seed),
+        "note": "at the real histories: the simulator's conceding share against the real persuadees' replies"}
+    gave = np.array([d.donation > 0 for d in dialogues], float)
+    out["give_rate"] = {"simulator_episodes": _ci(_rate(o_own * done_own, done_own), np.arange(len(own)),
+                                                  bootstrap, seed),
+                        "real_people": _ci(lambda w: float(np.average(gave, weights=w)), np.arange(len(gave)),
+                                           bootstrap, seed),
+                        "note": "the simulator against the probe persuader (the real persuaders' strategy mix); "
+                                "the real people against their own persuaders"}
+    return out

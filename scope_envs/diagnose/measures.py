@@ -1,0 +1,143 @@
+"""The numbers of a diagnosis, each a function of per-state (or per-episode) arrays and weights.
+
+Every statistic here takes ``w``, a weight per state (or episode): all ones for the point estimate, a
+cluster bootstrap's multiplicities for a replicate (``bootstrap``). That is how one definition serves
+both.
+
+* ``sharpening``: the maximum-likelihood exponent ``s`` of ``pi_s(a|x) ∝ ref(a|x)^s`` (over the acts the
+  reference gives mass to at state ``x``) for the observed answers — the simulator's exact
+  distribution as expected counts (a distribution-level fit) or its sampled answers as counts (black-box).
+  The log-likelihood is concave in ``s`` (an exponential family in ``log ref``), so its derivative has one
+  root, found by ``scipy.optimize.brentq`` on ``[S_MIN, S_MAX]``; at a bound, the bound is reported.
+  States where the reference is certain carry no information and are left out; answers the reference
+  gives no mass to cannot be fitted, are left out and counted (``off_reference``).
+* ``divergence``: fit quality, the mean KL(simulator || pi_s) at the fitted ``s`` and at ``s = 1`` (the
+  reference itself), and ``explained``, the share of the second that sharpening removes.
+* ``entropy``: of a pooled distribution, in nats.
+* ``persona_spread``: at each state, the mean over cards of TV(answer under card c, mean answer over cards);
+  from draws, minus the same with the card labels shuffled (what sampling noise alone gives).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.optimize import brentq
+
+S_MIN, S_MAX = 0.01, 100.0
+CI = (2.5, 97.5)
+
+
+def log_reference(reference: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore"):
+        return np.where(reference > 0, np.log(np.maximum(reference, 1e-300)), -np.inf)
+
+
+def informative(reference: np.ndarray) -> np.ndarray:
+    """States where the reference gives mass to at least two answers (the others say nothing about ``s``)."""
+    return (reference > 0).sum(-1) >= 2
+
+
+def _tilted(logr: np.ndarray, s: float) -> np.ndarray:
+    z = np.where(np.isfinite(logr), s * logr, -np.inf)
+    z = z - z.max(-1, keepdims=True)
+    p = np.exp(z)
+    return p / p.sum(-1, keepdims=True)
+
+
+def _score(s: float, logr, counts, w) -> float:
+    """d/ds of the weighted log-likelihood: sum_x w_x [sum_a n_xa log r_xa - n_x E_s(log r)]."""
+    p = _tilted(logr, s)
+    lr = np.where(np.isfinite(logr), logr, 0.0)
+    return float(np.sum(w * ((counts * lr).sum(-1) - counts.sum(-1) * (p * lr).sum(-1))))
+
+
+def prepare(reference: np.ndarray, answers: np.ndarray):
+    """``(log reference, answers on its support, off-reference share)`` over the informative states."""
+    keep = informative(reference)
+    logr = log_reference(reference[keep])
+    on = np.where(np.isfinite(logr), answers[keep], 0.0)
+    total = answers[keep].sum()
+    off = float((total - on.sum()) / total) if total > 0 else 0.0
+    return keep, logr, on, off
+
+
+def sharpening(logr: np.ndarray, counts: np.ndarray, w: np.ndarray) -> float:
+    """The maximum-likelihood ``s`` (see the module docstring)."""
+    if not np.any(w * counts.sum(-1) > 0):
+        return float("nan")
+    lo, hi = _score(S_MIN, logr, counts, w), _score(S_MAX, logr, counts, w)
+    if lo <= 0:
+        return S_MIN
+    if hi >= 0:
+        return S_MAX
+    return float(brentq(_score, S_MIN, S_MAX, args=(logr, counts, w), xtol=1e-6, rtol=1e-8))
+
+
+def kl_rows(q: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """KL(q || p) per row (q normalized first; terms where q is 0 are 0)."""
+    q = q / np.maximum(q.sum(-1, keepdims=True), 1e-300)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = np.where(q > 0, q * (np.log(np.maximum(q, 1e-300)) - np.log(np.maximum(p, 1e-300))), 0.0)
+    return t.sum(-1)
+
+
+def divergence(logr, counts, w, s: float) -> dict:
+    rows = counts.sum(-1) > 0
+    ww = w[rows]
+    if ww.sum() <= 0:
+        return {"kl_fitted": None, "kl_reference": None, "explained": None}
+    fitted = float(np.average(kl_rows(counts[rows], _tilted(logr[rows], s)), weights=ww))
+    base = float(np.average(kl_rows(counts[rows], _tilted(logr[rows], 1.0)), weights=ww))
+    return {"kl_fitted": fitted, "kl_reference": base, "explained": 1.0 - fitted / base if base > 1e-9 else None}
+
+
+def entropy(p: np.ndarray) -> float:
+    p = np.asarray(p, float)
+    p = p[p > 0] / p.sum()
+    return float(-(p * np.log(p)).sum())
+
+
+def tv_spread(dists: np.ndarray) -> np.ndarray:
+    """(P, K, A) distributions -> (P,) mean over cards of TV to the cards' mean."""
+    mean = dists.mean(1, keepdims=True)
+    return 0.5 * np.abs(dists - mean).sum(-1).mean(-1)
+
+
+def persona_spread(per_card: np.ndarray, exact: bool, rng: np.random.Generator, shuffles: int = 20) -> np.ndarray:
+    """Per state, how much the answer moves with the card (see the module docstring)."""
+    if exact:
+        return tv_spread(per_card)
+    totals = per_card.sum(-1, keepdims=True)
+    raw = tv_spread(per_card / np.maximum(totals, 1))
+    null = np.zeros(len(per_card))
+    for i, counts in enumerate(per_card):  # draws of state i: shuffle which card each came from
+        acts = np.repeat(np.tile(np.arange(counts.shape[1]), len(counts)), counts.astype(int).ravel())
+        sizes = counts.sum(-1).astype(int)
+        if len(acts) == 0:
+            continue
+        for _ in range(shuffles):
+            perm = rng.permutation(acts)
+            parts = np.split(perm, np.cumsum(sizes)[:-1])
+            d = np.array([np.bincount(part, minlength=counts.shape[1]) / max(len(part), 1) for part in parts])
+            null[i] += tv_spread(d[None])[0] / shuffles
+    return raw - null
+
+
+def weights(clusters: np.ndarray, rng: np.random.Generator | None) -> np.ndarray:
+    """Per-item weights: ones, or a cluster bootstrap replicate's multiplicities (clusters resampled)."""
+    if rng is None:
+        return np.ones(len(clusters))
+    ids, inverse = np.unique(clusters, return_inverse=True)
+    drawn = np.bincount(rng.integers(len(ids), size=len(ids)), minlength=len(ids))
+    return drawn[inverse].astype(float)
+
+
+def bootstrap(stat, clusters: np.ndarray, replicates: int, seed: int) -> dict:
+    """``stat(w)`` at the point and its percentile bootstrap CI over resampled clusters (``None`` values of a
+    replicate are dropped)."""
+    point = stat(weights(clusters, None))
+    rng = np.random.default_rng([seed, 9])
+    values = [stat(weights(clusters, rng)) for _ in range(replicates)]
+    values = np.array([v for v in values if v is not None and np.isfinite(v)], float)
+    ci = [float(np.percentile(values, CI[0])), float(np.percentile(values, CI[1]))] if len(values) >= 10 else None
+    return {"value": None if point is None or not np.isfinite(point) else float(point), "ci": ci}

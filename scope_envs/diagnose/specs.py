@@ -1,0 +1,204 @@
+"""Which simulator to diagnose: a ``--simulator`` spec turned into a ``Simulator``, and each game's built-ins.
+
+A spec is one of
+
+* a built-in name (``names(game)`` lists them; ``scope-envs diagnose --list`` prints them):
+  ``frozen`` (the game's collapsed simulator, the ``<game>-frozen`` user), ``reference`` (the
+  training-side reference model playing the dealt card, sharpening 1), ``sharpened:S`` (that reference
+  sharpened by ``S``), ``cooperative:C`` (that reference with the game's cooperation bias ``C`` and
+  nothing else), ``rotation:I`` (member ``I`` of the ``<game>-rotation`` default roster),
+  ``family:I`` (train-stream family ``I`` of ``scope_envs.agents.families``, SCOPE's ensemble),
+  ``panel:I`` (held-out panel family ``I``; evaluation only) and ``human_proxy`` (the held-out
+  behaviour model; evaluation only);
+* ``path/to/file.py:ClassName``: a ``Simulator`` subclass defined in that file, built with no arguments;
+* ``openai:BASE_URL#MODEL``: an LLM behind an OpenAI-compatible chat endpoint, as an ``LLMPlayer`` on the
+  text surface (its messages are read with the game's NLU);
+* ``hf:DIR``: a local transformers model directory, likewise an ``LLMPlayer``.
+
+``SpecError`` (a ``ValueError``) says in one line what is wrong with a spec.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from scope_envs.core.simulator import Simulator
+
+GAMES = ("p4g", "cooperbench", "tau2")
+MAX_SHARPENING = 100.0
+
+
+class SpecError(ValueError):
+    """A simulator spec that names nothing that can be built; the message is one line."""
+
+
+@dataclass(frozen=True)
+class Players:
+    """A game's built-in players, imported only when the game is diagnosed."""
+
+    reference: type  # ReferenceX: (sharpening, persona-or-style, calibration_noise, name, cooperation=)
+    frozen: type
+    human_proxy: type
+    rotation: object  # () -> list of frozen members
+
+
+def players(game: str) -> Players:
+    if game == "p4g":
+        from scope_envs.agents import p4g as m
+
+        return Players(m.ReferencePersuadee, m.CollapsedPersuadee, m.HumanProxyPersuadee, m.rotation_members)
+    if game == "cooperbench":
+        from scope_envs.agents import cooperbench as m
+
+        return Players(m.ReferencePartner, m.CollapsedPartner, m.HumanProxyPartner, m.rotation_members)
+    if game == "tau2":
+        from scope_envs.agents import tau2 as m
+
+        return Players(m.ReferenceUser, m.CollapsedUser, m.HumanProxyUser, m.rotation_members)
+    raise SpecError(f"unknown game {game!r}; the games are {', '.join(GAMES)}")
+
+
+def reference(game: str, sharpening: float = 1.0, cooperation: float = 0.0) -> Simulator:
+    """The training-side reference model on the dealt card, ``sharpening`` and ``cooperation`` applied."""
+    sim = players(game).reference(sharpening, None, 0.25, "reference", cooperation=cooperation)
+    return sim
+
+
+def names(game: str) -> list[str]:
+    """Every built-in spec of ``game`` (the parametrised ones with their default parameter)."""
+    from scope_envs.agents.families import DEFAULT_K, PANEL_SIZE
+
+    from scope_envs.agents.families import COOPERATION
+
+    rotation = len(players(game).rotation())
+    return (["frozen", "reference", "sharpened:3", f"cooperative:{COOPERATION[game][0]:g}", "human_proxy"]
+            + [f"rotation:{i}" for i in range(rotation)] + [f"family:{i}" for i in range(DEFAULT_K["train"])]
+            + [f"panel:{i}" for i in range(PANEL_SIZE)])
+
+
+EVALUATION_ONLY = ("panel", "human_proxy")  # they read held-out personas or the held-out behaviour model
+
+
+def _number(text: str, spec: str, low: float, high: float) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise SpecError(f"{spec!r}: {text!r} is not a number") from None
+    if not low <= value <= high:
+        raise SpecError(f"{spec!r}: the parameter must be in [{low:g}, {high:g}], got {value:g}")
+    return value
+
+
+def _index(text: str, spec: str, n: int) -> int:
+    if not re.fullmatch(r"\d{1,6}", text) or int(text) >= n:
+        raise SpecError(f"{spec!r}: the index must be an integer in 0..{n - 1}, got {text!r}")
+    return int(text)
+
+
+def cooperation_range(game: str) -> tuple[float, float]:
+    return (0.0, 1.0) if game == "tau2" else (-5.0, 5.0)
+
+
+def builtin(game: str, spec: str) -> Simulator | None:
+    """The built-in simulator ``spec`` names, or None when it is not a built-in name."""
+    from scope_envs.agents.families import PANEL_SIZE, families, panel
+
+    kind, _, arg = spec.partition(":")
+    p = players(game)
+    if kind in ("frozen", "collapsed") and not arg:
+        return p.frozen()
+    if kind == "reference" and not arg:
+        return reference(game)
+    if kind == "sharpened" and arg:
+        return reference(game, _number(arg, spec, 1.0, MAX_SHARPENING))
+    if kind == "cooperative" and arg:
+        return reference(game, 1.0, _number(arg, spec, *cooperation_range(game)))
+    if kind in ("human_proxy", "heldout") and not arg:
+        return p.human_proxy()
+    if kind == "rotation" and arg:
+        members = p.rotation()
+        return members[_index(arg, spec, len(members))]
+    if kind == "family" and arg:
+        i = _index(arg, spec, 1000)
+        return families(game, "train", i + 1)[i]
+    if kind == "panel" and arg:
+        return panel(game)[_index(arg, spec, PANEL_SIZE)]
+    return None
+
+
+def from_file(spec: str) -> Simulator:
+    """``path/file.py:ClassName`` — the file is imported as a module and the class built with no arguments."""
+    path, _, cls = spec.rpartition(":")
+    file = Path(path)
+    if not file.is_file():
+        raise SpecError(f"{spec!r}: no such file {path!r}")
+    if not cls.isidentifier():
+        raise SpecError(f"{spec!r}: {cls!r} is not a class name")
+    name = f"_scope_diagnose_{abs(hash(str(file.resolve())))}"
+    module_spec = importlib.util.spec_from_file_location(name, file)
+    if module_spec is None or module_spec.loader is None:
+        raise SpecError(f"{spec!r}: {path!r} cannot be imported as a Python module")
+    module = importlib.util.module_from_spec(module_spec)
+    sys.modules[name] = module
+    try:
+        module_spec.loader.exec_module(module)
+    except Exception as e:  # the user's file: its error, in one line
+        raise SpecError(f"{spec!r}: importing {path} raised {type(e).__name__}: {e}") from None
+    obj = getattr(module, cls, None)
+    if not (isinstance(obj, type) and issubclass(obj, Simulator)):
+        raise SpecError(f"{spec!r}: {path} has no Simulator subclass named {cls!r} "
+                        "(scope_envs.core.simulator.Simulator)")
+    try:
+        return obj()
+    except Exception as e:
+        raise SpecError(f"{spec!r}: {cls}() raised {type(e).__name__}: {e}") from None
+
+
+def llm(spec: str, *, max_new_tokens: int = 64, timeout: float = 60.0, connect_timeout: float = 5.0) -> Simulator:
+    """An ``LLMPlayer`` for ``openai:URL#MODEL`` (checked reachable first) or ``hf:DIR``."""
+    from scope_envs.agents.llm import LLMPlayer
+    from scope_envs.agents.llm.backends import BackendError, OpenAIBackend, TransformersBackend
+
+    if spec.startswith("openai:"):
+        url, _, model = spec[len("openai:"):].partition("#")
+        if not url or not model:
+            raise SpecError(f"{spec!r}: an endpoint is openai:BASE_URL#MODEL, e.g. openai:http://127.0.0.1:8000/v1#qwen")
+        from scope_envs.train.llm.panel import PanelError, Simulator as PanelEntry, check_reachable
+
+        try:
+            check_reachable(PanelEntry("diagnosed", "openai", base_url=url, model=model), timeout=connect_timeout)
+        except PanelError as e:
+            raise SpecError(str(e).replace("simulator 'diagnosed': ", "")) from None
+        backend = OpenAIBackend(url, model, timeout=timeout, retries=1, backoff=0.2)
+        return LLMPlayer(backend, name=f"openai:{model}", max_new_tokens=max_new_tokens)
+    directory = spec[len("hf:"):]
+    from scope_envs.train.llm.panel import PanelError, check_model_dir
+
+    try:
+        path = check_model_dir(directory)
+        backend = TransformersBackend.from_path(path)
+    except (PanelError, BackendError, OSError, ValueError) as e:
+        raise SpecError(f"{spec!r}: {e}") from None
+    return LLMPlayer(backend, name=f"hf:{Path(path).name}", max_new_tokens=max_new_tokens)
+
+
+def resolve(game: str, spec: str, **llm_options) -> tuple[Simulator, str]:
+    """``(simulator, kind)`` for a spec; kind is ``builtin``, ``file`` or ``llm``. ``SpecError`` otherwise."""
+    players(game)  # an unknown game is an error first
+    if spec.startswith(("openai:", "hf:")):
+        return llm(spec, **llm_options), "llm"
+    sim = builtin(game, spec)
+    if sim is not None:
+        return sim, "builtin"
+    if ":" in spec and spec.rpartition(":")[0].endswith(".py"):
+        return from_file(spec), "file"
+    raise SpecError(f"unknown simulator {spec!r}: a built-in name ({', '.join(names(game))}), "
+                    "path/file.py:ClassName, openai:BASE_URL#MODEL or hf:DIR")
+
+
+def evaluation_only(spec: str) -> bool:
+    return spec.partition(":")[0] in (*EVALUATION_ONLY, "heldout")

@@ -1,0 +1,300 @@
+"""``scope-envs diagnose``: its known answers, its black-box route, its errors and its files."""
+
+import json
+import subprocess
+import sys
+import textwrap
+import threading
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from scope_envs.diagnose import DiagnoseError, SpecError, diagnose, names, resolve, write
+from scope_envs.diagnose import measures
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT.parent / "shared" / "data" / "p4g"
+SMALL = dict(probe_episodes=8, episodes=400, bootstrap=40, persona_states=12, cards=4)
+GAMES = ("p4g", "cooperbench", "tau2")
+
+
+@pytest.fixture(scope="module")
+def reports():
+    """One small diagnosis per (game, built-in) that several tests read."""
+    out = {}
+    for game in GAMES:
+        for spec in ("reference", "sharpened:3", "frozen"):
+            out[game, spec] = diagnose(game, spec, **SMALL)
+    return out
+
+
+@pytest.mark.parametrize("game", GAMES)
+def test_a_sharpened_reference_is_diagnosed_at_its_sharpening(reports, game):
+    for spec, truth in (("sharpened:3", 3.0), ("reference", 1.0)):
+        s = reports[game, spec]["sharpening"]
+        assert reports[game, spec]["fit"] == "exact"
+        assert s["value"] == pytest.approx(truth, abs=1e-3), (game, spec, s)
+        assert s["ci"][0] <= truth + 1e-3 and s["ci"][1] >= truth - 1e-3
+        assert s["kl_fitted"] == pytest.approx(0.0, abs=1e-6)
+    assert reports[game, "sharpened:3"]["sharpening"]["explained"] == pytest.approx(1.0, abs=1e-4)
+
+
+@pytest.mark.parametrize("game, truth", [("p4g", 3.0), ("p4g", 1.0), ("tau2", 3.0)])
+def test_the_black_box_fit_finds_the_sharpening_from_sampled_answers(game, truth):
+    r = diagnose(game, f"sharpened:{truth:g}", sampled=True, samples=8, **SMALL)
+    s = r["sharpening"]
+    assert r["fit"] == "sampled"
+    assert s["ci"][0] <= truth <= s["ci"][1], s
+    assert abs(s["value"] - truth) < 0.35 * truth, s
+
+
+@pytest.mark.parametrize("game", GAMES)
+def test_the_reference_covers_itself(reports, game):
+    c = reports[game, "reference"]["coverage"]
+    assert c["acts"]["value"] == 1.0 and c["acts"]["missing"] == []
+    assert c["paths"]["value"] == 1.0 and c["paths"]["modes"]
+    assert c["entropy_ratio"]["value"] == pytest.approx(1.0)
+    assert c["path_entropy_ratio"]["value"] == pytest.approx(1.0)
+    p = reports[game, "reference"]["persona_sensitivity"]
+    assert p["difference"]["value"] == pytest.approx(0.0, abs=1e-12) and p["value"] > 0
+    assert reports[game, "reference"]["cooperation"]["bias"]["value"] == pytest.approx(0.0)
+
+
+@pytest.mark.parametrize("game", GAMES)
+def test_the_collapsed_simulator_has_the_signs_it_was_built_with(reports, game):
+    r = reports[game, "frozen"]
+    assert r["cooperation"]["bias"]["value"] > 0 and r["cooperation"]["bias"]["ci"][0] > 0  # over-cooperative
+    p = r["persona_sensitivity"]  # one modal card: the dealt card changes nothing
+    assert p["value"] == pytest.approx(0.0, abs=1e-12)
+    assert p["difference"]["ci"][1] < 0
+    assert r["coverage"]["entropy_ratio"]["value"] < 1  # sharpened: less varied than the reference
+
+
+def test_a_cooperation_dial_alone_shows_as_cooperation_not_as_persona_loss():
+    r = diagnose("p4g", "cooperative:1", **SMALL)
+    assert r["cooperation"]["bias"]["ci"][0] > 0
+    assert r["persona_sensitivity"]["value"] > 0.5 * r["persona_sensitivity"]["reference"]["value"]
+
+
+def test_the_mle_is_the_root_of_a_concave_likelihood():
+    rng = np.random.default_rng(0)
+    ref = rng.dirichlet(np.ones(6), size=300)
+    for s_true in (0.5, 2.0, 5.0):
+        q = ref ** s_true
+        q /= q.sum(1, keepdims=True)
+        counts = np.array([rng.multinomial(50, p) for p in q], float)
+        keep, logr, on, off = measures.prepare(ref, counts)
+        assert off == 0.0
+        s = measures.sharpening(logr, on, np.ones(len(on)))
+        assert s == pytest.approx(s_true, rel=0.1)
+        assert measures._score(s * 0.9, logr, on, np.ones(len(on))) > 0 > measures._score(s * 1.1, logr, on,
+                                                                                             np.ones(len(on)))
+
+
+def test_names_resolve_and_bad_specs_say_why():
+    for game in GAMES:
+        for spec in names(game):
+            sim, kind = resolve(game, spec)
+            assert kind == "builtin" and sim is not None
+    for bad, words in (("sharpened:0.5", "in [1"), ("panel:9", "0..5"), ("nope", "unknown simulator"),
+                       ("missing.py:Sim", "no such file"), ("openai:http://127.0.0.1:9/v1", "BASE_URL#MODEL")):
+        with pytest.raises(SpecError, match=words.replace("[", r"\[")):
+            resolve("p4g", bad)
+
+
+USER_FILE = '''
+import numpy as np
+from scope_envs.agents.p4g import ReferencePersuadee
+from scope_envs.core.simulator import Simulator
+
+
+class ActOnly(Simulator):
+    """A black box: only act(), the reference sharpened by 3 underneath."""
+    def __init__(self):
+        self.inner = ReferencePersuadee(3.0)
+
+    def act(self, view, rng):
+        return self.inner.act(view, rng)
+
+
+class Flaky(ActOnly):
+    calls = 0
+
+    def act(self, view, rng):
+        Flaky.calls += 1
+        if Flaky.calls % 3 == 0:
+            raise RuntimeError("flaky simulator")
+        if Flaky.calls % 7 == 0:
+            return 999  # not an act
+        return super().act(view, rng)
+
+
+class Broken(Simulator):
+    def act(self, view, rng):
+        raise RuntimeError("always broken")
+'''
+
+
+@pytest.fixture(scope="module")
+def user_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("sims") / "my_sims.py"
+    path.write_text(USER_FILE)
+    return path
+
+
+def test_a_simulator_class_in_a_file_is_fitted_black_box(user_file):
+    r = diagnose("p4g", f"{user_file}:ActOnly", samples=8, **SMALL)
+    assert r["kind"] == "file" and r["fit"] == "sampled"
+    assert r["sharpening"]["ci"][0] <= 3.0 <= r["sharpening"]["ci"][1]
+
+
+def test_a_simulator_that_raises_is_counted_not_a_traceback(user_file):
+    r = diagnose("p4g", f"{user_file}:Flaky", **SMALL)
+    e = r["errors"]
+    assert e["probe_errors"] > 0 and any("flaky simulator" in m for m in e["messages"])
+    assert any("not legal" in m for m in e["messages"])
+    assert e["episodes_raised"] > 0 and r["sharpening"]["value"] is not None
+    with pytest.raises(DiagnoseError, match="no usable answer.*always broken"):
+        diagnose("p4g", f"{user_file}:Broken", **SMALL)
+
+
+def cli(*args, timeout=300):
+    return subprocess.run([sys.executable, "-m", "scope_envs.cli", "diagnose", *args], capture_output=True,
+                          text=True, timeout=timeout, cwd=ROOT)
+
+
+def test_cli_writes_json_markdown_and_png(tmp_path):
+    out = tmp_path / "d"
+    p = cli("--game", "cooperbench", "--simulator", "frozen", "--out", str(out), "--probe-episodes", "5",
+            "--episodes", "40", "--bootstrap", "20", "--no-progress")
+    assert p.returncode == 0, p.stderr
+    report = json.loads((out / "diagnose.json").read_text())
+    assert report["game"] == "cooperbench" and report["sharpening"]["value"] is not None
+    card = (out / "diagnose.md").read_text()
+    assert "| sharpening (vs reference model) |" in card and "Command: `scope-envs diagnose" in card
+    assert (out / "diagnose.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert sorted(f.name for f in out.iterdir()) == ["diagnose.json", "diagnose.md", "diagnose.png"]  # no temp
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--samples", "1001"], "--samples: expected an integer in [1, 1000]"),
+    (["--episodes", "0"], "--episodes: expected an integer in [1, 100000]"),
+    (["--bootstrap", "100001"], "--bootstrap"),
+    (["--cards", "65"], "--cards"),
+    (["--simulator", "sharpened:999"], "--simulator"),
+    (["--data", "."], "--data: only p4g"),
+])
+def test_cli_bounds_every_count(tmp_path, args, words):
+    base = ["--game", "cooperbench", "--out", str(tmp_path)]
+    if "--simulator" not in args:
+        base += ["--simulator", "frozen"]
+    p = cli(*base, *args)
+    assert p.returncode == 2 and words in p.stderr and "Traceback" not in p.stderr, p.stderr
+
+
+def test_cli_broken_simulator_is_one_line(tmp_path, user_file):
+    p = cli("--game", "p4g", "--simulator", f"{user_file}:Broken", "--out", str(tmp_path), "--probe-episodes", "2",
+            "--episodes", "3", "--bootstrap", "0", "--no-progress")
+    assert p.returncode == 1 and "Traceback" not in p.stderr
+    assert p.stderr.strip().count("\n") == 0 and "always broken" in p.stderr
+
+
+class _ChatStandIn:
+    """A local stand-in for an OpenAI chat endpoint: answers ``replies`` in turn."""
+
+    def __init__(self, replies):
+        self.replies, self.i, self.requests = list(replies), 0, 0
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self):
+                self._send({"data": [{"id": "stand-in"}]})
+
+            def do_POST(self):
+                self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                outer.requests += 1
+                text = outer.replies[outer.i % len(outer.replies)]
+                outer.i += 1
+                self._send({"choices": [{"message": {"role": "assistant", "content": text}, "finish_reason": "stop"}]})
+
+            def _send(self, payload):
+                body = json.dumps(payload).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = HTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_port}/v1"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_an_llm_endpoint_is_diagnosed_on_the_text_surface_and_garbage_is_counted():
+    server = _ChatStandIn(["That sounds good, I will help. [DONATE $0.50]", "", "What does the charity do?",
+                           "\x00\x01", "Sure. [DONATE $1.00] Goodbye!"])
+    try:
+        r = diagnose("p4g", f"openai:{server.url}#stand-in", probe_episodes=3, episodes=4, samples=1, cards=2,
+                     persona_states=3, bootstrap=20)
+    finally:
+        server.close()
+    assert r["surface"] == "text" and r["fit"] == "sampled" and r["kind"] == "llm"
+    assert server.requests > 20
+    e = r["errors"]
+    assert e["probe_errors"] > 0 and any("empty message" in m for m in e["messages"])
+    assert r["sharpening"]["value"] is not None
+    assert "agree_donation" not in r["coverage"]["acts"]["missing"] or r["coverage"]["acts"]["value"] < 1
+
+
+def test_an_unreachable_endpoint_is_a_clear_cli_error(tmp_path):
+    import socket
+
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()  # nothing listens there now
+    p = cli("--game", "p4g", "--simulator", f"openai:http://127.0.0.1:{port}/v1#m", "--out", str(tmp_path),
+            "--connect-timeout", "2")
+    assert p.returncode == 2 and "unreachable" in p.stderr and "Traceback" not in p.stderr, p.stderr
+
+
+@pytest.mark.skipif(not DATA.is_dir(), reason="needs ../shared/data/p4g (the real P4G data)")
+def test_p4g_against_the_real_persuadees():
+    ref = diagnose("p4g", "reference", data=DATA, real_dialogues=80, **SMALL)
+    frozen = diagnose("p4g", "frozen", data=DATA, real_dialogues=80, **SMALL)
+    real_ref, real_frozen = ref["real"], frozen["real"]
+    assert real_ref["states"] > 500
+    # the reference model is the real response table tilted by willingness: close to sharpening 1 against it
+    assert 0.8 < real_ref["sharpening"]["value"] < 1.2
+    assert real_frozen["sharpening"]["value"] > real_ref["sharpening"]["value"] + 0.5
+    ll = real_ref["log_likelihood"]
+    assert ll["value"] == pytest.approx(ll["reference_model"]["value"])
+    assert real_frozen["log_likelihood"]["value"] < ll["value"]  # SCOPE's check: the collapsed fits people worse
+    assert real_frozen["cooperation"]["bias"]["value"] > real_ref["cooperation"]["bias"]["value"]
+
+
+def test_write_refuses_a_file_in_the_way(tmp_path, reports):
+    from scope_envs.files import OutputError
+
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    with pytest.raises(OutputError):
+        write(reports["p4g", "frozen"], blocker)
+
+
+def test_the_docs_code_blocks_run(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    text = (ROOT / "docs" / "diagnose.md").read_text()
+    blocks = [b.split("\n", 1)[1] for b in text.split("```python")[1:]]
+    assert blocks
+    for block in blocks:
+        exec(compile(textwrap.dedent(block.split("```")[0]), "docs/diagnose.md", "exec"), {})
