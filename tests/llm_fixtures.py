@@ -71,15 +71,20 @@ class ScriptedEngine:
     the token ids of the line and its end of turn, each with logprob -1."""
 
     def __init__(self, tokenizer, lines):
-        self.tokenizer, self.lines, self.calls = tokenizer, list(lines), 0
+        """``lines``: a list, or a dict of lists by LoRA adapter (one engine serving several adapters)."""
+        self.tokenizer, self.calls = tokenizer, {}
+        self.lines = {k: list(v) for k, v in lines.items()} if isinstance(lines, dict) else {None: list(lines)}
 
     def generate_ids(self, prompts, *, max_new_tokens=256, temperature=1.0, seed=None, adapter=None):
         from scope_envs.agents.llm.backends import Generation
 
+        key = adapter if adapter in self.lines else None
+        lines = self.lines[key]
         out = []
         for _ in prompts:
-            text = self.lines[self.calls % len(self.lines)]
-            self.calls += 1
+            n = self.calls.get(key, 0)
+            text = lines[n % len(lines)]
+            self.calls[key] = n + 1
             ids = list(self.tokenizer(text, add_special_tokens=False)["input_ids"]) + [self.tokenizer.eos_token_id]
             out.append(Generation(text, ids, [-1.0] * len(ids), True))
         return out

@@ -407,9 +407,19 @@ def _changed(before, params):
     return any(not np.allclose(a.numpy(), b.detach().numpy()) for a, b in zip(before, params))
 
 
-def test_cotraining_updates_both_models(tmp_path, tiny_dir):
+def test_cotraining_updates_both_models(tmp_path, tiny_dir, monkeypatch):
+    from llm_fixtures import ScriptedEngine
+
     from scope_envs.train.llm import ppo
 
+    build_engines = ppo.build_engines
+
+    def engines(cfg, learners):  # a user that gives $2 in one episode and nothing in the other: a signal for both
+        build_engines(cfg, learners)
+        learners["user"].engine = ScriptedEngine(learners["user"].tokenizer, ["[DONATE $2] Goodbye!",
+                                                                              "[DONATE $0] Goodbye!"])
+
+    monkeypatch.setattr(ppo, "build_engines", engines)
     cfg = _cfg(tmp_path, env="p4g-cotrain", mode="cotrain", env_kwargs={"max_turns": 2}, updates=1)
     learners = ppo.build_learners(cfg)
     assert set(learners) == {"agent", "user"} and learners["agent"].model is not learners["user"].model
@@ -425,14 +435,26 @@ def test_cotraining_updates_both_models(tmp_path, tiny_dir):
         AutoModelForCausalLM.from_pretrained(tmp_path / "checkpoints" / "final" / name, local_files_only=True)
 
 
-def test_population_keeps_k_distinct_lora_adapters(tmp_path, tiny_dir):
+def test_population_keeps_k_distinct_lora_adapters(tmp_path, tiny_dir, monkeypatch):
     pytest.importorskip("peft")
     import torch
+    from llm_fixtures import ScriptedEngine
 
     from scope_envs.train.llm import ppo
 
     cfg = _cfg(tmp_path, env="p4g-population", mode="members", members=2, lora=True, lora_r=4,
                env_kwargs={"max_turns": 2, "schedule": "round_robin"}, groups=2, group_size=1, updates=2, lr=1e-2)
+    build_engines = ppo.build_engines
+
+    def engines(cfg, learners):  # the users give $2 in one episode and nothing in the other: a signal for all
+        build_engines(cfg, learners)
+        script = ScriptedEngine(learners["agent"].tokenizer, {
+            "agent": ["Hello, would you donate?"], **{f"user_{k}": ["[DONATE $2] Goodbye!", "[DONATE $0] Goodbye!"]
+                                                     for k in range(2)}})
+        for lr in learners.values():
+            lr.engine = script
+
+    monkeypatch.setattr(ppo, "build_engines", engines)
     learners = ppo.build_learners(cfg)
     assert set(learners) == {"agent", "user_0", "user_1"}
     model = learners["agent"].model
@@ -487,16 +509,16 @@ def test_cotraining_one_shared_model_plays_both_roles(tmp_path, tiny_dir):
     assert "group_reward_var/user" in history[0] and "group_reward_var/agent" in history[0]
 
 
-# ----------------------------------------------------------------------------- the README's LLM snippet
-def test_readme_llm_snippet_runs_as_written(capsys):
-    """The README's LLM players snippet defines every name it uses and runs on a tiny model built on the spot."""
+# ----------------------------------------------------------------------------- docs/llm.md's LLM snippet
+def test_docs_llm_snippet_runs_as_written(capsys):
+    """docs/llm.md's LLM players snippet defines every name it uses and runs on a tiny model built on the spot."""
     import re
     from pathlib import Path
 
-    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    text = (Path(__file__).resolve().parents[1] / "docs" / "llm.md").read_text()
     section = re.search(r"^## LLMs\n(.*?)(?=^## |\Z)", text, re.S | re.M).group(1)
     snippets = re.findall(r"```python\n(.*?)```", section, re.S)
-    assert snippets, "the README's LLMs section has no python snippet"
+    assert snippets, "docs/llm.md's LLMs section has no python snippet"
     for code in snippets:
-        exec(compile(code, "README.md", "exec"), {"__name__": "readme"})
+        exec(compile(code, "docs/llm.md", "exec"), {"__name__": "docs"})
     assert "'role'" in capsys.readouterr().out
