@@ -25,8 +25,6 @@ Metrics ``panel_per_family`` (the six families' success, in panel order) and ``p
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 
 from scope_envs.train.groups import GROUP_FRACTIONS
@@ -117,20 +115,14 @@ def panel_seeds(seed: int) -> list[int]:
 
 
 def evaluate_panel(trainer, game: str, episodes: int, seed: int, uniform: bool = False) -> dict:
-    """``agent_0`` against each of the six held-out panel families (``panel(game)``, ``panel_env`` on
-    held-out scenarios), ``episodes`` episodes each. Evaluation only (DESIGN.md §4.1)."""
-    import scope_envs
-    from scope_envs.agents.families import panel, panel_env
-    from scope_envs.train.act_ppo import evaluate
+    """``agent_0`` of a ``PPOTrainer`` (``uniform``: uniform play) against each of the six held-out panel
+    families, ``episodes`` episodes each: ``scope_envs.bench.protocol.evaluate_panel``. Evaluation only
+    (DESIGN.md §4.1)."""
+    from scope_envs.bench.plugins import Trained
+    from scope_envs.bench.policies import TrainerPlayers
+    from scope_envs.bench.protocol import evaluate_panel as panel_of
 
-    members = panel(game)  # stateless simulators: one each, shared by that family's eval envs
-    per = []
-    for member, s in zip(members, panel_seeds(seed)):
-        def factory(member=member):  # a fresh game (default arguments, as <game>-heldout) per env
-            return panel_env(scope_envs.make(f"{game}-heldout").unwrapped.game, member)
-
-        per.append(evaluate(trainer, factory, episodes, seed=s, uniform=uniform)["success"])
-    return {"success": float(np.mean(per)), "per_family": per, "families": [m.name for m in members]}
+    return panel_of(Trained(TrainerPlayers(trainer, uniform)), game, episodes, seed)
 
 
 def eval_envs(episodes: int) -> int:
@@ -142,10 +134,14 @@ def eval_envs(episodes: int) -> int:
 
 def run_one(game: str, method: str, seed: int, steps: int, eval_episodes: int, curve_points: int,
             curve_episodes: int, user_reward: str | None = None, advantage: str = "gae", group_size: int = 1,
-            sensitivity: bool = False, assumptions: str | None = None, heldout_episodes: int | None = None) -> dict:
+            sensitivity: bool = False, assumptions: str | None = None, heldout_episodes: int | None = None,
+            plugin: str | None = None) -> dict:
     """Train one (game, method, seed) and evaluate it; the held-out side only ever measures (``oracle``,
     the ceiling, trains against the held-out behaviour model on train scenarios: see the module docstring).
 
+    Every row runs through the same path: the method as a plug-in (``scope_envs.bench.plugins``: a built-in
+    row by name, another by ``plugin``, its ``--method`` spec), trained with ``steps`` decisions of agent_0
+    and evaluated by the protocol (``scope_envs.bench.protocol.evaluate_policy``).
     ``heldout_episodes`` (default ``eval_episodes``): the held-out side's episodes, and the panel's in all
     (``EVAL_EPISODES_MIN``); the train side plays ``eval_episodes``.
     ``sensitivity``: also evaluate on held-out users under each assumption variant (``bench.sensitivity``).
@@ -154,77 +150,24 @@ def run_one(game: str, method: str, seed: int, steps: int, eval_episodes: int, c
     import torch
     from threadpoolctl import threadpool_limits
 
-    from scope_envs.train.act_ppo import PPOConfig, PPOTrainer, evaluate
+    from scope_envs.bench import plugins
 
     # one thread per run: the runs are the parallelism (a second BLAS or torch thread per worker only
     # oversubscribes the cores: with numpy's BLAS on 2 threads per worker the oracle runs took ~5x as long)
     torch.set_num_threads(1)
     threadpool_limits(1)
-    t0 = time.perf_counter()
-    env_id, env_kwargs, overrides = method_setup(game, method, user_reward, advantage, group_size)
-    variant = {} if assumptions is None else {"assumptions": assumptions}
-    if variant and method != "oracle":
-        raise ValueError(f"assumptions= is for the oracle row only, got method {method!r}")
-    env_kwargs.update(variant)
-    total = 0 if method in UNTRAINED else steps * (ORACLE_BUDGET if method == "oracle" else 1)
-    uniform = method == "random"  # agent_0 plays uniformly over its legal acts; the network is never read
-    trainer = PPOTrainer(PPOConfig(env_id=env_id, env_kwargs=env_kwargs, seed=seed, total_steps=total, **overrides))
-    heldout_id = f"{game}-heldout"
-    # the same evaluation episodes (seeds, hence cards) for every method: common random numbers
-    train_seed, heldout_seed = 1_000_000 + 1000 * seed, 2_000_000 + 1000 * seed
-
-    curve = []
-
-    def checkpoint():
-        tr = evaluate(trainer, env_id, curve_episodes, seed=train_seed + 500, uniform=uniform, **env_kwargs)
-        ho = evaluate(trainer, heldout_id, curve_episodes, seed=heldout_seed + 500, uniform=uniform, **variant)
-        curve.append({"agent_steps": trainer.agent_steps, "train": tr["success"], "heldout": ho["success"],
-                      "policy_entropy": tr["policy_entropy"]})
-
-    checkpoint()
-    marks = list(np.linspace(0, total, curve_points + 1)[1:]) if total else []
-
-    def on_iteration(row):
-        while marks and row["agent_steps"] >= marks[0] - 1e-9:
-            marks.pop(0)
-            checkpoint()
-
-    history = trainer.train(on_iteration) if total else []
-    train_time = time.perf_counter() - t0
-    n_heldout = eval_episodes if heldout_episodes is None else heldout_episodes
-    tr = evaluate(trainer, env_id, eval_episodes, seed=train_seed, uniform=uniform, num_envs=eval_envs(eval_episodes),
-                  **env_kwargs)
-    ho = evaluate(trainer, heldout_id, n_heldout, seed=heldout_seed, uniform=uniform, num_envs=eval_envs(n_heldout),
-                  **variant)
-    if variant:  # a sensitivity ceiling: its held-out score under its own variant is all that is read
-        return {"game": game, "method": method, "seed": seed, "assumptions": assumptions,
-                "metrics": {"train_success": tr["success"], "heldout_success": ho["success"]},
-                "wall_s": time.perf_counter() - t0}
-    # after the two evaluations above, so that their numbers (and the RNG state they see) are unchanged
-    n_panel = panel_episodes(n_heldout)
-    pa = evaluate_panel(trainer, game, n_panel, seed, uniform)
-    metrics = {"train_success": tr["success"], "heldout_success": ho["success"], "gap": tr["success"] - ho["success"],
-               "policy_entropy": tr["policy_entropy"], "sim_entropy": tr["sim_entropy"],
-               "train_zero_score_frac": tr["zero_score_frac"],
-               "panel_success": pa["success"], "panel_per_family": pa["per_family"]}
-    if sensitivity:  # the same policy and held-out seeds under each named variant of the proxies' assumptions
-        metrics["sensitivity"] = {v: evaluate(trainer, heldout_id, n_heldout, seed=heldout_seed, uniform=uniform,
-                                              num_envs=eval_envs(n_heldout), assumptions=v)["success"]
-                                  for v in variants(game)}
-    last = history[-max(1, len(history) // 4):]  # collapse diagnostics: the final quarter of training
-    metrics.update({k: float(np.mean([r[k] for r in last])) for k in DIAGNOSTICS if last and k in last[0]})
-    return {
-        "game": game, "method": method, "seed": seed,
-        "metrics": metrics,
-        "outcomes": {"train": tr["outcome"], "heldout": ho["outcome"]},
-        "curve": curve,
-        "panel": {"families": pa["families"], "episodes_per_family": n_panel, "seeds": panel_seeds(seed)},
-        "training": [{k: r[k] for k in ("agent_steps", "return", "policy_entropy", "user_entropy", *DIAGNOSTICS)
-                      if k in r} for r in history],
-        "env_steps": trainer.env_steps,
-        "env_steps_per_s": trainer.env_steps / max(train_time, 1e-9) if total else 0.0,
-        "wall_s": time.perf_counter() - t0,
-    }
+    if plugin is None:
+        if method not in METHODS + EXTRA_METHODS:
+            raise ValueError(f"method must be one of {METHODS + EXTRA_METHODS}, got {method!r}")
+        row = plugins.builtin()[method]
+    else:
+        row = plugins.load(plugin)
+        if row.name != method:
+            raise plugins.PluginError(f"--method {plugin}: its name is {row.name!r}, the run's is {method!r}")
+    return plugins.run_method(row, game, seed, steps, eval_episodes, curve_points, curve_episodes,
+                              heldout_episodes=eval_episodes if heldout_episodes is None else heldout_episodes,
+                              options={"user_reward": user_reward, "advantage": advantage, "group_size": group_size},
+                              sensitivity=sensitivity, assumptions=assumptions)
 
 
 def _run_task(task):

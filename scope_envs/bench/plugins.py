@@ -1,0 +1,413 @@
+"""Methods as plug-ins: what a benchmark row trains, written as one small protocol.
+
+A **method** is an object with a ``name``, the training simulators it uses, and ``train``::
+
+    class MyMethod:
+        name = "my-method"                      # the row's name in the report (letters, digits, - and _)
+
+        def train_envs(self, game: str) -> list:
+            # the simulators it trains with: env ids, or (env id, make() kwargs) pairs. They are also its
+            # "train" side in the evaluation (scope_envs.bench.protocol).
+            return [f"{game}-frozen", f"{game}-vs"]
+
+        def train(self, ctx: TrainContext):
+            ...                                  # train within ctx.budget decisions of agent_0, seeded by ctx.seed
+            ctx.progress(decisions_so_far, policy)   # after each iteration: the curve points, the budget check
+            return policy                        # a Policy (scope_envs.train.policy), or a Trained
+
+``ctx`` (``TrainContext``) holds the ``game``, the ``seed``, the ``budget`` in decisions of ``agent_0`` (the
+benchmark's currency: equal across methods, whatever a method's env steps are), ``options`` (the run's
+``user_reward``, ``advantage``, ``group_size``) and ``progress``. A method calls ``ctx.progress(decisions,
+policy)`` with ``decisions = 0`` before it trains (the learning curve's first point) and after each
+iteration; the benchmark evaluates the learning curve from those calls (``curve_points`` evenly spaced
+marks of the budget, ``curve_episodes`` episodes on the train side and on the held-out side, seeds of
+their own) exactly as for a built-in row. **Budget rule**: the iteration that reaches the budget may
+cross it; a ``progress`` call after one that reported ``decisions >= budget`` raises ``BudgetExceeded``,
+and so does a returned ``Trained`` whose ``agent_steps`` exceed the last reported count.
+
+A plain function ``train(ctx) -> policy`` is a method too (``FunctionMethod``): its name is the function's,
+its training simulator ``<game>-frozen`` unless the function has a ``train_envs`` attribute (a list of ids
+with ``{game}`` in them, or a callable of the game).
+
+Where a method comes from (``load``), as ``scope-envs bench --method SPEC`` takes it:
+
+* ``path/to/file.py:NAME`` — ``NAME`` in a Python file (a class is instantiated with no arguments);
+* ``package.module:NAME`` — an importable module;
+* ``NAME`` — a built-in row (``BUILTIN``) or an installed package's entry point in the group
+  ``scope_envs.methods`` (``[project.entry-points."scope_envs.methods"] my-method = "pkg.mod:MyMethod"``).
+
+The built-in rows are plug-ins of this same protocol (``PPOMethod``: the package's act-level PPO on the
+method's regime, ``scope_envs.bench.methods.method_setup``), and ``scope_envs.bench.methods.run_one`` runs
+every row, built-in or not, through ``run_method``: the same budget accounting, seeds, curve evaluations,
+evaluation protocol, per-run files, ``--resume``, executors and failure handling. A plug-in that raises,
+returns something that is not a policy, or overruns its budget fails its run with a ``PluginError`` naming
+it; the rest of the grid runs and is written (``scope_envs.bench.executors``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import inspect
+import re
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+ENTRY_POINT_GROUP = "scope_envs.methods"
+NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")  # a row name is also part of a file name
+
+
+class PluginError(ValueError):
+    """A method plug-in could not be loaded, or its training broke the protocol (the message names it)."""
+
+
+class BudgetExceeded(PluginError):
+    """A method kept training after it had reported the budget reached."""
+
+
+@dataclass
+class TrainContext:
+    """What a method's ``train`` gets: see the module docstring."""
+
+    game: str
+    seed: int
+    budget: int  # decisions of agent_0
+    progress: Callable[[int, Any], None] = lambda decisions, policy: None
+    options: dict = field(default_factory=dict)  # user_reward, advantage, group_size of the run
+
+
+@dataclass
+class Trained:
+    """A method's result: ``policy`` plays ``agent_0``; ``seats`` the other seats it learned on its training
+    simulators (a co-trained user: the train side is evaluated with it in the user seat); ``agent_steps``
+    the decisions of agent_0 it trained with (default: the last ``progress`` count), ``env_steps``, and
+    ``history``, its log rows (dicts; the benchmark keeps ``agent_steps``, ``return``, entropies and the
+    grouped diagnostics from them)."""
+
+    policy: Any
+    seats: dict = field(default_factory=dict)
+    agent_steps: int | None = None
+    env_steps: int = 0
+    history: list = field(default_factory=list)
+
+    def players(self, seed: int) -> dict:
+        """Every seat's policy for one evaluation side with seed ``seed``: each drawing from a stream of that
+        side (``reseeded``), so that an evaluation never depends on what was played before it."""
+        own = self.policy.players(seed) if hasattr(self.policy, "players") else {"agent_0": reseeded(self.policy, seed)}
+        return {**own, **{s: reseeded(p, seed) for s, p in self.seats.items()}}
+
+
+def reseeded(policy, seed: int):
+    """``policy`` drawing from a stream seeded by ``seed``: its ``reseeded(seed)`` where it has one (the
+    package's adapters do), a fresh ``UniformPolicy(seed)`` for a uniform one, else the policy as it is (its
+    randomness is then its own business)."""
+    from scope_envs.train.policy import UniformPolicy
+
+    if hasattr(policy, "reseeded"):
+        return policy.reseeded(seed)
+    if isinstance(policy, UniformPolicy):
+        return UniformPolicy(seed=seed)
+    return policy
+
+
+@runtime_checkable
+class Method(Protocol):
+    """A benchmark row: see the module docstring."""
+
+    name: str
+
+    def train_envs(self, game: str) -> list: ...
+
+    def train(self, ctx: TrainContext) -> Any: ...
+
+
+def env_specs(method, game: str) -> list[tuple[str, dict]]:
+    """A method's training simulators as (env id, kwargs) pairs, checked: registered ids of ``game``."""
+    import scope_envs
+
+    specs = method.train_envs(game)
+    if isinstance(specs, (str, tuple)):
+        specs = [specs]
+    out = []
+    for spec in specs:
+        env_id, kwargs = (spec, {}) if isinstance(spec, str) else (spec[0], dict(spec[1]))
+        if env_id not in scope_envs.registry:
+            raise PluginError(f"method {method.name!r}: train_envs({game!r}) names {env_id!r}, not a registered "
+                              f"env id (scope-envs list)")
+        if scope_envs.registry[env_id].game != game:
+            raise PluginError(f"method {method.name!r}: train_envs({game!r}) names {env_id!r}, an env of another game")
+        out.append((env_id, kwargs))
+    if not out:
+        raise PluginError(f"method {method.name!r}: train_envs({game!r}) is empty")
+    return out
+
+
+# ------------------------------------------------------------------------------------------------ the built-ins
+class PPOMethod:
+    """A built-in row: the package's act-level PPO (``scope_envs.train.act_ppo``) on the method's regime
+    (``methods.method_setup``: env id, kwargs, PPOConfig overrides). ``random`` and ``untrained`` train for 0
+    decisions (``random`` then plays ``UniformPolicy``); ``oracle`` gets ``ORACLE_BUDGET`` times the budget."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def setup(self, game: str, options: dict | None = None):
+        from scope_envs.bench.methods import method_setup
+
+        o = options or {}
+        return method_setup(game, self.name, o.get("user_reward"), o.get("advantage", "gae"), o.get("group_size", 1))
+
+    def train_envs(self, game: str, options: dict | None = None) -> list:
+        env_id, env_kwargs, _ = self.setup(game, options)
+        return [(env_id, env_kwargs)]
+
+    def budget(self, steps: int) -> int:
+        from scope_envs.bench.methods import ORACLE_BUDGET, UNTRAINED
+
+        return 0 if self.name in UNTRAINED else steps * (ORACLE_BUDGET if self.name == "oracle" else 1)
+
+    def train(self, ctx: TrainContext) -> Trained:
+        from scope_envs.bench.policies import TrainerPlayers
+        from scope_envs.train.act_ppo import PPOConfig, PPOTrainer
+
+        env_id, env_kwargs, overrides = self.setup(ctx.game, ctx.options)
+        env_kwargs.update(ctx.options.get("env_kwargs", {}))  # a sensitivity ceiling's assumptions
+        trainer = PPOTrainer(PPOConfig(env_id=env_id, env_kwargs=env_kwargs, seed=ctx.seed,
+                                       total_steps=ctx.budget, **overrides))
+        players = TrainerPlayers(trainer, uniform=self.name == "random")
+        ctx.progress(0, players)
+        history = trainer.train(lambda row: ctx.progress(row["agent_steps"], players)) if ctx.budget else []
+        return Trained(policy=players, agent_steps=trainer.agent_steps, env_steps=trainer.env_steps, history=history)
+
+
+def builtin() -> dict[str, PPOMethod]:
+    """The built-in rows by name (``methods.METHODS`` and ``EXTRA_METHODS``)."""
+    from scope_envs.bench.methods import EXTRA_METHODS, METHODS
+
+    return {name: PPOMethod(name) for name in METHODS + EXTRA_METHODS}
+
+
+class FunctionMethod:
+    """A function ``train(ctx) -> policy`` as a method (see the module docstring)."""
+
+    def __init__(self, fn: Callable, name: str | None = None):
+        self.fn, self.name = fn, name or fn.__name__
+
+    def train_envs(self, game: str) -> list:
+        envs = getattr(self.fn, "train_envs", ["{game}-frozen"])
+        envs = envs(game) if callable(envs) else envs
+        return [e.format(game=game) if isinstance(e, str) else (e[0].format(game=game), e[1]) for e in envs]
+
+    def train(self, ctx: TrainContext):
+        return self.fn(ctx)
+
+
+# ------------------------------------------------------------------------------------------------ loading
+def _from_file(path: str, attr: str, spec: str):
+    file = Path(path).expanduser()
+    if not file.is_file():
+        raise PluginError(f"--method {spec}: no such file {file}")
+    name = "scope_envs_plugin_" + re.sub(r"\W", "_", str(file.resolve()))
+    if name in sys.modules:
+        module = sys.modules[name]
+    else:
+        loader_spec = importlib.util.spec_from_file_location(name, file)
+        module = importlib.util.module_from_spec(loader_spec)
+        sys.modules[name] = module  # dataclasses and pickling look the module up by name
+        try:
+            loader_spec.loader.exec_module(module)
+        except Exception as e:  # noqa: BLE001  (the user's file: its error, named, without our traceback)
+            del sys.modules[name]
+            raise PluginError(f"--method {spec}: importing {file} failed: {type(e).__name__}: {e}") from e
+    return _attr(module, attr, spec)
+
+
+def _attr(module, attr: str, spec: str):
+    try:
+        return getattr(module, attr)
+    except AttributeError:
+        names = sorted(n for n in vars(module) if not n.startswith("_"))
+        raise PluginError(f"--method {spec}: {module.__name__} has no {attr!r} (it defines {', '.join(names)})") \
+            from None
+
+
+def _entry_point(name: str):
+    from importlib.metadata import entry_points
+
+    found = [ep for ep in entry_points(group=ENTRY_POINT_GROUP) if ep.name == name]
+    if not found:
+        return None
+    try:
+        return found[0].load()
+    except Exception as e:  # noqa: BLE001
+        raise PluginError(f"--method {name}: loading the entry point {found[0].value} failed: "
+                          f"{type(e).__name__}: {e}") from e
+
+
+def as_method(obj, spec: str):
+    """A loaded object as a method: an instance with ``train`` and ``train_envs``, a class of one (built with
+    no arguments), or a function ``train(ctx)``."""
+    if inspect.isclass(obj):
+        try:
+            obj = obj()
+        except Exception as e:  # noqa: BLE001
+            raise PluginError(f"--method {spec}: {obj.__name__}() failed: {type(e).__name__}: {e}") from e
+    elif inspect.isfunction(obj):
+        obj = FunctionMethod(obj)
+    if not callable(getattr(obj, "train", None)) or not callable(getattr(obj, "train_envs", None)):
+        raise PluginError(f"--method {spec}: {type(obj).__name__} is not a method (it needs train(ctx) and "
+                          "train_envs(game); see scope_envs.bench.plugins)")
+    name = getattr(obj, "name", None)
+    if not isinstance(name, str) or not NAME_PATTERN.match(name):
+        raise PluginError(f"--method {spec}: its name {name!r} must be 1-64 letters, digits, '.', '-' or '_'")
+    return obj
+
+
+def load(spec: str):
+    """The method named by ``spec`` (see the module docstring). Raises ``PluginError`` naming what is wrong."""
+    if not isinstance(spec, str) or not spec.strip():
+        raise PluginError(f"--method: expected FILE.py:NAME, package.module:NAME or a name, got {spec!r}")
+    methods = builtin()
+    if spec in methods:
+        return methods[spec]
+    if ":" in spec:
+        where, _, attr = spec.rpartition(":")
+        if not attr.isidentifier():
+            raise PluginError(f"--method {spec}: {attr!r} is not a Python name")
+        if where.endswith(".py") or "/" in where or "\\" in where:
+            obj = _from_file(where, attr, spec)
+        else:
+            try:
+                module = importlib.import_module(where)
+            except Exception as e:  # noqa: BLE001
+                raise PluginError(f"--method {spec}: cannot import {where}: {type(e).__name__}: {e}") from e
+            obj = _attr(module, attr, spec)
+        return as_method(obj, spec)
+    obj = _entry_point(spec)
+    if obj is None:
+        raise PluginError(f"--method {spec}: not a built-in row ({', '.join(methods)}), not FILE.py:NAME or "
+                          f"module:NAME, and no installed entry point {spec!r} in the group {ENTRY_POINT_GROUP!r}")
+    return as_method(obj, spec)
+
+
+def absolute(spec: str) -> str:
+    """``spec`` with a file path made absolute, so a worker process (or a Ray task) finds the same file."""
+    where, sep, attr = spec.rpartition(":")
+    if sep and (where.endswith(".py") or "/" in where):
+        return f"{Path(where).expanduser().resolve()}:{attr}"
+    return spec
+
+
+# ------------------------------------------------------------------------------------------------ one run
+def check_policy(policy, method: str):
+    """``policy`` as returned by ``method``: a ``Trained``, or a policy (``act(obs, mask, greedy)``) made one."""
+    from scope_envs.bench.policies import TrainerPlayers, as_policy
+    from scope_envs.train.act_ppo import PPOTrainer
+
+    if isinstance(policy, Trained):
+        policy.policy = check_policy(policy.policy, method).policy
+        return policy
+    if isinstance(policy, PPOTrainer):  # the package's trainer: every seat it learned
+        policy = TrainerPlayers(policy)
+    if hasattr(policy, "players"):
+        return Trained(policy=policy)
+    try:
+        return Trained(policy=as_policy(policy))
+    except TypeError as e:
+        raise PluginError(f"method {method!r}: train returned {type(policy).__name__}, not a policy ({e})") from None
+
+
+class Budget:
+    """The budget rule of the module docstring: counts what ``progress`` reports, raises past the budget."""
+
+    def __init__(self, method: str, budget: int):
+        self.method, self.budget = method, budget
+        self.reported, self.reached = 0, budget == 0
+
+    def report(self, decisions: int) -> None:
+        if isinstance(decisions, bool) or not isinstance(decisions, (int, np.integer)) or decisions < 0:
+            raise PluginError(f"method {self.method!r}: progress() needs the decisions of agent_0 so far (an int "
+                              f">= 0), got {decisions!r}")
+        if decisions > self.reported and self.reached:
+            raise BudgetExceeded(f"method {self.method!r} overran its budget: it reported {self.reported:_} of "
+                                 f"{self.budget:_} decisions of agent_0, then trained on to {decisions:_} (the "
+                                 "iteration that reaches the budget may cross it, no later one)")
+        self.reported = max(self.reported, int(decisions))
+        self.reached = self.reported >= self.budget
+
+    def close(self, trained: Trained) -> Trained:
+        if trained.agent_steps is None:
+            trained.agent_steps = self.reported
+        elif trained.agent_steps > max(self.reported, self.budget):
+            raise BudgetExceeded(f"method {self.method!r} overran its budget: it trained {trained.agent_steps:_} "
+                                 f"decisions of agent_0 against a budget of {self.budget:_} (reported: "
+                                 f"{self.reported:_})")
+        return trained
+
+
+def run_method(method, game: str, seed: int, steps: int, eval_episodes: int, curve_points: int, curve_episodes: int,
+               heldout_episodes: int | None = None, options: dict | None = None, sensitivity: bool = False,
+               assumptions: str | None = None) -> dict:
+    """Train ``method`` (an object of the protocol) for one (game, seed) and evaluate it by the protocol
+    (``scope_envs.bench.protocol``): the run record ``methods.run_one`` returns."""
+    from scope_envs.bench import protocol
+
+    t0 = time.perf_counter()
+    options = dict(options or {})
+    builtin_row = isinstance(method, PPOMethod)
+    if assumptions is not None:
+        if not (builtin_row and method.name == "oracle"):
+            raise ValueError(f"assumptions= is for the oracle row only, got method {method.name!r}")
+        options["env_kwargs"] = {"assumptions": assumptions}
+    specs = method.train_envs(game, options) if builtin_row else env_specs(method, game)
+    if assumptions is not None:
+        specs = [(env_id, {**kwargs, "assumptions": assumptions}) for env_id, kwargs in specs]
+    budget = method.budget(steps) if builtin_row else steps
+    books = Budget(method.name, budget)
+    curve = protocol.Curve(game, seed, specs, budget, curve_points, curve_episodes,
+                           heldout_kwargs={"assumptions": assumptions} if assumptions else {})
+
+    def progress(decisions, policy):
+        books.report(decisions)
+        curve.at(int(decisions), check_policy(policy, method.name))
+
+    ctx = TrainContext(game=game, seed=seed, budget=budget, progress=progress, options=options)
+    try:
+        result = method.train(ctx)
+    except PluginError:
+        raise
+    except Exception as e:
+        if builtin_row:
+            raise
+        raise PluginError(f"method {method.name!r} raised in train: {type(e).__name__}: {e}") from e
+    trained = books.close(check_policy(result, method.name))
+    train_time = time.perf_counter() - t0
+    record = protocol.evaluate_policy(trained, game, seed, train_envs=specs, eval_episodes=eval_episodes,
+                                      heldout_episodes=heldout_episodes, sensitivity=sensitivity,
+                                      assumptions=assumptions, method=method.name)
+    if assumptions is not None:
+        record["wall_s"] = time.perf_counter() - t0
+        return record
+    from scope_envs.bench.methods import DIAGNOSTICS
+
+    history = trained.history
+    last = history[-max(1, len(history) // 4):]  # collapse diagnostics: the final quarter of training
+    record["metrics"].update({k: float(np.mean([r[k] for r in last])) for k in DIAGNOSTICS
+                              if last and k in last[0]})
+    record["curve"] = curve.points
+    record["training"] = [{k: r[k] for k in ("agent_steps", "return", "policy_entropy", "user_entropy", *DIAGNOSTICS)
+                           if k in r} for r in history]
+    record["agent_steps"] = trained.agent_steps
+    record["env_steps"] = trained.env_steps
+    record["env_steps_per_s"] = trained.env_steps / max(train_time, 1e-9) if budget and trained.env_steps else 0.0
+    record["wall_s"] = time.perf_counter() - t0
+    from scope_envs.bench.reference import fingerprint
+
+    record["fingerprint"] = fingerprint(game)  # what determined these episodes (--against checks it)
+    return record

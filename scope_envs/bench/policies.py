@@ -1,0 +1,185 @@
+"""Adapters to the policy protocol (``scope_envs.train.policy``) for what a benchmark user brings.
+
+``as_policy(obj)`` turns any of these into a ``Policy`` (``act(obs, mask, greedy) -> Decisions``):
+
+* a ``Policy`` already (the package's ``NetworkPolicy``, ``UniformPolicy``, your own class): as it is;
+* a Stable-Baselines3 / sb3-contrib model (``PPO``, ``MaskablePPO``, any ``BaseAlgorithm`` with a categorical
+  policy): ``SB3Policy`` — the model's action distribution, masked to the legal acts, sampled from the
+  adapter's own generator (``reseeded``), so an evaluation is reproducible;
+* a function ``f(obs, mask) -> actions`` (n int acts for n rows): ``FunctionPolicy``.
+
+``TrainerPlayers`` is the package's own trainer as a method's result: every seat of its training env played
+by its networks, drawing from an evaluation's own generator (``rollout.evaluation_rng(seed)``) so that evaluating (the
+learning curve's points included) never touches the trainer's stream. ``load(spec)`` reads a saved policy for
+``scope-envs score``: a ``PPOTrainer.save`` folder, an SB3 ``.zip``, or ``file.py:NAME`` / ``module:NAME`` (a
+policy, a class or function returning one, or a method's ``Trained``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from scope_envs.train.policy import Decisions, Policy, UniformPolicy
+
+SB3_KEY = 0x736233  # an SB3 adapter's generator: [SB3_KEY, seed]
+
+
+def _sample(logp: np.ndarray, rng: np.random.Generator, greedy: bool) -> Decisions:
+    """Acts from rows of masked log-probabilities (-inf on illegal acts), by inverse CDF with one uniform per row."""
+    probs = np.exp(logp)
+    if greedy:
+        a = probs.argmax(-1)
+    else:
+        cdf = probs.cumsum(-1)
+        a = np.minimum((cdf <= rng.random(len(probs))[:, None] * cdf[:, -1:]).sum(-1), probs.shape[1] - 1)
+    with np.errstate(invalid="ignore"):
+        ent = -np.where(probs > 0, probs * logp, 0.0).sum(-1)
+    return Decisions(a.astype(np.int64), logp[np.arange(len(a)), a], None, ent)
+
+
+class SB3Policy:
+    """An SB3 model as a ``Policy``: its categorical action distribution at each row, illegal acts removed and
+    renormalized, sampled from this adapter's generator (``seed``); ``greedy``: the most probable legal act.
+    The values are the model's critic where it has one (``predict_values``)."""
+
+    def __init__(self, model, seed: int = 0):
+        self.model, self.seed = model, seed
+        self.rng = np.random.default_rng([SB3_KEY, seed])
+        n = getattr(getattr(model, "action_space", None), "n", None)
+        if n is None:
+            raise TypeError(f"{type(model).__name__}: an SB3 model with a Discrete action space is needed")
+        self.n_acts = int(n)
+
+    def reseeded(self, seed: int) -> SB3Policy:
+        return SB3Policy(self.model, seed)
+
+    def act(self, obs: np.ndarray, mask: np.ndarray, greedy: bool = False) -> Decisions:
+        import torch
+
+        mask = np.asarray(mask, bool)
+        if mask.shape[1] != self.n_acts:
+            raise ValueError(f"the model has {self.n_acts} acts, the seat {mask.shape[1]}: trained on another game?")
+        policy = self.model.policy
+        with torch.no_grad():
+            x = torch.as_tensor(np.asarray(obs, np.float32), device=policy.device)
+            logits = policy.get_distribution(x).distribution.logits.cpu().numpy().astype(np.float64)
+            values = policy.predict_values(x).cpu().numpy()[:, 0] if hasattr(policy, "predict_values") else None
+        logits = np.where(mask, logits, -np.inf)
+        logp = logits - np.logaddexp.reduce(logits, axis=1, keepdims=True)
+        d = _sample(logp, self.rng, greedy)
+        return Decisions(d.actions, d.logp, values, d.entropy)
+
+
+class FunctionPolicy:
+    """A function ``f(obs, mask) -> actions`` as a ``Policy`` (no log-probabilities, values or entropy)."""
+
+    def __init__(self, fn):
+        self.fn = fn
+
+    def act(self, obs: np.ndarray, mask: np.ndarray, greedy: bool = False) -> Decisions:
+        mask = np.asarray(mask, bool)
+        a = np.asarray(self.fn(obs, mask)).astype(np.int64).reshape(-1)
+        if len(a) != len(mask):
+            raise ValueError(f"the policy function returned {len(a)} acts for {len(mask)} rows")
+        if not mask[np.arange(len(a)), np.clip(a, 0, mask.shape[1] - 1)].all() or (a < 0).any() \
+                or (a >= mask.shape[1]).any():
+            raise ValueError("the policy function returned an illegal act (masked out)")
+        return Decisions(a)
+
+
+def is_sb3(obj) -> bool:
+    return any(c.__name__ == "BaseAlgorithm" and c.__module__.startswith("stable_baselines3")
+               for c in type(obj).__mro__)
+
+
+def as_policy(obj) -> Policy:
+    """``obj`` as a ``Policy`` (see the module docstring); ``TypeError`` saying what it is otherwise."""
+    if isinstance(obj, Policy):
+        return obj
+    if is_sb3(obj):
+        return SB3Policy(obj)
+    if callable(obj) and not isinstance(obj, type):
+        return FunctionPolicy(obj)
+    raise TypeError(f"a {type(obj).__name__} is not a policy: a policy has act(obs, mask, greedy) -> Decisions "
+                    "(scope_envs.train.policy), or is an SB3 model, or a function f(obs, mask) -> actions")
+
+
+class TrainerPlayers:
+    """A ``PPOTrainer`` as a method's result (``plugins.Trained``): every seat by the trainer's networks; for an
+    evaluation side with seed ``s`` they draw from ``rollout.evaluation_rng(s)``. ``uniform``: agent_0 plays
+    ``UniformPolicy(s)`` (the floor), the learned seats still by their networks."""
+
+    def __init__(self, trainer, uniform: bool = False):
+        self.trainer, self.uniform = trainer, uniform
+
+    def players(self, seed: int) -> dict:
+        from scope_envs.train.rollout import evaluation_policies
+
+        players = evaluation_policies(self.trainer, seed)
+        if self.uniform:
+            players["agent_0"] = UniformPolicy(seed=seed)
+        return players
+
+
+# ------------------------------------------------------------------------------------------------ saved policies
+def load(spec: str, seed: int = 0):
+    """A saved policy for ``scope-envs score``: a ``PPOTrainer.save`` folder (every seat it trained: a
+    ``TrainerPlayers``), an SB3 ``.zip`` (``SB3Policy``; sb3-contrib's ``MaskablePPO`` or SB3's ``PPO``), or
+    ``file.py:NAME`` / ``module:NAME`` (a policy, or a class / function of no arguments returning one).
+    Raises ``ValueError`` naming what is wrong."""
+    path = Path(spec).expanduser()
+    if path.is_dir():
+        if not (path / "config.json").is_file() or not (path / "model.pt").is_file():
+            raise ValueError(f"--policy {spec}: a folder must be a saved trainer (config.json and model.pt)")
+        from scope_envs.train.act_ppo import PPOTrainer
+
+        return TrainerPlayers(PPOTrainer.load(path))
+    if spec.endswith(".zip"):
+        if not path.is_file():
+            raise ValueError(f"--policy {spec}: no such file")
+        return SB3Policy(load_sb3(path), seed)
+    if ":" in spec:
+        from scope_envs.bench.plugins import PluginError, _attr, _from_file
+
+        where, _, attr = spec.rpartition(":")
+        try:
+            if where.endswith(".py") or "/" in where:
+                obj = _from_file(where, attr, spec)
+            else:
+                import importlib
+
+                obj = _attr(importlib.import_module(where), attr, spec)
+        except (PluginError, ImportError) as e:
+            raise ValueError(str(e).replace("--method", "--policy")) from None
+        if isinstance(obj, type) or (callable(obj) and not isinstance(obj, Policy) and _takes_nothing(obj)):
+            obj = obj()
+        return obj if hasattr(obj, "players") else as_policy(obj)
+    raise ValueError(f"--policy {spec}: expected a saved trainer folder, an SB3 .zip, or FILE.py:NAME / module:NAME")
+
+
+def _takes_nothing(fn) -> bool:
+    import inspect
+
+    try:
+        return not any(p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+                       for p in inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return False
+
+
+def load_sb3(path: Path):
+    """An SB3 model from its ``.zip``: sb3-contrib's ``MaskablePPO`` if the file is one, else SB3's ``PPO``."""
+    try:
+        from sb3_contrib import MaskablePPO
+        from stable_baselines3 import PPO
+    except ImportError as e:
+        raise ValueError("scoring an SB3 .zip needs the sb3 extra: pip install 'scope-envs[sb3]'") from e
+    errors = []
+    for cls in (MaskablePPO, PPO):
+        try:
+            return cls.load(path, device="cpu")
+        except Exception as e:  # noqa: BLE001  (the other class may read it)
+            errors.append(f"{cls.__name__}: {type(e).__name__}: {e}")
+    raise ValueError(f"--policy {path}: not a MaskablePPO or PPO file ({'; '.join(errors)})")

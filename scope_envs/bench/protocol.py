@@ -1,0 +1,185 @@
+"""The benchmark's evaluation protocol, written down once: ``evaluate_policy(policy, game, seed)``.
+
+Every row of ``scope-envs bench`` — built-in or plug-in (``scope_envs.bench.plugins``) — and every policy
+scored by ``scope-envs score`` is evaluated by this function, on three sides, with the same seeds and
+episode counts (common random numbers: every method meets the same episodes):
+
+=============  ==========================================  =====================================================
+side           what plays the user seat                     episodes and seeds (run seed ``s``)
+=============  ==========================================  =====================================================
+train          the method's training simulator(s)           ``eval_episodes`` (the preset's: 500) per simulator;
+               (``train_envs``; default ``<game>-frozen``)  env ``i`` reset with ``TRAIN_SEED + 1000 s + i``
+held-out       ``<game>-heldout``, the held-out human       ``heldout_episodes = max(eval_episodes,
+               proxies on held-out personas/tasks           EVAL_EPISODES_MIN[game])`` (p4g 4,672; the others
+                                                            500); seeds ``HELDOUT_SEED + 1000 s + i``
+panel          the six held-out simulator families         ``ceil(heldout_episodes / 6)`` per family; family j:
+               (``agents.families.panel``, each seated by   ``PANEL_SEED + 1000 s + PANEL_STRIDE j + i``
+               ``panel_env`` on held-out scenarios)
+=============  ==========================================  =====================================================
+
+* **The rule that sizes the episodes** (``methods.EVAL_EPISODES_MIN``, derived by
+  ``benchmarks/eval_episodes.py`` before the runs that use it): the held-out side and the panel play enough
+  episodes that one run's held-out standard error is at most ``EVAL_SE_FRACTION`` (10%) of the game's band
+  (ceiling − floor); the train side, which measures the exploit, keeps the preset's count.
+* **Evaluation envs** (``methods.eval_envs``): a side of ``LARGE_EVAL`` (2,048) episodes or more runs on 256
+  envs, a smaller one on 64. The count decides which episode each env is dealt, so it is part of the protocol.
+* **Each side draws from its own stream**: for side seed ``t``, the seats' policies are ``players(t)``
+  (``plugins.Trained``; the package's networks draw from ``rollout.evaluation_rng(t)``, the floor from
+  ``UniformPolicy(t)``, an SB3 model from its adapter's ``[SB3_KEY, t]``). So an evaluation never depends on
+  what was evaluated before it, and a policy trained outside the benchmark scores what the benchmark scored.
+* **Train side of a method with several training simulators** (a declared definition): each simulator plays
+  the whole train side (the same episodes count and seeds), and ``train_success``, ``policy_entropy``,
+  ``sim_entropy`` and ``train_zero_score_frac`` are the unweighted means over the simulators, whatever share
+  of training each had; the record's ``train_simulators`` holds each one's ``success``. A co-trained user
+  (``Trained.seats``) plays the user seat on the train side only; the held-out side and the panel meet
+  ``agent_0`` alone.
+* **Learning curves** (``Curve``): at 0 decisions and at ``curve_points`` evenly spaced marks of the budget,
+  ``curve_episodes`` episodes on the (first) training simulator and on the held-out proxies, seeds
+  ``TRAIN_SEED + 1000 s + 500 + i`` and ``HELDOUT_SEED + 1000 s + 500 + i``: disjoint from the final
+  evaluation's first 500.
+* **Metrics** (``metrics`` of the run record): ``train_success``, ``heldout_success``, ``gap`` (train −
+  held-out), ``policy_entropy`` (agent_0's per-decision entropy on the train side, nats; NaN for a policy
+  that gives none), ``sim_entropy`` (of the user's act frequencies there), ``train_zero_score_frac``,
+  ``panel_success`` (the six families' mean) and ``panel_per_family``. **normalized** and **recovered** are
+  computed from a game's rows, not from one run (``stats.normalize``): ``normalized = (x − mean(random)) /
+  (mean(oracle) − mean(random))``, ``recovered = (x − mean(frozen)) / (mean(oracle) − mean(frozen))``, x the
+  held-out success of a seed, or the mean over seeds.
+
+    >>> from scope_envs.train.policy import UniformPolicy
+    >>> record = evaluate_policy(UniformPolicy(), "p4g", seed=0, eval_episodes=16, heldout_episodes=12)  # doctest: +SKIP
+    >>> sorted(record["metrics"])  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+TRAIN_SEED, HELDOUT_SEED = 1_000_000, 2_000_000  # the two sides' seed bases (the panel's: methods.PANEL_SEED)
+SEED_STRIDE = 1000  # run seed s evaluates from base + SEED_STRIDE * s
+CURVE_OFFSET = 500  # learning-curve points start 500 seeds into each side's range
+
+
+def side_seeds(seed: int) -> dict:
+    """The first env seed of each side for run seed ``seed`` (env ``i`` adds ``i``)."""
+    from scope_envs.bench.methods import panel_seeds
+
+    return {"train": TRAIN_SEED + SEED_STRIDE * seed, "heldout": HELDOUT_SEED + SEED_STRIDE * seed,
+            "panel": panel_seeds(seed)}
+
+
+def play(trained, env, episodes: int, seed: int, num_envs: int = 64, **env_kwargs) -> dict:
+    """One side: ``episodes`` episodes of ``env`` (an id, or a factory of envs) with ``trained.players(seed)``;
+    ``rollout.evaluate``'s summary (success, outcome, policy_entropy, sim_entropy, zero_score_frac, returns)."""
+    from scope_envs.train import act_ppo  # its evaluate (rollout.evaluate), looked up at call time: tests count calls
+
+    return act_ppo.evaluate(trained.players(seed), env, episodes, seed=seed, num_envs=num_envs, **env_kwargs)
+
+
+def evaluate_panel(trained, game: str, episodes: int, seed: int) -> dict:
+    """``agent_0`` against each of the six held-out panel families, ``episodes`` episodes each (the table above)."""
+    import scope_envs
+    from scope_envs.agents.families import panel, panel_env
+    from scope_envs.bench.methods import panel_seeds
+
+    members = panel(game)  # stateless simulators: one each, shared by that family's eval envs
+    per = []
+    for member, s in zip(members, panel_seeds(seed)):
+        def factory(member=member):  # a fresh game (default arguments, as <game>-heldout) per env
+            return panel_env(scope_envs.make(f"{game}-heldout").unwrapped.game, member)
+
+        per.append(play(trained, factory, episodes, s)["success"])
+    return {"success": float(np.mean(per)), "per_family": per, "families": [m.name for m in members]}
+
+
+def _as_trained(policy):
+    from scope_envs.bench.plugins import check_policy
+
+    return check_policy(policy, "evaluate_policy")
+
+
+def _specs(game: str, train_envs) -> list[tuple[str, dict]]:
+    if train_envs is None:
+        return [(f"{game}-frozen", {})]
+    specs = [train_envs] if isinstance(train_envs, (str, tuple)) else list(train_envs)
+    return [(s, {}) if isinstance(s, str) else (s[0], dict(s[1])) for s in specs]
+
+
+def evaluate_policy(policy, game: str, seed: int, *, train_envs=None, eval_episodes: int | None = None,
+                    heldout_episodes: int | None = None, sensitivity: bool = False, assumptions: str | None = None,
+                    method: str = "policy") -> dict:
+    """Evaluate ``policy`` on the three sides for run seed ``seed`` (the module docstring) and return the run
+    record's evaluation part: ``game``, ``method``, ``seed``, ``metrics``, ``outcomes`` (train, heldout),
+    ``panel`` (families, episodes per family, seeds); ``train_simulators`` where there are several.
+
+    ``policy``: a ``Policy``, an SB3 model, a function ``f(obs, mask)``, a ``PPOTrainer``, or a method's
+    ``Trained`` (``scope_envs.bench.plugins``). ``train_envs``: the train side's simulators (ids or (id, kwargs);
+    default ``<game>-frozen``). ``eval_episodes`` (default: the default preset's, 500) and ``heldout_episodes``
+    (default: ``max(eval_episodes, EVAL_EPISODES_MIN[game])``). ``sensitivity``: also the held-out side under
+    each variant of the proxies' assumptions. ``assumptions``: a sensitivity ceiling's variant (train and
+    held-out sides under it; no panel)."""
+    import scope_envs
+    from scope_envs.bench.methods import EVAL_EPISODES_MIN, PRESETS, eval_envs, panel_episodes, panel_seeds, variants
+
+    if f"{game}-heldout" not in scope_envs.registry:
+        raise ValueError(f"unknown game {game!r}")
+    trained = _as_trained(policy)
+    specs = _specs(game, train_envs)
+    n_train = PRESETS["default"]["eval_episodes"] if eval_episodes is None else eval_episodes
+    n_heldout = max(n_train, EVAL_EPISODES_MIN.get(game, 0)) if heldout_episodes is None else heldout_episodes
+    variant = {} if assumptions is None else {"assumptions": assumptions}
+    seeds = side_seeds(seed)
+    sides = [play(trained, env_id, n_train, seeds["train"], eval_envs(n_train), **kwargs) for env_id, kwargs in specs]
+    ho = play(trained, f"{game}-heldout", n_heldout, seeds["heldout"], eval_envs(n_heldout), **variant)
+    tr = sides[0] if len(sides) == 1 else {
+        "success": float(np.mean([s["success"] for s in sides])),
+        "outcome": {k: float(np.mean([s["outcome"][k] for s in sides])) for k in sides[0]["outcome"]},
+        **{k: float(np.mean([s[k] for s in sides])) for k in ("policy_entropy", "sim_entropy", "zero_score_frac")}}
+    if variant:  # a sensitivity ceiling: its held-out score under its own variant is all that is read
+        return {"game": game, "method": method, "seed": seed, "assumptions": assumptions,
+                "metrics": {"train_success": tr["success"], "heldout_success": ho["success"]}}
+    n_panel = panel_episodes(n_heldout)
+    pa = evaluate_panel(trained, game, n_panel, seed)
+    metrics = {"train_success": tr["success"], "heldout_success": ho["success"], "gap": tr["success"] - ho["success"],
+               "policy_entropy": tr["policy_entropy"], "sim_entropy": tr["sim_entropy"],
+               "train_zero_score_frac": tr["zero_score_frac"],
+               "panel_success": pa["success"], "panel_per_family": pa["per_family"]}
+    if sensitivity:  # the same policy and held-out seeds under each named variant of the proxies' assumptions
+        metrics["sensitivity"] = {v: play(trained, f"{game}-heldout", n_heldout, seeds["heldout"],
+                                          eval_envs(n_heldout), assumptions=v)["success"] for v in variants(game)}
+    record = {"game": game, "method": method, "seed": seed, "metrics": metrics,
+              "outcomes": {"train": tr["outcome"], "heldout": ho["outcome"]},
+              "panel": {"families": pa["families"], "episodes_per_family": n_panel, "seeds": panel_seeds(seed)}}
+    if len(sides) > 1:
+        record["train_simulators"] = [{"env": env_id, "success": s["success"]} for (env_id, _), s in zip(specs, sides)]
+    return record
+
+
+class Curve:
+    """A run's learning curve: ``at(decisions, trained)`` evaluates a point at 0 decisions and at each of
+    ``points`` evenly spaced marks of ``budget`` that ``decisions`` has reached (the module docstring)."""
+
+    def __init__(self, game: str, seed: int, specs: list, budget: int, points: int, episodes: int,
+                 heldout_kwargs: dict | None = None):
+        self.game, self.specs, self.episodes = game, specs, episodes
+        self.heldout_kwargs = heldout_kwargs or {}
+        seeds = side_seeds(seed)
+        self.train_seed, self.heldout_seed = seeds["train"] + CURVE_OFFSET, seeds["heldout"] + CURVE_OFFSET
+        self.marks = list(np.linspace(0, budget, points + 1)[1:]) if budget else []
+        self.points: list[dict] = []
+
+    def at(self, decisions: int, trained) -> None:
+        due = 0
+        if decisions == 0 and not self.points:
+            due = 1
+        while self.marks and decisions >= self.marks[0] - 1e-9:
+            self.marks.pop(0)
+            due += 1
+        if not due:
+            return
+        env_id, kwargs = self.specs[0]
+        tr = play(trained, env_id, self.episodes, self.train_seed, **kwargs)
+        ho = play(trained, f"{self.game}-heldout", self.episodes, self.heldout_seed, **self.heldout_kwargs)
+        point = {"agent_steps": int(decisions), "train": tr["success"], "heldout": ho["success"],
+                 "policy_entropy": tr["policy_entropy"]}
+        # one point per mark passed (an iteration can cross several): the same policy and seeds, the same numbers
+        self.points += [dict(point) for _ in range(due)]

