@@ -58,6 +58,43 @@ def test_transformers_backend_chat_and_token_ids(tiny_dir):
         assert g.text == backend.tokenizer.decode(g.token_ids, skip_special_tokens=True)
 
 
+def test_transformers_backend_samples_the_distribution_whose_logprobs_it_logs(tmp_path, tiny_dir):
+    """Issue 30, defect 5: a model whose generation_config has a repetition penalty (as instruct models ship,
+    here a strong one) must still sample from softmax(logits / T), the logprobs it logs and the trainer
+    recomputes. 400 one-token draws after one prompt: how often a token of the prompt comes out against the
+    logged probability of the prompt's tokens."""
+    import shutil
+
+    import torch
+    from transformers import GenerationConfig
+
+    from scope_envs.agents.llm import TransformersBackend
+
+    path = tmp_path / "penalised"
+    shutil.copytree(tiny_dir, path)
+    GenerationConfig(do_sample=True, repetition_penalty=50.0, eos_token_id=0, pad_token_id=0).save_pretrained(path)
+    backend = TransformersBackend.from_path(path)
+    assert backend.model.generation_config.repetition_penalty == 50.0
+    with torch.no_grad():  # a random model's logits are near 0; a trained model's are not
+        backend.model.get_output_embeddings().weight.mul_(30.0)
+    from scope_envs.games.p4g import game
+
+    text = game.PERSUADER_INSTRUCTIONS + " " + game.PERSUADEE_INSTRUCTIONS  # many distinct tokens to repeat
+    prompt = backend.encode(backend.render([{"role": "user", "content": text}]))
+    gens = backend.generate_ids([prompt] * 400, max_new_tokens=1, temperature=1.0, seed=0)
+    with torch.no_grad():
+        logits = backend.model(torch.tensor([prompt])).logits[0, -1].float()
+    logp = torch.log_softmax(logits, -1)
+    for g in gens[:20]:  # the logged logprob is the policy's, softmax(logits / T)
+        assert g.logprobs[0] == pytest.approx(logp[g.token_ids[0]].item(), abs=1e-4)
+    seen = sorted(set(prompt))
+    mass = logp.exp()[seen].sum().item()  # the policy's probability of repeating a prompt token
+    hits = sum(g.token_ids[0] in seen for g in gens)
+    assert mass > 0.2
+    assert abs(hits - 400 * mass) < 5 * math.sqrt(400 * mass * (1 - mass)), (hits, 400 * mass)
+    assert backend.model.generation_config.repetition_penalty == 50.0  # the model's own config is left as it was
+
+
 def test_local_backends_never_download():
     from scope_envs.agents.llm import TransformersBackend, load_backend
 

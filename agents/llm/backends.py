@@ -131,28 +131,37 @@ class TransformersBackend(Backend):
         for i, p in enumerate(prompts):  # left padding: every prompt ends where generation starts
             ids[i, width - len(p):] = torch.tensor(p)
             mask[i, width - len(p):] = 1
+        from transformers import GenerationConfig
+
         generator_state = None
         if seed is not None:
             generator_state = torch.random.get_rng_state()
             torch.manual_seed(seed)
         was_training = self.model.training
         self.model.eval()
+        # The policy is softmax(logits / temperature), as the trainer computes it: the model's own
+        # generation_config (an instruct model's repetition_penalty, top_k, min_p, suppressed tokens...) would
+        # add processors to the sampling that no logprob the trainer computes has. transformers fills every
+        # field left unset from model.generation_config, so a neutral one stands in for it while sampling.
+        hf_model = self.model.get_base_model() if hasattr(self.model, "get_base_model") else self.model
+        model_config = hf_model.generation_config
+        hf_model.generation_config = GenerationConfig(eos_token_id=self.stop_ids, pad_token_id=self.pad_id)
         try:
             with torch.no_grad():
                 out = self.model.generate(
                     input_ids=ids.to(device), attention_mask=mask.to(device), max_new_tokens=max_new_tokens,
                     do_sample=temperature > 0, temperature=temperature if temperature > 0 else None, top_k=0, top_p=1.0,
-                    eos_token_id=self.stop_ids, pad_token_id=self.pad_id, output_logits=True,
+                    eos_token_id=self.stop_ids, pad_token_id=self.pad_id, output_scores=True,
                     return_dict_in_generate=True,
                 )
         finally:
+            hf_model.generation_config = model_config
             self.model.train(was_training)
             if generator_state is not None:
                 torch.random.set_rng_state(generator_state)
         new = out.sequences[:, width:].cpu()
-        # logprobs under the sampling distribution (raw logits at temperature), as a trainer recomputes them
-        logits = torch.stack(out.logits, dim=1).float().cpu()
-        logp = torch.log_softmax(logits / (temperature if temperature > 0 else 1.0), dim=-1)
+        # logprobs of the distribution each token was drawn from: the processed scores (logits / temperature)
+        logp = torch.log_softmax(torch.stack(out.scores, dim=1).float().cpu(), dim=-1)
         token_logp = logp.gather(-1, new.unsqueeze(-1)).squeeze(-1)
         results = []
         for i in range(len(prompts)):
@@ -214,7 +223,10 @@ class VLLMBackend(Backend):
 
         if not prompts:
             return []
-        params = [SamplingParams(max_tokens=max_new_tokens, temperature=temperature, top_p=1.0, logprobs=0,
+        # every processor set explicitly: vLLM otherwise takes the model's generation_config defaults
+        # (repetition_penalty, top_k, min_p), which the trainer's logprobs do not have
+        params = [SamplingParams(max_tokens=max_new_tokens, temperature=temperature, top_p=1.0, top_k=-1, min_p=0.0,
+                                 repetition_penalty=1.0, presence_penalty=0.0, frequency_penalty=0.0, logprobs=0,
                                  stop_token_ids=self.stop_ids, seed=None if seed is None else seed + i)
                   for i in range(len(prompts))]
         lora = self._lora.get(adapter) if adapter is not None else None
