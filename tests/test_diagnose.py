@@ -72,6 +72,18 @@ def test_the_collapsed_simulator_has_the_signs_it_was_built_with(reports, game):
     assert r["coverage"]["entropy_ratio"]["value"] < 1  # sharpened: less varied than the reference
 
 
+def test_a_sharpened_reference_on_a_fixed_card_is_found_against_its_own_card():
+    from scope_envs.agents.p4g import ReferencePersuadee
+    from scope_envs.games.p4g import personas
+
+    r = diagnose("p4g", ReferencePersuadee(3.0, personas.persona("train", 5)), **SMALL)
+    own, dealt = r["sharpening_own_card"], r["sharpening"]
+    assert own["value"] == pytest.approx(3.0, abs=1e-3) and own["explained"] == pytest.approx(1.0, abs=1e-4)
+    assert dealt["explained"] < 0.95  # against the dealt cards, the fixed card is a misfit sharpening cannot explain
+    assert r["persona_sensitivity"]["value"] == pytest.approx(0.0, abs=1e-12)
+    assert diagnose("p4g", "reference", **SMALL)["sharpening_own_card"] is None
+
+
 def test_a_cooperation_dial_alone_shows_as_cooperation_not_as_persona_loss():
     r = diagnose("p4g", "cooperative:1", **SMALL)
     assert r["cooperation"]["bias"]["ci"][0] > 0

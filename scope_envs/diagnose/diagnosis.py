@@ -133,8 +133,12 @@ def _diagnose(game, spec, kind, sim, probe_episodes, samples, cards, persona_sta
                                 "card, sharpening 1, no cooperation bias"},
     }
     # -- sharpening against the reference model ------------------------------------------------------
-    report["sharpening"] = {"against": "reference model",
+    report["sharpening"] = {"against": "reference model on the dealt card",
                             **_sharpening_block(ps.reference[mask], answers[mask], clusters[mask], bootstrap, seed)}
+    card = probes.own_card(sim)
+    report["sharpening_own_card"] = None if ps.own_reference is None else {
+        "against": f"reference model on the simulator's own card ({card.id})",
+        **_sharpening_block(ps.own_reference[mask], answers[mask], clusters[mask], bootstrap, seed)}
     # -- mode coverage and entropy ------------------------------------------------------------------
     pooled_ref = ps.reference.mean(0)
     modes = np.flatnonzero(pooled_ref >= ACT_MODE)

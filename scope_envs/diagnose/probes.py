@@ -142,6 +142,13 @@ class Asker:
         return None
 
 
+def own_card(sim: Simulator) -> Persona | None:
+    """The card a simulator declares it always plays: ``Simulator.persona`` (p4g, cooperbench), or a tau2
+    reference user's fixed behaviour card (``style``); None for one that plays the dealt card."""
+    card = sim.persona if sim.persona is not None else getattr(sim, "style", None)
+    return card if isinstance(card, Persona) else None
+
+
 # -- games ----------------------------------------------------------------------------------------------
 def train_cards(game: str, n: int, seed: int) -> list[Persona]:
     """``n`` distinct train cards, drawn without replacement from the game's train split."""
@@ -222,6 +229,7 @@ class ProbeStates:
     target: np.ndarray | None  # (N, A) the simulator's distribution (exact simulators), else None
     draws: np.ndarray  # (N, A) counts of the simulator's answers
     reference_draws: np.ndarray  # (N, A) counts of as many draws from the reference
+    own_reference: np.ndarray | None  # (N, A) the reference on the simulator's declared card (``own_card``)
     answered: np.ndarray  # (N,) bool: the simulator gave at least one usable answer
     # persona probes, on states ``persona_rows`` (P of them) under K cards
     persona_rows: np.ndarray  # (P,) indices into the states
@@ -241,6 +249,7 @@ class _Shadow(Simulator):
         self.wants_observation = wants_observation
         self.asker = self.ref_asker = self.game = None
         self.cards: list[Persona] = []
+        self.own = None  # the reference on the simulator's own declared card, when it declares one
         self.rows: list[dict] = []
         self.episode = 0
 
@@ -253,7 +262,7 @@ class _Shadow(Simulator):
         r = self.driver.distribution(view)
         _, ref_draws = self.ref_asker(view, self.game)
         row = {"episode": self.episode, "legal": view.legal.copy(), "reference": r, "target": q, "draws": draws,
-               "reference_draws": ref_draws}
+               "reference_draws": ref_draws, "own": None if self.own is None else self.own.distribution(seen)}
         if self.cards:
             per = []
             for card in self.cards:
@@ -283,6 +292,11 @@ def probe_states(game: str, sim: Simulator, *, episodes: int, samples: int, card
     shadow.asker = asker = Asker(sim, n_acts, samples, np.random.default_rng([seed, 1]), sampled)
     shadow.ref_asker = Asker(reference(game), n_acts, samples, np.random.default_rng([seed, 2]), sampled=True)
     card_list = train_cards(game, cards, seed) if cards > 1 and persona_states > 0 else []
+    card = own_card(sim)
+    if card is not None:
+        from scope_envs.diagnose.specs import players
+
+        shadow.own = players(game).reference(1.0, card, 0.25, "reference-own-card")
     agent = ProbeAgent(game, env, text)
     rng = np.random.default_rng([seed, 3])
     every = 1
@@ -312,7 +326,8 @@ def probe_states(game: str, sim: Simulator, *, episodes: int, samples: int, card
     return ProbeStates(
         episode=np.array([r["episode"] for r in rows]), legal=np.array([r["legal"] for r in rows], dtype=bool),
         reference=stack("reference"), target=stack("target") if asker.exact else None, draws=stack("draws"),
-        reference_draws=stack("reference_draws"), answered=answered, persona_rows=np.array(prow, dtype=int),
+        reference_draws=stack("reference_draws"),
+        own_reference=stack("own") if shadow.own is not None else None, answered=answered, persona_rows=np.array(prow, dtype=int),
         persona_reference=per_card(0), persona_target=per_card(1) if asker.exact else None,
         persona_draws=per_card(2), persona_reference_draws=per_card(3), errors=asker.errors, asked=asker.asked)
 

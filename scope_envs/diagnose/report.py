@@ -43,6 +43,13 @@ def rows(r: dict) -> list[tuple[str, str, str]]:
          f"{r['fit']} fit on {s['states']} states; KL to fit {s.get('kl_fitted') or 0:.3f} vs to reference "
          f"{s.get('kl_reference') or 0:.3f}" + (f", explained {s['explained']:.2f}" if s.get("explained") is not None
                                                  else "") + (", AT A BOUND" if s.get("at_bound") else "")),
+    ]
+    own = r.get("sharpening_own_card")
+    if own:
+        out.append(("sharpening (vs reference on its own card)", fmt(own, 2),
+                    f"{own['against']}; explained " + (f"{own['explained']:.2f}" if own.get("explained") is not None
+                                                       else "n/a") + (", AT A BOUND" if own.get("at_bound") else "")))
+    out += [
         ("act-mode coverage", fmt(c["acts"], 2),
          f"{len(c['acts']['modes'])} modes; missing: {', '.join(c['acts']['missing']) or 'none'}"),
         ("act-path coverage", fmt(c["paths"], 2),
