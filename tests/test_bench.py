@@ -11,6 +11,8 @@ from scope_envs.cli import main
 KEYS = {"train_success", "heldout_success", "gap", "per_seed", "policy_entropy", "sim_entropy", "train_zero_score_frac",
         "panel_success", "normalized", "recovered"}
 SEED_KEYS = KEYS - {"per_seed"} | {"panel_per_family"}
+KEYS |= {"heldout_iqm", "heldout_iqm_ci"}  # the field's aggregates (stats.add_aggregates): not per seed
+IMPROVEMENT = {"p_improvement", "p_improvement_ci"}  # P(method > frozen): every method but frozen
 
 
 def test_bench_end_to_end(tmp_path):
@@ -22,7 +24,9 @@ def test_bench_end_to_end(tmp_path):
     for game in bench.GAMES:
         assert set(results[game]) == set(bench.METHODS)
         for method, entry in results[game].items():
-            assert set(entry) == KEYS, method
+            assert set(entry) == KEYS | (IMPROVEMENT if method != "frozen" else set()), method
+            lo, hi = entry["heldout_iqm_ci"]
+            assert lo <= entry["heldout_iqm"] <= hi
             assert set(entry["per_seed"]) == {"0", "1"}
             for seed in entry["per_seed"].values():
                 assert set(seed) == SEED_KEYS
@@ -31,9 +35,11 @@ def test_bench_end_to_end(tmp_path):
             assert entry["gap"] == pytest.approx(np.mean([s["gap"] for s in entry["per_seed"].values()]))
         for png in (f"{game}_learning_curves.png", f"{game}_entropy.png"):
             assert (out / png).stat().st_size > 1000
+    assert (out / "performance_profiles.png").stat().st_size > 1000
     report = (out / "report.md").read_text()
     assert "Welch" in report and "Holm" in report and "dollars" in report
     assert "merge-conflict rate" in report and "Solo baseline" in report
+    assert "Aggregate metrics (Agarwal et al. 2021)" in report and "## All games: normalized held-out success" in report
 
 
 def test_bench_scope_way_reports_collapse_diagnostics(tmp_path):

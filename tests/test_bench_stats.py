@@ -292,3 +292,81 @@ def test_runner_writes_claims_json_and_report(tmp_path, monkeypatch):
     for text in ("| method | train | held-out | panel |", "normalized", "recovered", "Minimum detectable effect",
                  "Pre-declared analysis", "Holm", "Welch", "fam_a", "**held**"):
         assert text in report, text
+
+
+# ------------------------------------------------------------- the field's aggregates (Agarwal et al. 2021, rliable)
+
+def test_iqm_is_the_mean_of_the_middle_half_of_all_runs():
+    assert stats.iqm(np.arange(1, 9)) == 4.5  # 1..8: drop 1, 2 and 7, 8
+    assert stats.iqm([[1, 10], [2, 20], [3, 30], [4, 40]]) == 9.25  # runs x tasks, pooled: mean(3, 4, 10, 20)
+    assert stats.iqm([np.array([1.0, 2.0, 3.0, 4.0]), np.array([100.0, -100.0, 5.0, 6.0])]) == 3.5
+    assert stats.iqm([0.0, 0.0, 0.0, 100.0]) == 0.0  # an outlying run does not move it (the mean is 25)
+
+
+def test_probability_of_improvement_counts_pairs_and_ties():
+    # pairs x > y: (1,0) (2,0) (3,0) (3,2); the tie (2,2) counts a half: 4.5 of 9
+    assert stats.probability_of_improvement([1, 2, 3], [0, 2, 4]) == pytest.approx(4.5 / 9)
+    assert stats.probability_of_improvement([5, 6], [1, 2, 3]) == 1.0
+    assert stats.probability_of_improvement([1, 2, 3], [5, 6]) == 0.0
+    assert stats.probability_of_improvement([0.3, 0.3], [0.3, 0.3]) == 0.5
+    # averaged over tasks: 1.0 on the first, 0.0 on the second
+    assert stats.probability_of_improvement([[2, 0], [3, 0]], [[1, 1], [1, 1]]) == 0.5
+    with pytest.raises(ValueError, match="tasks"):
+        stats.probability_of_improvement([[1, 2], [3, 4]], [1, 2])
+
+
+def test_stratified_bootstrap_keeps_each_tasks_runs_in_that_task():
+    """Two tasks whose runs do not vary within the task: a stratified resample is always the same pooled set, so
+    the IQM's interval collapses onto the IQM; resampling the pooled runs would move it."""
+    scores = [np.full(4, 1.0), np.full(4, 5.0)]
+    assert stats.iqm(scores) == 3.0
+    assert stats.iqm_ci(scores) == (3.0, 3.0)
+    lo, hi = stats.iqm_ci(np.array([1.0] * 4 + [5.0] * 4))  # one task of the same eight runs
+    assert lo < 3.0 < hi
+    ci = stats.iqm_ci(np.arange(1, 9))
+    assert ci == stats.iqm_ci(np.arange(1, 9)) and ci[0] < 4.5 < ci[1]  # deterministic, around the estimate
+    assert all(np.isnan(stats.iqm_ci([1.0])))
+
+
+def test_performance_profile_is_the_fraction_of_runs_above_each_threshold():
+    profile, lo, hi = stats.performance_profile([[0.1, 1.0], [0.2, 2.0], [0.3, 3.0]], [0.0, 0.15, 1.5, 3.0])
+    np.testing.assert_allclose(profile, [1.0, 5 / 6, 2 / 6, 0.0])  # "above": a run at the threshold is not
+    assert (lo <= profile).all() and (profile <= hi).all() and lo[0] == hi[0] == 1.0 and lo[-1] == hi[-1] == 0.0
+
+
+# Computed by rliable 1.2.0 itself (a separate virtualenv: its arch < 8 pin does not import beside pandas 3, so
+# it has pandas 2.2) on X = default_rng(3).random((10, 3)), Y = the next draws (12, 3) * 0.9, X[0, 0] = Y[0, 0]:
+# aggregate_iqm(X), probability_of_improvement(X, Y) and get_interval_estimates' percentile CIs (20,000 and 5,000
+# resamples: our resamples differ, so the CIs agree to the bootstrap's own noise).
+RLIABLE = {"iqm": 0.4856164730052304, "poi": 0.5180555555555556, "iqm_ci": (0.3836799083745186, 0.5875701789093537),
+           "poi_ci": (0.38472222222222224, 0.6472222222222221)}
+
+
+def test_the_definitions_agree_with_rliable():
+    rng = np.random.default_rng(3)
+    x, y = rng.random((10, 3)), rng.random((12, 3)) * 0.9
+    x[0, 0] = y[0, 0]
+    assert stats.iqm(x) == pytest.approx(RLIABLE["iqm"], rel=1e-12)
+    assert stats.probability_of_improvement(x, y) == pytest.approx(RLIABLE["poi"], rel=1e-12)
+    assert np.allclose(stats.iqm_ci(x, resamples=20_000), RLIABLE["iqm_ci"], atol=0.01)
+    assert np.allclose(stats.probability_of_improvement_ci(x, y, resamples=5000), RLIABLE["poi_ci"], atol=0.01)
+
+
+def test_results_carry_the_iqm_and_the_probability_of_improvement_over_frozen():
+    t = table(random=[0.0, 0.1, 0.2, 0.1], oracle=[0.9, 1.0, 0.8, 0.9], frozen=[0.4, 0.5, 0.45, 0.5],
+              vs=[0.45, 0.7, 0.65, 0.5])
+    stats.add_aggregates(t)
+    assert t["vs"]["heldout_iqm"] == pytest.approx(0.575)  # mean(0.5, 0.65)
+    # 0.45: beats 0.4, ties 0.45 (1.5); 0.7 and 0.65 beat all four (8); 0.5: beats two, ties two (3)
+    assert t["vs"]["p_improvement"] == pytest.approx(12.5 / 16)
+    assert "p_improvement" not in t["frozen"] and t["random"]["p_improvement"] == 0.0
+    lo, hi = t["vs"]["p_improvement_ci"]
+    assert lo <= t["vs"]["p_improvement"] <= hi
+    json.dumps(t)  # plain floats and lists
+    other = table(random=[0.0, 0.0, 0.0], oracle=[1.0, 1.0, 1.0], frozen=[0.5, 0.5, 0.5], vs=[0.9, 0.9, 0.9])
+    results = stats.normalize({"a": {**t}, "b": other})
+    agg = stats.aggregate(results)
+    assert agg["games"] == ["a", "b"] and agg["runs_per_game"] == 3  # every game gives its first 3 seeds
+    # game a's first three seeds: 0.45 beats 0.4 and ties 0.45 (1.5), 0.7 and 0.65 beat all three (6): 7.5 / 9;
+    # game b: 1.0
+    assert agg["methods"]["vs"]["p_improvement"] == pytest.approx((7.5 / 9 + 1.0) / 2)

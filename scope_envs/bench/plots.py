@@ -1,4 +1,5 @@
-"""The benchmark's PNG plots: learning curves, policy entropy, collapse diagnostics.
+"""The benchmark's PNG plots: learning curves, policy entropy, collapse diagnostics, and the performance profiles
+of held-out success (Agarwal et al. 2021: ``performance_profiles.png``).
 
 The band rows: ``random`` (the floor, no training) is drawn as a level, as ``untrained`` is; ``oracle`` (the
 ceiling, trained against the human proxies on train scenarios) as a curve. Every learning-curve panel also
@@ -11,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from scope_envs.bench.methods import DIAGNOSTICS, EXTRA_METHODS, METHODS
+from scope_envs.bench.stats import performance_profile
 from scope_envs.bench.report import LABELS, ROLES
 from scope_envs.files import save_figure
 
@@ -95,3 +97,61 @@ def plot(out: Path, runs: list[dict]) -> None:
             fig.tight_layout()
             save_figure(fig, out / f"{game}_collapse.png", dpi=100)
             plt.close(fig)
+    performance_profiles(out, runs)
+
+
+PROFILE_POINTS = 101  # thresholds per profile
+
+
+def performance_profiles(out: Path, runs: list[dict]) -> None:
+    """``performance_profiles.png``: per game, for each method the fraction of its runs (seeds) whose held-out
+    success exceeds each threshold tau, with pointwise 95% stratified-bootstrap bands (``stats.performance_profile``);
+    beside them, all games together on normalized held-out success (each game's (x - random) / (oracle - random),
+    the games as tasks, the first n seeds of each as in the report's *All games*). A curve above another is better at every threshold."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    games = sorted({r["game"] for r in runs})
+    held = {g: {} for g in games}
+    for r in sorted(runs, key=lambda r: r["seed"]):
+        if "heldout_success" in r["metrics"]:
+            held[r["game"]].setdefault(r["method"], []).append(float(r["metrics"]["heldout_success"]))
+    panels = [(g, {m: [np.asarray(v)] for m, v in held[g].items()}, LABELS.get(g, "held-out success"))
+              for g in games if held[g]]
+    banded = [g for g in games if {"random", "oracle"} <= set(held[g])
+              and np.mean(held[g]["oracle"]) > np.mean(held[g]["random"])]
+    if len(banded) > 1:
+        common = [m for m in held[banded[0]] if all(m in held[g] for g in banded)]
+        n = min(len(held[g][m]) for g in banded for m in common)  # the first n seeds of each game, as the report
+        norm = {}
+        for m in common:
+            norm[m] = []
+            for g in banded:
+                lo, hi = np.mean(held[g]["random"]), np.mean(held[g]["oracle"])
+                norm[m].append((np.asarray(held[g][m][:n]) - lo) / (hi - lo))
+        panels.append(("all games", norm, "normalized held-out success"))
+    if not panels:
+        return
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels), 3.6), squeeze=False)
+    order = METHODS + EXTRA_METHODS
+    for ax, (title, scores, label) in zip(axes[0], panels):
+        values = np.concatenate([np.concatenate(v) for v in scores.values()])
+        span = max(float(values.max() - values.min()), 1e-9)
+        taus = np.linspace(values.min() - 0.02 * span, values.max() + 0.02 * span, PROFILE_POINTS)
+        for k, method in enumerate(sorted(scores, key=lambda m: order.index(m) if m in order else len(order))):
+            profile, lo, hi = performance_profile(scores[method], taus)
+            style = {"ls": ":" if method in BAND else "-", "color": f"C{k % 10}"}
+            ax.plot(taus, profile, label=f"{method} ({BAND[method]})" if method in BAND else method, **style)
+            if np.isfinite(lo).all():
+                ax.fill_between(taus, lo, hi, alpha=0.12, color=style["color"])
+        ax.set_title(title)
+        ax.set_xlabel(f"{label} threshold τ")
+        ax.set_ylim(-0.02, 1.02)
+    axes[0, 0].set_ylabel("fraction of runs with score > τ")
+    axes[0, -1].legend(fontsize=7)
+    fig.suptitle("Performance profiles of held-out success (95% stratified-bootstrap bands)")
+    fig.tight_layout()
+    save_figure(fig, out / "performance_profiles.png", dpi=100)
+    plt.close(fig)

@@ -8,7 +8,8 @@ import numpy as np
 
 from scope_envs.bench.methods import DIAGNOSTICS
 from scope_envs.bench.stats import (ALPHA, BASELINE, BOOT_RESAMPLES, BOOT_SEED, CEILING, CLAIM_DEFINITIONS, CLAIMS,
-                                    FLOOR, LEVEL, PANEL, PANEL_FAMILIES, POWER, SUCCESS, game_claims, game_stats)
+                                    FLOOR, LEVEL, PANEL, PANEL_FAMILIES, POWER, SUCCESS, aggregate, game_claims,
+                                    game_stats)
 
 
 def mean_sd(xs) -> str:
@@ -105,8 +106,50 @@ def definitions() -> list[str]:
         "confirmatory family's size (Holm's first, strictest step), with the pooled per-seed sd of the methods' "
         "held-out success (noncentral t). Given as an absolute effect and as a fraction of the headroom, with the "
         "power that Welch's test (lower at few seeds) has at that effect, by simulation.",
+        "* **Aggregate metrics in the RL-benchmark convention** (Agarwal et al., NeurIPS 2021; the definitions of "
+        "their `rliable` library), beside the tests above and not a substitute for them: the **IQM** (interquartile "
+        "mean: the mean of the middle 50% of runs) of held-out success with its 95% **stratified bootstrap** CI "
+        f"(runs resampled within each task, percentile, {BOOT_RESAMPLES} resamples, seed {BOOT_SEED}), and the "
+        f"**probability of improvement** P(method > {BASELINE}) (the Mann-Whitney U over n_method × n_frozen, ties "
+        "a half) with its CI (both sides resampled independently). Within a game the runs are its seeds; across "
+        "games (*All games*) the games are the tasks, on normalized held-out success, each giving the same number "
+        "of seeds. `performance_profiles.png`: the fraction of runs whose held-out success exceeds each threshold, "
+        "per method, with pointwise 95% stratified-bootstrap bands.",
         "* **Claims** (also in `claims.json`, from the per-seed numbers):",
         *(f"  * *{CLAIMS[k]}* — {CLAIM_DEFINITIONS[k]}" for k in CLAIMS), ""]
+
+
+def aggregate_table(table: dict) -> list[str]:
+    """The game's IQM and probability of improvement over frozen (``stats.add_aggregates``'s fields)."""
+    rows = [(m, e) for m, e in table.items() if e.get("heldout_iqm") is not None]
+    if not rows:
+        return []
+    lines = ["", f"### Aggregate metrics (Agarwal et al. 2021): IQM and P(method > {BASELINE}) on held-out success",
+             "", f"| method | IQM | IQM {LEVEL:.0%} CI (stratified bootstrap) | P(method > {BASELINE}) | "
+             f"{LEVEL:.0%} CI | seeds |", "|---|---|---|---|---|---|"]
+    for method, e in rows:
+        ci = tuple(np.nan if v is None else v for v in e["heldout_iqm_ci"])
+        p = e.get("p_improvement")
+        p_ci = tuple(np.nan if v is None else v for v in e.get("p_improvement_ci", (None, None)))
+        lines.append(f"| {method} | {_f(e['heldout_iqm'])} | {_ci(ci)} | {'—' if p is None else _f(p)} | "
+                     f"{'—' if p is None else _ci(p_ci)} | {len(e['per_seed'])} |")
+    return lines
+
+
+def all_games(results: dict) -> list[str]:
+    """Across games (the tasks), on normalized held-out success: ``stats.aggregate``."""
+    agg = aggregate(results)
+    if len(agg["games"]) < 2 or not agg["methods"]:
+        return []
+    lines = [f"## All games: normalized held-out success (games {', '.join(agg['games'])}; the first "
+             f"{agg['runs_per_game']} seeds of each)", "",
+             f"| method | IQM | {LEVEL:.0%} CI (stratified bootstrap) | P(method > {BASELINE}) | {LEVEL:.0%} CI |",
+             "|---|---|---|---|---|"]
+    for method, row in agg["methods"].items():
+        p = row.get("p_improvement")
+        lines.append(f"| {method} | {_f(row['iqm'])} | {_ci(row['iqm_ci'])} | {'—' if p is None else _f(p)} | "
+                     f"{'—' if p is None else _ci(row['p_improvement_ci'])} |")
+    return lines + ["", "Performance profiles of held-out success per method: `performance_profiles.png`.", ""]
 
 
 def panel_families(game: str, table: dict, runs: list[dict]) -> list[str]:
@@ -177,6 +220,8 @@ def game_section(game: str, table: dict, results: dict, runs: list[dict], st: di
                      f"table uses, has power {st['mde_welch_power']:.2f} at that effect (simulated)."
                      if np.isfinite(st["mde"]) else "n/a (fewer than 2 seeds per method).")]
 
+    lines += aggregate_table(table)
+
     explo = st["exploratory"]
     if explo:
         lines += ["", f"### Exploratory: every other pair of methods ({len(explo)} pairs; Welch's t, Holm within "
@@ -191,6 +236,9 @@ def game_section(game: str, table: dict, results: dict, runs: list[dict], st: di
                       "d divides by a standard deviation that is then the other method's alone, and it "
                       "grows without bound as that one shrinks, so it says nothing about the size of the effect."]
 
+    from scope_envs.bench.entrants import report_lines as entrant_lines  # --method rows: their own tests
+
+    lines += entrant_lines(game, st)
     lines += panel_families(game, table, runs)
 
     grouped = [mt for mt, e in table.items() if DIAGNOSTICS[0] in e]
@@ -229,7 +277,10 @@ def write_report(out: Path, results: dict, runs: list[dict], settings: dict, wal
                  f"{ROLES[g]} in {g}" for g in results if g in ROLES) + ".", "", *definitions()]
     for game, table in results.items():
         st = stats_by_game[game]
-        lines += game_section(game, table, results, runs, st, game_claims(game, table, st))
+        from scope_envs.bench.entrants import builtin  # the claims are the built-in rows' alone
+
+        lines += game_section(game, table, results, runs, st, game_claims(game, builtin(table), st))
+    lines += all_games(results)
     speeds = [r["env_steps_per_s"] for r in runs if r.get("env_steps_per_s")]
     if speeds:
         lines += [f"Trainer throughput during these runs (one core each, with the learning-curve evaluations "

@@ -19,6 +19,16 @@ Everything here is computed from per-seed numbers (``results[game][method]["per_
   df = 2n - 2) detects with power 0.8 at alpha 0.05/m, m = the confirmatory family's size (Holm's first and
   strictest step), with the pooled per-seed sd of the methods' held-out success; from the noncentral t. Welch's
   test has less power than that at few seeds; ``welch_power`` says how much, by simulation.
+* **Aggregate metrics in the RL-benchmark convention** (Agarwal et al., NeurIPS 2021, "Deep RL at the edge of the
+  statistical precipice"; the definitions of their ``rliable`` library, whose pins do not fit this project:
+  rliable 1.2.0 needs ``arch < 8``, which does not import beside pandas 3): the **interquartile mean** (IQM, the
+  mean of the middle 50% of runs, ``scipy.stats.trim_mean`` at 0.25 over all runs of all tasks), its
+  **stratified bootstrap** CI (runs resampled with replacement within each task; percentile interval), the
+  **probability of improvement** P(X > Y) (per task the Mann-Whitney U of X's runs against Y's over n_x n_y, ties
+  counting a half, averaged over tasks; CI by resampling X and Y independently within each task) and the
+  **performance profile** (the fraction of runs scoring above each threshold tau, with pointwise stratified
+  bootstrap CIs). Within a game the task is its held-out side (the runs are its seeds); across games the tasks
+  are the games, on normalized held-out success (``aggregate``).
 * **Claims** (``claims``): see ``CLAIM_DEFINITIONS``.
 """
 
@@ -183,6 +193,150 @@ def pooled_sd(groups) -> float:
     return float(np.sqrt(sum((len(g) - 1) * g.var(ddof=1) for g in groups) / dof)) if dof else float("nan")
 
 
+# ------------------------------------------------------------------ aggregate metrics (Agarwal et al. 2021, rliable)
+
+IQM_CUT = 0.25  # the IQM trims this fraction of the runs from each end
+
+
+def _tasks(scores) -> list[np.ndarray]:
+    """Scores as one array of runs per task: a 1-D array (one task), a 2-D (runs x tasks) array as rliable
+    takes them, or a list of per-task arrays (tasks may have different numbers of runs)."""
+    if isinstance(scores, np.ndarray) or (isinstance(scores, (list, tuple)) and scores
+                                          and np.isscalar(scores[0])):
+        a = np.asarray(scores, float)
+        return [a] if a.ndim == 1 else [a[:, j] for j in range(a.shape[1])]
+    return [np.asarray(t, float).ravel() for t in scores]
+
+
+def iqm(scores) -> float:
+    """The interquartile mean of all runs of all tasks (rliable's ``aggregate_iqm``): ``trim_mean`` at 0.25."""
+    from scipy.stats import trim_mean
+
+    runs = np.concatenate(_tasks(scores))
+    return float(trim_mean(runs, IQM_CUT)) if len(runs) else float("nan")
+
+
+def _resample(tasks: list[np.ndarray], rng: np.random.Generator, resamples: int) -> np.ndarray:
+    """Stratified bootstrap: each task's runs resampled with replacement within the task; (resamples, all runs)."""
+    return np.concatenate([t[rng.integers(0, len(t), size=(resamples, len(t)))] for t in tasks], 1)
+
+
+def iqm_ci(scores, level: float = LEVEL, resamples: int = BOOT_RESAMPLES, seed: int = BOOT_SEED) -> tuple:
+    """Percentile stratified-bootstrap CI of ``iqm`` (deterministic: fixed seed); (nan, nan) with a task of
+    fewer than 2 runs."""
+    from scipy.stats import trim_mean
+
+    tasks = _tasks(scores)
+    if not tasks or min(len(t) for t in tasks) < 2:
+        return (float("nan"), float("nan"))
+    boot = trim_mean(_resample(tasks, np.random.default_rng(seed), resamples), IQM_CUT, axis=1)
+    lo, hi = np.percentile(boot, [50 * (1 - level), 50 * (1 + level)])
+    return (float(lo), float(hi))
+
+
+def _improvement(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """P(X > Y) + P(X = Y) / 2 between the last axes' runs of x (..., n) and y (..., m): U / (n m)."""
+    gt = (x[..., :, None] > y[..., None, :]).mean((-2, -1))
+    eq = (x[..., :, None] == y[..., None, :]).mean((-2, -1))
+    return gt + 0.5 * eq
+
+
+def probability_of_improvement(x, y) -> float:
+    """P(X > Y) averaged over tasks (rliable's ``probability_of_improvement``): per task the Mann-Whitney U of
+    X's runs against Y's divided by n_x n_y (a tie counts a half)."""
+    xs, ys = _tasks(x), _tasks(y)
+    if len(xs) != len(ys):
+        raise ValueError(f"X has {len(xs)} tasks and Y {len(ys)}: the same tasks are needed")
+    if not xs or min(len(t) for t in xs + ys) < 1:
+        return float("nan")
+    return float(np.mean([_improvement(a, b) for a, b in zip(xs, ys)]))
+
+
+def probability_of_improvement_ci(x, y, level: float = LEVEL, resamples: int = BOOT_RESAMPLES,
+                                  seed: int = BOOT_SEED) -> tuple:
+    """Percentile CI of ``probability_of_improvement``, X's and Y's runs resampled independently within each task
+    (rliable's ``StratifiedIndependentBootstrap``); (nan, nan) with a task of fewer than 2 runs on a side."""
+    xs, ys = _tasks(x), _tasks(y)
+    if not xs or len(xs) != len(ys) or min(len(t) for t in xs + ys) < 2:
+        return (float("nan"), float("nan"))
+    rng = np.random.default_rng(seed)
+    per_task = []
+    for a, b in zip(xs, ys):  # X's draws first, then Y's, task by task
+        ra = a[rng.integers(0, len(a), size=(resamples, len(a)))]
+        rb = b[rng.integers(0, len(b), size=(resamples, len(b)))]
+        per_task.append(_improvement(ra, rb))
+    lo, hi = np.percentile(np.mean(per_task, 0), [50 * (1 - level), 50 * (1 + level)])
+    return (float(lo), float(hi))
+
+
+def performance_profile(scores, taus, level: float = LEVEL, resamples: int = 2000,
+                        seed: int = BOOT_SEED) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The run-score distribution (rliable's ``create_performance_profile`` with ``use_score_distribution``):
+    at each threshold in ``taus`` the fraction of all runs of all tasks scoring above it; with pointwise
+    percentile stratified-bootstrap bands (``resamples``, as rliable's default 2000). Returns (profile, low,
+    high), each of len(taus)."""
+    tasks = _tasks(scores)
+    taus = np.asarray(taus, float)
+    runs = np.concatenate(tasks)
+    profile = (runs[:, None] > taus[None]).mean(0)
+    if min(len(t) for t in tasks) < 2:
+        return profile, np.full(len(taus), np.nan), np.full(len(taus), np.nan)
+    boot = _resample(tasks, np.random.default_rng(seed), resamples)
+    above = (boot[:, :, None] > taus[None, None]).mean(1)
+    lo, hi = np.percentile(above, [50 * (1 - level), 50 * (1 + level)], axis=0)
+    return profile, lo, hi
+
+
+def add_aggregates(table: dict) -> dict:
+    """Sets, in place, on every method of one game's table: ``heldout_iqm`` and ``heldout_iqm_ci`` (over its
+    seeds), and beside ``frozen`` (for every other method) ``p_improvement`` = P(method > frozen) on held-out
+    success with ``p_improvement_ci``. Values that cannot be computed are None (JSON null)."""
+    held = {m: per_seed(e) for m, e in table.items()}
+    base = held.get(BASELINE)
+
+    def clean(x):
+        return None if x is None or not np.isfinite(x) else float(x)
+
+    for method, entry in table.items():
+        x = held[method]
+        entry["heldout_iqm"] = clean(iqm(x)) if len(x) else None
+        entry["heldout_iqm_ci"] = [clean(v) for v in iqm_ci(x)] if len(x) else [None, None]
+        if base is not None and method != BASELINE and len(x) and len(base):
+            entry["p_improvement"] = clean(probability_of_improvement(x, base))
+            entry["p_improvement_ci"] = [clean(v) for v in probability_of_improvement_ci(x, base)]
+    return table
+
+
+def aggregate(results: dict, key: str = "normalized") -> dict:
+    """Across games, the field's aggregate of each method: the games are the tasks and the runs their seeds, on
+    normalized held-out success (``key``; games without a band are left out). Every game gives the same number
+    of runs, its first n seeds (n the smallest count among the games), so that each weighs alike, as in rliable's
+    (runs x tasks) matrix. Returns ``{"games", "runs_per_game", "methods": {method: {"iqm", "iqm_ci",
+    "p_improvement", "p_improvement_ci"}}}`` for the methods present in every such game."""
+    games = [g for g, t in results.items() if all(isinstance(s.get(key), (int, float)) for e in t.values()
+                                                     for s in e["per_seed"].values())
+             and FLOOR in t and CEILING in t]
+    out: dict = {"games": games, "runs_per_game": 0, "methods": {}}
+    if not games:
+        return out
+    methods = [m for m in results[games[0]] if all(m in results[g] for g in games)]
+
+    def runs(g, m):
+        seeds = sorted(results[g][m]["per_seed"], key=int)
+        return [results[g][m]["per_seed"][s][key] for s in seeds]
+
+    n = min(len(runs(g, m)) for g in games for m in methods)
+    out["runs_per_game"] = n
+    scores = {m: [np.asarray(runs(g, m)[:n], float) for g in games] for m in methods}
+    for m in methods:
+        row = {"iqm": iqm(scores[m]), "iqm_ci": iqm_ci(scores[m])}
+        if BASELINE in scores and m != BASELINE:
+            row["p_improvement"] = probability_of_improvement(scores[m], scores[BASELINE])
+            row["p_improvement_ci"] = probability_of_improvement_ci(scores[m], scores[BASELINE])
+        out["methods"][m] = row
+    return out
+
+
 # ---------------------------------------------------------------------------------------------------- results.json
 
 def _order(method: str):
@@ -195,8 +349,9 @@ def per_seed(entry: dict, key: str = SUCCESS) -> np.ndarray:
 
 
 def summarize(runs: list[dict]) -> dict:
-    """results.json: game -> method -> means over seeds, ``per_seed``, and ``normalized`` / ``recovered``
-    (per seed too; null where undefined: see ``normalize``)."""
+    """results.json: game -> method -> means over seeds, ``per_seed``, ``normalized`` / ``recovered`` (per seed
+    too; null where undefined: see ``normalize``), and the field's aggregates of held-out success
+    (``add_aggregates``: IQM with its stratified-bootstrap CI, the probability of improvement over frozen)."""
     out: dict = {}
     for r in sorted(runs, key=lambda r: (r["game"], _order(r["method"]), r["seed"])):
         entry = out.setdefault(r["game"], {}).setdefault(r["method"], {"per_seed": {}})
@@ -208,6 +363,8 @@ def summarize(runs: list[dict]) -> dict:
                 if all(k in s for s in seeds):
                     entry[k] = float(np.mean([s[k] for s in seeds]))
     normalize(out)
+    for table in out.values():
+        add_aggregates(table)
     return out
 
 
