@@ -166,6 +166,9 @@ def main(argv=None) -> None:
 
     b = sub.add_parser("bench", help="the simulator-collapse benchmark: train per method, evaluate vs held-out users")
     bench_arguments(b)
+    from scope_envs.bench.entrants import add_arguments as entrant_arguments
+
+    entrant_arguments(b)  # --method, --against, --confirmatory (scope_envs.bench.entrants)
     b.set_defaults(func=cmd_bench, parser=b)
     t = sub.add_parser("train-llm", help="LLM-PPO / GRPO: train LLM agents/users on text episodes (needs scope-envs[llm])")
     t.add_argument("--env", type=env_id, default="p4g-frozen", help="an env id (text surface is used) or llm-toy")

@@ -49,8 +49,9 @@ class ReferenceMismatch(ValueError):
 def _files(root: Path) -> list[Path]:
     if root.is_file():
         return [root]
+    # the LLM players (agents/llm) never play an act-surface episode: left out, so their edits keep references
     return sorted(p for p in root.rglob("*") if p.is_file() and p.suffix in (".py", ".json", ".md", ".toml", ".csv")
-                  and "__pycache__" not in p.parts)
+                  and "__pycache__" not in p.parts and "llm" not in p.relative_to(root).parts)
 
 
 def _hash(paths: list[Path], base: Path) -> str:
@@ -147,6 +148,14 @@ def announce_data(games, stream=None) -> list[str]:
     return lines
 
 
+def settings_rows(games, against: str | None) -> dict:
+    """report.md's settings rows naming the data each game played and the reference scored against."""
+    rows = {"data": "; ".join(f"{g}: {data_played(g)['detail']}" for g in games)}
+    if against:
+        rows["against"] = f"{against} ({folder(against)})"
+    return rows
+
+
 # ------------------------------------------------------------------------------------------------ reference folders
 def folder(against: str) -> Path:
     """The folder ``--against`` names: a known reference's, or a path; it must hold ``runs/``."""
@@ -175,14 +184,21 @@ def read_records(path: Path) -> list[dict]:
     return out
 
 
-def rebuild_hint(path: Path, tasks: list[dict]) -> str:
+def rebuild_hint(against: str, path: Path, tasks: list[dict]) -> str:
+    """How to make a reference this run can be scored against, with this code."""
+    if against == "reference":
+        return f"rebuild the reference with this code: scope-envs bench --out {path} (the default preset, 8 seeds)"
+    if against == "reference-sb3":
+        return f"rebuild the SB3 reference with this code: python benchmarks/sb3_reference.py --out {path}"
     t = tasks[0]
     games = sorted({x["game"] for x in tasks})
     seeds = max(x["seed"] for x in tasks) + 1
-    extra = "".join(f" --{k.replace('_', '-')} {t[k]}" for k in ("user_reward",) if t.get(k))
-    return (f"rebuild the reference with this code: scope-envs bench --games {' '.join(games)} --seeds {seeds}"
-            f"{extra} --out {path} (the default run's settings: --steps and --eval-episodes as the preset; see "
-            "benchmarks/README.md)")
+    extra = "".join(f" --{k.replace('_', '-')} {t[k]}" for k in ("user_reward", "advantage", "group_size")
+                    if t.get(k) not in (None, "gae", 1))
+    return (f"rebuild the reference with this code and these settings: scope-envs bench --games {' '.join(games)} "
+            f"--seeds {seeds}{extra} --out {path} with the --steps / --eval-episodes it was made with "
+            f"(this run: steps {t['steps']}, eval_episodes {t['eval_episodes']}, heldout_episodes "
+            f"{t['heldout_episodes']})")
 
 
 def select(against: str, tasks: list[dict], skip: set[str]) -> tuple[list[dict], Path]:
@@ -226,7 +242,7 @@ def select(against: str, tasks: list[dict], skip: set[str]) -> tuple[list[dict],
         chosen += [r["result"] for r in theirs if r["task"]["seed"] in seeds]
     if problems:
         raise ReferenceMismatch(f"--against {against}: cannot score against {path}:\n  " + "\n  ".join(problems)
-                                + f"\n{rebuild_hint(path, tasks)}")
+                                + f"\n{rebuild_hint(against, path, tasks)}")
     return chosen, path
 
 

@@ -26,7 +26,7 @@ from scope_envs.bench.methods import (
 )
 from scope_envs.bench.plots import plot
 from scope_envs.bench.report import write_report
-from scope_envs.bench.stats import claims, game_stats, summarize
+from scope_envs.bench.stats import claims, summarize
 from scope_envs.files import OutputError, check_output_dir, describe, write_atomic, write_json
 
 # upper bounds of the counts (argparse checks them before anything starts; `scope-envs bench --help` says them)
@@ -73,7 +73,7 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
 
 def run(games=GAMES, methods=METHODS, seeds=None, steps=None, eval_episodes=None, full=False, out="results",
         jobs=None, progress=True, user_reward=None, advantage="gae", group_size=1, sensitivity=False,
-        executor="local", address=None, resume=False) -> dict:
+        executor="local", address=None, resume=False, plugins=(), against=None, confirmatory=None) -> dict:
     """Run the benchmark and write its outputs; returns the results.json dict. Each run is also written to
     ``out/runs/`` as it finishes; ``executor``/``address``/``resume``: see ``scope_envs.bench.executors``."""
     import scope_envs
@@ -118,6 +118,10 @@ def run(games=GAMES, methods=METHODS, seeds=None, steps=None, eval_episodes=None
 
         tasks += [dict(t, assumptions=v, sensitivity=False) for t in tasks if t["method"] == "oracle"
                   for v in variants(t["game"])]
+    from scope_envs.bench import entrants, reference  # --method rows; --against: the reference's runs instead of ours
+
+    tasks, reference_runs = entrants.plan(tasks, list(plugins), against)
+    reference.announce_data(games)
     tasks.sort(key=lambda t: -COST.get(t["method"], 1.0 if t["method"] != "untrained" else 0.1))
     if executor == "local":
         jobs = max(1, min(jobs or os.cpu_count() or 1, len(tasks)))
@@ -125,17 +129,20 @@ def run(games=GAMES, methods=METHODS, seeds=None, steps=None, eval_episodes=None
     runs, jobs = execute(tasks, out, executor=executor, jobs=jobs, address=address, resume=resume, progress=progress)
     wall = time.perf_counter() - t0  # with resume: this session's part only
     variant_ceilings = [r for r in runs if r.get("assumptions")]
-    runs = [r for r in runs if not r.get("assumptions")]
+    runs = reference_runs + [r for r in runs if not r.get("assumptions")]
     results = summarize(runs)
     write_json(out / "results.json", results)
-    stats_by_game = {game: game_stats(table) for game, table in results.items()}
-    write_json(out / "claims.json", claims(results, stats_by_game), ensure_ascii=False)
+    stats_by_game = entrants.stats_by_game(results, confirmatory)  # the built-in rows' tests from them alone
+    write_json(out / "claims.json", claims(entrants.builtin_results(results), stats_by_game), ensure_ascii=False)
+    if plugins:
+        write_json(out / "entrants.json", entrants.to_json(stats_by_game))
     write_json(out / "curves.json", {"settings": settings, "wall_s": wall, "runs": runs})
     per_game = {key: ", ".join(f"{g} {next(t[key] for t in tasks if t['game'] == g)}" for g in games)
                 for key in ("steps", "eval_episodes", "heldout_episodes")}  # the presets scale these per game
     write_report(out, results, runs, {**settings, **per_game, "games": list(games), "methods": list(methods), "jobs": jobs,
                                       "user_reward": user_reward or "each game's default", "advantage": advantage,
-                                      "group_size": group_size}, wall, stats_by_game)
+                                      "group_size": group_size, **reference.settings_rows(games, against)}, wall,
+                 stats_by_game)
     plot(out, runs)
     if sensitivity:
         from scope_envs.bench import sensitivity as sens
@@ -149,7 +156,11 @@ def run(games=GAMES, methods=METHODS, seeds=None, steps=None, eval_episodes=None
 
 
 def main(args: argparse.Namespace) -> None:
+    from scope_envs.bench import entrants
+    from scope_envs.bench.reference import ReferenceMismatch
+
     t0 = time.perf_counter()
+    entrants.check_arguments(args)  # --method, --against, --confirmatory (argparse errors)
     if args.group_size < 2 and (args.advantage == "grpo" or args.user_reward == "curriculum"):
         args.parser.error(f"argument --group-size: must be >= 2 with --advantage grpo or --user-reward curriculum, "
                           f"got {args.group_size}")
@@ -161,7 +172,11 @@ def main(args: argparse.Namespace) -> None:
         run(games=args.games, methods=args.methods, seeds=args.seeds, steps=args.steps,
             eval_episodes=args.eval_episodes, full=args.full, out=args.out, jobs=args.jobs,
             user_reward=args.user_reward, advantage=args.advantage, group_size=args.group_size,
-            sensitivity=args.sensitivity, executor=args.executor, address=args.address, resume=args.resume)
+            sensitivity=args.sensitivity, executor=args.executor, address=args.address, resume=args.resume,
+            plugins=getattr(args, "method", None) or (), against=getattr(args, "against", None),
+            confirmatory=getattr(args, "confirmatory", None))
+    except ReferenceMismatch as e:  # --against a reference made with other settings or other code
+        args.parser.error(f"argument --against: {e}")
     except (BenchFailure, ExecutorUnavailable, OutputError) as e:  # failed runs (named), no Ray, a bad folder
         sys.exit(f"scope-envs bench: {e}")
     except OSError as e:  # a full disk, a folder made read-only during the run: one line; the runs are kept

@@ -1,0 +1,241 @@
+"""New entrants: rows beyond the built-in grid, each with its own pre-declared tests.
+
+A row is **built-in** when its method is one of ``methods.METHODS`` or ``EXTRA_METHODS``; any other row (a
+``--method`` plug-in, an SB3 reference row such as ``frozen-sb3``) is an **entrant**. The built-in rows'
+statistics — the confirmatory family (each method against ``frozen``), the exploratory pairs, the MDE, the
+claims — are computed from the built-in rows alone (``builtin``), so adding any number of entrants leaves
+every built-in number and p-value byte-identical (tests/test_entrants.py holds it).
+
+Each entrant gets its own family of comparisons on held-out success, declared before its results exist:
+
+* by default, against ``frozen`` and against the best built-in method on held-out success (the floor and
+  ceiling rows excluded; the best is read from the reference rows, which exist before the entrant runs;
+  one comparison where the best is ``frozen``);
+* ``--confirmatory ROW [ROW ...]``: against exactly the rows named instead (built-in rows or other entrants).
+
+Within that family, and only there, p-values are Holm-corrected (m = the family's size): Welch's t-test
+(each arm its own seeds, as the built-in family) and, beside it, the **paired** t-test on the seeds both rows
+share (common random numbers: the same seed means the same evaluation episodes, so pairing removes the
+episodes' share of the variance). Also the bootstrap CI of the difference (``stats.bootstrap_diff_ci``). The
+entrant's row in the game's table gets its CI of the mean as every row does; ``normalized`` and ``recovered``
+come from the same band.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+
+MAX_PLUGINS = 32
+
+
+def builtin_names() -> tuple[str, ...]:
+    from scope_envs.bench.methods import EXTRA_METHODS, METHODS
+
+    return METHODS + EXTRA_METHODS
+
+
+def builtin(table: dict) -> dict:
+    """The built-in rows of one game's table (results.json's ``results[game]``), in their order."""
+    names = builtin_names()
+    return {m: e for m, e in table.items() if m in names}
+
+
+def builtin_results(results: dict) -> dict:
+    return {game: builtin(table) for game, table in results.items()}
+
+
+def entrant_names(table: dict) -> list[str]:
+    names = builtin_names()
+    return [m for m in table if m not in names]
+
+
+def default_family(table: dict) -> list[str]:
+    """``frozen`` and the best built-in method on mean held-out success (floor and ceiling excluded)."""
+    from scope_envs.bench.stats import BASELINE, judged_methods, per_seed
+
+    rows = builtin(table)
+    means = {m: float(per_seed(rows[m]).mean()) for m in judged_methods(rows) if len(per_seed(rows[m]))}
+    family = [BASELINE] if BASELINE in rows else []
+    if means:
+        best = max(means, key=lambda m: (means[m], -list(means).index(m)))  # ties: the first in the grid's order
+        if best not in family:
+            family.append(best)
+    return family
+
+
+def paired(x: dict, y: dict) -> dict:
+    """The paired t-test of x - y on the seeds both have (``x``/``y``: seed -> held-out success)."""
+    from scipy import stats
+
+    shared = sorted(set(x) & set(y), key=int)
+    if len(shared) < 2:
+        return {"n_paired": len(shared), "t_paired": float("nan"), "p_paired": float("nan")}
+    d = np.array([x[s] - y[s] for s in shared], float)
+    if np.allclose(d, d[0]):  # no spread in the differences: the test is decided by their sign alone
+        return {"n_paired": len(shared), "t_paired": float("nan") if d[0] == 0 else float(np.sign(d[0])) * np.inf,
+                "p_paired": 1.0 if d[0] == 0 else 0.0}
+    t, p = stats.ttest_rel([x[s] for s in shared], [y[s] for s in shared])
+    return {"n_paired": len(shared), "t_paired": float(t), "p_paired": float(p)}
+
+
+def entrant_tests(table: dict, entrant: str, confirmatory: list[str] | None = None) -> dict:
+    """One entrant's family (``family``: the rows it is compared with) and its ``rows``: per comparison the
+    difference, its bootstrap CI, Welch's t and p, the paired t and p on the shared seeds, and each p
+    Holm-corrected within this family."""
+    from scope_envs.bench.stats import SUCCESS, bootstrap_diff_ci, holm, welch
+
+    family = [m for m in (confirmatory or default_family(table)) if m != entrant]
+    missing = [m for m in family if m not in table]
+    rows = []
+    seeds = {m: {s: v[SUCCESS] for s, v in e["per_seed"].items() if SUCCESS in v} for m, e in table.items()}
+    for other in family:
+        if other in missing:
+            continue
+        x, y = np.array(list(seeds[entrant].values())), np.array(list(seeds[other].values()))
+        if len(x) < 2 or len(y) < 2:
+            continue
+        rows.append({"a": entrant, "b": other, **welch(x, y), **paired(seeds[entrant], seeds[other]),
+                     "ci": bootstrap_diff_ci(x, y)})
+    m = max(1, len(family))
+    for row, adj in zip(rows, holm([r["p"] for r in rows], m=m)):
+        row["p_holm"] = adj
+    finite = [(i, r["p_paired"]) for i, r in enumerate(rows) if np.isfinite(r["p_paired"])]
+    for (i, _), adj in zip(finite, holm([p for _, p in finite], m=m)):
+        rows[i]["p_paired_holm"] = adj
+    for r in rows:
+        r.setdefault("p_paired_holm", float("nan"))
+    return {"family": family, "declared": "confirmatory" if confirmatory else "default", "missing": missing,
+            "rows": rows}
+
+
+def game_stats(table: dict, confirmatory: list[str] | None = None) -> dict:
+    """``stats.game_stats`` of the built-in rows alone (byte-identical whatever entrants the table holds), with
+    every entrant's CI of its mean added to ``ci`` and its own tests under ``entrants``."""
+    from scope_envs.bench import stats
+
+    st = stats.game_stats(builtin(table))
+    others = entrant_names(table)
+    for m in others:
+        st["ci"][m] = stats.bootstrap_ci(stats.per_seed(table[m]))
+    st["entrants"] = {m: entrant_tests(table, m, confirmatory) for m in others}
+    return st
+
+
+def stats_by_game(results: dict, confirmatory: list[str] | None = None) -> dict:
+    return {game: game_stats(table, confirmatory) for game, table in results.items()}
+
+
+def to_json(stats_by_game_: dict) -> dict:
+    """entrants.json: game -> entrant -> its family and tests (JSON numbers; NaN as null)."""
+    def clean(v):
+        if isinstance(v, float):
+            return v if np.isfinite(v) else None
+        if isinstance(v, (list, tuple)):
+            return [clean(x) for x in v]
+        if isinstance(v, dict):
+            return {k: clean(x) for k, x in v.items()}
+        return v
+
+    return {g: clean(st.get("entrants", {})) for g, st in stats_by_game_.items() if st.get("entrants")}
+
+
+def report_lines(game: str, st: dict) -> list[str]:
+    """The game's section on its entrants, for report.md."""
+    from scope_envs.bench.stats import ALPHA, LEVEL
+
+    ent = st.get("entrants") or {}
+    if not ent:
+        return []
+
+    def f(x, fmt=".2g"):
+        return "n/a" if x is None or not np.isfinite(x) else format(x, fmt)
+
+    lines = ["", "### New entrants: each against its own pre-declared comparisons (held-out success)", "",
+             "Each entrant's family is its own (default: `frozen` and the best built-in method on held-out success; "
+             "`--confirmatory` names others); Holm within that family only, so the built-in rows' tests above are "
+             "untouched. Welch's t (each arm its seeds) and the paired t on the shared seeds (same seed, same "
+             "evaluation episodes).", "",
+             f"| entrant | vs | difference | {LEVEL:.0%} CI (bootstrap) | Welch p | p (Holm) | paired t (n) | "
+             f"paired p | paired p (Holm) | significant ({ALPHA}, Holm, Welch / paired) |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for name, e in ent.items():
+        m = len(e["family"])
+        if not e["rows"]:
+            lines.append(f"| {name} | {', '.join(e['family']) or '—'} | — | — | — | — | — | — | — | "
+                         "not tested (fewer than 2 seeds, or the rows are missing) |")
+        for r in e["rows"]:
+            lo, hi = r["ci"]
+            ci = "n/a" if not (np.isfinite(lo) and np.isfinite(hi)) else f"[{lo:+.3f}, {hi:+.3f}]"
+            sig = f"{'yes' if r['p_holm'] < ALPHA else 'no'} / " \
+                  f"{'yes' if np.isfinite(r['p_paired_holm']) and r['p_paired_holm'] < ALPHA else 'no'}"
+            lines.append(f"| {name} | {r['b']} | {r['diff']:+.3f} | {ci} | {f(r['p'])} | {f(r['p_holm'])} (m = {m}) | "
+                         f"{f(r['t_paired'], '.2f')} ({r['n_paired']}) | {f(r['p_paired'])} | "
+                         f"{f(r['p_paired_holm'])} | {sig} |")
+        if e["missing"]:
+            lines.append(f"| {name} | {', '.join(e['missing'])} | not in this run | | | | | | | |")
+    return lines
+
+
+# ------------------------------------------------------------------------------------------------ the command line
+def add_arguments(ap: argparse.ArgumentParser) -> None:
+    """``bench``'s entrant options: ``--method``, ``--against``, ``--confirmatory``."""
+    ap.add_argument("--method", action="append", default=None, metavar="SPEC",
+                    help="a method plug-in to add as a row: path/to/file.py:NAME, package.module:NAME, or an installed "
+                         f"entry point of the group scope_envs.methods (repeat for several; at most {MAX_PLUGINS})")
+    ap.add_argument("--against", default=None, metavar="REF",
+                    help="train and evaluate only the --method rows; take the others from REF: 'reference' (the "
+                         "committed default run), 'reference-sb3' (its SB3 rows) or an earlier --out folder; "
+                         "refused when its settings or fingerprint differ")
+    ap.add_argument("--confirmatory", nargs="+", default=None, metavar="ROW",
+                    help="the rows each --method row is tested against (default: frozen and the best built-in "
+                         "method on held-out success)")
+
+
+def check_arguments(args) -> None:
+    """argparse errors for the entrant options (exit 2, the argument named)."""
+    specs = getattr(args, "method", []) or []
+    if len(specs) > MAX_PLUGINS:
+        args.parser.error(f"argument --method: at most {MAX_PLUGINS}, got {len(specs)}")
+    if getattr(args, "against", None) and not specs:
+        args.parser.error("argument --against: needs at least one --method (the rows to score against it)")
+    if getattr(args, "confirmatory", None) and not specs:
+        args.parser.error("argument --confirmatory: only with --method")
+    from scope_envs.bench.plugins import PluginError, load
+
+    names = []
+    for spec in specs:
+        try:
+            names.append(load(spec).name)
+        except PluginError as e:
+            args.parser.error(f"argument --method: {e}")
+    if len(set(names)) != len(names):
+        args.parser.error(f"argument --method: two methods share a name: {names}")
+    clash = [n for n in names if n in builtin_names()]
+    if clash and any(":" in s for s in specs):
+        args.parser.error(f"argument --method: {clash} are built-in row names; give your method another name")
+
+
+def plan(tasks: list[dict], specs: list[str], against: str | None) -> tuple[list[dict], list[dict]]:
+    """The runs to do and the reference's runs to take: the built-in ``tasks`` (all of them without
+    ``against``, none with it) plus one task per plug-in, game and seed (each a copy of the game's built-in
+    task with ``method`` its row name and ``plugin`` its spec, made absolute)."""
+    from scope_envs.bench import reference
+    from scope_envs.bench.plugins import absolute, builtin, load
+
+    if not specs:
+        return tasks, []
+    template = {}
+    for t in tasks:
+        template.setdefault((t["game"], t["seed"]), t)
+    rows = []
+    for spec in specs:
+        method = load(spec)
+        extra = {} if method.name in builtin() and spec == method.name else {"plugin": absolute(spec)}
+        rows += [{**t, "method": method.name, **extra} for t in template.values() if not t.get("assumptions")]
+    if against is None:
+        names = {r["method"] for r in rows}
+        return [t for t in tasks if t["method"] not in names] + rows, []
+    ref_runs, _ = reference.select(against, rows, skip={r["method"] for r in rows})
+    return rows, ref_runs
