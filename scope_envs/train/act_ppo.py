@@ -120,14 +120,13 @@ from scope_envs.train.numpy_ac import (
     views_like,
 )
 from scope_envs.train.policy import Decisions
-from scope_envs.train.rollout import Rollout, UniformAgent, collect, evaluate, rollout_diagnostics
+from scope_envs.train.rollout import Rollout, UniformAgent, collect, evaluate, evaluation_rng, rollout_diagnostics
 from scope_envs.vec import BATCHED_KWARGS, vectorize
 from scope_envs.wrappers import CheckpointPool
 
 AGENT = "agent_0"
 ADVANTAGES = ("gae", "grpo")
 ACT_KEY = 0x616374  # the trainer's generator (acts, minibatch order): [ACT_KEY, seed]
-EVAL_KEY = 0x6576616C  # an evaluation's generator (load_policy): [EVAL_KEY, seed]
 __all__ = ["ActorCritic", "NetworkPolicy", "PPOConfig", "PPOTrainer", "PolicySnapshot", "UniformAgent", "evaluate",
            "load_policy"]  # UniformAgent and evaluate live in scope_envs.train.rollout (imported here for old code)
 
@@ -672,4 +671,4 @@ def load_policy(path: str | Path, seat: str = AGENT, seed: int = 0) -> NetworkPo
     trainer = PPOTrainer.load(path)
     if seat not in trainer.seat:
         raise ValueError(f"the saved trainer has no seat {seat!r}; its seats: {sorted(trainer.seat)}")
-    return trainer.policies_with(np.random.default_rng([EVAL_KEY, seed]))[seat]
+    return trainer.policies_with(evaluation_rng(seed))[seat]

@@ -35,9 +35,10 @@ import numpy as np
 import scope_envs
 from scope_envs.train.groups import group_diagnostics, scenario_options
 from scope_envs.train.policy import Decisions, Policy, UniformPolicy
-from scope_envs.vec import BATCHED_KWARGS
+from scope_envs.vec import BATCHED_KWARGS, vectorize
 
 AGENT = "agent_0"
+EVAL_KEY = 0x6576616C  # an evaluation's generator: [EVAL_KEY, its seed] (``evaluation_rng``)
 
 
 class Rollout(NamedTuple):
@@ -164,24 +165,45 @@ def rollout_diagnostics(episodes: list[dict]) -> dict[str, float]:
 
 
 # -- evaluation ---------------------------------------------------------------------------
+def evaluation_rng(seed: int) -> np.random.Generator:
+    """The generator an evaluation of ``seed`` draws a trainer's networks' acts from: its own, never the
+    trainer's (so evaluating during training, as the learning curves do, leaves the training unchanged)."""
+    return np.random.default_rng([EVAL_KEY, seed])
+
+
+def evaluation_policies(player, seed: int) -> dict:
+    """The seat -> policy mapping an evaluation of ``seed`` plays: a trainer's networks on
+    ``evaluation_rng(seed)`` (``player.policies_with``), a mapping as given, or one policy for ``agent_0``."""
+    if hasattr(player, "policies_with"):
+        return player.policies_with(evaluation_rng(seed))
+    if isinstance(player, Mapping):
+        return dict(player)
+    if not isinstance(player, Policy):
+        raise TypeError(f"evaluate plays a trainer, a seat -> policy mapping or a policy (an object with "
+                        f"act(obs, mask, greedy)), got {type(player).__name__}")
+    return {AGENT: player}
+
+
 class UniformAgent:
     """``agent_0`` uniformly at random over its legal acts (the benchmark's floor, ``random``; the network is
     never read), drawing from its own generator (``seed``); learnable users, where the env has them, play
-    ``trainer``'s networks. ``play`` is ``trainer.play`` with these policies."""
+    ``trainer``'s networks (on ``evaluation_rng(seed)``). ``play`` is ``trainer.play`` with these policies."""
 
     def __init__(self, trainer, seed: int):
         self.trainer = trainer
-        self.policies = {**trainer.policies, AGENT: UniformPolicy(seed)}
+        self.policies = {**evaluation_policies(trainer, seed), AGENT: UniformPolicy(seed)}
 
     def play(self, envs, n_episodes: int, **kwargs) -> Rollout:
         return self.trainer.play(envs, n_episodes, policies=self.policies, **kwargs)
 
 
-def evaluate(trainer, env_id: str | Callable[[], object], episodes: int = 500, seed: int = 12345,
+def evaluate(player, env_id: str | Callable[[], object], episodes: int = 500, seed: int = 12345,
              num_envs: int = 64, greedy: bool = False, uniform: bool = False, **env_kwargs) -> dict:
-    """Play ``episodes`` episodes of ``env_id`` with the trained persuader (and, where the env has
-    learnable users, the trained user networks). Returns ``success`` (the mean of the game's
-    ``success_metric`` outcome — for p4g the actual donation in dollars, for cooperbench the
+    """Play ``episodes`` episodes of ``env_id`` with ``player``: a ``PPOTrainer`` (its persuader and, where
+    the env has learnable users, its user networks, drawing from ``evaluation_rng(seed)``, never from the
+    trainer's generator), a seat -> policy mapping (every live seat of the env needs one; ``agent_0`` alone
+    on the ids whose user seat a simulator plays), or one policy, for ``agent_0``. Returns ``success`` (the
+    mean of the game's ``success_metric`` outcome — for p4g the actual donation in dollars, for cooperbench the
     cooperative success rate — or of agent_0's return), ``outcome`` (the mean of every outcome key),
     ``policy_entropy`` (mean entropy of the persuader's policy per decision, nats), ``sim_entropy``
     (entropy of the user's act frequencies over all its turns, nats) and ``returns``.
@@ -189,18 +211,23 @@ def evaluate(trainer, env_id: str | Callable[[], object], episodes: int = 500, s
     ``env_id`` is a registered id (each env ``scope_envs.make(env_id, **env_kwargs)``) or a factory: a
     callable that returns a fresh env each call (e.g. a panel member's ``panel_env``; no ``env_kwargs``
     then). ``uniform=True``: ``agent_0`` plays uniformly at random over its legal acts instead of its network
-    (``UniformPolicy``, drawing from a generator seeded by ``seed``): the random-play floor."""
+    (``UniformPolicy``, drawing from a generator seeded by ``seed``): the random-play floor. A policy without
+    entropies (a scripted one) gives ``policy_entropy`` NaN."""
     if callable(env_id):
         if env_kwargs:
             raise ValueError(f"env_kwargs go with an env id, not with an env factory; got {sorted(env_kwargs)}")
         envs = [env_id() for _ in range(num_envs)]
     else:
         envs = [scope_envs.make(env_id, **env_kwargs) for _ in range(num_envs)]
-    policies = dict(trainer.policies)
+    policies = evaluation_policies(player, seed)
     if uniform:
         policies[AGENT] = UniformPolicy(seed)
-    batched = trainer.cfg.batched and not set(env_kwargs) - BATCHED_KWARGS  # else the loop engine implements it
-    eps, _ = trainer.play(envs, episodes, seed=seed, greedy=greedy, batched=batched, policies=policies)
+    cfg = getattr(player, "cfg", None)
+    batched = (cfg is None or cfg.batched) and not set(env_kwargs) - BATCHED_KWARGS  # else the loop engine
+    if hasattr(player, "play"):  # a trainer: its play (benchmarks/vec_speed.py counts the steps there)
+        eps, _ = player.play(envs, episodes, seed=seed, greedy=greedy, batched=batched, policies=policies)
+    else:
+        eps, _ = collect(vectorize(envs, batched=batched), policies, episodes, seed, greedy)
     returns = np.array([e["return"] for e in eps])
     n_user = envs[0].action_space(envs[0].possible_agents[-1]).n if len(envs[0].possible_agents) > 1 else None
     user_acts = np.concatenate([e["user_acts"] for e in eps]).astype(int)
