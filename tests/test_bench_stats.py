@@ -370,3 +370,52 @@ def test_results_carry_the_iqm_and_the_probability_of_improvement_over_frozen():
     # game a's first three seeds: 0.45 beats 0.4 and ties 0.45 (1.5), 0.7 and 0.65 beat all three (6): 7.5 / 9;
     # game b: 1.0
     assert agg["methods"]["vs"]["p_improvement"] == pytest.approx((7.5 / 9 + 1.0) / 2)
+
+
+# ------------------------------------------------------------------------------------------------------ seeds rule
+
+def test_the_default_run_raises_each_games_seeds_to_the_rule(tmp_path, monkeypatch):
+    seen = {}
+
+    class Stop(Exception):
+        pass
+
+    def fake_execute(tasks, out, **_):
+        for t in tasks:
+            seen.setdefault(t["game"], set()).add(t["seed"])
+        raise Stop
+
+    monkeypatch.setattr(runner, "execute", fake_execute)
+    preset = methods.PRESETS["default"]["seeds"]
+    for kwargs, want in (({}, {g: max(preset, methods.SEEDS_MIN[g]) for g in ("p4g", "tau2")}),
+                         ({"seeds": 3}, {"p4g": 3, "tau2": 3}), ({"steps": 100}, {"p4g": preset, "tau2": preset})):
+        seen.clear()
+        with pytest.raises(Stop):
+            runner.run(games=["p4g", "tau2"], methods=["frozen"], out=tmp_path, progress=False, **kwargs)
+        assert {g: len(s) for g, s in seen.items()} == want, kwargs
+        assert all(s == set(range(len(s))) for s in seen.values())
+
+
+def test_seeds_min_is_the_rules_output_on_the_committed_runs():
+    """``SEEDS_MIN`` is what ``benchmarks/seeds_rule.py`` derives from the committed default runs (git history)."""
+    import importlib.util
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location("seeds_rule", root / "benchmarks" / "seeds_rule.py")
+    seeds_rule = importlib.util.module_from_spec(spec)
+    sys.modules["seeds_rule"] = seeds_rule
+    spec.loader.exec_module(seeds_rule)
+    if subprocess.run(["git", "-C", str(root), "cat-file", "-e", f"{seeds_rule.RUNS[0]}^{{commit}}"],
+                      capture_output=True).returncode:
+        pytest.skip("the committed runs' revisions are not in this checkout's git history")
+    runs = {rev: json.loads(seeds_rule.git_show(rev, f"{seeds_rule.RESULTS}/results.json")) for rev in seeds_rule.RUNS}
+    for rev in seeds_rule.RUNS:
+        seeds_rule.check_settings(rev)
+    out = seeds_rule.rule(runs)
+    assert {g: r["seeds"] for g, r in out.items()} == methods.SEEDS_MIN
+    for g, r in out.items():  # the smallest such n: one seed fewer misses the target
+        assert r["mde_frac_at_seeds"] <= methods.SEEDS_MDE_FRACTION
+        assert stats.mde(r["seeds"] - 1, r["family"]) * r["sd"] > r["target_mde"]

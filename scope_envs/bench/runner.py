@@ -20,6 +20,7 @@ from scope_envs.bench.methods import (
     COST,
     EVAL_EPISODES_MIN,
     EXTRA_METHODS,
+    SEEDS_MIN,
     GAMES,
     METHODS,
     PRESETS,
@@ -106,13 +107,15 @@ def run(games=GAMES, methods=METHODS, seeds=None, steps=None, eval_episodes=None
     # the preset's held-out evaluation, raised per game to the measurement-resolution rule; --eval-episodes is
     # exact (both sides)
     eval_min = EVAL_EPISODES_MIN if eval_episodes is None and not smoke else {}
+    # the default preset's seeds, raised per game to the seeds rule's; --seeds is exact
+    seeds_min = SEEDS_MIN if seeds is None and not full and not smoke else {}
     scope = {"user_reward": user_reward, "advantage": advantage, "group_size": group_size,
              **({"sensitivity": True} if sensitivity else {})}
     tasks = [dict(game=g, method=m, seed=s, steps=int(settings["steps"] * scale.get(g, 1.0)),
                   eval_episodes=settings["eval_episodes"],
                   heldout_episodes=max(settings["eval_episodes"], eval_min.get(g, 0)),
                   curve_points=settings["curve_points"], curve_episodes=settings["curve_episodes"], **scope)
-             for g in games for m in methods for s in range(settings["seeds"])]
+             for g in games for m in methods for s in range(max(settings["seeds"], seeds_min.get(g, 0)))]
     if sensitivity:  # each variant's own ceiling: the oracle retrained under it (bench.sensitivity)
         from scope_envs.bench.methods import variants
 
@@ -139,6 +142,7 @@ def run(games=GAMES, methods=METHODS, seeds=None, steps=None, eval_episodes=None
     write_json(out / "curves.json", {"settings": settings, "wall_s": wall, "runs": runs})
     per_game = {key: ", ".join(f"{g} {next(t[key] for t in tasks if t['game'] == g)}" for g in games)
                 for key in ("steps", "eval_episodes", "heldout_episodes")}  # the presets scale these per game
+    per_game["seeds"] = ", ".join(f"{g} {len({t['seed'] for t in tasks if t['game'] == g})}" for g in games)
     write_report(out, results, runs, {**settings, **per_game, "games": list(games), "methods": list(methods), "jobs": jobs,
                                       "user_reward": user_reward or "each game's default", "advantage": advantage,
                                       "group_size": group_size, **reference.settings_rows(games, against)}, wall,
