@@ -230,6 +230,9 @@ def main(argv=None) -> None:
     from scope_envs.diagnose import add_parser as diagnose_parser
 
     diagnose_parser(sub)  # how collapsed is a simulator (scope_envs.diagnose)
+    from scope_envs.serve import add_parser as serve_parser
+
+    serve_parser(sub)  # every id as a server (scope_envs.serve; needs scope-envs[serve])
     args = ap.parse_args(argv)
     args.func(args)
 

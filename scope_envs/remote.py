@@ -1,0 +1,283 @@
+"""A served scope env as a PettingZoo ``ParallelEnv`` (and the batched endpoint as a vec env).
+
+``scope-envs serve ID`` (``scope_envs.serve``) serves an id over OpenEnv's protocol; this module is the
+client side, so that every trainer integration of the package runs unchanged against an env on another
+machine, in another process or in a container::
+
+    from scope_envs.remote import RemoteParallelEnv, RemoteVecEnv
+
+    env = RemoteParallelEnv("http://127.0.0.1:8000")                     # both seats, as make(ID)
+    env = RemoteParallelEnv("http://127.0.0.1:8000", agents=["agent_0"])  # the user seat played on the server
+    vec = RemoteVecEnv("http://127.0.0.1:8000", num_envs=256)              # as make_vec(ID, 256)
+
+``RemoteParallelEnv`` drives the agents it names (``agents=``, default every possible agent) through one
+WebSocket session of OpenEnv's own client (``openenv.core.EnvClient``); the server plays any other seat
+with its built-in players, as ``SingleAgentView`` plays its ``others``. Its spaces are built once from the
+server's ``/scope/spec`` and returned by identity; episodes are the in-process env's for the same seed.
+``RemoteVecEnv`` has ``make_vec``'s API (``reset(seed, options, slots)``, ``step({agent: (N,) ints})``,
+arrays out), so ``GymVectorEnv`` and ``scope_envs.integrations.sb3.SB3VecEnv`` take it as they take a local
+vec env; ``add_snapshot(policy)`` pushes a user policy to a population's checkpoint pool on the server.
+
+Errors: a bad action is a ``ValueError`` (as in-process); an episode that the server no longer has (the
+connection dropped, the server restarted, the session idled past its timeout) is ``SessionLost``: the
+client never starts a new episode in its place; call ``reset()``.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from typing import Any, Optional
+
+import numpy as np
+from gymnasium import spaces
+from pettingzoo import ParallelEnv
+
+from scope_envs.serve.codec import pack, unpack
+
+__all__ = ["RemoteParallelEnv", "RemoteVecEnv", "SessionLost", "build_space", "fetch_spec"]
+
+
+class SessionLost(RuntimeError):
+    """The server no longer has this client's episode (or session); ``reset()`` starts a new one."""
+
+
+def _http(method: str, url: str, body: Optional[dict] = None, timeout: float = 60.0) -> dict:
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(url, data=data, method=method, headers={"content-type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        _raise_http(e.code, e.read())
+    except (urllib.error.URLError, ConnectionError, TimeoutError) as e:
+        raise SessionLost(f"cannot reach the server at {url}: {getattr(e, 'reason', e)}") from None
+
+
+def _raise_http(status: int, raw: bytes):
+    try:
+        body = json.loads(raw)
+    except ValueError:
+        body = {"detail": raw[:500].decode(errors="replace")}
+    detail = body.get("detail", body)
+    if status == 422:
+        raise ValueError(detail if isinstance(detail, str) else json.dumps(detail)[:2000])
+    if status in (404, 409, 410):
+        raise SessionLost(detail)
+    raise RuntimeError(f"server answered {status}: {detail}")
+
+
+def fetch_spec(base_url: str, timeout: float = 10.0) -> dict:
+    """The served id's spec: agents, roles, spaces, boot id and limits (``GET /scope/spec``)."""
+    return _http("GET", base_url.rstrip("/") + "/scope/spec", timeout=timeout)
+
+
+def build_space(desc: dict):
+    """The gymnasium space a server's ``/scope/spec`` describes."""
+    kind = desc["type"]
+    if kind == "Dict":
+        return spaces.Dict({k: build_space(v) for k, v in desc["spaces"].items()})
+    if kind == "Box":
+        dtype = np.dtype(desc["dtype"])
+        return spaces.Box(np.asarray(desc["low"], dtype), np.asarray(desc["high"], dtype), tuple(desc["shape"]), dtype)
+    if kind == "Discrete":
+        return spaces.Discrete(desc["n"], start=desc.get("start", 0))
+    if kind == "Text":
+        return spaces.Text(desc["max_length"], min_length=desc["min_length"], charset=desc["charset"])
+    raise ValueError(f"unknown space type {kind!r} in the server's spec")
+
+
+def _openenv_client(base_url: str, timeout: float):
+    from openenv.core.client_types import StepResult
+    from openenv.core.env_client import EnvClient
+
+    class ScopeEnvClient(EnvClient):
+        """OpenEnv's WebSocket client with the scope models' payloads (dicts in, dicts out)."""
+
+        def _step_payload(self, action):
+            return action
+
+        def _parse_result(self, payload):
+            return StepResult(observation=payload.get("observation", {}), reward=payload.get("reward"),
+                              done=payload.get("done", False))
+
+        def _parse_state(self, payload):
+            return payload
+
+    return ScopeEnvClient(base_url=base_url, message_timeout_s=timeout).sync()
+
+
+class RemoteParallelEnv(ParallelEnv):
+    """A PettingZoo ``ParallelEnv`` whose episodes run on a ``scope-envs serve`` server (see the module)."""
+
+    def __init__(self, base_url: str, agents: Optional[list[str]] = None, timeout: float = 60.0):
+        self.base_url = base_url.rstrip("/")
+        self.timeout = timeout
+        self.spec = fetch_spec(self.base_url)
+        possible = self.spec["possible_agents"]
+        if agents is not None:
+            unknown = [a for a in agents if a not in possible]
+            if not agents or unknown:
+                raise ValueError(f"agents must name some of the served agents {possible}; unknown: {unknown}")
+        self.possible_agents = [a for a in possible if agents is None or a in agents]
+        self.roles = {a: self.spec["roles"][a] for a in self.possible_agents}
+        self._obs_spaces = {a: build_space(self.spec["observation_spaces"][a]) for a in self.possible_agents}
+        self._act_spaces = {a: build_space(self.spec["action_spaces"][a]) for a in self.possible_agents}
+        self.text = self.spec["surface"] == "text"
+        self.metadata = {"render_modes": [], "is_parallelizable": True,
+                         "name": f"remote_{self.spec['metadata'].get('name', self.spec['env_id'])}"}
+        self.render_mode = None
+        self.agents: list[str] = []
+        self.episode_id: Optional[str] = None
+        self._client = None
+
+    def observation_space(self, agent):
+        return self._obs_spaces[agent]
+
+    def action_space(self, agent):
+        return self._act_spaces[agent]
+
+    def reset(self, seed: Optional[int] = None, options: Optional[dict] = None):
+        data: dict[str, Any] = {"drive": list(self.possible_agents)}
+        if seed is not None:
+            data["seed"] = int(seed)
+        if options:
+            data["options"] = options
+        self.agents = []
+        result = self._call(lambda c: c.reset(**data))
+        return self._read(result, first=True)
+
+    def step(self, actions: dict):
+        if self.episode_id is None:
+            raise ValueError("step() called before reset(); call reset(seed=...) first")
+        if not self.agents:
+            raise ValueError("step() called on a finished episode; call reset() first")
+        wire = {}
+        for agent, act in actions.items():
+            if isinstance(act, (str, np.str_)):
+                wire[agent] = str(act)
+            elif isinstance(act, (int, np.integer)) and not isinstance(act, (bool, np.bool_)):
+                wire[agent] = int(act)
+            else:  # as in-process: a wrong type is the programmer's ValueError, named
+                raise ValueError(f"{agent}: an action must be an int act or a string message, got {act!r:.80}")
+        result = self._call(lambda c: c.step({"actions": wire, "episode_id": self.episode_id}))
+        return self._read(result, first=False)
+
+    def state(self) -> dict:
+        """The server session's state (``ScopeState``: episode id, steps, live and driven agents, member)."""
+        return self._call(lambda c: c.state())
+
+    def close(self):
+        if self._client is not None:
+            try:
+                self._client.close()
+            except Exception:  # closing a connection that is already gone
+                pass
+            self._client = None
+
+    # -- the wire ---------------------------------------------------------------------------------------
+    def _call(self, fn):
+        from websockets.exceptions import ConnectionClosed
+
+        if self._client is None:
+            self._client = _openenv_client(self.base_url, self.timeout)
+        try:
+            return fn(self._client)
+        except RuntimeError as e:
+            message = str(e)
+            if "Server error:" not in message:
+                raise
+            text = message.split("Server error:", 1)[1].rsplit("(code:", 1)[0].strip()
+            if text.startswith(("BAD_REQUEST:", "Invalid message")):
+                raise ValueError(text.removeprefix("BAD_REQUEST:").strip()) from None
+            if text.startswith(("NO_EPISODE:", "SESSION_LOST:", "EPISODE_OVER:")):
+                self.agents = []
+                raise SessionLost(text) from None
+            raise RuntimeError(f"the server could not run the request: {text}") from None
+        except (ConnectionClosed, ConnectionError, OSError, TimeoutError) as e:
+            self.close()  # the server-side session is gone with its socket: the next reset opens a new one
+            self.agents, lost = [], self.episode_id
+            self.episode_id = None
+            raise SessionLost(f"the connection to {self.base_url} was lost ({type(e).__name__}: {e}); "
+                              f"episode {lost} is gone: call reset()") from None
+
+    def _read(self, result, first: bool):
+        payload = result.observation
+        self.episode_id = payload.get("episode_id")
+        entries = payload["agents"]
+        obs, infos = {}, {}
+        rewards, terms, truncs = {}, {}, {}
+        for agent, e in entries.items():
+            if self.text:
+                obs[agent] = e["observation"]
+            else:
+                obs[agent] = {"action_mask": np.asarray(e["action_mask"], np.int8),
+                              "observation": np.asarray(e["observation"], np.float32)}
+            infos[agent] = e["info"]
+            rewards[agent], terms[agent], truncs[agent] = e["reward"], e["terminated"], e["truncated"]
+        self.agents = list(payload["live"])
+        if first:
+            return obs, infos
+        return obs, rewards, terms, truncs, infos
+
+
+class RemoteVecEnv:
+    """``make_vec``'s API over a server's batched endpoint: N episodes per request (see the module)."""
+
+    def __init__(self, base_url: str, num_envs: int = 16, exact: bool = True, timeout: float = 120.0):
+        self.base_url = base_url.rstrip("/")
+        self.timeout = timeout
+        self.spec = fetch_spec(self.base_url)
+        opened = _http("POST", self.base_url + "/scope/vec", {"num_envs": num_envs, "exact": exact}, timeout)
+        self.session_id = opened["session_id"]
+        self.num_envs = opened["num_envs"]
+        self.exact = opened["exact"]
+        self.possible_agents = list(opened["possible_agents"])
+        self._obs_spaces = {a: build_space(self.spec["observation_spaces"][a]) for a in self.possible_agents}
+        self._act_spaces = {a: build_space(self.spec["action_spaces"][a]) for a in self.possible_agents}
+        self._final_obs = False  # GymVectorEnv sets it: keep finished episodes' last observations
+        self._closed = False
+
+    @property
+    def unwrapped(self):
+        return self
+
+    def observation_space(self, agent):
+        return self._obs_spaces[agent]
+
+    def action_space(self, agent):
+        return self._act_spaces[agent]
+
+    def reset(self, seed=None, options=None, slots=None):
+        body = {"seed": None if seed is None else (int(seed) if np.isscalar(seed) else [int(s) for s in seed]),
+                "options": options, "slots": None if slots is None else [int(s) for s in slots]}
+        out = unpack(self._post("reset", body))
+        return out["obs"], out["infos"]
+
+    def step(self, actions: dict):
+        wire = {a: pack(np.asarray(v).astype(np.int64, copy=False)) for a, v in actions.items()}
+        out = unpack(self._post("step", {"actions": wire, "final_obs": bool(self._final_obs)}))
+        return out["obs"], out["rewards"], out["terminations"], out["truncations"], out["infos"]
+
+    def add_snapshot(self, policy) -> int:
+        """Push a user policy to every slot's checkpoint pool: a wire dict (``scope_envs.serve.snapshot``) or
+        a torch ``Sequential`` of ``Linear`` layers. Returns the pool's size."""
+        if not isinstance(policy, dict):
+            from scope_envs.serve.snapshot import mlp_wire
+
+            policy = mlp_wire(policy)
+        return self._post("snapshot", {"snapshot": policy})["pool_entries"]
+
+    def close(self):
+        if not self._closed:
+            self._closed = True
+            try:
+                _http("DELETE", f"{self.base_url}/scope/vec/{self.session_id}", timeout=self.timeout)
+            except (SessionLost, RuntimeError):
+                pass  # already gone with the server
+
+    def _post(self, route: str, body: dict) -> dict:
+        if self._closed:
+            raise SessionLost("this batched session was closed")
+        return _http("POST", f"{self.base_url}/scope/vec/{self.session_id}/{route}", body, self.timeout)

@@ -1,0 +1,65 @@
+"""``scope-envs serve ID``: the command line of the server (``add_parser`` hooks it into ``scope-envs``)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from scope_envs.arguments import count, env_id, positive_float
+
+MAX_PORT = 65535
+MAX_KWARG_CHARS = 4096
+
+
+def kwarg(text: str) -> tuple[str, object]:
+    """``key=value``: the value read as JSON (``4``, ``true``, ``"x"``, ``[1, 2]``), else kept as a string."""
+    if len(text) > MAX_KWARG_CHARS:
+        raise argparse.ArgumentTypeError(f"a --kwarg is at most {MAX_KWARG_CHARS} characters")
+    key, sep, raw = text.partition("=")
+    if not sep or not key.isidentifier():
+        raise argparse.ArgumentTypeError(f"expected key=value with a Python name as key, got {text[:60]!r}")
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError:
+        value = raw
+    return key, value
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    p = subparsers.add_parser("serve", help="serve an id over OpenEnv's HTTP/WebSocket protocol (needs scope-envs[serve])",
+                              description="Serve ID over OpenEnv's protocol: many isolated sessions on /ws, "
+                                          "a batched endpoint on /scope/vec. See docs/serving.md.")
+    p.add_argument("id", type=env_id, help="a registered id (`scope-envs list`)")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
+    p.add_argument("--port", type=count(MAX_PORT, low=0), default=8000, help="0 to 65535 (0: any free port)")
+    p.add_argument("--surface", choices=("act", "text"), default="act")
+    p.add_argument("--kwarg", type=kwarg, action="append", default=[], metavar="KEY=VALUE",
+                   help="a keyword argument of make (repeatable; the value is read as JSON when it parses)")
+    p.add_argument("--max-sessions", type=count(4096), default=64, help="concurrent /ws sessions (1 to 4096)")
+    p.add_argument("--max-vec-sessions", type=count(256), default=8, help="concurrent batched sessions (1 to 256)")
+    p.add_argument("--max-num-envs", type=count(65536), default=1024, help="episodes per batched session (1 to 65536)")
+    p.add_argument("--idle-timeout", type=positive_float, default=300.0, help="seconds before an idle session closes")
+    p.add_argument("--max-body-bytes", type=count(1 << 30, low=1024), default=4 << 20,
+                   help="largest request body or WebSocket frame (1024 to 2**30)")
+    p.set_defaults(func=run, parser=p)
+    return p
+
+
+def run(args) -> None:
+    try:
+        import uvicorn
+
+        from scope_envs.serve.app import create_app
+    except ImportError as e:
+        args.parser.error(f"serving needs the serve extra: pip install 'scope-envs[serve]' ({e.name} is missing)")
+    kwargs = dict(args.kwarg)
+    try:
+        app = create_app(args.id, args.surface, kwargs, max_sessions=args.max_sessions,
+                         idle_timeout=args.idle_timeout, max_body_bytes=args.max_body_bytes,
+                         max_vec_sessions=args.max_vec_sessions, max_num_envs=args.max_num_envs)
+    except (ValueError, TypeError) as e:  # make() refused the kwargs: the user's mistake, named
+        args.parser.error(f"cannot serve {args.id} with {kwargs}: {e}")
+    print(f"serving {args.id} ({args.surface}) on http://{args.host}:{args.port} (boot {app.state.scope_spec['boot_id']})",
+          file=sys.stderr, flush=True)
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning", ws_max_size=args.max_body_bytes)

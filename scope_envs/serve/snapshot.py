@@ -1,0 +1,97 @@
+"""A user policy pushed by a client: an MLP's weights on the wire, playing the user seat on the server.
+
+A population regime with a checkpoint pool (``scope_envs.make("p4g-population", pool_size=5)``) keeps its
+pool on the server; a remote trainer adds a frozen copy of its live user with
+``reset(snapshot=...)``. The snapshot is a masked-softmax MLP over the act surface's observation::
+
+    {"layers": [{"weight": [[...], ...], "bias": [...]}, ...], "activation": "tanh"}
+
+``weight`` is (out, in) as ``torch.nn.Linear`` stores it; the activation runs between layers, not after
+the last, whose outputs are the logits of the role's acts. ``mlp_wire(module)`` writes one from any torch
+``Sequential`` of ``Linear`` layers and one activation kind (the package's actor, an SB3 policy's
+``mlp_extractor.policy_net`` followed by its ``action_net``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from scope_envs.core.simulator import Simulator, View
+
+ACTIVATIONS = {"tanh": np.tanh, "relu": lambda x: np.maximum(x, 0.0)}
+MAX_LAYERS = 8
+MAX_PARAMETERS = 4_000_000
+
+
+class SnapshotError(ValueError):
+    """A pushed snapshot that cannot be a policy for this seat (the message says why)."""
+
+
+class MLPSnapshot(Simulator):
+    """A frozen MLP playing the user seat: softmax of its logits over the legal acts."""
+
+    name = "pushed_snapshot"
+    wants_observation = True
+
+    def __init__(self, layers: list[tuple[np.ndarray, np.ndarray]], activation: str = "tanh"):
+        self.layers, self.activation = layers, ACTIVATIONS[activation]
+
+    @classmethod
+    def from_wire(cls, spec, obs_dim: int, n_actions: int) -> "MLPSnapshot":
+        if not isinstance(spec, dict) or not isinstance(spec.get("layers"), list) or not spec["layers"]:
+            raise SnapshotError('a snapshot is {"layers": [{"weight": ..., "bias": ...}, ...], "activation": ...}')
+        activation = spec.get("activation", "tanh")
+        if activation not in ACTIVATIONS:
+            raise SnapshotError(f"snapshot activation must be one of {sorted(ACTIVATIONS)}, got {activation!r}")
+        if len(spec["layers"]) > MAX_LAYERS:
+            raise SnapshotError(f"a snapshot has at most {MAX_LAYERS} layers, got {len(spec['layers'])}")
+        layers, width, total = [], obs_dim, 0
+        for i, layer in enumerate(spec["layers"]):
+            try:
+                w = np.asarray(layer["weight"], np.float32)
+                b = np.asarray(layer["bias"], np.float32)
+            except (KeyError, TypeError, ValueError) as e:
+                raise SnapshotError(f"snapshot layer {i}: needs numeric 'weight' (out, in) and 'bias' (out,): {e}") \
+                    from None
+            if w.ndim != 2 or b.shape != (w.shape[0],) or w.shape[1] != width:
+                raise SnapshotError(f"snapshot layer {i}: weight {w.shape} and bias {b.shape} do not take "
+                                    f"inputs of width {width}")
+            if not (np.isfinite(w).all() and np.isfinite(b).all()):
+                raise SnapshotError(f"snapshot layer {i}: weights must be finite")
+            total += w.size + b.size
+            if total > MAX_PARAMETERS:
+                raise SnapshotError(f"a snapshot has at most {MAX_PARAMETERS} parameters")
+            layers.append((w, b))
+            width = w.shape[0]
+        if width != n_actions:
+            raise SnapshotError(f"the snapshot's last layer has {width} outputs; the user seat has {n_actions} acts")
+        return cls(layers, activation)
+
+    def distribution(self, view: View) -> np.ndarray:
+        x = np.asarray(view.observation, np.float32)
+        for i, (w, b) in enumerate(self.layers):
+            x = w @ x + b
+            if i < len(self.layers) - 1:
+                x = self.activation(x)
+        legal = np.asarray(view.legal, bool)
+        logits = np.where(legal, x.astype(np.float64), -np.inf)
+        p = np.exp(logits - logits.max())
+        return p / p.sum()
+
+
+def mlp_wire(module) -> dict:
+    """The wire form of a torch ``Sequential`` of ``Linear`` layers with one activation kind between them."""
+    import torch
+
+    layers, acts = [], set()
+    for m in module.modules():
+        if isinstance(m, torch.nn.Linear):
+            layers.append({"weight": m.weight.detach().cpu().numpy().tolist(),
+                           "bias": m.bias.detach().cpu().numpy().tolist()})
+        elif isinstance(m, torch.nn.Tanh):
+            acts.add("tanh")
+        elif isinstance(m, torch.nn.ReLU):
+            acts.add("relu")
+    if not layers or len(acts) > 1:
+        raise ValueError("mlp_wire needs a module of Linear layers with one activation kind (Tanh or ReLU)")
+    return {"layers": layers, "activation": acts.pop() if acts else "tanh"}
