@@ -1,0 +1,170 @@
+"""Method plug-ins (scope_envs.bench.plugins): loading three ways, the built-in rows as plug-ins, the budget rule,
+and a broken plug-in failing its own runs only."""
+
+import json
+import textwrap
+from importlib.metadata import EntryPoint
+
+import pytest
+
+from scope_envs.bench import plugins
+from scope_envs.bench.executors import BenchFailure, execute
+from scope_envs.bench.methods import EXTRA_METHODS, METHODS, run_one
+from scope_envs.bench.plugins import Budget, BudgetExceeded, Method, PluginError, PPOMethod, Trained, load
+from scope_envs.train.policy import UniformPolicy
+
+TINY = {"steps": 600, "eval_episodes": 24, "curve_points": 2, "curve_episodes": 8, "heldout_episodes": 24}
+
+PLUGIN = textwrap.dedent('''
+    import numpy as np
+    from scope_envs.bench.plugins import Trained
+    from scope_envs.train.policy import UniformPolicy
+
+    class FirstLegal:
+        name = "first-legal"
+        def train_envs(self, game):
+            return [f"{game}-frozen", (f"{game}-vs", {"k": 3})]
+        def train(self, ctx):
+            for decisions in range(0, ctx.budget + 1, ctx.budget // 3):
+                ctx.progress(decisions, UniformPolicy(seed=ctx.seed))
+            return Trained(policy=lambda obs, mask: mask.argmax(1), agent_steps=ctx.budget,
+                           history=[{"agent_steps": ctx.budget, "return": 1.0, "policy_entropy": 0.0}])
+
+    def shaped(ctx):
+        ctx.progress(0, UniformPolicy())
+        return UniformPolicy()
+    shaped.train_envs = ["{game}-rotation"]
+
+    class Raises:
+        name = "raises"
+        def train_envs(self, game): return [f"{game}-frozen"]
+        def train(self, ctx): raise RuntimeError("a bug in my method")
+
+    class NotAPolicy:
+        name = "not-a-policy"
+        def train_envs(self, game): return [f"{game}-frozen"]
+        def train(self, ctx): return {"weights": [1, 2, 3]}
+
+    class Overruns:
+        name = "overruns"
+        def train_envs(self, game): return [f"{game}-frozen"]
+        def train(self, ctx):
+            for decisions in (0, ctx.budget, 2 * ctx.budget):
+                ctx.progress(decisions, UniformPolicy())
+            return UniformPolicy()
+
+    class Unregistered:
+        name = "unregistered"
+        def train_envs(self, game): return ["chess-frozen"]
+        def train(self, ctx): return UniformPolicy()
+''')
+
+
+@pytest.fixture
+def plugin_file(tmp_path):
+    path = tmp_path / "my_methods.py"
+    path.write_text(PLUGIN)
+    return path
+
+
+def test_the_built_in_rows_are_plug_ins_of_the_protocol():
+    """Every built-in row, cotrain and population included, is a Method; its training simulator is its regime's."""
+    for name in METHODS + EXTRA_METHODS:
+        m = load(name)
+        assert isinstance(m, PPOMethod) and isinstance(m, Method) and m.name == name
+    assert load("population").train_envs("p4g") == [("p4g-population", {"pool_size": 5, "snapshot_every": 4})]
+    assert load("oracle").train_envs("tau2") == [("tau2-heldout", {"personas": "train"})]
+    assert load("selfplay").train_envs("cooperbench")[0][0] == "cooperbench-cotrain"
+
+
+def test_loading_from_a_file_a_module_and_an_entry_point(plugin_file, monkeypatch):
+    m = load(f"{plugin_file}:FirstLegal")
+    assert m.name == "first-legal" and m.train_envs("p4g")[1] == ("p4g-vs", {"k": 3})
+    f = load(f"{plugin_file}:shaped")  # a function is a method: its name, its train_envs attribute
+    assert f.name == "shaped" and f.train_envs("tau2") == ["tau2-rotation"]
+    monkeypatch.syspath_prepend(str(plugin_file.parent))
+    assert load("my_methods:FirstLegal").name == "first-legal"
+    ep = EntryPoint(name="first-legal", value="my_methods:FirstLegal", group=plugins.ENTRY_POINT_GROUP)
+    monkeypatch.setattr("importlib.metadata.entry_points", lambda group=None: [ep] if group == ep.group else [])
+    assert load("first-legal").name == "first-legal"
+    monkeypatch.chdir(plugin_file.parent)  # a worker (or a Ray task) gets the file by its absolute path
+    assert plugins.absolute("my_methods.py:FirstLegal") == f"{plugin_file}:FirstLegal"
+    assert plugins.absolute("my_methods:FirstLegal") == "my_methods:FirstLegal"
+
+
+def test_loading_errors_name_what_is_wrong(plugin_file, tmp_path):
+    with pytest.raises(PluginError, match="no such file"):
+        load(f"{tmp_path}/nope.py:X")
+    with pytest.raises(PluginError, match="has no 'Missing'.*FirstLegal"):
+        load(f"{plugin_file}:Missing")
+    with pytest.raises(PluginError, match="not a method"):
+        load(f"{plugin_file}:np")
+    with pytest.raises(PluginError, match="no installed entry point 'dr'"):
+        load("dr")
+    with pytest.raises(PluginError, match="cannot import"):
+        load("no_such_module_27:X")
+    broken = tmp_path / "broken.py"
+    broken.write_text("raise ImportError('needs a package you do not have')\n")
+    with pytest.raises(PluginError, match="importing .*broken.py failed: ImportError: needs a package"):
+        load(f"{broken}:X")
+
+
+def test_budget_rule():
+    books = Budget("m", 1000)
+    for d in (0, 400, 1100):  # the iteration that reaches the budget may cross it
+        books.report(d)
+    with pytest.raises(BudgetExceeded, match="reported 1,100|reported 1_100"):
+        books.report(1500)
+    with pytest.raises(PluginError, match="an int >= 0"):
+        Budget("m", 10).report(-1)
+    with pytest.raises(BudgetExceeded, match="trained 5_000"):
+        Budget("m", 1000).close(Trained(policy=UniformPolicy(), agent_steps=5000))
+    assert Budget("m", 1000).close(Trained(policy=UniformPolicy())).agent_steps == 0
+
+
+def test_a_plug_in_gets_what_a_built_in_gets(plugin_file):
+    """run_one with a plug-in: the same record (curve points at the same marks, the evaluation, the fingerprint)."""
+    r = run_one("p4g", "first-legal", 0, **TINY, plugin=f"{plugin_file}:FirstLegal")
+    builtin = run_one("p4g", "frozen", 0, **TINY)
+    assert set(builtin) <= set(r) and r["method"] == "first-legal"
+    # reported at 0, 200, 400, 600: a point at 0 and where each of the 2 marks (300, 600) is first reached
+    assert [p["agent_steps"] for p in r["curve"]] == [0, 400, 600]
+    assert [s["env"] for s in r["train_simulators"]] == ["p4g-frozen", "p4g-vs"]
+    assert r["fingerprint"] == builtin["fingerprint"] and r["agent_steps"] == 600
+    assert r["metrics"]["heldout_success"] != builtin["metrics"]["heldout_success"]
+    with pytest.raises(PluginError, match="its name is 'first-legal', the run's is 'other'"):
+        run_one("p4g", "other", 0, **TINY, plugin=f"{plugin_file}:FirstLegal")
+    with pytest.raises(PluginError, match="'chess-frozen', not a registered env id"):
+        run_one("p4g", "unregistered", 0, **TINY, plugin=f"{plugin_file}:Unregistered")
+
+
+def test_broken_plug_ins_fail_their_own_runs_and_nothing_else(plugin_file, tmp_path):
+    """Raising, returning a non-policy and overrunning the budget are named failures; the other runs are written."""
+    base = {"game": "p4g", "seed": 0, **TINY, "user_reward": None, "advantage": "gae", "group_size": 1}
+    tasks = [dict(base, method="frozen")] + [dict(base, method=n, plugin=f"{plugin_file}:{c}") for n, c in
+                                             (("raises", "Raises"), ("not-a-policy", "NotAPolicy"),
+                                              ("overruns", "Overruns"))]
+    with pytest.raises(BenchFailure) as e:
+        execute(tasks, tmp_path / "out", jobs=1, progress=False)
+    failed = e.value.failed
+    assert set(failed) == {"p4g-raises-0", "p4g-not-a-policy-0", "p4g-overruns-0"}
+    assert "a bug in my method" in failed["p4g-raises-0"]
+    assert "returned dict, not a policy" in failed["p4g-not-a-policy-0"]
+    assert "overran its budget" in failed["p4g-overruns-0"]
+    written = json.loads((tmp_path / "out" / "runs" / "p4g-frozen-0.json").read_text())
+    assert written["result"]["method"] == "frozen"
+    assert sorted(p.name for p in (tmp_path / "out" / "runs").glob("*.json")) == ["p4g-frozen-0.json"]
+
+
+def test_cli_rejects_bad_method_specs(plugin_file, capsys):
+    from scope_envs.cli import main
+
+    for argv in (["--method", f"{plugin_file}:Missing"], ["--against", "x"],
+                 ["--method", f"{plugin_file}:FirstLegal", "--method", f"{plugin_file}:FirstLegal"]):
+        with pytest.raises(SystemExit) as e:
+            main(["bench", "--games", "p4g", *argv, "--out", str(plugin_file.parent / "o")])
+        assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert "argument --method: --method" in err and "has no 'Missing'" in err
+    assert "argument --against: needs at least one --method" in err
+    assert "two methods share a name" in err
