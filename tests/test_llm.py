@@ -287,6 +287,21 @@ def test_parse_verbalized_repairs(text, expected):
     assert [p for _, p in got] == pytest.approx([p for _, p in expected])
 
 
+_LIST = '{"responses": [{"text": "Sure!", "probability": 0.6}, {"text": "No.", "probability": 0.4}]}'
+
+
+@pytest.mark.parametrize("text", [
+    f"Here are my options [as requested]:\n{_LIST}",  # brackets in the prose before the JSON
+    f"{_LIST}\nHope that helps :}}",  # a closing brace in the trailing prose
+    f'<think>The format is {{"responses": [...]}}, so I pick {{one}}.</think>\n{_LIST}',  # a reasoning block
+    f"<think>\nI need {{k}} [replies].\n</think>\n\nSure [ok]! {_LIST} :]",  # all three
+    f"Let me think about {{this}}.\n</think>\n{_LIST}",  # a template that prefilled <think>
+])
+def test_parse_verbalized_reads_what_chatty_and_reasoning_models_emit(text):
+    """Issue 30, defect 8: each of these fell back to a direct reply."""
+    assert parse_verbalized(text) == [("Sure!", pytest.approx(0.6)), ("No.", pytest.approx(0.4))]
+
+
 def test_parse_verbalized_tau_floor_keeps_survivors():
     text = json.dumps({"responses": [{"text": f"r{i}", "probability": p} for i, p in enumerate([0.6, 0.3, 0.06, 0.04])]})
     got = parse_verbalized(text, tau=0.1)

@@ -326,6 +326,21 @@ def test_the_ratio_is_taken_against_the_trainers_recompute_and_the_gap_is_report
         ppo.Config(old_logprobs="sampler")
 
 
+@pytest.mark.parametrize("lists, rate", [('{"responses": [{"text": "No. [DONATE $0] Bye!", "probability": 1}]}', 0.0),
+                                         ("<think>{hmm}</think> I cannot list replies.", 1.0)])
+def test_the_verbalized_sampling_fallback_rate_is_a_metric(tmp_path, tiny_dir, lists, rate):
+    from llm_fixtures import ScriptedBackend
+
+    from scope_envs.agents.llm import LLMPlayer
+    from scope_envs.train.llm import ppo
+
+    cfg = _cfg(tmp_path, env="p4g-vs", env_kwargs={"max_turns": 2})
+    user = LLMPlayer(ScriptedBackend(replies=["Tell me more."], lists=lists))
+    history = ppo.train(cfg, make_env=lambda: scope_envs.make("p4g-vs", surface="text", user=user, k=2,
+                                                              max_turns=2))["history"]
+    assert history[0]["vs_fallback_rate"] == rate
+
+
 # ----------------------------------------------------------------------------- chat templates (issue 30, defect 3)
 LINES = {"agent_0": ["Hello! Would you donate to Save the Children?", "The children need your help.",
                      "Even a little goes a long way.", "Thank you for listening."],

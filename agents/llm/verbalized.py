@@ -4,6 +4,10 @@
 (``{"responses": [{"text": ..., "probability": ...}]}``, a bare list, ``[text, p]``
 pairs), possibly in a code fence, with trailing commas or single quotes, or the
 XML-tag form (``<response><text>..</text><probability>..</probability></response>``).
+What chatty and reasoning models emit around it is skipped: prose with brackets of
+its own before or after the JSON (``[as requested]``, a ``:}``), and a
+``<think>...</think>`` block (its own braces included) before the answer; the first
+bracketed span that holds candidates wins.
 Weights are repaired (percent strings, negatives, values above 1, NaN, missing)
 and renormalized; an optional ``tau`` floor keeps at least ``min_survivors``.
 Anything unreadable gives ``[]`` — the caller then falls back to a direct reply.
@@ -81,31 +85,89 @@ def _drop_trailing_commas(body: str) -> str:
     return "".join(out)
 
 
+_THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
+_OPENERS = {"{": "}", "[": "]"}
+MAX_CANDIDATES = 64  # bracketed spans tried per chunk: bounds the work on adversarial text
+
+
+def without_reasoning(text: str) -> str:
+    """``text`` less its ``<think>...</think>`` blocks (and everything up to a lone ``</think>``, the form a
+    template that prefills ``<think>`` leaves): the answer a reasoning model gives after thinking."""
+    text = _THINK.sub("", text)
+    end = text.lower().rfind("</think>")
+    return text[end + len("</think>"):] if end >= 0 else text
+
+
+def _spans(chunk: str):
+    """Each balanced ``{...}`` / ``[...]`` span of ``chunk`` in order of its start, brackets inside JSON
+    strings ignored. An unclosed span runs to the chunk's last closing bracket, and nothing inside it is
+    tried on its own: a truncated list gives nothing rather than the one candidate that was complete."""
+    tried, inside_unclosed = 0, -1
+    for start, c in enumerate(chunk):
+        if c not in _OPENERS or start <= inside_unclosed:
+            continue
+        tried += 1
+        if tried > MAX_CANDIDATES:
+            return
+        stack, in_string, escaped, end = [], False, False, None
+        for i in range(start, len(chunk)):
+            ch = chunk[i]
+            if in_string:
+                if escaped:
+                    escaped = False
+                elif ch == "\\":
+                    escaped = True
+                elif ch == '"':
+                    in_string = False
+            elif ch == '"':
+                in_string = True
+            elif ch in _OPENERS:
+                stack.append(_OPENERS[ch])
+            elif ch in "}]":
+                if not stack or ch != stack[-1]:
+                    break  # mismatched: not JSON from this start
+                stack.pop()
+                if not stack:
+                    end = i
+                    break
+        if end is None:  # unclosed or mismatched (single quotes, a truncated list): up to the last closer
+            end = inside_unclosed = max(chunk.rfind("}"), chunk.rfind("]"))
+        if end > start:
+            yield chunk[start:end + 1]
+
+
+def _decode(body: str):
+    body = body.replace("\u201c", '"').replace("\u201d", '"')
+    attempts = (body, _drop_trailing_commas(body))
+    for attempt in attempts:
+        try:
+            return json.loads(attempt)
+        except (json.JSONDecodeError, RecursionError, ValueError):
+            pass
+    for attempt in attempts:  # single quotes, True/None: a Python literal
+        try:
+            return ast.literal_eval(attempt)
+        except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):
+            pass
+    return None
+
+
+def _values(text: str):
+    """The JSON values in ``text``, best first: fenced blocks, then every balanced span in order, tolerating
+    prose around and between them (brackets in it too), trailing commas and Python literals."""
+    fenced = [f for f in _FENCE.findall(text) if f.strip()]
+    for chunk in fenced + [text]:
+        for body in _spans(chunk):
+            value = _decode(body)
+            if value is not None:
+                yield value
+
+
 def _load(text: str):
-    """The JSON value in ``text``, tolerating fences, prose around it, trailing commas, Python literals."""
-    fenced = _FENCE.findall(text)
-    candidates = [f for f in fenced if f.strip()] + [text]
-    for chunk in candidates:
-        starts = [i for i in (chunk.find("{"), chunk.find("[")) if i >= 0]
-        if not starts:
-            continue
-        start = min(starts)
-        end = max(chunk.rfind("}"), chunk.rfind("]"))
-        if end <= start:
-            continue
-        body = chunk[start:end + 1]
-        body = body.replace("\u201c", '"').replace("\u201d", '"')
-        attempts = (body, _drop_trailing_commas(body))
-        for attempt in attempts:
-            try:
-                return json.loads(attempt)
-            except (json.JSONDecodeError, RecursionError, ValueError):
-                pass
-        for attempt in attempts:  # single quotes, True/None: a Python literal
-            try:
-                return ast.literal_eval(attempt)
-            except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):
-                pass
+    """The first JSON value in ``text`` that holds candidates (see ``_values``); None when none does."""
+    for value in _values(text):
+        if _items(value):
+            return value
     return None
 
 
@@ -173,10 +235,12 @@ def parse_verbalized(text, tau: float | None = None, min_survivors: int = 1) -> 
     """
     if not isinstance(text, str) or not text.strip():
         return []
-    value = _load(text)
-    items = _items(value) if value is not None else []
-    if not items:
-        items = _xml_items(text)
+    items = []
+    for source in dict.fromkeys((without_reasoning(text), text)):  # the answer first, then what the thinking held
+        value = _load(source)
+        items = _items(value) if value is not None else _xml_items(source)
+        if items:
+            break
     merged: dict[str, list] = {}
     for reply, prob in items:
         reply = reply.strip()

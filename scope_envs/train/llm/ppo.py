@@ -472,6 +472,7 @@ def rollout(cfg: Config, envs: list, learners: dict[str, Learner], seed: int, rn
         obs, infos = env.reset(seed=derive_seed(seed, i), options=scenario_options(seed, i, cfg.group_size))
         episodes.append({"env": env, "obs": obs, "infos": infos, "traces": {}, "group": g})
     gen_tokens, gen_time = 0, 0.0
+    vs_turns = vs_fallbacks = 0
     while True:
         live = [e for e in episodes if e["env"].agents and not e.get("cut")]
         if not live:
@@ -509,8 +510,14 @@ def rollout(cfg: Config, envs: list, learners: dict[str, Learner], seed: int, rn
         for e in live:
             if e.get("cut"):  # its token stream outgrew max_len: the episode stops here
                 continue
+            game = e["env"].unwrapped.game
+            before = len(game.history)
             obs, rew, _term, _trunc, infos = e["env"].step(actions[id(e)])
             e["obs"], e["infos"] = obs, infos
+            info = next(iter(infos.values()), {})
+            if "vs_fallback" in info and any(t.role == game.user_role for t in game.history[before:]):
+                vs_turns += 1  # a verbalized-sampling user turn: its list was read, or it fell back to a reply
+                vs_fallbacks += int(info["vs_fallback"])
             for agent, r in rew.items():
                 if agent in e["traces"]:
                     e["traces"][agent].add_reward(float(r))
@@ -522,7 +529,7 @@ def rollout(cfg: Config, envs: list, learners: dict[str, Learner], seed: int, rn
             t.score = None if t.cut else e.get("score")
     traces = [t for e in episodes for t in e["traces"].values() if t.turns > 0]
     stats = {"gen_tokens": gen_tokens, "gen_time": gen_time, "cut": sum(1 for e in episodes if e.get("cut")),
-             "episodes": len(episodes)}
+             "episodes": len(episodes), "vs_turns": vs_turns, "vs_fallbacks": vs_fallbacks}
     return traces, stats
 
 
@@ -836,6 +843,8 @@ def train(cfg: Config, make_env: Callable | None = None, learners: dict[str, Lea
                     "time_rollout": t_roll})
         row.update({f"kl_coef/{name}": c.coef for name, c in kl_ctls.items()})
         row.update(role_diagnostics(traces))
+        if rs["vs_turns"]:  # a -vs env: the share of user turns whose verbalized list could not be read
+            row["vs_fallback_rate"] = rs["vs_fallbacks"] / rs["vs_turns"]
         row["template_fallbacks"] = sum(t.template_fallbacks for t in traces)  # agents.llm.templates' fallback
         if curriculum is not None:
             row["curriculum_reward"] = float(np.mean(list(curriculum.values()))) if curriculum else float("nan")
