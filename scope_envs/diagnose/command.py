@@ -7,27 +7,13 @@ import shlex
 import sys
 from pathlib import Path
 
-from scope_envs.arguments import existing_dir
+from scope_envs.arguments import count, existing_dir, output_dir, seed
 
 LIMITS = {  # every count has an upper bound (argparse, exit 2)
     "probe_episodes": (1, 10_000), "samples": (1, 1_000), "cards": (0, 64), "persona_states": (0, 10_000),
-    "episodes": (1, 100_000), "bootstrap": (0, 100_000), "seed": (0, 2**31 - 1), "real_dialogues": (1, 1_000),
+    "episodes": (1, 100_000), "bootstrap": (0, 100_000), "real_dialogues": (1, 1_000),
     "max_new_tokens": (1, 4_096),
 }
-
-
-def bounded_int(low: int, high: int):
-    def check(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected an integer in [{low}, {high}], got {text!r}") from None
-        if not low <= value <= high:
-            raise argparse.ArgumentTypeError(f"expected an integer in [{low}, {high}], got {value}")
-        return value
-
-    check.__name__ = f"integer in [{low}, {high}]"
-    return check
 
 
 def seconds(text: str) -> float:
@@ -49,22 +35,23 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     d.add_argument("--simulator", default=None,
                    help="a built-in name (--list), path/file.py:ClassName, openai:BASE_URL#MODEL or hf:DIR")
     d.add_argument("--list", action="store_true", help="print the game's built-in simulator names and exit")
-    d.add_argument("--out", default="runs/diagnose", help="diagnose.json, diagnose.md and diagnose.png go here")
+    d.add_argument("--out", type=output_dir, default="runs/diagnose", help="diagnose.json, diagnose.md and diagnose.png go here")
     d.add_argument("--data", type=existing_dir, default=None,
                    help="p4g: the folder of the real P4G csv files (e.g. ../shared/data/p4g) for the real-people numbers")
     d.add_argument("--sampled", action="store_true",
                    help="fit from sampled answers even when the simulator states its distribution")
     defaults = {"probe_episodes": 40, "samples": 4, "cards": 6, "persona_states": 40, "episodes": 400,
-                "bootstrap": 300, "seed": 0, "max_new_tokens": 64}
+                "bootstrap": 300, "max_new_tokens": 64}
     helps = {"probe_episodes": "reference-driven probe episodes", "samples": "answers drawn per probe state",
              "cards": "train cards of the persona probe (0: none)", "persona_states": "states of the persona probe",
              "episodes": "episodes the simulator plays itself (and the reference, twice)",
-             "bootstrap": "bootstrap replicates (0: no CIs)", "seed": "seed of everything",
+             "bootstrap": "bootstrap replicates (0: no CIs)",
              "real_dialogues": "p4g --data: the first N real dialogues (all)",
              "max_new_tokens": "an LLM's reply budget"}
     for name, (low, high) in LIMITS.items():
-        d.add_argument("--" + name.replace("_", "-"), type=bounded_int(low, high), default=defaults.get(name),
+        d.add_argument("--" + name.replace("_", "-"), type=count(high, low), default=defaults.get(name),
                        help=f"{helps[name]} ({defaults.get(name, 'all')}; at most {high:,})")
+    d.add_argument("--seed", type=seed, default=0, help="seed of everything (0)")
     d.add_argument("--connect-timeout", type=seconds, default=5.0, help="seconds to wait for an endpoint (5)")
     d.add_argument("--timeout", type=seconds, default=60.0, help="seconds per LLM request (60)")
     d.add_argument("--no-progress", action="store_true")

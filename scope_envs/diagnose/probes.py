@@ -250,6 +250,8 @@ class _Shadow(Simulator):
         self.asker = self.ref_asker = self.game = None
         self.cards: list[Persona] = []
         self.own = None  # the reference on the simulator's own declared card, when it declares one
+        self.turn = self.probed = self.wanted = 0
+        self.every = 1
         self.rows: list[dict] = []
         self.episode = 0
 
@@ -263,7 +265,9 @@ class _Shadow(Simulator):
         _, ref_draws = self.ref_asker(view, self.game)
         row = {"episode": self.episode, "legal": view.legal.copy(), "reference": r, "target": q, "draws": draws,
                "reference_draws": ref_draws, "own": None if self.own is None else self.own.distribution(seen)}
-        if self.cards:
+        self.turn += 1
+        if self.cards and self.probed < self.wanted and (self.turn + self.episode) % self.every == 0:
+            self.probed += 1
             per = []
             for card in self.cards:
                 v_ref = replace(view, persona=dealt(self.game_name, view.persona, card))
@@ -277,9 +281,9 @@ class _Shadow(Simulator):
 
 def probe_states(game: str, sim: Simulator, *, episodes: int, samples: int, cards: int, persona_states: int,
                  seed: int, sampled: bool = False, env_kwargs: dict | None = None, progress=None) -> ProbeStates:
-    """The probe states (see the module docstring). The persona probes are asked at every state of whole
-    episodes spread over the run (episode 0, then every m-th, m set from episode 0's length) until
-    ``persona_states`` states have them."""
+    """The probe states (see the module docstring). The persona probes are asked from episode 1 on at one state
+    in ``every`` (staggered by episode; ``every`` set from episode 0's length), so that the ``persona_states``
+    states spread over the episodes, the bootstrap's clusters."""
     from scope_envs.diagnose.specs import reference
 
     driver = reference(game)
@@ -299,14 +303,13 @@ def probe_states(game: str, sim: Simulator, *, episodes: int, samples: int, card
         shadow.own = players(game).reference(1.0, card, 0.25, "reference-own-card")
     agent = ProbeAgent(game, env, text)
     rng = np.random.default_rng([seed, 3])
-    every = 1
+    shadow.wanted = persona_states
     for ep in range(episodes):
-        shadow.episode = ep
-        probed = sum("persona" in r for r in shadow.rows)
-        shadow.cards = card_list if probed < persona_states and ep % every == 0 else []
+        shadow.episode, shadow.turn = ep, 0
         run_episode(env, agent, seed + ep, rng)
-        if ep == 0 and shadow.rows:
-            every = max(1, (len(shadow.rows) * episodes) // max(persona_states, 1))
+        if ep == 0:  # spread over the other episodes: one state in ``every``, from episode 0's length
+            shadow.cards = card_list
+            shadow.every = max(1, (len(shadow.rows) * max(episodes - 1, 1)) // max(persona_states, 1))
         if progress is not None:
             progress.update(1)
     rows = shadow.rows

@@ -13,7 +13,7 @@ import shlex
 import sys
 import time
 
-from scope_envs.diagnose.command import bounded_int
+from scope_envs.arguments import count, output_dir, seed
 from scope_envs.diagnose.report import clean, fmt
 from scope_envs.diagnose.specs import GAMES, names
 
@@ -53,11 +53,11 @@ def main(argv=None) -> None:
     from scope_envs.files import check_output_dir, write_atomic, write_json
 
     ap = argparse.ArgumentParser(prog="python -m scope_envs.diagnose.table", description=__doc__)
-    ap.add_argument("--out", default="runs/diagnose-table")
+    ap.add_argument("--out", type=output_dir, default="runs/diagnose-table")
     ap.add_argument("--games", nargs="+", choices=GAMES, default=list(GAMES))
     ap.add_argument("--data", default=None, help="the P4G data folder, for p4g's real-people columns")
-    ap.add_argument("--bootstrap", type=bounded_int(0, 100_000), default=300)
-    ap.add_argument("--seed", type=bounded_int(0, 2**31 - 1), default=0)
+    ap.add_argument("--bootstrap", type=count(100_000, low=0), default=300)
+    ap.add_argument("--seed", type=seed, default=0)
     args = ap.parse_args(argv)
     out = check_output_dir(args.out)
     jobs = [(g, s) for g in args.games for s in names(g)]
