@@ -209,6 +209,8 @@ class ScopeEnvironment(Environment):
             policy = MLPSnapshot.from_wire(spec, space["observation"].shape[0], self.env.action_space(user).n)
         except SnapshotError as e:
             raise BadRequest(str(e)) from None
+        if self.base.agents:  # a reset abandons the live episode; the pool takes snapshots between episodes
+            self.base.agents = []
         self.env.add_snapshot(policy)
 
     def _step_all(self, actions, rewards, terms, truncs):

@@ -1,0 +1,296 @@
+"""The server (issue 31): a real ``scope-envs serve`` process driven by OpenEnv's own client and raw requests.
+
+Each test asserts what the protocol promises: per-agent observations tagged with role, both seats or one
+seat driven, isolated sessions, the session limit and idle timeout, the batched endpoint, and every kind of
+bad input or fault answered by a clear protocol error (never a 500, never a silent new episode).
+"""
+
+import json
+import time
+import urllib.error
+import urllib.request
+
+import numpy as np
+import pytest
+
+import scope_envs
+from serve_fixtures import needs_openenv, serving
+
+needs_openenv()
+from openenv.core import GenericEnvClient  # noqa: E402
+from websockets.sync.client import connect  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def cotrain():
+    with serving("p4g-cotrain", "--max-sessions", "3", "--max-body-bytes", "65536", "--max-vec-sessions", "2",
+                 "--max-num-envs", "64") as url:
+        yield url
+
+
+def client(url):
+    return GenericEnvClient(base_url=url, message_timeout_s=30).sync()
+
+
+def legal(entry, rng):
+    return int(rng.choice(np.flatnonzero(entry["action_mask"])))
+
+
+def post(url, body, method="POST", raw=None):
+    data = raw if raw is not None else json.dumps(body).encode()
+    req = urllib.request.Request(url, data=data, method=method, headers={"content-type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+
+
+def server_error(fn):
+    with pytest.raises(RuntimeError, match="Server error") as e:
+        fn()
+    return str(e.value)
+
+
+def test_openenv_client_plays_both_seats_as_in_process(cotrain):
+    """OpenEnv's GenericEnvClient plays a whole co-training episode; every step is the in-process env's."""
+    local = scope_envs.make("p4g-cotrain")
+    lobs, _ = local.reset(seed=5)
+    rng = np.random.default_rng(0)
+    with client(cotrain) as env:
+        result = env.reset(seed=5)
+        steps = 0
+        while not result.done:
+            agents = result.observation["agents"]
+            assert set(agents) == set(local.agents) == {"agent_0", "user_0"}
+            assert {a: e["role"] for a, e in agents.items()} == {"agent_0": "persuader", "user_0": "persuadee"}
+            for a, e in agents.items():
+                np.testing.assert_array_equal(np.asarray(e["observation"], np.float32), lobs[a]["observation"])
+            acts = {a: legal(e, rng) if e["active"] else 0 for a, e in agents.items()}
+            result = env.step({"actions": acts})
+            lobs, lrew, lterm, ltrunc, _ = local.step(acts)
+            got = result.observation["agents"]
+            assert {a: e["reward"] for a, e in got.items()} == pytest.approx(lrew)
+            assert result.reward == pytest.approx(lrew["agent_0"])  # OpenEnv's one reward: agent_0's
+            steps += 1
+            assert steps < 200
+        assert not local.agents and result.observation["live"] == []
+        state = env.state()
+        assert state["step_count"] == steps and state["env_id"] == "p4g-cotrain"
+
+
+def test_one_seat_driven_the_other_played_on_the_server(cotrain):
+    with client(cotrain) as env:
+        result = env.reset(seed=1, drive=["agent_0"])
+        turns = []
+        while not result.done:
+            agents = result.observation["agents"]
+            assert list(agents) == ["agent_0"] and agents["agent_0"]["active"]  # always the driven seat's turn
+            turns.append(agents["agent_0"]["info"]["turn"])
+            result = env.step({"actions": {"agent_0": int(np.flatnonzero(agents["agent_0"]["action_mask"])[0])}})
+            assert len(turns) < 100
+        assert len(turns) > 1 and all(b - a == 2 for a, b in zip(turns, turns[1:])), "the user replied each turn"
+        # the user seat alone: the server's scripted persuader plays agent_0
+        result = env.reset(seed=1, drive=["user_0"])
+        assert list(result.observation["agents"]) == ["user_0"] and result.observation["agents"]["user_0"]["active"]
+        assert "played by the server" in server_error(lambda: env.step({"actions": {"agent_0": 1}}))
+
+
+def test_sessions_are_isolated(cotrain):
+    with client(cotrain) as a, client(cotrain) as b:
+        ra, rb = a.reset(seed=3), b.reset(seed=4)
+        before = b.state()
+        for _ in range(3):
+            e = ra.observation["agents"]
+            ra = a.step({"actions": {k: (legal(v, np.random.default_rng(0)) if v["active"] else 0) for k, v in e.items()}})
+        assert b.state() == before  # stepping a left b untouched
+        other = rb.observation["episode_id"]
+        message = server_error(lambda: a.step({"actions": {"agent_0": 0}, "episode_id": other}))
+        assert "SESSION_LOST" in message and "not this session's" in message
+
+
+def test_session_limit(cotrain):
+    clients = [client(cotrain) for _ in range(3)]
+    try:
+        for c in clients:
+            c.reset(seed=0)
+        extra = client(cotrain)
+        assert "CAPACITY_REACHED" in server_error(lambda: extra.reset(seed=0))
+    finally:
+        for c in clients:
+            c.close()
+    # the slots come back once the sessions close
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            with client(cotrain) as c:
+                c.reset(seed=0)
+            break
+        except RuntimeError:
+            assert time.monotonic() < deadline, "closed sessions did not free their slots"
+            time.sleep(0.2)
+
+
+def test_bad_input_over_the_websocket(cotrain):
+    with connect(cotrain.replace("http", "ws") + "/ws", open_timeout=30) as ws:
+        def ask(raw):
+            ws.send(raw)
+            return json.loads(ws.recv(timeout=30))
+
+        assert ask("{not json")["data"]["code"] == "INVALID_JSON"
+        first = ask(json.dumps({"type": "step", "data": {"actions": {"agent_0": 1}}}))["data"]
+        assert "NO_EPISODE" in first["message"]
+        assert ask(json.dumps({"type": "reset", "data": {"seed": 0, "bogus": 1}}))["data"]["message"].startswith(
+            "BAD_REQUEST: reset takes")
+        assert "BAD_REQUEST" in ask(json.dumps({"type": "reset", "data": {"seed": "zero"}}))["data"]["message"]
+        obs = ask(json.dumps({"type": "reset", "data": {"seed": 0}}))
+        assert obs["type"] == "observation"
+        wrong = ask(json.dumps({"type": "step", "data": {"actions": {"agent_0": "hello"}}}))["data"]
+        assert "must be an int act" in wrong["message"]
+        typed = ask(json.dumps({"type": "step", "data": {"actions": {"agent_0": 1.5}}}))["data"]
+        assert typed["code"] == "EXECUTION_ERROR" or typed["code"] == "VALIDATION_ERROR"
+        unknown = ask(json.dumps({"type": "step", "data": {"actions": {"user_9": 0}}}))["data"]["message"]
+        assert "user_9" in unknown
+        mask = np.asarray(obs["data"]["observation"]["agents"]["agent_0"]["action_mask"])
+        masked = int(np.flatnonzero(mask == 0)[0])
+        message = ask(json.dumps({"type": "step", "data": {"actions": {"agent_0": masked}}}))["data"]["message"]
+        assert "agent_0" in message and "BAD_REQUEST" in message
+        assert ask(json.dumps({"type": "dance"}))["data"]["code"] == "UNKNOWN_TYPE"
+        # the session survived every error: the episode plays on to its end, then a step is EPISODE_OVER
+        rng = np.random.default_rng(1)
+        data = obs["data"]
+        while not data["done"]:
+            agents = data["observation"]["agents"]
+            acts = {a: legal(e, rng) if e["active"] else 0 for a, e in agents.items()}
+            data = ask(json.dumps({"type": "step", "data": {"actions": acts}}))["data"]
+        assert "EPISODE_OVER" in ask(json.dumps({"type": "step", "data": {"actions": {"agent_0": 0}}}))["data"]["message"]
+
+
+@pytest.mark.filterwarnings("ignore:connect\\(\\) must be used as a context manager")
+def test_disconnect_mid_episode_frees_the_session(cotrain):
+    for _ in range(4):  # more than the limit of 3: each dropped socket's session was destroyed
+        ws = connect(cotrain.replace("http", "ws") + "/ws", open_timeout=30)
+        ws.send(json.dumps({"type": "reset", "data": {"seed": 0}}))
+        ws.recv(timeout=30)
+        ws.socket.close()  # no close frame: the client vanished mid-episode
+        time.sleep(0.3)
+    with client(cotrain) as c:
+        assert not c.reset(seed=0).done
+
+
+def test_bad_input_over_http(cotrain):
+    status, body = post(cotrain + "/step", {"action": {"actions": {"agent_0": 1}}})
+    assert status == 409 and body["code"] == "NO_EPISODE"  # OpenEnv's HTTP /step is stateless
+    status, body = post(cotrain + "/step", None, raw=b'{"action": ')
+    assert status == 422
+    status, body = post(cotrain + "/step", {"action": {"actions": "agent_0"}})
+    assert status == 422
+    status, body = post(cotrain + "/reset", None, raw=b"x" * 70000)
+    assert status == 413 and body["code"] == "BODY_TOO_LARGE"
+    status, body = post(cotrain + "/scope/vec/nope/step", {"actions": {}})
+    assert status == 404 and body["code"] == "UNKNOWN_SESSION"
+    status, body = post(cotrain + "/scope/vec/0123456789ab.feed/step", {"actions": {}})
+    assert status == 410 and "restarted" in body["detail"]
+    status, body = post(cotrain + "/scope/vec", {"num_envs": 100000})
+    assert status == 422 and "at most 64" in body["detail"]
+    status, body = post(cotrain + "/scope/vec", {"num_envs": "4"})
+    assert status == 422
+
+
+def test_batched_endpoint_matches_make_vec(cotrain):
+    from scope_envs.serve.codec import pack, unpack
+
+    status, opened = post(cotrain + "/scope/vec", {"num_envs": 8})
+    assert status == 200
+    sid = opened["session_id"]
+    base = f"{cotrain}/scope/vec/{sid}"
+    local = scope_envs.make_vec("p4g-cotrain", num_envs=8)
+    status, out = post(base + "/step", {"actions": {}})
+    assert status == 409 and out["code"] == "NO_EPISODE"
+    lobs, _ = local.reset(seed=2)
+    obs = unpack(post(base + "/reset", {"seed": 2})[1])["obs"]
+    rng = np.random.default_rng(0)
+    for _ in range(30):
+        for a in local.possible_agents:
+            np.testing.assert_array_equal(obs[a]["observation"], lobs[a]["observation"])
+        acts = {a: np.array([rng.choice(np.flatnonzero(m)) for m in lobs[a]["action_mask"]]) for a in lobs}
+        lobs, lrew, *_ = local.step(acts)
+        status, out = post(base + "/step", {"actions": {a: pack(v) for a, v in acts.items()}})
+        assert status == 200
+        out = unpack(out)
+        obs = out["obs"]
+        for a in lrew:
+            np.testing.assert_array_equal(out["rewards"][a], lrew[a])
+    status, bad = post(base + "/step", {"actions": {"agent_0": pack(np.zeros(3, np.int64))}})
+    assert status == 422 and "must be 8 ints" in bad["detail"]
+    masked = np.array([int(np.flatnonzero(m == 0)[0]) for m in lobs["agent_0"]["action_mask"]])
+    status, bad = post(base + "/step", {"actions": {"agent_0": pack(masked), "user_0": pack(np.zeros(8, np.int64))}})
+    assert status == 422
+    assert post(base, None, method="DELETE")[0] == 200
+    status, gone = post(base + "/step", {"actions": {}})
+    assert status == 410 and gone["code"] == "SESSION_LOST"
+
+
+def test_idle_timeout_reports_the_session_lost():
+    with serving("p4g-frozen", "--idle-timeout", "1") as url:
+        with client(url) as env:
+            env.reset(seed=0)
+            status, opened = post(url + "/scope/vec", {"num_envs": 2})
+            time.sleep(7)  # OpenEnv's reaper looks every max(timeout / 4, 5) s
+            message = server_error(lambda: env.step({"actions": {"agent_0": 1}}))
+            assert "SESSION_LOST" in message and "closed" in message
+        status, body = post(f"{url}/scope/vec/{opened['session_id']}/step", {"actions": {}})
+        assert status == 410 and "idle" in body["detail"]
+
+
+def test_population_pool_takes_a_pushed_snapshot():
+    with serving("p4g-population", "--kwarg", "pool_size=3") as url:
+        with client(url) as env:
+            spec = json.loads(urllib.request.urlopen(url + "/scope/spec", timeout=30).read())
+            obs_dim = spec["observation_spaces"]["user_0"]["spaces"]["observation"]["shape"][0]
+            n = spec["action_spaces"]["user_0"]["n"]
+            rng = np.random.default_rng(0)
+            wire = {"layers": [{"weight": rng.normal(size=(8, obs_dim)).tolist(), "bias": [0.0] * 8},
+                               {"weight": rng.normal(size=(n, 8)).tolist(), "bias": [0.0] * n}]}
+            env.reset(seed=0, snapshot=wire)
+            assert env.state()["pool_entries"] == 2
+            env.reset(seed=1, snapshot=wire)
+            env.reset(seed=2, snapshot=wire)
+            assert env.state()["pool_entries"] == 3  # FIFO: a full pool drops its oldest snapshot
+            # the snapshots play: over a few episodes the live user (user_0) sits some out
+            live = set()
+            for s in range(12):
+                live.add(tuple(env.reset(seed=10 + s, drive=["agent_0", "user_0"]).observation["agents"]))
+            assert ("agent_0",) in live and ("agent_0", "user_0") in live
+            bad = {"layers": [{"weight": [[1.0] * 3], "bias": [0.0]}]}
+            assert "do not take inputs of width" in server_error(lambda: env.reset(seed=0, snapshot=bad))
+
+
+def test_text_surface_with_openenv_client():
+    with serving("tau2-cotrain", "--surface", "text") as url:
+        with client(url) as env:
+            result = env.reset(seed=0)
+            agents = result.observation["agents"]
+            assert isinstance(agents["agent_0"]["observation"], str) and agents["agent_0"]["action_mask"] is None
+            assert "messages" in agents["agent_0"]["info"]
+            speaker = next(a for a, e in agents.items() if e["active"])
+            result = env.step({"actions": {speaker: "Hello, how can I help?"}})
+            assert result.observation["agents"][speaker]["info"]["turn"] >= 1
+            assert "must be a string" in server_error(lambda: env.step({"actions": {"agent_0": 3}}))
+            long = "x" * 5000  # past the env's 4000 characters: an in-game error, not a protocol one
+            speaker = next(a for a, e in result.observation["agents"].items() if e["active"])
+            result = env.step({"actions": {speaker: long}})
+            assert result.observation["agents"][speaker]["info"]["errors"] == 1
+
+
+def test_cli_bounds():
+    import subprocess
+    import sys
+
+    for args, name in ((["p4g-frozen", "--port", "70000"], "--port"), (["nope"], "id"),
+                       (["p4g-frozen", "--kwarg", "no-equals"], "--kwarg"),
+                       (["p4g-frozen", "--kwarg", "bogus=1", "--port", "0"], "bogus"),
+                       (["p4g-frozen", "--max-sessions", "99999"], "--max-sessions")):
+        out = subprocess.run([sys.executable, "-m", "scope_envs.cli", "serve", *args], capture_output=True,
+                             text=True, timeout=120)
+        assert out.returncode == 2 and name in out.stderr and "Traceback" not in out.stderr
