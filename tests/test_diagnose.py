@@ -114,7 +114,8 @@ def test_names_resolve_and_bad_specs_say_why():
             sim, kind = resolve(game, spec)
             assert kind == "builtin" and sim is not None
     for bad, words in (("sharpened:0.5", "in [1"), ("panel:9", "0..5"), ("nope", "unknown simulator"),
-                       ("missing.py:Sim", "no such file"), ("openai:http://127.0.0.1:9/v1", "BASE_URL#MODEL")):
+                       ("missing.py:Sim", "no such file"), ("openai:http://127.0.0.1:9/v1", "BASE_URL#MODEL"),
+                       ("hf:/nonexistent/model", "no model directory")):
         with pytest.raises(SpecError, match=words.replace("[", r"\[")):
             resolve("p4g", bad)
 
@@ -296,6 +297,14 @@ def test_p4g_against_the_real_persuadees():
     assert ll["value"] == pytest.approx(ll["reference_model"]["value"])
     assert real_frozen["log_likelihood"]["value"] < ll["value"]  # SCOPE's check: the collapsed fits people worse
     assert real_frozen["cooperation"]["bias"]["value"] > real_ref["cooperation"]["bias"]["value"]
+
+
+def test_the_table_rows_carry_the_numbers(reports):
+    from scope_envs.diagnose.table import HEADER, line
+
+    row = line(reports["tau2", "frozen"])
+    assert row.count("|") == HEADER.count("|") and "`frozen`" in row
+    assert f"{reports['tau2', 'frozen']['sharpening_own_card']['value']:.2f}" in row
 
 
 def test_write_refuses_a_file_in_the_way(tmp_path, reports):
