@@ -50,8 +50,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
              "max_new_tokens": "an LLM's reply budget"}
     for name, (low, high) in LIMITS.items():
         d.add_argument("--" + name.replace("_", "-"), type=count(high, low), default=defaults.get(name),
-                       help=f"{helps[name]} ({defaults.get(name, 'all')}; at most {high:,})")
-    d.add_argument("--seed", type=seed, default=0, help="seed of everything (0)")
+                       help=f"{helps[name]} ({defaults.get(name, 'all')}; at most {high:_})")
+    d.add_argument("--seed", type=seed, default=0, help="seed of everything (0; 0 to 2**32-1)")
     d.add_argument("--connect-timeout", type=seconds, default=5.0, help="seconds to wait for an endpoint (5)")
     d.add_argument("--timeout", type=seconds, default=60.0, help="seconds per LLM request (60)")
     d.add_argument("--no-progress", action="store_true")
