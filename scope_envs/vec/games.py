@@ -197,6 +197,8 @@ class Tau2VecEnv(BatchedVecEnv):
     def deal(self, i, env, sim, persona, rng):
         from scope_envs.games.tau2.batched import slot_traits
 
+        if not self.exact:  # the member drawn on the shared generator (exact mode: ``_start`` set it); ``_ask``
+            env.member = int(self.member[i])  # asks ``env.simulator``
         env.game.reset(persona, rng)  # the world, the goal and the episode seed, from the slot's generator
         self.batch.traits[i] = slot_traits(sim, persona)
         return None
