@@ -15,7 +15,29 @@ class SharpenedReference(Simulator):
     answers come from ``reference ** gamma``; the verbalized top-k reports the
     unsharpened reference with multiplicative calibration noise, which is what
     verbalized sampling recovers.
+
+    What the batched engine (``scope_envs.vec.batched``) may compute for all slots at once is declared, not
+    guessed: ``batched_reference`` names the batched reference model a game's reference class gives (the
+    game's name; None here), ``batched_replies`` which answers follow this model (``"direct"``: sharpened
+    draws, ``"verbalized"``: the noisy top-k). A subclass that defines ``reference`` (or ``distribution`` /
+    ``act``, or ``verbalize``) in its body without declaring these leaves the batch: it is asked slot by slot.
     """
+
+    batched_reference: str | None = None
+    batched_replies: frozenset = frozenset({"direct", "verbalized"})
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        body = vars(cls)
+        if "reference" in body and "batched_reference" not in body:
+            cls.batched_reference = None
+        if "batched_replies" not in body:
+            replies = set(cls.batched_replies)
+            if "distribution" in body or "act" in body:
+                replies.discard("direct")
+            if "verbalize" in body:
+                replies.discard("verbalized")
+            cls.batched_replies = frozenset(replies)
 
     def __init__(self, gamma: float = 1.0, persona: Persona | None = None, calibration_noise: float = 0.25,
                  name: str = "reference", *, cooperation: float = 0.0):

@@ -29,6 +29,8 @@ def _cooperative(persona: Persona, cooperation: float) -> Persona:
 
 
 class ReferencePartner(SharpenedReference):
+    batched_reference = "cooperbench"  # the batched engine computes this reference for all slots (vec/games.py)
+
     def reference(self, view: View) -> np.ndarray:
         style = _cooperative(view.persona, self.cooperation)
         return styles.decide(style, view.private, view.legal, sampled=False)

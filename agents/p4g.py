@@ -28,6 +28,8 @@ PERSUADEE_ACTS = dialogue_acts.PERSUADEE_ACTS
 class ReferencePersuadee(SharpenedReference):
     """The reference persuadee model playing the dealt card (or ``persona``), sharpened by ``gamma``."""
 
+    batched_reference = "p4g"  # the batched engine computes this reference for all slots (vec/games.py)
+
     def reference(self, view: View) -> np.ndarray:
         w = reference.willingness(view.persona, view.history) + self.cooperation
         return reference.reply_distribution(w, view.history, view.legal, reference.gift_distribution(),

@@ -46,6 +46,8 @@ def cooperative_traits(traits: dict, cooperation: float) -> dict:
 class ReferenceUser(SharpenedReference):
     """The reference user on the dealt task; ``style`` (a card) fixes its behaviour, else the dealt card's."""
 
+    batched_reference = "tau2"  # the batched engine computes this reference for all slots (vec/games.py)
+
     def __init__(self, gamma: float = 1.0, style: Persona | None = None, calibration_noise: float = 0.25,
                  name: str = "reference", *, cooperation: float = 0.0):
         if not 0.0 <= cooperation <= 1.0:

@@ -32,11 +32,12 @@ from scope_envs.core.simulator import Simulator
 from scope_envs.core.surfaces import MAX_MESSAGE_CHARS
 from scope_envs.registry import REGIMES, register
 from scope_envs.wrappers import CheckpointPool, SimulatorPopulation, VerbalizedSampling
+from scope_envs.wrappers.verbalized import VS_OPTIONS
 
-# the keyword arguments each regime takes beyond the game's own
+# the keyword arguments each regime takes beyond the game's own (scope_envs.vec.BATCHED_KWARGS reads these)
 REGIME_KWARGS = {
     "frozen": {"user"},
-    "vs": {"user", "k", "tau", "min_survivors", "weight_mode", "tail", "temperature", "selection"},
+    "vs": {"user", *VS_OPTIONS},  # verbalized sampling's options: wrappers/verbalized.py VSOptions
     "rotation": {"schedule", "families", "family_seed"},
     "cotrain": set(),
     "population": {"members", "schedule", "pool_size", "snapshot_every", "pool_sample"},

@@ -9,7 +9,8 @@ from test_vec import assert_same, both, play
 
 import scope_envs
 from scope_envs.vec import BatchedVecEnv
-from scope_envs.vec.batched import verbalized_candidates, verbalized_weights
+from scope_envs.vec.batched import verbalized_candidates
+from scope_envs.wrappers.verbalized import candidate_weights_rows
 
 OPTIONS = [
     {}, {"k": 10, "tau": 0.05, "min_survivors": 2, "weight_mode": "softmax", "temperature": 0.7},
@@ -71,7 +72,7 @@ def test_the_candidates_weights_and_draw_follow_the_scalar_rules():
         legal = rng.random((400, width)) < 0.8
         legal[:, 0] = True
         probs, acts, count = verbalized_candidates(stated, legal, k, tail)
-        w = verbalized_weights(probs, count, tau, survivors, mode, 2.0, selection)
+        w = candidate_weights_rows(probs, count, tau, survivors, mode, 2.0, selection)
         u_rng, c_rng = np.random.default_rng(5), np.random.default_rng(5)
         for r in range(len(stated)):
             order = [int(a) for a in np.argsort(-stated[r], kind="stable") if legal[r, a] and stated[r, a] > 0]
@@ -88,3 +89,56 @@ def test_the_candidates_weights_and_draw_follow_the_scalar_rules():
             cdf = np.cumsum(w[r])
             cdf /= cdf[count[r] - 1]
             assert int((cdf <= u_rng.random()).sum()) == int(c_rng.choice(len(p), p=expected))
+
+
+def test_the_options_travel_typed_and_are_checked_once():
+    from scope_envs.regimes import REGIME_KWARGS
+    from scope_envs.vec import BATCHED_KWARGS
+    from scope_envs.wrappers.verbalized import VS_OPTIONS, VerbalizedSampler, VSOptions
+
+    env = scope_envs.make("p4g-vs", k=4, tau=0.1, selection="prob")
+    options = env.sampler.options
+    assert options == VSOptions(k=4, tau=0.1, selection="prob") and env.sampler.k == 4
+    vec = scope_envs.vec.vectorize([scope_envs.make("p4g-vs", k=4, tau=0.1, selection="prob") for _ in range(2)])
+    vec.reset(seed=0)
+    assert vec._kinds[0][-1] == options  # the batched engine reads the same dataclass
+    assert REGIME_KWARGS["vs"] == {"user", *VS_OPTIONS} and set(VS_OPTIONS) <= BATCHED_KWARGS
+    for bad, match in [({"k": 0}, "k must be"), ({"min_survivors": 3, "k": 2}, "min_survivors"),
+                       ({"tail": 2.0}, "tail"), ({"weight_mode": "max"}, "weight_mode"),
+                       ({"selection": "prob", "weight_mode": "softmax"}, "not both")]:
+        with pytest.raises(ValueError, match=match):
+            VSOptions(**bad)
+        with pytest.raises(ValueError, match=match):
+            VerbalizedSampler(**bad)
+
+
+def test_what_is_batched_is_declared_and_a_changed_draw_or_model_is_asked_slot_by_slot():
+    from scope_envs.agents.p4g import CollapsedPersuadee
+    from scope_envs.wrappers.verbalized import VerbalizedSampler
+
+    class OwnDraw(VerbalizedSampler):  # changes the draw: not the batched one
+        def __call__(self, sim, view, rng):
+            return super().__call__(sim, view, rng)
+
+    class OwnModel(CollapsedPersuadee):  # changes the direct answers: not the batched reference
+        def distribution(self, view):
+            return super().distribution(view)
+
+    assert VerbalizedSampler.batched and not OwnDraw.batched
+    assert CollapsedPersuadee.batched_replies == {"direct", "verbalized"} and OwnModel.batched_replies == {"verbalized"}
+    assert OwnModel.batched_reference == "p4g"
+
+    def envs(sampler=None, sim=None):
+        out = []
+        for _ in range(4):
+            env = scope_envs.make("p4g-vs" if sampler else "p4g-frozen", **({"user": sim} if sim else {}))
+            if sampler:
+                env.unwrapped.user_sampler = sampler
+            out.append(env)
+        return out
+
+    for make_envs in (lambda: envs(sampler=OwnDraw()), lambda: envs(sim=OwnModel())):
+        vec = scope_envs.vec.vectorize(make_envs())
+        trace = play(vec, 30, seed=4)
+        assert vec._kinds == []  # nothing batched: asked slot by slot
+        assert_same(trace, play(scope_envs.vec.LoopVecEnv(make_envs()), 30, seed=4))

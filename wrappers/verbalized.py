@@ -26,6 +26,8 @@ Example::
 
 from __future__ import annotations
 
+from dataclasses import dataclass, fields
+
 import numpy as np
 
 from scope_envs.core.env import DirectAnswer
@@ -47,81 +49,156 @@ def check_selection(selection: str | None, weight_mode: str) -> None:
                          f"selection='random' is weight_mode='uniform'; selection='prob' is floored elicited weights")
 
 
+@dataclass(frozen=True)
+class VSOptions:
+    """Verbalized sampling's options, checked once: what the scalar sampler (``VerbalizedSampler``) and the
+    batched engine (``scope_envs.vec.batched``) both read. ``k`` candidates asked for; ``tau``, a floor on
+    stated probabilities keeping at least ``min_survivors``; ``weight_mode`` / ``selection`` and
+    ``temperature``, how a candidate is drawn (``candidate_weights``); ``tail``, ask for candidates each stated
+    below it. ``VS_OPTIONS`` are their names, the ``vs`` regime's options besides ``user``."""
+
+    k: int = 5
+    tau: float | None = None
+    min_survivors: int = 1
+    weight_mode: str = "elicited"
+    tail: float | None = None
+    temperature: float = 2.0
+    selection: str | None = None
+
+    def __post_init__(self):
+        if self.k < 1:
+            raise ValueError(f"k must be >= 1, got {self.k}")
+        if not 1 <= self.min_survivors <= self.k:
+            raise ValueError(f"min_survivors must be in [1, k={self.k}], got {self.min_survivors}")
+        if self.tail is not None and not 0 < self.tail <= 1:
+            raise ValueError(f"tail must be in (0, 1], got {self.tail}")
+        if self.weight_mode not in WEIGHT_MODES:
+            raise ValueError(f"weight_mode must be one of {WEIGHT_MODES}, got {self.weight_mode!r}")
+        check_selection(self.selection, self.weight_mode)
+
+    def weights(self, probs: np.ndarray, count: np.ndarray) -> np.ndarray:
+        """``candidate_weights_rows`` under these options."""
+        return candidate_weights_rows(probs, count, self.tau, self.min_survivors, self.weight_mode,
+                                      self.temperature, self.selection)
+
+
+VS_OPTIONS = tuple(f.name for f in fields(VSOptions))
+
+
+def candidate_weights_rows(probs, count, tau: float | None = None, min_survivors: int = 1,
+                           weight_mode: str = "elicited", temperature: float = 2.0,
+                           selection: str | None = None) -> np.ndarray:
+    """Sampling weights over verbalized candidates, for rows of them: row ``r``'s candidates are the first
+    ``count[r]`` entries of ``probs[r]`` (stated probabilities, in any order; a non-finite or non-positive
+    one counts as 0); weights past them are 0, and a row without candidates is left 0 (or NaN).
+
+    ``tau``: drop candidates whose stated probability is below it, keeping at least the ``min_survivors``
+    most probable (ties: the first). ``weight_mode``: ``elicited`` (as stated), ``softmax`` (of the log
+    stated probabilities at ``temperature``; above 1 flattens) or ``uniform``. ``selection`` (SCOPE's names,
+    instead of ``weight_mode``): ``random``, uniform over the surviving candidates; ``prob``, the stated
+    probabilities floored at ``PROB_FLOOR`` and renormalised. Where no kept candidate has mass the weights
+    are uniform over the kept ones. The one weighting of verbalized sampling: the scalar sampler calls it on
+    one row (``candidate_weights``), the batched engine on all its slots; each row is summed over its own
+    candidates, so a row's weights do not depend on the others (the two paths agree bit for bit)."""
+    if weight_mode not in WEIGHT_MODES:
+        raise ValueError(f"weight_mode must be one of {WEIGHT_MODES}, got {weight_mode!r}")
+    check_selection(selection, weight_mode)
+    probs = np.asarray(probs, dtype=float)
+    count = np.asarray(count)
+    width = probs.shape[1]
+    valid = np.arange(width) < count[:, None]
+    with np.errstate(invalid="ignore"):
+        p = np.where(valid & np.isfinite(probs) & (probs > 0), probs, 0.0)
+    keep = valid
+    if tau is not None:
+        keep = valid & (p >= tau)
+        short = np.flatnonzero(keep.sum(1) < min_survivors)
+        if len(short):  # the most probable, ties by position (a stable sort)
+            top = np.argsort(np.where(valid[short], -p[short], np.inf), 1, kind="stable")[:, :min_survivors]
+            keep[short[:, None], top] = True
+            keep &= valid
+    if selection == "prob":
+        w = np.where(keep, np.maximum(p, PROB_FLOOR), 0.0)
+    else:
+        if selection == "random" or weight_mode == "uniform":
+            w = keep.astype(float)
+        elif weight_mode == "elicited":
+            w = np.where(keep, p, 0.0)
+        else:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                logits = np.where(keep, np.log(np.maximum(p, 1e-12)) / temperature, -np.inf)
+                w = np.exp(logits - logits.max(1, keepdims=True))
+            w[count == 0] = 0.0
+        massless = ~(keep & (p > 0)).any(1)  # no kept candidate has mass: uniform over the kept ones
+        if massless.any():
+            w[massless] = keep[massless]
+    total = np.empty((len(w), 1))
+    if width < 8:  # sums of under 8 terms are sequential: the trailing zeros change nothing
+        total[:, 0] = w.sum(1)
+    else:  # numpy's pairwise sums depend on the length: each row summed over its own candidates
+        for c in np.unique(count).tolist():
+            rows = count == c
+            total[rows, 0] = w[rows, :c].sum(1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return w / total
+
+
 def candidate_weights(
     probs, tau: float | None = None, min_survivors: int = 1, weight_mode: str = "elicited", temperature: float = 2.0,
     selection: str | None = None,
 ) -> np.ndarray:
-    """Sampling weights over verbalized candidates.
-
-    ``tau``: drop candidates whose stated probability is below it, keeping at
-    least the ``min_survivors`` most probable. ``weight_mode``: ``elicited``
-    (as stated), ``softmax`` (of the log stated probabilities at ``temperature``;
-    above 1 flattens) or ``uniform``. ``selection`` (SCOPE's names, instead of
-    ``weight_mode``): ``random``, uniform over the surviving candidates;
-    ``prob``, the stated probabilities floored at ``PROB_FLOOR`` and renormalised.
-    """
+    """Sampling weights over one list of verbalized candidates' stated probabilities (``candidate_weights_rows``
+    on one row: see there)."""
     p = np.asarray(probs, dtype=float)
     if p.ndim != 1 or len(p) == 0:
         raise ValueError("probs must be a non-empty 1-d sequence")
-    if weight_mode not in WEIGHT_MODES:
-        raise ValueError(f"weight_mode must be one of {WEIGHT_MODES}, got {weight_mode!r}")
-    check_selection(selection, weight_mode)
-    p = np.where(np.isfinite(p) & (p > 0), p, 0.0)
-    keep = np.ones(len(p), dtype=bool)
-    if tau is not None:
-        keep = p >= tau
-        if keep.sum() < min_survivors:
-            keep[np.argsort(-p, kind="stable")[:min_survivors]] = True
-    if selection == "prob":
-        w = np.where(keep, np.maximum(p, PROB_FLOOR), 0.0)
-        return w / w.sum()
-    if selection == "random" or weight_mode == "uniform" or p[keep].sum() == 0:
-        w = keep.astype(float)
-    elif weight_mode == "elicited":
-        w = np.where(keep, p, 0.0)
-    else:
-        logits = np.where(keep, np.log(np.maximum(p, 1e-12)) / temperature, -np.inf)
-        w = np.exp(logits - logits[keep].max())
-    return w / w.sum()
+    return candidate_weights_rows(p[None], np.array([len(p)]), tau, min_survivors, weight_mode, temperature,
+                                  selection)[0]
 
 
 class VerbalizedSampler:
-    """A user-act sampler: one candidate drawn from the simulator's verbalized top-``k``."""
+    """A user-act sampler: one candidate drawn from the simulator's verbalized top-``k``. Its options are a
+    ``VSOptions`` (``options``; the keywords build one), which the batched engine reads too."""
+
+    batched = True  # the batched engine may run its draw (scope_envs.vec.batched); a subclass that changes
+    # the draw (overrides __call__) is asked slot by slot unless it says otherwise
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "__call__" in vars(cls) and "batched" not in vars(cls):
+            cls.batched = False
 
     def __init__(self, k: int = 5, tau: float | None = None, min_survivors: int = 1,
                  weight_mode: str = "elicited", tail: float | None = None, temperature: float = 2.0,
-                 selection: str | None = None):
-        if k < 1:
-            raise ValueError(f"k must be >= 1, got {k}")
-        if not 1 <= min_survivors <= k:
-            raise ValueError(f"min_survivors must be in [1, k={k}], got {min_survivors}")
-        if tail is not None and not 0 < tail <= 1:
-            raise ValueError(f"tail must be in (0, 1], got {tail}")
-        if weight_mode not in WEIGHT_MODES:
-            raise ValueError(f"weight_mode must be one of {WEIGHT_MODES}, got {weight_mode!r}")
-        check_selection(selection, weight_mode)
-        self.k, self.tau, self.min_survivors = k, tau, min_survivors
-        self.weight_mode, self.tail, self.temperature = weight_mode, tail, temperature
-        self.selection = selection
+                 selection: str | None = None, options: VSOptions | None = None):
+        self.options = options if options is not None else VSOptions(k, tau, min_survivors, weight_mode, tail,
+                                                                      temperature, selection)
+
+    def __getattr__(self, name):  # sampler.k, sampler.tau, ...: the options' fields
+        if name in VS_OPTIONS:
+            return getattr(self.__dict__["options"], name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def __call__(self, sim, view, rng):
-        cands = sim.verbalize(view, self.k, rng, tail=self.tail)
+        o = self.options
+        cands = sim.verbalize(view, o.k, rng, tail=o.tail)
         if not cands:  # nothing verbalized (e.g. an unparseable LLM list): the direct answer
             choice, info = DirectAnswer()(sim, view, rng)
             return choice, {**self.empty(), "vs_fallback": 1, **info}
         probs = np.array([p for _, p in cands], dtype=float)
-        w = candidate_weights(probs, self.tau, self.min_survivors, self.weight_mode, self.temperature, self.selection)
+        w = candidate_weights(probs, o.tau, o.min_survivors, o.weight_mode, o.temperature, o.selection)
         chosen = int(rng.choice(len(cands), p=w))
         info = {**self.empty(), "vs_chosen": chosen, "vs_fallback": 0}
-        info["vs_probs"][: len(cands)] = probs[: self.k]
+        info["vs_probs"][: len(cands)] = probs[: o.k]
         if isinstance(cands[0][0], str):  # a text player's candidates
             info["vs_texts"] = [c for c, _ in cands]
         else:
-            info["vs_candidates"][: len(cands)] = [a for a, _ in cands][: self.k]
+            info["vs_candidates"][: len(cands)] = [a for a, _ in cands][: o.k]
         return cands[chosen][0], info
 
     def empty(self) -> dict:
-        return {"vs_candidates": np.full(self.k, -1, dtype=np.int64), "vs_probs": np.zeros(self.k), "vs_chosen": -1,
+        k = self.options.k
+        return {"vs_candidates": np.full(k, -1, dtype=np.int64), "vs_probs": np.zeros(k), "vs_chosen": -1,
                 "vs_fallback": 0}
 
 

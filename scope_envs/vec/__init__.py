@@ -64,6 +64,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from scope_envs.regimes import REGIME_KWARGS
 from scope_envs.registry import make
 from scope_envs.vec.base import LoopVecEnv
 from scope_envs.vec.batched import BatchedVecEnv
@@ -73,14 +74,15 @@ from scope_envs.vec.gym import GymVectorEnv, gym_vector_env, noop_mask
 __all__ = ["BATCHED_KWARGS", "BatchedVecEnv", "CooperBenchVecEnv", "GymVectorEnv", "LoopVecEnv", "P4GVecEnv",
            "Tau2VecEnv", "gym_vector_env", "make_vec", "noop_mask", "vectorize"]
 
-# the keyword arguments of make() that the batched engine reproduces; any other (a held-out proxy's
-# assumption switch, say) falls back to looping the scalar envs, which implement it
-BATCHED_KWARGS = frozenset({
+# the keyword arguments of make() that the batched engine reproduces: the games' options it knows and every
+# regime's (scope_envs.regimes.REGIME_KWARGS) but the held-out proxies' assumption switch; any other falls back
+# to looping the scalar envs, which implement it
+GAME_KWARGS = frozenset({
     "surface", "max_turns", "user_reward", "gamma", "target_var", "width", "max_errors", "max_message_chars",
-    "user", "k", "tau", "min_survivors", "weight_mode", "tail", "temperature", "selection",
-    "schedule", "families", "family_seed", "members", "pool_size", "snapshot_every", "pool_sample", "personas",
     "domain", "data_dir", "max_steps", "max_tool_errors", "judge",  # tau2's: its engine plays the scalar games' rules
 })
+UNBATCHED_KWARGS = frozenset({"assumptions"})
+BATCHED_KWARGS = GAME_KWARGS | frozenset().union(*REGIME_KWARGS.values()) - UNBATCHED_KWARGS
 
 
 def make_vec(id: str, num_envs: int = 16, exact: bool = True, **kwargs):

@@ -112,24 +112,23 @@ class BatchedVecEnv(VecBase):
         """``sim``'s batched reply model with its parameters, or None: ask it slot by slot. Batched: the game's
         reference model sharpened (the frozen simulator, rotation members, families) and its held-out proxy,
         answering directly."""
-        from scope_envs.agents.base import SharpenedReference
         from scope_envs.wrappers.verbalized import VerbalizedSampler
 
         reference, proxy = self.simulators()
-        kind = type(sim)
-        is_reference = isinstance(sim, reference) and kind.reference is reference.reference \
-            and kind.distribution is SharpenedReference.distribution and kind.act is Simulator.act
-        if type(sampler) is VerbalizedSampler:  # its draw from the reference's verbalized top-k (``_verbalized``)
-            if not is_reference or kind.verbalize is not SharpenedReference.verbalize:
+        # the game's reference model, as the simulator's class declares it (agents/base.py SharpenedReference)
+        replies = getattr(sim, "batched_replies", frozenset()) if isinstance(sim, reference) \
+            and sim.batched_reference is not None and sim.batched_reference == reference.batched_reference \
+            else frozenset()
+        if isinstance(sampler, VerbalizedSampler):  # its draw from the reference's verbalized top-k (``_verbalized``)
+            if not sampler.batched or "verbalized" not in replies:
                 return None
-            s = sampler
-            return ("vs_reference", float(sim.gamma), float(sim.cooperation), float(sim.calibration_noise), s.k,
-                    s.tau, s.min_survivors, s.weight_mode, s.temperature, s.selection, s.tail)
+            return ("vs_reference", float(sim.gamma), float(sim.cooperation), float(sim.calibration_noise),
+                    sampler.options)
         if type(sampler) is not DirectAnswer:
             return None
-        if is_reference:
+        if "direct" in replies:
             return ("reference", float(sim.gamma), float(sim.cooperation))
-        if kind is proxy and self.proxy_is_batched(sim):
+        if type(sim) is proxy and self.proxy_is_batched(sim):
             return ("human_proxy",)
         return None
 
@@ -460,7 +459,7 @@ class BatchedVecEnv(VecBase):
         candidates and ``candidate_weights`` as arrays over the slots, in the scalar path's floating-point order.
         Exact mode: each slot's generator gives its ``standard_normal`` noise, then the uniform that
         ``Generator.choice`` draws (``choice_rows``); fast mode: the shared one."""
-        _, _, _, noise, k, tau, min_survivors, weight_mode, temperature, selection, tail = kind
+        _, _, _, noise, options = kind
         p = self.reference(kind, idx, legal)
         rows, width = p.shape
         if self.exact:
@@ -470,8 +469,8 @@ class BatchedVecEnv(VecBase):
             z = self._rng.standard_normal((rows, width))
         stated = p * np.exp(noise * z)
         stated = stated / stated.sum(1, keepdims=True)
-        probs, acts, count = verbalized_candidates(stated, legal, k, tail)
-        w = verbalized_weights(probs, count, tau, min_survivors, weight_mode, temperature, selection)
+        probs, acts, count = verbalized_candidates(stated, legal, options.k, options.tail)
+        w = options.weights(probs, count)  # candidate_weights_rows: the scalar sampler's weighting, on all rows
         empty = count == 0  # nothing stated: the direct answer (``VerbalizedSampler``'s fallback)
         live = ~empty if empty.any() else slice(None)
         if self.exact:
@@ -615,39 +614,3 @@ def verbalized_candidates(stated: np.ndarray, legal: np.ndarray, k: int, tail: f
     valid = np.arange(width) < count[:, None]
     probs = np.where(valid, np.take_along_axis(s, pos, 1), 0.0)
     return probs, np.take_along_axis(order, pos, 1), count
-
-
-def verbalized_weights(probs: np.ndarray, count: np.ndarray, tau, min_survivors: int, weight_mode: str,
-                       temperature: float, selection: str | None) -> np.ndarray:
-    """``candidate_weights`` for rows of candidates stated in decreasing order (``verbalized_candidates``),
-    zero past each row's ``count``; rows without candidates are left zero."""
-    width = probs.shape[1]
-    valid = np.arange(width) < count[:, None]
-    keep = valid
-    if tau is not None:
-        keep = valid & (probs >= tau)
-        short = keep.sum(1) < min_survivors  # the most probable are the first (the order is decreasing)
-        if short.any():
-            keep[short] |= valid[short] & (np.arange(width) < min_survivors)
-    if selection == "prob":
-        from scope_envs.wrappers.verbalized import PROB_FLOOR
-
-        w = np.where(keep, np.maximum(probs, PROB_FLOOR), 0.0)
-    elif selection == "random" or weight_mode == "uniform":
-        w = keep.astype(float)
-    elif weight_mode == "elicited":  # the kept candidates are stated above zero: mass in every live row
-        w = np.where(keep, probs, 0.0)
-    else:
-        with np.errstate(divide="ignore", invalid="ignore"):
-            logits = np.where(keep, np.log(np.maximum(probs, 1e-12)) / temperature, -np.inf)
-            w = np.exp(logits - logits.max(1, keepdims=True))
-        w[count == 0] = 0.0
-    total = np.empty((len(w), 1))
-    if width < 8:  # sums of under 8 terms are sequential: the trailing zeros change nothing
-        total[:, 0] = w.sum(1)
-    else:  # numpy's pairwise sums depend on the length: each row summed over its own candidates
-        for c in np.unique(count).tolist():
-            rows = count == c
-            total[rows, 0] = w[rows, :c].sum(1)
-    with np.errstate(invalid="ignore"):
-        return w / total
