@@ -207,6 +207,10 @@ def main(argv=None) -> None:
     t.add_argument("--kl-coef", type=nonnegative_float, default=None, help="ppo 0.05 (reward penalty), grpo 0.001 (loss)")
     t.add_argument("--kl-estimator", choices=["k1", "k3", "low_var_kl"], default=None, help="ppo k1, grpo low_var_kl")
     t.add_argument("--kl-target", type=positive_float, default=None, help="set for an adaptive KL coefficient")
+    t.add_argument("--old-logprobs", choices=["trainer", "engine"], default=None,
+                   help="the ratio's old logprobs: the trainer's recompute (default) or the engine's sampling ones")
+    t.add_argument("--gpu-memory-fraction", type=positive_float, default=None,
+                   help="vLLM: the share of GPU memory each engine reserves, in (0, 1] (0.3)")
     t.add_argument("--seed", type=seed, default=0, help="0 to 2**32-1")
     t.add_argument("--out", type=output_dir, default="runs/llm", help="metrics.jsonl and checkpoints/ go here")
     t.add_argument("--save-every", type=count(100_000, low=0), default=0, help="updates between checkpoints (0: none; at most 100_000)")

@@ -117,6 +117,84 @@ def test_vllm_backend_without_vllm_says_how_to_install(tiny_dir):
         VLLMBackend(tiny_dir)
 
 
+class _FakeLLM:
+    """vLLM's offline ``LLM`` as far as VLLMBackend's construction and weight sync touch it: it seeds the
+    process's generators from its seed, as vLLM's set_random_seed does, and its ``reset_prefix_cache``
+    answers False (requests still running) when told to."""
+
+    instances = []
+
+    def __init__(self, **kwargs):
+        import random
+
+        import torch
+
+        self.kwargs, self.reset_ok = kwargs, True
+        torch.manual_seed(kwargs.get("seed", 0))
+        np.random.seed(kwargs.get("seed", 0))
+        random.seed(kwargs.get("seed", 0))
+        _FakeLLM.instances.append(self)
+
+    def get_tokenizer(self):
+        from transformers import AutoTokenizer
+
+        return AutoTokenizer.from_pretrained(self.kwargs["tokenizer"], local_files_only=True)
+
+    def reset_prefix_cache(self):
+        return self.reset_ok
+
+    def collective_rpc(self, fn):
+        return None
+
+
+@pytest.fixture
+def fake_vllm(monkeypatch):
+    import types
+
+    module = types.ModuleType("vllm")
+    module.LLM = _FakeLLM
+    monkeypatch.setitem(sys.modules, "vllm", module)
+    _FakeLLM.instances.clear()
+    return _FakeLLM
+
+
+def test_vllm_engine_keeps_the_trainers_generators_checks_its_cache_reset_and_lora_ranks(tiny_dir, fake_vllm,
+                                                                                      tmp_path):
+    """Issue 30, defect 10, against a stand-in for vLLM's LLM (vLLM needs CUDA)."""
+    import random
+
+    import torch
+
+    from scope_envs.agents.llm import VLLMBackend
+    from scope_envs.train.llm import ppo
+
+    torch.manual_seed(123)
+    np.random.seed(123)
+    random.seed(123)
+    expected = (torch.rand(3).tolist(), np.random.rand(), random.random())
+    torch.manual_seed(123)
+    np.random.seed(123)
+    random.seed(123)
+    engine = VLLMBackend(tiny_dir, seed=0)
+    assert (torch.rand(3).tolist(), np.random.rand(), random.random()) == expected  # not reseeded
+    engine._engine_model = lambda: None
+    fake_vllm.instances[-1].reset_ok = False
+    with pytest.raises(BackendError, match="prefix cache"):
+        engine.load_weights(torch.nn.Linear(2, 2))
+    # the engines' memory share is an argument, LoRA ranks vLLM refuses are refused with the ones it takes
+    cfg = ppo.Config(model=tiny_dir, engine="vllm", lora=True, lora_r=32, gpu_memory_fraction=0.55,
+                     out=str(tmp_path), log=False)
+    ppo.build_engines(cfg, ppo.build_learners(cfg))
+    kwargs = fake_vllm.instances[-1].kwargs
+    assert kwargs["gpu_memory_utilization"] == 0.55 and kwargs["max_lora_rank"] == 32
+    for bad in (4, 24):
+        with pytest.raises(ValueError, match=r"vLLM serves LoRA ranks \(1, 8, 16, 32"):
+            ppo.Config(engine="vllm", lora=True, lora_r=bad)
+    assert ppo.Config(engine="hf", lora=True, lora_r=4).lora_r == 4  # transformers takes any rank
+    with pytest.raises(ValueError, match="gpu_memory_fraction"):
+        ppo.Config(gpu_memory_fraction=1.5)
+
+
 class _ChatServer:
     """A local chat-completions server: fails ``fail_first`` requests with HTTP 500, then answers."""
 

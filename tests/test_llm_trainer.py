@@ -341,6 +341,36 @@ def test_the_verbalized_sampling_fallback_rate_is_a_metric(tmp_path, tiny_dir, l
     assert history[0]["vs_fallback_rate"] == rate
 
 
+# ----------------------------------------------------------------------------- a frozen LLM user (defect 6)
+def test_a_frozen_llm_user_is_batched_across_episodes_and_its_tokens_counted(tmp_path, tiny_dir):
+    from scope_envs.train.llm import ppo
+
+    cfg = _cfg(tmp_path, env="p4g-frozen", user_model=tiny_model_dir(), env_kwargs={"max_turns": 2}, groups=3,
+               group_size=2)
+    user = ppo.frozen_user(cfg)
+    envs = [ppo.make_env_factory(cfg, user)() for _ in range(6)]
+    learners = _learners(cfg)
+    traces, stats = ppo.rollout(cfg, envs, learners, seed=0, rng=np.random.default_rng(0))
+    batching = user.backend
+    assert ppo.batching_backend(envs) is batching
+    assert batching.batch_sizes and max(batching.batch_sizes) == 6  # one call for the six users of a round
+    assert batching.calls < sum(batching.batch_sizes)  # fewer calls than replies (retries after errors included)
+    assert stats["gen_tokens_by"][ppo.FROZEN_USER] == batching.tokens > 0
+    assert stats["gen_tokens_by"]["agent"] == sum(sum(t.mask) for t in traces)
+    # the same rollout again replays: the batch order is the envs' order, its seed theirs
+    again = ppo.frozen_user(cfg)
+    envs2 = [ppo.make_env_factory(cfg, again)() for _ in range(6)]
+    ppo.rollout(cfg, envs2, _learners(cfg), seed=0, rng=np.random.default_rng(0))
+    assert [[t.text for t in e.unwrapped.game.history] for e in envs] == [
+        [t.text for t in e.unwrapped.game.history] for e in envs2]
+    history = ppo.train(cfg)["history"]
+    assert history[0]["tokens_per_s/frozen_user"] > 0 and history[0]["gen_tokens/agent"] > 0
+    from scope_envs.agents.llm.backends import BackendError
+
+    with pytest.raises(BackendError, match="vLLM"):  # the run's engine serves the user too (no vLLM here)
+        ppo.frozen_user(ppo.Config(**{**vars(cfg), "engine": "vllm"}))
+
+
 # ----------------------------------------------------------------------------- chat templates (issue 30, defect 3)
 LINES = {"agent_0": ["Hello! Would you donate to Save the Children?", "The children need your help.",
                      "Even a little goes a long way.", "Thank you for listening."],

@@ -202,11 +202,14 @@ class VLLMBackend(Backend):
             kwargs["max_model_len"] = max_model_len
         if enable_lora:
             kwargs.update(enable_lora=True, max_lora_rank=max_lora_rank, max_loras=max_loras)
-        try:
-            self.llm = LLM(**kwargs)
-        except TypeError:  # an older vLLM without logprobs_mode: its logprobs are then raw, not tempered
-            kwargs.pop("logprobs_mode")
-            self.llm = LLM(**kwargs)
+        # an in-process engine seeds the process's generators with its own seed (vLLM's set_random_seed):
+        # the trainer's torch, numpy and random streams are put back as they were
+        with _generators_kept():
+            try:
+                self.llm = LLM(**kwargs)
+            except TypeError:  # an older vLLM without logprobs_mode: its logprobs are then raw, not tempered
+                kwargs.pop("logprobs_mode")
+                self.llm = LLM(**kwargs)
         self.tokenizer = self.llm.get_tokenizer()
         self.stop_ids = _stop_ids(self.tokenizer)
         self._lora: dict[str, object] = {}
@@ -263,7 +266,53 @@ class VLLMBackend(Backend):
             target.load_weights(weights)
         else:  # newer engines: run the load inside the worker
             self.llm.collective_rpc(lambda worker: worker.model_runner.model.load_weights(weights))
-        self.llm.reset_prefix_cache()
+        self.reset_prefix_cache()
+
+    def reset_prefix_cache(self) -> None:
+        """Drop the engine's cached prefixes (they hold the old weights' keys and values); vLLM answers
+        False when it could not (requests still running), which must not pass silently."""
+        if self.llm.reset_prefix_cache() is False:
+            raise BackendError("vLLM could not reset its prefix cache after a weight update (requests still "
+                               "running?): generating now would reuse keys and values of the old weights")
+
+
+# the LoRA ranks vLLM accepts for max_lora_rank (vllm.config.LoRAConfig's possible_max_ranks)
+VLLM_LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
+
+
+def check_vllm_lora_rank(rank: int) -> int:
+    """``rank`` when vLLM serves LoRA adapters of it; a ``ValueError`` naming the ranks it accepts otherwise
+    (it would refuse the engine, or serve a padded rank the trainer never trained)."""
+    if rank not in VLLM_LORA_RANKS:
+        raise ValueError(f"vLLM serves LoRA ranks {VLLM_LORA_RANKS}; got lora_r={rank}: pick one of them")
+    return rank
+
+
+class _generators_kept:
+    """Restore torch's (CPU and CUDA), numpy's and ``random``'s global generators on exit."""
+
+    def __enter__(self):
+        import random
+
+        import numpy as np
+        import torch
+
+        self.states = (random.getstate(), np.random.get_state(), torch.random.get_rng_state(),
+                       torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None)
+
+    def __exit__(self, *exc):
+        import random
+
+        import numpy as np
+        import torch
+
+        py, npy, cpu, cuda = self.states
+        random.setstate(py)
+        np.random.set_state(npy)
+        torch.random.set_rng_state(cpu)
+        if cuda is not None:
+            torch.cuda.set_rng_state_all(cuda)
+        return False
 
 
 class OpenAIBackend(Backend):

@@ -20,7 +20,8 @@ class UsageError(ValueError):
 
 
 # Config's ValueErrors name a field; the command line names its flag
-_FLAGS = (("group_size", "--group-size"), ("user_reward", "--user-reward"), ("pool_sample", "--pool-sample"),
+_FLAGS = (("lora_r", "--lora-r"), ("gpu_memory_fraction", "--gpu-memory-fraction"), ("old_logprobs", "--old-logprobs"),
+          ("group_size", "--group-size"), ("user_reward", "--user-reward"), ("pool_sample", "--pool-sample"),
           ("pool_size", "--pool-size"), ("snapshot_every", "--snapshot-every"), ("kl_estimator", "--kl-estimator"),
           ("LoRA", "--lora"), ("lora", "--lora"), ("algo", "--algo"), ("mode", "--mode"))
 

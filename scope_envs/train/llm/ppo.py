@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import json
 import time
 from collections import defaultdict
@@ -79,6 +80,7 @@ MODES = ("agent", "cotrain", "population", "members")
 KL_ESTIMATORS = ("k1", "k3", "low_var_kl")
 POOL_SAMPLES = ("uniform", "latest")
 OLD_LOGPROBS = ("trainer", "engine")
+FROZEN_USER = "frozen_user"  # the metrics' name for a frozen LLM user's generation (agent mode, user_model)
 
 
 # ----------------------------------------------------------------------------- config
@@ -128,6 +130,7 @@ class Config:
     whiten: bool = True
     chunk_tokens: int = 1024  # positions per LM-head chunk in the logprob passes
     old_logprobs: str = "trainer"  # the ratio's denominator: the trainer's recompute (as verl, slime, TRL) | engine
+    gpu_memory_fraction: float = 0.3  # vLLM engines: the share of GPU memory each one reserves
     seed: int = 0
     out: str = "runs/llm"
     save_every: int = 0  # 0: only at the end
@@ -156,6 +159,13 @@ class Config:
         if grpo and self.group_size < 2:
             raise ValueError(f"grpo's advantages are relative to a group: group_size must be >= 2, "
                              f"got {self.group_size}")
+        if not 0.0 < self.gpu_memory_fraction <= 1.0:
+            raise ValueError(f"gpu_memory_fraction is a share of the GPU's memory, in (0, 1]: got "
+                             f"{self.gpu_memory_fraction}")
+        if self.engine == "vllm" and self.lora:
+            from scope_envs.agents.llm.backends import check_vllm_lora_rank
+
+            check_vllm_lora_rank(self.lora_r)
         if self.old_logprobs not in OLD_LOGPROBS:
             raise ValueError(f"old_logprobs must be one of {OLD_LOGPROBS}, got {self.old_logprobs!r}")
         if self.pool_sample not in POOL_SAMPLES:
@@ -380,7 +390,7 @@ def build_learners(cfg: Config) -> dict[str, Learner]:
 
 def build_engines(cfg: Config, learners: dict[str, Learner]) -> None:
     """One generation engine per distinct model: transformers on the live weights, or vLLM."""
-    from scope_envs.agents.llm.backends import TransformersBackend, VLLMBackend
+    from scope_envs.agents.llm.backends import TransformersBackend, VLLMBackend, check_vllm_lora_rank
 
     engines = {}
     for learner in learners.values():
@@ -391,7 +401,8 @@ def build_engines(cfg: Config, learners: dict[str, Learner]) -> None:
             else:
                 loras = len(learners) + (cfg.pool_size - 1 if cfg.mode == "population" else 0)
                 engines[key] = VLLMBackend(learner.path, enable_lora=cfg.lora, max_loras=max(loras, 1),
-                                           max_lora_rank=max(cfg.lora_r, 16))
+                                           max_lora_rank=check_vllm_lora_rank(cfg.lora_r),
+                                           gpu_memory_utilization=cfg.gpu_memory_fraction, seed=cfg.seed)
         learner.engine = engines[key]
 
 
@@ -443,14 +454,41 @@ def env_kwargs(cfg: Config, user_player=None) -> dict:
 
 
 def frozen_user(cfg: Config):
-    """Agent mode with ``user_model``: a frozen LLM user (``LLMPlayer``) in the env's user seat."""
+    """Agent mode with ``user_model``: a frozen LLM user (``LLMPlayer``) in the env's user seat, served by
+    the run's engine (``transformers`` or vLLM) through a ``BatchingBackend``: the rollout steps its envs
+    together and every user that speaks in a round is generated in one batch."""
     if cfg.mode != "agent" or cfg.user_model is None:
         return None
-    from scope_envs.agents.llm.backends import TransformersBackend
+    from scope_envs.agents.llm.backends import TransformersBackend, VLLMBackend, local_model_dir
+    from scope_envs.agents.llm.batching import BatchingBackend
     from scope_envs.agents.llm.player import LLMPlayer
 
-    model, tokenizer, _ = load_model(cfg.user_model, cfg.device, cfg.seed + 7)
-    return LLMPlayer(TransformersBackend(model.eval(), tokenizer), max_new_tokens=cfg.max_new_tokens)
+    if cfg.engine == "vllm":
+        path = cfg.user_model
+        if path == "tiny":
+            import tempfile
+
+            from scope_envs.agents.llm.tiny import build_tiny_model
+
+            path = tempfile.mkdtemp(prefix="scope-tiny-user-")
+            build_tiny_model(path, seed=cfg.seed + 7)
+        backend = VLLMBackend(local_model_dir(path), gpu_memory_utilization=cfg.gpu_memory_fraction, seed=cfg.seed)
+    else:
+        model, tokenizer, _ = load_model(cfg.user_model, cfg.device, cfg.seed + 7)
+        backend = TransformersBackend(model.eval().requires_grad_(False), tokenizer)
+    return LLMPlayer(BatchingBackend(backend), max_new_tokens=cfg.max_new_tokens)
+
+
+def batching_backend(envs: list):
+    """The ``BatchingBackend`` of the LLM user the envs' user seats share, if any (see ``frozen_user``)."""
+    from scope_envs.agents.llm.batching import BatchingBackend
+
+    for env in envs:
+        for member in getattr(env.unwrapped, "members", ()):
+            backend = getattr(member, "backend", None)
+            if isinstance(backend, BatchingBackend):
+                return backend
+    return None
 
 
 # ----------------------------------------------------------------------------- rollout
@@ -464,14 +502,20 @@ def rollout(cfg: Config, envs: list, learners: dict[str, Learner], seed: int, rn
     by_agent = {a: lr for lr in learners.values() for a in lr.agents}
     by_agent.update(seats or {})
     glue = {}  # learner name -> (the template's assistant suffix, the stop text), each in its own tokenizer
-    episodes = []
-    for i, env in enumerate(envs):
-        g = i // cfg.group_size
-        # a group shares its scenario (persona, task); every episode's own randomness (the simulator's
-        # replies, the dialogue) is its own, so a group's returns can differ for reasons other than the policy's
-        obs, infos = env.reset(seed=derive_seed(seed, i), options=scenario_options(seed, i, cfg.group_size))
-        episodes.append({"env": env, "obs": obs, "infos": infos, "traces": {}, "group": g})
-    gen_tokens, gen_time = 0, 0.0
+    users = batching_backend(envs)  # a frozen LLM user: the envs step together, its replies are batched
+    user_tokens, user_seconds = (users.tokens, users.seconds) if users is not None else (0, 0.0)
+
+    def step_all(calls):
+        return users.run(calls) if users is not None else [call() for call in calls]
+
+    # a group shares its scenario (persona, task); every episode's own randomness (the simulator's replies,
+    # the dialogue) is its own, so a group's returns can differ for reasons other than the policy's
+    resets = step_all([functools.partial(env.reset, seed=derive_seed(seed, i),
+                                         options=scenario_options(seed, i, cfg.group_size))
+                       for i, env in enumerate(envs)])
+    episodes = [{"env": env, "obs": obs, "infos": infos, "traces": {}, "group": i // cfg.group_size}
+                for i, (env, (obs, infos)) in enumerate(zip(envs, resets))]
+    gen_tokens, gen_time = defaultdict(int), defaultdict(float)  # by learner name
     vs_turns = vs_fallbacks = 0
     while True:
         live = [e for e in episodes if e["env"].agents and not e.get("cut")]
@@ -502,20 +546,19 @@ def rollout(cfg: Config, envs: list, learners: dict[str, Learner], seed: int, rn
             gens = learner.engine.generate_ids([r[3] for r in reqs], max_new_tokens=cfg.max_new_tokens,
                                                temperature=cfg.temperature, adapter=learner.adapter,
                                                seed=int(rng.integers(2**31 - 1)))
-            gen_time += time.perf_counter() - t0
+            gen_time[name] += time.perf_counter() - t0
             for (e, speaker, trace, _), gen in zip(reqs, gens):
                 trace.add_turn(tok, gen.token_ids, gen.logprobs, gen.text, gen.finished, suffix, stop_text)
-                gen_tokens += len(gen.token_ids)
+                gen_tokens[name] += len(gen.token_ids)
                 actions[id(e)][speaker] = gen.text
-        for e in live:
-            if e.get("cut"):  # its token stream outgrew max_len: the episode stops here
-                continue
+        stepping = [e for e in live if not e.get("cut")]  # a cut stream outgrew max_len: its episode stops
+        before = [len(e["env"].unwrapped.game.history) for e in stepping]
+        results = step_all([functools.partial(e["env"].step, actions[id(e)]) for e in stepping])
+        for e, n, (obs, rew, _term, _trunc, infos) in zip(stepping, before, results):
             game = e["env"].unwrapped.game
-            before = len(game.history)
-            obs, rew, _term, _trunc, infos = e["env"].step(actions[id(e)])
             e["obs"], e["infos"] = obs, infos
             info = next(iter(infos.values()), {})
-            if "vs_fallback" in info and any(t.role == game.user_role for t in game.history[before:]):
+            if "vs_fallback" in info and any(t.role == game.user_role for t in game.history[n:]):
                 vs_turns += 1  # a verbalized-sampling user turn: its list was read, or it fell back to a reply
                 vs_fallbacks += int(info["vs_fallback"])
             for agent, r in rew.items():
@@ -528,8 +571,13 @@ def rollout(cfg: Config, envs: list, learners: dict[str, Learner], seed: int, rn
             t.cut = bool(e.get("cut"))
             t.score = None if t.cut else e.get("score")
     traces = [t for e in episodes for t in e["traces"].values() if t.turns > 0]
-    stats = {"gen_tokens": gen_tokens, "gen_time": gen_time, "cut": sum(1 for e in episodes if e.get("cut")),
-             "episodes": len(episodes), "vs_turns": vs_turns, "vs_fallbacks": vs_fallbacks}
+    if users is not None:  # the frozen user's share, as its batching backend counted it
+        gen_tokens[FROZEN_USER] += users.tokens - user_tokens
+        gen_time[FROZEN_USER] += users.seconds - user_seconds
+    stats = {"gen_tokens": sum(gen_tokens.values()), "gen_time": sum(gen_time.values()),
+             "gen_tokens_by": dict(gen_tokens), "gen_time_by": dict(gen_time),
+             "cut": sum(1 for e in episodes if e.get("cut")), "episodes": len(episodes), "vs_turns": vs_turns,
+             "vs_fallbacks": vs_fallbacks}
     return traces, stats
 
 
@@ -842,6 +890,9 @@ def train(cfg: Config, make_env: Callable | None = None, learners: dict[str, Lea
                     "tokens_per_s": rs["gen_tokens"] / max(rs["gen_time"], 1e-9), "gen_tokens": rs["gen_tokens"],
                     "time_rollout": t_roll})
         row.update({f"kl_coef/{name}": c.coef for name, c in kl_ctls.items()})
+        for name, n in rs["gen_tokens_by"].items():  # every role's generation, the frozen LLM user's too
+            row[f"gen_tokens/{name}"] = n
+            row[f"tokens_per_s/{name}"] = n / max(rs["gen_time_by"][name], 1e-9)
         row.update(role_diagnostics(traces))
         if rs["vs_turns"]:  # a -vs env: the share of user turns whose verbalized list could not be read
             row["vs_fallback_rate"] = rs["vs_fallbacks"] / rs["vs_turns"]
