@@ -35,9 +35,21 @@ positive_float = _number(float, 0.0, True, "a positive finite number")
 nonnegative_float = _number(float, 0.0, False, "a finite number >= 0")
 
 
+def _is_dir(text: str) -> bool:
+    """``Path(text).is_dir()``, False for a name the system cannot even look up (too long, a NUL byte)."""
+    try:
+        return Path(text).is_dir()
+    except (OSError, ValueError):
+        return False
+
+
+def _shown(text: str) -> str:
+    return repr(text) if len(text) <= 80 else repr(text[:60]) + f"... ({len(text)} characters)"
+
+
 def existing_dir(text: str) -> str:
-    if not Path(text).is_dir():
-        raise argparse.ArgumentTypeError(f"no such directory: {text!r}")
+    if not _is_dir(text):
+        raise argparse.ArgumentTypeError(f"no such directory: {_shown(text)}")
     return text
 
 
@@ -67,8 +79,8 @@ def env_id(text: str) -> str:
 
 def model_source(text: str) -> str:
     """A saved model's directory, or ``tiny`` (a random tiny model built here): nothing is ever downloaded."""
-    if text != "tiny" and not Path(text).is_dir():
-        raise argparse.ArgumentTypeError(f"no model directory {text!r} (scope-envs never downloads models; "
+    if text != "tiny" and not _is_dir(text):
+        raise argparse.ArgumentTypeError(f"no model directory {_shown(text)} (scope-envs never downloads models; "
                                          "pass a directory written by save_pretrained, or 'tiny')")
     return text
 
@@ -112,14 +124,19 @@ def output_dir(text: str) -> str:
     .check_output_dir`` creates it when the work starts); an empty string is the current folder."""
     import os
 
+    if "\0" in text:
+        raise argparse.ArgumentTypeError("a folder name cannot hold a NUL character")
     path = Path(text or ".")
     try:
         limit = os.pathconf(".", "PC_NAME_MAX")
     except (OSError, ValueError):
         limit = 255
+    if len(os.fsencode(text)) >= 4096:
+        raise argparse.ArgumentTypeError(f"the path {_shown(text)} is longer than the system allows")
     long = next((part for part in path.parts if len(os.fsencode(part)) > limit), None)
     if long is not None:
-        raise argparse.ArgumentTypeError(f"a name in {text!r} is longer than {limit} bytes")
+        raise argparse.ArgumentTypeError(f"the name {long[:24]!r}... is {len(os.fsencode(long))} bytes long; "
+                                         f"the file system allows {limit}")
     existing = path
     while not existing.exists() and existing != existing.parent:
         if existing.is_symlink():  # a dangling link
@@ -127,9 +144,9 @@ def output_dir(text: str) -> str:
         existing = existing.parent
     if existing.exists() and not existing.is_dir():
         where = "is a file" if existing == path else f"is under {str(existing)!r}, a file"
-        raise argparse.ArgumentTypeError(f"{text!r} {where}, not a folder")
+        raise argparse.ArgumentTypeError(f"{_shown(text)} {where}, not a folder")
     if not existing.exists():
-        raise argparse.ArgumentTypeError(f"cannot create {text!r}")
+        raise argparse.ArgumentTypeError(f"cannot create {_shown(text)}")
     if not os.access(existing, os.W_OK | os.X_OK):
         try:
             read_only = bool(os.statvfs(existing).f_flag & os.ST_RDONLY)

@@ -1,8 +1,15 @@
 """A user's mistake on the command line: argparse's exit 2, the argument named, nothing slow started."""
 
+import json
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from scope_envs.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
 
 BAD = [
     (["bench", "--games", "nope"], "--games", "unknown game 'nope'"),
@@ -61,3 +68,205 @@ def test_bench_run_rejects_an_empty_budget(tmp_path):
     for key in ("seeds", "steps", "eval_episodes"):
         with pytest.raises(ValueError, match=key):
             bench.run(games=["p4g"], methods=["frozen"], out=tmp_path, progress=False, **{key: 0})
+
+
+# ---------------------------------------------------------------------------- issue 29: counts and bad files
+HUGE = "1" * 30
+COUNTS = [
+    (["validate", "p4g", "--episodes", HUGE], "--episodes"),
+    (["demo", "--episodes", HUGE], "--episodes"),
+    (["bench", "--seeds", HUGE], "--seeds"),
+    (["bench", "--eval-episodes", HUGE], "--eval-episodes"),
+    (["bench", "--steps", HUGE], "--steps"),
+    (["study", "serve", "--demo", "--demo-steps", HUGE], "--demo-steps"),
+    (["study", "analyze", ".", "--proxy-episodes", HUGE], "--proxy-episodes"),
+    (["train-llm", "--updates", HUGE], "--updates"),
+    (["eval-llm", "--policy", "x", "--env", "p4g-frozen", "--panel", "p", "--episodes", HUGE], "--episodes"),
+]
+
+
+@pytest.mark.parametrize("argv, argument", COUNTS, ids=[" ".join(c[0][:2]) + " " + c[1] for c in COUNTS])
+def test_every_count_has_a_maximum_checked_before_work(argv, argument, capsys):
+    from conftest import deadline
+
+    with deadline(30), pytest.raises(SystemExit) as exit_:  # a hang guard: a count without a bound runs forever
+        main(argv)
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and f"argument {argument}: expected an integer from" in err and "digits" in err
+
+
+@pytest.mark.parametrize("argv", [["bench"], ["demo"], ["validate"], ["train-llm"], ["eval-llm"], ["study", "serve"],
+                                  ["study", "analyze"]])
+def test_help_states_the_maximum_of_every_count(argv, capsys):
+    """Every integer option (a count or a seed) says its range in --help."""
+    import argparse
+
+    from scope_envs.cli import main as cli_main
+
+    with pytest.raises(SystemExit):
+        cli_main([*argv, "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    parser = parser_of(argv)
+    for action in parser._actions:
+        if getattr(action.type, "maximum", None) is not None and not isinstance(action, argparse._HelpAction):
+            shown = f"{action.type.maximum:_}"
+            assert shown in text or str(action.type.maximum) in text or "2**32-1" in text, (argv, action.dest)
+
+
+def parser_of(argv):
+    """The argparse parser of a subcommand (walks the real parser tree of ``scope-envs``)."""
+    import argparse
+
+    captured = {}
+    original = argparse.ArgumentParser.parse_args
+
+    def grab(self, args=None, namespace=None):
+        captured["root"] = self
+        raise SystemExit(0)
+
+    argparse.ArgumentParser.parse_args = grab
+    try:
+        with pytest.raises(SystemExit):
+            main([])
+    finally:
+        argparse.ArgumentParser.parse_args = original
+    parser = captured["root"]
+    for word in argv:
+        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        parser = sub.choices[word]
+    return parser
+
+
+def test_train_llm_without_the_llm_extra_names_the_extra():
+    code = ("import sys; sys.modules['transformers'] = None; sys.modules['tokenizers'] = None\n"
+            "from scope_envs.cli import main; main(['train-llm', '--updates', '1'])")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert done.returncode != 0 and "Traceback" not in done.stderr, done.stderr[-2000:]
+    assert "pip install 'scope-envs[llm]'" in done.stderr and "transformers" in done.stderr
+
+
+@pytest.fixture
+def files(tmp_path):
+    (tmp_path / "file").write_text("x")
+    (tmp_path / "binary.yaml").write_bytes(bytes(range(256)) * 4)
+    return tmp_path
+
+
+def test_train_llm_out_a_file_is_an_argument_error(files, capsys):
+    from conftest import deadline
+
+    with deadline(30), pytest.raises(SystemExit) as exit_:
+        main(["train-llm", "--out", str(files / "file")])
+    assert exit_.value.code == 2 and "argument --out" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("where", ["file", "under", "read-only"])
+def test_study_demo_dir_that_cannot_be_written_is_an_argument_error(files, capsys, where):
+    import contextlib
+
+    from tests.test_bench_faults import tmpfs
+
+    target = {"file": files / "file", "under": files / "file" / "demo", "read-only": files / "ro" / "demo"}[where]
+    with contextlib.ExitStack() as stack:
+        if where == "read-only":
+            stack.enter_context(tmpfs(files / "ro", read_only=True))
+        with pytest.raises(SystemExit) as exit_:
+            main(["study", "serve", "--demo", "--dir", str(target)])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and "argument --dir" in err and "Traceback" not in err
+
+
+def study_folder(tmp_path, **fields):
+    pytest.importorskip("sqlalchemy")
+    from tests.study_fixtures import save_policies, write_study
+
+    return write_study(tmp_path / "study", save_policies(tmp_path / "policies"), **fields)
+
+
+@pytest.mark.parametrize("url, why", [("not a url at all", "not a database URL"),
+                                      ("nosuchdialect://x/y", "no SQLAlchemy dialect"),
+                                      ("postgresql://user:secret@127.0.0.1:1/db", "postgresql://user:***@127.0.0.1:1/db"),
+                                      ("sqlite:////nonexistent/dir/study.db", "cannot be opened")])
+def test_study_serve_database_urls_that_cannot_open_are_one_line(tmp_path, monkeypatch, capsys, url, why):
+    import uvicorn
+
+    folder = study_folder(tmp_path, database=url)
+    monkeypatch.setattr(uvicorn, "run", lambda *a, **k: pytest.fail("the server started"))
+    with pytest.raises(SystemExit) as exit_:
+        main(["study", "serve", "--config", str(folder)])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and "argument --config: database" in err and why in err and "Traceback" not in err
+    assert "secret" not in err  # the password is never printed
+
+
+def test_study_serve_config_a_binary_file_is_one_line(files, capsys):
+    pytest.importorskip("fastapi")
+    with pytest.raises(SystemExit) as exit_:
+        main(["study", "serve", "--config", str(files / "binary.yaml")])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and "argument --config" in err and "not a text file" in err and "Traceback" not in err
+
+
+def test_study_analyze_with_a_folder_for_its_database_is_one_line(tmp_path, capsys):
+    folder = study_folder(tmp_path)
+    (folder / "study.db").mkdir()
+    with pytest.raises(SystemExit) as exit_:
+        main(["study", "analyze", str(folder), "--proxy-episodes", "0"])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and "argument study_dir: database" in err and "Traceback" not in err
+
+
+# validate's data folders: truncated, empty, unparsable, vacuous
+P4G_DATA = ROOT.parent / "shared" / "data" / "p4g"
+
+
+@pytest.fixture
+def truncated_p4g(tmp_path):
+    if not (P4G_DATA / "full_info.csv").is_file():
+        pytest.skip(f"needs the real P4G data in {P4G_DATA}")
+    for name in ("full_info.csv", "300_dialog.csv", "300_info.csv"):
+        (tmp_path / name).write_bytes((P4G_DATA / name).read_bytes()[:3000])  # cut mid-row
+    return tmp_path
+
+
+@pytest.mark.parametrize("extra", [["--episodes", "10"], ["--out-of-sample", "--replications", "1"]])
+def test_validate_p4g_on_truncated_csv_files_is_one_line(truncated_p4g, capsys, extra):
+    with pytest.raises(SystemExit) as exit_:
+        main(["validate", "p4g", "--data", str(truncated_p4g), *extra])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and "argument --data" in err and "truncated" in err and "Traceback" not in err
+
+
+def test_p4g_fit_on_truncated_csv_files_is_one_line(truncated_p4g):
+    done = subprocess.run([sys.executable, "-m", "scope_envs.games.p4g.fit", "--data", str(truncated_p4g), "--out",
+                           str(truncated_p4g / "p.json"), "--no-calibrate"], capture_output=True, text=True,
+                          timeout=300, cwd=ROOT)
+    assert done.returncode == 2 and "argument --data" in done.stderr and "Traceback" not in done.stderr
+
+
+def tau2_folder(tmp_path, tasks):
+    from scope_envs.games.tau2.data import EMBEDDED
+
+    mock = tmp_path / "tau2" / "mock"
+    mock.mkdir(parents=True)
+    for name in ("db.json", "policy.md"):
+        (mock / name).write_bytes((EMBEDDED / "mock" / name).read_bytes())
+    (mock / "tasks.json").write_text(tasks)
+    return mock.parent
+
+
+@pytest.mark.parametrize("case", ["empty", "unparsable", "one task without actions"])
+def test_validate_tau2_on_a_folder_with_nothing_to_validate_fails(tmp_path, capsys, case):
+    if case == "empty":
+        data = tmp_path / "empty"
+        data.mkdir()
+    elif case == "unparsable":
+        data = tau2_folder(tmp_path, "{not json")
+    else:
+        data = tau2_folder(tmp_path, json.dumps([{"id": "t1", "user_scenario": {"instructions": "hello"},
+                                                  "evaluation_criteria": {}}]))
+    with pytest.raises(SystemExit) as exit_:
+        main(["validate", "tau2", "--data", str(data)])
+    captured = capsys.readouterr()
+    assert exit_.value.code == 2 and "argument --data" in captured.err and "Traceback" not in captured.err
+    assert "gold_pass_rate" not in captured.out  # no vacuous 1.0 is reported

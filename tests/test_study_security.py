@@ -1,0 +1,346 @@
+"""The study server as a hostile user and an unlucky operator meet it (issue 29, findings 1-7): no token means
+no start, the config is typed, every page carries the security headers, exports never hold a live formula,
+participant ids have one form, only text is a message, the survey is saved once, a committed message is
+never lost to a kill -9, and slots are held only by people who consented.
+
+In-process tests use FastAPI's TestClient on the real app; the concurrency and kill -9 tests start the real
+server (``scope-envs study serve``) on 127.0.0.1 and talk to it over HTTP."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import signal
+import threading
+
+import pytest
+
+pytest.importorskip("fastapi")
+pytest.importorskip("sqlalchemy")
+httpx = pytest.importorskip("httpx")
+
+from fastapi.testclient import TestClient
+
+from scope_envs.study import build
+from scope_envs.study.app import create_app
+from scope_envs.study.config import TOKEN_ENV, ConfigError, load
+from tests.study_fixtures import free_port, save_policies, start_server, stop_server, write_study
+
+TOKEN = "admin-token-for-tests"
+MIN_TOKEN = 16
+# every response's headers (scope_envs.study.app.SECURITY_HEADERS, spelled out: the test holds the contract)
+SECURITY_HEADERS = {"X-Frame-Options": "DENY", "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer",
+                    "Cache-Control": "no-store"}
+
+
+@pytest.fixture(scope="module")
+def policies(tmp_path_factory):
+    return save_policies(tmp_path_factory.mktemp("policies"))
+
+
+def client_for(folder, **kwargs):
+    study = build(load(folder))
+    return study, TestClient(create_app(study), **kwargs)
+
+
+def start(client, pid="p1"):
+    r = client.get(f"/?PROLIFIC_PID={pid}&STUDY_ID=s1&SESSION_ID=x1")
+    assert r.url.path == "/consent", r.text
+    client.post("/consent", data={"agree": "yes"})
+    return client.post("/role")
+
+
+def to_survey(client, page, limit=20):
+    for _ in range(limit):
+        if page.url.path != "/chat":
+            return page
+        data = {"text": "Tell me more about the charity."}
+        if 'name="amount"' in page.text:
+            data["amount"] = "0.50"
+        page = client.post("/chat", data=data)
+    raise AssertionError("the chat did not end")
+
+
+def no_server(*a, **k):
+    raise AssertionError("the server started")
+
+
+# ---------------------------------------------------------------------------- 1. the admin token
+@pytest.mark.parametrize("where", ["file-empty", "file-short", "env-blank", "env-empty", "config-short"])
+def test_an_empty_blank_or_short_admin_token_never_starts_the_server(tmp_path, policies, monkeypatch, capsys, where):
+    from scope_envs.cli import main
+
+    fields = {} if where != "config-short" else {"admin_token": "short"}
+    folder = write_study(tmp_path / "study", policies, **fields)
+    if where != "config-short":
+        raw = (folder / "study.yaml").read_text().replace(f"admin_token: {TOKEN}\n", "")
+        (folder / "study.yaml").write_text(raw)
+    monkeypatch.delenv(TOKEN_ENV, raising=False)
+    if where == "file-empty":
+        (folder / "admin_token").write_text("")
+    elif where == "file-short":
+        (folder / "admin_token").write_text("abc\n")
+    elif where == "env-blank":
+        monkeypatch.setenv(TOKEN_ENV, "   ")
+    elif where == "env-empty":
+        monkeypatch.setenv(TOKEN_ENV, "")
+    import uvicorn
+
+    monkeypatch.setattr(uvicorn, "run", no_server)
+    with pytest.raises(SystemExit) as e:
+        main(["study", "serve", "--config", str(folder)])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and "admin_token" in err and f"at least {MIN_TOKEN}" in err, err
+    with pytest.raises(ConfigError):  # a library user cannot build the app around no token either
+        create_app(build(load(folder)))
+
+
+def test_a_missing_token_is_generated_and_the_start_says_so(tmp_path, policies, monkeypatch, capsys):
+    from scope_envs.cli import main
+
+    folder = write_study(tmp_path / "study", policies)
+    (folder / "study.yaml").write_text((folder / "study.yaml").read_text().replace(f"admin_token: {TOKEN}\n", ""))
+    monkeypatch.delenv(TOKEN_ENV, raising=False)
+    import uvicorn
+
+    monkeypatch.setattr(uvicorn, "run", lambda *a, **k: None)
+    main(["study", "serve", "--config", str(folder)])
+    out = capsys.readouterr().out
+    token = (folder / "admin_token").read_text().strip()
+    assert len(token) >= MIN_TOKEN and f"generated now in {folder / 'admin_token'}" in out and token in out
+    assert oct((folder / "admin_token").stat().st_mode & 0o777) == "0o600"
+    _, client = client_for(folder)
+    assert client.get("/admin?token=").status_code == 403 and client.get("/admin").status_code == 403
+    assert client.get(f"/admin?token={token}").status_code == 200
+
+
+# ---------------------------------------------------------------------------- 2. typed config, headers
+@pytest.mark.parametrize("key, value", [("admin_token", 123456), ("title", 5), ("completion_code", ["a"]),
+                                        ("secure_cookie", "yes"), ("database", 3), ("completion_url", "{nope}"),
+                                        ("per_condition", 10**30), ("arrival_limit", 0), ("conditions", 7)])
+def test_config_values_are_checked_with_their_types_naming_the_key(tmp_path, policies, key, value):
+    folder = write_study(tmp_path / "study", policies, **{key: value})
+    with pytest.raises(ConfigError, match=key):
+        load(folder)
+
+
+def test_error_pages_carry_the_security_headers(tmp_path, policies):
+    study, client = client_for(write_study(tmp_path / "study", policies))
+    start(client)
+
+    def broken(*_):
+        raise RuntimeError("internal detail")
+
+    study.say = broken
+    crashing = TestClient(client.app, raise_server_exceptions=False, cookies=client.cookies)
+    pages = [crashing.post("/chat", data={"text": "hi"}), client.get("/nowhere"), client.get("/admin"),
+             client.post("/chat", files={"text": ("a.txt", b"x", "text/plain")})]
+    assert [p.status_code for p in pages] == [500, 404, 403, 400]
+    for p in pages:
+        for header, value in SECURITY_HEADERS.items():
+            assert p.headers.get(header) == value, (p.status_code, header)
+        assert "frame-ancestors 'none'" in p.headers.get("content-security-policy", ""), p.status_code
+
+
+# ---------------------------------------------------------------------------- 3. CSV, participant ids
+FORMULAS = ["=cmd|' /C calc'!A0", "@SUM(1+1)", "-2-3", "+1", "\tx", "\rx"]
+
+
+def test_the_csv_export_holds_no_live_formula(tmp_path, policies):
+    study, client = client_for(write_study(tmp_path / "study", policies))
+    for i, bad in enumerate(FORMULAS):  # as a database written before ids were checked could hold them
+        study.store.create_session(prolific_pid=bad, study_id=bad, prolific_session_id=bad, secret_hash=f"h{i}",
+                                   stage="declined")
+    text = client.get("/admin/export.csv", headers={"X-Admin-Token": TOKEN}).text
+    rows = list(csv.DictReader(io.StringIO(text)))
+    assert len(rows) == len(FORMULAS)
+    for row, bad in zip(rows, FORMULAS):
+        for key in ("prolific_pid", "study_id", "prolific_session_id"):
+            assert row[key] == "'" + bad, (key, row[key])
+    from scope_envs.study.app import spreadsheet_safe
+
+    assert spreadsheet_safe("plain") == "plain" and spreadsheet_safe(-2.5) == -2.5
+
+
+@pytest.mark.parametrize("query", ["PROLIFIC_PID=%3Dcmd%7C%27%20%2FC%20calc%27%21A0", "PROLIFIC_PID=ok&STUDY_ID=%40SUM(1%2B1)",
+                                   "PROLIFIC_PID=ok&SESSION_ID=-2-3", "PROLIFIC_PID=a%00b",
+                                   "PROLIFIC_PID=%D9%A3%D9%A4%D9%A5", "PROLIFIC_PID=" + "a" * 65])
+def test_ids_not_of_the_accepted_form_are_refused_saying_what_is_accepted(tmp_path, policies, query):
+    study, client = client_for(write_study(tmp_path / "study", policies))
+    r = client.get(f"/?{query}")
+    assert r.status_code == 400 and "we accept 1 to 64 letters" in r.text
+    assert study.store.all_sessions() == []
+
+
+def test_one_person_has_one_id_whatever_its_case_or_width(tmp_path, policies):
+    study, client = client_for(write_study(tmp_path / "study", policies))
+    start(client, "ABC")
+    for variant in ("abc", "%EF%BC%A1%EF%BC%A2%EF%BC%A3", "%20Abc%20"):  # abc, fullwidth ＡＢＣ, spaces
+        assert TestClient(client.app).get(f"/?PROLIFIC_PID={variant}").status_code == 409
+    assert [r.prolific_pid for r in study.store.all_sessions()] == ["abc"]
+    from scope_envs.study.engine import participant_id
+
+    assert participant_id("5f8a1b2c3d4e5f6a7b8c9d0e") == "5f8a1b2c3d4e5f6a7b8c9d0e"
+    assert participant_id("٣٤٥") is None and participant_id("a\x00") is None
+
+
+# ---------------------------------------------------------------------------- 4. only text is a message
+def test_a_file_in_the_chat_form_is_refused_and_never_stored(tmp_path, policies):
+    study, client = client_for(write_study(tmp_path / "study", policies))
+    start(client)
+    sid = study.store.session_by_pid("p1").id
+    before = study.store.messages(sid)
+    r = client.post("/chat", files={"text": ("evil.html", b"<script>x</script>", "text/html")})
+    assert r.status_code == 400 and "Only text" in r.text
+    assert study.store.messages(sid) == before and "UploadFile" not in client.get("/chat").text
+    newcomer = TestClient(client.app)
+    newcomer.get("/?PROLIFIC_PID=p2")
+    assert newcomer.post("/consent", files={"agree": ("a.txt", b"yes", "text/plain")}).status_code == 400
+    assert study.store.session_by_pid("p2").stage == "consent"  # a file is not an answer
+
+
+# ---------------------------------------------------------------------------- 5. the survey, once
+def test_concurrent_survey_submits_are_saved_once_the_others_are_replays(tmp_path, policies):
+    folder = write_study(tmp_path / "study", policies)
+    port = free_port()
+    proc = start_server(folder, port)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        with httpx.Client(base_url=base, follow_redirects=True, timeout=60) as c:
+            c.get("/?PROLIFIC_PID=racer")
+            c.post("/consent", data={"agree": "yes"})
+            page = to_survey(c, c.post("/role"))
+            assert page.url.path == "/survey"
+            cookies = dict(c.cookies)
+        statuses: dict[int, int] = {}
+        go = threading.Barrier(10)
+
+        def submit(k):
+            with httpx.Client(base_url=base, cookies=cookies, follow_redirects=False, timeout=60) as c:
+                go.wait()
+                r = c.post("/survey", data={"donation": f"{k / 10:.1f}", "naturalness": str(1 + k % 7),
+                                            "satisfaction": "4", "talk_again": "4"})
+                statuses[k] = r.status_code
+
+        threads = [threading.Thread(target=submit, args=(k,)) for k in range(10)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        saved = [k for k, s in statuses.items() if s == 303]
+        assert len(statuses) == 10 and len(saved) == 1 and sorted(statuses.values()).count(409) == 9, statuses
+        again = httpx.post(f"{base}/survey", cookies=cookies, data={"donation": "2"}, timeout=30)
+        assert again.status_code == 409 and "Already saved" in again.text
+    finally:
+        stop_server(proc)
+    study = build(load(folder))
+    (k,) = saved
+    assert study.store.answers()[study.store.session_by_pid("racer").id] == {
+        "donation": k / 10, "naturalness": 1 + k % 7, "satisfaction": 4, "talk_again": 4}
+
+
+# ---------------------------------------------------------------------------- 6. nothing committed is lost
+def test_a_message_committed_but_never_read_is_replayed_at_start_and_exported(tmp_path, policies):
+    """The window of the earlier version: the person's message committed, the server killed before the game
+    read it. The next start replays it into the game (it gets its act and its reply) before anyone asks."""
+    folder = write_study(tmp_path / "study", policies, max_turns=5)
+    study, client = client_for(folder)
+    page = start(client)
+    page = client.post("/chat", data={"text": "Why this charity?"})
+    sid = study.store.session_by_pid("p1").id
+    n = len(study.store.messages(sid))
+    study.store.add_message(sid, n, "user", "And how is the money used?")  # act None: never read
+    restarted = build(load(folder))  # a new process; nobody opens the chat page
+    msgs = restarted.store.messages(sid)
+    assert msgs[n].text == "And how is the money used?" and msgs[n].act is not None
+    assert len(msgs) == n + 2 and msgs[-1].role == "agent"  # its reply, once
+    exported = next(t for t in restarted.transcripts() if t["id"] == f"session-{sid}")
+    assert "And how is the money used?" in [t["text"] for t in exported["turns"]] and "unread" not in exported
+    assert len(exported["turns"]) == n + 2
+
+
+def test_kill_9_mid_chat_loses_no_acknowledged_message(tmp_path, policies):
+    """Three participants chat; the server is killed with SIGKILL twice mid-chat and restarted; every message
+    whose page came back is in the database and in transcripts.jsonl, once, in order."""
+    folder = write_study(tmp_path / "study", policies, max_turns=6)
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    proc = start_server(folder, port)
+    sent: dict[str, list[str]] = {}
+    clients = {}
+    try:
+        for pid in ("k1", "k2", "k3"):
+            c = httpx.Client(base_url=base, follow_redirects=True, timeout=30)
+            c.get(f"/?PROLIFIC_PID={pid}")
+            c.post("/consent", data={"agree": "yes"})
+            c.post("/role")
+            clients[pid], sent[pid] = c, []
+        for round_ in range(6):
+            if round_ in (2, 4):
+                os.kill(proc.pid, signal.SIGKILL)
+                proc.wait(10)
+                stop_server(proc)
+                proc = start_server(folder, port)
+            for pid, c in clients.items():
+                page = c.get("/chat")
+                if page.url.path != "/chat" or 'name="text"' not in page.text:
+                    continue
+                text = f"{pid} message {round_}"
+                data = {"text": text, **({"amount": "0.50"} if 'name="amount"' in page.text else {})}
+                if c.post("/chat", data=data).status_code == 200:
+                    sent[pid].append(text)
+        export = httpx.get(f"{base}/admin/export.jsonl", headers={"X-Admin-Token": TOKEN}, timeout=30).text
+    finally:
+        for c in clients.values():
+            c.close()
+        stop_server(proc)
+    records = {r["prolific_pid"]: r for r in map(json.loads, export.splitlines())}
+    for pid, texts in sent.items():
+        assert texts, pid
+        turns = [t["text"].split(" [DONATE")[0] for t in records[pid]["turns"] if t["role"] == "persuadee"]
+        assert turns == texts, (pid, turns, texts)
+
+
+# ---------------------------------------------------------------------------- 7. slots and arrivals
+def test_arrivals_without_consent_take_no_slot_and_declining_frees_nothing_it_held(tmp_path, policies):
+    folder = write_study(tmp_path / "study", policies, per_condition=1, arrival_limit=1000)
+    study, client = client_for(folder)
+    for i in range(60):  # one client opens 60 sessions and never consents
+        assert TestClient(client.app).get(f"/?PROLIFIC_PID=flood{i}").url.path == "/consent"
+    for i in range(3):
+        c = TestClient(client.app)
+        c.get(f"/?PROLIFIC_PID=no{i}")
+        assert c.post("/consent", data={"agree": "no"}).url.path == "/declined"
+    assert start(TestClient(client.app), "real1").url.path == "/chat"  # real people still get the two slots
+    assert start(TestClient(client.app), "real2").url.path == "/chat"
+    assert study.store.held_slots() == {0, 1}
+    late = TestClient(client.app)
+    late.get("/?PROLIFIC_PID=flood0x")
+    assert TestClient(client.app).get("/?PROLIFIC_PID=late").status_code == 410
+
+
+def test_a_flood_of_arrivals_from_one_client_is_rate_limited(tmp_path, policies):
+    folder = write_study(tmp_path / "study", policies, arrival_limit=5, arrival_window_s=60)
+    study, client = client_for(folder)
+    codes = [TestClient(client.app).get(f"/?PROLIFIC_PID=f{i}").status_code for i in range(8)]
+    assert codes == [200] * 5 + [429] * 3
+    other = TestClient(client.app, client=("203.0.113.9", 5000))  # another address is not limited by the first
+    assert other.get("/?PROLIFIC_PID=someone").url.path == "/consent"
+    assert len(study.store.all_sessions()) == 6
+
+
+def test_the_documented_config_is_a_valid_config(tmp_path):
+    """docs/study/security.md's study.yaml parses as it says (its token is long enough, its keys typed)."""
+    import re
+    from pathlib import Path
+
+    import yaml
+
+    from scope_envs.study.config import parse
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "study" / "security.md").read_text()
+    (block,) = re.findall(r"```yaml\n(.*?)```", doc, re.DOTALL)
+    cfg = parse(yaml.safe_load(block), tmp_path)
+    assert cfg.arrival_limit == 20 and cfg.token() == "a-long-random-admin-token-0123"
