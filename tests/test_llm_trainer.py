@@ -371,6 +371,50 @@ def test_a_frozen_llm_user_is_batched_across_episodes_and_its_tokens_counted(tmp
         ppo.frozen_user(ppo.Config(**{**vars(cfg), "engine": "vllm"}))
 
 
+# ----------------------------------------------------------------------------- scale (issue 30, defect 9)
+@pytest.mark.parametrize("lora", [False, True])
+def test_bf16_weights_fp32_master_gradient_checkpointing_and_a_free_lora_reference(tmp_path, tiny_dir, lora):
+    import torch
+
+    from scope_envs.train.llm import ppo
+
+    if lora:
+        pytest.importorskip("peft")
+    cfg = _cfg(tmp_path, env="llm-toy", dtype="bfloat16", gradient_checkpointing=True, lora=lora, lora_r=8,
+               groups=2, group_size=2)
+    assert ppo.Config(device="cuda").dtype == "bfloat16" and ppo.Config(device="cuda").gradient_checkpointing
+    assert ppo.Config().dtype == "float32" and not ppo.Config().gradient_checkpointing
+    learners = ppo.build_learners(cfg)
+    agent = learners["agent"]
+    model = agent.model
+    assert model.is_gradient_checkpointing
+    trained = agent.params()
+    if lora:  # the reference is the base with its adapters off: no second copy; the adapters train in fp32
+        assert agent.ref is None and agent.master is None
+        assert all(p.dtype == torch.float32 for p in trained)
+        assert all(p.dtype == torch.bfloat16 for n, p in model.named_parameters() if "lora_" not in n)
+    else:  # bf16 weights (the reference too), stepped through fp32 master copies
+        assert all(p.dtype == torch.bfloat16 for p in trained) and next(agent.ref.parameters()).dtype == torch.bfloat16
+        assert [m.dtype for _, m in agent.master] == [torch.float32] * len(trained)
+        stepped = {id(p) for g in agent.optimizer.param_groups for p in g["params"]}
+        assert all(id(m) in stepped for _, m in agent.master) and not any(id(p) in stepped for p in trained)
+    before = [p.detach().float().clone() for p in trained]
+    calls = []
+    layer = model.get_decoder().layers[0] if not lora else model.base_model.model.model.layers[0]
+    hook = layer.register_forward_hook(lambda mod, *a: calls.append((torch.is_grad_enabled(), mod.training,
+                                                                      mod.gradient_checkpointing)))
+    history = ppo.train(cfg, learners=learners)["history"]
+    hook.remove()
+    assert math.isfinite(history[0]["pg_loss/agent"])
+    assert any(not torch.equal(a, p.detach().float()) for a, p in zip(before, trained))  # the update landed
+    if not lora:
+        assert all(torch.equal(p, m.to(p.dtype)) for p, m in agent.master)  # the weights are their masters'
+    # the gradient passes run the decoder layers checkpointed (transformers checkpoints a layer that is in
+    # training mode with gradient_checkpointing set)
+    grad_calls = [c for c in calls if c[0]]
+    assert grad_calls and all(training and checkpointed for _, training, checkpointed in grad_calls)
+
+
 # ----------------------------------------------------------------------------- chat templates (issue 30, defect 3)
 LINES = {"agent_0": ["Hello! Would you donate to Save the Children?", "The children need your help.",
                      "Even a little goes a long way.", "Thank you for listening."],

@@ -80,6 +80,7 @@ MODES = ("agent", "cotrain", "population", "members")
 KL_ESTIMATORS = ("k1", "k3", "low_var_kl")
 POOL_SAMPLES = ("uniform", "latest")
 OLD_LOGPROBS = ("trainer", "engine")
+DTYPES = ("float32", "bfloat16")
 FROZEN_USER = "frozen_user"  # the metrics' name for a frozen LLM user's generation (agent mode, user_model)
 
 
@@ -131,6 +132,8 @@ class Config:
     chunk_tokens: int = 1024  # positions per LM-head chunk in the logprob passes
     old_logprobs: str = "trainer"  # the ratio's denominator: the trainer's recompute (as verl, slime, TRL) | engine
     gpu_memory_fraction: float = 0.3  # vLLM engines: the share of GPU memory each one reserves
+    dtype: str | None = None  # the models' weights: float32 | bfloat16 (default: bfloat16 on cuda, float32 on cpu)
+    gradient_checkpointing: bool | None = None  # recompute activations in the backward pass (default: on cuda)
     seed: int = 0
     out: str = "runs/llm"
     save_every: int = 0  # 0: only at the end
@@ -159,6 +162,12 @@ class Config:
         if grpo and self.group_size < 2:
             raise ValueError(f"grpo's advantages are relative to a group: group_size must be >= 2, "
                              f"got {self.group_size}")
+        if self.dtype is None:
+            self.dtype = "bfloat16" if self.device.startswith("cuda") else "float32"
+        if self.dtype not in DTYPES:
+            raise ValueError(f"dtype must be one of {DTYPES}, got {self.dtype!r}")
+        if self.gradient_checkpointing is None:
+            self.gradient_checkpointing = self.device.startswith("cuda")
         if not 0.0 < self.gpu_memory_fraction <= 1.0:
             raise ValueError(f"gpu_memory_fraction is a share of the GPU's memory, in (0, 1]: got "
                              f"{self.gpu_memory_fraction}")
@@ -298,8 +307,9 @@ def _errors(observation) -> list[str]:
 
 
 # ----------------------------------------------------------------------------- models
-def load_model(path: str, device: str, seed: int):
-    """(model, tokenizer, local path) from a local directory; "tiny" builds a random tiny Llama first."""
+def load_model(path: str, device: str, seed: int, dtype: str = "float32"):
+    """(model, tokenizer, local path) from a local directory, weights in ``dtype``; "tiny" builds a random
+    tiny Llama first."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from scope_envs.agents.llm.backends import local_model_dir
@@ -313,7 +323,7 @@ def load_model(path: str, device: str, seed: int):
         build_tiny_model(path, seed=seed)
     p = local_model_dir(path)
     tokenizer = AutoTokenizer.from_pretrained(p, local_files_only=True)
-    model = AutoModelForCausalLM.from_pretrained(p, local_files_only=True, dtype=torch.float32).to(device)
+    model = AutoModelForCausalLM.from_pretrained(p, local_files_only=True, dtype=getattr(torch, dtype)).to(device)
     return model, tokenizer, str(p)
 
 
@@ -331,6 +341,23 @@ class Learner:
     value_head: nn.Module = None
     optimizer: torch.optim.Optimizer = None
     engine: object = None
+    master: list | None = None  # (bf16 parameter, its fp32 master copy) pairs: what the optimizer steps
+
+    def step(self, extra: list, max_grad_norm: float) -> None:
+        """Clip and apply the gradients of ``params() + extra``; bf16 weights step through their fp32 master
+        copies (mixed precision: the update is not lost to bf16's 8-bit mantissa), then are copied back."""
+        if self.master is None:
+            nn.utils.clip_grad_norm_(self.params() + extra, max_grad_norm)
+            self.optimizer.step()
+            return
+        for p, m in self.master:
+            m.grad = None if p.grad is None else p.grad.float()
+            p.grad = None
+        nn.utils.clip_grad_norm_([m for _, m in self.master] + extra, max_grad_norm)
+        self.optimizer.step()
+        with torch.no_grad():
+            for p, m in self.master:
+                p.copy_(m)
 
     def activate(self):
         if self.adapter is not None:
@@ -358,7 +385,7 @@ def build_learners(cfg: Config) -> dict[str, Learner]:
 
         if len({s[2] for s in specs}) > 1:
             raise ValueError("with LoRA every learner shares one base model: pass no separate user_model")
-        base, tokenizer, path = load_model(cfg.model, cfg.device, cfg.seed)
+        base, tokenizer, path = load_model(cfg.model, cfg.device, cfg.seed, cfg.dtype)
         lcfg = LoraConfig(r=cfg.lora_r, lora_alpha=cfg.lora_alpha, lora_dropout=0.0, task_type="CAUSAL_LM")
         model = None
         for i, (name, agents, _) in enumerate(specs):
@@ -370,7 +397,7 @@ def build_learners(cfg: Config) -> dict[str, Learner]:
             learners[name] = Learner(name, agents, model, tokenizer, path, name, None)
     else:
         for i, (name, agents, path) in enumerate(specs):
-            model, tokenizer, local = load_model(path, cfg.device, cfg.seed + i)
+            model, tokenizer, local = load_model(path, cfg.device, cfg.seed + i, cfg.dtype)
             ref = copy.deepcopy(model).eval().requires_grad_(False)
             learners[name] = Learner(name, agents, model, tokenizer, local, None, ref)
     for i, learner in enumerate(learners.values()):
@@ -384,8 +411,22 @@ def build_learners(cfg: Config) -> dict[str, Learner]:
             params = list(learner.value_head.parameters())
         learner.activate()
         lr = cfg.user_lr if cfg.user_lr is not None and learner.name.startswith("user") else cfg.lr
-        learner.optimizer = torch.optim.AdamW(learner.params() + params, lr=lr, weight_decay=0.0)
+        trained = learner.params()
+        if any(p.dtype != torch.float32 for p in trained):  # full fine-tuning in bf16: fp32 master weights
+            learner.master = [(p, p.detach().float().clone().requires_grad_(True)) for p in trained]
+            trained = [m for _, m in learner.master]
+        learner.optimizer = torch.optim.AdamW(trained + params, lr=lr, weight_decay=0.0)
+    for model in {id(lr.model): lr.model for lr in learners.values()}.values():
+        _disable_dropout(model)  # RL updates without dropout, as TRL's trainers (train mode is then eval's math)
+        if cfg.gradient_checkpointing:
+            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     return learners
+
+
+def _disable_dropout(model: nn.Module) -> None:
+    for module in model.modules():
+        if isinstance(module, nn.Dropout):
+            module.p = 0.0
 
 
 def build_engines(cfg: Config, learners: dict[str, Learner]) -> None:
@@ -474,7 +515,7 @@ def frozen_user(cfg: Config):
             build_tiny_model(path, seed=cfg.seed + 7)
         backend = VLLMBackend(local_model_dir(path), gpu_memory_utilization=cfg.gpu_memory_fraction, seed=cfg.seed)
     else:
-        model, tokenizer, _ = load_model(cfg.user_model, cfg.device, cfg.seed + 7)
+        model, tokenizer, _ = load_model(cfg.user_model, cfg.device, cfg.seed + 7, cfg.dtype)
         backend = TransformersBackend(model.eval().requires_grad_(False), tokenizer)
     return LLMPlayer(BatchingBackend(backend), max_new_tokens=cfg.max_new_tokens)
 
@@ -770,7 +811,7 @@ def ppo_update(cfg: Config, learner: Learner, traces: list[Trace], kl_coef: floa
             agent_entropy[t.agent].append((float((entropy[i] * mask[i]).sum()), float(mask[i].sum())))
     stats = defaultdict(list)
     n = len(traces)
-    params = learner.params() + ([] if grpo else list(learner.value_head.parameters()))
+    model.train()  # gradient checkpointing recomputes activations in train mode only (no dropout: see above)
     for _ in range(cfg.ppo_epochs):
         order = torch.randperm(n)
         for start in range(0, n, cfg.minibatch):
@@ -797,8 +838,7 @@ def ppo_update(cfg: Config, learner: Learner, traces: list[Trace], kl_coef: floa
                 stats["vf_loss"].append(vf.item())
             learner.optimizer.zero_grad(set_to_none=True)
             loss.backward()
-            nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)
-            learner.optimizer.step()
+            learner.step([] if grpo else list(learner.value_head.parameters()), cfg.max_grad_norm)
             stats["pg_loss"].append(pg.item())
             stats["entropy"].append(ent.item())
             outside = (ratio < 1 - cfg.clip_low) | (ratio > 1 + cfg.clip_high)
