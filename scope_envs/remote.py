@@ -34,6 +34,7 @@ import numpy as np
 from gymnasium import spaces
 from pettingzoo import ParallelEnv
 
+from scope_envs.core.surfaces import Transcript
 from scope_envs.serve.codec import pack, unpack
 
 __all__ = ["RemoteParallelEnv", "RemoteVecEnv", "SessionLost", "build_space", "fetch_spec"]
@@ -83,8 +84,9 @@ def build_space(desc: dict):
         return spaces.Box(np.asarray(desc["low"], dtype), np.asarray(desc["high"], dtype), tuple(desc["shape"]), dtype)
     if kind == "Discrete":
         return spaces.Discrete(desc["n"], start=desc.get("start", 0))
-    if kind == "Text":
-        return spaces.Text(desc["max_length"], min_length=desc["min_length"], charset=desc["charset"])
+    if kind in ("Text", "Transcript"):  # a Transcript is the text surface's observation space (its own dtype)
+        cls = Transcript if kind == "Transcript" else spaces.Text
+        return cls(desc["max_length"], min_length=desc["min_length"], charset=desc["charset"])
     raise ValueError(f"unknown space type {kind!r} in the server's spec")
 
 
@@ -130,6 +132,7 @@ class RemoteParallelEnv(ParallelEnv):
         self.render_mode = None
         self.agents: list[str] = []
         self.episode_id: Optional[str] = None
+        self._lost: Optional[str] = None  # why the last episode is gone, until the next reset
         self._client = None
 
     def observation_space(self, agent):
@@ -144,11 +147,13 @@ class RemoteParallelEnv(ParallelEnv):
             data["seed"] = int(seed)
         if options:
             data["options"] = options
-        self.agents = []
+        self.agents, self._lost = [], None
         result = self._call(lambda c: c.reset(**data))
         return self._read(result, first=True)
 
     def step(self, actions: dict):
+        if self._lost is not None:
+            raise SessionLost(self._lost)
         if self.episode_id is None:
             raise ValueError("step() called before reset(); call reset(seed=...) first")
         if not self.agents:
@@ -192,15 +197,15 @@ class RemoteParallelEnv(ParallelEnv):
             if text.startswith(("BAD_REQUEST:", "Invalid message")):
                 raise ValueError(text.removeprefix("BAD_REQUEST:").strip()) from None
             if text.startswith(("NO_EPISODE:", "SESSION_LOST:", "EPISODE_OVER:")):
-                self.agents = []
+                self.agents, self._lost = [], text
                 raise SessionLost(text) from None
             raise RuntimeError(f"the server could not run the request: {text}") from None
         except (ConnectionClosed, ConnectionError, OSError, TimeoutError) as e:
             self.close()  # the server-side session is gone with its socket: the next reset opens a new one
-            self.agents, lost = [], self.episode_id
-            self.episode_id = None
-            raise SessionLost(f"the connection to {self.base_url} was lost ({type(e).__name__}: {e}); "
-                              f"episode {lost} is gone: call reset()") from None
+            self._lost = (f"the connection to {self.base_url} was lost ({type(e).__name__}: {e}); "
+                          f"episode {self.episode_id} is gone: call reset()")
+            self.agents = []
+            raise SessionLost(self._lost) from None
 
     def _read(self, result, first: bool):
         payload = result.observation
@@ -210,7 +215,7 @@ class RemoteParallelEnv(ParallelEnv):
         rewards, terms, truncs = {}, {}, {}
         for agent, e in entries.items():
             if self.text:
-                obs[agent] = e["observation"]
+                obs[agent] = np.str_(e["observation"])  # as the in-process env (the AEC api test reads its dtype)
             else:
                 obs[agent] = {"action_mask": np.asarray(e["action_mask"], np.int8),
                               "observation": np.asarray(e["observation"], np.float32)}

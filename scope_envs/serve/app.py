@@ -26,6 +26,7 @@ from openenv.core.env_server.http_server import create_app as openenv_create_app
 from openenv.core.env_server.types import ConcurrencyConfig
 
 import scope_envs
+from scope_envs.core.surfaces import Transcript
 from scope_envs.serve.environment import ScopeEnvironment, ServeConfig, seat_players
 from scope_envs.serve.errors import ProtocolError
 from scope_envs.serve.models import ScopeAction, ScopeObservation, ScopeState
@@ -48,7 +49,7 @@ def describe_space(space) -> dict:
     if isinstance(space, spaces.Discrete):
         return {"type": "Discrete", "n": int(space.n), "start": int(space.start)}
     if isinstance(space, spaces.Text):
-        return {"type": "Text", "min_length": space.min_length, "max_length": space.max_length,
+        return {"type": "Transcript" if isinstance(space, Transcript) else "Text", "min_length": space.min_length, "max_length": space.max_length,
                 "charset": "".join(sorted(space.character_set))}
     raise TypeError(f"no wire description for {space!r}")
 

@@ -1,0 +1,193 @@
+"""``scope_envs.remote`` (issue 31): the package's client against a real server passes the in-process env's
+conformance (DESIGN.md §6), gives the in-process episodes for the same seeds, and reports lost sessions."""
+
+import os
+import signal
+import warnings
+
+import numpy as np
+import pytest
+from pettingzoo.test import api_test, parallel_api_test
+from pettingzoo.utils.conversions import parallel_to_aec
+
+import scope_envs
+from conftest import play_episode
+from serve_fixtures import free_port, needs_openenv, serving, start, stop
+
+needs_openenv()
+from scope_envs.remote import RemoteParallelEnv, RemoteVecEnv, SessionLost  # noqa: E402
+from scope_envs.serve.codec import jsonable  # noqa: E402
+
+SERVED = [("p4g-cotrain", "act"), ("cooperbench-population", "act"), ("tau2-cotrain", "text")]
+
+
+@pytest.fixture(autouse=True)
+def _quiet():
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="No agents present but not all possible_agents")
+        yield
+
+
+@pytest.fixture(scope="module", params=SERVED, ids=[f"{i}-{s}" for i, s in SERVED])
+def served(request):
+    env_id, surface = request.param
+    with serving(env_id, "--surface", surface) as url:
+        yield env_id, surface, url
+
+
+def same(a, b):
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    if isinstance(a, np.ndarray):
+        return isinstance(b, np.ndarray) and a.dtype == b.dtype and np.array_equal(a, b)
+    return a == b
+
+
+def test_conformance(served):
+    env_id, surface, url = served
+    env = RemoteParallelEnv(url)
+    parallel_api_test(env, num_cycles=100)
+    api_test(parallel_to_aec(RemoteParallelEnv(url)), num_cycles=100)
+    assert env.observation_space("agent_0") is env.observation_space("agent_0")
+    env.close()
+
+
+def test_multi_episode_determinism_and_the_in_process_episodes(served):
+    env_id, surface, url = served
+    runs = []
+    for _ in range(2):  # a fresh session each time, as the conformance test makes a fresh env (a member
+        env, rng = RemoteParallelEnv(url), np.random.default_rng(3)  # schedule spans episodes by design)
+        runs.append([play_episode(env, rng, seed=11 if ep == 0 else None) for ep in range(3)])
+        env.close()
+    assert same(runs[0], runs[1])
+    env, rng = RemoteParallelEnv(url), np.random.default_rng(3)
+    other = [play_episode(env, rng, seed=12 if ep == 0 else None) for ep in range(3)]
+    env.close()
+    assert not same(runs[0], other), "a different seed should give different episodes"
+    local, rng = scope_envs.make(env_id, surface=surface), np.random.default_rng(3)
+    here = [play_episode(local, rng, seed=11 if ep == 0 else None) for ep in range(3)]
+    strip = lambda run: [[(acts, obs, rew, term, trunc) for acts, obs, rew, term, trunc, _ in ep] for ep in run]
+    assert same(strip(runs[0]), strip(here))
+    assert [[jsonable(s[5]) for s in ep] for ep in here] == [[s[5] for s in ep] for ep in runs[0]]
+
+
+def test_one_seat_driven(served):
+    env_id, surface, url = served
+    env = RemoteParallelEnv(url, agents=["agent_0"])
+    assert env.possible_agents == ["agent_0"]
+    parallel_api_test(env, num_cycles=50)
+    obs, infos = env.reset(seed=0)
+    assert list(obs) == ["agent_0"] and infos["agent_0"]["active"]
+    with pytest.raises(ValueError, match="user_0"):
+        env.step({"user_0": 0})
+    with pytest.raises(ValueError, match="agents must name"):
+        RemoteParallelEnv(url, agents=["user_7"])
+    env.close()
+
+
+def test_bad_actions_are_value_errors(served):
+    env_id, surface, url = served
+    env = RemoteParallelEnv(url)
+    with pytest.raises(ValueError, match="before reset"):
+        env.step({"agent_0": 0})
+    obs, infos = env.reset(seed=0)
+    with pytest.raises(ValueError, match="an int act or a string"):
+        env.step({"agent_0": 1.5})
+    if surface == "act":
+        speaker = next(a for a in env.agents if infos[a]["active"])
+        masked = int(np.flatnonzero(obs[speaker]["action_mask"] == 0)[0])
+        with pytest.raises(ValueError, match=speaker):
+            env.step({speaker: masked})
+    env.close()
+
+
+@pytest.fixture(scope="module")
+def frozen_url():
+    with serving("p4g-frozen", "--max-num-envs", "64") as url:
+        yield url
+
+
+def test_vec_env_is_make_vec(frozen_url):
+    remote, local = RemoteVecEnv(frozen_url, num_envs=8), scope_envs.make_vec("p4g-frozen", num_envs=8)
+    for vec in (remote, local):
+        vec._final_obs = True
+    assert remote.observation_space("agent_0") is remote.observation_space("agent_0")
+    (ro, ri), (lo, li) = remote.reset(seed=4), local.reset(seed=4)
+    assert same(ro, lo)
+    rng = np.random.default_rng(0)
+    finished = 0
+    for _ in range(40):
+        acts = {"agent_0": np.array([rng.choice(np.flatnonzero(m)) for m in lo["agent_0"]["action_mask"]])}
+        r, l = remote.step(acts), local.step(acts)
+        assert same(r[:4], l[:4])
+        assert same(r[4]["_final_info"], l[4]["_final_info"])
+        if l[4]["_final_info"].any():
+            finished += 1
+            np.testing.assert_array_equal(r[4]["final_info"]["return"], l[4]["final_info"]["return"])
+        lo = l[0]
+    assert finished > 0
+    with pytest.raises(ValueError, match="must be 8 ints"):
+        remote.step({"agent_0": np.zeros(3, np.int64)})
+    remote.close()
+    with pytest.raises(SessionLost):
+        remote.step(acts)
+
+
+def test_sb3_maskable_ppo_on_the_remote_vec_env(frozen_url):
+    pytest.importorskip("sb3_contrib")
+    from sb3_contrib import MaskablePPO
+    from stable_baselines3.common.vec_env import VecMonitor
+
+    from scope_envs.integrations.sb3 import SB3VecEnv
+
+    venv = VecMonitor(SB3VecEnv(RemoteVecEnv(frozen_url, num_envs=8)))
+    model = MaskablePPO("MlpPolicy", venv, n_steps=16, batch_size=64, n_epochs=1, seed=0).learn(256)
+    assert model.num_timesteps >= 256
+    venv.close()
+
+
+def test_snapshot_push_through_the_vec_env():
+    torch = pytest.importorskip("torch")
+    with serving("p4g-population", "--kwarg", "pool_size=3") as url:
+        vec = RemoteVecEnv(url, num_envs=4)
+        space = vec.observation_space("user_0")["observation"]
+        net = torch.nn.Sequential(torch.nn.Linear(space.shape[0], 16), torch.nn.Tanh(),
+                                  torch.nn.Linear(16, vec.action_space("user_0").n))
+        assert vec.add_snapshot(net) == 2
+        assert vec.add_snapshot(net) == 3 and vec.add_snapshot(net) == 3
+        with pytest.raises(ValueError, match="outputs"):
+            vec.add_snapshot(torch.nn.Sequential(torch.nn.Linear(space.shape[0], 3)))
+        obs, infos = vec.reset(seed=0)
+        members = set()
+        for _ in range(30):
+            acts = {a: np.array([np.flatnonzero(m)[0] for m in obs[a]["action_mask"]]) for a in vec.possible_agents}
+            obs, *_, infos = vec.step(acts)
+            members.update(np.asarray(infos["member"]).tolist())
+        assert len(members) > 1, "the pushed snapshots play some episodes"
+        vec.close()
+
+
+def test_a_restarted_server_reports_the_episode_lost():
+    port = free_port()
+    url, proc = start("p4g-frozen", port=port)
+    try:
+        env, vec = RemoteParallelEnv(url), RemoteVecEnv(url, num_envs=2)
+        obs, _ = env.reset(seed=0)
+        vec.reset(seed=0)
+        os.kill(proc.pid, signal.SIGKILL)  # no shutdown: the server dies mid-episode
+        proc.wait(timeout=30)
+        url, proc = start("p4g-frozen", port=port)
+        with pytest.raises(SessionLost, match="lost"):
+            env.step({"agent_0": int(np.flatnonzero(obs["agent_0"]["action_mask"])[0])})
+        assert env.agents == []
+        with pytest.raises(SessionLost):  # never a silent new episode in the lost one's place
+            env.step({"agent_0": 1})
+        with pytest.raises(SessionLost, match="restarted"):
+            vec.step({"agent_0": np.ones(2, np.int64)})
+        obs, _ = env.reset(seed=0)  # a new episode, asked for
+        assert env.agents == ["agent_0"]
+        env.close()
+    finally:
+        stop(proc)
