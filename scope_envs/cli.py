@@ -231,6 +231,9 @@ def main(argv=None) -> None:
     from scope_envs.study import add_arguments as study_arguments
 
     study_arguments(sub)  # the human study (scope_envs.study; its server needs scope-envs[study])
+    from scope_envs.bench.score import add_parser as score_parser
+
+    score_parser(sub)  # one policy by the benchmark's protocol, in a band (scope_envs.bench.score)
     from scope_envs.diagnose import add_parser as diagnose_parser
 
     diagnose_parser(sub)  # how collapsed is a simulator (scope_envs.diagnose)

@@ -1,0 +1,379 @@
+"""``scope-envs score``: one policy scored by the benchmark's protocol and placed in a band, by one command.
+
+**Act surface** (``--surface act``, the default): ``--policy`` is a saved trainer folder (``PPOTrainer.save``),
+an SB3 ``.zip`` (sb3-contrib's ``MaskablePPO`` or SB3's ``PPO``) or ``file.py:NAME`` / ``module:NAME`` (a policy,
+or a class / function of no arguments returning one). It is evaluated by ``protocol.evaluate_policy`` on seeds
+``0..N-1`` (``--seeds``): the train side (``<game>-frozen``), the held-out human proxies and the held-out panel,
+with the benchmark's very episodes. The band and the comparison rows come from a reference (``--against``,
+default ``reference`` where it is committed): normalized = (x - random) / (oracle - random), recovered =
+(x - frozen) / (oracle - frozen), from the reference's rows on the same seeds.
+
+**Text surface** (``--surface text``): ``--policy`` is a text policy — a local transformers model folder,
+``vllm:DIR`` (where vLLM is installed) or ``openai:BASE_URL#MODEL`` (any OpenAI-compatible endpoint; the
+backends of ``scope_envs.agents.llm``) — or any act policy above, which then speaks through the game's realizer.
+It plays ``--episodes`` episodes (default 20: text policies are slow) against the held-out human proxies on the
+text surface (``<game>-heldout``, ``surface="text"``) and, with ``--panel builtin``, against the six built-in
+held-out families seated by ``panel_env`` on the text surface; ``--panel FILE`` (an ``eval-llm`` panel file)
+adds ``eval-llm``'s LLM-simulator panel (``scope_envs.train.llm.panel.evaluate``). Episode seeds are the
+protocol's (``protocol.side_seeds``). Two rows bound it, played on the very same text episodes:
+
+* ``floor`` — uniform legal play in words: a uniform draw over agent_0's legal acts, rendered by the game's
+  realizer (the act level's floor, ``random``, speaking);
+* ``ceiling`` — the act level's ceiling in words: PPO trained against the held-out behaviour model on *train*
+  personas (the ``oracle`` row's recipe, ``--ceiling-steps`` decisions, default the preset's
+  ``ORACLE_BUDGET`` x 20,000), its acts rendered by the realizer.
+
+Why these: they keep the act level's meaning of the band — no strategy at all, and the best strategy the
+package can train from the training-side knowledge of the held-out model — and they speak through the same
+channel (the game's realizer, read back by its NLU), so the band measures strategy on the text surface, and an
+LLM placed above ``ceiling`` writes better than the best act-level strategy rendered. Both need a game whose
+text surface shares the act surface's state (``legal``, ``features``, ``realize``): p4g; elsewhere the rows say
+why they are absent. ``normalized = (x - floor) / (ceiling - floor)`` on held-out success.
+
+Writes ``score.json`` and ``score.md`` to ``--out``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+MAX_SEEDS = 1000
+MAX_EPISODES = 100_000
+MAX_STEPS = 100_000_000
+TEXT_EPISODES = 20
+TEXT_KEY = 0x747874  # the text rows' generators: [TEXT_KEY, episode seed]
+
+
+class ScoreError(ValueError):
+    """A policy, game or option that cannot be scored (one line, with the argument named)."""
+
+    def __init__(self, argument: str, message: str):
+        self.argument = argument
+        super().__init__(message)
+
+
+# ------------------------------------------------------------------------------------------------ act surface
+def score_act(spec: str, game: str, seeds: int = 1, against: str | None = "reference", eval_episodes=None,
+              heldout_episodes=None) -> dict:
+    """The act-surface score of ``spec`` (the module docstring): per-seed records and the band's rows."""
+    from scope_envs.bench import policies, reference
+    from scope_envs.bench.protocol import evaluate_policy
+    from scope_envs.bench.stats import BASELINE, CEILING, FLOOR
+
+    try:
+        policy = policies.load(spec)
+    except (ValueError, TypeError) as e:
+        raise ScoreError("--policy", str(e)) from None
+    records = [evaluate_policy(policy, game, s, eval_episodes=eval_episodes, heldout_episodes=heldout_episodes,
+                               method="policy") for s in range(seeds)]
+    held = [r["metrics"]["heldout_success"] for r in records]
+    out = {"surface": "act", "game": game, "policy": spec, "seeds": seeds, "records": records,
+           "heldout_success": float(np.mean(held)),
+           "panel_success": float(np.mean([r["metrics"]["panel_success"] for r in records])),
+           "train_success": float(np.mean([r["metrics"]["train_success"] for r in records])),
+           "fingerprint": reference.fingerprint(game), "rows": {}}
+    if against is None:
+        out["band"] = "no reference (--against): no band"
+        return out
+    try:
+        path = reference.folder(against)
+        ref = [r["result"] for r in reference.read_records(path) if r["task"].get("game") == game
+               and r["task"]["seed"] < seeds]
+    except reference.ReferenceMismatch as e:
+        if against == "reference":  # the default: say why there is no band, do not fail the score
+            out["band"] = f"no band: {e}"
+            return out
+        raise ScoreError("--against", str(e)) from None
+    stale = [r for r in ref if r.get("fingerprint") != out["fingerprint"]]
+    for r in ref:
+        row = out["rows"].setdefault(r["method"], {"per_seed": {}})
+        row["per_seed"][r["seed"]] = {"heldout_success": r["metrics"]["heldout_success"],
+                                      "panel_success": r["metrics"].get("panel_success")}
+    for row in out["rows"].values():
+        row["heldout_success"] = float(np.mean([v["heldout_success"] for v in row["per_seed"].values()]))
+        panel = [v["panel_success"] for v in row["per_seed"].values() if v["panel_success"] is not None]
+        row["panel_success"] = float(np.mean(panel)) if panel else None
+    out["reference"] = str(path)
+    out["reference_matches"] = not stale
+    rows = out["rows"]
+    if FLOOR in rows and CEILING in rows and rows[CEILING]["heldout_success"] > rows[FLOOR]["heldout_success"]:
+        lo, hi = rows[FLOOR]["heldout_success"], rows[CEILING]["heldout_success"]
+        out["normalized"] = (out["heldout_success"] - lo) / (hi - lo)
+        if BASELINE in rows and hi > rows[BASELINE]["heldout_success"]:
+            out["recovered"] = (out["heldout_success"] - rows[BASELINE]["heldout_success"]) / (
+                hi - rows[BASELINE]["heldout_success"])
+    return out
+
+
+# ------------------------------------------------------------------------------------------------ text surface
+class ActInWords:
+    """An act-level policy on the text surface: agent_0's act from the game's state (its act observation and
+    legal acts, as the act surface has them), rendered by the game's realizer."""
+
+    def __init__(self, policy, name: str):
+        self.policy, self.name = policy, name
+
+    def __call__(self, env, agent: str, obs, info, rng) -> str:
+        from scope_envs.core.surfaces import act_observation
+
+        base = env.unwrapped
+        game, role = base.game, base._agent_role(agent)
+        x = act_observation(game, role)[None]
+        m = np.asarray(game.legal(role), bool)[None]
+        act = int(self.policy.act(x, m).actions[0])
+        return game.realize(role, act, rng)
+
+
+class LLMAgent:
+    """A text policy (``scope_envs.train.llm.panel.policy_backend``'s backends) in agent_0's seat."""
+
+    def __init__(self, spec: str, max_new_tokens: int):
+        from scope_envs.agents.llm.player import LLMPlayer
+        from scope_envs.train.llm import panel
+
+        try:
+            panel.check_policy(spec)
+        except panel.PanelError as e:
+            raise ScoreError("--policy", str(e)) from None
+        self.player, self.name = LLMPlayer(panel.policy_backend(spec), max_new_tokens=max_new_tokens,
+                                           name="policy"), spec
+
+    def __call__(self, env, agent, obs, info, rng) -> str:
+        return self.player(obs, info, rng)
+
+
+def text_capable(game: str) -> str | None:
+    """Why ``game``'s text surface cannot host act policies (the floor and ceiling rows), or None."""
+    import scope_envs
+
+    g = scope_envs.make(f"{game}-heldout", surface="text").unwrapped.game
+    a = scope_envs.make(f"{game}-heldout").unwrapped.game
+    if type(g) is not type(a):
+        return (f"{game}'s text surface is another game ({type(g).__name__}, not {type(a).__name__}): act "
+                "policies, hence the floor and ceiling rows, do not play it")
+    return None
+
+
+def play_text(env, agent, seed: int) -> dict:
+    """One text episode with ``agent`` speaking for agent_0: the game's outcome (its success metric)."""
+    rng = np.random.default_rng([TEXT_KEY, seed])
+    obs, infos = env.reset(seed=seed)
+    while env.agents:
+        speaker = next(a for a in env.agents if infos[a].get("active"))
+        obs, _, _, _, infos = env.step({speaker: agent(env, speaker, obs[speaker], infos[speaker], rng)})
+    game = env.unwrapped.game
+    metric = game.success_metric
+    outcome = game.outcome()
+    return {"success": float(outcome[metric]) if metric else float(game.agent_score() or 0.0),
+            "score": float(game.agent_score()) if game.agent_score() is not None else None}
+
+
+def text_sides(agent, game: str, seed: int, episodes: int, builtin_panel: bool, progress=None) -> dict:
+    """``agent`` on the held-out proxies (text) and, with ``builtin_panel``, the six held-out families (text)."""
+    import scope_envs
+    from scope_envs.agents.families import panel, panel_env
+    from scope_envs.bench.protocol import side_seeds
+
+    seeds = side_seeds(seed)
+    env = scope_envs.make(f"{game}-heldout", surface="text")
+    held = [play_text(env, agent, seeds["heldout"] + i) for i in range(episodes)]
+    if progress:
+        progress.update(episodes)
+    out = {"heldout_success": float(np.mean([h["success"] for h in held])),
+           "heldout_per_episode": [h["success"] for h in held]}
+    if builtin_panel:
+        text_game = env.unwrapped.game
+        per = []
+        for member, base in zip(panel(game), seeds["panel"]):
+            penv = panel_env(text_game, member, surface="text")
+            per.append(float(np.mean([play_text(penv, agent, base + i)["success"] for i in range(episodes)])))
+            if progress:
+                progress.update(episodes)
+        out.update(panel_success=float(np.mean(per)), panel_per_family=per,
+                   panel_families=[m.name for m in panel(game)])
+    return out
+
+
+def ceiling_policy(game: str, seed: int, steps: int, saved: str | None = None):
+    """The act level's ceiling: ``oracle``'s recipe (the held-out behaviour model on train personas), trained
+    for ``steps`` decisions (or a saved trainer), drawing from its own generator."""
+    from scope_envs.bench.methods import method_setup
+    from scope_envs.train.act_ppo import PPOConfig, PPOTrainer, load_policy
+
+    if saved:
+        return load_policy(saved, seed=seed)
+    env_id, kwargs, overrides = method_setup(game, "oracle")
+    trainer = PPOTrainer(PPOConfig(env_id=env_id, env_kwargs=kwargs, seed=seed, total_steps=steps, **overrides))
+    trainer.train()
+    from scope_envs.train.rollout import evaluation_policies
+
+    return evaluation_policies(trainer, seed)["agent_0"]
+
+
+def score_text(spec: str, game: str, seed: int = 0, episodes: int = TEXT_EPISODES, panels=("builtin",),
+               ceiling_steps: int | None = None, ceiling: str | None = None, max_new_tokens: int = 128,
+               out: Path | None = None, progress: bool = True) -> dict:
+    """The text-surface score of ``spec`` with the floor and ceiling rows on the same episodes."""
+    from tqdm import tqdm
+
+    from scope_envs.bench import policies
+    from scope_envs.bench.methods import ORACLE_BUDGET, PRESETS
+    from scope_envs.train.policy import UniformPolicy
+
+    builtin_panel = "builtin" in panels
+    files = [p for p in panels if p != "builtin"]
+    why_not = text_capable(game)
+    if spec in ("floor", "ceiling") and why_not:
+        raise ScoreError("--policy", why_not)
+    if spec in ("floor", "ceiling"):
+        agent = None
+    elif Path(spec).expanduser().is_dir() and (Path(spec).expanduser() / "model.pt").is_file() or \
+            spec.endswith(".zip") or (":" in spec and not spec.startswith(("openai:", "vllm:"))):
+        if why_not:
+            raise ScoreError("--policy", why_not)
+        try:
+            loaded = policies.load(spec)
+        except (ValueError, TypeError) as e:
+            raise ScoreError("--policy", str(e)) from None
+        act = loaded.players(seed)["agent_0"] if hasattr(loaded, "players") else loaded
+        agent = ActInWords(act, spec)
+    else:
+        agent = LLMAgent(spec, max_new_tokens)
+    rows = {}
+    sides = 1 + (6 if builtin_panel else 0)
+    n_rows = 1 + (0 if why_not else 2) - (1 if spec in ("floor", "ceiling") else 0)
+    bar = tqdm(total=sides * episodes * n_rows, desc="score", unit="episode", disable=not progress)
+    try:
+        if agent is not None:
+            rows[spec] = text_sides(agent, game, seed, episodes, builtin_panel, bar)
+        if why_not:
+            rows["floor"] = rows["ceiling"] = {"absent": why_not}
+        else:
+            rows["floor"] = text_sides(ActInWords(UniformPolicy(seed=seed), "floor"), game, seed, episodes,
+                                       builtin_panel, bar)
+            steps = ceiling_steps or ORACLE_BUDGET * PRESETS["default"]["steps"]
+            rows["ceiling"] = text_sides(ActInWords(ceiling_policy(game, seed, steps, ceiling), "ceiling"), game,
+                                         seed, episodes, builtin_panel, bar)
+            rows["ceiling"]["decisions"] = None if ceiling else steps
+    finally:
+        bar.close()
+    result = {"surface": "text", "game": game, "policy": spec, "seed": seed, "episodes": episodes, "rows": rows}
+    lo, hi = rows["floor"].get("heldout_success"), rows["ceiling"].get("heldout_success")
+    if lo is not None and hi is not None and hi > lo:
+        for row in rows.values():
+            row["normalized"] = (row["heldout_success"] - lo) / (hi - lo)
+    elif lo is not None:
+        result["band"] = f"the text ceiling ({hi:.3f}) does not clear the text floor ({lo:.3f}): no band"
+    if files and agent is not None and isinstance(agent, LLMAgent):
+        from scope_envs.train.llm import panel as llm_panel
+
+        result["llm_panels"] = {}
+        for path in files:
+            try:
+                report = llm_panel.evaluate([spec], f"{game}-frozen", path, episodes, seed=seed,
+                                            max_new_tokens=max_new_tokens, out=None if out is None else
+                                            out / f"panel-{Path(path).stem}", log=None)
+            except llm_panel.PanelError as e:
+                raise ScoreError("--panel", str(e)) from None
+            result["llm_panels"][path] = report["policies"][spec]["mean"]
+    elif files:
+        raise ScoreError("--panel", "a panel file holds LLM simulators: it scores text policies (an LLM), "
+                                    "not the floor, the ceiling or act policies")
+    return result
+
+
+# ------------------------------------------------------------------------------------------------ output
+def markdown(result: dict) -> str:
+    def f(x):
+        return "—" if x is None else f"{x:.3f}"
+
+    lines = [f"# scope-envs score: {result['policy']} on {result['game']} ({result['surface']} surface)", ""]
+    if result["surface"] == "act":
+        lines += [f"Seeds 0..{result['seeds'] - 1}, the benchmark's evaluation protocol (scope_envs.bench.protocol).",
+                  "", "| row | held-out | panel |", "|---|---|---|",
+                  f"| **{result['policy']}** | {f(result['heldout_success'])} | {f(result['panel_success'])} |",
+                  *(f"| {m} (reference) | {f(r['heldout_success'])} | {f(r['panel_success'])} |"
+                    for m, r in result["rows"].items()), ""]
+        if "normalized" in result:
+            lines.append(f"normalized (random → oracle of the reference) {result['normalized']:+.3f}"
+                         + (f", recovered (frozen → oracle) {result['recovered']:+.3f}" if "recovered" in result
+                            else ""))
+        else:
+            lines.append(result.get("band", "no band: the reference has no random/oracle rows that clear each other"))
+        if result.get("reference_matches") is False:
+            lines.append("**The reference was made with other code or data (its fingerprint differs): its rows "
+                         "are shown, but they may not be comparable.**")
+    else:
+        lines += [f"{result['episodes']} episodes per side, seed {result['seed']}; floor = uniform legal acts in the "
+                  "realizer's words, ceiling = the act-level oracle in the realizer's words (scope_envs.bench.score).",
+                  "", "| row | held-out (text) | panel (text, 6 families) | normalized |", "|---|---|---|---|"]
+        for name, row in result["rows"].items():
+            if "absent" in row:
+                lines.append(f"| {name} | absent: {row['absent']} | | |")
+            else:
+                lines.append(f"| {name} | {f(row['heldout_success'])} | {f(row.get('panel_success'))} | "
+                             f"{f(row.get('normalized'))} |")
+        if result.get("band"):
+            lines += ["", result["band"]]
+        for path, mean in result.get("llm_panels", {}).items():
+            lines += ["", f"LLM panel {path}: score {mean['score']:.3f}, success {mean['success']:.3f}"]
+    return "\n".join(lines) + "\n"
+
+
+def add_parser(subparsers) -> None:
+    """``scope-envs score`` (a subcommand of ``scope_envs.cli``)."""
+    from scope_envs.arguments import count, game_name, output_dir
+
+    p = subparsers.add_parser("score", help="score one policy (saved, SB3 .zip, file.py:NAME, or an LLM on the "
+                                            "text surface) by the benchmark's protocol, in a band")
+    p.add_argument("--policy", required=True, help="a saved trainer folder, an SB3 .zip, file.py:NAME / module:NAME; "
+                                                   "on the text surface also a model folder, vllm:DIR, "
+                                                   "openai:BASE_URL#MODEL, or the rows floor / ceiling")
+    p.add_argument("--game", type=game_name, required=True)
+    p.add_argument("--surface", choices=("act", "text"), default="act")
+    p.add_argument("--seeds", type=count(MAX_SEEDS), default=1, help=f"act: seeds 0..N-1 (at most {MAX_SEEDS})")
+    p.add_argument("--against", default="reference", help="act: the reference giving the band (reference, "
+                                                          "reference-sb3 or an --out folder; 'none' for no band)")
+    p.add_argument("--episodes", type=count(MAX_EPISODES), default=None,
+                   help=f"text: episodes per side (default {TEXT_EPISODES}); act: the evaluation episodes of both "
+                        f"sides (default: the protocol's); at most {MAX_EPISODES:_}")
+    p.add_argument("--panel", action="append", default=None, metavar="builtin|FILE",
+                   help="text: 'builtin' (the six held-out families, the default) and/or an eval-llm panel file")
+    p.add_argument("--ceiling-steps", type=count(MAX_STEPS), default=None,
+                   help="text: the ceiling's training decisions (default ORACLE_BUDGET x the preset's steps)")
+    p.add_argument("--ceiling", default=None, help="text: a saved trainer folder to use as the ceiling instead")
+    p.add_argument("--seed", type=count(2**31 - 1, low=0), default=0, help="text: the run seed of the episodes")
+    p.add_argument("--max-new-tokens", type=count(32_768), default=128, help="text: per message (at most 32_768)")
+    p.add_argument("--out", type=output_dir, default="runs/score", help="score.json and score.md go here")
+    p.set_defaults(func=main, parser=p)
+
+
+def main(args: argparse.Namespace) -> None:
+    from scope_envs.files import check_output_dir, write_atomic, write_json
+
+    t0 = time.perf_counter()
+    try:
+        out = check_output_dir(args.out)
+        if args.surface == "act":
+            if args.panel or args.ceiling or args.ceiling_steps:
+                raise ScoreError("--surface", "--panel, --ceiling and --ceiling-steps are for --surface text (the "
+                                              "act surface always plays the built-in panel)")
+            result = score_act(args.policy, args.game, args.seeds, None if args.against == "none" else args.against,
+                               eval_episodes=args.episodes, heldout_episodes=args.episodes)
+        else:
+            result = score_text(args.policy, args.game, args.seed, args.episodes or TEXT_EPISODES,
+                                tuple(args.panel or ["builtin"]), args.ceiling_steps, args.ceiling,
+                                args.max_new_tokens, out)
+    except ScoreError as e:
+        args.parser.error(f"argument {e.argument}: {e}")
+    except ValueError as e:  # the policy's own complaint (an act it calls illegal, a model of another game)
+        sys.exit(f"scope-envs score: {e}")
+    result["wall_s"] = time.perf_counter() - t0
+    write_json(out / "score.json", result)
+    write_atomic(out / "score.md", markdown(result))
+    print(markdown(result))

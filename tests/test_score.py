@@ -1,0 +1,130 @@
+"""scope-envs score: a saved policy, an SB3 .zip, a file.py:NAME factory and an LLM endpoint, each scored by one
+command, by the benchmark's protocol, in a band (scope_envs.bench.score)."""
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from bench_fixtures import tiny_reference  # noqa: F401
+
+from scope_envs.bench.policies import SB3Policy
+from scope_envs.bench.protocol import evaluate_policy
+from scope_envs.cli import main
+from scope_envs.train.act_ppo import PPOConfig, PPOTrainer
+
+SERVER = textwrap.dedent('''
+    import json, sys
+    from http.server import BaseHTTPRequestHandler, HTTPServer
+
+    class Handler(BaseHTTPRequestHandler):
+        def _send(self, payload):
+            data = json.dumps(payload).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self):  # /v1/models: the reachability check
+            self._send({"data": [{"id": "persuader"}]})
+
+        def do_POST(self):  # /v1/chat/completions: always the same appeal
+            self.rfile.read(int(self.headers["Content-Length"]))
+            self._send({"choices": [{"message": {"role": "assistant", "content":
+                        "Children in need benefit from every dollar. Would you donate $1 to Save the Children?"},
+                        "finish_reason": "stop"}]})
+
+        def log_message(self, *args):
+            pass
+
+    server = HTTPServer(("127.0.0.1", 0), Handler)
+    print(server.server_port, flush=True)
+    server.serve_forever()
+''')
+
+
+def score(*argv):
+    main(["score", *argv])
+
+
+def test_a_saved_trainer_is_scored_by_the_protocol_against_the_reference(tiny_reference, tmp_path):  # noqa: F811
+    trainer = PPOTrainer(PPOConfig(env_id="p4g-frozen", seed=3, total_steps=400))
+    trainer.train()
+    trainer.save(tmp_path / "saved")
+    score("--policy", str(tmp_path / "saved"), "--game", "p4g", "--seeds", "2", "--episodes", "24",
+          "--against", str(tiny_reference), "--out", str(tmp_path / "out"))
+    result = json.loads((tmp_path / "out" / "score.json").read_text())
+    direct = [evaluate_policy(trainer, "p4g", s, eval_episodes=24, heldout_episodes=24) for s in (0, 1)]
+    assert [r["metrics"] for r in result["records"]] == [d["metrics"] for d in direct]
+    assert set(result["rows"]) == {"random", "oracle", "untrained", "frozen", "rotation"}
+    lo, hi = result["rows"]["random"]["heldout_success"], result["rows"]["oracle"]["heldout_success"]
+    if hi > lo:
+        assert result["normalized"] == pytest.approx((result["heldout_success"] - lo) / (hi - lo))
+    else:
+        assert "normalized" not in result
+    assert result["reference_matches"] in (True, False) and "score.md" in [p.name for p in (tmp_path / "out").iterdir()]
+
+
+def test_an_sb3_zip_and_a_factory_file(tmp_path):
+    sb3 = pytest.importorskip("sb3_contrib")
+    from scope_envs.integrations.sb3 import sb3_vec_env
+
+    model = sb3.MaskablePPO("MlpPolicy", sb3_vec_env("p4g-frozen", num_envs=4), n_steps=16, batch_size=64, seed=0,
+                            device="cpu").learn(64)
+    model.save(tmp_path / "model.zip")
+    score("--policy", str(tmp_path / "model.zip"), "--game", "p4g", "--episodes", "16", "--against", "none",
+          "--out", str(tmp_path / "zip"))
+    result = json.loads((tmp_path / "zip" / "score.json").read_text())
+    direct = evaluate_policy(SB3Policy(model), "p4g", 0, eval_episodes=16, heldout_episodes=16)
+    assert result["records"][0]["metrics"] == direct["metrics"] and "no band" in result["band"]
+    factory = tmp_path / "mine.py"
+    factory.write_text("def make():\n    return lambda obs, mask: mask.argmax(1)\n")
+    score("--policy", f"{factory}:make", "--game", "cooperbench", "--episodes", "16", "--against", "none",
+          "--out", str(tmp_path / "fn"))
+    assert 0.0 <= json.loads((tmp_path / "fn" / "score.json").read_text())["heldout_success"] <= 1.0
+
+
+def test_text_floor_and_ceiling_on_the_same_episodes(tmp_path):
+    score("--policy", "floor", "--surface", "text", "--game", "p4g", "--episodes", "4", "--ceiling-steps", "400",
+          "--out", str(tmp_path / "a"))
+    score("--policy", "floor", "--surface", "text", "--game", "p4g", "--episodes", "4", "--ceiling-steps", "400",
+          "--out", str(tmp_path / "b"))
+    a, b = (json.loads((tmp_path / d / "score.json").read_text()) for d in ("a", "b"))
+    assert set(a["rows"]) == {"floor", "ceiling"} and a["rows"] == b["rows"]  # the same episodes, the same words
+    for row in a["rows"].values():
+        assert len(row["heldout_per_episode"]) == 4 and len(row["panel_per_family"]) == 6
+    assert a["rows"]["floor"]["heldout_per_episode"] != a["rows"]["ceiling"]["heldout_per_episode"] or \
+        a["rows"]["floor"]["panel_per_family"] != a["rows"]["ceiling"]["panel_per_family"]
+
+
+def test_an_llm_endpoint_is_scored_in_the_text_band(tmp_path):
+    """A real OpenAI-compatible server process on 127.0.0.1; the policy is openai:URL#MODEL."""
+    proc = subprocess.Popen([sys.executable, "-c", SERVER], stdout=subprocess.PIPE, text=True)
+    try:
+        port = int(proc.stdout.readline())
+        score("--policy", f"openai:http://127.0.0.1:{port}/v1#persuader", "--surface", "text", "--game", "p4g",
+              "--episodes", "3", "--ceiling-steps", "400", "--max-new-tokens", "32", "--out", str(tmp_path / "llm"))
+    finally:
+        proc.kill()
+        proc.wait()
+    result = json.loads((tmp_path / "llm" / "score.json").read_text())
+    spec = f"openai:http://127.0.0.1:{port}/v1#persuader"
+    row = result["rows"][spec]
+    assert set(result["rows"]) == {spec, "floor", "ceiling"}
+    assert len(row["heldout_per_episode"]) == 3 and 0.0 <= row["heldout_success"] <= 2.0
+    assert len(row["panel_per_family"]) == 6
+    assert "floor" in (tmp_path / "llm" / "score.md").read_text()
+
+
+def test_bad_input_is_an_argparse_error(tmp_path, capsys):
+    for argv, message in ((["--policy", str(tmp_path / "nope.zip"), "--game", "p4g"], "argument --policy"),
+                          (["--policy", "floor", "--surface", "text", "--game", "tau2"], "another game"),
+                          (["--policy", "floor", "--game", "p4g", "--panel", "builtin"], "argument --surface"),
+                          (["--policy", f"openai:http://127.0.0.1:9/v1#m", "--surface", "text", "--game", "p4g"],
+                           "argument --policy")):
+        with pytest.raises(SystemExit) as e:
+            score(*argv, "--out", str(tmp_path / "o"))
+        assert e.value.code == 2
+        assert message in capsys.readouterr().err
