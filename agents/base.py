@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from scope_envs.core.deprecation import sharpening_of
 from scope_envs.core.game import Persona
 from scope_envs.core.simulator import Simulator, View
 
 class SharpenedReference(Simulator):
-    """A reference user model sharpened by ``gamma`` (typicality bias; DESIGN.md §1).
+    """A reference user model sharpened by the exponent ``sharpening`` (typicality bias; DESIGN.md §1).
 
     Subclasses give ``reference(view)``, the unsharpened distribution, in which
     ``cooperation`` is the game's own over-cooperative bias. Direct
-    answers come from ``reference ** gamma``; the verbalized top-k reports the
+    answers come from ``reference ** sharpening``; the verbalized top-k reports the
     unsharpened reference with multiplicative calibration noise, which is what
     verbalized sampling recovers.
 
@@ -39,18 +40,25 @@ class SharpenedReference(Simulator):
                 replies.discard("verbalized")
             cls.batched_replies = frozenset(replies)
 
-    def __init__(self, gamma: float = 1.0, persona: Persona | None = None, calibration_noise: float = 0.25,
-                 name: str = "reference", *, cooperation: float = 0.0):
-        if gamma < 1:
-            raise ValueError(f"gamma must be >= 1 (a sharpened reference), got {gamma}")
-        self.gamma, self.persona, self.cooperation = gamma, persona, cooperation
+    def __init__(self, sharpening: float | None = None, persona: Persona | None = None,
+                 calibration_noise: float = 0.25, name: str = "reference", *, cooperation: float = 0.0,
+                 gamma: float | None = None):
+        sharpening = sharpening_of(sharpening, gamma, 1.0)
+        if sharpening < 1:
+            raise ValueError(f"sharpening must be >= 1 (a sharpened reference), got {sharpening}")
+        self.sharpening, self.persona, self.cooperation = sharpening, persona, cooperation
         self.calibration_noise, self.name = calibration_noise, name
 
     def reference(self, view: View) -> np.ndarray:
         raise NotImplementedError
 
     def distribution(self, view: View) -> np.ndarray:
-        return normalize(sharpen(self.reference(view), self.gamma), view.legal)
+        return normalize(sharpen(self.reference(view), self.sharpening), view.legal)
+
+    @property
+    def gamma(self) -> float:
+        """Deprecated name of ``sharpening`` (removed in the next release)."""
+        return self.sharpening
 
     def verbalize(self, view, k, rng, tail: float | None = None):
         p = self.reference(view)
@@ -74,7 +82,7 @@ def normalize(p: np.ndarray, legal: np.ndarray) -> np.ndarray:
     return q / s
 
 
-def sharpen(p: np.ndarray, gamma: float) -> np.ndarray:
-    """Typicality bias: ``p^gamma`` renormalized (DESIGN.md §1), along the last axis."""
-    q = np.power(p, gamma)
+def sharpen(p: np.ndarray, sharpening: float) -> np.ndarray:
+    """Typicality bias: ``p^sharpening`` renormalized (DESIGN.md §1), along the last axis."""
+    q = np.power(p, sharpening)
     return q / q.sum(-1, keepdims=True)

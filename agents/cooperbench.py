@@ -2,9 +2,9 @@
 
 * ``ReferencePartner``: the population-average teammate policy, playing the
   dealt style card (or ``persona``) with ``cooperation`` added to every
-  probability, sharpened by ``gamma``.
+  probability, sharpened by ``sharpening``.
 * ``CollapsedPartner``: "one frozen chat model as a teammate": the modal
-  style, over-cooperative (+0.3), sharpened by ``gamma = 3`` — it announces its
+  style, over-cooperative (+0.3), sharpened by ``sharpening = 3`` — it announces its
   plan, answers, keeps its claims and respects yours, every time. Its
   verbalized top-k reports the unsharpened reference.
 * ``HumanProxyPartner``: the held-out population; each persona's coins are
@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from scope_envs.agents.base import SharpenedReference
+from scope_envs.core.deprecation import sharpening_of
 from scope_envs.core.simulator import Simulator, View
 from scope_envs.core.game import Persona
 from scope_envs.games.cooperbench import styles
@@ -37,9 +38,10 @@ class ReferencePartner(SharpenedReference):
 
 
 class CollapsedPartner(ReferencePartner):
-    def __init__(self, gamma: float = 3.0, persona: Persona | None = None, cooperation: float = 0.3,
-                 calibration_noise: float = 0.25, name: str = "collapsed"):
-        super().__init__(gamma, persona or styles.default_persona(), calibration_noise, name, cooperation=cooperation)
+    def __init__(self, sharpening: float | None = None, persona: Persona | None = None, cooperation: float = 0.3,
+                 calibration_noise: float = 0.25, name: str = "collapsed", *, gamma: float | None = None):
+        super().__init__(sharpening_of(sharpening, gamma, 3.0), persona or styles.default_persona(),
+                         calibration_noise, name, cooperation=cooperation)
 
 
 class HumanProxyPartner(Simulator):

@@ -12,7 +12,7 @@ persona prior       the fixed card it plays: index ~ Uniform{0..N-1} over the ga
                     families: the HELD-OUT personas). P4G: ``personas.persona``; CooperBench:
                     ``styles.persona``; tau2: the behaviour card ``behaviour.card`` (the env still
                     deals the task).
-``gamma``           ``1 + LogNormal(mu=log 2, sigma=0.5)``: typicality exponent > 1, median 3 (the
+``sharpening``      ``1 + LogNormal(mu=log 2, sigma=0.5)``: typicality exponent > 1, median 3 (the
                     frozen simulator's), 90% within about [1.9, 5.5].
 ``cooperation``     ``Uniform(c0 - w, c0 + w)``, the game's own over-cooperative bias:
                     P4G ``c0=1.0, w=0.5`` (added to the willingness logit; frozen: 1.0);
@@ -68,7 +68,7 @@ FAMILY_KEYS = {"train": 40_013, "heldout": 80_021}  # disjoint seed streams (DES
 GAME_KEYS = {"p4g": 1, "cooperbench": 2, "tau2": 3}
 DEFAULT_K = {"train": 3, "heldout": 6}  # SCOPE: an ensemble of 3 families; a held-out panel of 6
 PANEL_SIZE = DEFAULT_K["heldout"]
-GAMMA_LOGNORMAL = (float(np.log(2.0)), 0.5)  # gamma = 1 + LogNormal(mu, sigma)
+SHARPENING_LOGNORMAL = (float(np.log(2.0)), 0.5)  # sharpening = 1 + LogNormal(mu, sigma)
 COOPERATION = {"p4g": (1.0, 0.5), "cooperbench": (0.3, 0.2), "tau2": (0.3, 0.2)}  # (center, half width)
 REPLY_STYLES = {"tau2": {"terse": 0.2, "plain": 0.5, "wordy": 0.8}}  # the card's ``verbose``
 CALIBRATION_NOISE = 0.25
@@ -97,10 +97,15 @@ class Family:
     split: str
     index: int
     seed: int
-    gamma: float
+    sharpening: float
     cooperation: float
     persona: Persona
     reply_style: str | None = None
+
+    @property
+    def gamma(self) -> float:
+        """Deprecated name of ``sharpening`` (removed in the next release)."""
+        return self.sharpening
 
     @property
     def entropy(self) -> tuple[int, int, int, int]:
@@ -110,7 +115,7 @@ class Family:
     @property
     def name(self) -> str:
         style = f"-{self.reply_style}" if self.reply_style else ""
-        return (f"{self.split}-family{self.index}-s{self.seed}-{self.persona.id}-g{self.gamma:.2f}"
+        return (f"{self.split}-family{self.index}-s{self.seed}-{self.persona.id}-g{self.sharpening:.2f}"
                 f"-c{self.cooperation:.2f}{style}")
 
     def simulator(self) -> Simulator:
@@ -118,15 +123,16 @@ class Family:
         if self.game == "p4g":
             from scope_envs.agents.p4g import CollapsedPersuadee
 
-            sim = CollapsedPersuadee(self.gamma, self.persona, self.cooperation, CALIBRATION_NOISE, self.name)
+            sim = CollapsedPersuadee(self.sharpening, self.persona, self.cooperation, CALIBRATION_NOISE, self.name)
         elif self.game == "cooperbench":
             from scope_envs.agents.cooperbench import CollapsedPartner
 
-            sim = CollapsedPartner(self.gamma, self.persona, self.cooperation, CALIBRATION_NOISE, self.name)
+            sim = CollapsedPartner(self.sharpening, self.persona, self.cooperation, CALIBRATION_NOISE, self.name)
         else:
             from scope_envs.agents.tau2 import CollapsedUser
 
-            sim = CollapsedUser(self.gamma, self.persona, CALIBRATION_NOISE, self.name, cooperation=self.cooperation)
+            sim = CollapsedUser(self.sharpening, self.persona, CALIBRATION_NOISE, self.name,
+                                cooperation=self.cooperation)
         sim.family = self
         return sim
 
@@ -150,7 +156,7 @@ def draw(game: str, split: str, index: int, seed: int = 0) -> Family:
     rng = np.random.default_rng([FAMILY_KEYS[split], GAME_KEYS[game], int(seed), int(index)])
     sizes, persona = _personas(game)
     card = persona(split, int(rng.integers(sizes[split])))
-    gamma = 1.0 + float(rng.lognormal(*GAMMA_LOGNORMAL))
+    sharpening = 1.0 + float(rng.lognormal(*SHARPENING_LOGNORMAL))
     center, width = COOPERATION[game]
     cooperation = float(rng.uniform(center - width, center + width))
     style = None
@@ -159,7 +165,7 @@ def draw(game: str, split: str, index: int, seed: int = 0) -> Family:
         style = names[int(rng.integers(len(names)))]
         card = Persona(card.id, card.split, {**card.traits, "verbose": REPLY_STYLES[game][style]},
                        {**card.attributes, "reply_style": style})
-    return Family(game, split, int(index), int(seed), gamma, cooperation, card, style)
+    return Family(game, split, int(index), int(seed), sharpening, cooperation, card, style)
 
 
 def family_specs(game: str, split: str = "train", k: int | None = None, seed: int = 0) -> list[Family]:

@@ -4,7 +4,7 @@
 * ``CollapsedPersuadee``: "one frozen aligned LLM playing a user". The reference
   persuadee model with a modal default persona, an over-cooperative bias
   (``cooperation`` added to its willingness) and typicality bias: its replies
-  are the reference distribution sharpened by ``gamma > 1``. Its verbalized
+  are the reference distribution sharpened by ``sharpening > 1``. Its verbalized
   top-k reports the *unsharpened* reference with calibration noise.
 * ``HumanProxyPersuadee``: the held-out human-proxy behaviour model, playing the
   card the episode deals. Evaluation only.
@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from scope_envs.agents.base import SharpenedReference, normalize
+from scope_envs.core.deprecation import sharpening_of
 from scope_envs.core.simulator import Simulator, View
 from scope_envs.core.game import Persona
 from scope_envs.games.p4g import dialogue_acts, personas, reference
@@ -26,7 +27,7 @@ PERSUADEE_ACTS = dialogue_acts.PERSUADEE_ACTS
 
 
 class ReferencePersuadee(SharpenedReference):
-    """The reference persuadee model playing the dealt card (or ``persona``), sharpened by ``gamma``."""
+    """The reference persuadee model playing the dealt card (or ``persona``), sharpened by ``sharpening``."""
 
     batched_reference = "p4g"  # the batched engine computes this reference for all slots (vec/games.py)
 
@@ -37,9 +38,10 @@ class ReferencePersuadee(SharpenedReference):
 
 
 class CollapsedPersuadee(ReferencePersuadee):
-    def __init__(self, gamma: float = 3.0, persona: Persona | None = None, cooperation: float = 1.0,
-                 calibration_noise: float = 0.25, name: str = "collapsed"):
-        super().__init__(gamma, persona or personas.default_persona(), calibration_noise, name, cooperation=cooperation)
+    def __init__(self, sharpening: float | None = None, persona: Persona | None = None, cooperation: float = 1.0,
+                 calibration_noise: float = 0.25, name: str = "collapsed", *, gamma: float | None = None):
+        super().__init__(sharpening_of(sharpening, gamma, 3.0), persona or personas.default_persona(),
+                         calibration_noise, name, cooperation=cooperation)
 
 
 class HumanProxyPersuadee(Simulator):
@@ -94,5 +96,5 @@ def rotation_members() -> list[CollapsedPersuadee]:
     """Several frozen simulators: different default personas (train split) and sharpness."""
     cards = [personas.default_persona(), personas.persona("train", 11), personas.persona("train", 222),
              personas.persona("train", 333)]
-    gammas = [3.0, 2.0, 4.0, 6.0]
-    return [CollapsedPersuadee(g, c, name=f"collapsed-{c.id}-g{g:g}") for c, g in zip(cards, gammas)]
+    sharpenings = [3.0, 2.0, 4.0, 6.0]
+    return [CollapsedPersuadee(g, c, name=f"collapsed-{c.id}-g{g:g}") for c, g in zip(cards, sharpenings)]

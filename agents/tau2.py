@@ -1,13 +1,13 @@
 """Built-in tau2 players (act-level; on the text surface ``text_game.py`` renders their acts and reads the agent).
 
 * ``ReferenceUser``: the training-side reference user model (``behaviour.py``)
-  playing the dealt card (or ``style``), sharpened by ``gamma``; ``cooperation``
+  playing the dealt card (or ``style``), sharpened by ``sharpening``; ``cooperation``
   in [0, 1] moves its cooperative traits that fraction of the way toward the
   collapsed user's modal card (0, the default: the card as it is).
 * ``CollapsedUser``: "one frozen aligned LLM playing the customer": the modal
   ``default`` card — discloses everything in its first message, never insists,
   always complies, never changes its mind, never slips, endlessly patient —
-  sharpened by ``gamma = 3``. Its verbalized top-k reports the unsharpened
+  sharpened by ``sharpening = 3``. Its verbalized top-k reports the unsharpened
   reference (verbalized sampling recovers the reference's spread).
 * ``HumanProxyUser``: the held-out population (``human_proxy.py``), playing the
   held-out card the episode deals. Evaluation only.
@@ -24,6 +24,7 @@ import json
 import numpy as np
 
 from scope_envs.agents.base import SharpenedReference
+from scope_envs.core.deprecation import sharpening_of
 from scope_envs.core.game import Persona
 from scope_envs.core.simulator import Simulator, View
 from scope_envs.games.tau2 import behaviour, human_proxy
@@ -48,12 +49,12 @@ class ReferenceUser(SharpenedReference):
 
     batched_reference = "tau2"  # the batched engine computes this reference for all slots (vec/games.py)
 
-    def __init__(self, gamma: float = 1.0, style: Persona | None = None, calibration_noise: float = 0.25,
-                 name: str = "reference", *, cooperation: float = 0.0):
+    def __init__(self, sharpening: float | None = None, style: Persona | None = None, calibration_noise: float = 0.25,
+                 name: str = "reference", *, cooperation: float = 0.0, gamma: float | None = None):
         if not 0.0 <= cooperation <= 1.0:
             raise ValueError(f"cooperation must be in [0, 1] for a tau2 user, got {cooperation}")
         # persona None: the env deals the task
-        super().__init__(gamma, None, calibration_noise, name, cooperation=cooperation)
+        super().__init__(sharpening_of(sharpening, gamma, 1.0), None, calibration_noise, name, cooperation=cooperation)
         self.style = style
 
     def reference(self, view: View) -> np.ndarray:
@@ -64,9 +65,10 @@ class ReferenceUser(SharpenedReference):
 
 
 class CollapsedUser(ReferenceUser):
-    def __init__(self, gamma: float = 3.0, style: Persona | None = None, calibration_noise: float = 0.25,
-                 name: str = "collapsed", *, cooperation: float = 0.0):
-        super().__init__(gamma, style or behaviour.default_card(), calibration_noise, name, cooperation=cooperation)
+    def __init__(self, sharpening: float | None = None, style: Persona | None = None, calibration_noise: float = 0.25,
+                 name: str = "collapsed", *, cooperation: float = 0.0, gamma: float | None = None):
+        super().__init__(sharpening_of(sharpening, gamma, 3.0), style or behaviour.default_card(), calibration_noise,
+                         name, cooperation=cooperation)
 
 
 class HumanProxyUser(Simulator):

@@ -26,6 +26,7 @@ from __future__ import annotations
 import functools
 from typing import Callable
 
+from scope_envs.core.deprecation import sharpening_of
 from scope_envs.core.env import LEARNABLE, DialogueParallelEnv
 from scope_envs.core.game import Game
 from scope_envs.core.simulator import Simulator
@@ -43,6 +44,7 @@ REGIME_KWARGS = {
     "population": {"members", "schedule", "pool_size", "snapshot_every", "pool_sample"},
     "heldout": {"personas", "assumptions"},
 }
+SHARPENING = 3.0  # the frozen simulator's sharpening exponent (``sharpening=``; ``gamma=`` is its deprecated name)
 HELDOUT_PERSONAS = ("heldout", "train")  # the heldout regime's ``personas``: which split's cards/tasks it deals
 
 
@@ -126,22 +128,26 @@ def build(
 
 # -- the games' factories ------------------------------------------------------------------
 def make_p4g(regime: str, surface: str = "act", *, max_turns: int = 10, user_reward: str = "mixed",
-             gamma: float = 3.0, render_mode=None, max_errors: int = 3, target_var=None, width=None, **options):
+             sharpening: float | None = None, gamma: float | None = None, render_mode=None, max_errors: int = 3,
+             target_var=None, width=None, **options):
     """Persuasion for Good (arguments: ``scope_envs.games.p4g``)."""
+    sharpening = sharpening_of(sharpening, gamma, SHARPENING)
     from scope_envs.agents import p4g as players
     from scope_envs.games.p4g.game import P4GGame
 
     return build(regime, P4GGame(max_turns=max_turns, user_reward=user_reward, target_var=target_var, width=width),
-                 frozen=lambda: players.CollapsedPersuadee(gamma=gamma), rotation=players.rotation_members,
+                 frozen=lambda: players.CollapsedPersuadee(sharpening), rotation=players.rotation_members,
                  heldout=players.HumanProxyPersuadee, surface=surface, render_mode=render_mode,
                  max_errors=max_errors, **options)
 
 
 def make_cooperbench(regime: str, surface: str = "act", *, max_turns: int | None = None,
-                     user_reward: str = "persona", gamma: float = 3.0, render_mode=None, max_errors: int = 3,
-                     target_var=None, width=None, tasks=None, data_dir=None, **options):
+                     user_reward: str = "persona", sharpening: float | None = None, gamma: float | None = None,
+                     render_mode=None, max_errors: int = 3, target_var=None, width=None, tasks=None, data_dir=None,
+                     **options):
     """CooperBench (arguments: ``scope_envs.games.cooperbench``); with ``tasks="demo"`` or ``data_dir=PATH``, the
     real-task game on the text surface (``scope_envs.games.cooperbench.code``)."""
+    sharpening = sharpening_of(sharpening, gamma, SHARPENING)
     if tasks is not None or data_dir is not None:
         from scope_envs.games.cooperbench.code import game as code
         from scope_envs.games.cooperbench.code import partners
@@ -153,7 +159,7 @@ def make_cooperbench(regime: str, surface: str = "act", *, max_turns: int | None
                              user_reward=user_reward, target_var=target_var, width=width,
                              **{k: options.pop(k) for k in code.GAME_OPTIONS if k in options})
         options.setdefault("max_message_chars", code.MAX_MESSAGE_CHARS)
-        return build(regime, game, frozen=lambda: partners.collapsed(gamma), rotation=partners.rotation_members,
+        return build(regime, game, frozen=lambda: partners.collapsed(sharpening), rotation=partners.rotation_members,
                      heldout=partners.human_proxy, surface=surface, render_mode=render_mode,
                      max_errors=max_errors, **options)
     from scope_envs.agents import cooperbench as players
@@ -161,15 +167,17 @@ def make_cooperbench(regime: str, surface: str = "act", *, max_turns: int | None
 
     game = CooperBenchGame(max_turns=12 if max_turns is None else max_turns, user_reward=user_reward, target_var=target_var, width=width)
     return build(regime, game,
-                 frozen=lambda: players.CollapsedPartner(gamma=gamma), rotation=players.rotation_members,
+                 frozen=lambda: players.CollapsedPartner(sharpening), rotation=players.rotation_members,
                  heldout=players.HumanProxyPartner, surface=surface, render_mode=render_mode,
                  max_errors=max_errors, **options)
 
 
 def make_tau2(regime: str, surface: str = "act", *, domain=("airline", "retail", "telecom"), data_dir=None,
               max_steps: int = 100, max_tool_errors: int = 10, judge=None, user_reward: str = "shared",
-              gamma: float = 3.0, render_mode=None, max_errors: int = 3, target_var=None, width=None, **options):
+              sharpening: float | None = None, gamma: float | None = None, render_mode=None, max_errors: int = 3,
+              target_var=None, width=None, **options):
     """tau^2-bench (arguments: ``scope_envs.games.tau2``)."""
+    sharpening = sharpening_of(sharpening, gamma, SHARPENING)
     from scope_envs.agents import tau2 as players
 
     if surface == "act":
@@ -178,7 +186,7 @@ def make_tau2(regime: str, surface: str = "act", *, domain=("airline", "retail",
         from scope_envs.games.tau2.text_game import Tau2TextGame as GameClass
     game = GameClass(domain, data_dir, max_steps=max_steps, max_tool_errors=max_tool_errors, judge=judge,
                      user_reward=user_reward, target_var=target_var, width=width)
-    return build(regime, game, frozen=lambda: players.CollapsedUser(gamma=gamma), rotation=players.rotation_members,
+    return build(regime, game, frozen=lambda: players.CollapsedUser(sharpening), rotation=players.rotation_members,
                  heldout=players.HumanProxyUser, surface=surface, render_mode=render_mode, max_errors=max_errors,
                  **options)
 

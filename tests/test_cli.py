@@ -238,7 +238,7 @@ def test_validate_p4g_on_truncated_csv_files_is_one_line(truncated_p4g, capsys, 
 
 
 def test_p4g_fit_on_truncated_csv_files_is_one_line(truncated_p4g):
-    done = subprocess.run([sys.executable, "-m", "scope_envs.games.p4g.fit", "--data", str(truncated_p4g), "--out",
+    done = subprocess.run([sys.executable, "-m", "scope_envs.validate.p4g", "--data", str(truncated_p4g), "--out",
                            str(truncated_p4g / "p.json"), "--no-calibrate"], capture_output=True, text=True,
                           timeout=300, cwd=ROOT)
     assert done.returncode == 2 and "argument --data" in done.stderr and "Traceback" not in done.stderr

@@ -144,3 +144,35 @@ def test_old_import_paths_still_work_with_a_deprecation_warning(old, new, name):
     with pytest.warns(DeprecationWarning, match=new.replace(".", r"\.")):
         module = importlib.import_module(old)
     assert getattr(module, name) is getattr(importlib.import_module(new), name)
+
+
+def test_games_never_import_the_tools_even_as_scripts():
+    """A games module imports nothing from ``validate/`` (nor bench, study, train, cli), not even in its
+    ``if __name__ == "__main__":`` block: the command that plays players lives with the tools
+    (``python -m scope_envs.validate.p4g``), so no circle closes through a script."""
+    found = modules()
+    known = set(found)
+    tools = ("scope_envs.validate", "scope_envs.bench", "scope_envs.study", "scope_envs.train", "scope_envs.cli")
+    bad = []
+    for name, path in found.items():
+        if not name.startswith("scope_envs.games."):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):  # the whole module, __main__ blocks included
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                targets = [node.module]
+            elif isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            else:
+                continue
+            bad += [f"{name} imports {t}" for t in targets if t.startswith(tools) and (t in known or "." in t)]
+    assert not bad, "\n".join(bad)
+
+
+def test_no_games_module_mirrors_a_tools_module():
+    """``games/<g>/X.py`` is never named after a tools module of the same game (``validate/<g>.py``): the
+    two halves of a pair that import each other are how the last circle formed (games/p4g/validate.py)."""
+    found = modules()
+    tools = {name.rsplit(".", 1)[-1] for name in found if name.startswith("scope_envs.validate.")}
+    mirrored = [name for name in found if name.startswith("scope_envs.games.") and name.count(".") == 3
+                and name.rsplit(".", 1)[-1] in tools | {"validate"}]
+    assert not mirrored, mirrored

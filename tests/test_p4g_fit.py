@@ -48,7 +48,7 @@ def _assert_close(a, b, where="params"):
 @needs_data
 def test_refit_matches_shipped(fitted, shipped):
     for key, value in fitted.items():  # keys written by other code (calibration, ...) are not ours
-        assert key in shipped, f"params.json lacks {key!r}: rerun python -m scope_envs.games.p4g.fit"
+        assert key in shipped, f"params.json lacks {key!r}: rerun python -m scope_envs.validate.p4g"
         _assert_close(value, shipped[key], key)
 
 
@@ -213,7 +213,7 @@ def test_validate_with_files_of_the_wrong_shape(fake_data):
 def test_compare_takes_the_real_statistics_it_is_given():
     from scope_envs.agents.p4g import EmpiricalPersuader, HumanProxyPersuadee
     from scope_envs.games.p4g.simulate import play, statistics
-    from scope_envs.games.p4g.validate import compare
+    from scope_envs.games.p4g.donations import compare
 
     real = {"mean_donation": 0.5, "give_rate": 0.25, "mean_intended": 1.0, "mean_actual": 0.5, "n": 7, "extra": 1}
     sim = statistics(play(HumanProxyPersuadee(), EmpiricalPersuader(), "heldout", 20, 0))

@@ -22,7 +22,7 @@ VARIANTS = [  # (id, kwargs): regime options whose members, schedules or sampler
     ("p4g-population", {"members": 3, "schedule": "round_robin"}),
     ("p4g-vs", {"k": 3, "selection": "random"}),
     ("p4g-heldout", {"personas": "train"}),
-    ("p4g-frozen", {"gamma": 5.0, "max_turns": 4}),
+    ("p4g-frozen", {"sharpening": 5.0, "max_turns": 4}),
     ("p4g-cotrain", {"user_reward": "adversarial"}),
 ]
 

@@ -15,13 +15,21 @@ import numpy as np
 
 
 @dataclass(frozen=True)
-class Persona:
-    """A user's persona card: what a prompted simulator is told about itself."""
+class Scenario:
+    """What the user seat is dealt for one episode: what a prompted simulator is told about itself and its goal.
+
+    For p4g and cooperbench that is a persona card (survey traits, a teammate's style); for tau2 a behaviour
+    card *and* a task (``attributes["task_id"]``, ``attributes["domain"]``, ``attributes["card"]``). The old
+    name ``Persona`` (an alias) fits the first only; ``id`` is the scenario's id either way (the persona's, or
+    ``domain/task``), the one a group of SCOPE's episodes shares."""
 
     id: str
     split: str  # "train" | "heldout" | "default"
     traits: dict[str, float]
     attributes: dict[str, str] = field(default_factory=dict)
+
+
+Persona = Scenario  # the name everywhere until issue 26; kept (a persona card is a scenario without a task)
 
 
 @dataclass

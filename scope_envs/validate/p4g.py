@@ -2,7 +2,7 @@
 
 Both run the built-in players in the game, so they sit above the players
 (DESIGN.md §3); the game's own modules (``scope_envs.games.p4g.fit``,
-``calibrate``, ``validate``) take everything they need as arguments.
+``calibrate``, ``donations``) take everything they need as arguments.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from scope_envs.games.p4g import fit as fit_module
 from scope_envs.games.p4g.calibrate import calibrate
 from scope_envs.games.p4g.fit import DEFAULT_OUT, FILES, PACKAGED, summary, check_data, fit
 from scope_envs.games.p4g.simulate import play, statistics
-from scope_envs.games.p4g.validate import compare, real_statistics
+from scope_envs.games.p4g.donations import compare, real_statistics
 
 
 # what a truncated or malformed csv file raises somewhere in the fit (an empty column, a short row, a bad number)
@@ -65,7 +65,7 @@ def _data_dir(value: str) -> Path:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="python -m scope_envs.games.p4g.fit", description=fit_module.__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m scope_envs.validate.p4g", description=fit_module.__doc__.splitlines()[0])
     ap.add_argument("--data", type=_data_dir, default="../shared/data/p4g",
                     help=f"folder with the P4G csv files {', '.join(FILES)} (default: %(default)s)")
     where = ap.add_mutually_exclusive_group()
@@ -95,7 +95,8 @@ def output_path(ap: argparse.ArgumentParser, args: argparse.Namespace) -> Path:
 
 
 def fit_command(argv=None) -> None:
-    """``python -m scope_envs.games.p4g.fit``: refit the parameters from the real data, calibrate, write."""
+    """``python -m scope_envs.validate.p4g``: refit the parameters from the real data, calibrate, write (the
+    command lives here, with the tools: it plays the players; ``games.p4g.fit`` holds the fitting itself)."""
     ap = build_parser()
     args = ap.parse_args(argv)
     out = output_path(ap, args)
@@ -119,3 +120,7 @@ def fit_command(argv=None) -> None:
     out.write_text(json.dumps(params, indent=1, sort_keys=True) + "\n")
     print(summary(params), file=sys.stderr)
     print(f"wrote {out}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    fit_command()

@@ -78,7 +78,8 @@ __all__ = ["BATCHED_KWARGS", "BatchedVecEnv", "CooperBenchVecEnv", "GymVectorEnv
 # regime's (scope_envs.regimes.REGIME_KWARGS) but the held-out proxies' assumption switch; any other falls back
 # to looping the scalar envs, which implement it
 GAME_KWARGS = frozenset({
-    "surface", "max_turns", "user_reward", "gamma", "target_var", "width", "max_errors", "max_message_chars",
+    "surface", "max_turns", "user_reward", "sharpening", "gamma", "target_var", "width", "max_errors",
+    "max_message_chars",
     "domain", "data_dir", "max_steps", "max_tool_errors", "judge",  # tau2's: its engine plays the scalar games' rules
 })
 UNBATCHED_KWARGS = frozenset({"assumptions"})

@@ -71,7 +71,7 @@ class BatchedVecEnv(VecBase):
         self.hist_role = np.zeros((n, horizon), np.int64)
         self.hist_act = np.zeros((n, horizon), np.int64)
         self._masks = None
-        # batched reply models seen: ("reference", gamma, cooperation) | ("vs_reference", gamma, cooperation,
+        # batched reply models seen: ("reference", sharpening, cooperation) | ("vs_reference", sharpening, cooperation,
         # noise, the sampler's options) | ...
         self._kinds: list[tuple] = []
         self._kind_of: dict = {}  # (id(sim), id(sampler)) -> (sim, sampler, code); holding sim keeps its id
@@ -122,12 +122,12 @@ class BatchedVecEnv(VecBase):
         if isinstance(sampler, VerbalizedSampler):  # its draw from the reference's verbalized top-k (``_verbalized``)
             if not sampler.batched or "verbalized" not in replies:
                 return None
-            return ("vs_reference", float(sim.gamma), float(sim.cooperation), float(sim.calibration_noise),
+            return ("vs_reference", float(sim.sharpening), float(sim.cooperation), float(sim.calibration_noise),
                     sampler.options)
         if type(sampler) is not DirectAnswer:
             return None
         if "direct" in replies:
-            return ("reference", float(sim.gamma), float(sim.cooperation))
+            return ("reference", float(sim.sharpening), float(sim.cooperation))
         if type(sim) is proxy and self.proxy_is_batched(sim):
             return ("human_proxy",)
         return None
@@ -581,15 +581,15 @@ def choice_rows(w: np.ndarray, u: np.ndarray) -> np.ndarray:
     return (cdf <= u[:, None]).sum(1)
 
 
-def power(p: np.ndarray, gamma: float) -> np.ndarray:
-    """``p ** gamma``; a small whole ``gamma`` (the default 3) by products, several times faster than ``pow``
-    (fast mode only: the last bit may differ from ``np.power``)."""
-    if gamma in (1.0, 2.0, 3.0, 4.0):
+def power(p: np.ndarray, exponent: float) -> np.ndarray:
+    """``p ** exponent``; a small whole ``exponent`` (the default sharpening, 3) by products, several times faster
+    than ``pow`` (fast mode only: the last bit may differ from ``np.power``)."""
+    if exponent in (1.0, 2.0, 3.0, 4.0):
         q = p
-        for _ in range(int(gamma) - 1):
+        for _ in range(int(exponent) - 1):
             q = q * p
         return q
-    return np.power(p, gamma)
+    return np.power(p, exponent)
 
 
 def verbalized_candidates(stated: np.ndarray, legal: np.ndarray, k: int, tail: float | None):

@@ -340,10 +340,10 @@ class P4GBatch:
         """``human_proxy.reply_distribution`` in slots ``idx`` (its default assumptions)."""
         return reply_distribution(self.proxy_w[idx], self.last_persuader[idx], legal, *MODELS["human_proxy"]())
 
-    def reference_weights(self, idx, legal, cooperation: float, gamma: float) -> np.ndarray:
-        """Fast mode: ``sharpen(reference_reply, gamma)`` up to each row's sum (``reply_weights``)."""
+    def reference_weights(self, idx, legal, cooperation: float, sharpening: float) -> np.ndarray:
+        """Fast mode: ``sharpen(reference_reply, sharpening)`` up to each row's sum (``reply_weights``)."""
         return reply_weights(self._reference_w(idx, cooperation), self.last_persuader[idx], legal,
-                             log_tables("reference", gamma))
+                             log_tables("reference", sharpening))
 
     def human_proxy_weights(self, idx, legal) -> np.ndarray:
         """Fast mode: ``human_proxy_reply`` up to each row's sum (``reply_weights``)."""
@@ -387,7 +387,7 @@ def reply_distribution(w, said, legal, gifts, center, shift) -> np.ndarray:
 
 
 def reply_weights(w, said, legal, logs: dict) -> np.ndarray:
-    """Fast mode: ``reply_distribution ** gamma`` up to each row's sum (what inverse-CDF sampling needs), zero
+    """Fast mode: ``reply_distribution ** sharpening`` up to each row's sum (what inverse-CDF sampling needs), zero
     off the legal acts: one exponential of log-weights that are linear in the row's terms (``log_tables``).
     The same distribution up to rounding; a row without mass is left zero (the caller's fallback)."""
     x = np.empty((len(w), 3))
@@ -402,21 +402,21 @@ def reply_weights(w, said, legal, logs: dict) -> np.ndarray:
     return p
 
 
-_LOGS: dict = {}  # (model, gamma) -> (the params dict they were built from, the tables)
+_LOGS: dict = {}  # (model, sharpening) -> (the params dict they were built from, the tables)
 
 
-def log_tables(model: str, gamma: float) -> dict:
-    """``reply_distribution`` of ``MODELS[model]`` sharpened by ``gamma``, in log space: for a row of
+def log_tables(model: str, sharpening: float) -> dict:
+    """``reply_distribution`` of ``MODELS[model]`` sharpened by ``sharpening``, in log space: for a row of
     willingness w after persuader act a, with s = sigmoid(w) and S = sum_k gifts_k exp((AMOUNT_TILT (w - center)
     + shift) AMOUNT_Z_k) over the positive bins,
 
-        gamma log p = offset[a] + (w, log(1 + e^w), log S) @ slope      (up to the row's normalizer)
+        sharpening log p = offset[a] + (w, log(1 + e^w), log S) @ slope      (up to the row's normalizer)
 
     a reply act: log base + KAPPA valence (w - center); the $0 bin: that of the amount + log(1 - s), with
     log(1 - s) = -log(1 + e^w); a positive bin k: that of the amount + log s + log gifts_k + (AMOUNT_TILT (w -
     center) + shift) AMOUNT_Z_k - log S, with log s = w - log(1 + e^w). ``amount_slope`` and ``amount_weight``
     give S = exp(w amount_slope) @ amount_weight. ``massless``: the acts that never get mass (the no-op)."""
-    key = (model, float(gamma))
+    key = (model, float(sharpening))
     p = personas.params()
     hit = _LOGS.get(key)
     if hit is None or hit[0] is not p:
@@ -442,7 +442,7 @@ def log_tables(model: str, gamma: float) -> dict:
         # times slower than exp of a number
         massless = ~np.isfinite(offset).any(0)
         offset[:, massless] = 0.0
-        tables_ = {"offset": gamma * offset, "slope": gamma * slope, "massless": np.flatnonzero(massless),
+        tables_ = {"offset": sharpening * offset, "slope": sharpening * slope, "massless": np.flatnonzero(massless),
                    "amount_slope": reference.AMOUNT_TILT * z,
                    "amount_weight": gifts[1:] * np.exp((shift - reference.AMOUNT_TILT * center) * z)}
         hit = _LOGS[key] = (p, tables_)

@@ -5,7 +5,7 @@ human proxy's willingness offset so that its give rate matches the real one,
 then its amount shift so that its mean donation matches, and the reference
 model's offset so that its give rate matches; the held-out personas are only
 ever used to report (``validate.py``). The fitting script
-(``python -m scope_envs.games.p4g.fit``) stores the result under
+(``python -m scope_envs.validate.p4g``) stores the result under
 ``params["calibration"]``.
 """
 

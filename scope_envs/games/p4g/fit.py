@@ -29,7 +29,7 @@ Assumptions (numbers chosen here, not measured):
   $0.01-0.02 gifts would otherwise snap to $0);
 * turns >= 9 are pooled in the per-turn strategy mix; sample stds use ddof=1.
 
-Run ``python -m scope_envs.games.p4g.fit [--data DIR] [--out PATH]`` (see
+Run ``python -m scope_envs.validate.p4g [--data DIR] [--out PATH]`` (see
 ``--help``): it writes ``--out`` (default ``p4g_params.json`` in the current
 folder), never the packaged ``params.json`` that the game loads unless given
 ``--overwrite-packaged``. Keys of an existing output file that this script
@@ -363,9 +363,3 @@ def summary(p: dict) -> str:
         f"give rate unstated {g['give_rate_if_unstated']:.2f}",
         f"response pairs {p['responses']['counts_total']}",
     ])
-
-
-if __name__ == "__main__":  # the command runs players, so it lives with the tools (scope_envs.validate)
-    from scope_envs.validate.p4g import fit_command
-
-    fit_command()

@@ -17,7 +17,7 @@ Agents
     learnable (``cotrain``, ``population``); otherwise a simulator in the env.
     On the act surface (``scope_envs.agents.tau2``): ``frozen`` = the collapsed
     user (the modal card: discloses everything at once, never insists, always
-    complies, one style; sharpened by ``gamma``=3), ``vs`` = its verbalized
+    complies, one style; sharpened by ``sharpening``=3), ``vs`` = its verbalized
     reference, ``rotation`` = four collapsed styles, ``heldout`` = the human-proxy
     population (``human_proxy.py``) on held-out cards and the ``test`` tasks.
     Each task's user goal is derived automatically (``goals.py``), behaviour
@@ -93,7 +93,7 @@ Arguments
     ``surface`` (``act``), ``domain`` (a name or a sequence of names),
     ``data_dir``, ``max_steps`` (100), ``max_tool_errors`` (10), ``judge``,
     ``user_reward`` (``shared``), ``target_var`` (0.25) and ``width`` (0.02) with ``curriculum``,
-    ``gamma`` (3.0, the collapsed user's sharpening), ``render_mode`` (``ansi``),
+    ``sharpening`` (3.0, the collapsed user's; ``gamma`` is its deprecated name), ``render_mode`` (``ansi``),
     ``max_errors`` (3 in-game errors), ``max_message_chars`` (4000: a longer message or tool call is an
     in-game error); regime options as in ``scope_envs.regimes``; ``heldout`` also takes ``assumptions`` (a
     name of ``human_proxy.VARIANTS`` or a dict of ``human_proxy.Assumptions`` fields: factors on slips,

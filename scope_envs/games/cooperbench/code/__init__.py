@@ -75,7 +75,7 @@ Arguments
     tests patch; False: only the tests already in its branch, as CooperBench's
     agents see them); ``cache_tests`` (True: a verdict is reused for the same
     tests patch and patch); ``max_message_chars`` (32000); ``user_reward``,
-    ``target_var``, ``width``, ``gamma``, ``render_mode``, ``max_errors`` and
+    ``target_var``, ``width``, ``sharpening`` (``gamma`` deprecated), ``render_mode``, ``max_errors`` and
     the regime options as for every game. ``game.close()`` removes the
     worktrees at once (they go anyway when the game is collected).
 

@@ -25,7 +25,7 @@ merge conflicts.
 Coins: ``sampled=True`` flips each decision's coin once per (card, task,
 decision), so a held-out proxy is consistent within an episode (as
 ``HumanProxyPartner``); otherwise each decision is drawn from the env's
-generator with the trait probability, sharpened by ``gamma`` (the collapsed,
+generator with the trait probability, sharpened by ``sharpening`` (the collapsed,
 "one frozen chat model" partner). Needs ``combined.patch`` for shared
 functions; without one it writes its own version (and so conflicts).
 """
@@ -40,6 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
+from scope_envs.core.deprecation import sharpening_of
 from scope_envs.core.game import Persona
 from scope_envs.core.simulator import Simulator, View
 from scope_envs.games.cooperbench import styles
@@ -105,15 +106,17 @@ class ScriptedCoder(Simulator):
 
     plays_text = True
 
-    def __init__(self, persona: Persona | None = None, gamma: float | None = None, sampled: bool = False,
-                 run_tests: bool = True, name: str = "scripted_coder"):
-        self.persona, self.gamma, self.sampled, self.run_tests, self.name = persona, gamma, sampled, run_tests, name
+    def __init__(self, persona: Persona | None = None, sharpening: float | None = None, sampled: bool = False,
+                 run_tests: bool = True, name: str = "scripted_coder", *, gamma: float | None = None):
+        sharpening = sharpening_of(sharpening, gamma)
+        self.persona, self.sharpening, self.sampled, self.run_tests, self.name = \
+            persona, sharpening, sampled, run_tests, name
 
     def _coin(self, p: float, rng: np.random.Generator, key: tuple, *what) -> bool:
         if self.sampled:
             return bool(styles.coin(p, True, *key, *what))
-        if self.gamma is not None and 0 < p < 1:
-            p = p**self.gamma / (p**self.gamma + (1 - p) ** self.gamma)
+        if self.sharpening is not None and 0 < p < 1:
+            p = p**self.sharpening / (p**self.sharpening + (1 - p) ** self.sharpening)
         return bool(rng.random() < p)
 
     def reply(self, view: View, rng: np.random.Generator) -> str:
@@ -207,13 +210,13 @@ def silent(name: str = "silent") -> ScriptedCoder:
     return ScriptedCoder(Persona(name, "default", traits, {"style": name}), name=name)
 
 
-def collapsed(gamma: float = 3.0, persona: Persona | None = None, cooperation: float = 0.3,
+def collapsed(sharpening: float = 3.0, persona: Persona | None = None, cooperation: float = 0.3,
               name: str = "collapsed") -> ScriptedCoder:
-    """The frozen partner: the modal style made over-cooperative (+``cooperation``), sharpened by ``gamma``
+    """The frozen partner: the modal style made over-cooperative (+``cooperation``), sharpened by ``sharpening``
     (as the act-level ``CollapsedPartner``)."""
     card = persona or styles.default_persona()
     traits = {k: min(1.0, v + cooperation) for k, v in card.traits.items()}
-    return ScriptedCoder(Persona(card.id, card.split, traits, card.attributes), gamma=gamma, name=name)
+    return ScriptedCoder(Persona(card.id, card.split, traits, card.attributes), sharpening=sharpening, name=name)
 
 
 def rotation_members() -> list[ScriptedCoder]:
