@@ -30,7 +30,7 @@ def line(r: dict) -> str:
     explained = f"{s['explained']:.2f}" if s.get("explained") is not None else "–"
     persona = f"{p['value']:.3f} ({p['reference']['value']:.3f})" if p else "n/a"
     own = r.get("sharpening_own_card")
-    own_text = "–" if not own else (f"{own['value']:.2f} ("
+    own_text = "–" if not own else (f"{own['value']:.2f}{' (bound)' if own.get('at_bound') else ''} ("
                                     + (f"{own['explained']:.2f}" if own.get("explained") is not None else "–") + ")")
     return (f"| {r['game']} | `{r['simulator']}`{tag} | {r['fit']} | {fmt(s, 2)} | {explained} | {own_text} "
             f"| {c['acts']['value']:.2f} | {fmt(c['paths'], 2).split(' ')[0]} | {c['entropy_ratio']['value']:.2f} "
