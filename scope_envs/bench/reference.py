@@ -34,7 +34,10 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1]  # scope_envs/
 REPO = PACKAGE.parent
-REFERENCES = {"reference": "benchmarks/results/default", "reference-sb3": "benchmarks/results/reference-sb3"}
+# a named reference's folders: reference-sb3's SB3 rows are read with the default reference (its band, random and
+# untrained, which need no trainer)
+REFERENCES = {"reference": ("benchmarks/results/default",),
+              "reference-sb3": ("benchmarks/results/reference-sb3", "benchmarks/results/default")}
 # the settings a reference's records must share with the new run (the run's task, minus who and which seed)
 SETTINGS = ("steps", "eval_episodes", "heldout_episodes", "curve_points", "curve_episodes", "user_reward",
             "advantage", "group_size", "sensitivity")
@@ -157,22 +160,30 @@ def settings_rows(games, against: str | None) -> dict:
 
 
 # ------------------------------------------------------------------------------------------------ reference folders
+def folders(against: str) -> list[Path]:
+    """The folders ``--against`` names: a known reference's, or a path; each must hold ``runs/``."""
+    paths = [REPO / p for p in REFERENCES[against]] if against in REFERENCES else [Path(against).expanduser()]
+    for path in paths:
+        if not (path / "runs").is_dir():
+            hint = (" (the committed references are made by the commands in benchmarks/README.md, 'Benchmark "
+                    "your algorithm')" if against in REFERENCES else "")
+            raise ReferenceMismatch(f"--against {against}: {path} has no runs/ folder of run records{hint}")
+    return paths
+
+
 def folder(against: str) -> Path:
-    """The folder ``--against`` names: a known reference's, or a path; it must hold ``runs/``."""
-    path = Path(REFERENCES[against]) if against in REFERENCES else Path(against).expanduser()
-    if against in REFERENCES and not path.is_absolute():
-        path = REPO / path
-    if not (path / "runs").is_dir():
-        hint = (" (the committed reference is made by the command in benchmarks/README.md, 'Benchmark your "
-                "algorithm')" if against in REFERENCES else "")
-        raise ReferenceMismatch(f"--against {against}: {path} has no runs/ folder of run records{hint}")
-    return path
+    """The (first) folder ``--against`` names."""
+    return folders(against)[0]
 
 
-def read_records(path: Path) -> list[dict]:
-    """Every ``{task, result}`` record in ``path/runs`` (sensitivity ceilings left out)."""
-    out = []
-    for file in sorted((path / "runs").glob("*.json")):
+def read_records(path: Path | list[Path]) -> list[dict]:
+    """Every ``{task, result}`` record in ``path/runs`` (of every folder, the first one's where two hold a run;
+    sensitivity ceilings left out)."""
+    out, seen = [], set()
+    for file in [f for p in ([path] if isinstance(path, Path) else path) for f in sorted((p / "runs").glob("*.json"))]:
+        if file.name in seen:
+            continue
+        seen.add(file.name)
         try:
             data = json.loads(file.read_text())
         except (OSError, ValueError) as e:
@@ -205,8 +216,9 @@ def select(against: str, tasks: list[dict], skip: set[str]) -> tuple[list[dict],
     """The reference's results for the built-in rows of this run: for every game and seed of ``tasks`` (the new
     run's tasks), the records of ``REF`` with the same settings and fingerprint. ``ReferenceMismatch`` names
     what differs. Returns the reference's results (run records, the seeds of ``tasks`` only) and its folder."""
-    path = folder(against)
-    records = read_records(path)
+    paths = folders(against)
+    path = paths[0]
+    records = read_records(paths)
     games = sorted({t["game"] for t in tasks})
     seeds = sorted({t["seed"] for t in tasks})
     problems = []

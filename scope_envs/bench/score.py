@@ -81,8 +81,9 @@ def score_act(spec: str, game: str, seeds: int = 1, against: str | None = "refer
         out["band"] = "no reference (--against): no band"
         return out
     try:
-        path = reference.folder(against)
-        ref = [r["result"] for r in reference.read_records(path) if r["task"].get("game") == game
+        paths = reference.folders(against)
+        path = paths[0]
+        ref = [r["result"] for r in reference.read_records(paths) if r["task"].get("game") == game
                and r["task"]["seed"] < seeds]
     except reference.ReferenceMismatch as e:
         if against == "reference":  # the default: say why there is no band, do not fail the score
