@@ -25,9 +25,9 @@ client never starts a new episode in its place; call ``reset()``.
 
 from __future__ import annotations
 
+import http.client
 import json
-import urllib.error
-import urllib.request
+import urllib.parse
 from typing import Any, Optional
 
 import numpy as np
@@ -44,16 +44,42 @@ class SessionLost(RuntimeError):
     """The server no longer has this client's episode (or session); ``reset()`` starts a new one."""
 
 
-def _http(method: str, url: str, body: Optional[dict] = None, timeout: float = 60.0) -> dict:
-    data = None if body is None else json.dumps(body).encode()
-    req = urllib.request.Request(url, data=data, method=method, headers={"content-type": "application/json"})
-    try:
-        with urllib.request.urlopen(req, timeout=timeout) as r:
-            return json.loads(r.read())
-    except urllib.error.HTTPError as e:
-        _raise_http(e.code, e.read())
-    except (urllib.error.URLError, ConnectionError, TimeoutError) as e:
-        raise SessionLost(f"cannot reach the server at {url}: {getattr(e, 'reason', e)}") from None
+class _Http:
+    """JSON over one kept-alive HTTP connection (a batched step is one request; a new TCP connection per
+    request would cost as much as the step). A dropped connection is reopened for the next request: the
+    server keys its sessions by id, so a lost session is reported by the server, never replaced."""
+
+    def __init__(self, base_url: str, timeout: float):
+        parts = urllib.parse.urlsplit(base_url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"base_url must be http://HOST:PORT or https://HOST:PORT, got {base_url!r}")
+        self.base_url, self.parts, self.timeout = base_url, parts, timeout
+        self.conn = None
+
+    def __call__(self, method: str, path: str, body: Optional[dict] = None) -> dict:
+        data = None if body is None else json.dumps(body).encode()
+        for attempt in (0, 1):
+            if self.conn is None:
+                cls = http.client.HTTPSConnection if self.parts.scheme == "https" else http.client.HTTPConnection
+                self.conn = cls(self.parts.hostname, self.parts.port, timeout=self.timeout)
+            try:
+                self.conn.request(method, self.parts.path.rstrip("/") + path, body=data,
+                                  headers={"content-type": "application/json"})
+                response = self.conn.getresponse()
+                raw = response.read()
+                break
+            except (http.client.HTTPException, ConnectionError, OSError) as e:
+                self.close()
+                if attempt or isinstance(e, TimeoutError):
+                    raise SessionLost(f"cannot reach the server at {self.base_url}: {e}") from None
+        if response.status >= 400:
+            _raise_http(response.status, raw)
+        return json.loads(raw)
+
+    def close(self):
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None
 
 
 def _raise_http(status: int, raw: bytes):
@@ -71,7 +97,11 @@ def _raise_http(status: int, raw: bytes):
 
 def fetch_spec(base_url: str, timeout: float = 10.0) -> dict:
     """The served id's spec: agents, roles, spaces, boot id and limits (``GET /scope/spec``)."""
-    return _http("GET", base_url.rstrip("/") + "/scope/spec", timeout=timeout)
+    http_ = _Http(base_url.rstrip("/"), timeout)
+    try:
+        return http_("GET", "/scope/spec")
+    finally:
+        http_.close()
 
 
 def build_space(desc: dict):
@@ -234,7 +264,8 @@ class RemoteVecEnv:
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
         self.spec = fetch_spec(self.base_url)
-        opened = _http("POST", self.base_url + "/scope/vec", {"num_envs": num_envs, "exact": exact}, timeout)
+        self._http = _Http(self.base_url, timeout)
+        opened = self._http("POST", "/scope/vec", {"num_envs": num_envs, "exact": exact})
         self.session_id = opened["session_id"]
         self.num_envs = opened["num_envs"]
         self.exact = opened["exact"]
@@ -278,11 +309,12 @@ class RemoteVecEnv:
         if not self._closed:
             self._closed = True
             try:
-                _http("DELETE", f"{self.base_url}/scope/vec/{self.session_id}", timeout=self.timeout)
+                self._http("DELETE", f"/scope/vec/{self.session_id}")
             except (SessionLost, RuntimeError):
                 pass  # already gone with the server
+            self._http.close()
 
     def _post(self, route: str, body: dict) -> dict:
         if self._closed:
             raise SessionLost("this batched session was closed")
-        return _http("POST", f"{self.base_url}/scope/vec/{self.session_id}/{route}", body, self.timeout)
+        return self._http("POST", f"/scope/vec/{self.session_id}/{route}", body)
