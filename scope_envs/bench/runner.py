@@ -143,7 +143,8 @@ def run(games=GAMES, methods=METHODS, seeds=None, steps=None, eval_episodes=None
     per_game = {key: ", ".join(f"{g} {next(t[key] for t in tasks if t['game'] == g)}" for g in games)
                 for key in ("steps", "eval_episodes", "heldout_episodes")}  # the presets scale these per game
     per_game["seeds"] = ", ".join(f"{g} {len({t['seed'] for t in tasks if t['game'] == g})}" for g in games)
-    write_report(out, results, runs, {**settings, **per_game, "games": list(games), "methods": list(methods), "jobs": jobs,
+    rows = list(dict.fromkeys(m for table in results.values() for m in table))  # the reference's and the new ones
+    write_report(out, results, runs, {**settings, **per_game, "games": list(games), "methods": rows, "jobs": jobs,
                                       "user_reward": user_reward or "each game's default", "advantage": advantage,
                                       "group_size": group_size, **reference.settings_rows(games, against)}, wall,
                  stats_by_game)
