@@ -324,3 +324,21 @@ def test_the_docs_code_blocks_run(tmp_path, monkeypatch):
     assert blocks
     for block in blocks:
         exec(compile(textwrap.dedent(block.split("```")[0]), "docs/diagnose.md", "exec"), {})
+
+
+def test_a_local_model_directory_plays_the_text_surface():
+    pytest.importorskip("transformers")
+    pytest.importorskip("tokenizers")
+    import torch
+    from llm_fixtures import tiny_model_dir
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        r = diagnose("p4g", f"hf:{tiny_model_dir()}", probe_episodes=2, episodes=2, samples=1, cards=2,
+                     persona_states=2, bootstrap=10, llm_options={"max_new_tokens": 8})
+    finally:
+        torch.set_num_threads(threads)
+    assert r["kind"] == "llm" and r["surface"] == "text" and r["fit"] == "sampled"
+    e = r["errors"]
+    assert e["asked"] >= r["design"]["probe_states"] and e["episodes_raised"] == 0  # random text: read or counted
