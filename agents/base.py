@@ -9,7 +9,7 @@ from scope_envs.core.game import Persona
 from scope_envs.core.simulator import Simulator, View
 
 class SharpenedReference(Simulator):
-    """A reference user model sharpened by the exponent ``sharpening`` (typicality bias; DESIGN.md §1).
+    """A reference user model sharpened by the exponent ``sharpening`` (typicality bias; docs/architecture.md §1).
 
     Subclasses give ``reference(view)``, the unsharpened distribution, in which
     ``cooperation`` is the game's own over-cooperative bias. Direct
@@ -83,6 +83,6 @@ def normalize(p: np.ndarray, legal: np.ndarray) -> np.ndarray:
 
 
 def sharpen(p: np.ndarray, sharpening: float) -> np.ndarray:
-    """Typicality bias: ``p^sharpening`` renormalized (DESIGN.md §1), along the last axis."""
+    """Typicality bias: ``p^sharpening`` renormalized (docs/architecture.md §1), along the last axis."""
     q = np.power(p, sharpening)
     return q / q.sum(-1, keepdims=True)

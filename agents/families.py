@@ -34,7 +34,7 @@ disjoint seed streams for every ``seed``; family ``j`` does not depend on ``k``
 (the first 3 of 6 families are the 3 families). The frozen simulator is not one
 of them (family 0 of the train stream is not the frozen one).
 
-DESIGN.md §4.1: a ``train`` family reads only train personas and the
+docs/architecture.md §4.1: a ``train`` family reads only train personas and the
 training-side reference model. ``heldout`` families (the evaluation panel,
 ``panel(game)``, six of them) play held-out personas — still through the
 reference model, never the held-out behaviour model — and are for evaluation
@@ -64,7 +64,7 @@ from scope_envs.core.simulator import Simulator
 
 GAMES = ("p4g", "cooperbench", "tau2")
 SPLITS = ("train", "heldout")
-FAMILY_KEYS = {"train": 40_013, "heldout": 80_021}  # disjoint seed streams (DESIGN.md §4.1)
+FAMILY_KEYS = {"train": 40_013, "heldout": 80_021}  # disjoint seed streams (docs/architecture.md §4.1)
 GAME_KEYS = {"p4g": 1, "cooperbench": 2, "tau2": 3}
 DEFAULT_K = {"train": 3, "heldout": 6}  # SCOPE: an ensemble of 3 families; a held-out panel of 6
 PANEL_SIZE = DEFAULT_K["heldout"]
@@ -180,7 +180,7 @@ def families(game: str, split: str = "train", k: int | None = None, seed: int = 
 
 
 def panel(game: str, seed: int = 0) -> list[Simulator]:
-    """The held-out evaluation panel: six held-out families. Evaluation only (DESIGN.md §4.1)."""
+    """The held-out evaluation panel: six held-out families. Evaluation only (docs/architecture.md §4.1)."""
     return families(game, "heldout", PANEL_SIZE, seed)
 
 

@@ -1,6 +1,6 @@
 """Regime assembly: an id ``<game>-<regime>`` becomes a game, its players and wrappers.
 
-Regimes decide who plays the user role (DESIGN.md §2); every game supports every
+Regimes decide who plays the user role (docs/architecture.md §2); every game supports every
 regime. ``frozen`` and ``vs`` take ``user=``: any ``Simulator`` (an LLM player,
 say) in place of the game's built-in frozen simulator.
 
@@ -9,7 +9,7 @@ deals held-out personas/tasks (``split="heldout"``): for evaluation only. Its on
 option, ``personas="train"``, keeps that behaviour model but deals the *train*
 personas/tasks (the env's split is ``"train"``). It exists for one purpose: the
 benchmark's ``oracle`` row, "PPO with the human proxy" trained on train
-scenarios, the ceiling of DESIGN.md §4 ("the best policy we can train against
+scenarios, the ceiling of docs/architecture.md §4 ("the best policy we can train against
 the held-out behaviour model on *train* personas/tasks"). It is an upper bound
 for measurement only and the one place where anything is trained against the
 held-out behaviour model; no held-out persona or task is ever dealt to it, and

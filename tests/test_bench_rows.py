@@ -50,7 +50,7 @@ def test_heldout_regime_personas_option():
 
 
 def heldout_ids(game):
-    """The held-out persona/card ids and held-out task ids of a game (DESIGN.md §4.1)."""
+    """The held-out persona/card ids and held-out task ids of a game (docs/architecture.md §4.1)."""
     if game == "p4g":
         from scope_envs.games.p4g import personas
 

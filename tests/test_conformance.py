@@ -1,4 +1,4 @@
-"""DESIGN.md §6: every registered id, both surfaces."""
+"""docs/architecture.md §6: every registered id, both surfaces."""
 
 import warnings
 

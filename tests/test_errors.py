@@ -1,4 +1,4 @@
-"""DESIGN.md §4.5: programmer errors raise ValueError naming the agent; model errors stay in the game."""
+"""docs/architecture.md §4.5: programmer errors raise ValueError naming the agent; model errors stay in the game."""
 
 import numpy as np
 import pytest

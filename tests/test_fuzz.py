@@ -1,6 +1,6 @@
 """Hardened against hostile input: property-based fuzzing of every registered id on both surfaces.
 
-DESIGN.md §4.5: bad input gets a clear error and loses nothing. For every id in
+docs/architecture.md §4.5: bad input gets a clear error and loses nothing. For every id in
 ``scope_envs.registry`` and both surfaces, Hypothesis plays random legal episodes
 interleaved with generated bad actions:
 
@@ -389,7 +389,7 @@ def _tau2_malformed_call(s: str) -> bool:
 
 
 def _must_be_in_game_error(s: str, cap: int, game: str) -> bool:
-    """The malformations the README / DESIGN.md §4.5 document as in-game errors for the speaker."""
+    """The malformations the README / docs/architecture.md §4.5 document as in-game errors for the speaker."""
     if len(s) > cap or not s.strip() or _nul_or_surrogate(s):
         return True
     return game == "tau2" and _tau2_malformed_call(s)

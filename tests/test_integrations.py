@@ -84,7 +84,7 @@ def test_torchrl_pettingzoo_wrapper(env_id):
         warnings.filterwarnings("ignore", message="PettingZoo in TorchRL is tested")
         env = PettingZooWrapper(scope_envs.make(env_id), use_mask=True, seed=0)
     expected = {"agent": ["agent_0"], "user": ["user_0"]} if "cotrain" in env_id else {"agent": ["agent_0"]}
-    assert env.group_map == expected  # grouped by the id prefix (DESIGN.md §5)
+    assert env.group_map == expected  # grouped by the id prefix (docs/architecture.md §5)
     check_env_specs(env)
     # random actions drawn from the masked spec: an illegal one would raise in the env
     td = env.rollout(40, break_when_any_done=False)

@@ -1,4 +1,4 @@
-"""The house's layers run one way (DESIGN.md §3) and no module imports itself back.
+"""The house's layers run one way (docs/architecture.md §3) and no module imports itself back.
 
 core ← games ← players (agents) and wrappers ← regime assembly ← trainers ← bench / cli.
 Every import counts, module-level or inside a function: a deferred import that
@@ -176,3 +176,21 @@ def test_no_games_module_mirrors_a_tools_module():
     mirrored = [name for name in found if name.startswith("scope_envs.games.") and name.count(".") == 3
                 and name.rsplit(".", 1)[-1] in tools | {"validate"}]
     assert not mirrored, mirrored
+
+
+def test_the_code_cites_sections_of_docs_architecture_that_exist():
+    """Every ``docs/architecture.md §N`` in the code names a numbered section of that page, and the code cites
+    no design file outside the repository."""
+    import re
+
+    page = (ROOT / "docs" / "architecture.md").read_text()
+    sections = set(re.findall(r"^#{2,3} (\d+(?:\.\d+)?)\.? ", page, re.M))
+    cited, outside = set(), []
+    for folder in ("scope_envs", "agents", "wrappers", "tests", "benchmarks"):
+        for path in (ROOT / folder).rglob("*.py"):
+            text = path.read_text()
+            cited |= set(re.findall(r"docs/architecture\.md §(\d+(?:\.\d+)?)", text))
+            if "DESIGN" + ".md" in text:
+                outside.append(str(path.relative_to(ROOT)))
+    assert cited and not cited - sections, sorted(cited - sections)
+    assert not outside, outside

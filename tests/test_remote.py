@@ -1,5 +1,5 @@
 """``scope_envs.remote`` (issue 31): the package's client against a real server passes the in-process env's
-conformance (DESIGN.md §6), gives the in-process episodes for the same seeds, and reports lost sessions."""
+conformance (docs/architecture.md §6), gives the in-process episodes for the same seeds, and reports lost sessions."""
 
 import os
 import signal

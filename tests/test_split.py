@@ -1,4 +1,4 @@
-"""DESIGN.md §4.1: the held-out population is never seen in training."""
+"""docs/architecture.md §4.1: the held-out population is never seen in training."""
 
 import numpy as np
 import pytest

@@ -1,6 +1,6 @@
 """For trainers that cannot mask actions: a masked act becomes a random legal one.
 
-The environments raise ``ValueError`` on a masked act (DESIGN.md §4.5), which
+The environments raise ``ValueError`` on a masked act (docs/architecture.md §4.5), which
 is right for programmers but stops a trainer without action masking (SB3's
 plain ``PPO``, RLlib's default modules) at its first illegal sample. This
 wrapper replaces such an act with one drawn uniformly from the agent's legal

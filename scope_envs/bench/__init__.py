@@ -5,7 +5,7 @@ trained with the act-level PPO of
 ``scope_envs.train.act_ppo`` on the method's regime, then evaluated (a) against
 the simulator(s) it trained with and (b) against the held-out human-proxy
 population (``<game>-heldout``), which no training run and no setting here
-ever reads beyond that evaluation (DESIGN.md §4), and (c) on a panel of six
+ever reads beyond that evaluation (docs/architecture.md §4), and (c) on a panel of six
 held-out simulator families (``agents.families.panel``). Two rows bound every
 game: ``random`` (uniform legal play, the floor) and ``oracle`` (PPO against
 the held-out behaviour model on *train* personas and tasks only, the ceiling:

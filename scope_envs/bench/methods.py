@@ -1,6 +1,6 @@
 """The benchmark's methods: what each trains on, and one (game, method, seed) run.
 
-The first two rows of every game are its band (DESIGN.md §4, "The benchmark is an instrument"):
+The first two rows of every game are its band (docs/architecture.md §4, "The benchmark is an instrument"):
 
 * ``random`` — the floor: ``agent_0`` plays uniformly at random over its legal acts
   (``evaluate(..., uniform=True)``, ``scope_envs.train.policy.UniformPolicy``); no training (0 decisions),
@@ -57,7 +57,7 @@ SEEDS_MIN = {"p4g": 35, "cooperbench": 5, "tau2": 11}
 LARGE_EVAL = 2048  # from this many episodes a side is evaluated on 256 envs (eval_envs)
 POPULATION_MEMBERS = 4
 POOL = {"pool_size": 5, "snapshot_every": 4}  # SCOPE's checkpoint pool (wrappers/pool.py)
-DIVERSITY_COEF = 0.02  # set a priori, never tuned (DESIGN.md §4)
+DIVERSITY_COEF = 0.02  # set a priori, never tuned (docs/architecture.md §4)
 DIAGNOSTICS = GROUP_FRACTIONS  # grouped runs only: the fractions of groups (scope_envs.train.groups)
 METRICS = ("train_success", "heldout_success", "gap", "policy_entropy", "sim_entropy", "train_zero_score_frac",
            "panel_success")  # run metrics also hold ``panel_per_family`` (a list of six: not averaged here)
@@ -123,7 +123,7 @@ def panel_seeds(seed: int) -> list[int]:
 def evaluate_panel(trainer, game: str, episodes: int, seed: int, uniform: bool = False) -> dict:
     """``agent_0`` of a ``PPOTrainer`` (``uniform``: uniform play) against each of the six held-out panel
     families, ``episodes`` episodes each: ``scope_envs.bench.protocol.evaluate_panel``. Evaluation only
-    (DESIGN.md §4.1)."""
+    (docs/architecture.md §4.1)."""
     from scope_envs.bench.plugins import Trained
     from scope_envs.bench.policies import TrainerPlayers
     from scope_envs.bench.protocol import evaluate_panel as panel_of

@@ -84,7 +84,7 @@ def _plain(e: dict, key: str) -> str:
 def definitions() -> list[str]:
     """The pre-declared analysis, as the report states it once at the top."""
     return [
-        "## Pre-declared analysis (fixed before any result; DESIGN.md §4)", "",
+        "## Pre-declared analysis (fixed before any result; docs/architecture.md §4)", "",
         f"* **Floor and ceiling.** `{FLOOR}` (uniform legal play) is each game's floor, `{CEILING}` (PPO trained "
         "against the held-out behaviour model on *train* personas/tasks) its ceiling; headroom = mean(oracle) − "
         "mean(random) on held-out success. A game whose ceiling does not clear its floor (headroom <= 0, or the "

@@ -1,4 +1,4 @@
-"""The benchmark's statistics, declared before any result exists (DESIGN.md §4, "The benchmark is an instrument").
+"""The benchmark's statistics, declared before any result exists (docs/architecture.md §4, "The benchmark is an instrument").
 
 Everything here is computed from per-seed numbers (``results[game][method]["per_seed"][seed]``):
 

@@ -138,4 +138,4 @@ class Game(ABC):
 
 
 class InGameError(Exception):
-    """Malformed model output: an in-game error, never a crash (DESIGN.md §4.5)."""
+    """Malformed model output: an in-game error, never a crash (docs/architecture.md §4.5)."""

@@ -1,7 +1,7 @@
 """Persuasion for Good against its real data: ``validate`` and the ``fit`` command.
 
 Both run the built-in players in the game, so they sit above the players
-(DESIGN.md §3); the game's own modules (``scope_envs.games.p4g.fit``,
+(docs/architecture.md §3); the game's own modules (``scope_envs.games.p4g.fit``,
 ``calibrate``, ``donations``) take everything they need as arguments.
 """
 

@@ -1,7 +1,7 @@
 """The human-proxy persuadee: the evaluation-only behaviour model. Never train against it.
 
 Only the ``heldout`` regime, ``scope-envs validate`` and the fitting script use
-this module; a test checks that no training regime touches it (DESIGN.md §4.1).
+this module; a test checks that no training regime touches it (docs/architecture.md §4.1).
 
 Fitted to the real data (``params.json``):
   the propensity regression on the survey card, the per-use effect of each

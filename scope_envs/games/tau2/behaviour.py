@@ -12,7 +12,7 @@ A card's traits, all in [0, 1]:
 
 Cards of a split are drawn from seeded streams keyed by ``(split key, index)``:
 ``train`` and ``heldout`` are disjoint id spaces from disjoint seed streams
-(DESIGN.md §4.1). The ``default`` card is the collapsed simulator's mode: it
+(docs/architecture.md §4.1). The ``default`` card is the collapsed simulator's mode: it
 discloses everything, never insists, always complies, never changes its mind,
 never slips, is endlessly patient — tau^2-bench's over-cooperative LLM user.
 

@@ -1,6 +1,6 @@
 """Finding and loading tau^2-bench domain data (databases, policies, tasks, splits).
 
-Precedence (DESIGN.md §4.3, real data where it exists):
+Precedence (docs/architecture.md §4.3, real data where it exists):
 
 1. ``data_dir=``: a tau^2-bench ``data/tau2/domains`` folder (one sub-folder per domain);
    else the environment variable ``SCOPE_ENVS_TAU2_DATA``: such a folder, or ``embedded`` to

@@ -1,7 +1,7 @@
 """The tau2 human-proxy user: the evaluation-only behaviour model. Never train against it.
 
 Only the ``heldout`` regime (and ``scope-envs validate``) use this module; a test
-checks that no training regime touches it (DESIGN.md §4.1). It plays held-out
+checks that no training regime touches it (docs/architecture.md §4.1). It plays held-out
 cards (``behaviour.card("heldout", i)``) on the tasks of the ``test`` split.
 
 It differs from the training-side reference in the ways real users differ from a
@@ -10,7 +10,7 @@ identity answer; a user who changes its mind does so at its first chance), a
 patience that runs out faster after tool errors, half-answers to slot requests
 (it may restate its request instead), and unprompted questions. Its parameters
 were set a priori from the trait definitions and are never tuned toward any
-benchmark result (DESIGN.md §4.4).
+benchmark result (docs/architecture.md §4.4).
 
 Three of them are assumptions no data here pins down, each with a switch
 (``Assumptions``): how often users slip (``slips``, a factor on the card's slip

@@ -3,7 +3,7 @@
 An action is a plain message or one JSON tool call ``{"name": ..., "arguments": {...}}``
 (a ```json fence around it is accepted). Text that opens with ``{`` but cannot be
 read as a JSON object with a string ``name`` is a malformed call: an in-game error
-(DESIGN.md §4.5), never a crash. Unreadable are: invalid JSON; JSON nested deeper
+(docs/architecture.md §4.5), never a crash. Unreadable are: invalid JSON; JSON nested deeper
 than ``MAX_DEPTH`` (32) arrays and objects, refused by a linear scan before the
 JSON parser runs (real tool calls reach 4: the call, its arguments, a list of
 records, a record; 32 leaves room for any schema while keeping the parser and
