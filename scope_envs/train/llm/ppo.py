@@ -81,6 +81,7 @@ KL_ESTIMATORS = ("k1", "k3", "low_var_kl")
 POOL_SAMPLES = ("uniform", "latest")
 OLD_LOGPROBS = ("trainer", "engine")
 DTYPES = ("float32", "bfloat16")
+RANDOM = "random:"  # a model spec: random weights from a directory's config (see load_model)
 FROZEN_USER = "frozen_user"  # the metrics' name for a frozen LLM user's generation (agent mode, user_model)
 
 
@@ -112,8 +113,8 @@ class Config:
     temperature: float = 1.0
     lr: float = 1e-4
     user_lr: float | None = None  # the user learner's learning rate (cotrain, population; default: lr)
-    ppo_epochs: int = 2
-    minibatch: int = 4  # sequences per gradient step
+    ppo_epochs: int = 4  # (TRL's and Ziegler et al.'s 4; defaults chosen on llm-toy: docs/llm-training.md)
+    minibatch: int = 8  # sequences per gradient step
     clip: float = 0.2  # ppo's symmetric clip, the default of clip_low and clip_high under ppo
     clip_low: float | None = None  # ratio floor 1 - clip_low (default: clip; grpo 0.2)
     clip_high: float | None = None  # ratio ceiling 1 + clip_high (default: clip; grpo 0.28, DAPO's clip-higher)
@@ -123,7 +124,7 @@ class Config:
     gamma: float = 1.0
     lam: float = 0.95
     grpo_std_norm: bool = False  # grpo: divide by the group's std too (SCOPE: off)
-    kl_coef: float | None = None  # default: 0.05 (ppo, a reward penalty); 0.001 (grpo, a loss term)
+    kl_coef: float | None = None  # default: 0.01 (ppo, a reward penalty, OpenRLHF's); 0.001 (grpo, a loss term)
     kl_estimator: str | None = None  # k1 | k3 | low_var_kl (default: k1 under ppo, low_var_kl under grpo)
     kl_target: float | None = None  # set: adaptive coefficient (Ziegler et al. 2019), per learner
     kl_horizon: int = 10000  # in trained tokens
@@ -137,6 +138,7 @@ class Config:
     seed: int = 0
     out: str = "runs/llm"
     save_every: int = 0  # 0: only at the end
+    save_final: bool = True  # the final checkpoint (benchmarks/llm_gpu.py measures without writing models)
     log: bool = True
 
     def __post_init__(self):
@@ -154,7 +156,7 @@ class Config:
         if self.kl_estimator not in KL_ESTIMATORS:
             raise ValueError(f"kl_estimator must be one of {KL_ESTIMATORS}, got {self.kl_estimator!r}")
         if self.kl_coef is None:
-            self.kl_coef = 0.001 if grpo else 0.05
+            self.kl_coef = 0.001 if grpo else 0.01
         if self.clip_low is None:
             self.clip_low = 0.2 if grpo else self.clip
         if self.clip_high is None:
@@ -309,11 +311,21 @@ def _errors(observation) -> list[str]:
 # ----------------------------------------------------------------------------- models
 def load_model(path: str, device: str, seed: int, dtype: str = "float32"):
     """(model, tokenizer, local path) from a local directory, weights in ``dtype``; "tiny" builds a random
-    tiny Llama first."""
+    tiny Llama first; ``random:DIR`` builds random weights from DIR's config (a GPU check's models, of any
+    size, with nothing to download or load)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from scope_envs.agents.llm.backends import local_model_dir
 
+    if path.startswith(RANDOM):  # a config and a tokenizer, no weights: random weights built on the device
+        from transformers import AutoConfig
+
+        d = local_model_dir(path[len(RANDOM):])
+        torch.manual_seed(seed)
+        with torch.device(device):
+            model = AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(d, local_files_only=True),
+                                                     dtype=getattr(torch, dtype))
+        return model, AutoTokenizer.from_pretrained(d, local_files_only=True), str(d)
     if path == "tiny":
         import tempfile
 
@@ -971,5 +983,6 @@ def train(cfg: Config, make_env: Callable | None = None, learners: dict[str, Lea
                   f"tok/s {row['tokens_per_s']:.0f}  rollout {t_roll:.1f}s  update {row['time_update']:.1f}s", flush=True)
         if cfg.save_every and update % cfg.save_every == 0:
             save_checkpoint(cfg, learners, out / "checkpoints" / f"update_{update}", pool.snapshots if pool else ())
-    save_checkpoint(cfg, learners, out / "checkpoints" / "final", pool.snapshots if pool else ())
+    if cfg.save_final:
+        save_checkpoint(cfg, learners, out / "checkpoints" / "final", pool.snapshots if pool else ())
     return {"learners": learners, "history": history}
