@@ -92,8 +92,6 @@ def test_one_definition_each():
     found = {n: [] for n in names}
     for folder in ("scope_envs", "agents", "wrappers"):
         for path in (ROOT / folder).rglob("*.py"):
-            if path.parent.name == "llm" and re.search(r"^def grpo_advantages\(", path.read_text(), re.M):
-                continue  # the LLM trainer still keeps its copies: it switches in issue 30 (then this line goes)
             for n in names:
                 if re.search(rf"^def {n}\(", path.read_text(), re.M):
                     found[n].append(str(path.relative_to(ROOT)))
