@@ -46,12 +46,20 @@ share and the solo baseline, for tau2 the task success rate (reward 1) with
 per-domain figures. Outputs in ``--out``: ``results.json``,
 ``report.md``, ``curves.json``, ``<game>_learning_curves.png``,
 ``<game>_entropy.png``.
+
+Your own method is a plug-in of the same protocol as these rows (``scope_envs.bench.plugins``: ``Method``,
+``TrainContext``, ``Trained``), every row and any policy is evaluated by ``evaluate_policy``
+(``scope_envs.bench.protocol``), and ``--method FILE.py:NAME --against reference`` scores a new method against
+the committed reference rows without rerunning them (docs/benchmark-your-algorithm.md).
 """
 
 from scope_envs.bench.methods import (DIAGNOSTICS, EXTRA_METHODS, GAMES, METHODS, METRICS, PRESETS, method_setup,
                                       run_one)
+from scope_envs.bench.plugins import Method, TrainContext, Trained
+from scope_envs.bench.protocol import evaluate_policy
 from scope_envs.bench.runner import add_arguments, main, run
 from scope_envs.bench.stats import claims, holm, pairwise_tests, summarize
 
-__all__ = ["DIAGNOSTICS", "EXTRA_METHODS", "GAMES", "METHODS", "METRICS", "PRESETS", "add_arguments", "claims", "holm",
-           "main", "method_setup", "pairwise_tests", "run", "run_one", "summarize"]
+__all__ = ["DIAGNOSTICS", "EXTRA_METHODS", "GAMES", "METHODS", "METRICS", "PRESETS", "Method", "TrainContext", "Trained",
+           "add_arguments", "claims", "evaluate_policy", "holm", "main", "method_setup", "pairwise_tests", "run",
+           "run_one", "summarize"]
