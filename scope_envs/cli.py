@@ -199,18 +199,22 @@ def main(argv=None) -> None:
     t.add_argument("--temperature", type=positive_float, default=1.0)
     t.add_argument("--lr", type=positive_float, default=1e-4)
     t.add_argument("--user-lr", type=positive_float, default=None, help="the user learner's learning rate (--lr)")
-    t.add_argument("--ppo-epochs", type=count(1000), default=2, help="at most 1000")
-    t.add_argument("--minibatch", type=count(4096), default=4, help="at most 4096")
+    t.add_argument("--ppo-epochs", type=count(1000), default=None, help="epochs per update (4; at most 1000)")
+    t.add_argument("--minibatch", type=count(4096), default=None, help="sequences per gradient step (8; at most 4096)")
     t.add_argument("--clip-low", type=nonnegative_float, default=None, help="ratio floor 1 - x (0.2)")
     t.add_argument("--clip-high", type=nonnegative_float, default=None, help="ratio ceiling 1 + x (ppo 0.2, grpo 0.28)")
     t.add_argument("--ent-coef", type=nonnegative_float, default=None, help="entropy bonus (0)")
-    t.add_argument("--kl-coef", type=nonnegative_float, default=None, help="ppo 0.05 (reward penalty), grpo 0.001 (loss)")
+    t.add_argument("--kl-coef", type=nonnegative_float, default=None, help="ppo 0.01 (reward penalty), grpo 0.001 (loss)")
     t.add_argument("--kl-estimator", choices=["k1", "k3", "low_var_kl"], default=None, help="ppo k1, grpo low_var_kl")
     t.add_argument("--kl-target", type=positive_float, default=None, help="set for an adaptive KL coefficient")
     t.add_argument("--old-logprobs", choices=["trainer", "engine"], default=None,
                    help="the ratio's old logprobs: the trainer's recompute (default) or the engine's sampling ones")
     t.add_argument("--gpu-memory-fraction", type=positive_float, default=None,
                    help="vLLM: the share of GPU memory each engine reserves, in (0, 1] (0.3)")
+    t.add_argument("--dtype", choices=["float32", "bfloat16"], default=None,
+                   help="the models' weights (bfloat16 on cuda, with fp32 master weights; float32 on cpu)")
+    t.add_argument("--gradient-checkpointing", action=argparse.BooleanOptionalAction, default=None,
+                   help="recompute activations in the backward pass (default: on cuda)")
     t.add_argument("--seed", type=seed, default=0, help="0 to 2**32-1")
     t.add_argument("--out", type=output_dir, default="runs/llm", help="metrics.jsonl and checkpoints/ go here")
     t.add_argument("--save-every", type=count(100_000, low=0), default=0, help="updates between checkpoints (0: none; at most 100_000)")

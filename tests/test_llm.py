@@ -625,7 +625,10 @@ def test_cli_train_llm(tmp_path, tiny_dir):
     main(["train-llm", "--env", "llm-toy", "--model", tiny_dir, "--updates", "2", "--max-new-tokens", "4",
           "--groups", "2", "--group-size", "2", "--out", str(tmp_path), "--kl-estimator", "k3", "--kl-target", "0.1"])
     lines = (tmp_path / "metrics.jsonl").read_text().splitlines()
-    assert len(lines) == 2 and json.loads(lines[1])["kl_coef"] != 0.05  # adaptive
+    assert len(lines) == 2 and json.loads(lines[0])["kl_coef"] == 0.01  # PPO's default coefficient...
+    assert json.loads(lines[1])["kl_coef"] != 0.01  # ...adapted
+    config = json.loads((tmp_path / "checkpoints" / "final" / "config.json").read_text())
+    assert (config["ppo_epochs"], config["minibatch"]) == (4, 8)  # the CLI leaves the defaults to Config
 
 
 def test_cotraining_one_shared_model_plays_both_roles(tmp_path, tiny_dir):

@@ -105,3 +105,26 @@ def build_tiny_model(path, *, arch: str = "llama", hidden: int = 64, layers: int
     model.save_pretrained(path)
     tokenizer.save_pretrained(path)
     return model, tokenizer
+
+
+def save_random_model_config(path, *, hidden: int, layers: int, heads: int, intermediate: int, vocab_size: int = 4000,
+                             kv_heads: int | None = None, max_positions: int = 4096, texts: list[str] | None = None):
+    """Save a Llama config of this shape and a tokenizer trained on the spot under ``path``, no weights:
+    ``scope_envs.train.llm.ppo.load_model("random:" + path)`` builds random weights on the device. Returns
+    the parameter count."""
+    from transformers import GenerationConfig, LlamaConfig
+
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    tokenizer = train_tokenizer(vocab_size, texts)
+    config = LlamaConfig(hidden_size=hidden, intermediate_size=intermediate, num_hidden_layers=layers,
+                         num_attention_heads=heads, num_key_value_heads=kv_heads or heads,
+                         max_position_embeddings=max_positions, tie_word_embeddings=False, vocab_size=len(tokenizer),
+                         eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id,
+                         bos_token_id=tokenizer.eos_token_id)
+    config.save_pretrained(path)
+    GenerationConfig(eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id).save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    head_dim = hidden // heads
+    attention = hidden * head_dim * (2 * heads + 2 * (kv_heads or heads))
+    return layers * (attention + 3 * hidden * intermediate + 2 * hidden) + 2 * len(tokenizer) * hidden + hidden

@@ -1,0 +1,63 @@
+"""The wheels the GPU check needs that its machine lacks, downloaded here for Python 3.12.
+
+The GPU machine (one H200; Python 3.12, torch, transformers, peft and accelerate installed; no network)
+gets this project's code and its small pure-Python dependencies as wheels, at most 64 MiB in all. This
+script puts exactly those in ``benchmarks/wheels/`` (git-ignored):
+
+* ``scope_envs-*.whl``, this checkout built as a wheel (pure Python);
+* the pure-Python packages ``import scope_envs`` and the LLM trainer need beyond that image:
+  ``WHEELS`` below (gymnasium and its two small dependencies, pettingzoo, tqdm, threadpoolctl),
+  pinned to the versions this checkout's tests run with.
+
+On the GPU machine, with the folder carried along::
+
+    pip install --no-index --no-deps benchmarks/wheels/*.whl
+    python benchmarks/llm_gpu.py --out benchmarks/results/llm_gpu.json
+
+``pip download`` runs once per package with ``--only-binary=:all: --python-version 3.12 --no-deps``, so
+nothing but those wheels is fetched and a package without a pure-Python wheel is an error, not a
+source download. The folder is emptied first; the total size is printed (it must stay under 64 MiB).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+WHEELS = ("gymnasium==1.4.0", "farama-notifications==0.0.6", "cloudpickle==3.1.3", "pettingzoo==1.27.0",
+          "tqdm==4.70.1", "threadpoolctl==3.8.0")
+LIMIT = 64 * 2**20
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--dest", default=str(ROOT / "benchmarks" / "wheels"), help="the folder (emptied first)")
+    args = ap.parse_args()
+    dest = Path(args.dest)
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.mkdir(parents=True)
+    pip = [sys.executable, "-m", "pip"]
+    for spec in WHEELS:
+        subprocess.run(pip + ["download", "--quiet", "--no-deps", "--only-binary=:all:", "--python-version", "3.12",
+                              "--dest", str(dest), spec], check=True)
+    subprocess.run(pip + ["wheel", "--quiet", "--no-deps", "--no-build-isolation", "--wheel-dir", str(dest),
+                          str(ROOT)], check=True)
+    files = sorted(dest.glob("*.whl"))
+    not_pure = [f.name for f in files if not f.name.endswith("-none-any.whl")]
+    if not_pure:
+        raise SystemExit(f"not pure-Python wheels: {not_pure}")
+    total = sum(f.stat().st_size for f in files)
+    for f in files:
+        print(f"{f.stat().st_size / 2**20:7.2f} MiB  {f.name}")
+    print(f"{total / 2**20:7.2f} MiB in all (limit {LIMIT / 2**20:.0f} MiB): {dest}")
+    if total > LIMIT:
+        raise SystemExit("over the 64 MiB a GPU job can carry")
+
+
+if __name__ == "__main__":
+    main()
