@@ -16,7 +16,6 @@ one number.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np

@@ -309,5 +309,7 @@ def write_demo(folder: str | os.PathLike, steps: int = 3000, max_turns: int = 10
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "study.yaml"
     if not path.exists():
-        path.write_text(DEMO.format(steps=steps, max_turns=max_turns, code=secrets.token_hex(3).upper()))
+        from scope_envs.files import write_atomic
+
+        write_atomic(path, DEMO.format(steps=steps, max_turns=max_turns, code=secrets.token_hex(3).upper()))
     return path

@@ -117,7 +117,12 @@ def fit_command(argv=None) -> None:
     if not args.no_calibrate:
         params["calibration"] = calibrate(params, human_proxy=HumanProxyPersuadee(), reference=ReferencePersuadee(),
                                           persuader=EmpiricalPersuader(), episodes=args.episodes, progress=True)
-    out.write_text(json.dumps(params, indent=1, sort_keys=True) + "\n")
+    from scope_envs.files import describe, write_atomic
+
+    try:
+        write_atomic(out, json.dumps(params, indent=1, sort_keys=True) + "\n")
+    except OSError as e:
+        sys.exit(f"{ap.prog}: error: cannot write {out}: {describe(e)}")
     print(summary(params), file=sys.stderr)
     print(f"wrote {out}", file=sys.stderr)
 
