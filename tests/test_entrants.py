@@ -3,6 +3,7 @@ tests and claims whatever is added; each entrant tested in its own family, Welch
 
 import json
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -103,3 +104,16 @@ def test_the_report_shows_the_entrant_with_its_ci_and_its_own_tests(tmp_path):
     conf = text[start:text.index("\n### ", start)]
     assert "| dr |" not in conf and "m = 6" in conf
     assert not re.search(r"\bdr\b", text[text.index("### The paper's claims"):])  # claims: built-in rows only
+
+
+def test_the_leaderboard_lists_every_row_with_its_cis(tmp_path):
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    from leaderboard import leaderboard
+
+    runs = fake_runs(METHODS, shift={"oracle": 0.4}) + fake_runs(["dr"], shift={"dr": 0.7}, rng_seed=2)
+    text = leaderboard(summarize(runs))
+    rows = [line for line in text.splitlines() if line.startswith("| ") and not line.startswith("| row")]
+    assert len(rows) == len(METHODS) + 1 and rows[0].startswith("| dr (entrant) |")  # sorted by held-out success
+    assert "(floor)" in text and "(ceiling)" in text and all(line.count("[") == 4 for line in rows)
