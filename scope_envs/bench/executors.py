@@ -13,9 +13,16 @@ Every finished run is written at once, by this (the driving) process, to ``OUT/r
 (``run_name``: ``<game>-<method>-<seed>``, plus ``-<variant>`` for a sensitivity ceiling), as
 ``{"task": ..., "result": ...}``, through a temporary file renamed into place: a process killed at any
 moment leaves either the whole file or none. ``resume=True`` reads those files back and runs only the
-tasks that have none (or one written for other settings: its ``task`` differs). A task that raises, or
+tasks that have none (or one written for other settings: its ``task`` differs); a file that is not a valid
+run record (``record_problem``: not JSON, no result, no metrics, a NaN or infinite success) is run again and
+named on stderr, and a folder where a run's file belongs stops the bench before any run starts. A task that raises, or
 whose worker dies, is run once more; if it fails again it is reported by name (``BenchFailure``) after every
 other run has finished and been written, so a ``--resume`` afterwards runs only the failed ones.
+
+A killed driver (kill -9 included) leaves no worker behind: local workers end with their parent
+(``end_with_parent``: ``PR_SET_PDEATHSIG`` on Linux, and a watcher thread everywhere). With Ray, Ray's own
+fate sharing ends its GCS, raylet and task workers with the driver that started them; its dashboard and
+runtime-env agents were seen to exit on their own within about two minutes (ray-project/ray#52385).
 
 Progress: finished / running / queued runs, failures, and an ETA from the times of the runs finished so far
 (``Progress.expected``), spread over the runs that can be in flight at once.
