@@ -79,7 +79,7 @@ def test_a_sharpened_reference_on_a_fixed_card_is_found_against_its_own_card():
     from scope_envs.agents.p4g import ReferencePersuadee
     from scope_envs.games.p4g import personas
 
-    r = diagnose("p4g", ReferencePersuadee(3.0, personas.persona("train", 5)), **SMALL)
+    r = diagnose("p4g", ReferencePersuadee(sharpening=3.0, persona=personas.persona("train", 5)), **SMALL)
     own, dealt = r["sharpening_own_card"], r["sharpening"]
     assert own["value"] == pytest.approx(3.0, abs=1e-3) and own["explained"] == pytest.approx(1.0, abs=1e-4)
     assert dealt["explained"] < 0.95  # against the dealt cards, the fixed card is a misfit sharpening cannot explain
@@ -129,7 +129,7 @@ from scope_envs.core.simulator import Simulator
 class ActOnly(Simulator):
     """A black box: only act(), the reference sharpened by 3 underneath."""
     def __init__(self):
-        self.inner = ReferencePersuadee(3.0)
+        self.inner = ReferencePersuadee(sharpening=3.0)
 
     def act(self, view, rng):
         return self.inner.act(view, rng)

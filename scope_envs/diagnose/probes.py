@@ -298,9 +298,9 @@ def probe_states(game: str, sim: Simulator, *, episodes: int, samples: int, card
     card_list = train_cards(game, cards, seed) if cards > 1 and persona_states > 0 else []
     card = own_card(sim)
     if card is not None:
-        from scope_envs.diagnose.specs import players
+        from scope_envs.diagnose.specs import on_card
 
-        shadow.own = players(game).reference(1.0, card, 0.25, "reference-own-card")
+        shadow.own = on_card(game, card)
     agent = ProbeAgent(game, env, text)
     rng = np.random.default_rng([seed, 3])
     shadow.wanted = persona_states

@@ -40,7 +40,7 @@ class SpecError(ValueError):
 class Players:
     """A game's built-in players, imported only when the game is diagnosed."""
 
-    reference: type  # ReferenceX: (sharpening, persona-or-style, calibration_noise, name, cooperation=)
+    reference: type  # ReferenceX(sharpening=, persona= (tau2: style=), name=, cooperation=)
     frozen: type
     human_proxy: type
     rotation: object  # () -> list of frozen members
@@ -64,8 +64,12 @@ def players(game: str) -> Players:
 
 def reference(game: str, sharpening: float = 1.0, cooperation: float = 0.0) -> Simulator:
     """The training-side reference model on the dealt card, ``sharpening`` and ``cooperation`` applied."""
-    sim = players(game).reference(sharpening, None, 0.25, "reference", cooperation=cooperation)
-    return sim
+    return players(game).reference(sharpening=sharpening, cooperation=cooperation)
+
+
+def on_card(game: str, card, name: str = "reference-own-card") -> Simulator:
+    """The reference model (sharpening 1) always playing ``card`` (tau2: its fixed behaviour card, ``style``)."""
+    return players(game).reference(sharpening=1.0, name=name, **{"style" if game == "tau2" else "persona": card})
 
 
 def names(game: str) -> list[str]:
