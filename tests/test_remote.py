@@ -191,3 +191,30 @@ def test_a_restarted_server_reports_the_episode_lost():
         env.close()
     finally:
         stop(proc)
+
+
+def test_docs_serving_snippets(frozen_url):
+    """docs/serving.md: every Python block runs against the server its comment names; every `scope-envs
+    serve` line parses."""
+    import argparse
+    import re
+    import shlex
+    from pathlib import Path
+
+    from scope_envs.serve import add_parser
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "serving.md").read_text()
+    parser = argparse.ArgumentParser(prog="scope-envs")
+    sub = parser.add_subparsers(dest="command")
+    add_parser(sub)
+    lines = [ln for block in re.findall(r"```bash\n(.*?)```", text, re.S) for ln in block.splitlines()
+             if ln.startswith("scope-envs serve")]
+    assert len(lines) >= 3
+    for line in lines:
+        parser.parse_args(shlex.split(line)[1:])
+    blocks = re.findall(r"```python\n(.*?)```", text, re.S)
+    assert len(blocks) >= 5
+    with serving("p4g-cotrain") as cotrain, serving("p4g-population", "--kwarg", "pool_size=3") as pool:
+        for code in blocks:
+            url = pool if "p4g-population" in code else frozen_url if "p4g-frozen" in code else cotrain
+            exec(compile(code.replace("http://127.0.0.1:8000", url), "docs/serving.md", "exec"), {"__name__": "docs"})
