@@ -342,3 +342,18 @@ def test_a_local_model_directory_plays_the_text_surface():
     assert r["kind"] == "llm" and r["surface"] == "text" and r["fit"] == "sampled"
     e = r["errors"]
     assert e["asked"] >= r["design"]["probe_states"] and e["episodes_raised"] == 0  # random text: read or counted
+
+
+@pytest.mark.skipif(not DATA.is_dir(), reason="needs ../shared/data/p4g (the real P4G data)")
+def test_an_llm_is_scored_on_the_real_histories():
+    server = _ChatStandIn(["That sounds good, I will help. [DONATE $0.50]", "What does the charity do?"])
+    try:
+        r = diagnose("p4g", f"openai:{server.url}#stand-in", probe_episodes=2, episodes=2, samples=1, cards=2,
+                     persona_states=2, bootstrap=20, data=DATA, real_dialogues=5)
+    finally:
+        server.close()
+    real = r["real"]
+    assert real["dialogues"] == 5 and real["states"] > 20 and real["errors"] == 0
+    ll = real["log_likelihood"]
+    assert ll["estimator"].startswith("sampled") and ll["value"] < real["log_likelihood"]["reference_model"]["value"]
+    assert real["cooperation"]["rate"]["value"] < real["cooperation"]["real_rate"]["value"]  # it never agrees
