@@ -184,6 +184,12 @@ def panel(game: str, seed: int = 0) -> list[Simulator]:
     return families(game, "heldout", PANEL_SIZE, seed)
 
 
-def panel_env(game: Game, member: Simulator, **env_kwargs) -> DialogueParallelEnv:
-    """One panel member in the user seat, on held-out scenarios (``split="heldout"``). Evaluation only."""
+def panel_env(game: Game | DialogueParallelEnv, member: Simulator, **env_kwargs) -> DialogueParallelEnv:
+    """One panel member in the user seat, on held-out scenarios (``split="heldout"``). Evaluation only.
+
+    ``game`` is a game, or an env whose game and surface the panel env takes (``panel_env(scope_envs.make(
+    "p4g-heldout", surface="text"), member)`` seats the member on the text surface); ``surface=`` overrides."""
+    if isinstance(getattr(game, "unwrapped", None), DialogueParallelEnv):
+        env_kwargs.setdefault("surface", game.unwrapped.surface.name)
+        game = game.unwrapped.game
     return DialogueParallelEnv(game, [member], split="heldout", regime="panel", **env_kwargs)

@@ -128,3 +128,16 @@ def test_bad_input_is_an_argparse_error(tmp_path, capsys):
             score(*argv, "--out", str(tmp_path / "o"))
         assert e.value.code == 2
         assert message in capsys.readouterr().err
+
+
+def test_panel_env_honours_the_surface_of_the_env_it_is_given():
+    import scope_envs
+    from scope_envs.agents.families import panel, panel_env
+
+    for game in ("p4g", "tau2"):
+        text = scope_envs.make(f"{game}-heldout", surface="text")
+        env = panel_env(text, panel(game)[0])
+        assert env.unwrapped.surface.name == "text" and env.unwrapped.game is text.unwrapped.game
+        obs, infos = env.reset(seed=0)
+        assert isinstance(obs["agent_0"], str) and "messages" in infos["agent_0"]
+    assert panel_env(scope_envs.make("p4g-heldout").unwrapped.game, panel("p4g")[0]).unwrapped.surface.name == "act"

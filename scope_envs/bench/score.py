@@ -188,10 +188,9 @@ def text_sides(agent, game: str, seed: int, episodes: int, builtin_panel: bool, 
     out = {"heldout_success": float(np.mean([h["success"] for h in held])),
            "heldout_per_episode": [h["success"] for h in held]}
     if builtin_panel:
-        text_game = env.unwrapped.game
         per = []
         for member, base in zip(panel(game), seeds["panel"]):
-            penv = panel_env(text_game, member, surface="text")
+            penv = panel_env(env, member)  # the held-out env's game, on its (text) surface
             per.append(float(np.mean([play_text(penv, agent, base + i)["success"] for i in range(episodes)])))
             if progress:
                 progress.update(episodes)
