@@ -137,10 +137,12 @@ def fingerprint(game: str) -> dict:
 
 def announce_data(games, stream=None) -> list[str]:
     """One line per game naming the data it plays, printed at the start of a run; the synthetic tau2 fallback
-    is said as such. Returns the lines."""
+    is said as such. Returns the lines. Also fixes each game's fingerprint for the run (its hashes are cached,
+    and forked workers inherit them): a file edited while the run goes on does not split its records."""
     stream = stream or sys.stderr
     lines = []
     for game in games:
+        fingerprint(game)
         d = data_played(game)
         line = f"data: {game} plays {d['detail']}"
         if game == "tau2" and d["source"] == "embedded":
