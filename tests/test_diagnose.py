@@ -357,3 +357,20 @@ def test_an_llm_is_scored_on_the_real_histories():
     ll = real["log_likelihood"]
     assert ll["estimator"].startswith("sampled") and ll["value"] < real["log_likelihood"]["reference_model"]["value"]
     assert real["cooperation"]["rate"]["value"] < real["cooperation"]["real_rate"]["value"]  # it never agrees
+
+
+def test_an_endpoint_that_stops_answering_is_one_error():
+    server = _ChatStandIn(["What does the charity do?"])
+    try:
+        import scope_envs.diagnose.specs as specs_module
+
+        sim, _ = specs_module.resolve("p4g", f"openai:{server.url}#stand-in")
+        sim.backend.backoff, sim.backend.timeout = 0.01, 2
+        server.close()  # gone after the reachability check
+        with pytest.raises(DiagnoseError, match="stopped answering.*could not reach"):
+            diagnose("p4g", sim, probe_episodes=2, episodes=2, samples=1, cards=2, persona_states=2, bootstrap=0)
+    finally:
+        try:
+            server.server.server_close()
+        except OSError:
+            pass
