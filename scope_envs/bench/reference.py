@@ -222,11 +222,11 @@ def select(against: str, tasks: list[dict], skip: set[str]) -> tuple[list[dict],
     path = paths[0]
     records = read_records(paths)
     games = sorted({t["game"] for t in tasks})
-    seeds = sorted({t["seed"] for t in tasks})
     problems = []
     chosen = []
     for game in games:
         mine = next(t for t in tasks if t["game"] == game)
+        seeds = sorted({t["seed"] for t in tasks if t["game"] == game})  # a preset may give games their own seeds
         theirs = [r for r in records if r["task"].get("game") == game and r["result"].get("method") not in skip]
         if not theirs:
             problems.append(f"{game}: the reference has no rows of this game")
