@@ -200,6 +200,9 @@ def check_arguments(args) -> None:
         args.parser.error(f"argument --method: at most {MAX_PLUGINS}, got {len(specs)}")
     if getattr(args, "against", None) and not specs:
         args.parser.error("argument --against: needs at least one --method (the rows to score against it)")
+    if getattr(args, "against", None) and getattr(args, "sensitivity", False):
+        args.parser.error("argument --sensitivity: not with --against (the variants' ceilings are retrained per run; "
+                          "run the grid with --method instead)")
     if getattr(args, "confirmatory", None) and not specs:
         args.parser.error("argument --confirmatory: only with --method")
     from scope_envs.bench.plugins import PluginError, load
