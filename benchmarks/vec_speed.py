@@ -25,7 +25,7 @@ this tree's alternating (the baseline revision is exported by ``baseline_tree.py
 put first on ``PYTHONPATH``; it needs this checkout's git history).
 
     python benchmarks/vec_speed.py                      # the three games, 3 rounds
-    python benchmarks/vec_speed.py --games tau2 --env-only   # tau2's batched engine against its scalar env
+    python benchmarks/vec_speed.py --games tau2 --env-only --warmup 50   # tau2's engine against its scalar env
     python benchmarks/vec_speed.py --games p4g --rounds 5 --num-envs 256
     python benchmarks/vec_speed.py --env-only           # the env rates and ratios only (no trainer/evaluate)
 
@@ -53,14 +53,16 @@ from baseline_tree import REPO, ExportError, export
 from scope_envs.train.act_ppo import PPOConfig, PPOTrainer, evaluate
 
 
-def batched_steps(env_id: str, num_envs: int, steps: int, seed: int, exact: bool = True) -> float:
+def batched_steps(env_id: str, num_envs: int, steps: int, seed: int, exact: bool = True, warmup: int = 0) -> float:
     """Env steps/s of ``make_vec(env_id, num_envs, exact=exact)``: ``steps`` steps of every slot, random legal
-    acts."""
+    acts, timed after ``warmup`` untimed steps (a trainer's engine steps on and on: the first steps of a fresh one
+    start every slot at once, and tau2's first episodes build their tasks' goals and worlds)."""
     vec = scope_envs.make_vec(env_id, num_envs=num_envs, exact=exact)
     rng = np.random.default_rng(seed)
     obs, _ = vec.reset(seed=seed)
-    start = time.perf_counter()
-    for _ in range(steps):
+    for k in range(warmup + steps):
+        if k == warmup:
+            start = time.perf_counter()
         acts = {}
         for a in vec.possible_agents:
             mask = obs[a]["action_mask"]
@@ -140,6 +142,8 @@ def main(argv=None) -> None:
     ap.add_argument("--games", nargs="+", default=list(GAMES), choices=GAMES)
     ap.add_argument("--num-envs", type=int, default=256, help="slots of the batched env")
     ap.add_argument("--vec-steps", type=int, default=200, help="batched steps per round (each steps every slot)")
+    ap.add_argument("--warmup", type=int, default=0,
+                    help="untimed batched steps before the timed ones (default 0, as the earlier rows)")
     ap.add_argument("--scalar-steps", type=int, default=10_000, help="scalar and rps_v2 steps per round")
     ap.add_argument("--steps", type=int, default=10_000, help="persuader decisions per trainer round")
     ap.add_argument("--rounds", type=int, default=3)
@@ -152,6 +156,11 @@ def main(argv=None) -> None:
     ap.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
     ap.add_argument("--baseline-tree", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    for name in ("num_envs", "vec_steps", "scalar_steps", "steps", "rounds"):
+        if not 1 <= getattr(args, name) <= 10**7:
+            ap.error(f"argument --{name.replace('_', '-')}: must be in [1, 10000000], got {getattr(args, name)}")
+    if not 0 <= args.warmup <= 10**6:
+        ap.error(f"argument --warmup: must be in [0, 1000000], got {args.warmup}")
     torch.set_num_threads(1)
     threadpool_limits(1)
     if args.measure_trainer:  # a fresh process of in_fresh_process
@@ -169,8 +178,9 @@ def main(argv=None) -> None:
         rows: dict[str, list[float]] = {}
         for r in range(args.rounds):
             measured = {
-                "batched_steps_per_s": batched_steps(env_id, args.num_envs, args.vec_steps, r),
-                "fast_batched_steps_per_s": batched_steps(env_id, args.num_envs, args.vec_steps, r, exact=False),
+                "batched_steps_per_s": batched_steps(env_id, args.num_envs, args.vec_steps, r, warmup=args.warmup),
+                "fast_batched_steps_per_s": batched_steps(env_id, args.num_envs, args.vec_steps, r, exact=False,
+                                                          warmup=args.warmup),
                 "rps_v2_steps_per_s": scalar_steps(rps_v2.parallel_env(), args.scalar_steps, r, masked=False),
                 "scalar_steps_per_s": scalar_steps(scope_envs.make(env_id), args.scalar_steps, r, masked=True),
             }
@@ -183,7 +193,7 @@ def main(argv=None) -> None:
                 rows.setdefault(k, []).append(v)
         med = {k: float(np.median(v)) for k, v in rows.items()}
         out[game] = {
-            "env": env_id, "num_envs": args.num_envs, "rounds": args.rounds,
+            "env": env_id, "num_envs": args.num_envs, "rounds": args.rounds, "warmup": args.warmup,
             "trainer_num_envs": PPOConfig().num_envs,
             "baseline_rev": None if args.env_only or game not in TRAINER_GAMES else args.baseline_rev,
             "batched_steps_per_s": round(med["batched_steps_per_s"]),
