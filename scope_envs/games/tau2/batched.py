@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from scope_envs.games.tau2 import behaviour, human_proxy
+from scope_envs.games.tau2 import human_proxy
 from scope_envs.games.tau2.dialogue_acts import AGENT_ACTS, USER_ACTS, USER_INDEX
 from scope_envs.games.tau2.game import AGENT, USER
 
@@ -328,4 +328,4 @@ def slot_traits(sim, persona) -> list:
     return [traits[k] for k in TRAITS] if traits else [0.0] * len(TRAITS)
 
 
-__all__ = ["Tau2Batch", "reference_distribution", "proxy_distribution", "slot_traits", "user_state_row", "behaviour"]
+__all__ = ["Tau2Batch", "proxy_distribution", "reference_distribution", "slot_traits", "user_state_row"]
