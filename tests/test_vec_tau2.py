@@ -25,7 +25,7 @@ def both(factory, n=8):
     ("tau2-vs", {"k": 3, "selection": "random"}),
     ("tau2-vs", {"tau": 0.2, "min_survivors": 2, "weight_mode": "softmax"}),
     ("tau2-heldout", {"personas": "train"}),
-    ("tau2-frozen", {"gamma": 5.0, "user_reward": "persona"}),
+    ("tau2-frozen", {"sharpening": 5.0, "user_reward": "persona"}),
     ("tau2-cotrain", {"user_reward": "mixed"}),
 ])
 def test_the_batched_engine_replays_the_scalar_envs(env_id, kwargs):

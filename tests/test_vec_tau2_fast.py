@@ -32,11 +32,11 @@ def test_fast_mode_draws_episodes_from_the_exact_distribution(env_id):
 
 
 def test_the_comparison_rejects_a_perturbed_engine():
-    """A less sharpened collapsed user (gamma 1 against 3), and the held-out proxies on train tasks and cards
+    """A less sharpened collapsed user (sharpening 1 against 3), and the held-out proxies on train tasks and cards
     instead of held-out ones: both are rejected."""
     from scope_envs.agents.tau2 import CollapsedUser
 
-    flat = collect(scope_envs.make_vec("tau2-frozen", num_envs=NUM_ENVS, exact=False, user=CollapsedUser(gamma=1.0)),
+    flat = collect(scope_envs.make_vec("tau2-frozen", num_envs=NUM_ENVS, exact=False, user=CollapsedUser(sharpening=1.0)),
                    EPISODES, 0)
     p = compare(flat, episodes_of("tau2-frozen", True, 0))
     assert min(p.values()) < 1e-6, p
