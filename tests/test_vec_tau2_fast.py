@@ -36,8 +36,8 @@ def test_the_comparison_rejects_a_perturbed_engine():
     instead of held-out ones: both are rejected."""
     from scope_envs.agents.tau2 import CollapsedUser
 
-    flat = collect(scope_envs.make_vec("tau2-frozen", num_envs=NUM_ENVS, exact=False, user=CollapsedUser(sharpening=1.0)),
-                   EPISODES, 0)
+    flat = collect(scope_envs.make_vec("tau2-frozen", num_envs=NUM_ENVS, exact=False,
+                                       user=CollapsedUser(sharpening=1.0)), EPISODES, 0)
     p = compare(flat, episodes_of("tau2-frozen", True, 0))
     assert min(p.values()) < 1e-6, p
     p = compare(episodes_of("tau2-heldout", False, 0, personas="train"), episodes_of("tau2-heldout", True, 0))
