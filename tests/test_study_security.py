@@ -201,6 +201,16 @@ def test_a_file_in_the_chat_form_is_refused_and_never_stored(tmp_path, policies)
     assert study.store.session_by_pid("p2").stage == "consent"  # a file is not an answer
 
 
+def test_a_request_body_larger_than_any_form_is_refused(tmp_path, policies):
+    study, client = client_for(write_study(tmp_path / "study", policies))
+    start(client)
+    sid = study.store.session_by_pid("p1").id
+    before = study.store.messages(sid)
+    r = client.post("/chat", data={"text": "x" * 200_000})
+    assert r.status_code == 413 and r.headers["x-frame-options"] == "DENY"
+    assert study.store.messages(sid) == before
+
+
 # ---------------------------------------------------------------------------- 5. the survey, once
 def test_concurrent_survey_submits_are_saved_once_the_others_are_replays(tmp_path, policies):
     folder = write_study(tmp_path / "study", policies)

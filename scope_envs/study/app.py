@@ -10,7 +10,7 @@ the server log, never to the participant.
 Every response, error pages included, carries the same security headers (no framing, no sniffing, no
 referrer, no caching, a content security policy). Form fields are text or the request is refused (400: a
 file sent in a form field is never a message); new sessions are rate limited per client address
-(``arrival_limit`` per ``arrival_window_s``: 429); the survey is saved once (a second submit is answered
+(``arrival_limit`` per ``arrival_window_s``: 429); a request body is at most 64 KiB (413); the survey is saved once (a second submit is answered
 409 and changes nothing). In ``sessions.csv`` a text cell that a spreadsheet would run as a formula
 (it starts with ``= + - @``, a tab or a carriage return) is prefixed with ``'``, as OWASP recommends.
 """
@@ -62,6 +62,7 @@ SECURITY_HEADERS = {
                                "base-uri 'none'; object-src 'none'",
 }
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+MAX_BODY = 64 * 1024  # bytes of a request body: every form here is a few hundred
 
 
 def page(name: str, status: int = 200, **context) -> HTMLResponse:
@@ -122,6 +123,10 @@ def create_app(study: Study) -> FastAPI:
 
     @app.middleware("http")
     async def headers(request: Request, call_next):
+        length = request.headers.get("content-length", "0")
+        if not length.isdigit() or int(length) > MAX_BODY or "chunked" in request.headers.get("transfer-encoding", ""):
+            return page("message.html", 413, title=cfg.title, heading="Too long",
+                        text="This request is longer than any answer here; please go back and try again.")
         response = await call_next(request)
         response.headers.update(SECURITY_HEADERS)
         return response
