@@ -29,7 +29,8 @@ put first on ``PYTHONPATH``; it needs this checkout's git history).
     python benchmarks/vec_speed.py --games p4g --rounds 5 --num-envs 256
     python benchmarks/vec_speed.py --env-only           # the env rates and ratios only (no trainer/evaluate)
 
-Prints one JSON object keyed by game, with the load averages before and after. One thread (torch's and the BLAS's), as the benchmark's runs have.
+Prints one JSON object keyed by game, with the load averages before and after. One thread (torch's and the
+BLAS's), as the benchmark's runs have.
 """
 
 from __future__ import annotations

@@ -107,7 +107,8 @@ def performance_profiles(out: Path, runs: list[dict]) -> None:
     """``performance_profiles.png``: per game, for each method the fraction of its runs (seeds) whose held-out
     success exceeds each threshold tau, with pointwise 95% stratified-bootstrap bands (``stats.performance_profile``);
     beside them, all games together on normalized held-out success (each game's (x - random) / (oracle - random),
-    the games as tasks, the first n seeds of each as in the report's *All games*). A curve above another is better at every threshold."""
+    the games as tasks, the first n seeds of each as in the report's *All games*). A curve above another is better
+    at every threshold."""
     import matplotlib
 
     matplotlib.use("Agg")
