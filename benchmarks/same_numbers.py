@@ -1,0 +1,112 @@
+"""Did a refactor change the benchmark's numbers? Run records of the default grid, and a comparison of two.
+
+    python benchmarks/same_numbers.py run --seeds 1 --steps 3000 --out before.json   # on the old tree
+    python benchmarks/same_numbers.py run --seeds 1 --steps 3000 --out after.json    # on the new tree
+    python benchmarks/same_numbers.py compare before.json after.json
+
+``run`` plays every (game, method, seed) of the default grid through ``scope_envs.bench.methods.run_one``
+(``--steps`` decisions, the quick evaluation sizes ``scope-envs bench --seeds N --steps S`` uses: 200
+episodes per side, 3 curve points of 50) and writes the run records with their timing fields removed, in one
+JSON file with the digest of each record. The records are what ``results.json`` and ``claims.json`` are
+computed from, so identical records give identical files. ``compare`` says how many records are identical
+(``--ignore KEY ...``: leave out fields only one side writes) and how far the success metrics moved (mean and
+largest absolute difference).
+Runs go to ``--jobs`` worker processes (default 2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import sys
+from concurrent.futures import ProcessPoolExecutor
+
+TIMING = ("wall_s", "env_steps_per_s")
+SUCCESS = ("train_success", "heldout_success", "panel_success")
+MAX_SEEDS, MAX_STEPS, MAX_JOBS = 20, 200_000, 64
+
+
+def one(task: tuple[str, str, int, int]) -> tuple[str, dict]:
+    from scope_envs.bench.methods import run_one
+
+    game, method, seed, steps = task
+    record = run_one(game, method, seed, steps=steps, eval_episodes=200, curve_points=3, curve_episodes=50,
+                     heldout_episodes=200)
+    for key in TIMING:
+        record.pop(key, None)
+    return f"{game}-{method}-{seed}", json.loads(json.dumps(record, sort_keys=True, default=float))
+
+
+def digest(record: dict) -> str:
+    return hashlib.sha256(json.dumps(record, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def run(args) -> None:
+    from tqdm import tqdm
+
+    from scope_envs.bench.methods import GAMES, METHODS
+
+    tasks = [(g, m, s, args.steps) for g in args.games or GAMES for m in METHODS for s in range(args.seeds)]
+    records = {}
+    with ProcessPoolExecutor(args.jobs) as pool:
+        for name, record in tqdm(pool.map(one, tasks), total=len(tasks), desc="runs"):
+            records[name] = record
+    out = {"seeds": args.seeds, "steps": args.steps, "digests": {k: digest(r) for k, r in records.items()},
+           "records": records}
+    tmp = f"{args.out}.tmp"
+    with open(tmp, "w") as f:
+        json.dump(out, f, sort_keys=True)
+    os.replace(tmp, args.out)
+    print(f"wrote {args.out}: {len(records)} run records", file=sys.stderr)
+
+
+def compare(args) -> None:
+    a, b = ({k: {f: v for f, v in r.items() if f not in args.ignore} for k, r in json.load(open(p))["records"].items()}
+            for p in (args.before, args.after))
+    if set(a) != set(b):
+        sys.exit(f"compare: the files hold different runs: only before {sorted(set(a) - set(b))}, "
+                 f"only after {sorted(set(b) - set(a))}")
+    same = [k for k in a if a[k] == b[k]]
+    report = {"runs": len(a), "identical": len(same)}
+    for key in SUCCESS:
+        diffs = [abs(b[k]["metrics"][key] - a[k]["metrics"][key]) for k in a if key in a[k].get("metrics", {})]
+        if diffs:
+            report[key] = {"mean_abs_diff": round(sum(diffs) / len(diffs), 4), "max_abs_diff": round(max(diffs), 4),
+                           "changed": sum(d != 0 for d in diffs)}
+    print(json.dumps(report, indent=1))
+
+
+def bounded(limit: int):
+    def parse(value: str) -> int:
+        n = int(value)
+        if not 1 <= n <= limit:
+            raise argparse.ArgumentTypeError(f"must be in [1, {limit}], got {n}")
+        return n
+    return parse
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("run", help="write the run records of the default grid")
+    r.add_argument("--seeds", type=bounded(MAX_SEEDS), default=1)
+    r.add_argument("--steps", type=bounded(MAX_STEPS), default=3000)
+    r.add_argument("--games", nargs="+", choices=["p4g", "cooperbench", "tau2"])
+    r.add_argument("--jobs", type=bounded(MAX_JOBS), default=2)
+    r.add_argument("--out", required=True)
+    c = sub.add_parser("compare", help="compare two files written by run")
+    c.add_argument("before")
+    c.add_argument("after")
+    c.add_argument("--ignore", nargs="+", default=[], metavar="KEY",
+                   help="record keys to leave out of the comparison (one side's new fields, say)")
+    args = ap.parse_args(argv)
+    for path in (getattr(args, "before", None), getattr(args, "after", None)):
+        if path is not None and not os.path.isfile(path):
+            ap.error(f"argument {path}: no such file")
+    run(args) if args.command == "run" else compare(args)
+
+
+if __name__ == "__main__":
+    main()
