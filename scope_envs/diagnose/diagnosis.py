@@ -12,6 +12,7 @@ import numpy as np
 
 from scope_envs.core.simulator import Simulator
 from scope_envs.diagnose import measures, probes, specs
+from scope_envs.train.rollout import entropy_of_counts
 
 ACT_MODE = 0.01  # an act is a reply mode of the reference when it has at least this share of its pooled mass
 PATH_MODE = 0.03  # an act path is a mode when at least this share of the reference's episodes take it
@@ -160,8 +161,8 @@ def _diagnose(game, spec, kind, sim, probe_episodes, samples, cards, persona_sta
         pooled_r = lambda w: (w[:, None] * ps.reference_draws).sum(0)
 
     def entropy_ratio(w):
-        h = measures.entropy(pooled_r(w))
-        return measures.entropy(pooled(w)) / h if h > 0 else None
+        h = entropy_of_counts(pooled_r(w))
+        return entropy_of_counts(pooled(w)) / h if h > 0 else None
 
     made = produced_counts.sum(0) > 0
     mode_paths = Counter(path_of(e) for e in ref_modes)
@@ -179,8 +180,8 @@ def _diagnose(game, spec, kind, sim, probe_episodes, samples, cards, persona_sta
         for p, q, k in zip(own_paths, ref_paths, w):
             a[p] += k
             b[q] += k
-        h = measures.entropy(np.array(list(b.values())))
-        return measures.entropy(np.array(list(a.values()))) / h if h > 0 else None
+        h = entropy_of_counts(np.array(list(b.values())))
+        return entropy_of_counts(np.array(list(a.values()))) / h if h > 0 else None
 
     report["coverage"] = {
         "acts": {**_ci(act_coverage, clusters, bootstrap, seed), "modes": [names[i] for i in modes],

@@ -13,7 +13,7 @@ both.
   gives no mass to cannot be fitted, are left out and counted (``off_reference``).
 * ``divergence``: fit quality, the mean KL(simulator || pi_s) at the fitted ``s`` and at ``s = 1`` (the
   reference itself), and ``explained``, the share of the second that sharpening removes.
-* ``entropy``: of a pooled distribution, in nats.
+* entropies (nats) of pooled distributions and path counts are ``train.rollout.entropy_of_counts``.
 * ``persona_spread``: at each state, the mean over cards of TV(answer under card c, mean answer over cards);
   from draws, minus the same with the card labels shuffled (what sampling noise alone gives).
 """
@@ -89,12 +89,6 @@ def divergence(logr, counts, w, s: float) -> dict:
     fitted = float(np.average(kl_rows(counts[rows], _tilted(logr[rows], s)), weights=ww))
     base = float(np.average(kl_rows(counts[rows], _tilted(logr[rows], 1.0)), weights=ww))
     return {"kl_fitted": fitted, "kl_reference": base, "explained": 1.0 - fitted / base if base > 1e-9 else None}
-
-
-def entropy(p: np.ndarray) -> float:
-    p = np.asarray(p, float)
-    p = p[p > 0] / p.sum()
-    return float(-(p * np.log(p)).sum())
 
 
 def tv_spread(dists: np.ndarray) -> np.ndarray:
