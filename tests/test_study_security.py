@@ -354,3 +354,15 @@ def test_the_documented_config_is_a_valid_config(tmp_path):
     (block,) = re.findall(r"```yaml\n(.*?)```", doc, re.DOTALL)
     cfg = parse(yaml.safe_load(block), tmp_path)
     assert cfg.arrival_limit == 20 and cfg.token() == "a-long-random-admin-token-0123"
+
+
+def test_a_database_of_the_version_that_took_slots_at_arrival_is_refused_with_its_reason(tmp_path, policies):
+    import sqlite3
+
+    from scope_envs.study.store import StoreError
+
+    folder = write_study(tmp_path / "study", policies)
+    with sqlite3.connect(folder / "study.db") as db:
+        db.execute("CREATE TABLE sessions (id INTEGER PRIMARY KEY, slot INTEGER NOT NULL UNIQUE, prolific_pid TEXT)")
+    with pytest.raises(StoreError, match="earlier version of the study server"):
+        build(load(folder))
