@@ -39,22 +39,23 @@ the ungrouped GAE trainer bit for bit):
 * **Groups** (``group_size`` G > 1): episodes are started in groups of G that
   share one scenario (persona/task): ``reset(options={"scenario_seed": ...})``,
   a seed derived from the run's seed, the update count and the group index;
-  the rest of each episode's randomness is its own. ``episodes_per_iter`` must
-  be a multiple of G. Each episode records its ``group``, the game's
+  the rest of each episode's randomness is its own (``groups.scenario_options``).
+  ``episodes_per_iter`` must be a multiple of G. Each episode records its ``group``, the game's
   ``agent_score`` (agent_0's outcome in [0, 1]) and its ``persona`` id.
 * **GRPO** (``advantage="grpo"``, needs G >= 2): every decision of an episode
   gets that agent's episode return minus the mean of its returns over the
   group (agent_0's return for agent_0, the user's for the user; a user's mean
   is over the group's episodes it played), divided by the group's sample std
-  (+1e-6) only under ``grpo_std_norm``. The value head is not used for the
-  advantage; it is still fit to the reward-to-go (``vf_coef`` unchanged; actor
+  (+1e-6) only under ``grpo_std_norm`` (``groups.group_advantages``: ddof 1, as verl and TRL). The value
+  head is not used for the advantage; it is still fit to the reward-to-go (``vf_coef`` unchanged; actor
   and critic are separate MLPs, they share only the gradient-norm clip) so
   that its value stays meaningful. ``norm_adv`` applies only under ``gae``:
   under ``grpo`` the group is the only baseline, as in SCOPE.
 * **Curriculum user reward** (the game's ``user_reward="curriculum"``, with a
   learnable user; needs G >= 2): the env pays the user 0; after the rollout
   every user trajectory's terminal reward becomes ``curriculum_reward`` of the
-  G agent scores of its group, with the game's ``target_var`` and ``width``.
+  G agent scores of its group, with the game's ``target_var`` and ``width``
+  (``groups.curriculum_values``).
 * **Checkpoint pool** (``<game>-population`` with ``pool_size`` /
   ``snapshot_every`` / ``pool_sample``, a ``CheckpointPool``): only the live
   user ``user_0`` learns (the cotrain path); after every ``snapshot_every``
@@ -64,10 +65,10 @@ the ungrouped GAE trainer bit for bit):
   user, i.e. the initial user. Episodes a snapshot played have no user
   decisions: only agent_0 learns from them. The draw is per episode, so the
   episodes of one group may meet different pool entries.
-* **Collapse diagnostics** (log rows of grouped runs): ``zero_std_group_frac``
-  (groups whose agent returns are all equal: no GRPO gradient),
-  ``all_fail_group_frac`` / ``all_success_group_frac`` (agent scores all 0 /
-  all >= 1 - 1e-9), ``sim_reply_entropy`` (nats, the user's act frequencies in
+* **Collapse diagnostics** (log rows of grouped runs, ``rollout.rollout_diagnostics``): the keys and
+  definitions of ``scope_envs.train.groups.DIAGNOSTICS`` over agent_0's groups (``zero_std_group_frac``:
+  all returns equal, no GRPO gradient; ``all_fail_group_frac`` / ``all_success_group_frac``: every score 0 /
+  every score >= 1 - 1e-9; ``group_reward_var``), ``sim_reply_entropy`` (nats, the user's act frequencies in
   the iteration, whoever played the user), beside ``policy_entropy``; plus
   ``curriculum_reward`` (its mean over groups) and, with a pool,
   ``pool_entries`` and ``live_user_episode_frac``.
@@ -169,7 +170,8 @@ class PPOConfig:
     advantage: str = "gae"  # "gae": value baseline; "grpo": episode return minus its group's mean return
     grpo_std_norm: bool = False  # grpo: also divide by the group's std (SCOPE: off)
     # rollouts on scope_envs.make_vec's batched engine (the same episodes as the scalar envs, faster); False:
-    # step the scalar envs one at a time, as the trainer did before make_vec (benchmarks/vec_speed.py's baseline)
+    # the loop engine (LoopVecEnv: the scalar envs one at a time behind the same API; tests/test_vec.py trains
+    # identically on both)
     batched: bool = True
 
 
