@@ -655,3 +655,19 @@ def test_docs_llm_snippet_runs_as_written(capsys):
     for code in snippets:
         exec(compile(code, "docs/llm.md", "exec"), {"__name__": "docs"})
     assert "'role'" in capsys.readouterr().out
+
+
+# ----------------------------------------------------------------------------- the GPU check's script
+@pytest.mark.parametrize("argv, why", [(["--updates", "0"], "argument --updates"),
+                                       (["--paths", "ppo,sft"], "argument --paths"),
+                                       ([], "no CUDA device")])
+def test_the_gpu_check_refuses_bad_arguments_with_exit_2(argv, why):
+    """benchmarks/llm_gpu.py (its --dry-run, the same code paths on CPU, is run by hand: 2 min of CPU)."""
+    from pathlib import Path
+
+    torch = pytest.importorskip("torch")
+    if not argv and torch.cuda.is_available():
+        pytest.skip("a GPU is here: the script would run")
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "llm_gpu.py"
+    done = subprocess.run([sys.executable, str(script), *argv], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and why in done.stderr and "Traceback" not in done.stderr, done.stderr
