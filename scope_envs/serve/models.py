@@ -20,18 +20,20 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional, Union
 
 from openenv.core.env_server.types import Action, Observation, State
-from pydantic import BaseModel, ConfigDict, Field, StrictInt
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StringConstraints
+from typing_extensions import Annotated
 
 # a step's text may not exceed this many characters on the wire; the env's own cap (max_message_chars,
 # 4000 by default) then decides in-game, so an over-long message is an in-game error, not a protocol one
 MAX_WIRE_TEXT = 65536
 MAX_AGENTS = 64  # an action naming more agents than this is malformed (no scope env has near as many)
+WireText = Annotated[str, StringConstraints(max_length=MAX_WIRE_TEXT)]
 
 
 class ScopeAction(Action):
     """One step: the act (or message) of each agent the client drives."""
 
-    actions: Dict[str, Union[StrictInt, str]] = Field(
+    actions: Dict[str, Union[StrictInt, WireText]] = Field(
         ..., max_length=MAX_AGENTS, description="each driven agent's act (act surface) or message (text surface)")
     episode_id: Optional[str] = Field(default=None, max_length=255,
                                       description="the episode this step belongs to (checked when given)")
