@@ -147,20 +147,3 @@ def test_the_reply_models_equal_the_scalar_ones_row_for_row():
 def test_the_embedded_data_is_what_these_tests_play():
     assert os.environ.get("SCOPE_ENVS_TAU2_DATA") == "embedded"
 
-
-def docs_snippets():
-    from pathlib import Path
-
-    text = (Path(__file__).resolve().parents[1] / "docs" / "engines.md").read_text()
-    import re
-
-    return re.findall(r"```python\n(.*?)```", text, re.S)
-
-
-@pytest.mark.parametrize("index", range(len(docs_snippets())))
-def test_the_engines_page_code_runs(index):
-    exec(compile(docs_snippets()[index], "docs/engines.md", "exec"), {"__name__": "docs"})
-
-
-def test_the_engines_page_has_its_snippets():
-    assert len(docs_snippets()) == 3
