@@ -3,8 +3,6 @@ the same episodes as N scalar envs seeded alike, bit for bit, on every tau2 regi
 panel, the real tau^2-bench tasks, truncating step limits and users asked slot by slot; its reply models equal
 the scalar ones row for row, the fallbacks included."""
 
-import os
-
 import numpy as np
 import pytest
 from test_vec import ViewReader, assert_same, play
@@ -142,8 +140,3 @@ def test_the_reply_models_equal_the_scalar_ones_row_for_row():
     moved = [dict(c, disclose=min(1.0, c["disclose"] + 1e-3)) for c in cards]
     want = np.array([scalar_reference(c, s, m) for c, s, m, o in zip(moved, states, legal, ok) if o])
     assert not np.array_equal(batched.reference_distribution(t[ok], st[ok], legal[ok]), want)
-
-
-def test_the_embedded_data_is_what_these_tests_play():
-    assert os.environ.get("SCOPE_ENVS_TAU2_DATA") == "embedded"
-
