@@ -262,11 +262,21 @@ def probability_of_improvement_ci(x, y, level: float = LEVEL, resamples: int = B
     rng = np.random.default_rng(seed)
     per_task = []
     for a, b in zip(xs, ys):  # X's draws first, then Y's, task by task
-        ra = a[rng.integers(0, len(a), size=(resamples, len(a)))]
-        rb = b[rng.integers(0, len(b), size=(resamples, len(b)))]
-        per_task.append(_improvement(ra, rb))
+        ia = rng.integers(0, len(a), size=(resamples, len(a)))
+        ib = rng.integers(0, len(b), size=(resamples, len(b)))
+        # a resample's U counts each original pair (i, j) as often as i and j were drawn: the pair table weighted by
+        # the draw counts (whole numbers and halves: exact sums)
+        pairs = (a[:, None] > b[None]) + 0.5 * (a[:, None] == b[None])
+        per_task.append(((_draw_counts(ia, len(a)) @ pairs) * _draw_counts(ib, len(b))).sum(1) / (len(a) * len(b)))
     lo, hi = np.percentile(np.mean(per_task, 0), [50 * (1 - level), 50 * (1 + level)])
     return (float(lo), float(hi))
+
+
+def _draw_counts(idx: np.ndarray, n: int) -> np.ndarray:
+    """How often each of n items was drawn in each row of bootstrap indices ``idx`` (rows, draws): (rows, n)."""
+    rows = len(idx)
+    flat = (idx + n * np.arange(rows)[:, None]).ravel()
+    return np.bincount(flat, minlength=rows * n).reshape(rows, n).astype(float)
 
 
 def performance_profile(scores, taus, level: float = LEVEL, resamples: int = 2000,
