@@ -228,7 +228,7 @@ def test_partner_regimes_play_episodes():
     # determinism: the same seed replays the same episode (partner coins drawn from the env's generator)
     runs = []
     for _ in range(2):
-        env = scope_envs.make("cooperbench-frozen", surface="text", tasks="demo", pairs=SHARED, gamma=1.0)
+        env = scope_envs.make("cooperbench-frozen", surface="text", tasks="demo", pairs=SHARED, sharpening=1.0)
         messages = play(env, partners.coordinating(), seed=5)[0]["messages"]
         runs.append([m for m in messages if m["role"] != "tool"])  # test output carries its own timings
         env.unwrapped.game.close()
@@ -317,7 +317,7 @@ def test_partner_styles_on_the_shared_function(style, succeeds):
 
     card = Persona(style, "default", dict(zip(styles.TRAITS, styles.ARCHETYPES[style])), {"style": style})
     env = scope_envs.make("cooperbench-frozen", surface="text", tasks="demo", pairs=SHARED,
-                          user=partners.ScriptedCoder(card, gamma=50.0))
+                          user=partners.ScriptedCoder(card, sharpening=50.0))
     info, _ = play(env, partners.coordinating(), seed=0)
     assert info["success"] == float(succeeds) and (info["merge_status"] == "conflicts") != succeeds
     env.unwrapped.game.close()
