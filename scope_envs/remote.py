@@ -258,7 +258,9 @@ class RemoteParallelEnv(ParallelEnv):
 
 
 class RemoteVecEnv:
-    """``make_vec``'s API over a server's batched endpoint: N episodes per request (see the module)."""
+    """``make_vec``'s API over a server's batched endpoint: N episodes per request (see the module). The slots'
+    scalar envs (a local vec env's ``envs``) stay on the server, so ``SB3VecEnv.get_attr`` reads only the
+    adapter's own per-slot values (``action_masks``, ``member``) from it."""
 
     def __init__(self, base_url: str, num_envs: int = 16, exact: bool = True, timeout: float = 120.0):
         self.base_url = base_url.rstrip("/")

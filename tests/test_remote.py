@@ -212,8 +212,8 @@ def test_docs_serving_snippets(frozen_url):
     assert len(lines) >= 3
     for line in lines:
         parser.parse_args(shlex.split(line)[1:])
-    blocks = re.findall(r"```python\n(.*?)```", text, re.S)
-    assert len(blocks) >= 5
+    blocks = [b for b in re.findall(r"```python\n(.*?)```", text, re.S) if not b.startswith("# verifiers")]
+    assert len(blocks) >= 5  # the verifiers block runs in its own virtualenv (tests/test_verifiers_env.py)
     with serving("p4g-cotrain") as cotrain, serving("p4g-population", "--kwarg", "pool_size=3") as pool:
         for code in blocks:
             url = pool if "p4g-population" in code else frozen_url if "p4g-frozen" in code else cotrain

@@ -139,3 +139,14 @@ def test_a_seat_turn_limit_ends_the_episode():
     agent = ScriptedSeat(AGENT_LINES, limit=1)
     asyncio.run(env.run(task, Agents(agent=agent, user=ScriptedSeat(USER_LINES))))
     assert len(agent.received) == 2 and "scope_reward" in agent.trace.rewards
+
+
+def test_docs_verifiers_block():
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "serving.md").read_text()
+    (code,) = [b for b in re.findall(r"```python\n(.*?)```", text, re.S) if b.startswith("# verifiers")]
+    scope = {"__name__": "docs"}
+    exec(compile(code, "docs/serving.md", "exec"), scope)
+    assert len(scope["tasks"]) == 8 and scope["coplay"].config.user_seat == "model"
