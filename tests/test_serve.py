@@ -290,7 +290,9 @@ def test_cli_bounds():
     for args, name in ((["p4g-frozen", "--port", "70000"], "--port"), (["nope"], "id"),
                        (["p4g-frozen", "--kwarg", "no-equals"], "--kwarg"),
                        (["p4g-frozen", "--kwarg", "bogus=1", "--port", "0"], "bogus"),
-                       (["p4g-frozen", "--max-sessions", "99999"], "--max-sessions")):
+                       (["p4g-frozen", "--max-sessions", "99999"], "--max-sessions"),
+                       (["p4g-frozen", "--host", "999.1.1.1"], "--host"),
+                       (["p4g-frozen", "--idle-timeout", "inf"], "--idle-timeout")):
         out = subprocess.run([sys.executable, "-m", "scope_envs.cli", "serve", *args], capture_output=True,
                              text=True, timeout=120)
         assert out.returncode == 2 and name in out.stderr and "Traceback" not in out.stderr

@@ -6,10 +6,37 @@ import argparse
 import json
 import sys
 
-from scope_envs.arguments import count, env_id, positive_float
+import ipaddress
+import re
+
+from scope_envs.arguments import count, env_id
 
 MAX_PORT = 65535
 MAX_KWARG_CHARS = 4096
+MAX_IDLE_TIMEOUT = 7 * 86400.0
+
+
+def host(text: str) -> str:
+    """An IP address or a host name to listen on."""
+    try:
+        ipaddress.ip_address(text)
+        return text
+    except ValueError:
+        pass
+    if len(text) <= 253 and re.fullmatch(r"[A-Za-z]([A-Za-z0-9-]{0,62})(\.[A-Za-z0-9-]{1,63})*", text):
+        return text
+    raise argparse.ArgumentTypeError(f"expected an IP address or a host name, got {text[:60]!r}")
+
+
+def idle_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, a number, got {text[:40]!r}") from None
+    if not 0 < value <= MAX_IDLE_TIMEOUT:
+        raise argparse.ArgumentTypeError(f"expected seconds above 0 and at most {MAX_IDLE_TIMEOUT:g} (7 days), "
+                                         f"got {value:g}")
+    return value
 
 
 def kwarg(text: str) -> tuple[str, object]:
@@ -31,7 +58,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                               description="Serve ID over OpenEnv's protocol: many isolated sessions on /ws, "
                                           "a batched endpoint on /scope/vec. See docs/serving.md.")
     p.add_argument("id", type=env_id, help="a registered id (`scope-envs list`)")
-    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
+    p.add_argument("--host", type=host, default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
     p.add_argument("--port", type=count(MAX_PORT, low=0), default=8000, help="0 to 65535 (0: any free port)")
     p.add_argument("--surface", choices=("act", "text"), default="act")
     p.add_argument("--kwarg", type=kwarg, action="append", default=[], metavar="KEY=VALUE",
@@ -39,7 +66,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--max-sessions", type=count(4096), default=64, help="concurrent /ws sessions (1 to 4096)")
     p.add_argument("--max-vec-sessions", type=count(256), default=8, help="concurrent batched sessions (1 to 256)")
     p.add_argument("--max-num-envs", type=count(65536), default=1024, help="episodes per batched session (1 to 65536)")
-    p.add_argument("--idle-timeout", type=positive_float, default=300.0, help="seconds before an idle session closes")
+    p.add_argument("--idle-timeout", type=idle_seconds, default=300.0,
+                   help="seconds before an idle session closes (at most 7 days)")
     p.add_argument("--max-body-bytes", type=count(1 << 30, low=1024), default=4 << 20,
                    help="largest request body or WebSocket frame (1024 to 2**30)")
     p.set_defaults(func=run, parser=p)
