@@ -277,6 +277,8 @@ def test_text_surface_with_openenv_client():
             result = env.step({"actions": {speaker: "Hello, how can I help?"}})
             assert result.observation["agents"][speaker]["info"]["turn"] >= 1
             assert "must be a string" in server_error(lambda: env.step({"actions": {"agent_0": 3}}))
+            status, body = post(url + "/scope/vec", {"num_envs": 2})
+            assert status == 422 and "act surface" in body["detail"]
             long = "x" * 5000  # past the env's 4000 characters: an in-game error, not a protocol one
             speaker = next(a for a, e in result.observation["agents"].items() if e["active"])
             result = env.step({"actions": {speaker: long}})

@@ -83,6 +83,9 @@ class VecSessions:
         self._lock = threading.Lock()
 
     def open(self, num_envs: int, exact: bool) -> tuple[str, VecSession]:
+        if self.config.surface != "act":
+            raise BadRequest("the batched endpoint steps the act surface; this server serves text: play text "
+                             "episodes in /ws sessions (one per episode, many at once)")
         if num_envs > self.max_num_envs:
             raise BadRequest(f"num_envs must be at most {self.max_num_envs} (the server's --max-num-envs), "
                              f"got {num_envs}")
