@@ -69,7 +69,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--idle-timeout", type=idle_seconds, default=300.0,
                    help="seconds before an idle session closes (at most 7 days)")
     p.add_argument("--max-body-bytes", type=count(1 << 30, low=1024), default=4 << 20,
-                   help="largest request body or WebSocket frame (1024 to 2**30)")
+                   help="largest request body or WebSocket frame, bytes (1024 to 1_073_741_824)")
     p.set_defaults(func=run, parser=p)
     return p
 
