@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-# docs/trainers.md: tests/test_integrations.py; docs/llm.md: tests/test_llm.py (each needs its extras and fixtures)
-OWN_TEST = {"trainers.md", "llm.md"}
+# docs/trainers.md: tests/test_integrations.py; docs/llm.md: tests/test_llm.py (each needs its extras and fixtures);
+# docs/serving.md: tests/test_remote.py against real servers (its verifiers block: tests/test_verifiers_env.py)
+OWN_TEST = {"trainers.md", "llm.md", "serving.md"}
 PAGES = [ROOT / "README.md"] + sorted(p for p in (ROOT / "docs").glob("*.md") if p.name not in OWN_TEST)
 
 
