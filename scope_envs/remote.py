@@ -14,6 +14,8 @@ machine, in another process or in a container::
 WebSocket session of OpenEnv's own client (``openenv.core.EnvClient``); the server plays any other seat
 with its built-in players, as ``SingleAgentView`` plays its ``others``. Its spaces are built once from the
 server's ``/scope/spec`` and returned by identity; episodes are the in-process env's for the same seed.
+The package's wrappers take it as they take a local env: ``SingleAgentView(RemoteParallelEnv(url,
+agents=["agent_0"]))`` is a ``gymnasium.Env`` for SB3 (the server plays the other seats).
 ``RemoteVecEnv`` has ``make_vec``'s API (``reset(seed, options, slots)``, ``step({agent: (N,) ints})``,
 arrays out), so ``GymVectorEnv`` and ``scope_envs.integrations.sb3.SB3VecEnv`` take it as they take a local
 vec env; ``add_snapshot(policy)`` pushes a user policy to a population's checkpoint pool on the server.
@@ -140,6 +142,13 @@ def _openenv_client(base_url: str, timeout: float):
     return ScopeEnvClient(base_url=base_url, message_timeout_s=timeout).sync()
 
 
+class RemoteSurface:
+    """The served surface's name (``"act"`` or ``"text"``), where wrappers read ``env.unwrapped.surface``."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+
 class RemoteParallelEnv(ParallelEnv):
     """A PettingZoo ``ParallelEnv`` whose episodes run on a ``scope-envs serve`` server (see the module)."""
 
@@ -157,6 +166,7 @@ class RemoteParallelEnv(ParallelEnv):
         self._obs_spaces = {a: build_space(self.spec["observation_spaces"][a]) for a in self.possible_agents}
         self._act_spaces = {a: build_space(self.spec["action_spaces"][a]) for a in self.possible_agents}
         self.text = self.spec["surface"] == "text"
+        self.surface = RemoteSurface(self.spec["surface"])  # what SingleAgentView and LegalActions read
         self.metadata = {"render_modes": [], "is_parallelizable": True,
                          "name": f"remote_{self.spec['metadata'].get('name', self.spec['env_id'])}"}
         self.render_mode = None

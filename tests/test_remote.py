@@ -218,3 +218,26 @@ def test_docs_serving_snippets(frozen_url):
         for code in blocks:
             url = pool if "p4g-population" in code else frozen_url if "p4g-frozen" in code else cotrain
             exec(compile(code.replace("http://127.0.0.1:8000", url), "docs/serving.md", "exec"), {"__name__": "docs"})
+
+
+def test_single_agent_view_over_the_remote_env(frozen_url):
+    """The package's wrappers take the remote env: SingleAgentView (+ LegalActions) gives the in-process
+    view's episode, and SB3's MaskablePPO trains on it."""
+    from scope_envs.wrappers import SingleAgentView
+
+    remote, local = SingleAgentView(RemoteParallelEnv(frozen_url)), SingleAgentView(scope_envs.make("p4g-frozen"))
+    (ro, _), (lo, _) = remote.reset(seed=9), local.reset(seed=9)
+    done = False
+    while not done:
+        assert same(ro, lo)
+        act = int(np.flatnonzero(lo["action_mask"])[-1])
+        ro, rr, rt, rtr, _ = remote.step(act)
+        lo, lr, lt, ltr, _ = local.step(act)
+        assert (rr, rt, rtr) == (lr, lt, ltr)
+        done = lt or ltr
+    pytest.importorskip("sb3_contrib")
+    from sb3_contrib import MaskablePPO
+
+    model = MaskablePPO("MultiInputPolicy", remote, n_steps=32, batch_size=32, n_epochs=1, seed=0).learn(64)
+    assert model.num_timesteps >= 64
+    remote.close()
