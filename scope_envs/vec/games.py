@@ -179,6 +179,20 @@ class CooperBenchVecEnv(BatchedVecEnv):
         return public, private
 
 
+def slot_traits(sim, persona) -> list:
+    """The ``TRAITS`` a built-in user plays in a slot: its style card's, else the dealt card's, moved toward the
+    modal card by its cooperation (``ReferenceUser.reference``); the held-out proxy plays the dealt card."""
+    from scope_envs.agents.tau2 import ReferenceUser, cooperative_traits  # players sit above games: here, not in games/
+    from scope_envs.games.tau2.batched import TRAITS
+
+    traits = persona.traits
+    if isinstance(sim, ReferenceUser):
+        traits = sim.style.traits if sim.style is not None else traits
+        if sim.cooperation:
+            traits = cooperative_traits(traits, sim.cooperation)
+    return [traits[k] for k in TRAITS] if traits else [0.0] * len(TRAITS)
+
+
 class Tau2VecEnv(BatchedVecEnv):
     """tau^2-bench's act game batched (``scope_envs.games.tau2.batched``): each slot's scalar game plays the rules
     (tool calls, candidates, policy checks), everything around them is computed for all slots at once."""
@@ -195,8 +209,6 @@ class Tau2VecEnv(BatchedVecEnv):
         return Tau2Batch([e.unwrapped.game for e in self.envs])
 
     def deal(self, i, env, sim, persona, rng):
-        from scope_envs.games.tau2.batched import slot_traits
-
         if not self.exact:  # the member drawn on the shared generator (exact mode: ``_start`` set it); ``_ask``
             env.member = int(self.member[i])  # asks ``env.simulator``
         env.game.reset(persona, rng)  # the world, the goal and the episode seed, from the slot's generator
@@ -204,8 +216,6 @@ class Tau2VecEnv(BatchedVecEnv):
         return None
 
     def deal_many(self, idx, split, persona=None):
-        from scope_envs.games.tau2.batched import slot_traits
-
         rng = self._rng
         for i in idx.tolist():
             env = self._u[i]

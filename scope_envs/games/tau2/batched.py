@@ -315,17 +315,4 @@ def proxy_distribution(t: np.ndarray, st: np.ndarray, coins: np.ndarray, legal: 
     return w / total
 
 
-def slot_traits(sim, persona) -> list:
-    """The ``TRAITS`` a built-in user plays in a slot: its style card's, else the dealt card's, moved toward the
-    modal card by its cooperation (``ReferenceUser.reference``); the held-out proxy plays the dealt card."""
-    from scope_envs.agents.tau2 import ReferenceUser, cooperative_traits
-
-    traits = persona.traits
-    if isinstance(sim, ReferenceUser):
-        traits = sim.style.traits if sim.style is not None else traits
-        if sim.cooperation:
-            traits = cooperative_traits(traits, sim.cooperation)
-    return [traits[k] for k in TRAITS] if traits else [0.0] * len(TRAITS)
-
-
-__all__ = ["Tau2Batch", "proxy_distribution", "reference_distribution", "slot_traits", "user_state_row"]
+__all__ = ["Tau2Batch", "proxy_distribution", "reference_distribution", "user_state_row"]
