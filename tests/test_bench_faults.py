@@ -1,4 +1,4 @@
-"""``scope-envs bench`` under faults (issue 29, findings 8-11): workers end when their parent is killed, an output
+"""``scope-envs bench`` under faults: workers end when their parent is killed, an output
 folder that cannot be written is said before any run, a full disk is one line and tears no file, and
 ``--resume`` redoes (and names) every run file that is not a valid run record.
 

@@ -70,7 +70,7 @@ def test_bench_run_rejects_an_empty_budget(tmp_path):
             bench.run(games=["p4g"], methods=["frozen"], out=tmp_path, progress=False, **{key: 0})
 
 
-# ---------------------------------------------------------------------------- issue 29: counts and bad files
+# ---------------------------------------------------------------------------- counts and bad files
 HUGE = "1" * 30
 COUNTS = [
     (["validate", "p4g", "--episodes", HUGE], "--episodes"),

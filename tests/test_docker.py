@@ -1,4 +1,4 @@
-"""The container (issue 31): OpenEnv's manifest names an app that serves an id, checked here with uvicorn and
+"""The container: OpenEnv's manifest names an app that serves an id, checked here with uvicorn and
 OpenEnv's own runtime validator; the Dockerfile is built and served where a Docker engine runs."""
 
 import os

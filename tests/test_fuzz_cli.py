@@ -1,4 +1,4 @@
-"""Every subcommand's arguments, fuzzed (issue 29): types, signs, sizes, paths. A value that an argument does not
+"""Every subcommand's arguments, fuzzed: types, signs, sizes, paths. A value that an argument does not
 take is argparse's exit 2 with a one-line error naming the argument, never a traceback; every integer argument
 has an upper bound; nothing slow ever starts (a value is sent to the command line only when its type refuses
 it, and a parse that succeeds stops before the command runs).

@@ -1,4 +1,4 @@
-"""Integrations against the real libraries (issue 3): extras ``scope-envs[sb3]`` and ``[torchrl]``.
+"""Integrations against the real libraries: extras ``scope-envs[sb3]`` and ``[torchrl]``.
 
 RLlib pins its own gymnasium, so its tests live in ``tests/integrations/`` and run
 in their own virtualenv (``.ci/integrations.sh``). Each test skips when its

@@ -323,7 +323,7 @@ def test_slime_generate_returns_one_sample_per_role_of_a_cotraining_episode(mode
         meta = s.metadata["scope_envs"]
         assert {**meta["outcome"], "env_truncated": meta["env_truncated"]} == pytest.approx(outcome)
     assert sample.tokens == [] and sample.reward is None  # the input sample is copied, not changed
-    # sticky: every request of the episode carried one routing key (issue 30, defect 10)
+    # sticky: every request of the episode carried one routing key
     assert len(set(sglang.routing_keys)) == 1 and sglang.routing_keys[0]
     # each side's stream holds the other side's messages, unmasked
     agent, user = out

@@ -164,7 +164,7 @@ BAD_TRAIN = [
     (["--mode", "cotrain", "--env", "p4g-cotrain", "--env-kwargs", '{"turns": 3}'], "--env-kwargs", "turns"),
     (["--mode", "cotrain", "--env", "p4g-frozen"], "--env", "p4g-cotrain"),
     (["--mode", "agent", "--env", "p4g-cotrain"], "--env", "p4g-frozen"),
-    (["--engine", "vllm", "--lora", "--lora-r", "24"], "--lora-r", "vLLM serves LoRA ranks"),  # issue 30, 10
+    (["--engine", "vllm", "--lora", "--lora-r", "24"], "--lora-r", "vLLM serves LoRA ranks"),
     (["--gpu-memory-fraction", "1.5"], "--gpu-memory-fraction", "in (0, 1]"),
 ]
 

@@ -1,5 +1,6 @@
-"""The LLM trainer's regressions and SCOPE's pieces (scope_envs.train.llm): the six defects of issue #14,
-GRPO groups, simulator rewards, collapse diagnostics, per-learner models, the pooled LoRA population.
+"""The LLM trainer (scope_envs.train.llm): its regressions (token streams, masks, KL, logprob positions, old
+logprobs, scale, chat templates), GRPO groups, simulator rewards, collapse diagnostics, per-learner models, the
+pooled LoRA population.
 
 Every model is a tiny random Llama built on the spot (tests/llm_fixtures.py); nothing is downloaded.
 """
@@ -303,7 +304,7 @@ def test_a_group_shares_its_scenario_not_its_episode_seed(tmp_path, tiny_dir):
     assert all(len(r) > 1 for r in replies.values()), replies  # ...and each episode its own dialogue
 
 
-# ----------------------------------------------------------------------------- old logprobs (issue 30, defect 4)
+# ----------------------------------------------------------------------------- old logprobs
 @pytest.mark.parametrize("algo", ["ppo", "grpo"])
 def test_the_ratio_is_taken_against_the_trainers_recompute_and_the_gap_is_reported(tmp_path, tiny_dir, algo):
     """An engine whose logprobs are off (every token -1.0, as a bf16 engine's differ from an fp32 trainer's):
@@ -374,7 +375,7 @@ def test_a_frozen_llm_user_is_batched_across_episodes_and_its_tokens_counted(tmp
         ppo.frozen_user(ppo.Config(**{**vars(cfg), "engine": "vllm"}))
 
 
-# ----------------------------------------------------------------------------- scale (issue 30, defect 9)
+# ----------------------------------------------------------------------------- scale
 @pytest.mark.parametrize("lora", [False, True])
 def test_bf16_weights_fp32_master_gradient_checkpointing_and_a_free_lora_reference(tmp_path, tiny_dir, lora):
     import torch
@@ -417,7 +418,7 @@ def test_bf16_weights_fp32_master_gradient_checkpointing_and_a_free_lora_referen
     assert grad_calls and all(training and checkpointed for _, training, checkpointed in grad_calls)
 
 
-# ----------------------------------------------------------------------------- chat templates (issue 30, defect 3)
+# ----------------------------------------------------------------------------- chat templates
 LINES = {"agent_0": ["Hello! Would you donate to Save the Children?", "The children need your help.",
                      "Even a little goes a long way.", "Thank you for listening."],
          "user_0": ["Who are they?", "Tell me more about it.", "Maybe, I am thinking.", "[DONATE $0.50] Goodbye!"]}

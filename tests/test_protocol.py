@@ -15,7 +15,7 @@ TINY = {"steps": 600, "eval_episodes": 32, "curve_points": 2, "curve_episodes": 
 
 
 def test_evaluate_policy_reproduces_the_benchmark_run_of_a_frozen_policy(tmp_path):
-    """The measurement of issue 27: a frozen policy trained outside the benchmark, scored by evaluate_policy,
+    """The protocol's own check: a frozen policy trained outside the benchmark, scored by evaluate_policy,
     has exactly the run's per-seed held-out and panel numbers (and the whole metrics), also once saved and
     loaded (the package's save format, through scope-envs score's loader)."""
     held = []

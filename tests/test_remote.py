@@ -1,4 +1,4 @@
-"""``scope_envs.remote`` (issue 31): the package's client against a real server passes the in-process env's
+"""``scope_envs.remote``: the package's client against a real server passes the in-process env's
 conformance (docs/architecture.md §6), gives the in-process episodes for the same seeds, and reports lost sessions."""
 
 import os

@@ -1,4 +1,4 @@
-"""``SB3VecEnv`` (issue 17): ``make_vec``'s single-agent case as a Stable-Baselines3 ``VecEnv``.
+"""``SB3VecEnv``: ``make_vec``'s single-agent case as a Stable-Baselines3 ``VecEnv``.
 
 SB3's own wrappers (VecMonitor, VecNormalize, VecCheckNan) and sb3-contrib's mask helpers run on it; its
 episodes are ``GymVectorEnv``'s on the same seed and actions; MaskablePPO learns on ``p4g-frozen`` through it

@@ -1,4 +1,4 @@
-"""The server (issue 31): a real ``scope-envs serve`` process driven by OpenEnv's own client and raw requests.
+"""The server: a real ``scope-envs serve`` process driven by OpenEnv's own client and raw requests.
 
 Each test asserts what the protocol promises: per-agent observations tagged with role, both seats or one
 seat driven, isolated sessions, the session limit and idle timeout, the batched endpoint, and every kind of

@@ -1,4 +1,4 @@
-"""The study server as a hostile user and an unlucky operator meet it (issue 29, findings 1-7): no token means
+"""The study server as a hostile user and an unlucky operator meet it: no token means
 no start, the config is typed, every page carries the security headers, exports never hold a live formula,
 participant ids have one form, only text is a message, the survey is saved once, a committed message is
 never lost to a kill -9, and slots are held only by people who consented.

@@ -137,7 +137,7 @@ def test_nl_assertions_need_a_judge_and_pass_hat_k():
 
 # ---------------------------------------------------------------- the environment, text surface
 def test_unknown_domain_raises_a_clear_error():
-    assert scope_envs.make("tau2-cotrain").unwrapped.surface.name == "act"  # the default surface (issue 7)
+    assert scope_envs.make("tau2-cotrain").unwrapped.surface.name == "act"  # the default surface
     with pytest.raises(ValueError, match="domain"):
         make(domain="banking")
 

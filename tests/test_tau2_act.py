@@ -1,4 +1,4 @@
-"""tau2 act surface: the oracle act policy, goals, user simulators, the held-out split, PPO (issue 7)."""
+"""tau2 act surface: the oracle act policy, goals, user simulators, the held-out split, PPO."""
 
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""The tau2 game's caches (issue 17) against the uncached definitions they replace.
+"""The tau2 game's caches against the uncached definitions they replace.
 
 The act game memoizes what it asks at every step: the candidates (recomputed only when what they read
 changes), the legal masks (looked up by the flags they depend on), the outcome per turn, each goal's

@@ -1,4 +1,4 @@
-"""tau2 text surface with the built-in act-level users (issue 7): realizer, NLU, oracle over text, splits."""
+"""tau2 text surface with the built-in act-level users: realizer, NLU, oracle over text, splits."""
 
 import json
 from pathlib import Path

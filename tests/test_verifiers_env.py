@@ -1,4 +1,4 @@
-"""The verifiers environment (issue 31): built from verifiers' own classes (``vf.Env``, ``vf.Taskset``,
+"""The verifiers environment: built from verifiers' own classes (``vf.Env``, ``vf.Taskset``,
 ``vf.EnvConfig``, ``vf.AgentConfig``, its plugin loaders) and played through its ``run(task, agents)`` with
 scripted seats in place of the models (a model turn needs verifiers' harness runtime and an endpoint).
 

@@ -1,4 +1,4 @@
-"""Wrappers (issue 3): one concern each, docstring examples that run, the invariants they promise."""
+"""Wrappers: one concern each, docstring examples that run, the invariants they promise."""
 
 import doctest
 import importlib
