@@ -58,7 +58,7 @@ def play_episode(env, rng, seed=None):
 
 def pytest_addoption(parser):
     parser.addoption("--fuzz-examples", type=int, default=None,
-                     help="Hypothesis examples per test in tests/test_fuzz.py (default 10; also SCOPE_FUZZ_EXAMPLES)")
+                     help="Hypothesis examples per test in tests/test_env_fuzz.py (default 10; also SCOPE_FUZZ_EXAMPLES)")
 
 
 class Hang(BaseException):

@@ -498,7 +498,7 @@ class PPOTrainer:
         policy, logp its log-probabilities; every term of it is 0 on illegal acts, where p is 0):
         d logp[a] / dz = onehot(a) - p, d entropy / dz = -p (logp + entropy) and d KL(p||q) / dz =
         p (logp - q - KL). Where torch's ``max`` ties it sends half the gradient each way, and ``clamp`` passes
-        it at its bounds; so does this. tests/test_ppo.py holds the update to torch autograd and torch's Adam."""
+        it at its bounds; so does this. tests/test_act_ppo.py holds the update to torch autograd and torch's Adam."""
         cfg, opt = self.cfg, self.optimizers[name]
         critic, actor = self.params[name][:6], self.params[name][6:]
         grad, grad_critic, grad_actor = self.grads[name]

@@ -44,7 +44,7 @@ LLM-level numbers come from one definition.
     >>> d["zero_std_group_frac"], d["all_success_group_frac"], d["group_reward_var"]
     (0.5, 0.5, 0.125)
 
-``tests/test_groups.py`` holds these definitions; the trainers' tests (``tests/test_grpo.py``,
+``tests/test_groups.py`` holds these definitions; the trainers' tests (``tests/test_act_ppo_grpo.py``,
 ``tests/test_llm_trainer.py``) hold the trainers to them.
 """
 

@@ -8,7 +8,7 @@ binds their parameters onto one flat float32 buffer that numpy and torch share (
 the rollout's forward passes and the PPO update in numpy.
 
 ``tests/test_numpy_ac.py`` holds the forward and backward passes to torch autograd and ``Adam`` to
-``torch.optim.Adam``; ``tests/test_ppo.py`` holds the trainer's whole update (every loss term) to an
+``torch.optim.Adam``; ``tests/test_act_ppo.py`` holds the trainer's whole update (every loss term) to an
 update written with torch's autograd, ``Categorical`` and ``torch.optim.Adam``.
 
 Example::

@@ -71,8 +71,8 @@ shrinking) so CI is deterministic; the file takes about a minute on two cores. A
 longer run (still derandomized; more examples, and shrinking on so a failure is
 reported minimal)::
 
-    SCOPE_FUZZ_EXAMPLES=500 .venv/bin/python -m pytest -q tests/test_fuzz.py
-    .venv/bin/python -m pytest -q tests/test_fuzz.py --fuzz-examples 500   # the same, as a pytest option
+    SCOPE_FUZZ_EXAMPLES=500 .venv/bin/python -m pytest -q tests/test_env_fuzz.py
+    .venv/bin/python -m pytest -q tests/test_env_fuzz.py --fuzz-examples 500   # the same, as a pytest option
 """
 
 from __future__ import annotations
