@@ -313,8 +313,8 @@ def check_policy(policy, method: str):
     if isinstance(policy, Trained):
         policy.policy = check_policy(policy.policy, method).policy
         return policy
-    if isinstance(policy, PPOTrainer):  # the package's trainer: every seat it learned
-        policy = TrainerPlayers(policy)
+    if isinstance(policy, PPOTrainer):  # the package's trainer: every seat it learned, and its counts
+        return Trained(policy=TrainerPlayers(policy), agent_steps=policy.agent_steps, env_steps=policy.env_steps)
     if hasattr(policy, "players"):
         return Trained(policy=policy)
     try:
