@@ -144,7 +144,9 @@ def test_the_held_out_sides_take_their_own_episode_count(monkeypatch):
 
     real = act_ppo.evaluate
     monkeypatch.setattr(act_ppo, "evaluate", counting)
-    monkeypatch.setattr(methods, "LARGE_EVAL", 30)
+    from scope_envs.bench import protocol
+
+    monkeypatch.setattr(protocol, "LARGE_EVAL", 30)  # the protocol's constant (methods re-exports it)
     r = run_one("p4g", "untrained", 0, **TINY, heldout_episodes=30)
     final = calls[-(2 + PANEL_SIZE):]  # after the curve's checkpoint: train, held-out, the six families
     assert final[:2] == [("p4g-frozen", 12, 64), ("p4g-heldout", 30, 256)]

@@ -9,8 +9,8 @@ import pytest
 
 from scope_envs.bench import plugins
 from scope_envs.bench.executors import BenchFailure, execute
-from scope_envs.bench.methods import EXTRA_METHODS, METHODS, run_one
-from scope_envs.bench.plugins import Budget, BudgetExceeded, Method, PluginError, PPOMethod, Trained, load
+from scope_envs.bench.methods import EXTRA_METHODS, METHODS, PPOMethod, builtin, run_one
+from scope_envs.bench.plugins import Budget, BudgetExceeded, Method, PluginError, Trained, load
 from scope_envs.train.policy import UniformPolicy
 
 TINY = {"steps": 600, "eval_episodes": 24, "curve_points": 2, "curve_episodes": 8, "heldout_episodes": 24}
@@ -70,11 +70,11 @@ def plugin_file(tmp_path):
 def test_the_built_in_rows_are_plug_ins_of_the_protocol():
     """Every built-in row, cotrain and population included, is a Method; its training simulator is its regime's."""
     for name in METHODS + EXTRA_METHODS:
-        m = load(name)
+        m = load(name, builtin())
         assert isinstance(m, PPOMethod) and isinstance(m, Method) and m.name == name
-    assert load("population").train_envs("p4g") == [("p4g-population", {"pool_size": 5, "snapshot_every": 4})]
-    assert load("oracle").train_envs("tau2") == [("tau2-heldout", {"personas": "train"})]
-    assert load("selfplay").train_envs("cooperbench")[0][0] == "cooperbench-cotrain"
+    assert load("population", builtin()).train_envs("p4g") == [("p4g-population", {"pool_size": 5, "snapshot_every": 4})]
+    assert load("oracle", builtin()).train_envs("tau2") == [("tau2-heldout", {"personas": "train"})]
+    assert load("selfplay", builtin()).train_envs("cooperbench")[0][0] == "cooperbench-cotrain"
 
 
 def test_loading_from_a_file_a_module_and_an_entry_point(plugin_file, monkeypatch):

@@ -42,7 +42,7 @@ def test_every_run_record_carries_the_fingerprint(tiny_reference):  # noqa: F811
     assert all(r["result"]["fingerprint"] == now for r in records)  # one fingerprint for the whole run
     assert set(now) == {"version", "code", "engine", "protocol", "data"}
     assert now["protocol"] == reference.fingerprint("p4g")["protocol"] and len(now["code"]) == 64
-    assert now["protocol"]["eval_episodes_min"]["p4g"] == 4672 and len(now["protocol"]["panel_families"]["p4g"]) == 6
+    assert now["protocol"]["eval_episodes_min"] == 4672 and len(now["protocol"]["panel_families"]) == 6
 
 
 def test_against_a_folder_scores_only_the_new_row(tiny_reference, plugin, tmp_path):  # noqa: F811

@@ -205,12 +205,13 @@ def check_arguments(args) -> None:
                           "run the grid with --method instead)")
     if getattr(args, "confirmatory", None) and not specs:
         args.parser.error("argument --confirmatory: only with --method")
+    from scope_envs.bench.methods import builtin
     from scope_envs.bench.plugins import PluginError, load
 
     names = []
     for spec in specs:
         try:
-            names.append(load(spec).name)
+            names.append(load(spec, builtin()).name)
         except PluginError as e:
             args.parser.error(f"argument --method: {e}")
     if len(set(names)) != len(names):
@@ -225,7 +226,8 @@ def plan(tasks: list[dict], specs: list[str], against: str | None) -> tuple[list
     ``against``, none with it) plus one task per plug-in, game and seed (each a copy of the game's built-in
     task with ``method`` its row name and ``plugin`` its spec, made absolute)."""
     from scope_envs.bench import reference
-    from scope_envs.bench.plugins import absolute, builtin, load
+    from scope_envs.bench.methods import builtin
+    from scope_envs.bench.plugins import absolute, load
 
     if not specs:
         return tasks, []
@@ -234,7 +236,7 @@ def plan(tasks: list[dict], specs: list[str], against: str | None) -> tuple[list
         template.setdefault((t["game"], t["seed"]), t)
     rows = []
     for spec in specs:
-        method = load(spec)
+        method = load(spec, builtin())
         extra = {} if method.name in builtin() and spec == method.name else {"plugin": absolute(spec)}
         rows += [{**t, "method": method.name, **extra} for t in template.values() if not t.get("assumptions")]
     if against is None:

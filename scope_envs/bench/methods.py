@@ -27,6 +27,18 @@ from __future__ import annotations
 
 import numpy as np
 
+from scope_envs.bench.protocol import (  # the evaluation protocol's constants live with it (one definition)
+    EVAL_EPISODES,
+    EVAL_EPISODES_MIN,
+    EVAL_SE_FRACTION,
+    LARGE_EVAL,
+    PANEL_SEED,
+    PANEL_STRIDE,
+    eval_envs,
+    panel_episodes,
+    panel_seeds,
+    variants,
+)
 from scope_envs.train.groups import GROUP_FRACTIONS
 
 # the floor and the ceiling first (measurement rows: see the module docstring), then the methods
@@ -37,24 +49,17 @@ EXTRA_METHODS = ("population_members",)
 LEARNED_USER = ("cotrain", "population", "population_members", "selfplay")
 PRESETS = {
     # 8 seeds (issue 17; 3 until 2026-11-30), raised per game by the seeds rule (SEEDS_MIN)
-    "default": {"seeds": 8, "steps": 20_000, "eval_episodes": 500, "curve_points": 4, "curve_episodes": 100,
+    "default": {"seeds": 8, "steps": 20_000, "eval_episodes": EVAL_EPISODES, "curve_points": 4, "curve_episodes": 100,
                 "steps_scale": {"tau2": 0.4}},  # tau2 learns in ~8k decisions, and its episodes are longer
     "full": {"seeds": 8, "steps": 100_000, "eval_episodes": 3000, "curve_points": 10, "curve_episodes": 300},
 }
 GAMES = ("p4g", "cooperbench", "tau2")
-# the held-out side and the panel play max(the preset's eval_episodes, EVAL_EPISODES_MIN[game]) episodes, so that one
-# run's held-out evaluation SE is at most EVAL_SE_FRACTION of the game's band (rule and inputs:
-# benchmarks/eval_episodes.py; rule declared, and these numbers derived, before the run that uses them); the train
-# side, which measures the exploit (many times the band), keeps the preset's
-EVAL_SE_FRACTION = 0.10
-EVAL_EPISODES_MIN = {"p4g": 4672, "cooperbench": 128, "tau2": 128}
 # the default run gives each game max(the preset's seeds, SEEDS_MIN[game]) seeds, so that its confirmatory MDE (power
 # 0.8, Holm over the family) is at most SEEDS_MDE_FRACTION of its band, from the per-seed sd of the committed default
 # runs (rule and inputs: benchmarks/seeds_rule.py; declared, and these numbers derived, before the run that uses
 # them); --seeds is exact, and a smoke run or the full preset keeps its own
 SEEDS_MDE_FRACTION = 0.15
 SEEDS_MIN = {"p4g": 35, "cooperbench": 5, "tau2": 11}
-LARGE_EVAL = 2048  # from this many episodes a side is evaluated on 256 envs (eval_envs)
 POPULATION_MEMBERS = 4
 POOL = {"pool_size": 5, "snapshot_every": 4}  # SCOPE's checkpoint pool (wrappers/pool.py)
 DIVERSITY_COEF = 0.02  # set a priori, never tuned (docs/architecture.md §4)
@@ -68,8 +73,6 @@ UNTRAINED = ("random", "untrained")  # no training: total_steps = 0
 # (train scenarios; no held-out number read) was still rising on p4g and cooperbench, and levels off by ~5x
 # (benchmarks/oracle_budget.py, benchmarks/results/oracle_budget/). Set before any run with it.
 ORACLE_BUDGET = 5
-PANEL_SEED = 3_000_000  # the panel's evaluation seeds: PANEL_SEED + 1000 * seed + PANEL_STRIDE * family + env index
-PANEL_STRIDE = 100  # > evaluate's 64 envs, so the six families' seeds never overlap
 
 
 def method_setup(game: str, method: str, user_reward: str | None = None, advantage: str = "gae",
@@ -94,48 +97,56 @@ def method_setup(game: str, method: str, user_reward: str | None = None, advanta
     return f"{game}-{regime}", env_kwargs, overrides
 
 
-def variants(game: str) -> list[str]:
-    """The game's non-default variants of its proxies' assumptions, in their declared order ([]: no switches;
-    ``bench.sensitivity``)."""
-    if game == "p4g":
-        from scope_envs.games.p4g.human_proxy import VARIANTS
-    elif game == "tau2":
-        from scope_envs.games.tau2.human_proxy import VARIANTS
-    else:
-        return []
-    return [v for v in VARIANTS if v != "default"]
-
-
-def panel_episodes(eval_episodes: int) -> int:
-    """Episodes per panel family: ceil(eval_episodes / 6), so the panel plays at least ``eval_episodes``."""
-    from scope_envs.agents.families import PANEL_SIZE
-
-    return -(-eval_episodes // PANEL_SIZE)
-
-
-def panel_seeds(seed: int) -> list[int]:
-    """Each panel family's evaluation seed (``evaluate`` resets its env ``i`` with seed + i, i < 64)."""
-    from scope_envs.agents.families import PANEL_SIZE
-
-    return [PANEL_SEED + 1000 * seed + PANEL_STRIDE * j for j in range(PANEL_SIZE)]
-
-
 def evaluate_panel(trainer, game: str, episodes: int, seed: int, uniform: bool = False) -> dict:
     """``agent_0`` of a ``PPOTrainer`` (``uniform``: uniform play) against each of the six held-out panel
     families, ``episodes`` episodes each: ``scope_envs.bench.protocol.evaluate_panel``. Evaluation only
     (docs/architecture.md §4.1)."""
-    from scope_envs.bench.plugins import Trained
-    from scope_envs.bench.policies import TrainerPlayers
+    from scope_envs.bench.policies import Trained, TrainerPlayers
     from scope_envs.bench.protocol import evaluate_panel as panel_of
 
     return panel_of(Trained(TrainerPlayers(trainer, uniform)), game, episodes, seed)
 
 
-def eval_envs(episodes: int) -> int:
-    """Evaluation envs for a side of ``episodes`` episodes: 256 from ``LARGE_EVAL`` episodes on (one forward pass
-    and one batched step serve 4x the slots; p4g's held-out side takes half the time), else ``evaluate``'s 64 (a
-    smaller side would spend its last waves on a few long episodes)."""
-    return 256 if episodes >= LARGE_EVAL else 64
+class PPOMethod:
+    """A built-in row as a plug-in (``scope_envs.bench.plugins``): the package's act-level PPO
+    (``scope_envs.train.act_ppo``) on the method's regime (``method_setup``: env id, kwargs, PPOConfig overrides).
+    ``random`` and ``untrained`` train for 0 decisions (``random`` then plays ``UniformPolicy``); ``oracle`` gets
+    ``ORACLE_BUDGET`` times the budget. The co-trained user of ``cotrain``/``population`` is a second seat."""
+
+    builtin = True  # run_method gives it the run's options and its own budget
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def train_envs(self, game: str, options: dict | None = None) -> list:
+        o = options or {}
+        env_id, env_kwargs, _ = method_setup(game, self.name, o.get("user_reward"), o.get("advantage", "gae"),
+                                             o.get("group_size", 1))
+        return [(env_id, env_kwargs)]
+
+    def budget(self, steps: int) -> int:
+        return 0 if self.name in UNTRAINED else steps * (ORACLE_BUDGET if self.name == "oracle" else 1)
+
+    def train(self, ctx):
+        from scope_envs.bench.policies import Trained, TrainerPlayers
+        from scope_envs.train.act_ppo import PPOConfig, PPOTrainer
+
+        o = ctx.options
+        env_id, env_kwargs, overrides = method_setup(ctx.game, self.name, o.get("user_reward"),
+                                                     o.get("advantage", "gae"), o.get("group_size", 1))
+        env_kwargs.update(o.get("env_kwargs", {}))  # a sensitivity ceiling's assumptions
+        trainer = PPOTrainer(PPOConfig(env_id=env_id, env_kwargs=env_kwargs, seed=ctx.seed,
+                                       total_steps=ctx.budget, **overrides))
+        players = TrainerPlayers(trainer, uniform=self.name == "random")
+        ctx.progress(0, players)
+        history = trainer.train(lambda row: ctx.progress(row["agent_steps"], players)) if ctx.budget else []
+        return Trained(policy=players, agent_steps=trainer.agent_steps, env_steps=trainer.env_steps,
+                       history=history)
+
+
+def builtin() -> dict[str, PPOMethod]:
+    """The built-in rows by name (``METHODS`` and ``EXTRA_METHODS``), each a ``PPOMethod``."""
+    return {name: PPOMethod(name) for name in METHODS + EXTRA_METHODS}
 
 
 def run_one(game: str, method: str, seed: int, steps: int, eval_episodes: int, curve_points: int,
@@ -165,9 +176,9 @@ def run_one(game: str, method: str, seed: int, steps: int, eval_episodes: int, c
     if plugin is None:
         if method not in METHODS + EXTRA_METHODS:
             raise ValueError(f"method must be one of {METHODS + EXTRA_METHODS}, got {method!r}")
-        row = plugins.builtin()[method]
+        row = builtin()[method]
     else:
-        row = plugins.load(plugin)
+        row = plugins.load(plugin, builtin())
         if row.name != method:
             raise plugins.PluginError(f"--method {plugin}: its name is {row.name!r}, the run's is {method!r}")
     return plugins.run_method(row, game, seed, steps, eval_episodes, curve_points, curve_episodes,

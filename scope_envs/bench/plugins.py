@@ -36,7 +36,7 @@ Where a method comes from (``load``), as ``scope-envs bench --method SPEC`` take
 * ``NAME`` — a built-in row (``BUILTIN``) or an installed package's entry point in the group
   ``scope_envs.methods`` (``[project.entry-points."scope_envs.methods"] my-method = "pkg.mod:MyMethod"``).
 
-The built-in rows are plug-ins of this same protocol (``PPOMethod``: the package's act-level PPO on the
+The built-in rows are plug-ins of this same protocol (``methods.PPOMethod``: the package's act-level PPO on the
 method's regime, ``scope_envs.bench.methods.method_setup``), and ``scope_envs.bench.methods.run_one`` runs
 every row, built-in or not, through ``run_method``: the same budget accounting, seeds, curve evaluations,
 evaluation protocol, per-run files, ``--resume``, executors and failure handling. A plug-in that raises,
@@ -46,11 +46,8 @@ it; the rest of the grid runs and is written (``scope_envs.bench.executors``).
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import inspect
 import re
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -59,12 +56,14 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from scope_envs.bench.loading import PluginError, is_file_spec, load_object
+from scope_envs.bench.policies import Trained, check_policy, reseeded
+from scope_envs.train.groups import GROUP_FRACTIONS
+
 ENTRY_POINT_GROUP = "scope_envs.methods"
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")  # a row name is also part of a file name
-
-
-class PluginError(ValueError):
-    """A method plug-in could not be loaded, or its training broke the protocol (the message names it)."""
+__all__ = ["BudgetExceeded", "FunctionMethod", "Method", "PluginError", "TrainContext", "Trained", "check_policy",
+           "load", "reseeded", "run_method"]
 
 
 class BudgetExceeded(PluginError):
@@ -80,40 +79,6 @@ class TrainContext:
     budget: int  # decisions of agent_0
     progress: Callable[[int, Any], None] = lambda decisions, policy: None
     options: dict = field(default_factory=dict)  # user_reward, advantage, group_size of the run
-
-
-@dataclass
-class Trained:
-    """A method's result: ``policy`` plays ``agent_0``; ``seats`` the other seats it learned on its training
-    simulators (a co-trained user: the train side is evaluated with it in the user seat); ``agent_steps``
-    the decisions of agent_0 it trained with (default: the last ``progress`` count), ``env_steps``, and
-    ``history``, its log rows (dicts; the benchmark keeps ``agent_steps``, ``return``, entropies and the
-    grouped diagnostics from them)."""
-
-    policy: Any
-    seats: dict = field(default_factory=dict)
-    agent_steps: int | None = None
-    env_steps: int = 0
-    history: list = field(default_factory=list)
-
-    def players(self, seed: int) -> dict:
-        """Every seat's policy for one evaluation side with seed ``seed``: each drawing from a stream of that
-        side (``reseeded``), so that an evaluation never depends on what was played before it."""
-        own = self.policy.players(seed) if hasattr(self.policy, "players") else {"agent_0": reseeded(self.policy, seed)}
-        return {**own, **{s: reseeded(p, seed) for s, p in self.seats.items()}}
-
-
-def reseeded(policy, seed: int):
-    """``policy`` drawing from a stream seeded by ``seed``: its ``reseeded(seed)`` where it has one (the
-    package's adapters do), a fresh ``UniformPolicy(seed)`` for a uniform one, else the policy as it is (its
-    randomness is then its own business)."""
-    from scope_envs.train.policy import UniformPolicy
-
-    if hasattr(policy, "reseeded"):
-        return policy.reseeded(seed)
-    if isinstance(policy, UniformPolicy):
-        return UniformPolicy(seed=seed)
-    return policy
 
 
 @runtime_checkable
@@ -148,51 +113,6 @@ def env_specs(method, game: str) -> list[tuple[str, dict]]:
     return out
 
 
-# ------------------------------------------------------------------------------------------------ the built-ins
-class PPOMethod:
-    """A built-in row: the package's act-level PPO (``scope_envs.train.act_ppo``) on the method's regime
-    (``methods.method_setup``: env id, kwargs, PPOConfig overrides). ``random`` and ``untrained`` train for 0
-    decisions (``random`` then plays ``UniformPolicy``); ``oracle`` gets ``ORACLE_BUDGET`` times the budget."""
-
-    def __init__(self, name: str):
-        self.name = name
-
-    def setup(self, game: str, options: dict | None = None):
-        from scope_envs.bench.methods import method_setup
-
-        o = options or {}
-        return method_setup(game, self.name, o.get("user_reward"), o.get("advantage", "gae"), o.get("group_size", 1))
-
-    def train_envs(self, game: str, options: dict | None = None) -> list:
-        env_id, env_kwargs, _ = self.setup(game, options)
-        return [(env_id, env_kwargs)]
-
-    def budget(self, steps: int) -> int:
-        from scope_envs.bench.methods import ORACLE_BUDGET, UNTRAINED
-
-        return 0 if self.name in UNTRAINED else steps * (ORACLE_BUDGET if self.name == "oracle" else 1)
-
-    def train(self, ctx: TrainContext) -> Trained:
-        from scope_envs.bench.policies import TrainerPlayers
-        from scope_envs.train.act_ppo import PPOConfig, PPOTrainer
-
-        env_id, env_kwargs, overrides = self.setup(ctx.game, ctx.options)
-        env_kwargs.update(ctx.options.get("env_kwargs", {}))  # a sensitivity ceiling's assumptions
-        trainer = PPOTrainer(PPOConfig(env_id=env_id, env_kwargs=env_kwargs, seed=ctx.seed,
-                                       total_steps=ctx.budget, **overrides))
-        players = TrainerPlayers(trainer, uniform=self.name == "random")
-        ctx.progress(0, players)
-        history = trainer.train(lambda row: ctx.progress(row["agent_steps"], players)) if ctx.budget else []
-        return Trained(policy=players, agent_steps=trainer.agent_steps, env_steps=trainer.env_steps, history=history)
-
-
-def builtin() -> dict[str, PPOMethod]:
-    """The built-in rows by name (``methods.METHODS`` and ``EXTRA_METHODS``)."""
-    from scope_envs.bench.methods import EXTRA_METHODS, METHODS
-
-    return {name: PPOMethod(name) for name in METHODS + EXTRA_METHODS}
-
-
 class FunctionMethod:
     """A function ``train(ctx) -> policy`` as a method (see the module docstring)."""
 
@@ -209,34 +129,6 @@ class FunctionMethod:
 
 
 # ------------------------------------------------------------------------------------------------ loading
-def _from_file(path: str, attr: str, spec: str):
-    file = Path(path).expanduser()
-    if not file.is_file():
-        raise PluginError(f"--method {spec}: no such file {file}")
-    name = "scope_envs_plugin_" + re.sub(r"\W", "_", str(file.resolve()))
-    if name in sys.modules:
-        module = sys.modules[name]
-    else:
-        loader_spec = importlib.util.spec_from_file_location(name, file)
-        module = importlib.util.module_from_spec(loader_spec)
-        sys.modules[name] = module  # dataclasses and pickling look the module up by name
-        try:
-            loader_spec.loader.exec_module(module)
-        except Exception as e:  # noqa: BLE001  (the user's file: its error, named, without our traceback)
-            del sys.modules[name]
-            raise PluginError(f"--method {spec}: importing {file} failed: {type(e).__name__}: {e}") from e
-    return _attr(module, attr, spec)
-
-
-def _attr(module, attr: str, spec: str):
-    try:
-        return getattr(module, attr)
-    except AttributeError:
-        names = sorted(n for n in vars(module) if not n.startswith("_"))
-        raise PluginError(f"--method {spec}: {module.__name__} has no {attr!r} (it defines {', '.join(names)})") \
-            from None
-
-
 def _entry_point(name: str):
     from importlib.metadata import entry_points
 
@@ -269,26 +161,17 @@ def as_method(obj, spec: str):
     return obj
 
 
-def load(spec: str):
-    """The method named by ``spec`` (see the module docstring). Raises ``PluginError`` naming what is wrong."""
+def load(spec: str, builtin: dict | None = None):
+    """The method named by ``spec`` (see the module docstring); ``builtin``: the built-in rows by name
+    (``scope_envs.bench.methods.builtin()``, which is what the benchmark passes). Raises ``PluginError`` naming
+    what is wrong."""
     if not isinstance(spec, str) or not spec.strip():
         raise PluginError(f"--method: expected FILE.py:NAME, package.module:NAME or a name, got {spec!r}")
-    methods = builtin()
+    methods = builtin or {}
     if spec in methods:
         return methods[spec]
     if ":" in spec:
-        where, _, attr = spec.rpartition(":")
-        if not attr.isidentifier():
-            raise PluginError(f"--method {spec}: {attr!r} is not a Python name")
-        if where.endswith(".py") or "/" in where or "\\" in where:
-            obj = _from_file(where, attr, spec)
-        else:
-            try:
-                module = importlib.import_module(where)
-            except Exception as e:  # noqa: BLE001
-                raise PluginError(f"--method {spec}: cannot import {where}: {type(e).__name__}: {e}") from e
-            obj = _attr(module, attr, spec)
-        return as_method(obj, spec)
+        return as_method(load_object(spec), spec)
     obj = _entry_point(spec)
     if obj is None:
         raise PluginError(f"--method {spec}: not a built-in row ({', '.join(methods)}), not FILE.py:NAME or "
@@ -299,30 +182,12 @@ def load(spec: str):
 def absolute(spec: str) -> str:
     """``spec`` with a file path made absolute, so a worker process (or a Ray task) finds the same file."""
     where, sep, attr = spec.rpartition(":")
-    if sep and (where.endswith(".py") or "/" in where):
+    if sep and is_file_spec(where):
         return f"{Path(where).expanduser().resolve()}:{attr}"
     return spec
 
 
 # ------------------------------------------------------------------------------------------------ one run
-def check_policy(policy, method: str):
-    """``policy`` as returned by ``method``: a ``Trained``, or a policy (``act(obs, mask, greedy)``) made one."""
-    from scope_envs.bench.policies import TrainerPlayers, as_policy
-    from scope_envs.train.act_ppo import PPOTrainer
-
-    if isinstance(policy, Trained):
-        policy.policy = check_policy(policy.policy, method).policy
-        return policy
-    if isinstance(policy, PPOTrainer):  # the package's trainer: every seat it learned, and its counts
-        return Trained(policy=TrainerPlayers(policy), agent_steps=policy.agent_steps, env_steps=policy.env_steps)
-    if hasattr(policy, "players"):
-        return Trained(policy=policy)
-    try:
-        return Trained(policy=as_policy(policy))
-    except TypeError as e:
-        raise PluginError(f"method {method!r}: train returned {type(policy).__name__}, not a policy ({e})") from None
-
-
 class Budget:
     """The budget rule of the module docstring: counts what ``progress`` reports, raises past the budget."""
 
@@ -360,7 +225,7 @@ def run_method(method, game: str, seed: int, steps: int, eval_episodes: int, cur
 
     t0 = time.perf_counter()
     options = dict(options or {})
-    builtin_row = isinstance(method, PPOMethod)
+    builtin_row = getattr(method, "builtin", False)  # a built-in row (methods.PPOMethod): its options, its budget
     if assumptions is not None:
         if not (builtin_row and method.name == "oracle"):
             raise ValueError(f"assumptions= is for the oracle row only, got method {method.name!r}")
@@ -394,14 +259,12 @@ def run_method(method, game: str, seed: int, steps: int, eval_episodes: int, cur
     if assumptions is not None:
         record["wall_s"] = time.perf_counter() - t0
         return record
-    from scope_envs.bench.methods import DIAGNOSTICS
-
     history = trained.history
     last = history[-max(1, len(history) // 4):]  # collapse diagnostics: the final quarter of training
-    record["metrics"].update({k: float(np.mean([r[k] for r in last])) for k in DIAGNOSTICS
+    record["metrics"].update({k: float(np.mean([r[k] for r in last])) for k in GROUP_FRACTIONS
                               if last and k in last[0]})
     record["curve"] = curve.points
-    record["training"] = [{k: r[k] for k in ("agent_steps", "return", "policy_entropy", "user_entropy", *DIAGNOSTICS)
+    record["training"] = [{k: r[k] for k in ("agent_steps", "return", "policy_entropy", "user_entropy", *GROUP_FRACTIONS)
                            if k in r} for r in history]
     record["agent_steps"] = trained.agent_steps
     record["env_steps"] = trained.env_steps

