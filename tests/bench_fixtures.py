@@ -1,4 +1,4 @@
-"""A tiny benchmark reference, built once per test session, for the --against tests (tests/test_reference.py,
+"""A tiny benchmark reference, built once per test session, for the --against tests (tests/test_bench_reference.py,
 tests/test_examples.py): p4g, 2 seeds, 400 decisions, the band and frozen (plus rotation, a second method, so
 that "the best built-in row" is a real choice)."""
 

@@ -4,7 +4,7 @@ A row is **built-in** when its method is one of ``methods.METHODS`` or ``EXTRA_M
 ``--method`` plug-in, an SB3 reference row such as ``frozen-sb3``) is an **entrant**. The built-in rows'
 statistics — the confirmatory family (each method against ``frozen``), the exploratory pairs, the MDE, the
 claims — are computed from the built-in rows alone (``builtin``), so adding any number of entrants leaves
-every built-in number and p-value byte-identical (tests/test_entrants.py holds it).
+every built-in number and p-value byte-identical (tests/test_bench_entrants.py holds it).
 
 Each entrant gets its own family of comparisons on held-out success, declared before its results exist:
 
