@@ -15,6 +15,12 @@ KEYS |= {"heldout_iqm", "heldout_iqm_ci"}  # the field's aggregates (stats.add_a
 IMPROVEMENT = {"p_improvement", "p_improvement_ci"}  # P(method > frozen): every method but frozen
 
 
+def tau2_source() -> str:
+    from scope_envs.games.tau2.data import resolve_data_dir
+
+    return resolve_data_dir()[1]
+
+
 def test_bench_end_to_end(tmp_path):
     out = tmp_path / "res"
     main(["bench", "--steps", "300", "--seeds", "2", "--eval-episodes", "40", "--out", str(out)])
@@ -24,7 +30,9 @@ def test_bench_end_to_end(tmp_path):
     for game in bench.GAMES:
         assert set(results[game]) == set(bench.METHODS)
         for method, entry in results[game].items():
-            assert set(entry) == KEYS | (IMPROVEMENT if method != "frozen" else set()), method
+            assert set(entry) == KEYS | {"data"} | (IMPROVEMENT if method != "frozen" else set()), method
+            # what the row played is named: tau2's task source (the real split, or the announced fallback)
+            assert entry["data"]["source"] == ("package" if game != "tau2" else tau2_source()), (game, entry["data"])
             lo, hi = entry["heldout_iqm_ci"]
             assert lo <= entry["heldout_iqm"] <= hi
             assert set(entry["per_seed"]) == {"0", "1"}

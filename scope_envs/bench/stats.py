@@ -361,11 +361,14 @@ def per_seed(entry: dict, key: str = SUCCESS) -> np.ndarray:
 def summarize(runs: list[dict]) -> dict:
     """results.json: game -> method -> means over seeds, ``per_seed``, ``normalized`` / ``recovered`` (per seed
     too; null where undefined: see ``normalize``), and the field's aggregates of held-out success
-    (``add_aggregates``: IQM with its stratified-bootstrap CI, the probability of improvement over frozen)."""
+    (``add_aggregates``: IQM with its stratified-bootstrap CI, the probability of improvement over frozen), and
+    ``data``: what the row's runs played (their fingerprint's ``data``: for tau2 the task source and version)."""
     out: dict = {}
     for r in sorted(runs, key=lambda r: (r["game"], _order(r["method"]), r["seed"])):
         entry = out.setdefault(r["game"], {}).setdefault(r["method"], {"per_seed": {}})
         entry["per_seed"][str(r["seed"])] = dict(r["metrics"])
+        if "fingerprint" in r:
+            entry["data"] = r["fingerprint"]["data"]
     for game in out.values():
         for entry in game.values():
             seeds = entry["per_seed"].values()
