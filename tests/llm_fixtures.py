@@ -123,3 +123,52 @@ def template_tokenizer(name: str):
         tok.bos_token = "<|begin_of_text|>"
     tok.chat_template = path.read_text()
     return tok
+
+
+class ChatStandIn:
+    """A local stand-in for an OpenAI-compatible chat endpoint on 127.0.0.1 (a real HTTP server in a thread).
+
+    POST answers ``replies`` in turn (cycling), after failing the first ``fail_first`` POSTs with HTTP 500;
+    GET (``/v1/models``, the reachability check) lists one model. ``requests`` holds every POST's (path, body)."""
+
+    def __init__(self, replies=("Hi! [DONATE $1]",), fail_first: int = 0):
+        import json
+        import threading
+        from http.server import BaseHTTPRequestHandler, HTTPServer
+
+        self.replies, self.fail_first, self.requests = list(replies), fail_first, []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self):
+                self._send({"data": [{"id": "stand-in"}]})
+
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                outer.requests.append((self.path, json.loads(body) if body else None))
+                if len(outer.requests) <= outer.fail_first:
+                    self.send_response(500)
+                    self.end_headers()
+                    self.wfile.write(b"overloaded")
+                    return
+                text = outer.replies[(len(outer.requests) - outer.fail_first - 1) % len(outer.replies)]
+                self._send({"choices": [{"message": {"role": "assistant", "content": text}, "finish_reason": "stop"}]})
+
+            def _send(self, payload):
+                data = json.dumps(payload).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = HTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_port}/v1"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()

@@ -4,8 +4,6 @@ import json
 import subprocess
 import sys
 import textwrap
-import threading
-from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +11,7 @@ import pytest
 
 from scope_envs.diagnose import DiagnoseError, SpecError, diagnose, names, resolve, write
 from scope_envs.diagnose import measures
+from llm_fixtures import ChatStandIn
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data" / "p4g"
@@ -218,46 +217,8 @@ def test_cli_broken_simulator_is_one_line(tmp_path, user_file):
     assert p.stderr.strip().count("\n") == 0 and "always broken" in p.stderr
 
 
-class _ChatStandIn:
-    """A local stand-in for an OpenAI chat endpoint: answers ``replies`` in turn."""
-
-    def __init__(self, replies):
-        self.replies, self.i, self.requests = list(replies), 0, 0
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self):
-                self._send({"data": [{"id": "stand-in"}]})
-
-            def do_POST(self):
-                self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                outer.requests += 1
-                text = outer.replies[outer.i % len(outer.replies)]
-                outer.i += 1
-                self._send({"choices": [{"message": {"role": "assistant", "content": text}, "finish_reason": "stop"}]})
-
-            def _send(self, payload):
-                body = json.dumps(payload).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args):
-                pass
-
-        self.server = HTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_port}/v1"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
-
-
 def test_an_llm_endpoint_is_diagnosed_on_the_text_surface_and_garbage_is_counted():
-    server = _ChatStandIn(["That sounds good, I will help. [DONATE $0.50]", "", "What does the charity do?",
+    server = ChatStandIn(["That sounds good, I will help. [DONATE $0.50]", "", "What does the charity do?",
                            "\x00\x01", "Sure. [DONATE $1.00] Goodbye!"])
     try:
         r = diagnose("p4g", f"openai:{server.url}#stand-in", probe_episodes=3, episodes=4, samples=1, cards=2,
@@ -265,7 +226,7 @@ def test_an_llm_endpoint_is_diagnosed_on_the_text_surface_and_garbage_is_counted
     finally:
         server.close()
     assert r["surface"] == "text" and r["fit"] == "sampled" and r["kind"] == "llm"
-    assert server.requests > 20
+    assert len(server.requests) > 20
     e = r["errors"]
     assert e["probe_errors"] > 0 and any("empty message" in m for m in e["messages"])
     assert r["sharpening"]["value"] is not None
@@ -346,7 +307,7 @@ def test_a_local_model_directory_plays_the_text_surface():
 
 @pytest.mark.skipif(not DATA.is_dir(), reason="needs ../shared/data/p4g (the real P4G data)")
 def test_an_llm_is_scored_on_the_real_histories():
-    server = _ChatStandIn(["That sounds good, I will help. [DONATE $0.50]", "What does the charity do?"])
+    server = ChatStandIn(["That sounds good, I will help. [DONATE $0.50]", "What does the charity do?"])
     try:
         r = diagnose("p4g", f"openai:{server.url}#stand-in", probe_episodes=2, episodes=2, samples=1, cards=2,
                      persona_states=2, bootstrap=20, data=DATA, real_dialogues=5)
@@ -360,7 +321,7 @@ def test_an_llm_is_scored_on_the_real_histories():
 
 
 def test_an_endpoint_that_stops_answering_is_one_error():
-    server = _ChatStandIn(["What does the charity do?"])
+    server = ChatStandIn(["What does the charity do?"])
     try:
         import scope_envs.diagnose.specs as specs_module
 

@@ -9,12 +9,10 @@ import json
 import math
 import subprocess
 import sys
-import threading
-from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import numpy as np
 import pytest
-from llm_fixtures import ScriptedBackend, _one_thread, tiny_dir, tiny_model_dir  # noqa: F401
+from llm_fixtures import ChatStandIn, ScriptedBackend, _one_thread, tiny_dir, tiny_model_dir  # noqa: F401
 
 import scope_envs
 from scope_envs.agents.llm import BackendError, LLMPlayer, OpenAIBackend, parse_verbalized
@@ -195,45 +193,8 @@ def test_vllm_engine_keeps_the_trainers_generators_checks_its_cache_reset_and_lo
         ppo.Config(gpu_memory_fraction=1.5)
 
 
-class _ChatServer:
-    """A local chat-completions server: fails ``fail_first`` requests with HTTP 500, then answers."""
-
-    def __init__(self, fail_first=0):
-        self.requests, self.fail_first = [], fail_first
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                outer.requests.append((self.path, body))
-                if len(outer.requests) <= outer.fail_first:
-                    self.send_response(500)
-                    self.end_headers()
-                    self.wfile.write(b"overloaded")
-                    return
-                reply = {"choices": [{"message": {"role": "assistant", "content": "Hi! [DONATE $1]"},
-                                      "finish_reason": "stop"}]}
-                data = json.dumps(reply).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args):
-                pass
-
-        self.server = HTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_port}/v1"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
-
-
 def test_openai_backend_sends_chat_and_retries_server_errors():
-    server = _ChatServer(fail_first=2)
+    server = ChatStandIn(fail_first=2)
     try:
         backend = OpenAIBackend(server.url, "my-model", timeout=5, retries=3, backoff=0.01, api_key="")
         msgs = [{"role": "user", "content": "hello"}]
