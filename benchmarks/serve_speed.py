@@ -34,6 +34,8 @@ import scope_envs
 from scope_envs.arguments import count
 from scope_envs.files import write_json
 
+from env_speed import masked, steps_per_second  # the env speed benchmark's loop and act choice, served or not
+
 ID = "p4g-frozen"
 
 
@@ -69,17 +71,6 @@ class Server:
 
 def legal(mask, rng) -> int:
     return int(rng.choice(np.flatnonzero(mask)))
-
-
-def env_rate(env, steps: int) -> float:
-    rng = np.random.default_rng(0)
-    obs, _ = env.reset(seed=0)
-    start = time.perf_counter()
-    for _ in range(steps):
-        if not env.agents:
-            obs, _ = env.reset()
-        obs, *_ = env.step({a: legal(obs[a]["action_mask"], rng) for a in env.agents})
-    return steps / (time.perf_counter() - start)
 
 
 def vec_rate(vec, calls: int) -> float:
@@ -169,7 +160,7 @@ def main(argv=None):
     ap.add_argument("--sessions", type=count(256), default=64)
     ap.add_argument("--num-envs", type=count(4096), default=256)
     ap.add_argument("--text-episodes", type=count(10_000), default=30)
-    ap.add_argument("--train-steps", type=count(10_000_000), default=16384, help="0 skips the training run")
+    ap.add_argument("--train-steps", type=count(10_000_000, low=0), default=16384, help="0 skips the training run")
     ap.add_argument("--out", default="benchmarks/results/serve_speed.json")
     args = ap.parse_args(argv)
     from scope_envs.integrations.sb3 import SB3VecEnv
@@ -180,8 +171,8 @@ def main(argv=None):
     bar = tqdm(total=6, desc="serve_speed")
     act = Server(ID)
     try:
-        local = env_rate(scope_envs.make(ID), args.steps)
-        remote = env_rate(RemoteParallelEnv(act.url), args.steps)
+        local = steps_per_second(scope_envs.make(ID), args.steps, masked)
+        remote = steps_per_second(RemoteParallelEnv(act.url), args.steps, masked)
         out["one_session"] = {"in_process_steps_per_s": local, "served_steps_per_s": remote, "ratio": remote / local}
         bar.update()
         conc = asyncio.run(concurrent_rate(act.url, args.sessions, max(args.steps // args.sessions, 20)))
