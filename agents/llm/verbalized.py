@@ -63,13 +63,12 @@ def _number(value) -> float:
     return float("nan")
 
 
-def _drop_trailing_commas(body: str) -> str:
-    """``[1, 2,]`` -> ``[1, 2]``: commas before a closing bracket, outside strings (a reply may say ",}")."""
-    next_char = [""] * (len(body) + 1)  # the next non-blank character after each position
-    for i in range(len(body) - 1, -1, -1):
-        next_char[i] = next_char[i + 1] if body[i].isspace() else body[i]
-    out, in_string, escaped = [], False, False
-    for i, c in enumerate(body):
+def _json_scan(text: str, start: int = 0):
+    """``(i, c, structural)`` for each character of ``text`` from ``start``: ``structural`` is False inside a
+    JSON string and for its quotes (escapes honoured), so brackets and commas in a reply's words are ignored."""
+    in_string, escaped = False, False
+    for i in range(start, len(text)):
+        c = text[i]
         if in_string:
             if escaped:
                 escaped = False
@@ -77,12 +76,19 @@ def _drop_trailing_commas(body: str) -> str:
                 escaped = True
             elif c == '"':
                 in_string = False
-        elif c == '"':
-            in_string = True
-        elif c == "," and next_char[i + 1] in ("}", "]"):
-            continue
-        out.append(c)
-    return "".join(out)
+            yield i, c, False
+        else:
+            in_string = c == '"'
+            yield i, c, not in_string
+
+
+def _drop_trailing_commas(body: str) -> str:
+    """``[1, 2,]`` -> ``[1, 2]``: commas before a closing bracket, outside strings (a reply may say ",}")."""
+    next_char = [""] * (len(body) + 1)  # the next non-blank character after each position
+    for i in range(len(body) - 1, -1, -1):
+        next_char[i] = next_char[i + 1] if body[i].isspace() else body[i]
+    return "".join(c for i, c, structural in _json_scan(body)
+                   if not (structural and c == "," and next_char[i + 1] in ("}", "]")))
 
 
 _THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
@@ -109,19 +115,11 @@ def _spans(chunk: str):
         tried += 1
         if tried > MAX_CANDIDATES:
             return
-        stack, in_string, escaped, end = [], False, False, None
-        for i in range(start, len(chunk)):
-            ch = chunk[i]
-            if in_string:
-                if escaped:
-                    escaped = False
-                elif ch == "\\":
-                    escaped = True
-                elif ch == '"':
-                    in_string = False
-            elif ch == '"':
-                in_string = True
-            elif ch in _OPENERS:
+        stack, end = [], None
+        for i, ch, structural in _json_scan(chunk, start):
+            if not structural:
+                continue
+            if ch in _OPENERS:
                 stack.append(_OPENERS[ch])
             elif ch in "}]":
                 if not stack or ch != stack[-1]:
