@@ -19,6 +19,8 @@ agents=["agent_0"]))`` is a ``gymnasium.Env`` for SB3 (the server plays the othe
 ``RemoteVecEnv`` has ``make_vec``'s API (``reset(seed, options, slots)``, ``step({agent: (N,) ints})``,
 arrays out), so ``GymVectorEnv`` and ``scope_envs.integrations.sb3.SB3VecEnv`` take it as they take a local
 vec env; ``add_snapshot(policy)`` pushes a user policy to a population's checkpoint pool on the server.
+At text level, ``RemoteParallelEnv.add_adapter(name)`` adds the server's LLM with a LoRA adapter to that
+pool instead (``scope-envs serve ... --surface text --user-llm SPEC``).
 
 Errors: a bad action is a ``ValueError`` (as in-process); an episode that the server no longer has (the
 connection dropped, the server restarted, the session idled past its timeout) is ``SessionLost``: the
@@ -174,6 +176,7 @@ class RemoteParallelEnv(ParallelEnv):
         self.episode_id: Optional[str] = None
         self._lost: Optional[str] = None  # why the last episode is gone, until the next reset
         self._client = None
+        self._adapter: Optional[str] = None  # add_adapter's name, sent with the next reset
 
     def observation_space(self, agent):
         return self._obs_spaces[agent]
@@ -187,9 +190,19 @@ class RemoteParallelEnv(ParallelEnv):
             data["seed"] = int(seed)
         if options:
             data["options"] = options
+        if self._adapter is not None:  # sent once: a refused name is this reset's ValueError, then dropped
+            data["adapter"], self._adapter = self._adapter, None
         self.agents, self._lost = [], None
         result = self._call(lambda c: c.reset(**data))
         return self._read(result, first=True)
+
+    def add_adapter(self, name: str) -> None:
+        """Add the server LLM generating with LoRA adapter ``name`` to a population's checkpoint pool on
+        the server (text level; a server with ``--user-llm``), as the next ``reset`` starts: the pool takes
+        snapshots between episodes. A name the server cannot run is that reset's ``ValueError``."""
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"an adapter name is a non-empty string, got {name!r:.80}")
+        self._adapter = name
 
     def step(self, actions: dict):
         if self._lost is not None:

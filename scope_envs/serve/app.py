@@ -29,6 +29,7 @@ import scope_envs
 from scope_envs.core.surfaces import Transcript
 from scope_envs.serve.environment import ScopeEnvironment, ServeConfig, seat_players
 from scope_envs.serve.errors import ProtocolError
+from scope_envs.serve.llm import ServedLLM, UserLLMError, UserLLMOptions, check_regime
 from scope_envs.serve.models import ScopeAction, ScopeObservation, ScopeState
 from scope_envs.serve.vec import VecSessions, register_vec_routes
 
@@ -97,9 +98,23 @@ class _TooLarge(Exception):
 def create_app(env_id: str, surface: str = "act", kwargs: Optional[dict] = None, *,
                max_sessions: int = DEFAULT_MAX_SESSIONS, idle_timeout: Optional[float] = DEFAULT_IDLE_TIMEOUT,
                max_body_bytes: int = DEFAULT_MAX_BODY, max_vec_sessions: int = DEFAULT_MAX_VEC_SESSIONS,
-               max_num_envs: int = DEFAULT_MAX_NUM_ENVS) -> FastAPI:
-    """The app serving ``scope_envs.make(env_id, surface=surface, **kwargs)``: one env per session."""
-    config = ServeConfig(env_id, surface, dict(kwargs or {}))
+               max_num_envs: int = DEFAULT_MAX_NUM_ENVS, user_llm=None, user_llm_options: Optional[UserLLMOptions] = None,
+               user_adapter_dir=None) -> FastAPI:
+    """The app serving ``scope_envs.make(env_id, surface=surface, **kwargs)``: one env per session.
+
+    ``user_llm``: a backend spec of ``load_backend`` (``openai:BASE_URL#MODEL``, a local model directory,
+    ``vllm:DIR``) or a backend object; on the text surface it is the user of a frozen or vs id, or runs the
+    named adapters of a population id's checkpoint pool (``scope_envs.serve.llm``). ``user_llm_options``:
+    its generation length, temperature, and an endpoint's timeout and retries; ``user_adapter_dir``: where a
+    local model's adapters are. A setting that cannot serve raises ``UserLLMError`` (a ``ValueError``)."""
+    kwargs = dict(kwargs or {})
+    served, role = None, None
+    if user_llm is not None:
+        role = check_regime(env_id, surface, kwargs)
+        served = ServedLLM(user_llm, user_llm_options, user_adapter_dir)
+    elif user_adapter_dir is not None or user_llm_options is not None:
+        raise UserLLMError("user_adapter_dir and user_llm_options go with user_llm (--user-llm SPEC)")
+    config = ServeConfig(env_id, surface, kwargs, served, role)
     probe = config.make()  # a bad id or kwargs fails here, before anything listens
     players = seat_players(probe)
     boot_id = uuid.uuid4().hex[:12]
@@ -112,6 +127,7 @@ def create_app(env_id: str, surface: str = "act", kwargs: Optional[dict] = None,
         "action_spaces": {a: describe_space(probe.action_space(a)) for a in probe.possible_agents},
         "metadata": {k: v for k, v in probe.metadata.items() if isinstance(v, (str, bool, int, list))},
         "server_players": {role: type(p).__name__ for role, p in players.items()},
+        "user_llm": None if served is None else {"plays": role, **served.describe()},
         "limits": {"max_sessions": max_sessions, "idle_timeout_s": idle_timeout, "max_body_bytes": max_body_bytes,
                    "max_vec_sessions": max_vec_sessions, "max_num_envs": max_num_envs},
     }

@@ -53,6 +53,28 @@ def kwarg(text: str) -> tuple[str, object]:
     return key, value
 
 
+def backend_spec(text: str) -> str:
+    """A ``load_backend`` spec's form (whether it loads or answers is checked once the command line parses)."""
+    if not text or len(text) > 4096:
+        raise argparse.ArgumentTypeError("expected openai:BASE_URL#MODEL, a local model directory, or vllm:DIR")
+    if text.startswith("openai:"):
+        url, _, model = text[len("openai:"):].partition("#")
+        if not url.startswith(("http://", "https://")) or not model:
+            raise argparse.ArgumentTypeError(f"an endpoint is openai:BASE_URL#MODEL (e.g. "
+                                             f"openai:http://127.0.0.1:8001/v1#my-model), got {text[:80]!r}")
+    return text
+
+
+def temperature(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text[:40]!r}") from None
+    if not 0 <= value <= 10:
+        raise argparse.ArgumentTypeError(f"expected a temperature from 0 to 10, got {value:g}")
+    return value
+
+
 def add_parser(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser("serve", help="serve an id over OpenEnv's HTTP/WebSocket protocol (needs scope-envs[serve])",
                               description="Serve ID over OpenEnv's protocol: many isolated sessions on /ws, "
@@ -70,11 +92,34 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    help="seconds before an idle session closes (at most 7 days)")
     p.add_argument("--max-body-bytes", type=count(1 << 30, low=1024), default=4 << 20,
                    help="largest request body or WebSocket frame, bytes (1024 to 1_073_741_824)")
+    llm = p.add_argument_group("the user seat as an LLM (text surface; see docs/serving.md)")
+    llm.add_argument("--user-llm", type=backend_spec, metavar="SPEC",
+                     help="the user of a frozen or vs id, or the backend of a population pool's named adapters: "
+                          "openai:BASE_URL#MODEL, a local model directory (hf:DIR), or vllm:DIR")
+    llm.add_argument("--user-llm-max-new-tokens", type=count(8192), default=256, metavar="N",
+                     help="tokens per user message (1 to 8192; default 256)")
+    llm.add_argument("--user-llm-temperature", type=temperature, default=1.0, metavar="T",
+                     help="sampling temperature (0 to 10; default 1)")
+    llm.add_argument("--user-llm-timeout", type=idle_seconds, default=60.0, metavar="SECONDS",
+                     help="an endpoint's seconds per request (default 60)")
+    llm.add_argument("--user-llm-retries", type=count(20, low=0), default=3, metavar="N",
+                     help="an endpoint's retries of a failed request (0 to 20; default 3)")
+    llm.add_argument("--user-adapter-dir", metavar="DIR",
+                     help="a local model's LoRA adapters, one PEFT directory per name, for reset(adapter=NAME)")
     p.set_defaults(func=run, parser=p)
     return p
 
 
 def run(args) -> None:
+    from scope_envs.serve.llm import UserLLMError, UserLLMOptions, check_regime
+
+    if args.user_adapter_dir is not None and args.user_llm is None:
+        args.parser.error("argument --user-adapter-dir: goes with --user-llm SPEC (the model the adapters fit)")
+    if args.user_llm is not None:  # before the server's imports: a wrong id or surface is said at once
+        try:
+            check_regime(args.id, args.surface, dict(args.kwarg))
+        except UserLLMError as e:
+            args.parser.error(f"argument {e.argument}: {e}")
     try:
         import uvicorn
 
@@ -82,10 +127,17 @@ def run(args) -> None:
     except ImportError as e:
         args.parser.error(f"serving needs the serve extra: pip install 'scope-envs[serve]' ({e.name} is missing)")
     kwargs = dict(args.kwarg)
+    llm = {}
+    if args.user_llm is not None:
+        llm = dict(user_llm=args.user_llm, user_adapter_dir=args.user_adapter_dir,
+                   user_llm_options=UserLLMOptions(args.user_llm_max_new_tokens, args.user_llm_temperature,
+                                                   args.user_llm_timeout, args.user_llm_retries))
     try:
         app = create_app(args.id, args.surface, kwargs, max_sessions=args.max_sessions,
                          idle_timeout=args.idle_timeout, max_body_bytes=args.max_body_bytes,
-                         max_vec_sessions=args.max_vec_sessions, max_num_envs=args.max_num_envs)
+                         max_vec_sessions=args.max_vec_sessions, max_num_envs=args.max_num_envs, **llm)
+    except UserLLMError as e:
+        args.parser.error(f"argument {e.argument}: {e}")
     except (ValueError, TypeError) as e:  # make() refused the kwargs: the user's mistake, named
         args.parser.error(f"cannot serve {args.id} with {kwargs}: {e}")
     print(f"serving {args.id} ({args.surface}) on http://{args.host}:{args.port} (boot {app.state.scope_spec['boot_id']})",

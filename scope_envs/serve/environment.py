@@ -10,7 +10,13 @@ OpenEnv's server makes one ``ScopeEnvironment`` per WebSocket session (its ``/ws
   game's built-in frozen simulator, the agent seat by the game's scripted agent. Their turns are played
   through inside the step, and the driven agents' rewards of those turns are added to the step's;
 * ``snapshot``: a population regime with a checkpoint pool (``pool_size=``) adds this user policy
-  (``scope_envs.serve.snapshot``) to its pool before the episode, as a trainer's ``add_snapshot``.
+  (``scope_envs.serve.snapshot``) to its pool before the episode, as a trainer's ``add_snapshot``;
+* ``adapter``: its text-level counterpart, on a server with an LLM (``--user-llm``): the pool takes a
+  frozen snapshot that is the server's LLM generating with the LoRA adapter of that name
+  (``scope_envs.serve.llm``).
+
+When the user seat is the server's LLM and its backend failed during the step (``SeatedLLM``), each
+driven agent's info carries the backend's last sentence as ``user_llm_error``.
 
 A step's ``ScopeAction.actions`` holds the driven live agents' acts; one for the agent whose turn it is
 is required, the others may be left out (their no-op is implied).
@@ -30,6 +36,7 @@ import scope_envs
 from scope_envs.core.simulator import Simulator
 from scope_envs.serve.codec import jsonable
 from scope_envs.serve.errors import BadRequest, EpisodeOver, NoEpisode, SessionLost
+from scope_envs.serve.llm import SeatedLLM, ServedLLM, UserLLMError
 from scope_envs.serve.models import AgentStep, ScopeAction, ScopeObservation, ScopeState
 from scope_envs.serve.snapshot import MLPSnapshot, SnapshotError
 from scope_envs.wrappers import CheckpointPool
@@ -40,14 +47,21 @@ MAX_SEED = 2**63 - 1
 
 @dataclass(frozen=True)
 class ServeConfig:
-    """What a server serves: one id, its surface and the keyword arguments ``make`` gets."""
+    """What a server serves: one id, its surface and the keyword arguments ``make`` gets; ``user_llm``, the
+    server's LLM (``scope_envs.serve.llm``): each session's user of a frozen or vs id, or the backend of a
+    population pool's named adapters."""
 
     env_id: str
     surface: str = "act"
     kwargs: dict = field(default_factory=dict)
+    user_llm: Optional[ServedLLM] = field(default=None, compare=False)
+    user_llm_role: Optional[str] = None  # "user" or "adapters" (llm.check_regime)
 
     def make(self):
-        return scope_envs.make(self.env_id, surface=self.surface, **self.kwargs)
+        kwargs = dict(self.kwargs)
+        if self.user_llm is not None and self.user_llm_role == "user":
+            kwargs["user"] = self.user_llm.player()  # one player per session, over the shared backend
+        return scope_envs.make(self.env_id, surface=self.surface, **kwargs)
 
 
 def seat_players(env) -> dict[str, Simulator]:
@@ -98,17 +112,24 @@ class ScopeEnvironment(Environment):
 
     # -- OpenEnv's interface ----------------------------------------------------------------------------
     def reset(self, seed: Optional[int] = None, episode_id: Optional[str] = None, options: Optional[dict] = None,
-              drive: Optional[list] = None, snapshot: Optional[dict] = None, **unknown: Any) -> ScopeObservation:
+              drive: Optional[list] = None, snapshot: Optional[dict] = None, adapter: Optional[str] = None,
+              **unknown: Any) -> ScopeObservation:
         self._check_open()
         if unknown:
-            raise BadRequest(f"reset takes seed, episode_id, options, drive and snapshot; unknown: {sorted(unknown)}")
+            raise BadRequest("reset takes seed, episode_id, options, drive, snapshot and adapter; unknown: "
+                             f"{sorted(unknown)}")
         seed = _seed(seed, "seed")
         if episode_id is not None and (not isinstance(episode_id, str) or not 0 < len(episode_id) <= 255):
             raise BadRequest("episode_id must be a string of 1 to 255 characters")
         options = self._options(options)
         driven = self._drive(drive)
+        if snapshot is not None and adapter is not None:
+            raise BadRequest("reset takes a snapshot (act level) or an adapter (text level), not both")
         if snapshot is not None:
             self._add_snapshot(snapshot)
+        if adapter is not None:
+            self._add_adapter(adapter)
+        self._clear_faults()
         if seed is not None:  # the server's own players draw from their own stream of the same seed
             self._rng = np.random.default_rng([seed, 1])
         obs, infos = self.env.reset(seed=seed, options=options)
@@ -140,6 +161,7 @@ class ScopeEnvironment(Environment):
                 kind = "a string (text surface)" if self.text else "an int act (act surface)"
                 raise BadRequest(f"{agent}: the action must be {kind}, got {type(act).__name__}")
         actions = dict(action.actions)
+        self._clear_faults()
         rewards = {a: 0.0 for a in start}
         terms, truncs = self._step_all(actions, rewards, {}, {})
         self._steps += 1
@@ -213,6 +235,28 @@ class ScopeEnvironment(Environment):
             self.base.agents = []
         self.env.add_snapshot(policy)
 
+    def _add_adapter(self, name):
+        if not isinstance(self.env, CheckpointPool):
+            raise BadRequest("adapter: this id has no checkpoint pool (serve a population id with pool_size=K)")
+        if not self.text:
+            raise BadRequest("adapter: adapters play the text surface; an act-level server takes a snapshot")
+        if self.config.user_llm is None:
+            raise BadRequest("adapter: this server has no LLM to run adapters on (serve with --user-llm SPEC)")
+        try:
+            player = self.config.user_llm.adapter_player(name)
+        except UserLLMError as e:
+            raise BadRequest(str(e)) from None
+        if self.base.agents:  # as _add_snapshot: the pool takes snapshots between episodes
+            self.base.agents = []
+        self.env.add_snapshot(player)
+
+    def _seated_llms(self):
+        return [m for m in self.base.members if isinstance(m, SeatedLLM)]
+
+    def _clear_faults(self):
+        for m in self._seated_llms():
+            m.faults.clear()
+
     def _step_all(self, actions, rewards, terms, truncs):
         """One env step: the driven agents' acts, the server's players' for the others; rewards add up."""
         for agent in self.env.agents:
@@ -250,6 +294,7 @@ class ScopeEnvironment(Environment):
         return "" if self.text else 0
 
     def _observation(self, start, rewards, terms, truncs) -> ScopeObservation:
+        faults = [f for m in self._seated_llms() for f in m.faults]
         agents = {}
         for a in start:
             o = self._obs[a]
@@ -258,10 +303,12 @@ class ScopeEnvironment(Environment):
             else:
                 observation = np.asarray(o["observation"], np.float32).tolist()
                 mask = np.asarray(o["action_mask"]).astype(int).tolist()
+            info = jsonable(self._infos[a])
+            if faults:
+                info["user_llm_error"] = faults[-1]
             agents[a] = AgentStep(role=self.base._agent_role(a), active=bool(self._infos[a]["active"]),
                                   observation=observation, action_mask=mask, reward=rewards.get(a, 0.0),
-                                  terminated=terms.get(a, False), truncated=truncs.get(a, False),
-                                  info=jsonable(self._infos[a]))
+                                  terminated=terms.get(a, False), truncated=truncs.get(a, False), info=info)
         live = [a for a in self.driven if a in self.env.agents]
         first = start[0] if start else None
         return ScopeObservation(agents=agents, live=live, episode_id=self._episode_id, done=not self.env.agents,
