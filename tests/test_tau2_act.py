@@ -111,6 +111,9 @@ def test_write_candidates_need_grounding_and_decoys_are_real_traps():
     f = game.features("agent")
     assert f.shape == env.observation_space("agent_0")["observation"].shape
     env.step({"agent_0": AGENT_INDEX["lookup:0"]})  # get_user_details: the agent has identified the user
+    assert not game.legal("agent")[AGENT_INDEX["execute:0"]]  # no write before the customer's yes
+    env.step({"agent_0": AGENT_INDEX["confirm:0"]})
+    env.step({"user_0": USER_INDEX["confirm"]})  # the customer wants it: the trap is the agent's to refuse
     env.step({"agent_0": AGENT_INDEX["execute:0"]})
     env.step({"agent_0": AGENT_INDEX["end"]})
     assert game.outcome()["reward"] == 0.0 and game.outcome()["decoy_executed"] == 1.0

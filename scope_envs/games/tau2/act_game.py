@@ -9,6 +9,14 @@ confirm the j-th write candidate; every other act is a message, rendered in
 words by ``realize.py`` (the first wording, so that tau^2's COMMUNICATE check
 reads the agent's answers). A user act updates the dialogue state as the
 shared game defines it.
+
+A write needs the customer's yes: ``execute:j`` is legal only once the user
+confirmed write candidate j (``confirm:j`` answered with ``confirm``), as the
+domain policies require explicit confirmation before any change. A customer who
+declines (``deny``) or leaves (``stop``) at the confirmation blocks the write;
+the agent may ask again. This rule is the act surface's world for every user
+(reference, collapsed, co-trained and held-out alike); on the text surface the
+agent writes its tool calls itself and nothing gates them, as upstream.
 """
 
 from __future__ import annotations
@@ -51,7 +59,9 @@ class Tau2ActGame(Tau2Game):
         if role != AGENT or role != self.active_role():
             return key
         c = self.candidates()
-        return (*key, len(c["read"]), len(c["write"]), len(c["phone"]))
+        confirmed = self.confirmed
+        return (*key, len(c["read"]), len(c["write"]), len(c["phone"]),
+                *(w.key() in confirmed for w in c["write"]))
 
     def _legal_mask(self, role):
         mask = super()._legal_mask(role)
@@ -60,6 +70,8 @@ class Tau2ActGame(Tau2Game):
         c = self.candidates()
         for kind, (idx, vals) in SLOT_ACTS.items():
             mask[idx] = vals[len(c[kind])]
+        for j, call in enumerate(c["write"]):  # no write without the customer's yes to that very call
+            mask[AGENT_INDEX[f"execute:{j}"]] &= call.key() in self.confirmed
         return mask
 
     def understand(self, role, text):

@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from scope_envs.games.tau2 import human_proxy
+from scope_envs.games.tau2.behaviour import VOLUNTEER
 from scope_envs.games.tau2.dialogue_acts import AGENT_ACTS, USER_ACTS, USER_INDEX
 from scope_envs.games.tau2.game import AGENT, USER
 
@@ -239,8 +240,8 @@ def reference_distribution(t: np.ndarray, st: np.ndarray, legal: np.ndarray) -> 
     put(insist, "stop", 0.3 * (1 - tr("insist")) * (f("real_pending") == 0))
     put(insist, "state_request", 0.3 * f("real_pending"))
     put(rest, "state_request", 0.6 * (1 - f("stated")) + 0.1)
-    put(rest, "inform_details", 0.2 * (1 - f("details_given")))
-    put(rest, "inform_identity", 0.2 * (1 - f("identity_given")))
+    put(rest, "inform_details", VOLUNTEER * tr("disclose") * (1 - f("details_given")))
+    put(rest, "inform_identity", VOLUNTEER * tr("disclose") * (1 - f("identity_given")))
     put(rest, "ask_question", 0.3 * f("has_question") * (1 - f("asked")))
     put(rest, "change_mind", 0.3 * tr("mind_change") * f("decoy_open"))
     put(rest, "stop", 0.05 * f("agent_msgs") / np.maximum(1, patience))

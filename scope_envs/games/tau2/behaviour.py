@@ -19,6 +19,14 @@ never slips, is endlessly patient — tau^2-bench's over-cooperative LLM user.
 ``reference_distribution`` is the training-side user model (the reference that
 collapsed simulators sharpen). The held-out behaviour model is in
 ``human_proxy.py`` and is evaluation-only.
+
+The cards need different agent moves (issue 28 §1; declared in the design note before any held-out number was
+read). What a customer volunteers unasked scales with ``disclose``: a reserved customer gives its identity and
+its ids only when asked for them, so an agent that never asks (the best response to the modal card, which tells
+everything in its first message) fails with it. A reluctant customer (low ``comply``) declines a confirmation
+about as often as it gives one, and on the act surface a write needs the customer's yes (``act_game.py``): an
+agent that never meets a refusal (the modal card never declines) does not learn to ask again. ``patience``
+bounds the agent messages it tolerates before it leaves, which ends the episode unsolved.
 """
 
 from __future__ import annotations
@@ -36,6 +44,7 @@ SPLIT_SIZES = {"train": 1000, "heldout": 500}
 # Beta(a, b) per trait: broad, so the population spans each behaviour
 PRIOR = {"disclose": (1.2, 1.2), "patience": (1.5, 1.5), "insist": (1.0, 1.5), "comply": (2.5, 1.0),
          "mind_change": (1.0, 2.0), "slip": (1.0, 2.5), "verbose": (1.2, 1.2)}
+VOLUNTEER = 0.4  # weight of volunteering the identity / the details unasked, per unit of ``disclose``
 
 
 
@@ -107,8 +116,10 @@ def reference_distribution(traits: dict, st: dict, legal: np.ndarray) -> np.ndar
         w[USER_INDEX["state_request"]] = 0.3 * st["real_pending"]
     else:
         w[USER_INDEX["state_request"]] = 0.6 * (1 - st["stated"]) + 0.1
-        w[USER_INDEX["inform_details"]] = 0.2 * (1 - st["details_given"])
-        w[USER_INDEX["inform_identity"]] = 0.2 * (1 - st["identity_given"])
+        # volunteered, unasked: in proportion to the card's openness (a reserved customer gives its identity and
+        # its ids only when asked for them); 0.4 keeps the population's mean (E[disclose] = 0.5) at the card-free 0.2
+        w[USER_INDEX["inform_details"]] = VOLUNTEER * t["disclose"] * (1 - st["details_given"])
+        w[USER_INDEX["inform_identity"]] = VOLUNTEER * t["disclose"] * (1 - st["identity_given"])
         w[USER_INDEX["ask_question"]] = 0.3 * st["has_question"] * (1 - st["asked"])
         w[USER_INDEX["change_mind"]] = 0.3 * t["mind_change"] * st["decoy_open"]
         w[USER_INDEX["stop"]] = 0.05 * st["agent_msgs"] / max(1, patience_turns(t))
