@@ -89,7 +89,6 @@ def _build_tables(p: dict) -> dict:
         "reply_index": reply_index,
         # where the replies go in a row of persuadee acts: a slice when they are in order (writes faster)
         "reply_columns": slice(reply_index[0], reply_index[-1] + 1) if contiguous else reply_index,
-        "ref_coef": np.array([coef.get(a, 0.0) for a in dialogue_acts.PERSUADER_ACTS]),
         "coef": coef,
     }
 
@@ -98,9 +97,9 @@ _CARDS: dict = {}  # id(card) -> (card, its terms, its row): cards are immutable
 
 # a card's terms as one row (``card_row``), so that dealing N cards is one gather and one write
 CARD_SCALARS = ("reference", "proxy", "push", "expected_gift")
-# the scalars, "moderated", "z", then the game's floats as a new game starts on the card: the gift (0), the
-# reference model's summed act effects (0), the human proxy's willingness ("proxy")
-CARD_WIDTH = len(CARD_SCALARS) + N_PERSUADER_ACTS + 25 + 3
+# the scalars, "moderated", "ref_effects", "z", then the game's floats as a new game starts on the card: the gift
+# (0), the reference model's summed act effects (0), the human proxy's willingness ("proxy")
+CARD_WIDTH = len(CARD_SCALARS) + 2 * N_PERSUADER_ACTS + 25 + 3
 
 
 def _cached(persona: Persona) -> tuple:
@@ -109,7 +108,7 @@ def _cached(persona: Persona) -> tuple:
         if len(_CARDS) > 8192:
             _CARDS.clear()
         terms = _card_terms(persona)
-        row = np.concatenate([[terms[k] for k in CARD_SCALARS], terms["moderated"], terms["z"],
+        row = np.concatenate([[terms[k] for k in CARD_SCALARS], terms["moderated"], terms["ref_effects"], terms["z"],
                               [0.0, 0.0, terms["proxy"]]])
         hit = _CARDS[id(persona)] = (persona, terms, row)
     return hit
@@ -151,11 +150,14 @@ def _card_terms(persona: Persona) -> dict:
     for a in np.flatnonzero(PERSUASION).tolist():
         t1, t2 = human_proxy.MODERATORS[dialogue_acts.PERSUADER_ACTS[a]]
         moderated[a] = coef[dialogue_acts.PERSUADER_ACTS[a]] + human_proxy.HETEROGENEITY * (z[t1] + z[t2]) / 2
+    effects = reference.act_effects(persona)
     return {
         "z": np.clip(personas.standardize(persona), -4, 4).astype(np.float32),
         "reference": reference.propensity_logit(persona) + reference.calibration("reference_offset"),
         "proxy": reference.propensity_logit(persona) + human_proxy.calibration("human_proxy_offset"),
         "moderated": moderated,  # the human proxy's per-use effect of each persuasion act on this card
+        # the reference model's per-use effect of each act on this card (the same floats as the scalar sum's)
+        "ref_effects": np.array([effects.get(a, 0.0) for a in dialogue_acts.PERSUADER_ACTS]),
         "push": human_proxy.PUSHINESS * (0.5 + human_proxy.reactance(z)),
         "expected_gift": reference.expected_gift(persona),
     }
@@ -180,8 +182,10 @@ class P4GBatch:
         # handful of writes (fast mode restarts dozens of slots every step).
         card = self._card = np.zeros((n, CARD_WIDTH))  # ``card_row`` of each slot's card
         self.ref_base, self.proxy_base, self.push, self.expected = card[:, : len(CARD_SCALARS)].T
-        self.moderated = card[:, len(CARD_SCALARS) : len(CARD_SCALARS) + N_PERSUADER_ACTS]
-        self.z = card[:, len(CARD_SCALARS) + N_PERSUADER_ACTS : -3]
+        first = len(CARD_SCALARS)
+        self.moderated = card[:, first : first + N_PERSUADER_ACTS]
+        self.ref_effects = card[:, first + N_PERSUADER_ACTS : first + 2 * N_PERSUADER_ACTS]
+        self.z = card[:, first + 2 * N_PERSUADER_ACTS : -3]
         self.actual, self.ref_sum, self.proxy_w = card[:, -3:].T  # the game's floats, started by the card
         # turns, the stated amount's bin (-1 before any), who spoke last (-1: nobody yet), the last act, the
         # persuader's last act, requests so far, the game's length; then each persuader act's uses
@@ -246,7 +250,7 @@ class P4GBatch:
                 self.turns[idx] = turns
             self.final[rows] = (acts == CLOSE) | (turns >= self.max_turns)
             self.last_persuader[rows] = acts
-            self.ref_sum[rows] += tables()["ref_coef"][acts]
+            self.ref_sum[rows] += self.ref_effects[idx, acts]  # this card's effect of each act
             if self.track_proxy:
                 self._proxy_update(idx, acts)
             return idx[:0]

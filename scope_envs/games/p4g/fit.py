@@ -14,6 +14,17 @@ Reads three files of the real data set (Wang et al., ACL 2019) from ``--data``:
 * ``300_info.csv``: outcomes of those dialogues (``B6`` actual donation) and
   the donation stated during the dialogue (``B5``), for the intention gap.
 
+The persona x act interactions (``strategy_interactions``): how the effect of
+each persuader act on giving moves with the persuadee's *decision lean*
+(``personas.decision_lean``: rational minus intuitive on the card's two 1-5
+decision-style scales, clipped to +-1), centred on the regression sample's mean
+lean. A second L2 logistic regression of giving on ``count(act) * (lean -
+centre)``, the persuadee's propensity logit plus the fitted main effects being
+its offset, so the main effects (``strategy_effects``) are the ones fitted
+without the interactions. Its support: a 95% percentile interval per act from
+``N_BOOTSTRAP`` resamples of persuadees (people, not dialogues: the same person
+is the persuadee of several dialogues), each refitting both regressions.
+
 Only aggregate numbers leave this script: no ids, no rows, no text.
 
 Assumptions (numbers chosen here, not measured):
@@ -27,7 +38,14 @@ Assumptions (numbers chosen here, not measured):
   gap's proportions are not);
 * a giver's donation is snapped to the nearest non-zero amount bin (the
   $0.01-0.02 gifts would otherwise snap to $0);
-* turns >= 9 are pooled in the per-turn strategy mix; sample stds use ddof=1.
+* turns >= 9 are pooled in the per-turn strategy mix; sample stds use ddof=1;
+* the interactions use one card axis, the decision lean, and are linear in
+  it: the card's stated decision style is the trait a prompted model playing
+  the card reads as "how to persuade me"; the clip at one scale point says a
+  lean of a point or more is a clear style, and it is not symmetric around the
+  mean card (most cards lean rational), which is what lets the modal card's
+  best response differ from the population's. The bootstrap seed is
+  ``BOOTSTRAP_SEED``.
 
 Run ``python -m scope_envs.validate.p4g [--data DIR] [--out PATH]`` (see
 ``--help``): it writes ``--out`` (default ``p4g_params.json`` in the current
@@ -50,6 +68,7 @@ import numpy as np
 from scipy.optimize import minimize
 
 from scope_envs.games.p4g import dialogue_acts
+from scope_envs.games.p4g.personas import decision_lean
 
 TRAITS = (
     "extrovert agreeable conscientious neurotic open care fairness loyalty authority purity freedom "
@@ -70,6 +89,8 @@ DEFAULT_OUT = "p4g_params.json"
 RESPONSE_ACTS = [*dialogue_acts.PERSUADEE_VERBAL, "provide_amount"]
 PERSUADER_REAL = list(dialogue_acts.PERSUADER_ACTS[1:])
 N_TURN_BINS = 10
+N_BOOTSTRAP = 500
+BOOTSTRAP_SEED = 2028
 
 
 def check_data(data: Path) -> Path:
@@ -226,6 +247,7 @@ def fit(data_dir, holdout=frozenset()) -> dict:
         p = {k: _num(r[k + ".x"]) for k in NUMERIC}
         p.update({k: r[k + ".x"].strip() for k in CATEGORICAL})
         p["B6"] = _num(r["B6"])
+        p["person"] = r.get("B3") or r["B2"]  # the bootstrap's unit (a dialogue id where B3 is absent)
         if not any(math.isnan(p[k]) for k in NUMERIC):
             people.append(p)
             survey[r["B2"]] = p
@@ -252,7 +274,7 @@ def fit(data_dir, holdout=frozenset()) -> dict:
     for r in dialog:
         units[r["B2"]].append(r)
 
-    er_counts, y_s, off_s = [], [], []
+    er_counts, y_s, off_s, lean_s, person_s = [], [], [], [], []
     pairs, start = Counter(), Counter()
     by_turn = [Counter() for _ in range(N_TURN_BINS)]
     valence = {True: Counter(), False: Counter()}
@@ -281,9 +303,13 @@ def fit(data_dir, holdout=frozenset()) -> dict:
             er_counts.append([c[a] for a in PERSUADER_REAL])
             y_s.append(outcome[d] > 0)
             off_s.append(logit(survey[d]))
+            lean_s.append(decision_lean(survey[d]))
+            person_s.append(survey[d]["person"])
 
     _, beta = _logistic(er_counts, y_s, offset=off_s, intercept=False)
     strategy_effects = {"coef": dict(zip(PERSUADER_REAL, beta)), "n_dialogues": len(y_s)}
+    strategy_interactions = _interactions(np.array(er_counts, float), np.array(y_s, float), np.array(off_s),
+                                          np.array(lean_s), person_s, beta)
 
     pooled = Counter()
     for (_, b), n in pairs.items():
@@ -337,12 +363,64 @@ def fit(data_dir, holdout=frozenset()) -> dict:
         "propensity": propensity,
         "amounts": amounts,
         "strategy_effects": strategy_effects,
+        "strategy_interactions": strategy_interactions,
         "responses": responses,
         "valence": valence_out,
         "gap": gap,
         "empirical_persuader": empirical,
         "real": real,
     })
+
+
+def _newton_logistic(X, y, offset, l2=1.0, tol=1e-12, max_iter=100):
+    """``_logistic`` without an intercept by Newton's method: the same penalised optimum (the objective is strictly
+    convex), in a few linear solves instead of hundreds of gradient steps, which the bootstrap needs (1,000 fits);
+    a step that does not lower the objective is halved."""
+    def objective(w):
+        z = offset + X @ w
+        return np.sum(np.logaddexp(0.0, z) - y * z) + 0.5 * l2 * w @ w
+
+    w = np.zeros(X.shape[1])
+    f = objective(w)
+    for _ in range(max_iter):
+        p = 1.0 / (1.0 + np.exp(-(offset + X @ w)))
+        grad = X.T @ (p - y) + l2 * w
+        hess = (X * (p * (1 - p))[:, None]).T @ X + l2 * np.eye(X.shape[1])
+        step = np.linalg.solve(hess, grad)
+        t = 1.0
+        while objective(w - t * step) > f and t > 1e-8:
+            t /= 2
+        w = w - t * step
+        f = objective(w)
+        if np.max(np.abs(t * step)) < tol:
+            break
+    return w
+
+
+def _interaction_coef(counts, gave, offset, deviation, beta):
+    """The interaction regression: giving on ``count(act) * deviation`` with offset ``offset + counts @ beta``."""
+    return _newton_logistic(counts * deviation[:, None], gave, offset + counts @ beta)
+
+
+def _interactions(counts, gave, offset, lean, people, beta) -> dict:
+    """``strategy_interactions``: the per-act change of the strategy effect per unit of decision lean above the
+    sample's mean lean, and its support from a bootstrap over persuadees (both regressions refitted)."""
+    centre = float(lean.mean())
+    gamma = _interaction_coef(counts, gave, offset, lean - centre, beta)
+    units = sorted(set(people))
+    rows_of = {u: [i for i, q in enumerate(people) if q == u] for u in units}
+    rng = np.random.default_rng(BOOTSTRAP_SEED)
+    draws = []
+    for _ in range(N_BOOTSTRAP):
+        rows = np.concatenate([rows_of[units[k]] for k in rng.integers(len(units), size=len(units))])
+        c, y, off, dev = counts[rows], gave[rows], offset[rows], lean[rows] - lean[rows].mean()
+        b = _newton_logistic(c, y, off)
+        draws.append(_interaction_coef(c, y, off, dev, b))
+    lo, hi = np.percentile(np.array(draws), [2.5, 97.5], axis=0)
+    supported = [a for a, l, h in zip(PERSUADER_REAL, lo, hi) if l > 0 or h < 0]
+    return {"axis": "decision_lean", "centre": centre, "coef": dict(zip(PERSUADER_REAL, gamma)),
+            "ci95": {a: [l, h] for a, l, h in zip(PERSUADER_REAL, lo, hi)}, "supported": supported,
+            "n_bootstrap": N_BOOTSTRAP, "n_dialogues": len(gave), "n_persuadees": len(units)}
 
 
 def summary(p: dict) -> str:

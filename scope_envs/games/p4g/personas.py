@@ -46,6 +46,16 @@ def set_params(new: dict) -> None:
     default_persona.cache_clear()
 
 
+LEAN_CLIP = 1.0  # one scale point of rational over intuitive (or the reverse) is a clear decision style
+
+
+def decision_lean(traits) -> float:
+    """A card's decision lean: its rational minus its intuitive decision-style score (both on the survey's 1-5
+    scales, as the card states them), clipped to +-``LEAN_CLIP``. Positive: a rational decider. The axis the
+    reference model's persona x act interactions are fitted along (``fit.py``, ``strategy_interactions``)."""
+    return float(np.clip(traits["rational"] - traits["intuitive"], -LEAN_CLIP, LEAN_CLIP))
+
+
 def numeric_traits() -> list[str]:
     return params()["persona_model"]["numeric"]
 

@@ -5,11 +5,23 @@ verbalized list reports it, and persona rewards use its card-only propensity.
 It reads nothing of the held-out behaviour model (``human_proxy``).
 
 * Willingness to give (log-odds) = the propensity regression on the persona
-  card + the *associational* effect of each persuader act seen so far
-  (``strategy_effects``: a regression of giving on act counts in the 300
-  annotated dialogues) + a calibration offset. The associational effects
-  include reverse-causal ones (persuaders confirm and thank after a yes), just
-  as a model trained on dialogue text would absorb them. Assumption.
+  card + the effect of each persuader act seen so far *on this card*
+  (``act_effects``) + a calibration offset. An act's effect is its
+  *associational* main effect (``strategy_effects``: a regression of giving on
+  act counts in the 300 annotated dialogues) plus its persona x act
+  interaction times the card's decision lean above the data's mean lean
+  (``strategy_interactions``: ``personas.decision_lean``, rational minus
+  intuitive, clipped to +-1; fitted on the same dialogues, ``fit.py``). So what
+  moves a persuadee depends on who they are: on the fitted numbers a rational
+  card is moved most by confirming a donation, an intuitive one by donation
+  information and foot-in-the-door, and the modal card (every trait at its
+  mean: a rational lean, like most cards) is not the population's average
+  persuadee. The interactions are ridge point estimates; their bootstrap
+  intervals exclude zero for one act only (off_task), so the rest is the data's
+  best guess, not an established fact: the single axis, its linearity and clip
+  are assumptions (``fit.py``). The associational effects include
+  reverse-causal ones (persuaders confirm and thank after a yes), just as a
+  model trained on dialogue text would absorb them. Assumption.
 * Reply to the last persuader act: the real conditional frequencies
   (``responses``), tilted towards acts donors use (``valence``) by
   ``KAPPA * (willingness - neutral)``, neutral being an average persona's
@@ -24,7 +36,7 @@ from __future__ import annotations
 import numpy as np
 
 from scope_envs.core.game import Persona, Turn
-from scope_envs.games.p4g import dialogue_acts
+from scope_envs.games.p4g import dialogue_acts, personas
 from scope_envs.games.p4g.personas import params, standardize
 
 KAPPA = 0.5
@@ -62,9 +74,25 @@ def calibration(key: str) -> float:
     return params().get("calibration", {}).get(key, 0.0)
 
 
-def willingness(persona: Persona, history) -> float:
+def lean_deviation(persona: Persona) -> float:
+    """The card's decision lean above the fitted sample's mean lean: what scales its persona x act interactions
+    (0 with parameters that have no ``strategy_interactions``)."""
+    inter = params().get("strategy_interactions")
+    return personas.decision_lean(persona.traits) - inter["centre"] if inter else 0.0
+
+
+def act_effects(persona: Persona) -> dict[str, float]:
+    """The change of this card's willingness (log-odds) per use of each persuader act: the main effect plus the
+    persona x act interaction times the card's ``lean_deviation``."""
     coef = params()["strategy_effects"]["coef"]
-    return propensity_logit(persona) + calibration("reference_offset") + sum(coef[a] for a in persuader_acts(history))
+    inter = params().get("strategy_interactions", {}).get("coef", {})
+    dev = lean_deviation(persona)
+    return {a: coef[a] + inter.get(a, 0.0) * dev for a in coef}
+
+
+def willingness(persona: Persona, history) -> float:
+    effect = act_effects(persona)
+    return propensity_logit(persona) + calibration("reference_offset") + sum(effect[a] for a in persuader_acts(history))
 
 
 def neutral() -> float:

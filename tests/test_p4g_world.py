@@ -1,0 +1,114 @@
+"""The p4g training-side world: what moves a persuadee depends on their card (persona x act interactions)."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from scope_envs.agents.p4g import ReferencePersuadee
+from scope_envs.core.env import DialogueParallelEnv
+from scope_envs.core.simulator import Simulator
+from scope_envs.games.p4g import batched, dialogue_acts, personas, reference
+from scope_envs.games.p4g.game import P4GGame
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "p4g"
+needs_data = pytest.mark.skipif(not (DATA / "full_info.csv").exists(), reason=f"P4G data not found at {DATA}")
+
+
+def _best_act(card) -> str:
+    effects = reference.act_effects(card)
+    return max(effects, key=effects.get)
+
+
+def _cards(split, lean_at_most=None):
+    cards = [personas.persona(split, i) for i in range(personas.SPLIT_SIZES[split])]
+    if lean_at_most is None:
+        return cards
+    return [c for c in cards if personas.decision_lean(c.traits) <= lean_at_most]
+
+
+def test_the_best_act_differs_between_a_rational_and_an_intuitive_card():
+    cards = _cards("train")
+    rational = max(cards, key=lambda c: personas.decision_lean(c.traits))
+    intuitive = min(cards, key=lambda c: personas.decision_lean(c.traits))
+    assert personas.decision_lean(rational.traits) == 1.0 and personas.decision_lean(intuitive.traits) == -1.0
+    assert _best_act(rational) != _best_act(intuitive)
+    # the same act moves the two cards by different amounts wherever its interaction is not zero
+    inter = personas.params()["strategy_interactions"]["coef"]
+    a = max(inter, key=lambda k: abs(inter[k]))
+    assert reference.act_effects(rational)[a] != pytest.approx(reference.act_effects(intuitive)[a], abs=0.5)
+
+
+def test_willingness_sums_the_cards_own_act_effects_and_the_engine_uses_the_same_floats():
+    card = _cards("heldout", lean_at_most=-0.5)[0]
+    effects = reference.act_effects(card)
+    p = personas.params()
+    dev = personas.decision_lean(card.traits) - p["strategy_interactions"]["centre"]
+    for a, e in effects.items():
+        assert e == p["strategy_effects"]["coef"][a] + p["strategy_interactions"]["coef"][a] * dev
+    row = batched.card_terms(card)["ref_effects"]
+    assert [row[dialogue_acts.PERSUADER_INDEX[a]] for a in effects] == list(effects.values())
+    base = reference.willingness(card, ())
+    from scope_envs.core.game import Turn
+
+    history = [Turn("persuader", dialogue_acts.PERSUADER_INDEX[a]) for a in ("donation_information", "greeting")]
+    assert reference.willingness(card, history) == pytest.approx(
+        base + effects["donation_information"] + effects["greeting"], abs=1e-12)
+
+
+@needs_data
+def test_the_shipped_interactions_are_what_fit_derives():
+    from scope_envs.games.p4g.fit import fit
+
+    fitted = fit(DATA)["strategy_interactions"]
+    shipped = personas.params()["strategy_interactions"]
+    assert set(fitted) == set(shipped) and fitted["supported"] == shipped["supported"]
+    for a, g in fitted["coef"].items():
+        assert g == pytest.approx(shipped["coef"][a], abs=2e-6)
+        lo, hi = fitted["ci95"][a]
+        assert lo <= g <= hi
+        assert (a in fitted["supported"]) == (lo > 0 or hi < 0)
+    assert fitted["centre"] == pytest.approx(shipped["centre"], abs=1e-6)
+
+
+class _RepeatAct(Simulator):
+    """A persuader that plays one act every turn (one arm of the bandit below)."""
+
+    name = "repeat"
+
+    def __init__(self, act: str):
+        self.index = dialogue_acts.PERSUADER_INDEX[act]
+
+    def distribution(self, view):
+        p = np.zeros(len(dialogue_acts.PERSUADER_ACTS))
+        p[self.index] = 1.0
+        return p
+
+
+def _mean_gift(user, act, split, episodes, seed):
+    env = DialogueParallelEnv(P4GGame(), [user], split=split)
+    persuader, rng, gifts = _RepeatAct(act), np.random.default_rng(seed), []
+    for ep in range(episodes):
+        env.reset(seed=seed * 7919 + ep)
+        while env.agents:
+            _, _, _, _, infos = env.step({"agent_0": persuader.act(env.view("persuader"), rng)})
+        gifts.append(infos["agent_0"]["actual"])
+    return float(np.mean(gifts))
+
+
+def _train(users, split, episodes, seed=3):
+    """The learner: the best one-act persuader by Monte Carlo against ``users`` (a greedy bandit over every real
+    persuader act, each arm tried ``episodes`` times per user)."""
+    arms = dialogue_acts.PERSUADER_ACTS[1:]
+    return max(arms, key=lambda a: np.mean([_mean_gift(u, a, split, episodes, seed) for u in users]))
+
+
+def test_a_best_response_to_the_modal_card_does_not_transfer_to_intuitive_cards():
+    """Trained against the modal card, the learner's policy gives less on intuitive-lean reference users (held-out
+    cards) than the one trained against intuitive-lean reference users of the train split."""
+    modal_policy = _train([ReferencePersuadee(persona=personas.default_persona())], "train", 30)
+    own_policy = _train([ReferencePersuadee(persona=c) for c in _cards("train", lean_at_most=-0.5)[:3]], "train", 12)
+    assert modal_policy != own_policy
+    users = [ReferencePersuadee(persona=c) for c in _cards("heldout", lean_at_most=-0.5)[:4]]
+    score = {pol: np.mean([_mean_gift(u, pol, "heldout", 25, 11) for u in users]) for pol in (modal_policy, own_policy)}
+    assert score[modal_policy] < score[own_policy] - 0.1
