@@ -2,7 +2,9 @@
 
 Regimes decide who plays the user role (docs/architecture.md §2); every game supports every
 regime. ``frozen`` and ``vs`` take ``user=``: any ``Simulator`` (an LLM player,
-say) in place of the game's built-in frozen simulator.
+say) in place of the game's built-in frozen simulator, or ``"reference"``, the
+game's reference model itself (sharpening 1, the dealt card, no cooperation bias:
+a simulator without collapse, the benchmark's ``uncollapsed`` row).
 
 ``heldout`` puts the held-out human-proxy behaviour model in the user seat and
 deals held-out personas/tasks (``split="heldout"``): for evaluation only. Its one
@@ -13,12 +15,18 @@ scenarios, the ceiling of docs/architecture.md §4 ("the best policy we can trai
 the held-out behaviour model on *train* personas/tasks"). It is an upper bound
 for measurement only and the one place where anything is trained against the
 held-out behaviour model; no held-out persona or task is ever dealt to it, and
-no method the benchmark compares trains on it. Its other option, ``assumptions``,
-switches the behaviour model's untestable assumptions to a named variant
-(``VARIANTS`` of ``games.p4g.human_proxy`` and ``games.tau2.human_proxy``; the
-cooperbench proxy has none). This module registers
-every id; it sits above the games, the players and the wrappers and is
-imported by ``scope_envs`` itself.
+no method the benchmark compares trains on it. Its option ``behaviour="reference"``
+keeps the held-out personas/tasks and seats the game's *training-side* reference
+model (sharpening 1, the dealt card, no cooperation bias) instead of the proxies:
+the users of the known-answer calibration (``scope_envs.bench.calibration``) and of
+the evaluation side that splits a gap into collapse and misspecification
+(``scope_envs.bench.protocol``); nothing of the held-out behaviour model is read
+then. Its other option, ``assumptions``, switches the behaviour model's untestable
+assumptions to a named variant (``VARIANTS`` of ``games.p4g.human_proxy`` and
+``games.tau2.human_proxy``; the cooperbench proxy has none). ``rotation`` takes
+``users=[...]``, your own simulators to rotate over, in place of the game's members.
+This module registers every id; it sits above the games, the players and the
+wrappers and is imported by ``scope_envs`` itself.
 """
 
 from __future__ import annotations
@@ -39,13 +47,14 @@ from scope_envs.wrappers.verbalized import VS_OPTIONS
 REGIME_KWARGS = {
     "frozen": {"user"},
     "vs": {"user", *VS_OPTIONS},  # verbalized sampling's options: wrappers/verbalized.py VSOptions
-    "rotation": {"schedule", "families", "family_seed"},
+    "rotation": {"schedule", "families", "family_seed", "users"},
     "cotrain": set(),
     "population": {"members", "schedule", "pool_size", "snapshot_every", "pool_sample"},
-    "heldout": {"personas", "assumptions"},
+    "heldout": {"personas", "assumptions", "behaviour"},
 }
 SHARPENING = 3.0  # the frozen simulator's sharpening exponent (``sharpening=``; ``gamma=`` is its deprecated name)
 HELDOUT_PERSONAS = ("heldout", "train")  # the heldout regime's ``personas``: which split's cards/tasks it deals
+BEHAVIOURS = ("proxy", "reference")  # the heldout regime's ``behaviour``: the held-out proxies, or the reference model
 
 
 def build(
@@ -55,6 +64,7 @@ def build(
     frozen: Callable[[], Simulator],
     rotation: Callable[[], list[Simulator]],
     heldout: Callable[[], Simulator],
+    reference: Callable[[], Simulator] | None = None,
     surface: str = "act",
     render_mode: str | None = None,
     max_errors: int = 3,
@@ -70,8 +80,14 @@ def build(
         )
 
     user = options.pop("user", None)
+    if isinstance(user, str) and user == "reference":  # the game's reference model: no defect of a simulator
+        if reference is None:
+            raise ValueError(f"this game ({game.name}) has no reference model for user='reference'")
+        user = reference()
     if user is not None and not isinstance(user, Simulator):
-        raise ValueError(f"user must be a Simulator (e.g. an LLMPlayer), got {type(user).__name__}")
+        raise ValueError(f"user must be a Simulator (e.g. an LLMPlayer) or 'reference', got {user!r}"
+                         if isinstance(user, str) else
+                         f"user must be a Simulator (e.g. an LLMPlayer) or 'reference', got {type(user).__name__}")
 
     def env(members, split="train"):
         return DialogueParallelEnv(game, members, surface=surface, split=split, regime=regime,
@@ -88,8 +104,17 @@ def build(
         # families=K: the first K train-stream families of scope_envs.agents.families (seed family_seed);
         # None (default): the game's rotation_members. SCOPE's ensemble: families=3, schedule="index"
         # (member = episode index mod K).
-        k = options.get("families")
-        if k is None:
+        k, users = options.get("families"), options.get("users")
+        if users is not None:  # users=[Simulator, ...]: rotation over the caller's own simulators
+            if k is not None or "family_seed" in options:
+                raise ValueError("rotation takes either users=[...] (your simulators) or families=K, not both")
+            if isinstance(users, (str, bytes)) or not hasattr(users, "__iter__"):
+                raise ValueError(f"users must be a list of Simulators, got {type(users).__name__}")
+            members = list(users)
+            bad = [type(m).__name__ for m in members if not isinstance(m, Simulator)]
+            if not members or bad:
+                raise ValueError(f"users must be a non-empty list of Simulators, got {bad or 'an empty list'}")
+        elif k is None:
             if "family_seed" in options:
                 raise ValueError("family_seed needs families=K (a positive int)")
             members = rotation()
@@ -121,6 +146,15 @@ def build(
     personas = options.get("personas", "heldout")
     if personas not in HELDOUT_PERSONAS:
         raise ValueError(f"personas must be one of {HELDOUT_PERSONAS}, got {personas!r}")
+    behaviour = options.get("behaviour", "proxy")
+    if behaviour not in BEHAVIOURS:
+        raise ValueError(f"behaviour must be one of {BEHAVIOURS}, got {behaviour!r}")
+    if behaviour == "reference":  # the training-side reference model on held-out scenarios (see the docstring)
+        if reference is None:
+            raise ValueError(f"this game ({game.name}) has no reference model to seat with behaviour='reference'")
+        if "assumptions" in options:
+            raise ValueError("assumptions are the held-out proxies' variants: not with behaviour='reference'")
+        return env([reference()], split=personas)
     # assumptions: a named variant of the behaviour model's untestable assumptions (the benchmark's --sensitivity)
     variant = options.get("assumptions")
     return env([heldout() if variant is None else heldout(assumptions=variant)], split=personas)
@@ -137,8 +171,8 @@ def make_p4g(regime: str, surface: str = "act", *, max_turns: int = 10, user_rew
 
     return build(regime, P4GGame(max_turns=max_turns, user_reward=user_reward, target_var=target_var, width=width),
                  frozen=lambda: players.CollapsedPersuadee(sharpening), rotation=players.rotation_members,
-                 heldout=players.HumanProxyPersuadee, surface=surface, render_mode=render_mode,
-                 max_errors=max_errors, **options)
+                 heldout=players.HumanProxyPersuadee, reference=players.ReferencePersuadee, surface=surface,
+                 render_mode=render_mode, max_errors=max_errors, **options)
 
 
 def make_cooperbench(regime: str, surface: str = "act", *, max_turns: int | None = None,
@@ -160,16 +194,16 @@ def make_cooperbench(regime: str, surface: str = "act", *, max_turns: int | None
                              **{k: options.pop(k) for k in code.GAME_OPTIONS if k in options})
         options.setdefault("max_message_chars", code.MAX_MESSAGE_CHARS)
         return build(regime, game, frozen=lambda: partners.collapsed(sharpening), rotation=partners.rotation_members,
-                     heldout=partners.human_proxy, surface=surface, render_mode=render_mode,
-                     max_errors=max_errors, **options)
+                     heldout=partners.human_proxy, reference=lambda: partners.ScriptedCoder(None, name="reference"),
+                     surface=surface, render_mode=render_mode, max_errors=max_errors, **options)
     from scope_envs.agents import cooperbench as players
     from scope_envs.games.cooperbench.game import CooperBenchGame
 
     game = CooperBenchGame(max_turns=12 if max_turns is None else max_turns, user_reward=user_reward, target_var=target_var, width=width)
     return build(regime, game,
                  frozen=lambda: players.CollapsedPartner(sharpening), rotation=players.rotation_members,
-                 heldout=players.HumanProxyPartner, surface=surface, render_mode=render_mode,
-                 max_errors=max_errors, **options)
+                 heldout=players.HumanProxyPartner, reference=players.ReferencePartner, surface=surface,
+                 render_mode=render_mode, max_errors=max_errors, **options)
 
 
 def make_tau2(regime: str, surface: str = "act", *, domain=("airline", "retail", "telecom"), data_dir=None,
@@ -187,8 +221,8 @@ def make_tau2(regime: str, surface: str = "act", *, domain=("airline", "retail",
     game = GameClass(domain, data_dir, max_steps=max_steps, max_tool_errors=max_tool_errors, judge=judge,
                      user_reward=user_reward, target_var=target_var, width=width)
     return build(regime, game, frozen=lambda: players.CollapsedUser(sharpening), rotation=players.rotation_members,
-                 heldout=players.HumanProxyUser, surface=surface, render_mode=render_mode, max_errors=max_errors,
-                 **options)
+                 heldout=players.HumanProxyUser, reference=players.ReferenceUser, surface=surface, render_mode=render_mode,
+                 max_errors=max_errors, **options)
 
 
 GAMES = {"p4g": make_p4g, "cooperbench": make_cooperbench, "tau2": make_tau2}

@@ -9,7 +9,7 @@ from scope_envs import bench
 from scope_envs.cli import main
 
 KEYS = {"train_success", "heldout_success", "gap", "per_seed", "policy_entropy", "sim_entropy", "train_zero_score_frac",
-        "panel_success", "normalized", "recovered"}
+        "panel_success", "normalized", "recovered", "reference_success", "collapse_gap", "misspecification_gap"}
 SEED_KEYS = KEYS - {"per_seed"} | {"panel_per_family"}
 KEYS |= {"heldout_iqm", "heldout_iqm_ci"}  # the field's aggregates (stats.add_aggregates): not per seed
 IMPROVEMENT = {"p_improvement", "p_improvement_ci"}  # P(method > frozen): every method but frozen

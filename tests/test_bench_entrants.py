@@ -52,7 +52,8 @@ def test_adding_entrants_leaves_every_built_in_number_byte_identical(n_new):
     for key in ("confirmatory", "exploratory", "family", "band", "n", "sd", "mde", "mde_frac"):
         assert dump(st1["p4g"][key]) == dump(st0["p4g"][key])
     assert {m: st1["p4g"]["ci"][m] for m in METHODS} == st0["p4g"]["ci"]
-    assert len(st1["p4g"]["family"]) == len(METHODS) - 3  # m stays as declared (the band and frozen are not in it)
+    # m stays as declared (the measurement rows and frozen are not in it)
+    assert len(st1["p4g"]["family"]) == len(METHODS) - 4
     assert set(st1["p4g"]["entrants"]) == {f"new-{k}" for k in range(n_new)}
 
 

@@ -75,7 +75,8 @@ def test_defaults_follow_the_evaluation_rule():
     n = PRESETS["default"]["eval_episodes"]
     assert calls[0] == ("cooperbench-frozen", n, 64)
     assert calls[1] == ("cooperbench-heldout", max(n, EVAL_EPISODES_MIN["cooperbench"]), 64)
-    assert calls[2:] == [("panel", panel_episodes(n), 64)] * 6
+    assert calls[2] == calls[1]  # the reference side plays the held-out side's episodes
+    assert calls[3:] == [("panel", panel_episodes(n), 64)] * 6
     assert record["panel"]["episodes_per_family"] == panel_episodes(n)
 
 

@@ -132,8 +132,8 @@ def test_oracle_run_reports_the_panel():
 
 
 def test_the_held_out_sides_take_their_own_episode_count(monkeypatch):
-    """``heldout_episodes`` sizes the held-out side and the panel; the train side and the curves keep theirs; a
-    side of ``LARGE_EVAL`` episodes or more runs on 256 envs."""
+    """``heldout_episodes`` sizes the held-out side, the reference side and the panel; the train side and the
+    curves keep theirs; a side of ``LARGE_EVAL`` episodes or more runs on 256 envs."""
     from scope_envs.train import act_ppo
 
     calls = []
@@ -148,9 +148,9 @@ def test_the_held_out_sides_take_their_own_episode_count(monkeypatch):
 
     monkeypatch.setattr(protocol, "LARGE_EVAL", 30)  # the protocol's constant (methods re-exports it)
     r = run_one("p4g", "untrained", 0, **TINY, heldout_episodes=30)
-    final = calls[-(2 + PANEL_SIZE):]  # after the curve's checkpoint: train, held-out, the six families
-    assert final[:2] == [("p4g-frozen", 12, 64), ("p4g-heldout", 30, 256)]
-    assert final[2:] == [("panel", 5, 64)] * PANEL_SIZE and r["panel"]["episodes_per_family"] == 5
+    final = calls[-(3 + PANEL_SIZE):]  # after the curve's checkpoint: train, held-out, reference, six families
+    assert final[:3] == [("p4g-frozen", 12, 64), ("p4g-heldout", 30, 256), ("p4g-heldout", 30, 256)]
+    assert final[3:] == [("panel", 5, 64)] * PANEL_SIZE and r["panel"]["episodes_per_family"] == 5
     assert all(n == TINY["curve_episodes"] for _, n, _ in calls[: -len(final)])
 
 

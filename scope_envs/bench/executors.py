@@ -111,6 +111,10 @@ def attempt(task: dict) -> tuple[bool, object]:
     from scope_envs.bench import methods  # looked up at call time: tests swap run_one
 
     try:
+        if task.get("calibration"):  # a cell of the known-answer grid (scope_envs.bench.calibration)
+            from scope_envs.bench import calibration
+
+            return True, calibration.run_cell(**task)
         return True, methods.run_one(**task)
     except Exception:  # noqa: BLE001  (any run's error is retried, then reported by name: BenchFailure)
         return False, traceback.format_exc()

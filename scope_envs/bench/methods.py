@@ -13,9 +13,15 @@ The first two rows of every game are its band (docs/architecture.md §4, "The be
   each other and placed in the band ``normalized = (x - random) / (oracle - random)``. Its "train" side is
   that env (the proxies on train scenarios); its "held-out" side is ``<game>-heldout`` as for every method.
 
-Every run is evaluated on three sides, each with its own seeds, the same for every method (common random
-numbers): ``train_success`` against the training simulator (seeds ``1_000_000 + 1000 * seed + i``),
-``heldout_success`` against the held-out human proxies (``2_000_000 + 1000 * seed + i``) and the held-out
+A third measurement row, ``uncollapsed``, is PPO with ``frozen``'s config and budget against the users' own
+training-side model (``<game>-frozen`` with ``user="reference"``: the reference model, sharpening 1, the dealt
+train card, no cooperation bias): what frozen would reach if its simulator had no defect. It is the top of the
+*collapse* part of the gap (``scope_envs.bench.split``); like the floor and the ceiling it is never judged.
+
+Every run is evaluated on four sides (``scope_envs.bench.protocol``), the same seeds for every method (common
+random numbers): ``train_success`` against the training simulator (seeds ``1_000_000 + 1000 * seed + i``),
+``heldout_success`` against the held-out human proxies (``2_000_000 + 1000 * seed + i``), ``reference_success``
+against the training-side reference model on those same held-out scenarios, and the held-out
 simulator panel: the six held-out families of ``scope_envs.agents.families.panel(game)``, each seated by
 ``panel_env`` on held-out scenarios, ``panel_episodes(heldout_episodes) = ceil(heldout_episodes / 6)`` episodes
 per family, family ``j`` with seeds ``PANEL_SEED + 1000 * seed + PANEL_STRIDE * j + i`` (``i`` < 64, the eval envs), a
@@ -42,7 +48,7 @@ from scope_envs.bench.protocol import (  # the evaluation protocol's constants l
 from scope_envs.train.groups import GROUP_FRACTIONS
 
 # the floor and the ceiling first (measurement rows: see the module docstring), then the methods
-METHODS = ("random", "oracle", "untrained", "frozen", "vs", "rotation", "cotrain", "population", "selfplay")
+METHODS = ("random", "oracle", "uncollapsed", "untrained", "frozen", "vs", "rotation", "cotrain", "population", "selfplay")
 # runnable by name, not in the default grid: K co-trained users with a diversity term (this
 # benchmark's population before SCOPE's checkpoint pool, kept so its old results can be reproduced)
 EXTRA_METHODS = ("population_members",)
@@ -65,7 +71,7 @@ POOL = {"pool_size": 5, "snapshot_every": 4}  # SCOPE's checkpoint pool (wrapper
 DIVERSITY_COEF = 0.02  # set a priori, never tuned (docs/architecture.md §4)
 DIAGNOSTICS = GROUP_FRACTIONS  # grouped runs only: the fractions of groups (scope_envs.train.groups)
 METRICS = ("train_success", "heldout_success", "gap", "policy_entropy", "sim_entropy", "train_zero_score_frac",
-           "panel_success")  # run metrics also hold ``panel_per_family`` (a list of six: not averaged here)
+           "panel_success", "reference_success", "collapse_gap", "misspecification_gap")  # run metrics also hold ``panel_per_family`` (a list of six: not averaged here)
 # rough relative run time, to start the slow runs first
 COST = {"oracle": 5, "population": 4, "vs": 1.3, "random": 0.1}
 UNTRAINED = ("random", "untrained")  # no training: total_steps = 0
@@ -83,10 +89,10 @@ def method_setup(game: str, method: str, user_reward: str | None = None, advanta
     if method not in METHODS + EXTRA_METHODS:
         raise ValueError(f"method must be one of {METHODS + EXTRA_METHODS}, got {method!r}")
     regime = {"random": "frozen", "untrained": "frozen", "selfplay": "cotrain", "population_members": "population",
-              "oracle": "heldout"}.get(method, method)
+              "oracle": "heldout", "uncollapsed": "frozen"}.get(method, method)
     # oracle: the held-out behaviour model on TRAIN personas/tasks (the ceiling; measurement only)
     env_kwargs = {"population": dict(POOL), "population_members": {"members": POPULATION_MEMBERS},
-                  "oracle": {"personas": "train"}}.get(method, {})
+                  "oracle": {"personas": "train"}, "uncollapsed": {"user": "reference"}}.get(method, {})
     if user_reward is not None and method in LEARNED_USER:
         env_kwargs["user_reward"] = user_reward
     overrides = {"selfplay": method == "selfplay",

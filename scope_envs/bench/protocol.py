@@ -1,7 +1,7 @@
 """The benchmark's evaluation protocol, written down once: ``evaluate_policy(policy, game, seed)``.
 
 Every row of ``scope-envs bench`` — built-in or plug-in (``scope_envs.bench.plugins``) — and every policy
-scored by ``scope-envs score`` is evaluated by this function, on three sides, with the same seeds and
+scored by ``scope-envs score`` is evaluated by this function, on four sides, with the same seeds and
 episode counts (common random numbers: every method meets the same episodes):
 
 =============  ==========================================  =====================================================
@@ -12,11 +12,19 @@ train          the method's training simulator(s)           ``eval_episodes`` (t
 held-out       ``<game>-heldout``, the held-out human       ``heldout_episodes = max(eval_episodes,
                proxies on held-out personas/tasks           EVAL_EPISODES_MIN[game])`` (p4g 4,672; the others
                                                             500); seeds ``HELDOUT_SEED + 1000 s + i``
+reference      ``<game>-heldout`` with ``behaviour=          the held-out side's episodes and seeds (the same
+               "reference"``: the training-side reference   held-out cards and tasks as that side)
+               model on held-out personas/tasks
 panel          the six held-out simulator families         ``ceil(heldout_episodes / 6)`` per family; family j:
                (``agents.families.panel``, each seated by   ``PANEL_SEED + 1000 s + PANEL_STRIDE j + i``
                ``panel_env`` on held-out scenarios)
 =============  ==========================================  =====================================================
 
+* **The reference side splits the gap** (``scope_envs.bench.split``): ``collapse_gap = train − reference``
+  (what the training simulator's defects cost, measured inside the training-side world: the same reference
+  model, without sharpening, modal card or cooperation bias, on unseen cards) and ``misspecification_gap =
+  reference − held-out`` (the reference model against the held-out proxies on the very same scenarios: what no
+  simulator-side remedy can fix); ``gap`` is their sum. Nothing of the held-out behaviour model plays there.
 * **The rule that sizes the episodes** (``EVAL_EPISODES_MIN``, derived by
   ``benchmarks/eval_episodes.py`` before the runs that use it): the held-out side and the panel play enough
   episodes that one run's held-out standard error is at most ``EVAL_SE_FRACTION`` (10%) of the game's band
@@ -40,7 +48,8 @@ panel          the six held-out simulator families         ``ceil(heldout_episod
 * **Metrics** (``metrics`` of the run record): ``train_success``, ``heldout_success``, ``gap`` (train −
   held-out), ``policy_entropy`` (agent_0's per-decision entropy on the train side, nats; NaN for a policy
   that gives none), ``sim_entropy`` (of the user's act frequencies there), ``train_zero_score_frac``,
-  ``panel_success`` (the six families' mean) and ``panel_per_family``. **normalized** and **recovered** are
+  ``panel_success`` (the six families' mean), ``panel_per_family``, ``reference_success`` (the reference side),
+  ``collapse_gap`` and ``misspecification_gap``. **normalized** and **recovered** are
   computed from a game's rows, not from one run (``stats.normalize``): ``normalized = (x − mean(random)) /
   (mean(oracle) − mean(random))``, ``recovered = (x − mean(frozen)) / (mean(oracle) − mean(frozen))``, x the
   held-out success of a seed, or the mean over seeds.
@@ -147,8 +156,8 @@ def _specs(game: str, train_envs) -> list[tuple[str, dict]]:
 def evaluate_policy(policy, game: str, seed: int, *, train_envs=None, eval_episodes: int | None = None,
                     heldout_episodes: int | None = None, sensitivity: bool = False, assumptions: str | None = None,
                     method: str = "policy") -> dict:
-    """Evaluate ``policy`` on the three sides for run seed ``seed`` (the module docstring) and return the run
-    record's evaluation part: ``game``, ``method``, ``seed``, ``metrics``, ``outcomes`` (train, heldout),
+    """Evaluate ``policy`` on the four sides for run seed ``seed`` (the module docstring) and return the run
+    record's evaluation part: ``game``, ``method``, ``seed``, ``metrics``, ``outcomes`` (train, heldout, reference),
     ``panel`` (families, episodes per family, seeds); ``train_simulators`` where there are several.
 
     ``policy``: a ``Policy``, an SB3 model, a function ``f(obs, mask)``, a ``PPOTrainer``, or a method's
@@ -176,17 +185,20 @@ def evaluate_policy(policy, game: str, seed: int, *, train_envs=None, eval_episo
     if variant:  # a sensitivity ceiling: its held-out score under its own variant is all that is read
         return {"game": game, "method": method, "seed": seed, "assumptions": assumptions,
                 "metrics": {"train_success": tr["success"], "heldout_success": ho["success"]}}
+    ref = play(trained, f"{game}-heldout", n_heldout, seeds["heldout"], eval_envs(n_heldout), behaviour="reference")
     n_panel = panel_episodes(n_heldout)
     pa = evaluate_panel(trained, game, n_panel, seed)
     metrics = {"train_success": tr["success"], "heldout_success": ho["success"], "gap": tr["success"] - ho["success"],
                "policy_entropy": tr["policy_entropy"], "sim_entropy": tr["sim_entropy"],
                "train_zero_score_frac": tr["zero_score_frac"],
-               "panel_success": pa["success"], "panel_per_family": pa["per_family"]}
+               "panel_success": pa["success"], "panel_per_family": pa["per_family"],
+               "reference_success": ref["success"], "collapse_gap": tr["success"] - ref["success"],
+               "misspecification_gap": ref["success"] - ho["success"]}
     if sensitivity:  # the same policy and held-out seeds under each named variant of the proxies' assumptions
         metrics["sensitivity"] = {v: play(trained, f"{game}-heldout", n_heldout, seeds["heldout"],
                                           eval_envs(n_heldout), assumptions=v)["success"] for v in variants(game)}
     record = {"game": game, "method": method, "seed": seed, "metrics": metrics,
-              "outcomes": {"train": tr["outcome"], "heldout": ho["outcome"]},
+              "outcomes": {"train": tr["outcome"], "heldout": ho["outcome"], "reference": ref["outcome"]},
               "panel": {"families": pa["families"], "episodes_per_family": n_panel, "seeds": panel_seeds(seed)}}
     if len(sides) > 1:
         record["train_simulators"] = [{"env": env_id, "success": s["success"]} for (env_id, _), s in zip(specs, sides)]

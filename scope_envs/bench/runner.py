@@ -67,6 +67,11 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--sensitivity", action="store_true",
                     help="also re-evaluate every trained policy under each variant of the held-out proxies' "
                          "assumptions and judge the claims under each (sensitivity.json, sensitivity.md)")
+    ap.add_argument("--calibration", action="store_true",
+                    help="run the known-answer calibration instead (scope_envs.bench.calibration): the users are "
+                         "each game's reference model on held-out cards, the training simulator has one defect at a "
+                         "time; --games, --seeds (default 5), --steps, --eval-episodes (default 500), --jobs, "
+                         "--resume and --out apply; writes calibration.json, calibration.md and a figure per game")
     ap.add_argument("--out", type=output_dir, default="results",
                     help="the output folder (created; checked writable before any run starts; '' is this folder)")
 
@@ -148,6 +153,11 @@ def run(games=GAMES, methods=METHODS, seeds=None, steps=None, eval_episodes=None
                                       "group_size": group_size, **reference.settings_rows(games, against)}, wall,
                  stats_by_game)
     plot(out, runs)
+    from scope_envs.bench import split  # the gap in two parts (a confirmatory definition: its module)
+
+    splits = split.split_all(results)
+    write_json(out / "split.json", splits)
+    write_atomic(out / "report.md", (out / "report.md").read_text() + "\n" + split.markdown(splits))
     if sensitivity:
         from scope_envs.bench import sensitivity as sens
 
@@ -157,6 +167,29 @@ def run(games=GAMES, methods=METHODS, seeds=None, steps=None, eval_episodes=None
         write_atomic(out / "sensitivity.md", table)
         write_atomic(out / "report.md", (out / "report.md").read_text() + "\n" + table)
     return results
+
+
+def calibrate(args: argparse.Namespace, t0: float) -> None:
+    """``--calibration``: the known-answer grid (its own outputs; the benchmark's rows and options do not apply)."""
+    from scope_envs.bench import calibration
+
+    for flag, used in (("--method", getattr(args, "method", None)), ("--against", getattr(args, "against", None)),
+                       ("--methods", args.methods != list(METHODS)), ("--full", args.full),
+                       ("--sensitivity", args.sensitivity), ("--executor", args.executor != "local"),
+                       ("--user-reward", args.user_reward), ("--advantage", args.advantage != "gae"),
+                       ("--group-size", args.group_size != 1)):
+        if used:
+            args.parser.error(f"argument {flag}: not with --calibration (it trains its own grid of cells)")
+    try:
+        calibration.run(args.games, seeds=args.seeds, steps=args.steps, eval_episodes=args.eval_episodes,
+                        out=args.out, jobs=args.jobs, resume=args.resume)
+    except (BenchFailure, OutputError) as e:
+        sys.exit(f"scope-envs bench: {e}")
+    except OSError as e:
+        sys.exit(f"scope-envs bench: cannot write the outputs: {describe(e)}")
+    print(f"wrote {Path(args.out).resolve()}/calibration.json, calibration.md and figures in "
+          f"{time.perf_counter() - t0:.0f} s")
+    print((Path(args.out) / "calibration.md").read_text())
 
 
 def main(args: argparse.Namespace) -> None:
@@ -172,6 +205,8 @@ def main(args: argparse.Namespace) -> None:
         args.parser.error("argument --address: only with --executor ray")
     if args.executor == "ray" and importlib.util.find_spec("ray") is None:
         args.parser.error("argument --executor: ray needs Ray: pip install 'scope-envs[ray]'")
+    if args.calibration:
+        return calibrate(args, t0)
     try:
         run(games=args.games, methods=args.methods, seeds=args.seeds, steps=args.steps,
             eval_episodes=args.eval_episodes, full=args.full, out=args.out, jobs=args.jobs,
@@ -186,5 +221,5 @@ def main(args: argparse.Namespace) -> None:
     except OSError as e:  # a full disk, a folder made read-only during the run: one line; the runs are kept
         sys.exit(f"scope-envs bench: cannot write the outputs: {describe(e)} (the finished runs are in "
                  f"{Path(args.out) / 'runs'}; free space and rerun with --resume)")
-    print(f"wrote {Path(args.out).resolve()}/results.json, claims.json, report.md{', sensitivity.json' if args.sensitivity else ''} and plots in {time.perf_counter() - t0:.0f} s")
+    print(f"wrote {Path(args.out).resolve()}/results.json, claims.json, split.json, report.md{', sensitivity.json' if args.sensitivity else ''} and plots in {time.perf_counter() - t0:.0f} s")
     print((Path(args.out) / "report.md").read_text())

@@ -10,7 +10,7 @@ Everything here is computed from per-seed numbers (``results[game][method]["per_
   ``recovered = (x - mean(frozen)) / (mean(oracle) - mean(frozen))``, per seed (x = that seed's held-out success)
   and for the mean over seeds (which equals the mean of the per-seed values); null where the rows it needs are
   missing or its denominator is <= 0.
-* **Confirmatory family.** Each method against ``frozen`` on held-out success (floor and ceiling rows excluded):
+* **Confirmatory family.** Each method against ``frozen`` on held-out success (measurement rows excluded):
   Welch's t, Holm-Bonferroni within that family only. Every other pair of methods is exploratory, with its own
   Holm correction over the exploratory pairs.
 * **CIs.** 95% percentile bootstrap (``BOOT_RESAMPLES`` resamples, generator seeded with ``BOOT_SEED``): of a
@@ -42,7 +42,8 @@ import numpy as np
 from scope_envs.bench.methods import DIAGNOSTICS, EXTRA_METHODS, METHODS, METRICS
 
 FLOOR, CEILING, BASELINE = "random", "oracle", "frozen"
-REFERENCE = (FLOOR, CEILING)  # the band's rows: never judged, never in a test family
+UNCOLLAPSED = "uncollapsed"  # PPO against the users' own training-side model: the top of the collapse part
+REFERENCE = (FLOOR, CEILING, UNCOLLAPSED)  # measurement rows: never judged, never in a test family
 SUCCESS = "heldout_success"
 ALPHA = 0.05
 POWER = 0.8
@@ -71,8 +72,8 @@ CLAIM_DEFINITIONS = {
           "vs − frozen is positive, and its 95% bootstrap CI lies above 0. A negative difference is never a "
           "recovery; with oracle − frozen <= 0 there is no gap to recover (not judged).",
     "2b": f"as 2a for cotrain: recovered >= {RECOVERY}, cotrain − frozen > 0 and its 95% CI lies above 0.",
-    "3": "population has the strictly highest mean held-out success of all methods (floor and ceiling rows "
-         "excluded), and its confirmatory comparison with frozen is significant after Holm (p_Holm < 0.05).",
+    "3": "population has the strictly highest mean held-out success of all methods (floor, ceiling and "
+         "uncollapsed rows excluded), and its confirmatory comparison with frozen is significant after Holm (p_Holm < 0.05).",
 }
 
 
@@ -403,7 +404,7 @@ def normalize(results: dict) -> dict:
 # ---------------------------------------------------------------------------------------------- one game's numbers
 
 def judged_methods(table: dict) -> list[str]:
-    """The methods of a game's table (the floor and ceiling rows are references, not methods)."""
+    """The methods of a game's table (the floor, ceiling and uncollapsed rows are measurements, not methods)."""
     return [m for m in table if m not in REFERENCE]
 
 

@@ -1,0 +1,371 @@
+"""``scope-envs bench --calibration``: the benchmark's known answers, where the truth is known.
+
+The users are the game's training-side **reference model** (sharpening 1, the dealt card, no cooperation
+bias) on *held-out cards* (``<game>-heldout`` with ``behaviour="reference"``); nothing of the held-out human
+proxies is read. The training simulator is that same model with **one defect at a time**, each a named dial:
+
+=======================  ==========================================================================
+dial                     the training simulator
+=======================  ==========================================================================
+``none``                 the reference itself (no defect: frozen against it is the benchmark's ``uncollapsed``)
+``sharpening-default``   sharpened by the frozen simulator's exponent (``regimes.SHARPENING``, 3)
+``sharpening-strong``    sharpened by ``STRONG_SHARPENING`` (6, the sharpest rotation member)
+``coverage-modal``       always the game's modal card (the frozen simulator's)
+``coverage-few``         a few fixed cards: each episode deals one of the game's first three train cards
+``cooperation-default``  the frozen simulator's over-cooperation bias (each game's own)
+``combined``             all of them at their defaults: today's frozen simulator
+=======================  ==========================================================================
+
+Every method is trained against each dial, with the default preset's budget (tau2's scaled, as in the
+benchmark): ``frozen`` (the dial's simulator), ``vs`` (verbalized sampling over it; not on ``coverage-few``,
+whose simulator is a population of three and VS wraps one simulator), ``rotation`` (the dial's simulator
+re-dealt each of the game's four rotation cards, its sharpening and bias kept: rotation's remedy, wider
+coverage, applied to the dial). ``cotrain``, ``population`` (SCOPE's checkpoint pool) and ``selfplay``
+train a user of their own, so they do not depend on the dial: they are trained once per game and read against
+every dial. The **floor** is uniform play; the **ceiling** is PPO against the users' own model (train cards)
+with ``ORACLE_BUDGET`` times the budget (to its plateau). Each cell is evaluated on ``eval_episodes`` episodes
+against its training simulator (``train_success``) and against the reference users on held-out cards
+(``heldout_success`` in its run record: *held-out cards*, not the held-out proxies).
+
+**Expected answers**, declared 2026-12-02 before the first calibration run (``EXPECTATIONS``; judged in
+``calibration.json`` and the report; a failed one is a defect to find — in the world, the remedy or the
+trainer — or a measured reason why the game cannot show it; an expectation changes only with a reason
+written down first). band = ceiling − floor; gap(d) = frozen@none − frozen@d; recovered(m, d) =
+(m@d − frozen@d) / gap(d); all on mean held-out-card success over seeds, CIs 95% bootstrap:
+
+* **K1** with no defect, frozen reaches the ceiling: (frozen@none − floor) / band >= ``CEILING_SHARE`` (0.85);
+* **K2** each defect opens a gap: gap(d) >= ``GAP_SHARE`` (0.10) of the band and its CI lies above 0;
+* **K3** VS recovers most of a pure-sharpening gap: recovered(vs, d) >= 0.5 for both sharpening dials;
+* **K4** rotation and the population recover part of a persona-coverage gap: recovered > 0 with the CI of
+  m@d − frozen@d above 0, for both coverage dials;
+* **K5** a remedy aimed at one defect does not fix another: recovered(vs, d) < 0.5 on the coverage dials and
+  recovered(rotation, d) < 0.5 on the sharpening dials.
+
+K3-K5 are judged only on dials whose gap K2 found (otherwise: not judged, no gap to recover).
+Outputs (``OUT``): ``calibration.json``, ``calibration.md``, ``calibration_<game>.png``, ``runs/``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+from pathlib import Path
+
+import numpy as np
+
+from scope_envs.core.simulator import Simulator
+
+STRONG_SHARPENING = 6.0
+DIALS = {  # name -> (sharpening, coverage, cooperation)
+    "none": (1.0, "dealt", "none"),
+    "sharpening-default": ("default", "dealt", "none"),
+    "sharpening-strong": (STRONG_SHARPENING, "dealt", "none"),
+    "coverage-modal": (1.0, "modal", "none"),
+    "coverage-few": (1.0, "few", "none"),
+    "cooperation-default": (1.0, "dealt", "default"),
+    "combined": ("default", "modal", "default"),
+}
+DIAL_METHODS = ("frozen", "vs", "rotation")  # trained against each dial
+OWN_USER_METHODS = ("cotrain", "population", "selfplay")  # a learned user: one per game, read against every dial
+FLOOR, CEILING = "random", "ceiling"
+SHARPENING_DIALS, COVERAGE_DIALS = ("sharpening-default", "sharpening-strong"), ("coverage-modal", "coverage-few")
+CEILING_SHARE, GAP_SHARE, RECOVERY = 0.85, 0.10, 0.5
+DEFAULT_SEEDS, EVAL_EPISODES = 5, 500
+EXPECTATIONS = {
+    "K1": f"with no defect, frozen reaches the ceiling: (frozen@none − floor) / band >= {CEILING_SHARE}",
+    "K2": f"each defect opens a gap: frozen@none − frozen@dial >= {GAP_SHARE} of the band, its 95% CI above 0",
+    "K3": f"VS recovers most of a pure-sharpening gap: recovered >= {RECOVERY} on both sharpening dials",
+    "K4": "rotation and the population recover part of a persona-coverage gap: recovered > 0 with the CI of the "
+          "difference above 0, on both coverage dials",
+    "K5": f"a remedy aimed at one defect does not fix another: VS recovers < {RECOVERY} of a coverage gap, "
+          f"rotation < {RECOVERY} of a sharpening gap",
+}
+
+
+# ---------------------------------------------------------------------------------------------- the simulators
+def _players(game: str):
+    """(reference class, its card keyword, the modal card, the frozen simulator's sharpening and cooperation,
+    the few cards, the rotation cards) of a game."""
+    from scope_envs.regimes import SHARPENING
+
+    if game == "p4g":
+        from scope_envs.agents.p4g import CollapsedPersuadee as Collapsed, ReferencePersuadee as Reference
+        from scope_envs.games.p4g.personas import default_persona as modal, persona as card
+        keyword, ids = "persona", (11, 222, 333)
+    elif game == "cooperbench":
+        from scope_envs.agents.cooperbench import CollapsedPartner as Collapsed, ReferencePartner as Reference
+        from scope_envs.games.cooperbench.styles import default_persona as modal, persona as card
+        keyword, ids = "persona", (3, 17, 42)
+    elif game == "tau2":
+        from scope_envs.agents.tau2 import CollapsedUser as Collapsed, ReferenceUser as Reference
+        from scope_envs.games.tau2.behaviour import card, default_card as modal
+        keyword, ids = "style", (5, 50, 500)
+    else:
+        raise ValueError(f"unknown game {game!r}; the calibration knows p4g, cooperbench and tau2")
+    cooperation = inspect.signature(Collapsed.__init__).parameters["cooperation"].default
+    few = [card("train", i) for i in range(3)]  # "a few": the first three train cards (fixed, not chosen)
+    return Reference, keyword, modal(), SHARPENING, cooperation, few, [modal(), *(card("train", i) for i in ids)]
+
+
+def simulators(game: str, dial: str, cards=None) -> list[Simulator]:
+    """The training simulator(s) of ``dial``: one, or on ``coverage-few`` one per fixed card (a population the
+    env deals from); ``cards``: one simulator per card instead, the dial's sharpening and bias kept (rotation)."""
+    if dial not in DIALS:
+        raise ValueError(f"dial must be one of {list(DIALS)}, got {dial!r}")
+    Reference, keyword, modal, default_sharpening, default_cooperation, few, _ = _players(game)
+    sharpening, coverage, cooperation = DIALS[dial]
+    sharpening = default_sharpening if sharpening == "default" else sharpening
+    kwargs = {"cooperation": default_cooperation if cooperation == "default" else 0.0}
+    if cards is None:
+        cards = few if coverage == "few" else [{"dealt": None, "modal": modal}[coverage]]
+    # a simulator with a card of its own has the env deal that card (scope_envs.core.env: reset)
+    return [Reference(sharpening, **{keyword: c}, name=f"{dial}-{getattr(c, 'id', 'dealt')}", **kwargs)
+            for c in cards]
+
+
+def train_env(game: str, method: str, dial: str | None) -> tuple[str, dict]:
+    """(env id, make() kwargs) a cell trains on (and is evaluated on for its train side)."""
+    if method == CEILING or method == FLOOR:
+        return f"{game}-frozen", {"user": "reference"}
+    if method in OWN_USER_METHODS:
+        from scope_envs.bench.methods import method_setup
+
+        env_id, kwargs, _ = method_setup(game, method)
+        return env_id, kwargs
+    if method == "rotation":
+        return f"{game}-rotation", {"users": simulators(game, dial, cards=_players(game)[-1])}
+    sims = simulators(game, dial)
+    if len(sims) > 1:
+        if method != "frozen":
+            raise ValueError(f"{method} wraps one simulator; dial {dial!r} is a population of {len(sims)}")
+        return f"{game}-rotation", {"users": sims}
+    return f"{game}-{method}", {"user": sims[0]}
+
+
+# ------------------------------------------------------------------------------------------------------ one cell
+def dials(game: str) -> list[str]:
+    """The game's dials: all of ``DIALS``, but ``cooperation-default`` only where the game's frozen simulator
+    has a cooperation bias of its own (tau2's has none: its modal card is the over-cooperative customer)."""
+    return [d for d in DIALS if d != "cooperation-default" or _players(game)[4]]
+
+
+def cells(game: str) -> list[tuple[str, str | None]]:
+    """(method, dial) of every cell of a game, the floor and the ceiling first."""
+    return ([(FLOOR, None), (CEILING, None)]
+            + [(m, d) for d in dials(game) for m in DIAL_METHODS if (m, DIALS[d][1]) != ("vs", "few")]
+            + [(m, None) for m in OWN_USER_METHODS])
+
+
+def cell_name(method: str, dial: str | None) -> str:
+    return method if dial is None else f"{method}@{dial}"
+
+
+def run_cell(game: str, method: str, seed: int, steps: int, eval_episodes: int, dial: str | None = None,
+             calibration: bool = True) -> dict:
+    """Train one cell for ``seed`` and evaluate it: its run record (``method`` is the cell's name)."""
+    import torch
+    from threadpoolctl import threadpool_limits
+
+    from scope_envs.bench.methods import ORACLE_BUDGET, method_setup
+    from scope_envs.bench.policies import TrainerPlayers
+    from scope_envs.bench.protocol import SEED_STRIDE, TRAIN_SEED, HELDOUT_SEED, eval_envs, play
+    from scope_envs.train.act_ppo import PPOConfig, PPOTrainer
+
+    torch.set_num_threads(1)  # one thread per run: the runs are the parallelism (as methods.run_one)
+    threadpool_limits(1)
+    t0 = time.perf_counter()
+    base = method.split("@")[0]
+    env_id, kwargs = train_env(game, base, dial)
+    overrides = method_setup(game, base)[2] if base in OWN_USER_METHODS else {}
+    budget = 0 if base == FLOOR else steps * (ORACLE_BUDGET if base == CEILING else 1)
+    trainer = PPOTrainer(PPOConfig(env_id=env_id, env_kwargs=kwargs, seed=seed, total_steps=budget, **overrides))
+    if budget:
+        trainer.train()
+    players = TrainerPlayers(trainer, uniform=base == FLOOR)
+    train_seed, heldout_seed = TRAIN_SEED + SEED_STRIDE * seed, HELDOUT_SEED + SEED_STRIDE * seed
+    tr = play(players, env_id, eval_episodes, train_seed, eval_envs(eval_episodes), **kwargs)
+    ho = play(players, f"{game}-heldout", eval_episodes, heldout_seed, eval_envs(eval_episodes), behaviour="reference")
+    return {"game": game, "method": method, "seed": seed, "dial": dial,
+            "metrics": {"train_success": tr["success"], "heldout_success": ho["success"],
+                        "policy_entropy": tr["policy_entropy"], "sim_entropy": tr["sim_entropy"]},
+            "agent_steps": trainer.agent_steps, "wall_s": time.perf_counter() - t0}
+
+
+# -------------------------------------------------------------------------------------------------- the analysis
+def _stats():
+    from scope_envs.bench import stats
+
+    return stats
+
+
+def analyse(runs: list[dict]) -> dict:
+    """calibration.json's per-game part from the cells' runs: means and CIs per cell, the band, each dial's gap
+    and every method's recovered share of it, and the known answers (``EXPECTATIONS``)."""
+    st = _stats()
+    out = {}
+    for game in dict.fromkeys(r["game"] for r in runs):
+        held = {}
+        for r in runs:
+            if r["game"] == game:
+                held.setdefault(r["method"], []).append(r["metrics"]["heldout_success"])
+        held = {m: np.asarray(v, float) for m, v in held.items()}
+        mean = {m: float(v.mean()) for m, v in held.items()}
+        cells_out = {m: {"mean": mean[m], "ci": list(st.bootstrap_ci(v)) if len(v) > 1 else [None, None],
+                         "seeds": len(v)} for m, v in held.items()}
+        band = mean.get(CEILING, np.nan) - mean.get(FLOOR, np.nan)
+        none = held.get("frozen@none")
+        dials = {}
+        for d in DIALS:
+            if d == "none" or f"frozen@{d}" not in held or none is None:
+                continue
+            frozen = held[f"frozen@{d}"]
+            gap = float(none.mean() - frozen.mean())
+            ci = st.bootstrap_diff_ci(none, frozen)
+            opened = bool(band > 0 and gap >= GAP_SHARE * band and ci[0] > 0)
+            rec = {}
+            for m in [*DIAL_METHODS[1:], *OWN_USER_METHODS]:
+                x = held.get(f"{m}@{d}", held.get(m))
+                if x is None:
+                    continue
+                diff_ci = st.bootstrap_diff_ci(x, frozen)
+                rec[m] = {"diff": float(x.mean() - frozen.mean()), "ci": list(diff_ci),
+                          "recovered": float((x.mean() - frozen.mean()) / gap) if opened else None}
+            dials[d] = {"gap": gap, "gap_share": gap / band if band > 0 else None, "ci": list(ci), "opened": opened,
+                        "recovered": rec}
+        out[game] = {"cells": cells_out, "floor": mean.get(FLOOR), "ceiling": mean.get(CEILING), "band": band,
+                     "dials": dials, "known_answers": known_answers(mean, band, dials)}
+    return out
+
+
+def known_answers(mean: dict, band: float, dials: dict) -> list[dict]:
+    """The five expectations judged: ``{key, expectation, held, evidence}``, held True / False / None."""
+    out = []
+
+    def add(key, held, evidence):
+        out.append({"key": key, "expectation": EXPECTATIONS[key], "held": held, "evidence": evidence})
+
+    if not band > 0 or "frozen@none" not in mean:
+        add("K1", None, "no band (the ceiling does not clear the floor) or no frozen@none cell")
+    else:
+        share = (mean["frozen@none"] - mean[FLOOR]) / band
+        add("K1", bool(share >= CEILING_SHARE), f"frozen@none at {share:.2f} of the band")
+    parts = [f"{d} {v['gap_share']:+.2f} of the band (CI of the gap [{v['ci'][0]:+.3f}, {v['ci'][1]:+.3f}])"
+             for d, v in dials.items() if v["gap_share"] is not None]
+    add("K2", bool(dials) and all(v["opened"] for v in dials.values()) if parts else None,
+        "; ".join(parts) or "no band")
+
+    def recovered(method, names, test):
+        judged = [(d, dials[d]["recovered"].get(method)) for d in names if d in dials and dials[d]["opened"]]
+        judged = [(d, r) for d, r in judged if r is not None]
+        if not judged:
+            return None, "not judged (no gap opened on " + ", ".join(names) + ")"
+        ok = all(test(r) for _, r in judged)
+        return ok, "; ".join(f"{method}@{d} recovered {r['recovered']:+.2f} (difference {r['diff']:+.3f}, CI "
+                             f"[{r['ci'][0]:+.3f}, {r['ci'][1]:+.3f}])" for d, r in judged)
+
+    add("K3", *recovered("vs", SHARPENING_DIALS, lambda r: r["recovered"] >= RECOVERY))
+    k4 = [recovered(m, COVERAGE_DIALS, lambda r: r["recovered"] > 0 and r["ci"][0] > 0)
+          for m in ("rotation", "population")]
+    add("K4", None if all(h is None for h, _ in k4) else all(h for h, _ in k4 if h is not None),
+        "; ".join(e for _, e in k4))
+    k5 = [recovered("vs", COVERAGE_DIALS, lambda r: r["recovered"] < RECOVERY),
+          recovered("rotation", SHARPENING_DIALS, lambda r: r["recovered"] < RECOVERY)]
+    add("K5", None if all(h is None for h, _ in k5) else all(h for h, _ in k5 if h is not None),
+        "; ".join(e for _, e in k5))
+    return out
+
+
+def markdown(analysis: dict, settings: dict) -> str:
+    verdict = {True: "holds", False: "**fails**", None: "not judged"}
+    lines = ["# Calibration: the benchmark's known answers", "",
+             "Users: each game's training-side reference model on held-out cards (no held-out proxy is read). "
+             "The training simulator has one defect at a time (`scope_envs.bench.calibration`). "
+             f"Settings: {settings}.", ""]
+    for game, a in analysis.items():
+        lines += [f"## {game}", "", f"Floor {a['floor']:.3f}, ceiling {a['ceiling']:.3f}, band {a['band']:+.3f}.", "",
+                  "| dial | gap (share of band) [95% CI of the gap] | " + " | ".join(
+                      f"{m} recovered" for m in (*DIAL_METHODS[1:], *OWN_USER_METHODS)) + " |",
+                  "|---|---|" + "---|" * (len(DIAL_METHODS) - 1 + len(OWN_USER_METHODS))]
+        for d, v in a["dials"].items():
+            share = "n/a" if v["gap_share"] is None else f"{v['gap_share']:+.2f}"
+            row = [f"{share} [{v['ci'][0]:+.3f}, {v['ci'][1]:+.3f}]" + ("" if v["opened"] else " (no gap)")]
+            for m in (*DIAL_METHODS[1:], *OWN_USER_METHODS):
+                r = v["recovered"].get(m)
+                row.append("—" if r is None else (f"{r['recovered']:+.2f}" if r["recovered"] is not None
+                                                   else f"({r['diff']:+.3f})"))
+            lines.append(f"| {d} | " + " | ".join(row) + " |")
+        lines += ["", "Cells (mean success against the reference users on held-out cards, over seeds): " + "; ".join(
+            f"{m} {c['mean']:.3f}" for m, c in a["cells"].items()), ""]
+        lines += [f"* **{k['key']}** {k['expectation']}: {verdict[k['held']]}. {k['evidence']}"
+                  for k in a["known_answers"]]
+        lines += [""]
+    return "\n".join(lines) + "\n"
+
+
+def figure(out: Path, game: str, a: dict) -> None:
+    """calibration_<game>.png: each dial's gap (share of the band, with its CI) and the methods' recovered
+    shares."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from scope_envs.files import save_figure
+
+    dials = list(a["dials"])
+    methods = [*DIAL_METHODS[1:], *OWN_USER_METHODS]
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4))
+    band = a["band"] if a["band"] and a["band"] > 0 else np.nan
+    gaps = [a["dials"][d]["gap"] / band for d in dials]
+    err = np.array([[a["dials"][d]["gap"] - a["dials"][d]["ci"][0], a["dials"][d]["ci"][1] - a["dials"][d]["gap"]]
+                    for d in dials]).T / band if dials else None
+    ax1.bar(range(len(dials)), gaps, yerr=err, color="tab:red", capsize=3)
+    ax1.axhline(GAP_SHARE, ls="--", color="gray", lw=1)
+    ax1.set_xticks(range(len(dials)), dials, rotation=30, ha="right")
+    ax1.set_ylabel("gap: frozen@none − frozen@dial (share of band)")
+    ax1.set_title(f"{game}: the gap each defect opens")
+    width = 0.8 / len(methods)
+    for j, m in enumerate(methods):
+        vals = [(a["dials"][d]["recovered"].get(m) or {}).get("recovered") for d in dials]
+        ax2.bar(np.arange(len(dials)) + j * width, [np.nan if v is None else v for v in vals], width, label=m)
+    ax2.axhline(RECOVERY, ls="--", color="gray", lw=1)
+    ax2.set_xticks(np.arange(len(dials)) + 0.4 - width / 2, dials, rotation=30, ha="right")
+    ax2.set_ylabel("recovered share of the gap")
+    ax2.set_title("each method's recovery (dials with a gap)")
+    ax2.legend(fontsize=7)
+    fig.tight_layout()
+    save_figure(fig, out / f"calibration_{game}.png", dpi=110)
+    plt.close(fig)
+
+
+def run(games, seeds: int | None = None, steps: int | None = None, eval_episodes: int | None = None,
+        out="results-calibration", jobs: int | None = None, progress: bool = True, resume: bool = False) -> dict:
+    """Run the calibration grid and write its outputs; returns calibration.json's dict."""
+    import os
+
+    from scope_envs.bench.executors import execute
+    from scope_envs.bench.methods import PRESETS
+    from scope_envs.files import check_output_dir, write_atomic, write_json
+
+    preset = PRESETS["default"]
+    out = check_output_dir(out)
+    check_output_dir(out / "runs")
+    seeds = DEFAULT_SEEDS if seeds is None else seeds
+    episodes = EVAL_EPISODES if eval_episodes is None else eval_episodes
+    budget = {g: steps if steps is not None else int(preset["steps"] * preset["steps_scale"].get(g, 1.0))
+              for g in games}
+    tasks = [dict(game=g, method=cell_name(m, d), seed=s, steps=budget[g], eval_episodes=episodes, dial=d,
+                  calibration=True) for g in games for m, d in cells(g) for s in range(seeds)]
+    tasks.sort(key=lambda t: -(5 if t["method"] == CEILING else 4 if t["method"] == "population" else 1))
+    jobs = max(1, min(jobs or os.cpu_count() or 1, len(tasks)))
+    t0 = time.perf_counter()
+    runs, jobs = execute(tasks, out, jobs=jobs, resume=resume, progress=progress)
+    settings = {"seeds": seeds, "steps": budget, "eval_episodes": episodes, "jobs": jobs,
+                "wall_s": round(time.perf_counter() - t0, 1)}
+    analysis = analyse(runs)
+    write_json(out / "calibration.json", {"settings": settings, "dials": {d: list(v) for d, v in DIALS.items()},
+                                          "expectations": EXPECTATIONS, "games": analysis})
+    write_atomic(out / "calibration.md", markdown(analysis, settings))
+    for game, a in analysis.items():
+        figure(out, game, a)
+    return analysis

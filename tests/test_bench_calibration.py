@@ -1,0 +1,117 @@
+"""The known-answer calibration (scope_envs.bench.calibration, ``scope-envs bench --calibration``)."""
+
+import json
+
+import numpy as np
+import pytest
+
+from scope_envs.bench import calibration as cal
+from scope_envs.cli import main
+
+
+def test_each_dial_sets_one_defect():
+    from scope_envs.agents.p4g import CollapsedPersuadee
+    from scope_envs.games.p4g.personas import default_persona
+
+    frozen = CollapsedPersuadee()
+    one = lambda dial: cal.simulators("p4g", dial)[0]  # noqa: E731
+    assert (one("none").sharpening, one("none").persona, one("none").cooperation) == (1.0, None, 0.0)
+    assert one("sharpening-default").sharpening == frozen.sharpening
+    assert one("sharpening-strong").sharpening == cal.STRONG_SHARPENING
+    assert one("coverage-modal").persona == default_persona()
+    assert one("cooperation-default").cooperation == frozen.cooperation
+    combined = one("combined")
+    assert (combined.sharpening, combined.persona, combined.cooperation) == \
+        (frozen.sharpening, frozen.persona, frozen.cooperation)  # today's frozen simulator
+    with pytest.raises(ValueError, match="dial"):
+        cal.simulators("p4g", "sharpening-mild")
+
+
+def test_few_cards_is_a_population_the_env_deals_from():
+    import scope_envs
+
+    env_id, kwargs = cal.train_env("p4g", "frozen", "coverage-few")
+    assert env_id == "p4g-rotation" and len(kwargs["users"]) == 3
+    env = scope_envs.make(env_id, **kwargs)
+    dealt = set()
+    for seed in range(30):
+        env.reset(seed=seed)
+        dealt.add(env.unwrapped.game.persona.id)
+    assert dealt == {u.persona.id for u in kwargs["users"]}  # only the few cards, all of them
+    assert ("vs", "coverage-few") not in cal.cells("p4g")  # VS wraps one simulator
+    with pytest.raises(ValueError, match="population"):
+        cal.train_env("p4g", "vs", "coverage-few")
+
+
+def test_the_dials_follow_each_games_frozen_simulator():
+    import inspect
+
+    from scope_envs.agents.tau2 import CollapsedUser
+
+    has_bias = inspect.signature(CollapsedUser.__init__).parameters["cooperation"].default != 0
+    assert ("cooperation-default" in cal.dials("tau2")) == has_bias
+    assert cal.dials("p4g") == list(cal.DIALS)
+    cells = cal.cells("cooperbench")
+    assert cells[:2] == [(cal.FLOOR, None), (cal.CEILING, None)]
+    assert ("rotation", "coverage-modal") in cells and ("population", None) in cells
+    env_id, kwargs = cal.train_env("cooperbench", "rotation", "sharpening-strong")
+    assert env_id == "cooperbench-rotation" and len(kwargs["users"]) == 4
+    assert {m.sharpening for m in kwargs["users"]} == {cal.STRONG_SHARPENING}  # the dial kept, the cards varied
+    assert len({m.persona.id for m in kwargs["users"]}) == 4
+
+
+def _runs(means: dict, seeds: int = 6, sd: float = 0.01) -> list[dict]:
+    rng = np.random.default_rng(1)
+    return [{"game": "p4g", "method": m, "seed": s,
+             "metrics": {"heldout_success": float(mu + sd * rng.standard_normal()), "train_success": 0.0}}
+            for m, mu in means.items() for s in range(seeds)]
+
+
+def test_known_answers_are_judged_from_the_cells():
+    good = {"random": 0.0, "ceiling": 1.0, "frozen@none": 0.95}
+    for d in cal.DIALS:
+        if d != "none":
+            good[f"frozen@{d}"] = 0.5
+            if d != "coverage-few":
+                good[f"vs@{d}"] = 0.9 if d.startswith("sharpening") else 0.55
+            good[f"rotation@{d}"] = 0.7 if d.startswith("coverage") else 0.55
+    good.update(cotrain=0.5, population=0.6, selfplay=0.4)
+    ka = {k["key"]: k["held"] for k in cal.analyse(_runs(good))["p4g"]["known_answers"]}
+    assert ka == {"K1": True, "K2": True, "K3": True, "K4": True, "K5": True}
+
+    # frozen@none far below the ceiling, so every gap is under a tenth of the band; VS short on one dial
+    bad = dict(good, **{"frozen@none": 0.58, "vs@sharpening-strong": 0.52})
+    a = cal.analyse(_runs(bad))["p4g"]
+    ka = {k["key"]: k["held"] for k in a["known_answers"]}
+    assert ka["K1"] is False and ka["K2"] is False and ka["K3"] is None  # no gap opened: nothing judged
+    assert a["dials"]["sharpening-strong"]["gap"] == pytest.approx(0.08, abs=0.02)
+    some = dict(good, **{"vs@sharpening-strong": 0.52})
+    ka = {k["key"]: k["held"] for k in cal.analyse(_runs(some))["p4g"]["known_answers"]}
+    assert ka["K3"] is False and ka["K1"] is True
+
+    flat = {m: (0.5 if m.startswith("frozen") else mu) for m, mu in good.items()}
+    ka = {k["key"]: k["held"] for k in cal.analyse(_runs(flat))["p4g"]["known_answers"]}
+    assert ka["K2"] is False and ka["K3"] is None and ka["K4"] is None  # no gap: nothing to recover
+
+
+def test_calibration_rejects_the_benchmarks_own_rows(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["bench", "--calibration", "--methods", "frozen", "vs"])
+    assert e.value.code == 2 and "--methods" in capsys.readouterr().err
+
+
+def test_a_small_calibration_run_writes_its_outputs_and_learns(tmp_path):
+    """End to end on p4g: every cell, the files, the known answers judged; and the ceiling (PPO against the
+    users' own model) beats uniform play against those users on held-out cards — training learned."""
+    out = tmp_path / "cal"
+    main(["bench", "--calibration", "--games", "p4g", "--seeds", "2", "--steps", "1000", "--eval-episodes", "48",
+          "--out", str(out)])
+    data = json.loads((out / "calibration.json").read_text())
+    game = data["games"]["p4g"]
+    assert set(data["expectations"]) == {"K1", "K2", "K3", "K4", "K5"}
+    assert {k["key"] for k in game["known_answers"]} == set(data["expectations"])
+    assert len(list((out / "runs").glob("*.json"))) == 2 * len(cal.cells("p4g"))
+    assert set(game["dials"]) == set(cal.DIALS) - {"none"}
+    assert game["ceiling"] > game["floor"]
+    assert (out / "calibration_p4g.png").stat().st_size > 1000
+    assert "K3" in (out / "calibration.md").read_text()
