@@ -3,7 +3,9 @@
 * ``ReferenceUser``: the training-side reference user model (``behaviour.py``)
   playing the dealt card (or ``style``), sharpened by ``sharpening``; ``cooperation``
   in [0, 1] moves its cooperative traits that fraction of the way toward the
-  collapsed user's modal card (0, the default: the card as it is).
+  collapsed user's modal card (0, the default: the card as it is). Its cards need different agent moves: a
+  reserved one is asked for what a modal one volunteers, a reluctant one asked again after it declines
+  (``behaviour.py``).
 * ``CollapsedUser``: "one frozen aligned LLM playing the customer": the modal
   ``default`` card — discloses everything in its first message, never insists,
   always complies, never changes its mind, never slips, endlessly patient —

@@ -10,7 +10,8 @@ the task's derived goal (``goals.py``), what the dialogue has revealed, the
 calls made, what the agent asked for, the user acts' effects, the outcome, the
 rewards and the float features. Two subclasses give the roles a protocol:
 
-* ``act_game.Tau2ActGame``: both roles play dialogue acts (``dialogue_acts.py``);
+* ``act_game.Tau2ActGame``: both roles play dialogue acts (``dialogue_acts.py``); a write is made only
+  after the user confirmed that very call, so a user who declines or leaves blocks it;
 * ``text_game.Tau2TextGame``: the agent writes messages and JSON tool calls,
   read back into the same dialogue state by a light NLU (``nlu.py``); act-level
   users still play acts, rendered in words (``realize.py``), and a text player
@@ -25,7 +26,8 @@ Candidates
     built from what the user said (a mistyped id gives a failing lookup). Write
     candidates: the requests the user has stated (its real ones, and the decoy if
     it asked for one and has not retracted it), grounded, not yet made, in the
-    order stated. Phone candidates: the task's phone actions not yet done, once
+    order stated. What the user withholds therefore blocks every call that needs it: no identity told, no
+    identity read and no write that takes its values. Phone candidates: the task's phone actions not yet done, once
     the user described its problem.
 
 Observations (``features``)
