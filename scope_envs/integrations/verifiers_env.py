@@ -62,16 +62,29 @@ class ScopeTasksetConfig(vf.TasksetConfig):
     """One task per seed: the episode ``reset(seed=...)`` deals."""
 
 
+def opening(transcript: str, info: dict) -> tuple[str | None, str]:
+    """A seat's system prompt (its role's instructions, where its transcript does not already show them)
+    and its first user message (the transcript so far, or ``OPENING`` when it is empty)."""
+    messages = info.get("messages") or []
+    system = messages[0]["content"] if messages and messages[0].get("role") == "system" else None
+    if system is not None and system.strip() in transcript:
+        system = None
+    return system, transcript.strip() or OPENING
+
+
 class ScopeTextTaskset(vf.Taskset[ScopeTask, ScopeTasksetConfig]):
     def load(self) -> Iterator[ScopeTask]:
         config = self.config
         env = scope_envs.make(config.env_id, surface="text", **config.kwargs)
         try:
             for idx, seed in enumerate(config.seeds):
-                obs, _ = env.reset(seed=seed)
-                yield ScopeTask(ScopeTaskData(idx=idx, name=f"{config.env_id}@{seed}", prompt=str(obs[AGENT]),
-                                              env_id=config.env_id, seed=seed, kwargs=config.kwargs),
-                                config.task)
+                obs, infos = env.reset(seed=seed)
+                system, prompt = opening(str(obs[AGENT]), infos[AGENT])
+                if not infos[AGENT]["active"]:  # a user seat speaks first: the agent's first turn sends its words
+                    prompt = None
+                yield ScopeTask(ScopeTaskData(idx=idx, name=f"{config.env_id}@{seed}", prompt=prompt,
+                                              system_prompt=system, env_id=config.env_id, seed=seed,
+                                              kwargs=config.kwargs), config.task)
         finally:
             env.close()
 
@@ -88,19 +101,30 @@ class ScopeEnvConfig(vf.EnvConfig):
 
 
 class _Seat:
-    """One seat's interaction and how much of its transcript it has been sent."""
+    """One seat's interaction and how much of its transcript it has been sent.
 
-    def __init__(self, interaction):
-        self.interaction, self.sent, self.segment, self.reply = interaction, "", None, None
+    verifiers' contract: a task with a prompt speaks first, so the agent seat (its task's prompt is the
+    opening transcript) takes its first reply with a bare ``turn()``; the user seat's task has no prompt
+    (the user-sim env's contract), and its first turn sends its transcript so far."""
+
+    def __init__(self, interaction, prompted: bool = False):
+        self.interaction, self.segment, self.reply = interaction, None, None
+        self.prompted = prompted  # the first turn is the task's prompt: the transcript so far, sent already
+        self.sent = ""
 
     async def turn(self, transcript: str) -> str | None:
-        new = transcript[len(self.sent):] if transcript.startswith(self.sent) else transcript
-        if self.reply and self.reply.strip() in new:
-            # the transcript echoes the seat's own last message ("You: ..."): its chat history has it already
-            end = new.find("\n", new.index(self.reply.strip()) + len(self.reply.strip()))
-            new = "" if end < 0 else new[end + 1:]
-        self.sent = transcript
-        self.segment = await self.interaction.turn(new.strip() or OPENING)
+        if self.prompted:
+            self.prompted = False
+            self.sent = transcript
+            self.segment = await self.interaction.turn()
+        else:
+            new = transcript[len(self.sent):] if transcript.startswith(self.sent) else transcript
+            if self.reply and self.reply.strip() in new:
+                # the transcript echoes the seat's own last message ("You: ..."): its chat history has it already
+                end = new.find("\n", new.index(self.reply.strip()) + len(self.reply.strip()))
+                new = "" if end < 0 else new[end + 1:]
+            self.sent = transcript
+            self.segment = await self.interaction.turn(new.strip() or OPENING)
         self.reply = None if self.segment.terminated else self.segment.last_reply
         return self.reply
 
@@ -115,17 +139,18 @@ class ScopeTextEnv(vf.Env[ScopeEnvConfig]):
         env = scope_envs.make(data.env_id, surface="text", **data.kwargs)
         try:
             obs, infos = env.reset(seed=data.seed)
-            seats = {AGENT: agents.agent}
+            seats = {AGENT: (agents.agent, task)}
             if self.config.user_seat == "model":
                 if "user_0" not in env.agents:
                     raise ValueError(f"{data.env_id} has no learnable user seat for the user model: use a "
                                      "cotrain id, or user=None for the id's built-in simulator")
-                seats["user_0"] = agents.user
+                system, _ = opening(str(obs["user_0"]), infos["user_0"])
+                seats["user_0"] = (agents.user, task.with_data(prompt=None, system_prompt=system))
             elif set(env.agents) != {AGENT}:
                 raise ValueError(f"{data.env_id} has live seats {env.agents}: pass user_seat='model' to have the "
                                  "user model play user_0, or use a single-agent id (frozen, vs, rotation, heldout)")
             totals = {a: 0.0 for a in seats}
-            async with _open(seats, task) as open_seats:
+            async with _open(seats) as open_seats:
                 for _ in range(MAX_TURNS):
                     if not env.agents:
                         break
@@ -146,16 +171,16 @@ class ScopeTextEnv(vf.Env[ScopeEnvConfig]):
 
 
 class _open:
-    """Open every seat's interaction for the task; close them all on the way out."""
+    """Open every seat's interaction for its task; close them all on the way out."""
 
-    def __init__(self, seats, task):
-        self.seats, self.task, self.contexts = seats, task, []
+    def __init__(self, seats):
+        self.seats, self.contexts = seats, []
 
     async def __aenter__(self):
         opened = {}
-        for name, agent in self.seats.items():
-            context = agent.interaction(self.task)
-            opened[name] = _Seat(await context.__aenter__())
+        for name, (agent, task) in self.seats.items():
+            context = agent.interaction(task)
+            opened[name] = _Seat(await context.__aenter__(), task.data.prompt is not None)
             self.contexts.append(context)
         return opened
 
@@ -175,6 +200,10 @@ def load_environment(env_id: str = "tau2-frozen", seeds=None, kwargs: dict | Non
     seats = {"agent": agent} if agent is not None else {}
     if user is not None:
         seats["user"] = user
+    elif agent is not None:
+        # the user seat never plays with the built-in simulator, but verifiers places every declared seat
+        # (a remote one needs a tunnel): it goes where the agent goes, so a local agent runs with no tunnel
+        seats["user"] = vf.AgentConfig(harness={"id": "null"}, runtime=agent.runtime)
     config = ScopeEnvConfig(taskset=taskset, user_seat="model" if user is not None else "builtin",
                             train_user=train_user, **seats)
     return ScopeTextEnv(config)
