@@ -33,7 +33,10 @@ Surfaces
     among candidates grounded in what the dialogue revealed, answer, deny,
     transfer, end) and 14 user acts (inform, state the request, confirm, deny,
     insist, change mind, ask, phone action, stop, transfer), masks, 48 / 55 float
-    features. ``text`` (``text_game.py``): observations are the role's
+    features. A write needs the customer's yes, as the domain policies demand:
+    ``execute:j`` is legal only once the customer confirmed candidate ``j``, so a
+    customer who denies (or leaves) at the confirmation blocks it; the text
+    surface does not gate it, as upstream does not. ``text`` (``text_game.py``): observations are the role's
     transcript (the agent's opens with the domain policy, cut at 8,000 characters; the user's with its
     scenario); actions are a message or a JSON tool call
     ``{"name": ..., "arguments": {...}}``. ``infos[a]`` carry ``messages``
