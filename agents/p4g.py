@@ -34,7 +34,7 @@ class ReferencePersuadee(SharpenedReference):
     def reference(self, view: View) -> np.ndarray:
         w = reference.willingness(view.persona, view.history) + self.cooperation
         return reference.reply_distribution(w, view.history, view.legal, reference.gift_distribution(),
-                                            reference.neutral())
+                                            reference.neutral(), tilt=reference.disclosure(view.persona))
 
 
 class CollapsedPersuadee(ReferencePersuadee):

@@ -57,11 +57,12 @@ def test_willingness_sums_the_cards_own_act_effects_and_the_engine_uses_the_same
 
 
 @needs_data
-def test_the_shipped_interactions_are_what_fit_derives():
+@pytest.mark.parametrize("key", ["strategy_interactions", "reply_disclosure"])
+def test_the_shipped_card_terms_are_what_fit_derives(key):
     from scope_envs.games.p4g.fit import fit
 
-    fitted = fit(DATA)["strategy_interactions"]
-    shipped = personas.params()["strategy_interactions"]
+    fitted = fit(DATA)[key]
+    shipped = personas.params()[key]
     assert set(fitted) == set(shipped) and fitted["supported"] == shipped["supported"]
     for a, g in fitted["coef"].items():
         assert g == pytest.approx(shipped["coef"][a], abs=2e-6)
@@ -69,6 +70,46 @@ def test_the_shipped_interactions_are_what_fit_derives():
         assert lo <= g <= hi
         assert (a in fitted["supported"]) == (lo > 0 or hi < 0)
     assert fitted["centre"] == pytest.approx(shipped["centre"], abs=1e-6)
+    assert shipped["centre"] == personas.params()["strategy_interactions"]["centre"]  # one lean centre
+
+
+def test_the_card_shows_in_its_replies():
+    """An intuitive-lean card disagrees more often than a rational-lean one at the same willingness, so a
+    persuader that never sees the card can still tell them apart."""
+    rational = max(_cards("train"), key=lambda c: personas.decision_lean(c.traits))
+    intuitive = min(_cards("train"), key=lambda c: personas.decision_lean(c.traits))
+    legal = np.ones(len(dialogue_acts.PERSUADEE_ACTS), bool)
+    legal[0] = False
+    from scope_envs.core.game import Turn
+
+    history = [Turn("persuader", dialogue_acts.PERSUADER_INDEX["propose_donation"])]
+    args = (0.0, history, legal, reference.gift_distribution(), reference.neutral())
+    disagree = dialogue_acts.PERSUADEE_INDEX["disagree_donation"]
+    p_rational = reference.reply_distribution(*args, tilt=reference.disclosure(rational))
+    p_intuitive = reference.reply_distribution(*args, tilt=reference.disclosure(intuitive))
+    assert p_intuitive[disagree] > 1.5 * p_rational[disagree]
+    assert np.allclose(reference.reply_distribution(*args, tilt=np.zeros(len(reference.disclosure(rational)))),
+                       reference.reply_distribution(*args))
+
+
+@pytest.mark.parametrize("gamma", [1.0, 3.0])
+def test_fast_mode_weights_carry_the_cards_reply_tilt(gamma):
+    from scope_envs.agents.base import normalize, sharpen
+
+    rng = np.random.default_rng(4)
+    n = 300
+    b = batched.P4GBatch(n)
+    b.ref_base[:], b.ref_sum[:], b.lean_dev[:] = rng.normal(0, 2, n), rng.normal(0, 1, n), rng.uniform(-1.6, 0.5, n)
+    b.last_persuader[:] = rng.integers(0, len(dialogue_acts.PERSUADER_ACTS), n)
+    b.final[:] = rng.random(n) < 0.3
+    legal = b.legal(1, np.ones(n, np.int64))
+    idx = np.arange(n)
+    exact = normalize(sharpen(b.reference_reply(idx, legal, 0.0), gamma), legal)
+    w = b.reference_weights(idx, legal, 0.0, gamma)
+    np.testing.assert_allclose(w / w.sum(1, keepdims=True), exact, rtol=0, atol=1e-12)
+    b.lean_dev[:] = 0.0  # not vacuous: the tilt changes the distribution
+    untilted = b.reference_weights(idx, legal, 0.0, gamma)
+    assert np.abs(untilted / untilted.sum(1, keepdims=True) - exact).max() > 1e-3
 
 
 class _RepeatAct(Simulator):

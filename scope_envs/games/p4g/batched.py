@@ -13,7 +13,7 @@ of a split as one row of floats (``card_row``), so N cards are N indices.
 Reply models computed here for all slots at once:
 
 * ``reference_reply``: ``reference.reply_distribution`` at the reference
-  willingness plus a simulator's ``cooperation`` (``ReferencePersuadee``, hence
+  willingness (each card's own act effects) plus a simulator's ``cooperation``, with the card's reply tilt (``ReferencePersuadee``, hence
   the frozen simulator, the rotation members and every family);
 * ``human_proxy_reply``: ``human_proxy.reply_distribution`` at its default
   assumptions (the willingness updated act by act as ``human_proxy.willingness``
@@ -80,12 +80,15 @@ def _build_tables(p: dict) -> dict:
     for a, name in enumerate(dialogue_acts.PERSUADER_ACTS):
         base[a] = resp["given"][name] if name in resp["given"] else resp["start"]
     valence = np.array([p["valence"][a] for a in resp["acts"]])
+    disclosure = p.get("reply_disclosure", {}).get("coef")
     reply_index = np.array([dialogue_acts.PERSUADEE_INDEX[n] for n in resp["acts"][:-1]])
     contiguous = (np.diff(reply_index) == 1).all()
     return {
         "base": base,  # the reply frequencies after each persuader act
         "valence": valence,
         "tilt": (reference.KAPPA * valence)[None],  # how willingness tilts each reply (``reply_distribution``)
+        # how the card's lean deviation tilts each reply (``reference.disclosure``)
+        "disclosure": np.array([disclosure[a] for a in resp["acts"]] if disclosure else np.zeros(len(resp["acts"]))),
         "reply_index": reply_index,
         # where the replies go in a row of persuadee acts: a slice when they are in order (writes faster)
         "reply_columns": slice(reply_index[0], reply_index[-1] + 1) if contiguous else reply_index,
@@ -96,7 +99,7 @@ def _build_tables(p: dict) -> dict:
 _CARDS: dict = {}  # id(card) -> (card, its terms, its row): cards are immutable and mostly cached objects
 
 # a card's terms as one row (``card_row``), so that dealing N cards is one gather and one write
-CARD_SCALARS = ("reference", "proxy", "push", "expected_gift")
+CARD_SCALARS = ("reference", "proxy", "push", "expected_gift", "lean_deviation")
 # the scalars, "moderated", "ref_effects", "z", then the game's floats as a new game starts on the card: the gift
 # (0), the reference model's summed act effects (0), the human proxy's willingness ("proxy")
 CARD_WIDTH = len(CARD_SCALARS) + 2 * N_PERSUADER_ACTS + 25 + 3
@@ -160,6 +163,7 @@ def _card_terms(persona: Persona) -> dict:
         "ref_effects": np.array([effects.get(a, 0.0) for a in dialogue_acts.PERSUADER_ACTS]),
         "push": human_proxy.PUSHINESS * (0.5 + human_proxy.reactance(z)),
         "expected_gift": reference.expected_gift(persona),
+        "lean_deviation": reference.lean_deviation(persona),  # scales the card's reply tilt (``disclosure``)
     }
 
 
@@ -181,7 +185,7 @@ class P4GBatch:
         # The state lives in a few 2-D arrays, the named fields being their columns, so that a new game is a
         # handful of writes (fast mode restarts dozens of slots every step).
         card = self._card = np.zeros((n, CARD_WIDTH))  # ``card_row`` of each slot's card
-        self.ref_base, self.proxy_base, self.push, self.expected = card[:, : len(CARD_SCALARS)].T
+        self.ref_base, self.proxy_base, self.push, self.expected, self.lean_dev = card[:, : len(CARD_SCALARS)].T
         first = len(CARD_SCALARS)
         self.moderated = card[:, first : first + N_PERSUADER_ACTS]
         self.ref_effects = card[:, first + N_PERSUADER_ACTS : first + 2 * N_PERSUADER_ACTS]
@@ -338,7 +342,7 @@ class P4GBatch:
     def reference_reply(self, idx, legal, cooperation: float) -> np.ndarray:
         """``ReferencePersuadee.reference`` in slots ``idx``: the reference reply distribution."""
         return reply_distribution(self._reference_w(idx, cooperation), self.last_persuader[idx], legal,
-                                  *MODELS["reference"]())
+                                  *MODELS["reference"](), lean_dev=self.lean_dev[idx])
 
     def human_proxy_reply(self, idx, legal) -> np.ndarray:
         """``human_proxy.reply_distribution`` in slots ``idx`` (its default assumptions)."""
@@ -347,7 +351,7 @@ class P4GBatch:
     def reference_weights(self, idx, legal, cooperation: float, sharpening: float) -> np.ndarray:
         """Fast mode: ``sharpen(reference_reply, sharpening)`` up to each row's sum (``reply_weights``)."""
         return reply_weights(self._reference_w(idx, cooperation), self.last_persuader[idx], legal,
-                             log_tables("reference", sharpening))
+                             log_tables("reference", sharpening), lean_dev=self.lean_dev[idx])
 
     def human_proxy_weights(self, idx, legal) -> np.ndarray:
         """Fast mode: ``human_proxy_reply`` up to each row's sum (``reply_weights``)."""
@@ -366,12 +370,16 @@ MODELS = {
 }
 
 
-def reply_distribution(w, said, legal, gifts, center, shift) -> np.ndarray:
+def reply_distribution(w, said, legal, gifts, center, shift, lean_dev=None) -> np.ndarray:
     """``reference.reply_distribution`` for rows of willingness ``w`` after persuader acts ``said``, in its
-    floating-point order (exact mode)."""
+    floating-point order (exact mode); ``lean_dev``: each row's card lean deviation, for the reference model's
+    reply tilt (``reference.disclosure``), none for the human proxy."""
     t = tables()
     dev = w - center
-    base = t["base"][said] * np.exp(t["tilt"] * dev[:, None])
+    log_tilt = t["tilt"] * dev[:, None]
+    if lean_dev is not None:
+        log_tilt = log_tilt + t["disclosure"][None] * lean_dev[:, None]
+    base = t["base"][said] * np.exp(log_tilt)
     p = np.zeros((len(w), N_PERSUADEE_ACTS))
     p[:, t["reply_columns"]] = base[:, :-1]
     pos = gifts[1:][None] * np.exp((reference.AMOUNT_TILT * dev + shift)[:, None] * reference.AMOUNT_Z[None])
@@ -390,11 +398,13 @@ def reply_distribution(w, said, legal, gifts, center, shift) -> np.ndarray:
     return out
 
 
-def reply_weights(w, said, legal, logs: dict) -> np.ndarray:
+def reply_weights(w, said, legal, logs: dict, lean_dev=None) -> np.ndarray:
     """Fast mode: ``reply_distribution ** sharpening`` up to each row's sum (what inverse-CDF sampling needs), zero
     off the legal acts: one exponential of log-weights that are linear in the row's terms (``log_tables``).
     The same distribution up to rounding; a row without mass is left zero (the caller's fallback)."""
-    x = np.empty((len(w), 3))
+    x = np.empty((len(w), len(logs["slope"])))  # a fourth term, the lean deviation, for the reference model
+    if x.shape[1] > 3:
+        x[:, 3] = lean_dev
     x[:, 0] = w
     np.logaddexp(0.0, w, out=x[:, 1])  # log(1 + e^w) = -log(1 - s)
     np.log(np.exp(np.multiply.outer(w, logs["amount_slope"])) @ logs["amount_weight"], out=x[:, 2])  # log S
@@ -414,12 +424,13 @@ def log_tables(model: str, sharpening: float) -> dict:
     willingness w after persuader act a, with s = sigmoid(w) and S = sum_k gifts_k exp((AMOUNT_TILT (w - center)
     + shift) AMOUNT_Z_k) over the positive bins,
 
-        sharpening log p = offset[a] + (w, log(1 + e^w), log S) @ slope      (up to the row's normalizer)
+        sharpening log p = offset[a] + (w, log(1 + e^w), log S[, lean deviation]) @ slope   (up to the row's normalizer)
 
     a reply act: log base + KAPPA valence (w - center); the $0 bin: that of the amount + log(1 - s), with
     log(1 - s) = -log(1 + e^w); a positive bin k: that of the amount + log s + log gifts_k + (AMOUNT_TILT (w -
     center) + shift) AMOUNT_Z_k - log S, with log s = w - log(1 + e^w). ``amount_slope`` and ``amount_weight``
-    give S = exp(w amount_slope) @ amount_weight. ``massless``: the acts that never get mass (the no-op)."""
+    give S = exp(w amount_slope) @ amount_weight. The reference model has a fourth term, the card's lean
+    deviation, times each reply act's ``disclosure`` (the amount reply's on every amount). ``massless``: the acts that never get mass (the no-op)."""
     key = (model, float(sharpening))
     p = personas.params()
     hit = _LOGS.get(key)
@@ -432,7 +443,7 @@ def log_tables(model: str, sharpening: float) -> dict:
             log_base = np.log(t["base"])
             log_gifts = np.log(gifts[1:])
         offset = np.full((N_PERSUADER_ACTS, N_PERSUADEE_ACTS), -np.inf)
-        slope = np.zeros((3, N_PERSUADEE_ACTS))
+        slope = np.zeros((4 if model == "reference" else 3, N_PERSUADEE_ACTS))
         offset[:, t["reply_index"]] = log_base[:, :-1] - tilt[:-1] * center
         slope[0, t["reply_index"]] = tilt[:-1]
         amount = log_base[:, -1:] - tilt[-1] * center  # the amount reply itself
@@ -442,6 +453,9 @@ def log_tables(model: str, sharpening: float) -> dict:
         slope[0, FIRST_AMOUNT + 1 :] = tilt[-1] + reference.AMOUNT_TILT * z + 1.0
         slope[1, FIRST_AMOUNT:] = -1.0
         slope[2, FIRST_AMOUNT + 1 :] = -1.0
+        if model == "reference":  # the card's reply tilt: each reply act's, the amount reply's on every amount
+            slope[3, t["reply_index"]] = t["disclosure"][:-1]
+            slope[3, FIRST_AMOUNT:] = t["disclosure"][-1]
         # the acts that never have mass get offset 0 and are zeroed after the exponential: exp(-inf) is several
         # times slower than exp of a number
         massless = ~np.isfinite(offset).any(0)

@@ -274,7 +274,7 @@ def fit(data_dir, holdout=frozenset()) -> dict:
     for r in dialog:
         units[r["B2"]].append(r)
 
-    er_counts, y_s, off_s, lean_s, person_s = [], [], [], [], []
+    er_counts, y_s, off_s, lean_s, person_s, lean_pairs = [], [], [], [], [], []
     pairs, start = Counter(), Counter()
     by_turn = [Counter() for _ in range(N_TURN_BINS)]
     valence = {True: Counter(), False: Counter()}
@@ -296,6 +296,8 @@ def fit(data_dir, holdout=frozenset()) -> dict:
         for t, tt in turns.items():
             if tt["er"] and tt["ee"]:
                 pairs[(tt["er"][-1], tt["ee"][0])] += 1
+                if ok_outcome and d in survey:  # the dialogues of the strategy regressions
+                    lean_pairs.append((tt["er"][-1], tt["ee"][0], decision_lean(survey[d]), survey[d]["person"]))
         if turns.get(0, {}).get("ee"):
             start[turns[0]["ee"][0]] += 1
         if ok_outcome and d in survey:
@@ -320,6 +322,7 @@ def fit(data_dir, holdout=frozenset()) -> dict:
         given[a] = _smooth(row if row else pooled, RESPONSE_ACTS)
     responses = {"acts": RESPONSE_ACTS, "given": given, "start": _smooth(start, RESPONSE_ACTS),
                  "counts_total": sum(pairs.values())}
+    reply_disclosure = _disclosure(lean_pairs, given, strategy_interactions["centre"])
     p_gave, p_not = _smooth(valence[True], RESPONSE_ACTS), _smooth(valence[False], RESPONSE_ACTS)
     valence_out = {a: math.log(g / n) for a, g, n in zip(RESPONSE_ACTS, p_gave, p_not)}
     empirical = {"acts": PERSUADER_REAL, "by_turn": [_smooth(c, PERSUADER_REAL) for c in by_turn]}
@@ -364,6 +367,7 @@ def fit(data_dir, holdout=frozenset()) -> dict:
         "amounts": amounts,
         "strategy_effects": strategy_effects,
         "strategy_interactions": strategy_interactions,
+        "reply_disclosure": reply_disclosure,
         "responses": responses,
         "valence": valence_out,
         "gap": gap,
@@ -421,6 +425,54 @@ def _interactions(counts, gave, offset, lean, people, beta) -> dict:
     return {"axis": "decision_lean", "centre": centre, "coef": dict(zip(PERSUADER_REAL, gamma)),
             "ci95": {a: [l, h] for a, l, h in zip(PERSUADER_REAL, lo, hi)}, "supported": supported,
             "n_bootstrap": N_BOOTSTRAP, "n_dialogues": len(gave), "n_persuadees": len(units)}
+
+
+def _softmax_tilt(log_base, deviation, counts, l2=1.0, tol=1e-12, max_iter=100):
+    """Penalised maximum likelihood of ``lam`` in P(reply) = softmax(log_base + lam * deviation) by Newton's
+    method. One row per (persuader act, lean) cell: ``log_base`` its log reply frequencies, ``deviation`` its lean
+    deviation, ``counts`` how often each reply was observed in it. Strictly convex with the penalty."""
+    n = counts.sum(1)
+    observed = deviation @ counts
+    lam = np.zeros(log_base.shape[1])
+    for _ in range(max_iter):
+        z = log_base + deviation[:, None] * lam[None]
+        p = np.exp(z - z.max(1, keepdims=True))
+        p /= p.sum(1, keepdims=True)
+        grad = (deviation * n) @ p - observed + l2 * lam
+        pw = p * (n * deviation * deviation)[:, None]
+        step = np.linalg.solve(np.diag(pw.sum(0)) - pw.T @ p + l2 * np.eye(len(lam)), grad)
+        lam = lam - step
+        if np.max(np.abs(step)) < tol:
+            break
+    return lam
+
+
+def _disclosure(pairs, given, centre) -> dict:
+    """``reply_disclosure``: how a persuadee's reply to a persuader act moves with their decision lean, a
+    log-linear tilt ``lam[reply] * (lean - centre)`` of the real reply frequencies after that act (``responses``),
+    fitted by penalised maximum likelihood (L2 1.0) on the response pairs of the strategy regressions' dialogues,
+    with a 95% interval from ``N_BOOTSTRAP`` resamples of persuadees."""
+    index = {a: i for i, a in enumerate(RESPONSE_ACTS)}
+    cells = sorted({(er, lean) for er, _, lean, _ in pairs})
+    cell = {c: i for i, c in enumerate(cells)}
+    units = sorted({who for *_, who in pairs})
+    unit = {u: i for i, u in enumerate(units)}
+    by_person = np.zeros((len(units), len(cells), len(RESPONSE_ACTS)))  # reply counts per person and cell
+    for er, r, lean, who in pairs:
+        by_person[unit[who], cell[(er, lean)], index[r]] += 1
+    log_base = np.log(np.array([given[er] for er, _ in cells]))
+    dev = np.array([lean for _, lean in cells]) - centre
+    lam = _softmax_tilt(log_base, dev, by_person.sum(0))
+    rng = np.random.default_rng(BOOTSTRAP_SEED + 1)
+    draws = []
+    for _ in range(N_BOOTSTRAP):  # a resample of persuadees: each drawn person's replies, as often as drawn
+        times = np.bincount(rng.integers(len(units), size=len(units)), minlength=len(units))
+        draws.append(_softmax_tilt(log_base, dev, np.tensordot(times, by_person, 1)))
+    lo, hi = np.percentile(np.array(draws), [2.5, 97.5], axis=0)
+    return {"axis": "decision_lean", "centre": centre, "coef": dict(zip(RESPONSE_ACTS, lam)),
+            "ci95": {a: [l, h] for a, l, h in zip(RESPONSE_ACTS, lo, hi)},
+            "supported": [a for a, l, h in zip(RESPONSE_ACTS, lo, hi) if l > 0 or h < 0],
+            "n_bootstrap": N_BOOTSTRAP, "n_pairs": len(pairs), "n_persuadees": len(units)}
 
 
 def summary(p: dict) -> str:

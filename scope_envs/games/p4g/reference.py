@@ -25,7 +25,12 @@ It reads nothing of the held-out behaviour model (``human_proxy``).
 * Reply to the last persuader act: the real conditional frequencies
   (``responses``), tilted towards acts donors use (``valence``) by
   ``KAPPA * (willingness - neutral)``, neutral being an average persona's
-  willingness before persuasion. KAPPA is an assumption.
+  willingness before persuasion (KAPPA is an assumption), and by the card's
+  own way of talking (``disclosure``: ``reply_disclosure``, a log-linear tilt
+  of each reply act per unit of lean deviation, fitted on the real response
+  pairs): intuitive-lean persuadees disagree more, rational-lean ones greet,
+  ask personal questions and thank more. This is how a persuader, who never
+  sees the card, can tell whom it faces.
 * A stated amount: $0 with probability 1 - sigmoid(willingness), otherwise a
   bin from the real distribution of gifts, tilted towards larger bins as
   willingness grows (``AMOUNT_TILT``, assumption).
@@ -110,15 +115,29 @@ def amount_probs(w: float, gifts: np.ndarray, center: float, shift: float = 0.0)
     return out
 
 
+def disclosure(persona: Persona) -> np.ndarray:
+    """How this card tilts its replies, as log multipliers of the ``responses`` acts: the fitted
+    ``reply_disclosure`` times the card's ``lean_deviation`` (zeros with parameters that have none)."""
+    coef = params().get("reply_disclosure", {}).get("coef")
+    if not coef:
+        return np.zeros(len(params()["responses"]["acts"]))
+    return np.array([coef[a] for a in params()["responses"]["acts"]]) * lean_deviation(persona)
+
+
 def reply_distribution(
-    w: float, history, legal: np.ndarray, gifts: np.ndarray, center: float, shift: float = 0.0
+    w: float, history, legal: np.ndarray, gifts: np.ndarray, center: float, shift: float = 0.0,
+    tilt: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Probabilities over PERSUADEE_ACTS for a persuadee of willingness ``w`` (``center``: an average one's)."""
+    """Probabilities over PERSUADEE_ACTS for a persuadee of willingness ``w`` (``center``: an average one's);
+    ``tilt``: the card's log multipliers of the reply acts (``disclosure``), none for a model without them."""
     resp = params()["responses"]
     said = persuader_acts(history)
     base = np.array(resp["given"][said[-1]] if said else resp["start"])
     valence = np.array([params()["valence"][a] for a in resp["acts"]])
-    base = base * np.exp(KAPPA * valence * (w - center))
+    log_tilt = KAPPA * valence * (w - center)
+    if tilt is not None:
+        log_tilt = log_tilt + tilt
+    base = base * np.exp(log_tilt)
     p = np.zeros(len(dialogue_acts.PERSUADEE_ACTS))
     for name, mass in zip(resp["acts"][:-1], base[:-1]):
         p[dialogue_acts.PERSUADEE_INDEX[name]] = mass
