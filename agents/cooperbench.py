@@ -5,7 +5,10 @@
   probability, sharpened by ``sharpening``.
 * ``CollapsedPartner``: "one frozen chat model as a teammate": the modal
   style, over-cooperative (+0.3), sharpened by ``sharpening = 3`` — it announces its
-  plan, answers, keeps its claims and respects yours, every time. Its
+  plan, answers, keeps its claims and respects yours, every time, and (its
+  ``talk`` lifted above 1/2) leads: it claims and integrates the shared
+  regions itself, so a teammate trained on it learns to yield them or claim
+  first, which the reference's quiet cards punish (``styles``). Its
   verbalized top-k reports the unsharpened reference.
 * ``HumanProxyPartner``: the held-out population; each persona's coins are
   flipped once per task, so a claim-breaker breaks the same claim all episode.

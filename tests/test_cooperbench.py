@@ -13,7 +13,9 @@ from scope_envs.games.cooperbench.dialogue_acts import ACTS, CLAIM, COMBINED, ED
 
 def random_edits(rng):
     regions = rng.choice(world.N_REGIONS, 4, replace=False)
-    return {int(r): ("A", "B") if rng.random() < 0.3 else (str(rng.choice(["A", "B"])),) for r in regions}
+    both = [("A", "B"), ("B", "A")]  # a combined edit as the teammate and as the partner write it
+    return {int(r): both[int(rng.integers(2))] if rng.random() < 0.3 else (str(rng.choice(["A", "B"])),)
+            for r in regions}
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
@@ -97,7 +99,7 @@ def test_heldout_regime_plays_heldout_tasks_and_styles():
         assert env.unwrapped.game.task.split == "heldout" and env.unwrapped.game.persona.split == "heldout"
 
 
-def test_rules_combined_edit_needs_knowledge_and_identical_combined_edits_merge():
+def test_rules_combined_edit_needs_knowledge():
     env = scope_envs.make("cooperbench-cotrain")
     obs, _ = env.reset(seed=0)
     game = env.unwrapped.game

@@ -10,8 +10,10 @@ Game
     sees only its own feature. At the end both branches are merged for real
     (a region-wise three-way merge equal to ``git merge-file``, tested): a
     region both changed differently conflicts and fails every feature that
-    needs it. Turns alternate, ``agent_0`` first; the episode ends when both
-    have submitted (a teammate that used ``max_turns`` turns is submitted).
+    needs it. A combined edit is written with the writer's own line first, so
+    two teammates who both integrate one shared region conflict: each shared
+    region needs exactly one owner (v0.3). Turns alternate, ``agent_0``
+    first; the episode ends when both have submitted (a teammate that used ``max_turns`` turns is submitted).
 
 Agents
     ``agent_0`` the teammate being trained (feature A); ``user_0..`` the partner
@@ -61,7 +63,13 @@ Partners (``styles.py``, ``scope_envs.agents.cooperbench``)
     Five styles after the paper's failure modes (planner, silent worker,
     claim-breaker, non-answerer, ignorer); the frozen simulator is the
     idealized chat-model teammate (the modal style, over-cooperative,
-    sharpened); ``heldout`` mixes the styles with held-out parameters and
+    sharpened). In the training-side reference model the cards' needs differ
+    (v0.3, ``styles.gate``, ``styles.leaves_shared``): a card that ignores
+    claims needs its teammate to yield the shared regions it takes, a
+    claim-breaker needs its teammate to do them, and a quiet card (``talk``
+    below 1/2) leaves them to its teammate and is derailed by a claim; the
+    collapsed partner leads and respects claims, so what it teaches (yield, or
+    claim first) fails the quiet cards; ``heldout`` mixes the styles with held-out parameters and
     plays held-out tasks. The task sets are seeded; ``train`` (400) and
     ``heldout`` (200) share no task.
 
@@ -76,4 +84,11 @@ Version history
     v0.2 (same ids): ``user_reward`` gains SCOPE's ``adversarial`` (1 - score), ``cooperative`` and
     ``curriculum`` (options ``target_var``, ``width``); v0's ``adversarial`` (minus the agent's reward) is
     now ``zero_sum``, same formula. The default (``persona``) is unchanged.
+    v0.3 (same ids; issue 28, a world in which collapse can hurt): the game rule: a combined edit carries
+    the writer's own feature's line first (``CooperBenchGame.written``), so two combined edits of one
+    region conflict (before, they were identical and "both integrate everything" was safe against every
+    partner). The training-side reference (``styles.decide`` in expected mode): a commitment (respect a
+    claim, keep one's own) takes its likelier side instead of holding whenever its chance is above 0, and
+    quiet cards leave shared regions to their teammate and work alone once claimed at. The held-out proxy
+    (sampled mode) keeps its v0 rules; only the merge rule reaches it.
 """

@@ -1,8 +1,8 @@
 """CooperBench for N episodes at once: the game's state as arrays, the partner styles' policy as matrices.
 
 ``CooperBenchBatch`` holds N games (slots) and steps any subset of them with numpy, following
-``CooperBenchGame`` (turns, claims, questions, the three-way merge) and ``styles.decide`` (the partner
-policy, expected or with its coins flipped) operation for operation, so that the same seeds give the same
+``CooperBenchGame`` (turns, claims, questions, the three-way merge with writer-ordered combined edits) and
+``styles.decide`` (the partner policy, expected with the reference's card needs, or with its coins flipped) operation for operation, so that the same seeds give the same
 trajectories (``tests/test_vec.py`` plays every cooperbench id both ways). Dealing (the style card and the
 task) stays with the scalar game; the vec env (``scope_envs.vec``) passes each slot's task and the style's
 traits in. Roles are 0 (``teammate``, feature A) and 1 (``partner``, feature B). The vec env's fast mode
@@ -42,8 +42,10 @@ FAMILY[EDIT : EDIT + R], FAMILY[COMBINED : COMBINED + R], FAMILY[CLAIM : CLAIM +
 FAMILY[FIRST_MESSAGE : FIRST_MESSAGE + len(MESSAGES)] = 4 + np.arange(len(MESSAGES))
 FAMILY[WAIT], FAMILY[SUBMIT] = 4 + len(MESSAGES), 5 + len(MESSAGES)
 REGION = (np.arange(N_ACTS) - 1) % R
-# merged content of a region: 0 base, 1 feature A's line, 2 B's, 3 both (a combined edit)
-TEAMMATE_CONTENT, PARTNER_CONTENT = np.array([0, 1, 3]), np.array([0, 2, 3])
+# content of a region: 0 base, 1 feature A's line, 2 B's, 3 both written by the teammate (A first), 4 both
+# written by the partner (B first; ``world.edited_region``): 3 and 4 differ, so they conflict
+TEAMMATE_CONTENT, PARTNER_CONTENT = np.array([0, 1, 3]), np.array([0, 2, 4])
+HAS_A, HAS_B = np.array([False, True, False, True, True]), np.array([False, False, True, True, True])
 
 
 @functools.lru_cache(maxsize=65536)
@@ -207,7 +209,7 @@ class CooperBenchBatch:
         b = PARTNER_CONTENT[self.edits[idx, 1]]
         conflict = (a != b) & (b != 0) & (a != 0)
         merged = np.where((a == b) | (b == 0), a, np.where(a == 0, b, 0))
-        has_a, has_b = (merged & 1).astype(bool) & ~conflict, (merged & 2).astype(bool) & ~conflict
+        has_a, has_b = HAS_A[merged] & ~conflict, HAS_B[merged] & ~conflict
         done_t = ~(self.needs[idx, 0] & ~has_a).any(1)
         done_p = ~(self.needs[idx, 1] & ~has_b).any(1)
         n_conflicts = conflict.sum(1)
@@ -293,9 +295,15 @@ class CooperBenchBatch:
         partner_claims, own_claims = self.claims[idx, other], self.claims[idx, role]
         respect = coin(t["respect"][:, None], None if u is None else u["respect"])
         keep = coin(t["keep"][:, None], None if u is None else u["keep"])
+        # ``styles.leaves_shared``: the reference's quiet cards wait for their teammate on shared regions, and
+        # one that got a claim works alone (plans as if told nothing, ignores claims); never in sampled mode
+        leaves = (t["talk"] < 0.5) if u is None else np.zeros(k, bool)
+        alone = leaves & partner_claims.any(1)
+        known = known & ~alone[:, None]
         skip = (edits > 0) & ((edits == 2) | ~known)
-        skip |= partner_claims & (respect != 0)  # a coin's truthiness, as ``if ... and coin(...)``
-        skip |= own_claims & (keep == 0)
+        skip |= known & ~own_claims & leaves[:, None]
+        skip |= partner_claims & (respect >= 0.5) & ~alone[:, None]  # ``styles.gate``: its likelier side
+        skip |= own_claims & (keep < 0.5)
         todo = needs & ~skip
         claim = todo & known & ~own_claims & ~partner_claims
         if claim.any():

@@ -93,7 +93,7 @@ class CooperBenchGame(Game):
         other, k = self.other(role), kind(act)
         if k == "edit":
             self.edits[role][region(act)] = (FEATURE[role],)
-        elif k == "edit_combined":
+        elif k == "edit_combined":  # which features the region carries; ``written`` gives the text's order
             self.edits[role][region(act)] = ("A", "B")
         elif k == "claim":
             self.claims[role].add(region(act))
@@ -117,8 +117,14 @@ class CooperBenchGame(Game):
         else:
             self._next = other if not self.submitted[other] else role
 
+    def written(self, role) -> dict[int, tuple[str, ...]]:
+        """``role``'s edits as its branch's text has them: a combined edit with the writer's own feature's
+        line first (``world.edited_region``), so the two teammates' combined edits of one region differ."""
+        order = (FEATURE[role], FEATURE[self.other(role)])
+        return {r: order if len(f) == 2 else f for r, f in self.edits[role].items()}
+
     def _finish(self):
-        merged, conflicts = world.merge(self.edits[TEAMMATE], self.edits[PARTNER])
+        merged, conflicts = world.merge(self.written(TEAMMATE), self.written(PARTNER))
         done = {r: world.feature_done(merged, conflicts, self.needs[r], FEATURE[r]) for r in (TEAMMATE, PARTNER)}
         self.result = {
             "success": float(all(done.values()) and not conflicts),

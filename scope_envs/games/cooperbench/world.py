@@ -5,9 +5,14 @@ blocks), each region separated from the next by unchanged context lines, so a
 line-based three-way merge (``git merge-file``) sees each region on its own.
 A task is a pair of features; each needs an edit in a set of regions, and
 regions wanted by both are where conflicts arise. Editing a region *for its own
-feature* adds that feature's line; a *combined* edit adds both features'
-lines in a fixed order, so two combined edits of one region are identical and
-merge cleanly, while any other pair of different edits conflicts.
+feature* adds that feature's line; a *combined* edit adds both features' lines,
+the writer's own first (``edited_region``). Two teammates who each integrate
+both features into one region write different text, as two people would, and
+``git merge-file`` conflicts on it: a shared region needs exactly one owner,
+who makes the combined edit while the other leaves the region alone. (Until
+v0.3 combined edits were written in one fixed order, so that two of them were
+identical and merged cleanly, and "both integrate everything" was a safe
+strategy against every partner; see the package docstring's version history.)
 """
 
 from __future__ import annotations
@@ -79,9 +84,10 @@ def feature_line(r: int, feature: str) -> str:
 
 
 def edited_region(r: int, features: tuple[str, ...]) -> list[str]:
-    """Region ``r`` with the lines of ``features`` (in canonical order) inserted."""
+    """Region ``r`` with the lines of ``features`` inserted in the order given: a combined edit is
+    ``(own feature, partner's)``, so the two teammates' combined edits of one region differ."""
     lines = base_region(r)
-    return lines[:1] + [feature_line(r, f) for f in sorted(features)] + lines[1:]
+    return lines[:1] + [feature_line(r, f) for f in features] + lines[1:]
 
 
 def branch_regions(edits: dict[int, tuple[str, ...]]) -> list[list[str]]:
