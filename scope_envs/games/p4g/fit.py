@@ -25,6 +25,13 @@ without the interactions. Its support: a 95% percentile interval per act from
 ``N_BOOTSTRAP`` resamples of persuadees (people, not dialogues: the same person
 is the persuadee of several dialogues), each refitting both regressions.
 
+The card's way of talking (``reply_disclosure``): a log-linear tilt
+``lam[reply] * (lean - centre)`` of the real reply frequencies after each
+persuader act (``responses``), the same centre, fitted by L2-penalised maximum
+likelihood on the response pairs of those dialogues, with the same kind of
+persuadee bootstrap. It is fitted without the willingness tilt the reference
+model also applies (part of it is the lean's correlation with giving).
+
 Only aggregate numbers leave this script: no ids, no rows, no text.
 
 Assumptions (numbers chosen here, not measured):
