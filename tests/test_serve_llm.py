@@ -207,3 +207,15 @@ def test_an_unreachable_endpoint_at_start_is_an_argument_error():
     out = run_cli("p4g-frozen", "--surface", "text", "--user-llm", f"openai:http://127.0.0.1:{port}/v1#m")
     assert out.returncode == 2 and "argument --user-llm" in out.stderr and "unreachable" in out.stderr
     assert "Traceback" not in out.stderr
+
+
+def test_the_container_entry_takes_the_user_llm(endpoint, monkeypatch):
+    """scope_envs.serve.asgi (the Dockerfile's app): SCOPE_USER_LLM is --user-llm; a bad one names the variable."""
+    monkeypatch.setenv("SCOPE_ENV_ID", "p4g-frozen")  # the module builds its app on import
+    from scope_envs.serve.asgi import from_environment
+
+    environ = {"SCOPE_ENV_ID": "p4g-frozen", "SCOPE_ENV_SURFACE": "text", "SCOPE_USER_LLM": f"openai:{endpoint.url}#m"}
+    app = from_environment(environ)
+    assert app.state.scope_spec["user_llm"]["plays"] == "user"
+    with pytest.raises(RuntimeError, match="SCOPE_USER_LLM: .*--surface text"):
+        from_environment({**environ, "SCOPE_ENV_SURFACE": "act"})

@@ -8,6 +8,8 @@ by module path; this module builds it from::
 
 ``SCOPE_ENV_ID`` is required; ``SCOPE_ENV_SURFACE`` defaults to ``act``; ``SCOPE_ENV_KWARGS`` is a JSON
 object of ``make`` keyword arguments. ``SCOPE_MAX_SESSIONS`` and ``SCOPE_IDLE_TIMEOUT`` set the limits.
+``SCOPE_USER_LLM`` is ``--user-llm``'s backend spec (the user seat as an LLM, text surface) and
+``SCOPE_USER_ADAPTER_DIR`` its ``--user-adapter-dir`` (``scope_envs.serve.llm``).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import json
 import os
 
 from scope_envs.serve.app import DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_SESSIONS, create_app
+from scope_envs.serve.llm import UserLLMError
 
 
 def from_environment(environ=os.environ):
@@ -28,9 +31,16 @@ def from_environment(environ=os.environ):
         raise RuntimeError(f"SCOPE_ENV_KWARGS is not JSON: {e}") from None
     if not isinstance(kwargs, dict):
         raise RuntimeError("SCOPE_ENV_KWARGS must be a JSON object of make() keyword arguments")
-    return create_app(env_id, environ.get("SCOPE_ENV_SURFACE", "act"), kwargs,
-                      max_sessions=int(environ.get("SCOPE_MAX_SESSIONS", DEFAULT_MAX_SESSIONS)),
-                      idle_timeout=float(environ.get("SCOPE_IDLE_TIMEOUT", DEFAULT_IDLE_TIMEOUT)))
+    llm = {}
+    if environ.get("SCOPE_USER_LLM"):
+        llm = {"user_llm": environ["SCOPE_USER_LLM"], "user_adapter_dir": environ.get("SCOPE_USER_ADAPTER_DIR") or None}
+    try:
+        return create_app(env_id, environ.get("SCOPE_ENV_SURFACE", "act"), kwargs,
+                          max_sessions=int(environ.get("SCOPE_MAX_SESSIONS", DEFAULT_MAX_SESSIONS)),
+                          idle_timeout=float(environ.get("SCOPE_IDLE_TIMEOUT", DEFAULT_IDLE_TIMEOUT)), **llm)
+    except UserLLMError as e:
+        name = "SCOPE_USER_ADAPTER_DIR" if e.argument == "--user-adapter-dir" else "SCOPE_USER_LLM"
+        raise RuntimeError(f"{name}: {e}") from None
 
 
 app = from_environment()
