@@ -78,10 +78,20 @@ def test_all_acts_move_rewards_the_frozen_habit_on_held_out_users():
 
 
 def test_tau2_switches_change_the_users_as_declared():
-    def episodes(variant, n=150):
+    from scope_envs.games.tau2.dialogue_acts import AGENT_ACTS
+
+    # a stalling agent (it never ends, transfers or writes) leaves the end of the dialogue to the user's patience
+    stall = np.array([not (a in ("end", "transfer") or a.startswith("execute")) for a in AGENT_ACTS])
+
+    def episodes(variant, n=150, stalling=False):
         env = scope_envs.make("tau2-heldout", assumptions=variant)
         rng = np.random.default_rng(0)
-        return [play(env, lambda env, legal: int(rng.choice(np.flatnonzero(legal))), 500 + s)[1] for s in range(n)]
+
+        def choose(env, legal):
+            keep = legal & stall if stalling and (legal & stall).any() else legal
+            return int(rng.choice(np.flatnonzero(keep)))
+
+        return [play(env, choose, 500 + s)[1] for s in range(n)]
 
     def count(variant, act):
         return sum(a == USER_INDEX[act] for ep in episodes(variant) for a in ep)
@@ -92,7 +102,8 @@ def test_tau2_switches_change_the_users_as_declared():
     assert count("no_retractions", "change_mind") == 0 < count("default", "change_mind") < count(
         "retractions_x2", "change_mind")
     # impatient users leave sooner, patient ones stay longer
-    lengths = {v: np.mean([len(ep) for ep in episodes(v)]) for v in ("patience_half", "default", "patience_x2")}
+    lengths = {v: np.mean([len(ep) for ep in episodes(v, stalling=True)])
+               for v in ("patience_half", "default", "patience_x2")}
     assert lengths["patience_half"] < lengths["default"] < lengths["patience_x2"]
 
 

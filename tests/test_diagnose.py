@@ -48,8 +48,12 @@ def test_the_black_box_fit_finds_the_sharpening_from_sampled_answers(game, truth
     assert s["ci"][0] <= truth <= s["ci"][1], s
     assert abs(s["value"] - truth) < 0.35 * truth, s
     if truth == 1.0:  # the reference itself, asked as a black box: no persona difference beyond noise
-        d = r["persona_sensitivity"]["difference"]
-        assert d["ci"][0] <= 0 <= d["ci"][1], d
+        # over seeds, not one interval: since the reference's replies move with the card (p4g's decision lean),
+        # one small run's 40-replicate interval over 12 states excluded 0 in 2 of 6 seeds, centred on 0
+        d = [r["persona_sensitivity"]["difference"]["value"]] + [
+            diagnose(game, "sharpened:1", sampled=True, samples=8, seed=k, **SMALL)["persona_sensitivity"]
+            ["difference"]["value"] for k in (1, 2, 3)]
+        assert abs(np.mean(d)) < 2 * np.std(d, ddof=1) / np.sqrt(len(d)) + 1e-3, d
 
 
 @pytest.mark.parametrize("game", GAMES)
