@@ -55,14 +55,12 @@ def kwarg(text: str) -> tuple[str, object]:
 
 def backend_spec(text: str) -> str:
     """A ``load_backend`` spec's form (whether it loads or answers is checked once the command line parses)."""
-    if not text or len(text) > 4096:
-        raise argparse.ArgumentTypeError("expected openai:BASE_URL#MODEL, a local model directory, or vllm:DIR")
-    if text.startswith("openai:"):
-        url, _, model = text[len("openai:"):].partition("#")
-        if not url.startswith(("http://", "https://")) or not model:
-            raise argparse.ArgumentTypeError(f"an endpoint is openai:BASE_URL#MODEL (e.g. "
-                                             f"openai:http://127.0.0.1:8001/v1#my-model), got {text[:80]!r}")
-    return text
+    from scope_envs.serve.llm import UserLLMError, check_spec_form
+
+    try:
+        return check_spec_form(text)
+    except UserLLMError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def temperature(text: str) -> float:

@@ -27,8 +27,6 @@ import dataclasses
 import os
 import re
 import threading
-import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import Optional
 
@@ -39,7 +37,6 @@ from scope_envs.core.simulator import Simulator, View
 USER_LLM_REGIMES = ("frozen", "vs")  # the regimes whose user= option takes a player
 ADAPTER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")  # one path component, never ".."
 MAX_LOADED_ADAPTERS = 16  # a local model keeps this many adapters in memory; older ones reload when named
-REACH_TIMEOUT = 5.0
 
 
 class UserLLMError(ValueError):
@@ -78,29 +75,30 @@ def check_regime(env_id: str, surface: str, kwargs: dict) -> str:
                        "or plays named adapters in the checkpoint pool of a population id with --kwarg pool_size=K")
 
 
-def _reachable(url: str) -> None:
-    """``GET BASE_URL/models`` answers (any HTTP status counts; a refused connection or a timeout does not)."""
-    try:
-        with urllib.request.urlopen(url.rstrip("/") + "/models", timeout=REACH_TIMEOUT):
-            pass
-    except urllib.error.HTTPError:
-        return
-    except (urllib.error.URLError, TimeoutError, ConnectionError, OSError, ValueError) as e:
-        raise UserLLMError(f"the endpoint {url} is unreachable ({getattr(e, 'reason', e)})") from None
-
-
-def build_backend(spec: str, options: UserLLMOptions):
-    """The backend of ``spec``, checked before anything listens: ``UserLLMError`` says what is wrong."""
-    from scope_envs.agents.llm.backends import BackendError, load_backend
-
-    if not isinstance(spec, str) or not spec:
+def check_spec_form(spec) -> str:
+    """``spec`` when it has a backend spec's form (the command line's check; loading it is ``build_backend``'s)."""
+    if not isinstance(spec, str) or not spec or len(spec) > 4096:
         raise UserLLMError("a backend spec is openai:BASE_URL#MODEL, a local model directory, or vllm:DIR")
     if spec.startswith("openai:"):
         url, _, model = spec[len("openai:"):].partition("#")
         if not url.startswith(("http://", "https://")) or not model:
-            raise UserLLMError(f"{spec[:200]!r}: an endpoint is openai:BASE_URL#MODEL, "
-                               "e.g. openai:http://127.0.0.1:8001/v1#my-model")
-        _reachable(url)
+            raise UserLLMError(f"an endpoint is openai:BASE_URL#MODEL (e.g. openai:http://127.0.0.1:8001/v1#my-model), "
+                               f"got {spec[:80]!r}")
+    return spec
+
+
+def build_backend(spec: str, options: UserLLMOptions):
+    """The backend of ``spec``, checked before anything listens (``UserLLMError`` says what is wrong): an
+    endpoint must answer, a directory must hold a model and its tokenizer (``eval-llm``'s checks)."""
+    from scope_envs.agents.llm.backends import BackendError, load_backend
+    from scope_envs.train.llm.panel import PanelError, check_policy
+
+    check_spec_form(spec)
+    try:
+        check_policy(spec if spec.startswith(("openai:", "vllm:")) else spec.removeprefix("hf:"))
+    except PanelError as e:
+        raise UserLLMError(str(e).replace("simulator 'policy': ", "")) from None
+    if spec.startswith("openai:"):
         return load_backend(spec, timeout=options.timeout, retries=options.retries)
     try:
         return load_backend(spec)
