@@ -180,6 +180,11 @@ def test_local_model_adapters(tmp_path):
     env = ScopeEnvironment(ServeConfig("p4g-population", "text", {"pool_size": 2}, served, "adapters"))
     env.reset(seed=0, adapter="u1")
     assert env.state.pool_entries == 2
+    from scope_envs.serve.app import create_app
+
+    with pytest.raises(UserLLMError, match="local model needs --user-adapter-dir") as refused:
+        create_app("p4g-population", "text", {"pool_size": 2}, user_llm=served.backend)
+    assert refused.value.argument == "--user-adapter-dir"
 
 
 def run_cli(*args):

@@ -112,6 +112,9 @@ def create_app(env_id: str, surface: str = "act", kwargs: Optional[dict] = None,
     if user_llm is not None:
         role = check_regime(env_id, surface, kwargs)
         served = ServedLLM(user_llm, user_llm_options, user_adapter_dir)
+        if role == "adapters" and not served.endpoint and served.adapter_dir is None:
+            raise UserLLMError("a population pool names its LLM snapshots by adapter: a local model needs "
+                               "--user-adapter-dir DIR (one PEFT directory per name)", "--user-adapter-dir")
     elif user_adapter_dir is not None or user_llm_options is not None:
         raise UserLLMError("user_adapter_dir and user_llm_options go with user_llm (--user-llm SPEC)")
     config = ServeConfig(env_id, surface, kwargs, served, role)
