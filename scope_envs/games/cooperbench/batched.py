@@ -2,12 +2,12 @@
 
 ``CooperBenchBatch`` holds N games (slots) and steps any subset of them with numpy, following
 ``CooperBenchGame`` (turns, claims, questions, the three-way merge with writer-ordered combined edits) and
-``styles.decide`` (the partner policy, expected with the reference's card needs, or with its coins flipped) operation for operation, so that the same seeds give the same
-trajectories (``tests/test_vec.py`` plays every cooperbench id both ways). Dealing (the style card and the
-task) stays with the scalar game; the vec env (``scope_envs.vec``) passes each slot's task and the style's
-traits in. Roles are 0 (``teammate``, feature A) and 1 (``partner``, feature B). The vec env's fast mode
-deals from ``split_styles`` and ``split_tasks``: a split's cards and tasks as arrays, so N deals are N
-pairs of indices.
+``styles.decide`` (the partner policy: expected, with the reference's card needs, or with its coins flipped)
+operation for operation, so that the same seeds give the same trajectories (``tests/test_vec.py`` plays
+every cooperbench id both ways). Dealing (the style card and the task) stays with the scalar game; the vec
+env (``scope_envs.vec``) passes each slot's task and the style's traits in. Roles are 0 (``teammate``,
+feature A) and 1 (``partner``, feature B). The vec env's fast mode deals from ``split_styles`` and
+``split_tasks``: a split's cards and tasks as arrays, so N deals are N pairs of indices.
 """
 
 from __future__ import annotations
