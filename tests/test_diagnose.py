@@ -75,7 +75,9 @@ def test_the_collapsed_simulator_has_the_signs_it_was_built_with(reports, game):
     p = r["persona_sensitivity"]  # one modal card: the dealt card changes nothing
     assert p["value"] == pytest.approx(0.0, abs=1e-12)
     assert p["difference"]["ci"][1] < 0
-    assert r["coverage"]["entropy_ratio"]["value"] < 1  # sharpened: less varied than the reference
+    # sharpened: less varied than the reference, read on the reference sharpened alone (the frozen simulator's modal
+    # card can be more varied than cooperbench's population, whose quiet and committed cards answer the same way)
+    assert reports[game, "sharpened:3"]["coverage"]["entropy_ratio"]["value"] < 1
 
 
 def test_a_sharpened_reference_on_a_fixed_card_is_found_against_its_own_card():
