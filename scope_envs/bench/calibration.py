@@ -71,6 +71,7 @@ FLOOR, CEILING = "random", "ceiling"
 SHARPENING_DIALS, COVERAGE_DIALS = ("sharpening-default", "sharpening-strong"), ("coverage-modal", "coverage-few")
 CEILING_SHARE, GAP_SHARE, RECOVERY = 0.85, 0.10, 0.5
 DEFAULT_SEEDS, EVAL_EPISODES = 5, 500
+RUNNER = "scope_envs.bench.calibration:run_cell"  # what the executors run for each cell
 EXPECTATIONS = {
     "K1": f"with no defect, frozen reaches the ceiling: (frozen@none − floor) / band >= {CEILING_SHARE}",
     "K2": f"each defect opens a gap: frozen@none − frozen@dial >= {GAP_SHARE} of the band, its 95% CI above 0",
@@ -160,8 +161,7 @@ def cell_name(method: str, dial: str | None) -> str:
     return method if dial is None else f"{method}@{dial}"
 
 
-def run_cell(game: str, method: str, seed: int, steps: int, eval_episodes: int, dial: str | None = None,
-             calibration: bool = True) -> dict:
+def run_cell(game: str, method: str, seed: int, steps: int, eval_episodes: int, dial: str | None = None) -> dict:
     """Train one cell for ``seed`` and evaluate it: its run record (``method`` is the cell's name)."""
     import torch
     from threadpoolctl import threadpool_limits
@@ -322,15 +322,21 @@ def figure(out: Path, game: str, a: dict) -> None:
     ax1.bar(range(len(dials)), gaps, yerr=err, color="tab:red", capsize=3)
     ax1.axhline(GAP_SHARE, ls="--", color="gray", lw=1)
     ax1.set_xticks(range(len(dials)), dials, rotation=30, ha="right")
-    ax1.set_ylabel("gap: frozen@none − frozen@dial (share of band)")
+    ax1.set_ylabel("frozen@none − frozen@dial\n(share of the band, 95% CI)")
     ax1.set_title(f"{game}: the gap each defect opens")
     width = 0.8 / len(methods)
     for j, m in enumerate(methods):
-        vals = [(a["dials"][d]["recovered"].get(m) or {}).get("recovered") for d in dials]
-        ax2.bar(np.arange(len(dials)) + j * width, [np.nan if v is None else v for v in vals], width, label=m)
+        rows = [a["dials"][d]["recovered"].get(m) or {} for d in dials]
+        vals = [np.nan if r.get("recovered") is None else r["recovered"] for r in rows]
+        # the CI of m@d − frozen@d over the gap: the recovered share's interval (the gap taken as known)
+        errs = [[np.nan, np.nan] if r.get("recovered") is None else
+                [(r["diff"] - r["ci"][0]) / a["dials"][d]["gap"], (r["ci"][1] - r["diff"]) / a["dials"][d]["gap"]]
+                for d, r in zip(dials, rows)]
+        ax2.bar(np.arange(len(dials)) + j * width, vals, width, label=m,
+                yerr=np.array(errs).T if errs else None, capsize=2)
     ax2.axhline(RECOVERY, ls="--", color="gray", lw=1)
     ax2.set_xticks(np.arange(len(dials)) + 0.4 - width / 2, dials, rotation=30, ha="right")
-    ax2.set_ylabel("recovered share of the gap")
+    ax2.set_ylabel("recovered share of the gap (95% CI)")
     ax2.set_title("each method's recovery (dials with a gap)")
     ax2.legend(fontsize=7)
     fig.tight_layout()
@@ -355,7 +361,7 @@ def run(games, seeds: int | None = None, steps: int | None = None, eval_episodes
     budget = {g: steps if steps is not None else int(preset["steps"] * preset["steps_scale"].get(g, 1.0))
               for g in games}
     tasks = [dict(game=g, method=cell_name(m, d), seed=s, steps=budget[g], eval_episodes=episodes, dial=d,
-                  calibration=True) for g in games for m, d in cells(g) for s in range(seeds)]
+                  runner=RUNNER) for g in games for m, d in cells(g) for s in range(seeds)]
     tasks.sort(key=lambda t: -(5 if t["method"] == CEILING else 4 if t["method"] == "population" else 1))
     jobs = max(1, min(jobs or os.cpu_count() or 1, len(tasks)))
     t0 = time.perf_counter()

@@ -32,6 +32,7 @@ runs in the grid's order whatever order they finished in.
 
 from __future__ import annotations
 
+import importlib
 import json
 import math
 import os
@@ -106,16 +107,17 @@ def end_with_parent(parent: int) -> None:
 
 
 def attempt(task: dict) -> tuple[bool, object]:
-    """Run one task; (True, result) or (False, the traceback). Never raises, so a pool is never broken
-    by a run's exception."""
+    """Run one task (``methods.run_one``, or the function its ``runner`` names as ``"module:function"``); (True,
+    result) or (False, the traceback). Never raises, so a pool is never broken by a run's exception."""
     from scope_envs.bench import methods  # looked up at call time: tests swap run_one
 
     try:
-        if task.get("calibration"):  # a cell of the known-answer grid (scope_envs.bench.calibration)
-            from scope_envs.bench import calibration
-
-            return True, calibration.run_cell(**task)
-        return True, methods.run_one(**task)
+        task = dict(task)
+        runner = task.pop("runner", None)  # "module:function" of another grid (the calibration's cells)
+        if runner is None:
+            return True, methods.run_one(**task)
+        module, _, name = runner.partition(":")
+        return True, getattr(importlib.import_module(module), name)(**task)
     except Exception:  # noqa: BLE001  (any run's error is retried, then reported by name: BenchFailure)
         return False, traceback.format_exc()
 
