@@ -26,7 +26,10 @@ FORMULA = {"adversarial": lambda s: 1.0 - s, "cooperative": lambda s: s, "curric
 
 def play(game_id, user_reward=None, episodes=EPISODES, seed=0, **kwargs):
     """Random legal play on ``<game>-cotrain``: per episode (terminal rewards, agent_score, final infos,
-    truncated)."""
+    truncated). On tau2 the agent plays the gold calls (``oracle_act``) in every other episode: a write needs the
+    customer's yes, and random agents against random customers solved none of 300 episodes."""
+    from scope_envs.agents.tau2 import oracle_act
+
     if user_reward is not None:
         kwargs["user_reward"] = user_reward
     env = scope_envs.make(f"{game_id}-cotrain", **kwargs)
@@ -35,7 +38,10 @@ def play(game_id, user_reward=None, episodes=EPISODES, seed=0, **kwargs):
     for ep in range(episodes):
         obs, _ = env.reset(seed=ep)
         while env.agents:
-            obs, rew, term, trunc, infos = env.step(random_actions(env, obs, rng))
+            acts = random_actions(env, obs, rng)
+            if game_id == "tau2" and ep % 2 and obs["agent_0"]["action_mask"][1:].any():  # agent_0's turn
+                acts["agent_0"] = oracle_act(env.unwrapped.game)
+            obs, rew, term, trunc, infos = env.step(acts)
         assert all(term.values()) or all(trunc.values())
         out.append((rew, env.unwrapped.game.agent_score(), infos, any(trunc.values())))
     return out
