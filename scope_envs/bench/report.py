@@ -95,7 +95,7 @@ def definitions() -> list[str]:
         f"* **Confirmatory family**: each method against `{BASELINE}` on held-out success — Welch's t-test, "
         f"Holm-Bonferroni within this family only (significant: p_Holm < {ALPHA}). Every other pair is "
         "**exploratory**: reported in its own table, with Holm over the exploratory pairs, and no claim rests on it. "
-        "The floor and ceiling rows are in neither family.",
+        "The floor, ceiling and uncollapsed rows are in neither family.",
         f"* **CIs**: {LEVEL:.0%} percentile bootstrap, {BOOT_RESAMPLES} resamples, generator seed {BOOT_SEED}: of "
         "a method's mean held-out success, and of a difference of two means (each arm resampled on its own). "
         "A percentile bootstrap cannot reach beyond the observed seeds: with few seeds its intervals are too "
