@@ -90,22 +90,23 @@ def _players(game: str):
     from scope_envs.regimes import SHARPENING
 
     if game == "p4g":
-        from scope_envs.agents.p4g import CollapsedPersuadee as Collapsed, ReferencePersuadee as Reference
+        from scope_envs.agents import p4g as players
         from scope_envs.games.p4g.personas import default_persona as modal, persona as card
-        keyword, ids = "persona", (11, 222, 333)
+        Collapsed, Reference, keyword = players.CollapsedPersuadee, players.ReferencePersuadee, "persona"
     elif game == "cooperbench":
-        from scope_envs.agents.cooperbench import CollapsedPartner as Collapsed, ReferencePartner as Reference
+        from scope_envs.agents import cooperbench as players
         from scope_envs.games.cooperbench.styles import default_persona as modal, persona as card
-        keyword, ids = "persona", (3, 17, 42)
+        Collapsed, Reference, keyword = players.CollapsedPartner, players.ReferencePartner, "persona"
     elif game == "tau2":
-        from scope_envs.agents.tau2 import CollapsedUser as Collapsed, ReferenceUser as Reference
+        from scope_envs.agents import tau2 as players
         from scope_envs.games.tau2.behaviour import card, default_card as modal
-        keyword, ids = "style", (5, 50, 500)
+        Collapsed, Reference, keyword = players.CollapsedUser, players.ReferenceUser, "style"
     else:
         raise ValueError(f"unknown game {game!r}; the calibration knows p4g, cooperbench and tau2")
     cooperation = inspect.signature(Collapsed.__init__).parameters["cooperation"].default
     few = [card("train", i) for i in range(3)]  # "a few": the first three train cards (fixed, not chosen)
-    return Reference, keyword, modal(), SHARPENING, cooperation, few, [modal(), *(card("train", i) for i in ids)]
+    rotation = [getattr(m, keyword) for m in players.rotation_members()]  # the game's rotation cards
+    return Reference, keyword, modal(), SHARPENING, cooperation, few, rotation
 
 
 def simulators(game: str, dial: str, cards=None) -> list[Simulator]:
@@ -126,11 +127,12 @@ def simulators(game: str, dial: str, cards=None) -> list[Simulator]:
 
 def train_env(game: str, method: str, dial: str | None) -> tuple[str, dict]:
     """(env id, make() kwargs) a cell trains on (and is evaluated on for its train side)."""
-    if method == CEILING or method == FLOOR:
-        return f"{game}-frozen", {"user": "reference"}
-    if method in OWN_USER_METHODS:
-        from scope_envs.bench.methods import method_setup
+    from scope_envs.bench.methods import method_setup
 
+    if method in (CEILING, FLOOR):  # the users' own model: the benchmark's uncollapsed row's simulator
+        env_id, kwargs, _ = method_setup(game, "uncollapsed")
+        return env_id, kwargs
+    if method in OWN_USER_METHODS:
         env_id, kwargs, _ = method_setup(game, method)
         return env_id, kwargs
     if method == "rotation":
@@ -168,7 +170,7 @@ def run_cell(game: str, method: str, seed: int, steps: int, eval_episodes: int, 
 
     from scope_envs.bench.methods import ORACLE_BUDGET, method_setup
     from scope_envs.bench.policies import TrainerPlayers
-    from scope_envs.bench.protocol import SEED_STRIDE, TRAIN_SEED, HELDOUT_SEED, eval_envs, play
+    from scope_envs.bench.protocol import eval_envs, play, side_seeds
     from scope_envs.train.act_ppo import PPOConfig, PPOTrainer
 
     torch.set_num_threads(1)  # one thread per run: the runs are the parallelism (as methods.run_one)
@@ -182,9 +184,10 @@ def run_cell(game: str, method: str, seed: int, steps: int, eval_episodes: int, 
     if budget:
         trainer.train()
     players = TrainerPlayers(trainer, uniform=base == FLOOR)
-    train_seed, heldout_seed = TRAIN_SEED + SEED_STRIDE * seed, HELDOUT_SEED + SEED_STRIDE * seed
-    tr = play(players, env_id, eval_episodes, train_seed, eval_envs(eval_episodes), **kwargs)
-    ho = play(players, f"{game}-heldout", eval_episodes, heldout_seed, eval_envs(eval_episodes), behaviour="reference")
+    seeds = side_seeds(seed)  # the benchmark's train and held-out seed streams
+    tr = play(players, env_id, eval_episodes, seeds["train"], eval_envs(eval_episodes), **kwargs)
+    ho = play(players, f"{game}-heldout", eval_episodes, seeds["heldout"], eval_envs(eval_episodes),
+              behaviour="reference")
     return {"game": game, "method": method, "seed": seed, "dial": dial,
             "metrics": {"train_success": tr["success"], "heldout_success": ho["success"],
                         "policy_entropy": tr["policy_entropy"], "sim_entropy": tr["sim_entropy"]},
@@ -192,16 +195,11 @@ def run_cell(game: str, method: str, seed: int, steps: int, eval_episodes: int, 
 
 
 # -------------------------------------------------------------------------------------------------- the analysis
-def _stats():
-    from scope_envs.bench import stats
-
-    return stats
-
-
 def analyse(runs: list[dict]) -> dict:
     """calibration.json's per-game part from the cells' runs: means and CIs per cell, the band, each dial's gap
     and every method's recovered share of it, and the known answers (``EXPECTATIONS``)."""
-    st = _stats()
+    from scope_envs.bench import stats as st
+
     out = {}
     for game in dict.fromkeys(r["game"] for r in runs):
         held = {}

@@ -71,7 +71,8 @@ POOL = {"pool_size": 5, "snapshot_every": 4}  # SCOPE's checkpoint pool (wrapper
 DIVERSITY_COEF = 0.02  # set a priori, never tuned (docs/architecture.md §4)
 DIAGNOSTICS = GROUP_FRACTIONS  # grouped runs only: the fractions of groups (scope_envs.train.groups)
 METRICS = ("train_success", "heldout_success", "gap", "policy_entropy", "sim_entropy", "train_zero_score_frac",
-           "panel_success", "reference_success", "collapse_gap", "misspecification_gap")  # run metrics also hold ``panel_per_family`` (a list of six: not averaged here)
+           "panel_success", "reference_success", "collapse_gap", "misspecification_gap")
+# run metrics also hold ``panel_per_family`` (a list of six: not averaged here)
 # rough relative run time, to start the slow runs first
 COST = {"oracle": 5, "population": 4, "vs": 1.3, "random": 0.1}
 UNTRAINED = ("random", "untrained")  # no training: total_steps = 0

@@ -73,7 +73,8 @@ CLAIM_DEFINITIONS = {
           "recovery; with oracle − frozen <= 0 there is no gap to recover (not judged).",
     "2b": f"as 2a for cotrain: recovered >= {RECOVERY}, cotrain − frozen > 0 and its 95% CI lies above 0.",
     "3": "population has the strictly highest mean held-out success of all methods (floor, ceiling and "
-         "uncollapsed rows excluded), and its confirmatory comparison with frozen is significant after Holm (p_Holm < 0.05).",
+         "uncollapsed rows excluded), and its confirmatory comparison with frozen is significant after Holm "
+         "(p_Holm < 0.05).",
 }
 
 
