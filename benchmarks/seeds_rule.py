@@ -10,7 +10,7 @@ The rule (declared before any run that uses its numbers; ``scope_envs.bench.meth
   (the ceiling ``oracle`` minus the floor ``random`` on held-out success).
 * **Inputs: spreads, never differences.** sd = the pooled per-seed sd of held-out success (``stats.pooled_sd``)
   over the confirmatory arms (frozen and the six methods compared with it) of every committed default run made
-  at today's settings (``RUNS``: same steps, evaluation episodes and evaluation rule; their ``report.md`` settings
+  on today's worlds and settings (``RUNS``: same steps, evaluation episodes and evaluation rule; their ``report.md`` settings
   are checked), each run's arms pooled separately; band = the mean over those runs of oracle - random. No
   method's difference to another enters: only how much a method's score spreads across seeds, and the band's two
   rows.
@@ -20,7 +20,7 @@ The rule (declared before any run that uses its numbers; ``scope_envs.bench.meth
 It also says what a paired analysis would need (the same seed index shares its evaluation episodes across methods,
 ``methods.py``'s common random numbers, so a paired t-test on per-seed differences is possible: sd of the
 differences, one-sample noncentral t, df n - 1) and estimates the default run's wall time with the rule's seeds
-from the committed run clocks (``RUN_CLOCKS``; ``--tau2-speedup``: the batched tau2 engine's measured factor on
+from the committed run clocks (``CLOCK_RUN``'s records; ``--tau2-speedup``: the batched tau2 engine's measured factor on
 tau2's runs).
 
     python benchmarks/seeds_rule.py                      # prints JSON; needs this checkout's git history
@@ -43,14 +43,13 @@ from scope_envs.bench.methods import EVAL_EPISODES_MIN, PRESETS
 from scope_envs.bench.methods import SEEDS_MDE_FRACTION as FRACTION  # the MDE the rule allows, a fraction of the band
 
 REPO = Path(__file__).resolve().parents[1]
-# the committed default runs at today's settings (8 seeds): the numpy trainer's (the current code) and the run
-# before it (torch's update, the same settings and evaluation rule)
-RUNS = ("d8fa6d4", "f744487")
+# the committed default runs on today's worlds and settings: the run on the worlds of issue 28 (2026-12-02). The
+# worlds changed every game's spreads and bands (cooperbench's band halved), so the runs before them (d8fa6d4,
+# f744487, 2765775) no longer say how today's methods spread
+RUNS = ("4a8c844",)
 RESULTS = "benchmarks/results/default"
-# the run clocks of d8fa6d4's default run, summed per game over its 8 seeds x 9 methods (benchmarks/README.md,
-# "Default run": 816 s in all), and its wall time on 2 workers (6 min 54 s)
-RUN_CLOCKS = {"p4g": 210.0, "cooperbench": 176.0, "tau2": 429.0}
-CLOCK_SEEDS, CLOCK_WALL, CLOCK_JOBS = 8, 414.0, 2
+# the wall-time estimate reads each game's run clocks (``wall_s`` of its run records) and seeds from this run
+CLOCK_RUN, CLOCK_JOBS = "4a8c844", 2
 MAX_SEEDS = 200
 
 
@@ -130,14 +129,36 @@ def rule(runs: dict[str, dict]) -> dict:
     return out
 
 
-def wall_estimate(seeds: dict[str, int], tau2_speedup: float) -> dict:
-    """The default run's wall time at these seeds per game from the committed run clocks: each game's clock per
-    seed times its seeds (tau2's divided by the engine's speed-up), over the workers, plus the committed run's
+def run_clocks(rev: str) -> tuple[dict[str, float], dict[str, int], float]:
+    """Per game, the summed run clocks (``wall_s``) and the seeds of the committed run at ``rev``, and its wall
+    time (``report.md``'s ``wall time`` row, seconds)."""
+    listing = subprocess.run(["git", "-C", str(REPO), "ls-tree", "--name-only", f"{rev}:{RESULTS}/runs"],
+                             capture_output=True, text=True, check=True).stdout.split()
+    clocks: dict[str, float] = {}
+    seeds: dict[str, set] = {}
+    for name in listing:
+        result = json.loads(git_show(rev, f"{RESULTS}/runs/{name}"))["result"]
+        clocks[result["game"]] = clocks.get(result["game"], 0.0) + result["wall_s"]
+        seeds.setdefault(result["game"], set()).add(result["seed"])
+    wall = None
+    for line in git_show(rev, f"{RESULTS}/report.md").splitlines():
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if len(cells) == 2 and cells[0] == "wall time":
+            wall = float(cells[1].split()[0])
+    if wall is None:
+        raise RuntimeError(f"{rev}: report.md has no wall time row")
+    return clocks, {g: len(v) for g, v in seeds.items()}, wall
+
+
+def wall_estimate(seeds: dict[str, int], tau2_speedup: float, clock=None) -> dict:
+    """The default run's wall time at these seeds per game from the committed run clocks (``CLOCK_RUN``): each
+    game's clock per seed times its seeds (tau2's divided by ``tau2_speedup``), over the workers, plus that run's
     overhead beyond its runs (start-up, report, plots)."""
-    per_seed = {g: c / CLOCK_SEEDS / (tau2_speedup if g == "tau2" else 1.0) for g, c in RUN_CLOCKS.items()}
+    clocks0, seeds0, wall0 = clock or run_clocks(CLOCK_RUN)
+    per_seed = {g: clocks0[g] / seeds0[g] / (tau2_speedup if g == "tau2" else 1.0) for g in clocks0}
     clocks = {g: per_seed[g] * n for g, n in seeds.items()}
-    overhead = CLOCK_WALL - sum(RUN_CLOCKS.values()) / CLOCK_JOBS
-    return {"run_clocks_s": {g: round(c) for g, c in clocks.items()}, "jobs": CLOCK_JOBS,
+    overhead = max(0.0, wall0 - sum(clocks0.values()) / CLOCK_JOBS)
+    return {"run_clocks_s": {g: round(c) for g, c in clocks.items()}, "jobs": CLOCK_JOBS, "clock_run": CLOCK_RUN,
             "wall_s": round(sum(clocks.values()) / CLOCK_JOBS + overhead), "overhead_s": round(overhead),
             "tau2_speedup": tau2_speedup}
 
@@ -156,7 +177,8 @@ def main(argv=None) -> None:
         for rev in RUNS:
             check_settings(rev)
             runs[rev] = json.loads(git_show(rev, f"{RESULTS}/results.json"))
-    except RuntimeError as e:
+        clock = run_clocks(CLOCK_RUN)
+    except (RuntimeError, subprocess.CalledProcessError) as e:
         sys.exit(f"seeds_rule: {e}")
     per_game = rule(runs)
     preset = PRESETS["default"]["seeds"]
@@ -164,8 +186,8 @@ def main(argv=None) -> None:
     out = {"rule": f"smallest n with MDE(n) x sd <= {FRACTION:.0%} of the band (power {stats.POWER}, alpha "
                    f"{stats.ALPHA}/m, Holm's first step); the run uses max(preset {preset}, n)",
            "runs": list(RUNS), "games": per_game, "seeds_min": {g: r["seeds"] for g, r in per_game.items()},
-           "default_seeds": seeds, "estimate": wall_estimate(seeds, args.tau2_speedup),
-           "estimate_at_8": wall_estimate({g: preset for g in seeds}, args.tau2_speedup)}
+           "default_seeds": seeds, "estimate": wall_estimate(seeds, args.tau2_speedup, clock),
+           "estimate_at_8": wall_estimate({g: preset for g in seeds}, args.tau2_speedup, clock)}
     text = json.dumps(out, indent=1)
     if args.out is not None:
         from scope_envs.files import write_atomic
