@@ -62,24 +62,30 @@ class ActSurface:
 
     def __init__(self, game: Game):
         self.game = game
+        # each role's (features, acts) sizes; the gymnasium spaces are built on first use: building them took
+        # a good part of an env's construction, and an evaluation builds hundreds of envs whose spaces the
+        # batched engine never reads
+        self._sizes = {role: (game.features(role).shape[0], len(game.acts(role))) for role in game.roles}
         self._obs_space = {}
         self._act_space = {}
-        for role in game.roles:
-            n = len(game.acts(role))
-            dim = game.features(role).shape[0]
-            self._obs_space[role] = spaces.Dict(
+
+    def observation_space(self, role):
+        space = self._obs_space.get(role)
+        if space is None:
+            dim, n = self._sizes[role]
+            space = self._obs_space[role] = spaces.Dict(
                 {
                     "observation": spaces.Box(-FEATURE_BOUND, FEATURE_BOUND, (dim,), np.float32),
                     "action_mask": spaces.Box(0, 1, (n,), np.int8),
                 }
             )
-            self._act_space[role] = spaces.Discrete(n)
-
-    def observation_space(self, role):
-        return self._obs_space[role]
+        return space
 
     def action_space(self, role):
-        return self._act_space[role]
+        space = self._act_space.get(role)
+        if space is None:
+            space = self._act_space[role] = spaces.Discrete(self._sizes[role][1])
+        return space
 
     def observe(self, role, active: bool, errors: list[str]):
         mask = self.game.legal(role) if active else self._noop_mask(role)

@@ -27,6 +27,24 @@ PERSUADEE_INSTRUCTIONS = (
 )
 
 
+_Z: dict = {}  # id(card) -> (card, the parameters it was standardized with, its z): see ``card_z``
+
+
+def card_z(persona: Persona) -> np.ndarray:
+    """The card's standardized traits as the persuadee's features read them (clipped to +-4, float32; read-only),
+    computed once per card and parameters: a game is reset on a card thousands of times an evaluation, and the
+    cards are immutable, mostly cached objects (``personas.persona``)."""
+    p = personas.params()
+    hit = _Z.get(id(persona))
+    if hit is None or hit[0] is not persona or hit[1] is not p:
+        if len(_Z) > 8192:
+            _Z.clear()
+        z = np.clip(personas.standardize(persona), -4, 4).astype(np.float32)
+        z.flags.writeable = False
+        hit = _Z[id(persona)] = (persona, p, z)
+    return hit[2]
+
+
 class P4GGame(Game):
     name = "p4g"
     agent_role = PERSUADER
@@ -67,7 +85,7 @@ class P4GGame(Game):
     def reset(self, persona: Persona, rng: np.random.Generator) -> None:
         self.persona = persona
         self._rng = rng
-        self._z = np.clip(personas.standardize(persona), -4, 4).astype(np.float32)
+        self._z = card_z(persona)
         self._reset_state()
 
     def active_role(self):

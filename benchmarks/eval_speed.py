@@ -1,0 +1,108 @@
+"""Evaluation cost of a benchmark run: the seconds a ``random`` run of p4g and of cooperbench spends in the
+protocol's evaluation (``scope_envs.bench.protocol.play``: the train, held-out and reference sides, the panel and
+the learning curves), at the default preset's sizes (500 train-side episodes, 4 curve points of 100, the held-out
+side at ``EVAL_EPISODES_MIN``: p4g 4,672, cooperbench 500). A ``random`` run trains nothing, so its wall time is
+its evaluation.
+
+    .venv/bin/python benchmarks/eval_speed.py                       # this tree, 5 rounds
+    .venv/bin/python benchmarks/eval_speed.py --baseline /tmp/base  # paired against the code in /tmp/base
+
+Each round is one fresh process that plays one warm-up run (seed 0) and then the timed run (seed 1) of each game.
+Prints one JSON line: per game the rounds' evaluation seconds and run wall seconds, their medians, the
+record's digest (a SHA-256 over the run record without its timing fields and its fingerprint, the code's
+hashes: two codes that evaluate alike give the same digest) and the load averages before and after. With ``--baseline DIR`` (e.g. ``python
+benchmarks/baseline_tree.py REV /tmp/base``; DIR goes first on ``PYTHONPATH``) the rounds alternate between
+the two codes and each game also gets the median of the pairs' ratios (baseline seconds over current).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+GAMES = ("p4g", "cooperbench")
+# left out of a record's digest: its timings, and its fingerprint (hashes of the code itself, which any edit moves)
+UNDIGESTED = ("wall_s", "env_steps_per_s", "fingerprint")
+
+
+def one_round(games) -> dict:
+    """One process's figures: per game, the timed run's evaluation and wall seconds and its record's digest."""
+    from scope_envs.bench import protocol
+    from scope_envs.bench.methods import run_one
+
+    spent = [0.0]
+    play = protocol.play
+
+    def timed(*args, **kwargs):  # every side, panel family and curve point goes through protocol.play
+        t0 = time.perf_counter()
+        try:
+            return play(*args, **kwargs)
+        finally:
+            spent[0] += time.perf_counter() - t0
+
+    protocol.play = timed
+    out = {}
+    for game in games:
+        kw = dict(steps=20_000, eval_episodes=500, curve_points=4, curve_episodes=100,
+                  heldout_episodes=max(500, protocol.EVAL_EPISODES_MIN[game]))
+        run_one(game, "random", 0, **kw)  # warm-up: imports, the games' tables and caches
+        spent[0] = 0.0
+        t0 = time.perf_counter()
+        record = run_one(game, "random", 1, **kw)
+        wall = time.perf_counter() - t0
+        for key in UNDIGESTED:
+            record.pop(key, None)
+        digest = hashlib.sha256(json.dumps(record, sort_keys=True, default=float).encode()).hexdigest()[:16]
+        out[game] = {"eval_s": spent[0], "wall_s": wall, "digest": digest}
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--games", nargs="+", default=list(GAMES), choices=GAMES)
+    ap.add_argument("--baseline", metavar="DIR", help="paired rounds against the code in DIR (on PYTHONPATH)")
+    ap.add_argument("--one", action="store_true", help=argparse.SUPPRESS)  # a child process: one round, JSON out
+    args = ap.parse_args()
+    if args.one:
+        print(json.dumps(one_round(args.games)))
+        return
+    codes = ("baseline", "current") if args.baseline else ("current",)
+    load_before = os.getloadavg()
+    runs: dict[str, list[dict]] = {c: [] for c in codes}
+    for _ in range(args.rounds):
+        for code in codes:
+            env = dict(os.environ)
+            env.pop("PYTHONPATH", None)
+            if code == "baseline":
+                env["PYTHONPATH"] = args.baseline
+            cmd = [sys.executable, __file__, "--one", "--games", *args.games]
+            out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout
+            runs[code].append(json.loads(out.strip().splitlines()[-1]))
+    result: dict = {"rounds": args.rounds}
+    for game in args.games:
+        g = result[game] = {}
+        for code in codes:
+            rs = [r[game] for r in runs[code]]
+            g[code] = {"eval_s": [round(r["eval_s"], 3) for r in rs], "wall_s": [round(r["wall_s"], 3) for r in rs],
+                       "median_eval_s": round(float(np.median([r["eval_s"] for r in rs])), 3),
+                       "median_wall_s": round(float(np.median([r["wall_s"] for r in rs])), 3),
+                       "digests": sorted({r["digest"] for r in rs})}
+        if args.baseline:
+            pairs = zip(runs["baseline"], runs["current"])
+            g["median_ratio"] = round(float(np.median([b[game]["eval_s"] / c[game]["eval_s"] for b, c in pairs])), 3)
+            g["same_digest"] = g["baseline"]["digests"] == g["current"]["digests"]
+    result["loadavg_before"] = [round(x, 2) for x in load_before]
+    result["loadavg_after"] = [round(x, 2) for x in os.getloadavg()]
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
