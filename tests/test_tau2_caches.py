@@ -103,6 +103,44 @@ def _check_state(game, seen=None) -> None:
     assert g.requests == [c for c in g.calls if c.kind == "write" or (c.kind == "generic" and c.name == TRANSFER)]
     for c in [*g.calls, *cands["read"]]:
         assert c.grounding() == tuple(str(v).lower() for v in tokens(c.arguments))
+    _check_turn_caches(game)
+
+
+def _check_turn_caches(game) -> None:
+    """The caches added for the batched engine (issue 32) against the definitions they replace: the policy flag
+    of each write candidate (kept while the world stands still), the requests' set tests, each call's words,
+    and the batched user-state row read from the attributes."""
+    from scope_envs.games.tau2.act_game import Tau2ActGame
+    from scope_envs.games.tau2.batched import user_state_row
+    from scope_envs.games.tau2.realize import _describe
+
+    world, g, done = game.world, game.goal, game.done
+    for c in game.candidates()["write"]:
+        try:
+            fresh = float(bool(world.module.violations(world.state, c.name, c.arguments,
+                                                       {"__none__"} | world.identified)))
+        except Exception:
+            fresh = 1.0
+        assert game._policy_flag(c) == fresh, c
+    assert game._real_pending() == any(k not in done for k, _, _ in g.keyed_real_requests)
+    if g.real_requests or g.phone_actions or g.questions:
+        assert game.satisfied() == (all(k in done for k, _, _ in g.keyed_real_requests)
+                                    and all(k in done for k in g.phone_keys) and (game.answered or not g.questions))
+    for c in [*g.calls, *(v for cs in game.candidates().values() for v in cs)]:
+        args = ", ".join(f"{k} {v}" for k, v in c.arguments.items() if k != "summary")
+        assert _describe(c) == (f"{c.name.replace('_', ' ')} ({args})" if args else c.name.replace("_", " "))
+    if isinstance(game, Tau2ActGame):
+        class ThroughTheDict(type(game)):  # a class with its own ``user_state``: read through the dict
+            def user_state(self):
+                return super().user_state()
+
+        row = user_state_row(game)
+        cls = game.__class__
+        game.__class__ = ThroughTheDict
+        try:
+            assert np.array_equal(np.array(row, float), np.array(user_state_row(game), float))
+        finally:
+            game.__class__ = cls
 
 
 @pytest.mark.parametrize("env_id", ["tau2-frozen", "tau2-heldout", "tau2-cotrain"])

@@ -221,6 +221,7 @@ class Tau2Game(Game):
         self._legal: dict[str, np.ndarray] = {}  # this turn's legal masks per role (``apply`` clears them)
         self._outcome: dict | None = None  # this turn's outcome (``apply`` clears it)
         self._cands_last = None  # (inputs, candidates) of the last computation, reused while the inputs hold
+        self._policy = None  # (the world's stamp, {call key: policy flag}) of ``_policy_flag``
 
     def _replay_message(self, msg: dict) -> None:
         role = {"assistant": AGENT, "user": USER}.get(msg.get("role"))
@@ -299,16 +300,14 @@ class Tau2Game(Game):
         return self._cands
 
     def _real_pending(self) -> bool:
-        done = self.done
-        return any(k not in done for k, _, _ in self.goal.keyed_real_requests)
+        return not self.goal.real_request_keys <= self.done
 
     def satisfied(self) -> bool:
         g = self.goal
         if not (g.real_requests or g.phone_actions or g.questions):
             return self.stated and (g.decoy_kind != "forbidden" or self.denied > 0)
         done = self.done
-        return (all(k in done for k, _, _ in g.keyed_real_requests) and all(k in done for k in g.phone_keys)
-                and (self.answered or not g.questions))
+        return g.real_request_keys <= done and g.phone_key_set <= done and (self.answered or not g.questions)
 
     # ------------------------------------------------------------ protocol
     def active_role(self):
@@ -318,6 +317,11 @@ class Tau2Game(Game):
     _masks: ClassVar[dict[tuple, np.ndarray]] = {}
 
     def legal(self, role):
+        return self.shared_legal(role).copy()
+
+    def shared_legal(self, role) -> np.ndarray:
+        """``legal(role)`` itself, shared by every game in that state: read it, never write it (the batched
+        engine copies it into its own array)."""
         # asked several times per turn (the surface's check of an act, the observation, a simulator's view) and
         # fixed between turns: looked up once per turn and role (``apply`` and ``reset`` clear it), copied out
         mask = self._legal.get(role)
@@ -327,7 +331,7 @@ class Tau2Game(Game):
             if mask is None:
                 mask = self._masks[key] = self._legal_mask(role)
             self._legal[role] = mask
-        return mask.copy()
+        return mask
 
     def _legal_key(self, role) -> tuple:
         """Everything ``_legal_mask(role)`` reads, as a tuple (subclasses that narrow a mask further extend it)."""
@@ -523,11 +527,7 @@ class Tau2Game(Game):
             pol, confirmed = [0.0] * K_WRITE, [0.0] * K_WRITE
             for j, call in enumerate(writes[:K_WRITE]):
                 confirmed[j] = float(call.key() in self.confirmed)
-                try:
-                    pol[j] = float(bool(world.module.violations(
-                        world.state, call.name, call.arguments, {"__none__"} | world.identified)))
-                except Exception:
-                    pol[j] = 1.0
+                pol[j] = self._policy_flag(call)
             last_err = float(bool(self.history) and self.history[-1].error)
             told = self.told
             f = [*dom, self.steps / self.max_steps, self.tool_errors / self.max_tool_errors, self.agent_msgs / 30,
@@ -552,6 +552,30 @@ class Tau2Game(Game):
              float(self.decoy_retracted), float(st["real_pending"]), float(self.transfer_pending),
              float(self._next == USER), *last_agent]
         return np.array(f, np.float32)
+
+    def _policy_flag(self, call: Call) -> float:
+        """1.0 when ``call`` would break the domain's checkable policy now (or the check fails), else 0.0.
+
+        The check reads the database and the identified users, which change only by a tool call (``world.call``
+        records each in ``calls``; ``identified`` only grows) or by the evaluation's functions at the end: the
+        flags are kept while those stand still, so the agent's features of a turn without a tool call (a
+        message, the user's answer) do not check each write candidate again."""
+        world = self.world
+        stamp = (len(world.calls), len(world.identified), self.termination)
+        memo = self._policy
+        if memo is None or memo[0] != stamp:
+            memo = self._policy = (stamp, {})
+        flags = memo[1]
+        key = call.key()
+        flag = flags.get(key)
+        if flag is None:
+            try:
+                flag = float(bool(world.module.violations(
+                    world.state, call.name, call.arguments, {"__none__"} | world.identified)))
+            except Exception:
+                flag = 1.0
+            flags[key] = flag
+        return flag
 
     def private(self, role):
         if role == USER:

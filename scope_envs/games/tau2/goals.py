@@ -154,6 +154,16 @@ class Goal:
         return tuple(c.key() for c in self.phone_actions)
 
     @functools.cached_property
+    def real_request_keys(self) -> frozenset[str]:
+        """The keys of ``real_requests``: all made when they are a subset of the calls made (one set test per
+        turn where the users' state asks whether every request was made)."""
+        return frozenset(k for k, _, _ in self.keyed_real_requests)
+
+    @functools.cached_property
+    def phone_key_set(self) -> frozenset[str]:
+        return frozenset(self.phone_keys)
+
+    @functools.cached_property
     def record_reads(self) -> tuple[Call, ...]:
         """The record reads (``RECORD_READS``) of the ids named in the instructions, in ``record_ids`` order."""
         return tuple(Call(RECORD_READS[arg], {arg: value}, "assistant", "read")

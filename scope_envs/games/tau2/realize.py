@@ -26,8 +26,14 @@ SLOT_WORDS = {"user_id": "your user id", "email": "the email address on your acc
 
 
 def _describe(call) -> str:
-    args = ", ".join(f"{k} {v}" for k, v in call.arguments.items() if k != "summary")
-    return f"{call.name.replace('_', ' ')} ({args})" if args else call.name.replace("_", " ")
+    # a call's words are asked at every turn that names it (a user's request, a confirmation) and its arguments are
+    # never mutated (``goals.Call.key``): formatted once per call object
+    text = call.__dict__.get("_described")
+    if text is None:
+        args = ", ".join(f"{k} {v}" for k, v in call.arguments.items() if k != "summary")
+        text = f"{call.name.replace('_', ' ')} ({args})" if args else call.name.replace("_", " ")
+        object.__setattr__(call, "_described", text)
+    return text
 
 
 def agent(game, act: int, rng: np.random.Generator | None = None) -> str:
