@@ -52,9 +52,12 @@ def encode_rows(policy, seat: str, x: np.ndarray, m: np.ndarray) -> tuple[np.nda
 
 
 def collect(vec, policies: Mapping[str, Policy], n_episodes: int, seed: int | None = None, greedy: bool = False,
-            group_size: int = 1, scenario_seed: int | None = None) -> Rollout:
+            group_size: int = 1, scenario_seed: int | None = None, decisions: bool = True) -> Rollout:
     """Play ``n_episodes`` whole episodes on ``vec`` (a vec env of ``scope_envs.vec``), each seat in
-    ``policies`` by its policy (see the module). ``scenario_seed`` (grouped play) defaults to ``seed``."""
+    ``policies`` by its policy (see the module). ``scenario_seed`` (grouped play) defaults to ``seed``.
+    ``decisions=False`` (what an evaluation reads): the episodes keep no ``traj``, and hold ``entropies``
+    instead, agent_0's per-decision ``ent`` in order; the same episodes, ``return`` included (the same
+    sum of the same credited rewards), without a dict per decision."""
     if group_size > 1:
         if n_episodes % group_size:
             raise ValueError(f"n_episodes must be a multiple of group_size, got {n_episodes} and {group_size}")
@@ -67,6 +70,9 @@ def collect(vec, policies: Mapping[str, Policy], n_episodes: int, seed: int | No
         raise ValueError(f"every live seat needs a policy: none for {missing} (policies for {sorted(policies)})")
     n = vec.num_envs
     traj: list[dict] = [{} for _ in range(n)]
+    # decisions=False: per slot, agent_0's per-decision entropies and credited rewards (its traj's "ent" and "r")
+    ents: list[list] = [[] for _ in range(n)]
+    credit: list[list] = [[] for _ in range(n)]
     group: list[int | None] = [None] * n
     ended_group: list[int | None] = [None] * n
     episodes: list[dict] = []
@@ -114,6 +120,15 @@ def collect(vec, policies: Mapping[str, Policy], n_episodes: int, seed: int | No
                 slots, x, m = slots[order], np.concatenate([r[2] for r in rows])[order], \
                     np.concatenate([r[3] for r in rows])[order]
             d: Decisions = policy.act(x, m, greedy)
+            if not decisions:
+                acts = d.actions.tolist()
+                ent = [float("nan")] * len(slots) if d.entropy is None else d.entropy.tolist()
+                for slot, seat, act, en in zip(slots.tolist(), seat_of, acts, ent):
+                    actions[seat][slot] = act
+                    if seat == AGENT:
+                        ents[slot].append(en)
+                        credit[slot].append(0.0)
+                continue
             nan = [float("nan")] * len(slots)
             logp = nan if d.logp is None else d.logp.tolist()
             value = [0.0] * len(slots) if d.values is None else d.values.tolist()
@@ -125,24 +140,31 @@ def collect(vec, policies: Mapping[str, Policy], n_episodes: int, seed: int | No
                 actions[seat][slot] = act
         obs, rewards, _, _, infos = vec.step(actions)
         for seat, r in rewards.items():
-            for slot in np.flatnonzero(r).tolist():
-                if traj[slot].get(seat):
-                    traj[slot][seat][-1]["r"] += float(r[slot])
+            if decisions:
+                for slot in np.flatnonzero(r).tolist():
+                    if traj[slot].get(seat):
+                        traj[slot][seat][-1]["r"] += float(r[slot])
+            elif seat == AGENT:  # without decisions only agent_0's rewards are kept: they make the return
+                for slot in np.flatnonzero(r).tolist():
+                    if credit[slot]:
+                        credit[slot][-1] += float(r[slot])
         done = infos["_final_info"]
         if done.any():
             final = infos["final_info"]
-            for slot in np.flatnonzero(done).tolist():
-                score = float(final["agent_score"][slot])
-                episodes.append({
-                    "traj": traj[slot],
-                    "return": sum(d["r"] for d in traj[slot].get(AGENT, [])),
-                    "outcome": {k: float(v[slot]) for k, v in final["outcome"].items()},
-                    "user_acts": list(final["user_acts"][slot]),
-                    "group": ended_group[slot],
-                    "agent_score": None if np.isnan(score) else score,
-                    "persona": final["persona"][slot],
-                })
-                traj[slot] = {}
+            ended = np.flatnonzero(done)
+            # the finished slots' outcomes as Python floats: one conversion per key
+            columns = {k: v[ended].tolist() for k, v in final["outcome"].items()}
+            for j, (slot, score) in enumerate(zip(ended.tolist(), final["agent_score"][ended].tolist())):
+                if decisions:
+                    head = {"traj": traj[slot], "return": sum(d["r"] for d in traj[slot].get(AGENT, []))}
+                    traj[slot] = {}
+                else:
+                    head = {"return": sum(credit[slot]), "entropies": ents[slot]}
+                    ents[slot], credit[slot] = [], []
+                episode = {**head, "outcome": {k: col[j] for k, col in columns.items()},
+                           "user_acts": list(final["user_acts"][slot]), "group": ended_group[slot],
+                           "agent_score": None if np.isnan(score) else score, "persona": final["persona"][slot]}
+                episodes.append(episode)
     return Rollout(episodes, steps)
 
 
@@ -197,6 +219,13 @@ class UniformAgent:
         return self.trainer.play(envs, n_episodes, policies=self.policies, **kwargs)
 
 
+def agent_entropies(episode: dict) -> list[float]:
+    """agent_0's per-decision entropies in an episode of ``collect`` (with or without ``decisions``)."""
+    if "entropies" in episode:
+        return episode["entropies"]
+    return [d["ent"] for d in episode["traj"].get(AGENT, [])]
+
+
 def evaluate(player, env_id: str | Callable[[], object], episodes: int = 500, seed: int = 12345,
              num_envs: int = 64, greedy: bool = False, uniform: bool = False, **env_kwargs) -> dict:
     """Play ``episodes`` episodes of ``env_id`` with ``player``: a ``PPOTrainer`` (its persuader and, where
@@ -227,17 +256,17 @@ def evaluate(player, env_id: str | Callable[[], object], episodes: int = 500, se
     if hasattr(player, "play"):  # a trainer: its play (benchmarks/vec_speed.py counts the steps there)
         eps, _ = player.play(envs, episodes, seed=seed, greedy=greedy, batched=batched, policies=policies)
     else:
-        eps, _ = collect(vectorize(envs, batched=batched), policies, episodes, seed, greedy)
+        eps, _ = collect(vectorize(envs, batched=batched), policies, episodes, seed, greedy, decisions=False)
     returns = np.array([e["return"] for e in eps])
     n_user = envs[0].action_space(envs[0].possible_agents[-1]).n if len(envs[0].possible_agents) > 1 else None
-    user_acts = np.concatenate([e["user_acts"] for e in eps]).astype(int)
+    user_acts = np.array([a for e in eps for a in e["user_acts"]], int)
     counts = np.bincount(user_acts, minlength=n_user or 1)
     outcome = {k: float(np.mean([e["outcome"][k] for e in eps])) for k in eps[0]["outcome"]}
     metric = envs[0].unwrapped.game.success_metric
     return {
         "success": outcome[metric] if metric else float(returns.mean()),
         "outcome": outcome,
-        "policy_entropy": float(np.mean([d["ent"] for e in eps for d in e["traj"].get(AGENT, [])])),
+        "policy_entropy": float(np.mean([en for e in eps for en in agent_entropies(e)])),
         "sim_entropy": entropy_of_counts(counts),
         # agent_0 got nothing (p4g: no gift, the persuadee refused; tau2: task failed; cooperbench: nothing done)
         "zero_score_frac": float(np.mean([e["agent_score"] == 0 for e in eps if e["agent_score"] is not None]))
