@@ -96,13 +96,20 @@ class DialogueParallelEnv(ParallelEnv):
         self.user_sampler = DirectAnswer() if user_sampler is None else user_sampler
         self.schedule = FirstOrUniform() if schedule is None else schedule
         self.metadata = {**self.metadata, "name": f"scope_{game.name}_{regime or 'custom'}_v0"}
-        self._rng = np.random.default_rng()
         self.set_members(members)
         self.agents: list[str] = []
         self._started = False
         self.member = 0
         self._errors: dict[str, list[str]] = {}
         self._error_count: dict[str, int] = {}
+
+    def __getattr__(self, name):
+        # ``_rng`` of an env not yet seeded: an unseeded generator, made on first use (one from the OS's
+        # entropy costs ~20 us, and an evaluation builds hundreds of envs whose generators reset replaces)
+        if name == "_rng":
+            self._rng = rng = np.random.default_rng()
+            return rng
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     # -- configuration -----------------------------------------------------
     def set_members(self, members: list[Simulator | str]) -> None:

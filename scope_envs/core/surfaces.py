@@ -62,17 +62,18 @@ class ActSurface:
 
     def __init__(self, game: Game):
         self.game = game
-        # each role's (features, acts) sizes; the gymnasium spaces are built on first use: building them took
+        # the gymnasium spaces are built on first use (and the features' size read then): building them took
         # a good part of an env's construction, and an evaluation builds hundreds of envs whose spaces the
         # batched engine never reads
-        self._sizes = {role: (game.features(role).shape[0], len(game.acts(role))) for role in game.roles}
         self._obs_space = {}
         self._act_space = {}
 
     def observation_space(self, role):
         space = self._obs_space.get(role)
         if space is None:
-            dim, n = self._sizes[role]
+            if role not in self.game.roles:
+                raise KeyError(role)
+            dim, n = self.game.features(role).shape[0], len(self.game.acts(role))
             space = self._obs_space[role] = spaces.Dict(
                 {
                     "observation": spaces.Box(-FEATURE_BOUND, FEATURE_BOUND, (dim,), np.float32),
@@ -84,7 +85,9 @@ class ActSurface:
     def action_space(self, role):
         space = self._act_space.get(role)
         if space is None:
-            space = self._act_space[role] = spaces.Discrete(self._sizes[role][1])
+            if role not in self.game.roles:
+                raise KeyError(role)
+            space = self._act_space[role] = spaces.Discrete(len(self.game.acts(role)))
         return space
 
     def observe(self, role, active: bool, errors: list[str]):
