@@ -8,11 +8,12 @@ its evaluation.
     .venv/bin/python benchmarks/eval_speed.py --baseline /tmp/base  # paired against the code in /tmp/base
 
 Each round is one fresh process that plays one warm-up run (seed 0) and then the timed run (seed 1) of each game.
-Prints one JSON line: per game the rounds' evaluation seconds and run wall seconds, their medians, the
+Prints one JSON line: per game the rounds' evaluation seconds (wall, and the process's CPU seconds, steadier on
+a loaded machine) and run wall seconds, their medians, the
 record's digest (a SHA-256 over the run record without its timing fields and its fingerprint, the code's
 hashes: two codes that evaluate alike give the same digest) and the load averages before and after. With ``--baseline DIR`` (e.g. ``python
 benchmarks/baseline_tree.py REV /tmp/base``; DIR goes first on ``PYTHONPATH``) the rounds alternate between
-the two codes and each game also gets the median of the pairs' ratios (baseline seconds over current).
+the two codes and each game also gets the medians of the pairs' ratios (baseline seconds over current).
 """
 
 from __future__ import annotations
@@ -37,15 +38,16 @@ def one_round(games) -> dict:
     from scope_envs.bench import protocol
     from scope_envs.bench.methods import run_one
 
-    spent = [0.0]
+    spent = [0.0, 0.0]  # wall seconds, process CPU seconds
     play = protocol.play
 
     def timed(*args, **kwargs):  # every side, panel family and curve point goes through protocol.play
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         try:
             return play(*args, **kwargs)
         finally:
             spent[0] += time.perf_counter() - t0
+            spent[1] += time.process_time() - c0
 
     protocol.play = timed
     out = {}
@@ -53,14 +55,14 @@ def one_round(games) -> dict:
         kw = dict(steps=20_000, eval_episodes=500, curve_points=4, curve_episodes=100,
                   heldout_episodes=max(500, protocol.EVAL_EPISODES_MIN[game]))
         run_one(game, "random", 0, **kw)  # warm-up: imports, the games' tables and caches
-        spent[0] = 0.0
+        spent[:] = [0.0, 0.0]
         t0 = time.perf_counter()
         record = run_one(game, "random", 1, **kw)
         wall = time.perf_counter() - t0
         for key in UNDIGESTED:
             record.pop(key, None)
         digest = hashlib.sha256(json.dumps(record, sort_keys=True, default=float).encode()).hexdigest()[:16]
-        out[game] = {"eval_s": spent[0], "wall_s": wall, "digest": digest}
+        out[game] = {"eval_s": spent[0], "eval_cpu_s": spent[1], "wall_s": wall, "digest": digest}
     return out
 
 
@@ -91,13 +93,14 @@ def main() -> None:
         g = result[game] = {}
         for code in codes:
             rs = [r[game] for r in runs[code]]
-            g[code] = {"eval_s": [round(r["eval_s"], 3) for r in rs], "wall_s": [round(r["wall_s"], 3) for r in rs],
-                       "median_eval_s": round(float(np.median([r["eval_s"] for r in rs])), 3),
-                       "median_wall_s": round(float(np.median([r["wall_s"] for r in rs])), 3),
-                       "digests": sorted({r["digest"] for r in rs})}
+            g[code] = {key: [round(r[key], 3) for r in rs] for key in ("eval_s", "eval_cpu_s", "wall_s")}
+            g[code].update({f"median_{key}": round(float(np.median([r[key] for r in rs])), 3)
+                            for key in ("eval_s", "eval_cpu_s", "wall_s")})
+            g[code]["digests"] = sorted({r["digest"] for r in rs})
         if args.baseline:
-            pairs = zip(runs["baseline"], runs["current"])
-            g["median_ratio"] = round(float(np.median([b[game]["eval_s"] / c[game]["eval_s"] for b, c in pairs])), 3)
+            pairs = list(zip(runs["baseline"], runs["current"]))
+            for key in ("eval_s", "eval_cpu_s"):
+                g[f"median_ratio_{key}"] = round(float(np.median([b[game][key] / c[game][key] for b, c in pairs])), 3)
             g["same_digest"] = g["baseline"]["digests"] == g["current"]["digests"]
     result["loadavg_before"] = [round(x, 2) for x in load_before]
     result["loadavg_after"] = [round(x, 2) for x in os.getloadavg()]

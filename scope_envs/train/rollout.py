@@ -120,14 +120,17 @@ def collect(vec, policies: Mapping[str, Policy], n_episodes: int, seed: int | No
                 slots, x, m = slots[order], np.concatenate([r[2] for r in rows])[order], \
                     np.concatenate([r[3] for r in rows])[order]
             d: Decisions = policy.act(x, m, greedy)
-            if not decisions:
-                acts = d.actions.tolist()
-                ent = [float("nan")] * len(slots) if d.entropy is None else d.entropy.tolist()
-                for slot, seat, act, en in zip(slots.tolist(), seat_of, acts, ent):
-                    actions[seat][slot] = act
+            if not decisions:  # each seat's acts in one write; agent_0's entropies and a reward to credit per row
+                mine = [(rows[0][0], slice(None))] if len(rows) == 1 else \
+                    [(a, np.array(seat_of) == a) for a in dict.fromkeys(seat_of)]
+                for seat, rows_of in mine:
+                    actions[seat][slots[rows_of]] = d.actions[rows_of]
                     if seat == AGENT:
-                        ents[slot].append(en)
-                        credit[slot].append(0.0)
+                        ent = d.entropy[rows_of].tolist() if d.entropy is not None else \
+                            [float("nan")] * len(slots[rows_of])
+                        for slot, en in zip(slots[rows_of].tolist(), ent):
+                            ents[slot].append(en)
+                            credit[slot].append(0.0)
                 continue
             nan = [float("nan")] * len(slots)
             logp = nan if d.logp is None else d.logp.tolist()
