@@ -129,6 +129,11 @@ def _check_turn_caches(game) -> None:
     for c in [*g.calls, *(v for cs in game.candidates().values() for v in cs)]:
         args = ", ".join(f"{k} {v}" for k, v in c.arguments.items() if k != "summary")
         assert _describe(c) == (f"{c.name.replace('_', ' ')} ({args})" if args else c.name.replace("_", " "))
+    from scope_envs.games.tau2.dialogue_acts import USER_ACTS
+    from scope_envs.games.tau2.realize import _user, user
+
+    for act in range(len(USER_ACTS)):  # the user's first wording, kept per goal, against its rendering now
+        assert user(game, act) == _user(game, act, None), USER_ACTS[act]
     if isinstance(game, Tau2ActGame):
         class ThroughTheDict(type(game)):  # a class with its own ``user_state``: read through the dict
             def user_state(self):
@@ -332,3 +337,43 @@ def test_step_without_full_infos_is_the_same_step(env_id):
                 assert np.array_equal(obs[a]["observation"], obs2[a]["observation"])
                 assert np.array_equal(obs[a]["action_mask"], obs2[a]["action_mask"])
         assert not fast.agents and full.unwrapped.game.outcome() == fast.unwrapped.game.outcome()
+
+
+def _world_now(world) -> tuple:
+    return (world.state.dump(), [(c.requestor, c.name, c.arguments, c.content, c.error) for c in world.calls],
+            list(world.violations), set(world.identified))
+
+
+@pytest.mark.parametrize("env_id", ["tau2-frozen", "tau2-heldout"])
+def test_memoized_reads_answer_as_the_tools_do(env_id):
+    """``World.call`` answers a read or generic call with its key from a memo per task and trail: the same
+    episodes played with the memo off (``trail`` None) give the same databases, call records, violations and
+    identified users after every step, on every domain, with the oracle's writes and phone actions."""
+    memo, plain = scope_envs.make(env_id), scope_envs.make(env_id)
+    gm, gp = memo.unwrapped.game, plain.unwrapped.game
+    rng = np.random.default_rng(3)
+    hits, domains = 0, set()
+    # two passes over the same tasks: the second meets answers kept in other episodes (another user, other
+    # identifications made before the call)
+    for ep in [*range(60), *range(60)]:
+        obs, _ = memo.reset(seed=ep)
+        plain.reset(seed=ep)
+        assert gm.world.trail == ()
+        gp.world.trail = None
+        domains.add(gm.domain)
+        oracle = ep % 2 == 1
+        while memo.agents:
+            acts = {}
+            for a in memo.agents:
+                legal = np.flatnonzero(obs[a]["action_mask"])
+                if oracle and a == "agent_0" and gm.active_role() == gm.agent_role and rng.random() < 0.8:
+                    acts[a] = int(oracle_act(gm))
+                else:
+                    acts[a] = int(rng.choice(legal))
+            calls = len(gm.world.calls)
+            obs, *_ = memo.step(acts)
+            plain.step(acts)
+            hits += len(gm.world.calls) > calls and gm.world.trail is not None
+            assert _world_now(gm.world) == _world_now(gp.world)
+            assert gm.outcome() == gp.outcome() and gm.reward_info == gp.reward_info
+    assert domains == {"airline", "retail", "telecom"} and hits > 20, (domains, hits)

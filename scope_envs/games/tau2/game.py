@@ -385,7 +385,7 @@ class Tau2Game(Game):
         self._next = USER if role == AGENT else AGENT
 
     def _call(self, role, act, call: Call):
-        content, error = self.world.call(call.name, call.arguments, call.requestor)
+        content, error = self.world.call(call.name, call.arguments, call.requestor, call.key())
         self.history.append(Tau2Turn(role, act, text_protocol.call_text(call.name, call.arguments),
                                      {"name": call.name, "arguments": call.arguments}, content, error))
         self.steps += 2

@@ -75,6 +75,19 @@ def agent(game, act: int, rng: np.random.Generator | None = None) -> str:
 
 
 def user(game, act: int, rng: np.random.Generator | None = None) -> str:
+    if rng is not None:
+        return _user(game, act, rng)
+    # the first wording (the act surface's, at every user turn) reads only the goal, the act, whether the user is
+    # verbose, the identity slots told (and how) and whether a decoy was stated: kept per goal under those
+    key = (act, game.traits.get("verbose", 0.5) > 0.6, tuple(game.told.items()), game.decoy_stated)
+    words = game.goal.__dict__.setdefault("_user_words", {})
+    text = words.get(key)
+    if text is None:
+        text = words[key] = _user(game, act, None)
+    return text
+
+
+def _user(game, act: int, rng: np.random.Generator | None) -> str:
     name = USER_ACTS[act]
     g = game.goal
     verbose = game.traits.get("verbose", 0.5) > 0.6

@@ -9,6 +9,7 @@ task's message history.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
@@ -16,11 +17,13 @@ from typing import Any
 from scope_envs.games.tau2 import airline, mock, retail, telecom
 from scope_envs.games.tau2.data import DomainData
 from scope_envs.games.tau2.state import State, merge
-from scope_envs.games.tau2.tools import ToolError, bind, to_content
+from scope_envs.games.tau2.tools import GENERIC, READ, ToolError, bind, to_content
 
 MODULES: dict[str, ModuleType] = {"airline": airline, "retail": retail, "telecom": telecom, "mock": mock}
 # dict-shaped databases get copy-on-write tables; telecom's lists are small and copied whole
 COW = {"airline": True, "retail": True, "mock": True, "telecom": False}
+READS = (READ, GENERIC)  # the tool kinds that never write the database (``World.call`` memoizes them)
+MEMO_SIZE = 50_000  # answers kept per task (random play reaches few states; the cap only bounds memory)
 
 
 def _base(data: DomainData) -> tuple[dict, dict | None]:
@@ -51,6 +54,10 @@ class World:
     violations: list[str] = field(default_factory=list)
     identified: set = field(default_factory=set)  # user / customer ids the agent looked up (authentication)
     initial_messages: list[dict] = field(default_factory=list)  # the task's message history, as chat messages
+    # the keys of the calls since the task's initial world that may have changed the database (every call but
+    # the reads and generic tools): with the task, it names the state a read sees (``call``'s memo). None: not
+    # tracked (a world not built by ``for_task`` for the domain's own task, or a call whose key is unknown)
+    trail: tuple | None = None
 
     @property
     def module(self) -> ModuleType:
@@ -77,6 +84,8 @@ class World:
             for tc in msg.get("tool_calls") or []:
                 w.call(tc["name"], tc.get("arguments") or {}, tc.get("requestor", msg.get("role", "assistant")))
         w.sync()
+        if data.task_index.get(task.get("id")) is task:  # the domain's own task: its initial world is one state
+            w.trail = ()
         return w
 
     @classmethod
@@ -95,38 +104,81 @@ class World:
     def copy(self) -> World:
         """An independent world equal to this one (its state copied, its records' lists copied)."""
         return World(self.data, self.task, self.state.copy(), list(self.calls), list(self.violations),
-                     set(self.identified), list(self.initial_messages))
+                     set(self.identified), list(self.initial_messages), self.trail)
 
     # ------------------------------------------------------------------ calls
     def tools(self, requestor: str = "assistant") -> dict:
         return self.module.TOOLS if requestor == "assistant" else self.module.USER_TOOLS
 
-    def call(self, name: str, arguments: Any, requestor: str = "assistant") -> tuple[str, bool]:
-        """One tool call by ``requestor``: ``(content, error)``, recorded in ``calls``; never raises."""
+    def call(self, name: str, arguments: Any, requestor: str = "assistant", key: str | None = None) -> tuple[str, bool]:
+        """One tool call by ``requestor``: ``(content, error)``, recorded in ``calls``; never raises.
+
+        ``key``: the call's ``goals.Call.key``, where the caller has it. A read or generic tool (which never
+        writes the database) answers the same in the same state, and the state of a task's world is named by
+        the calls that may have written it since the task's initial world (``trail``): such a call with its key
+        is answered from a memo per task (its content, error, violations and identified users, as the call
+        gave them the first time), without running the tool, binding its arguments or writing its JSON."""
         tools = self.tools(requestor)
+        tool = tools.get(name)
+        trail = self.trail
+        if trail is not None and tool is not None:
+            if tool.kind in READS:
+                if key is not None:
+                    return self._memo_call(tool, name, arguments, requestor, (trail, key))
+            else:  # the state may change: the calls after this one see another state
+                if key is None:
+                    try:
+                        key = json.dumps([name, arguments, requestor], sort_keys=True)
+                    except (TypeError, ValueError):
+                        key = None
+                self.trail = None if key is None else (*trail, key)
+        return self._call(name, arguments, requestor)[:2]
+
+    def _memo_call(self, tool, name, arguments, requestor, memo_key) -> tuple[str, bool]:
+        memo = self.data.__dict__.setdefault("_read_memo", {}).setdefault(self.task["id"], {})
+        hit = memo.get(memo_key)
+        if hit is None:
+            content, error, flagged, ids = self._call(name, arguments, requestor)
+            # what the call identifies is kept, not what ``identified`` gained (it may have known the user);
+            # a call the policy flags (none of a read, whose check reads ``identified`` too) is not kept
+            if not flagged and len(memo) < MEMO_SIZE:
+                memo[memo_key] = (content, error, ids)
+            return content, error
+        content, error, ids = hit
+        self.identified.update(ids)
+        self.calls.append(Call(requestor, name, arguments, content, error))
+        return content, error
+
+    def _call(self, name: str, arguments: Any, requestor: str) -> tuple[str, bool, list, list]:
+        """The call run: ``(content, error, the violations it added, the ids it identified)``."""
+        tools = self.tools(requestor)
+        flagged, ids = [], []
         try:
             if name not in tools:
                 who = "the agent" if requestor == "assistant" else "the user"
                 raise ToolError(f"Tool '{name}' not found for {who}; available: {', '.join(tools)}")
             kwargs = bind(tools[name], arguments)
             if requestor == "assistant":
-                self.violations.extend(self.module.violations(self.state, name, kwargs, self.identified))
+                flagged = self.module.violations(self.state, name, kwargs, self.identified)
+                self.violations.extend(flagged)
             result = tools[name].fn(self.state, **kwargs)
             self.sync()
             content, error = to_content(result), False
             if requestor == "assistant":
                 who = self.module.identifies(name, kwargs, result)
-                self.identified.update([who] if isinstance(who, str) else who or [])
+                ids = [who] if isinstance(who, str) else list(who or [])
+                self.identified.update(ids)
         except ToolError as e:
             content, error = f"Error: {e}", True
         except (KeyError, TypeError, ValueError, AttributeError, ArithmeticError) as e:
             # data the tool did not expect (upstream would raise the same way): still a tool error
             content, error = f"Error: {type(e).__name__}: {e}", True
         self.calls.append(Call(requestor, name, arguments, content, error))
-        return content, error
+        return content, error, flagged, ids
 
     def function(self, env_type: str, func_name: str, arguments: dict) -> Any:
         """An environment function (task set-up or assertion) on the agent or user side; raises on failure."""
+        self.trail = None  # a function may write the state: reads after it are not memoized
         table = self.module.FUNCTIONS if env_type == "assistant" else getattr(self.module, "USER_FUNCTIONS", {})
         if func_name not in table:
             raise ValueError(f"tau2 {self.data.name}: no {env_type} function {func_name!r}")
