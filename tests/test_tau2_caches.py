@@ -348,7 +348,9 @@ def _world_now(world) -> tuple:
 def test_memoized_reads_answer_as_the_tools_do(env_id):
     """``World.call`` answers a read or generic call with its key from a memo per task and trail: the same
     episodes played with the memo off (``trail`` None) give the same databases, call records, violations and
-    identified users after every step, on every domain, with the oracle's writes and phone actions."""
+    identified users after every step, on every domain, with the oracle's writes and phone actions; and the
+    same evaluations (``evaluate._state_checks``: the database comparison and env assertions kept per task and
+    trail)."""
     memo, plain = scope_envs.make(env_id), scope_envs.make(env_id)
     gm, gp = memo.unwrapped.game, plain.unwrapped.game
     rng = np.random.default_rng(3)

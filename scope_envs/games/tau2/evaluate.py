@@ -51,6 +51,35 @@ def _gold_state(world: World):
     return state
 
 
+def _state_checks(world: World, basis: list, crit: dict) -> tuple[bool | None, list[tuple[str, bool]]]:
+    """The checks of the final database: whether it equals the gold one (None: DB not scored) and each env
+    assertion's ``(func_name, met)``. They read the state only, which ``world.trail`` names with the task (the
+    world's tool-call memo): kept per task and trail, so that the episodes that end in one state (most make no
+    write) run the comparison and the assertion functions once."""
+    trail = world.trail
+    memo = None
+    if trail is not None:
+        memo = world.data.__dict__.setdefault("_state_checks", {}).setdefault(world.task["id"], {})
+        hit = memo.get((trail, "DB" in basis))
+        if hit is not None:
+            return hit
+    db_ok = None  # the gold replay only runs when DB is scored (None: not compared)
+    if "DB" in basis:
+        gold = _gold_state(world)
+        db_ok = world.state.same_db(gold) and world.state.same_user_db(gold)
+    checks = []
+    for a in crit.get("env_assertions") or []:
+        try:
+            res = world.function(a["env_type"], a["func_name"], a.get("arguments") or {})
+            met = isinstance(res, bool) and res == a.get("assert_value", True)
+        except Exception:  # an assertion on a missing record fails, it does not crash the evaluation
+            met = False
+        checks.append((a["func_name"], met))
+    if memo is not None:
+        memo[(trail, "DB" in basis)] = (db_ok, checks)
+    return db_ok, checks
+
+
 def _action_matches(gold: dict, call) -> bool:
     if gold["name"] != call.name:
         return False
@@ -90,18 +119,10 @@ def evaluate(world: World, agent_messages: Sequence[str], termination: str = "ag
         if crit.get("actions") is None and crit.get("env_assertions") is None:
             db_ok, env_ok = True, 1.0
         else:
-            db_ok = None  # the gold replay only runs when DB is scored (None: not compared)
-            if "DB" in basis:
-                gold = _gold_state(world)
-                db_ok = world.state.same_db(gold) and world.state.same_user_db(gold)
+            db_ok, checks = _state_checks(world, basis, crit)
             env_ok = 1.0
-            for a in crit.get("env_assertions") or []:
-                try:
-                    res = world.function(a["env_type"], a["func_name"], a.get("arguments") or {})
-                    met = isinstance(res, bool) and res == a.get("assert_value", True)
-                except Exception:  # an assertion on a missing record fails, it does not crash the evaluation
-                    met = False
-                out["env_assertions"].append({"func_name": a["func_name"], "met": met})
+            for name, met in checks:
+                out["env_assertions"].append({"func_name": name, "met": met})
                 env_ok *= float(met)
         out["db_match"] = db_ok
         if "DB" in basis:
