@@ -48,16 +48,28 @@ TEAMMATE_CONTENT, PARTNER_CONTENT = np.array([0, 1, 3]), np.array([0, 2, 4])
 HAS_A, HAS_B = np.array([False, True, False, True, True]), np.array([False, False, True, True, True])
 
 
+@functools.cache
+def _coin_keys(max_turns: int) -> tuple[list[bytes], dict]:
+    """``coins``' keys in order, as the bytes that follow the style and task in ``repr((style_id, task, *key))``
+    (``", 'answer', 3)"``), and where each entry's run of keys lies in that order (a slice; an index for a scalar)."""
+    runs = {"answer": [("answer", t) for t in range(max_turns + 1)], "announce": [("announce",)],
+            **{name: [(name, r) for r in range(R)] for name in ("respect", "keep", "claim")}, "report": [("report",)]}
+    tails, where = [], {}
+    for name, keys in runs.items():
+        where[name] = len(tails) if name in ("announce", "report") else slice(len(tails), len(tails) + len(keys))
+        tails += [("".join(f", {part!r}" for part in key) + ")").encode() for key in keys]
+    return tails, where
+
+
 @functools.lru_cache(maxsize=65536)
 def coins(style_id: str, task: str, max_turns: int) -> dict[str, np.ndarray]:
     """The uniforms behind ``styles.coin`` in sampled mode for one (style, task): every key a decision can
-    ask (``coin`` is ``u < p`` with this ``u``). Cached: read it, never write to it."""
-    def u(*key) -> float:
-        return zlib.crc32(repr((style_id, task, *key)).encode()) / 2**32
-
-    return {"answer": np.array([u("answer", t) for t in range(max_turns + 1)]), "announce": u("announce"),
-            "respect": np.array([u("respect", r) for r in range(R)]), "keep": np.array([u("keep", r) for r in range(R)]),
-            "claim": np.array([u("claim", r) for r in range(R)]), "report": u("report")}
+    ask (``coin`` is ``u < p`` with this ``u``): ``zlib.crc32(repr((style_id, task, *key)).encode()) / 2**32``,
+    each CRC continued from the one of the shared head ``(style_id, task``. Cached: read it, never write to it."""
+    tails, where = _coin_keys(max_turns)
+    head = zlib.crc32(f"({style_id!r}, {task!r}".encode())
+    u = np.array([zlib.crc32(tail, head) for tail in tails]) / 2**32
+    return {name: float(u[w]) if isinstance(w, int) else u[w] for name, w in where.items()}
 
 
 @functools.cache

@@ -77,8 +77,10 @@ def sample(rng: np.random.Generator, split: str) -> Persona:
     return persona(split, int(rng.integers(SPLIT_SIZES[split])))
 
 
+@functools.lru_cache(maxsize=1)
 def default_persona() -> Persona:
-    """The modal teammate: every probability at the archetypes' mean."""
+    """The modal teammate: every probability at the archetypes' mean (one card, made once: every game and frozen
+    partner starts from it)."""
     mean = np.mean(list(ARCHETYPES.values()), axis=0)
     return Persona("default-mean", "default", {t: round(float(v), 3) for t, v in zip(TRAITS, mean)}, {"style": "mean"})
 
