@@ -180,25 +180,27 @@ class BatchedVecEnv(VecBase):
         if not self.exact:
             self._start_fast(slots, options)
             return
-        cards = []
+        # each slot's member, seat, reply model and follow-through gathered, then written at once (no dealing
+        # reads them)
+        cards, members, seats, kinds, follows = [], [], [], [], []
+        envs, index, kind_of, default_follow = self._u, self._agent_index, self._kind, Simulator.follow_through
         for j, i in enumerate(np.asarray(slots).tolist()):
-            env = self._u[i]
-            opt = options[j] if options is not None and len(options) > j else {}
-            if opt.get("reset_schedule"):
+            env = envs[i]
+            opt = options[j] if options is not None and len(options) > j else None
+            if opt and opt.get("reset_schedule"):
                 env.schedule.reset()
             env._started = True
-            env.member = member = env.schedule.pick(len(env.members), env._rng)
-            cards.append(self._deal_one(i, member, opt.get("scenario_seed"), env._rng))
-            self.member[i] = member
+            rng = env._rng
+            env.member = member = env.schedule.pick(len(env.members), rng)
+            cards.append(self._deal_one(i, member, opt.get("scenario_seed") if opt else None, rng))
             agent = env.member_agent[member]
-            self.seat[i] = -1 if agent is None else self._agent_index[agent]
             sim = env.game.user_player
-            if sim is not None:
-                self.kind[i] = self._kind(sim, env.user_sampler)
-                self.follows[i] = type(sim).follow_through is not Simulator.follow_through
-            else:
-                self.kind[i], self.follows[i] = -1, False
+            members.append(member)
+            seats.append(-1 if agent is None else index[agent])
+            kinds.append(-1 if sim is None else kind_of(sim, env.user_sampler))
+            follows.append(sim is not None and type(sim).follow_through is not default_follow)
         idx = np.array(slots, np.int64)
+        self.member[idx], self.seat[idx], self.kind[idx], self.follows[idx] = members, seats, kinds, follows
         self.batch.reset(idx, cards)
         self._begun(idx)
 
