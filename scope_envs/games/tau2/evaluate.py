@@ -23,7 +23,7 @@ from __future__ import annotations
 from math import comb
 from typing import Callable, Sequence
 
-from scope_envs.games.tau2.world import World
+from scope_envs.games.tau2.world import MEMO_SIZE, World
 
 DEFAULT_BASIS = ("DB", "COMMUNICATE")
 STOPPED = ("agent_stop", "user_stop")
@@ -75,7 +75,7 @@ def _state_checks(world: World, basis: list, crit: dict) -> tuple[bool | None, l
         except Exception:  # an assertion on a missing record fails, it does not crash the evaluation
             met = False
         checks.append((a["func_name"], met))
-    if memo is not None:
+    if memo is not None and len(memo) < MEMO_SIZE:
         memo[(trail, "DB" in basis)] = (db_ok, checks)
     return db_ok, checks
 
