@@ -43,13 +43,13 @@ from scope_envs.bench.methods import EVAL_EPISODES_MIN, PRESETS
 from scope_envs.bench.methods import SEEDS_MDE_FRACTION as FRACTION  # the MDE the rule allows, a fraction of the band
 
 REPO = Path(__file__).resolve().parents[1]
-# the committed default runs on today's worlds and settings: the run on the worlds of issue 28 (2026-12-02). The
-# worlds changed every game's spreads and bands (cooperbench's band halved), so the runs before them (d8fa6d4,
+# the committed default runs on today's worlds and settings: the two runs on the worlds of issue 28 (2026-12-02).
+# The worlds changed every game's spreads and bands (cooperbench's band halved), so the runs before them (d8fa6d4,
 # f744487, 2765775) no longer say how today's methods spread
-RUNS = ("4a8c844",)
+RUNS = ("4a8c844", "987def4")
 RESULTS = "benchmarks/results/default"
 # the wall-time estimate reads each game's run clocks (``wall_s`` of its run records) and seeds from this run
-CLOCK_RUN, CLOCK_JOBS = "4a8c844", 2
+CLOCK_RUN, CLOCK_JOBS = "987def4", 2
 MAX_SEEDS = 200
 
 
