@@ -28,9 +28,12 @@ import time
 
 import numpy as np
 
+from scope_envs.arguments import count, existing_dir
+
 GAMES = ("p4g", "cooperbench")
 # left out of a record's digest: its timings, and its fingerprint (hashes of the code itself, which any edit moves)
 UNDIGESTED = ("wall_s", "env_steps_per_s", "fingerprint")
+MAX_ROUNDS = 100
 
 
 def one_round(games) -> dict:
@@ -68,9 +71,9 @@ def one_round(games) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--rounds", type=count(MAX_ROUNDS), default=5, help=f"paired rounds (at most {MAX_ROUNDS})")
     ap.add_argument("--games", nargs="+", default=list(GAMES), choices=GAMES)
-    ap.add_argument("--baseline", metavar="DIR", help="paired rounds against the code in DIR (on PYTHONPATH)")
+    ap.add_argument("--baseline", metavar="DIR", type=existing_dir, help="paired rounds against the code in DIR (on PYTHONPATH)")
     ap.add_argument("--one", action="store_true", help=argparse.SUPPRESS)  # a child process: one round, JSON out
     args = ap.parse_args()
     if args.one:
