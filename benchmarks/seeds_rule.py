@@ -70,12 +70,18 @@ def expected_settings() -> dict[str, str]:
             "heldout_episodes": ", ".join(f"{g} {max(p['eval_episodes'], EVAL_EPISODES_MIN[g])}" for g in games)}
 
 
-def check_settings(rev: str) -> None:
+def report_settings(rev: str) -> dict[str, str]:
+    """The settings table of the committed run's ``report.md`` at ``rev`` (its two-cell rows)."""
     rows = {}
     for line in git_show(rev, f"{RESULTS}/report.md").splitlines():
         cells = [c.strip() for c in line.strip("|").split("|")]
         if len(cells) == 2:
             rows[cells[0]] = cells[1]
+    return rows
+
+
+def check_settings(rev: str) -> None:
+    rows = report_settings(rev)
     for key, value in expected_settings().items():
         if rows.get(key) != value:
             raise RuntimeError(f"{rev}: report.md has {key} = {rows.get(key)!r}, today's default is {value!r}")
@@ -140,14 +146,10 @@ def run_clocks(rev: str) -> tuple[dict[str, float], dict[str, int], float]:
         result = json.loads(git_show(rev, f"{RESULTS}/runs/{name}"))["result"]
         clocks[result["game"]] = clocks.get(result["game"], 0.0) + result["wall_s"]
         seeds.setdefault(result["game"], set()).add(result["seed"])
-    wall = None
-    for line in git_show(rev, f"{RESULTS}/report.md").splitlines():
-        cells = [c.strip() for c in line.strip("|").split("|")]
-        if len(cells) == 2 and cells[0] == "wall time":
-            wall = float(cells[1].split()[0])
+    wall = report_settings(rev).get("wall time")
     if wall is None:
         raise RuntimeError(f"{rev}: report.md has no wall time row")
-    return clocks, {g: len(v) for g, v in seeds.items()}, wall
+    return clocks, {g: len(v) for g, v in seeds.items()}, float(wall.split()[0])
 
 
 def wall_estimate(seeds: dict[str, int], tau2_speedup: float, clock=None) -> dict:
