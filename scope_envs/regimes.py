@@ -57,6 +57,14 @@ HELDOUT_PERSONAS = ("heldout", "train")  # the heldout regime's ``personas``: wh
 BEHAVIOURS = ("proxy", "reference")  # the heldout regime's ``behaviour``: the held-out proxies, or the reference model
 
 
+def seat_reference(reference, game, asked: str):
+    """The game's reference model (``reference()``) for the option that ``asked`` for it; a ``ValueError`` where
+    the game has none."""
+    if reference is None:
+        raise ValueError(f"this game ({game.name}) has no reference model for {asked}")
+    return reference()
+
+
 def build(
     regime: str,
     game: Game,
@@ -81,9 +89,7 @@ def build(
 
     user = options.pop("user", None)
     if isinstance(user, str) and user == "reference":  # the game's reference model: no defect of a simulator
-        if reference is None:
-            raise ValueError(f"this game ({game.name}) has no reference model for user='reference'")
-        user = reference()
+        user = seat_reference(reference, game, "user='reference'")
     if user is not None and not isinstance(user, Simulator):
         raise ValueError(f"user must be a Simulator (e.g. an LLMPlayer) or 'reference', got {user!r}"
                          if isinstance(user, str) else
@@ -150,11 +156,10 @@ def build(
     if behaviour not in BEHAVIOURS:
         raise ValueError(f"behaviour must be one of {BEHAVIOURS}, got {behaviour!r}")
     if behaviour == "reference":  # the training-side reference model on held-out scenarios (see the docstring)
-        if reference is None:
-            raise ValueError(f"this game ({game.name}) has no reference model to seat with behaviour='reference'")
+        model = seat_reference(reference, game, "behaviour='reference'")
         if "assumptions" in options:
             raise ValueError("assumptions are the held-out proxies' variants: not with behaviour='reference'")
-        return env([reference()], split=personas)
+        return env([model], split=personas)
     # assumptions: a named variant of the behaviour model's untestable assumptions (the benchmark's --sensitivity)
     variant = options.get("assumptions")
     return env([heldout() if variant is None else heldout(assumptions=variant)], split=personas)

@@ -1,6 +1,7 @@
 """``scope-envs bench`` end to end (tiny budget) and its statistics."""
 
 import json
+import os
 
 import numpy as np
 import pytest
@@ -48,6 +49,9 @@ def test_bench_end_to_end(tmp_path):
     assert "Welch" in report and "Holm" in report and "dollars" in report
     assert "merge-conflict rate" in report and "Solo baseline" in report
     assert "Aggregate metrics (Agarwal et al. 2021)" in report and "## All games: normalized held-out success" in report
+    # the machine is part of a wall time and of the trained rows' last digits: named in the settings
+    machine = next(line for line in report.splitlines() if line.startswith("| machine |"))
+    assert f"{os.cpu_count()} CPUs" in machine and f"numpy {np.__version__}" in machine, machine
 
 
 def test_bench_scope_way_reports_collapse_diagnostics(tmp_path):

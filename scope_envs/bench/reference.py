@@ -200,7 +200,7 @@ def read_records(path: Path | list[Path]) -> list[dict]:
 def rebuild_hint(against: str, path: Path, tasks: list[dict]) -> str:
     """How to make a reference this run can be scored against, with this code."""
     if against == "reference":
-        return f"rebuild the reference with this code: scope-envs bench --out {path} (the default preset: its seeds per game, about 13 min on 2 cores)"
+        return f"rebuild the reference with this code: scope-envs bench --out {path} (the default preset: its seeds per game, 10-18 min on 2 cores, by the CPU)"
     if against == "reference-sb3":
         return f"rebuild the SB3 reference with this code: python benchmarks/sb3_reference.py --out {path}"
     t = tasks[0]

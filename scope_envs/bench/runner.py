@@ -41,7 +41,9 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     from scope_envs.arguments import count, game_name, output_dir, ray_address
     from scope_envs.core.rewards import SIMULATOR_REWARDS
 
-    ap.add_argument("--full", action="store_true", help="more seeds, steps and evaluation episodes (see PRESETS)")
+    ap.add_argument("--full", action="store_true",
+                    help="the full preset: 100_000 decisions per run (every game), at least 3,000 evaluation episodes a side, "
+                         "10 curve points, 8 seeds per game (the default preset gives each game its seeds-rule count)")
     ap.add_argument("--games", nargs="+", type=game_name, default=list(GAMES))
     ap.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS + EXTRA_METHODS)
     ap.add_argument("--seeds", type=count(MAX_SEEDS), default=None, help=f"number of seeds (0..N-1; at most {MAX_SEEDS})")
@@ -74,6 +76,25 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
                          "--resume and --out apply; writes calibration.json, calibration.md and a figure per game")
     ap.add_argument("--out", type=output_dir, default="results",
                     help="the output folder (created; checked writable before any run starts; '' is this folder)")
+
+
+def machine() -> str:
+    """Where a run's wall time and last digits come from: the CPU, its count, numpy and the BLAS kernels numpy
+    runs (the networks' float32 sums round as those kernels add; docs/benchmark.md, "Reproducibility")."""
+    import platform
+
+    import numpy as np
+    from threadpoolctl import threadpool_info
+
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), cpu)
+    except OSError:  # not Linux
+        pass
+    blas = next((f"{i.get('internal_api', '?')} {i.get('version') or ''}, {i.get('architecture') or '?'} kernels"
+                 for i in threadpool_info() if i.get("user_api") == "blas"), "no BLAS found")
+    return f"{cpu}, {os.cpu_count()} CPUs; numpy {np.__version__} ({blas.replace(' ,', ',')})"
 
 
 def run(games=GAMES, methods=METHODS, seeds=None, steps=None, eval_episodes=None, full=False, out="results",
@@ -150,7 +171,8 @@ def run(games=GAMES, methods=METHODS, seeds=None, steps=None, eval_episodes=None
     rows = list(dict.fromkeys(m for table in results.values() for m in table))  # the reference's and the new ones
     write_report(out, results, runs, {**settings, **per_game, "games": list(games), "methods": rows, "jobs": jobs,
                                       "user_reward": user_reward or "each game's default", "advantage": advantage,
-                                      "group_size": group_size, **reference.settings_rows(games, against)}, wall,
+                                      "group_size": group_size, **reference.settings_rows(games, against),
+                                      "machine": machine()}, wall,
                  stats_by_game)
     plot(out, runs)
     from scope_envs.bench import split  # the gap in two parts (a confirmatory definition: its module)

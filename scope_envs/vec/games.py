@@ -100,7 +100,8 @@ class CooperBenchVecEnv(BatchedVecEnv):
         game = env.game
         game.reset(persona, rng)  # draws the task from the slot's generator
         self.task_id[i] = game.task.id
-        kind = None if sim is None else self.batched_kind(sim, env.user_sampler)
+        code = -1 if sim is None else self._kind(sim, env.user_sampler)  # the kind as the engine keeps it
+        kind = None if code < 0 else self._kinds[code]
         if kind is not None and kind[0] in REFERENCE_KINDS:
             c = kind[2]  # ``agents.cooperbench._cooperative``: every trait moved up by the cooperation
             self.traits[i] = [min(1.0, persona.traits[t] + c) if c else persona.traits[t] for t in TRAITS]

@@ -44,19 +44,9 @@ S = {k: j for j, k in enumerate(STATE)}
 
 
 def user_state_row(game) -> list:
-    """``game.user_state()`` as the numbers of ``STATE`` (the labels as flags). Read at every user turn of every
-    slot: ``Tau2Game``'s own state is read from its attributes, as ``user_state`` reads them, without building
-    the dict (``tests/test_vec_tau2.py`` holds the two equal); a game that redefines ``user_state`` is read
-    through it."""
+    """``game.user_state()`` as the numbers of ``STATE`` (the labels as flags): the one definition of what a user
+    knows is ``Tau2Game.user_state``, read here as every simulator reads it."""
     g = game.goal
-    if type(game).user_state is Tau2Game.user_state:
-        target, slot = game.confirm_target, game.asked_slot
-        return [game.transfer_pending, game.user_msgs == 0, game.satisfied(), game.agent_msgs,
-                game.instructed is not None, target == "decoy", target == "real", g.decoy_kind == "mind_change",
-                g.decoy_kind == "forbidden", slot in IDENTITY_ASKS, slot in RECORD_ASKS, game.slips > 0,
-                game.stated, game.details_given, bool(game.told), game.asked, bool(g.questions), game.denied,
-                game.insisted, game.decoy_stated and not game.decoy_retracted, game._real_pending(),
-                game.tool_errors]
     st = game.user_state()
     target, slot = st["confirm_target"], st["asked_slot"]
     return [st["transfer_pending"], st["first_turn"], st["satisfied"], st["agent_msgs"], st["instructed"],

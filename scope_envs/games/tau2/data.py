@@ -100,6 +100,16 @@ class DomainData:
     tasks: list[dict]
     splits: dict[str, list[str]]
     task_index: dict[str, dict] = field(default_factory=dict)
+    # what is derived from the data, kept with it (the data is read-only, so it holds for every episode): see memo
+    memos: dict[str, dict] = field(default_factory=dict, repr=False, compare=False)
+
+    def memo(self, name: str, task_id: str | None = None) -> dict:
+        """The cache named ``name`` kept with this domain's data (``task_id``: that task's own part of it): the
+        split ids, each task's goal, initial world and gold state, the tool-call and final-state memos of
+        ``world.py`` and ``evaluate.py``. Each is bounded by what it keys (splits, tasks) or by its user
+        (``world.MEMO_SIZE`` entries per task)."""
+        cache = self.memos.setdefault(name, {})
+        return cache if task_id is None else cache.setdefault(task_id, {})
 
     def task(self, task_id: str) -> dict:
         try:
@@ -115,7 +125,7 @@ class DomainData:
     def split_tuple(self, split: str) -> tuple[str, ...]:
         """``split_ids`` as a shared tuple: every episode's scenario draw asks, and the data is read-only, so the
         ids are worked out once per split (and not copied per draw: telecom's list is long)."""
-        cache = self.__dict__.setdefault("_split_ids", {})
+        cache = self.memo("split_ids")
         ids = cache.get(split)
         if ids is None:
             ids = cache[split] = tuple(self._find_split_ids(split))

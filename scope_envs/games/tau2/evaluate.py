@@ -44,7 +44,7 @@ def _gold_state(world: World):
     task = world.task
     if world.data.task_index.get(task.get("id")) is not task:
         return gold_world(world).state
-    cache = world.data.__dict__.setdefault("_gold_states", {})
+    cache = world.data.memo("gold_states")
     state = cache.get(task["id"])
     if state is None:
         state = cache[task["id"]] = gold_world(world).state
@@ -59,7 +59,7 @@ def _state_checks(world: World, basis: list, crit: dict) -> tuple[bool | None, l
     trail = world.trail
     memo = None
     if trail is not None:
-        memo = world.data.__dict__.setdefault("_state_checks", {}).setdefault(world.task["id"], {})
+        memo = world.data.memo("state_checks", world.task["id"])
         hit = memo.get((trail, "DB" in basis))
         if hit is not None:
             return hit

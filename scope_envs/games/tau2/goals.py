@@ -294,7 +294,7 @@ def goal_for(data, task: dict) -> Goal:
 
     The cache lives on the loaded ``data`` itself: keyed by its folder instead, the lookup re-resolved the folder
     as a ``data_dir`` and so loaded (and held) every domain's files a second time."""
-    cache = data.__dict__.setdefault("_goals", {})
+    cache = data.memo("goals")
     goal = cache.get(task["id"])
     if goal is None:
         goal = cache[task["id"]] = derive(World.for_task(data, data.task(task["id"])))

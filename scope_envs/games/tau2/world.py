@@ -95,7 +95,7 @@ class World:
         than at every reset). A task without set-up, or not the domain's own (a modified copy), is built afresh."""
         if not task.get("initial_state") or data.task_index.get(task.get("id")) is not task:
             return cls.for_task(data, task)
-        cache = data.__dict__.setdefault("_initial_worlds", {})
+        cache = data.memo("initial_worlds")
         initial = cache.get(task["id"])
         if initial is None:
             initial = cache[task["id"]] = cls.for_task(data, task)
@@ -124,7 +124,7 @@ class World:
         if trail is not None and tool is not None:
             if tool.kind in READS:
                 if key is not None:
-                    return self._memo_call(tool, name, arguments, requestor, (trail, key))
+                    return self._memo_call(tools, name, arguments, requestor, (trail, key))
             else:  # the state may change: the calls after this one see another state
                 if key is None:
                     try:
@@ -132,13 +132,13 @@ class World:
                     except (TypeError, ValueError):
                         key = None
                 self.trail = None if key is None else (*trail, key)
-        return self._call(name, arguments, requestor)[:2]
+        return self._call(tools, name, arguments, requestor)[:2]
 
-    def _memo_call(self, tool, name, arguments, requestor, memo_key) -> tuple[str, bool]:
-        memo = self.data.__dict__.setdefault("_read_memo", {}).setdefault(self.task["id"], {})
+    def _memo_call(self, tools, name, arguments, requestor, memo_key) -> tuple[str, bool]:
+        memo = self.data.memo("read_calls", self.task["id"])
         hit = memo.get(memo_key)
         if hit is None:
-            content, error, flagged, ids = self._call(name, arguments, requestor)
+            content, error, flagged, ids = self._call(tools, name, arguments, requestor)
             # what the call identifies is kept, not what ``identified`` gained (it may have known the user);
             # a call the policy flags (none of a read, whose check reads ``identified`` too) is not kept
             if not flagged and len(memo) < MEMO_SIZE:
@@ -149,9 +149,9 @@ class World:
         self.calls.append(Call(requestor, name, arguments, content, error))
         return content, error
 
-    def _call(self, name: str, arguments: Any, requestor: str) -> tuple[str, bool, list, list]:
-        """The call run: ``(content, error, the violations it added, the ids it identified)``."""
-        tools = self.tools(requestor)
+    def _call(self, tools: dict, name: str, arguments: Any, requestor: str) -> tuple[str, bool, list, list]:
+        """The call run on ``tools`` (``requestor``'s): ``(content, error, the violations it added, the ids it
+        identified)``."""
         flagged, ids = [], []
         try:
             if name not in tools:
