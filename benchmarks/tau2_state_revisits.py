@@ -8,7 +8,9 @@ over all steps, the distinct states reached under two keys:
 * ``history``: the task and the (role, act) sequence so far (a trie over play: the rules are a function of it);
 * ``state``: the task and every field the act game's rules read (counters, flags, the calls made, what was
   revealed, the confirmations, the world's trail of writes, violations and identified users), which merges
-  histories that lead to the same state.
+  histories that lead to the same state (``tests/test_tau2_state_revisits.py``: equal keys, equal agent
+  features, masks, user state and outcome);
+* ``state_and_card``: that and the user's card (the traits a learnable user's features read).
 
 ``new_per_step`` near 1 means almost every step meets a state no earlier step met: a memo would miss almost
 always, and the route to a faster engine is the rules as arrays (``docs/engines.md``).
@@ -29,7 +31,8 @@ from scope_envs.train.act_ppo import PPOConfig, PPOTrainer
 
 
 def state_key(g) -> tuple:
-    """Every field of ``Tau2ActGame`` that its rules, features and masks read, with the task."""
+    """Every field of ``Tau2ActGame`` that its rules, the agent's features and both masks read, with the task. The
+    user's card is left out: only the user's own features and reward read it (``revisits`` counts it apart)."""
     return (g.domain, g.task["id"], g.steps, g.tool_errors, frozenset(g.done), g.revealed,
             tuple(sorted(g.told.items())), g.stated, g.details_given, g.asked, g.answered, g.decoy_stated,
             g.decoy_retracted, frozenset(g.confirmed), g.denied, g.insisted, g.inform_alls, g.user_msgs,
@@ -41,7 +44,7 @@ def state_key(g) -> tuple:
 def revisits(env_id: str, act, episodes: int, seed: int) -> dict:
     env = scope_envs.make(env_id)
     game = env.unwrapped.game
-    histories, states, steps = set(), set(), 0
+    histories, states, cards, steps = set(), set(), set(), 0
     for ep in range(episodes):
         obs, _ = env.reset(seed=seed + ep)
         while env.agents:
@@ -49,9 +52,12 @@ def revisits(env_id: str, act, episodes: int, seed: int) -> dict:
                                 for a in env.agents})
             histories.add((game.domain, game.task["id"], tuple((t.role, t.act) for t in game.history)))
             states.add(state_key(game))
+            cards.add((state_key(game), tuple(sorted(game.traits.items()))))
             steps += 1
     return {"steps": steps, "history_nodes": len(histories), "state_nodes": len(states),
-            "history_new_per_step": round(len(histories) / steps, 3), "state_new_per_step": round(len(states) / steps, 3)}
+            "state_and_card_nodes": len(cards), "history_new_per_step": round(len(histories) / steps, 3),
+            "state_new_per_step": round(len(states) / steps, 3),
+            "state_and_card_new_per_step": round(len(cards) / steps, 3)}
 
 
 def main(argv=None) -> None:

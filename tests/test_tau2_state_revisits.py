@@ -1,0 +1,61 @@
+"""``benchmarks/tau2_state_revisits.py``: its state key holds everything the act game's rules answer from.
+
+The probe's finding (most steps reach a state no earlier step reached) is only as good as its key: a key that
+left out a field the rules read would merge states that differ, and undercount new ones. Here every pair of
+visits with equal keys must give the same agent features, legal masks, user-state row and outcome.
+"""
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import scope_envs
+
+
+def probe_module():
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "tau2_state_revisits.py"
+    spec = importlib.util.spec_from_file_location("tau2_state_revisits", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["tau2_state_revisits"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def answers(game) -> tuple:
+    from scope_envs.games.tau2.batched import user_state_row
+    from scope_envs.games.tau2.game import AGENT, USER
+
+    # the user's own features read its card, which the key leaves out (the probe counts it apart)
+    return (game.features(AGENT).tobytes(), game.legal(AGENT).tobytes(), game.legal(USER).tobytes(),
+            tuple(user_state_row(game)), tuple(sorted(game.outcome().items())), game.active_role())
+
+
+@pytest.mark.parametrize("env_id", ["tau2-frozen", "tau2-heldout"])
+def test_equal_state_keys_give_equal_answers(env_id):
+    probe = probe_module()
+    env = scope_envs.make(env_id)
+    game = env.unwrapped.game
+    rng = np.random.default_rng(0)
+    seen, revisits = {}, 0
+    for ep in range(300):
+        obs, _ = env.reset(seed=ep)
+        while env.agents:
+            obs, *_ = env.step({a: int(rng.choice(np.flatnonzero(obs[a]["action_mask"]))) for a in env.agents})
+            key, got = probe.state_key(game), answers(game)
+            if key in seen:
+                revisits += 1
+                assert seen[key] == got, key
+            seen[key] = got
+    assert revisits > 50  # the check met enough revisited states to mean something
+
+
+def test_the_probe_counts_new_states():
+    probe = probe_module()
+    out = probe.revisits("tau2-frozen", lambda x, m: int(np.flatnonzero(m)[0]), 20, 0)
+    # the first legal act every time: every episode of a task replays the same states
+    assert out["state_nodes"] < out["steps"] and out["history_nodes"] <= out["steps"]
+    assert 0 < out["state_new_per_step"] <= out["history_new_per_step"] <= 1
+    assert out["state_new_per_step"] <= out["state_and_card_new_per_step"] <= 1
