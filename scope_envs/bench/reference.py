@@ -202,7 +202,9 @@ def rebuild_hint(against: str, path: Path, tasks: list[dict]) -> str:
     if against == "reference":
         return f"rebuild the reference with this code: scope-envs bench --out {path} (the default preset: its seeds per game, 10-18 min on 2 cores, by the CPU)"
     if against == "reference-sb3":
-        return f"rebuild the SB3 reference with this code: python benchmarks/sb3_reference.py --out {path}"
+        rows = " ".join(f"--method scope_envs.bench.sb3_methods:{name}" for name in ("FrozenSB3", "VsSB3", "RotationSB3"))
+        return (f"rebuild the SB3 reference with this code, after the default reference: scope-envs bench {rows} "
+                f"--against reference --out {path}")
     t = tasks[0]
     games = sorted({x["game"] for x in tasks})
     seeds = max(x["seed"] for x in tasks) + 1
