@@ -216,3 +216,26 @@ def test_update_equals_the_autograd_update(env_id, extra):
         moved = (results[0] - params_of(start)).abs().max()
         assert moved > 1e-3, name  # it learned something
         torch.testing.assert_close(results[0], results[1], rtol=0, atol=5e-4 * float(moved))
+
+
+def test_gae_over_all_trajectories_equals_each_alone():
+    """``PPOTrainer.gae`` runs the recursion over an iteration's trajectories at once (right-aligned); every
+    advantage and return is bit for bit the scalar recursion of its trajectory alone, in float32."""
+    trainer = PPOTrainer(PPOConfig(env_id="p4g-frozen", seed=0, total_steps=0))
+    rng = np.random.default_rng(0)
+    trajectories = [[{"r": float(rng.normal()) if rng.random() < 0.4 else 0.0, "v": float(rng.normal())}
+                     for _ in range(int(n))] for n in rng.integers(0, 12, 200)]
+    gamma, lam = trainer.cfg.gamma, trainer.cfg.gae_lambda
+    for cfg_gamma in (gamma, 0.97):
+        trainer.cfg.gamma = cfg_gamma
+        got = trainer.gae(trajectories)
+        for decisions, (adv, ret) in zip(trajectories, got):
+            r = np.array([d["r"] for d in decisions], np.float32)
+            v = np.array([d["v"] for d in decisions], np.float32)
+            want, last = np.zeros_like(r), 0.0
+            for t in reversed(range(len(r))):
+                next_v = v[t + 1] if t + 1 < len(r) else 0.0
+                last = r[t] + cfg_gamma * next_v - v[t] + cfg_gamma * lam * last
+                want[t] = last
+            assert adv.dtype == np.float32 and adv.tobytes() == want.tobytes()
+            assert ret.tobytes() == (want + v).tobytes()

@@ -427,18 +427,29 @@ class PPOTrainer:
         return [values[g] for g in sorted(values)]
 
     # -- learning --------------------------------------------------------------------
-    def gae(self, decisions: list[dict]) -> tuple[np.ndarray, np.ndarray]:
-        """Advantages and returns of one agent's decisions in one finished episode."""
-        r = np.array([d["r"] for d in decisions], np.float32)
-        v = np.array([d["v"] for d in decisions], np.float32)
+    def gae(self, trajectories: list[list[dict]]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Advantages and returns of each finished trajectory (one agent's decisions in one episode), all at once:
+        the trajectories right-aligned in one float32 array, so that every one ends in the last column (the
+        episode ended: no bootstrap) and the recursion runs leftward over all of them in each step. Each
+        element goes through the same float32 operations, in the same order, as one trajectory alone; the
+        padding on the left never flows into a trajectory's own columns."""
+        lengths = [len(t) for t in trajectories]
+        width = max(lengths, default=0)
+        r = np.zeros((len(trajectories), width), np.float32)
+        v = np.zeros((len(trajectories), width), np.float32)
+        for i, t in enumerate(trajectories):
+            if t:
+                r[i, width - len(t):] = [d["r"] for d in t]
+                v[i, width - len(t):] = [d["v"] for d in t]
         adv = np.zeros_like(r)
-        last = 0.0
-        for t in reversed(range(len(r))):
-            next_v = v[t + 1] if t + 1 < len(r) else 0.0  # the episode ended: no bootstrap
-            delta = r[t] + self.cfg.gamma * next_v - v[t]
+        last = np.zeros(len(trajectories), np.float32)
+        for t in reversed(range(width)):
+            next_v = v[:, t + 1] if t + 1 < width else np.zeros(len(trajectories), np.float32)
+            delta = r[:, t] + self.cfg.gamma * next_v - v[:, t]
             last = delta + self.cfg.gamma * self.cfg.gae_lambda * last
-            adv[t] = last
-        return adv, adv + v
+            adv[:, t] = last
+        ret = adv + v
+        return [(adv[i, width - n:], ret[i, width - n:]) for i, n in enumerate(lengths)]
 
     def reward_to_go(self, decisions: list[dict]) -> np.ndarray:
         """The discounted return from each decision on (grpo's value-loss target)."""
@@ -466,28 +477,31 @@ class PPOTrainer:
         """Each learner's decisions of this iteration as arrays. ``gae``: GAE advantages, lambda-returns as
         value targets; ``grpo``: every decision of an episode gets its group-relative advantage, the value
         head (not used for the advantage) is still fit to the reward-to-go."""
-        rows: dict[str, list] = {}
         group_adv = self.grpo(episodes) if self.cfg.advantage == "grpo" else None
-        for k, ep in enumerate(episodes):
-            for agent, decisions in ep["traj"].items():
-                if group_adv is None:
-                    adv, ret = self.gae(decisions)
-                else:
-                    adv = np.full(len(decisions), group_adv[k, agent], np.float32)
-                    ret = self.reward_to_go(decisions)
-                for d, a_, r_ in zip(decisions, adv, ret):
-                    rows.setdefault(self.seat[agent], []).append((d, a_, r_))
+        trajectories = [(k, agent, decisions) for k, ep in enumerate(episodes) for agent, decisions in ep["traj"].items()]
+        if group_adv is None:
+            targets = self.gae([decisions for _, _, decisions in trajectories])
+        else:
+            targets = [(np.full(len(decisions), group_adv[k, agent], np.float32), self.reward_to_go(decisions))
+                       for k, agent, decisions in trajectories]
+        rows: dict[str, list] = {}  # each learner's decisions, and its advantages and returns, in episode order
+        for (_, agent, decisions), (adv, ret) in zip(trajectories, targets):
+            if decisions:
+                mine = rows.setdefault(self.seat[agent], [[], [], []])
+                mine[0] += decisions
+                mine[1].append(adv)
+                mine[2].append(ret)
         out = {}
-        for name, rs in rows.items():
+        for name, (ds, advs, rets) in rows.items():
             out[name] = {
-                "x": np.stack([d["x"] for d, _, _ in rs]).astype(np.float32),
-                "m": np.stack([d["m"] for d, _, _ in rs]).astype(bool),
-                "a": np.array([d["a"] for d, _, _ in rs], np.int64),
-                "logp": np.array([d["logp"] for d, _, _ in rs], np.float32),
-                "v": np.array([d["v"] for d, _, _ in rs], np.float32),
-                "user": np.array([d["user"] for d, _, _ in rs], bool),
-                "adv": np.array([a_ for _, a_, _ in rs], np.float32),
-                "ret": np.array([r_ for _, _, r_ in rs], np.float32),
+                "x": np.stack([d["x"] for d in ds]).astype(np.float32),
+                "m": np.stack([d["m"] for d in ds]).astype(bool),
+                "a": np.array([d["a"] for d in ds], np.int64),
+                "logp": np.array([d["logp"] for d in ds], np.float32),
+                "v": np.array([d["v"] for d in ds], np.float32),
+                "user": np.array([d["user"] for d in ds], bool),
+                "adv": np.concatenate(advs).astype(np.float32, copy=False),
+                "ret": np.concatenate(rets).astype(np.float32, copy=False),
             }
         return out
 
