@@ -41,8 +41,8 @@ from scope_envs.bench.methods import (
     EVAL_SE_FRACTION,
     GAMES,
     ORACLE_BUDGET,
-    PRESETS,
     method_setup,
+    preset_steps,
 )
 from scope_envs.train.act_ppo import PPOConfig, PPOTrainer
 from scope_envs.train.rollout import UniformAgent
@@ -55,8 +55,7 @@ def episode_sd(game: str, episodes: int, row: str) -> tuple[float, float]:
     """Mean and per-episode sd of the held-out success metric of one of the band's rows (64 envs, as
     ``evaluate``)."""
     env_id, kwargs, overrides = method_setup(game, row)
-    preset = PRESETS["default"]
-    steps = int(preset["steps"] * preset["steps_scale"].get(game, 1.0)) * ORACLE_BUDGET if row == "oracle" else 0
+    steps = preset_steps(game) * ORACLE_BUDGET if row == "oracle" else 0
     trainer = PPOTrainer(PPOConfig(env_id=env_id, env_kwargs=kwargs, total_steps=steps, seed=0, **overrides))
     trainer.train()
     envs = [scope_envs.make(f"{game}-heldout") for _ in range(64)]

@@ -44,7 +44,7 @@ def main(argv=None) -> None:
 
     import scope_envs.bench.protocol as protocol
     import scope_envs.train.act_ppo as act_ppo
-    from scope_envs.bench.methods import METHODS, PRESETS, run_one
+    from scope_envs.bench.methods import METHODS, PRESETS, preset_steps, run_one
     from scope_envs.bench.protocol import EVAL_EPISODES_MIN
 
     timed(protocol, "play", "evaluation")
@@ -53,8 +53,7 @@ def main(argv=None) -> None:
     timed(act_ppo.PPOTrainer, "batches", "batches")
     timed(act_ppo, "behaviour_clone", "behaviour cloning")
     preset = PRESETS["default"]
-    steps = int(preset["steps"] * preset.get("steps_scale", {}).get(args.game, 1.0))
-    settings = dict(steps=steps, eval_episodes=preset["eval_episodes"], curve_points=preset["curve_points"],
+    settings = dict(steps=preset_steps(args.game), eval_episodes=preset["eval_episodes"], curve_points=preset["curve_points"],
                     curve_episodes=preset["curve_episodes"],
                     heldout_episodes=max(preset["eval_episodes"], EVAL_EPISODES_MIN[args.game]))
     run_one(args.game, "cotrain", args.seed + 1, steps=500, eval_episodes=20, curve_points=1, curve_episodes=10)

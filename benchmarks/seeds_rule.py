@@ -40,7 +40,7 @@ from pathlib import Path
 import numpy as np
 
 from scope_envs.bench import stats
-from scope_envs.bench.methods import EVAL_EPISODES_MIN, PRESETS
+from scope_envs.bench.methods import EVAL_EPISODES_MIN, PRESETS, preset_steps
 from scope_envs.bench.methods import SEEDS_MDE_FRACTION as FRACTION  # the MDE the rule allows, a fraction of the band
 
 REPO = Path(__file__).resolve().parents[1]
@@ -70,7 +70,7 @@ def expected_settings() -> dict[str, str]:
     """The rows of report.md's settings table that today's default preset writes."""
     p = PRESETS["default"]
     games = ("p4g", "cooperbench", "tau2")
-    steps = {g: int(p["steps"] * p.get("steps_scale", {}).get(g, 1.0)) for g in games}
+    steps = {g: preset_steps(g) for g in games}
     return {"steps": ", ".join(f"{g} {steps[g]}" for g in games),
             "eval_episodes": ", ".join(f"{g} {p['eval_episodes']}" for g in games),
             "heldout_episodes": ", ".join(f"{g} {max(p['eval_episodes'], EVAL_EPISODES_MIN[g])}" for g in games)}

@@ -25,7 +25,7 @@ import numpy as np
 
 
 def main(argv=None) -> None:
-    from scope_envs.bench.methods import METHODS, PRESETS, run_one
+    from scope_envs.bench.methods import METHODS, PRESETS, preset_steps, run_one
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
@@ -39,7 +39,7 @@ def main(argv=None) -> None:
 
     engines = {"loop": tuple(e for e in games.BATCHED if e is not games.Tau2VecEnv), "batched": games.BATCHED}
     p = PRESETS["default"]
-    settings = dict(steps=int(p["steps"] * p["steps_scale"]["tau2"]), eval_episodes=p["eval_episodes"],
+    settings = dict(steps=preset_steps("tau2"), eval_episodes=p["eval_episodes"],
                     curve_points=p["curve_points"], curve_episodes=p["curve_episodes"],
                     heldout_episodes=p["eval_episodes"])
     load_before = os.getloadavg()

@@ -348,16 +348,14 @@ def run(games, seeds: int | None = None, steps: int | None = None, eval_episodes
     import os
 
     from scope_envs.bench.executors import execute
-    from scope_envs.bench.methods import PRESETS
+    from scope_envs.bench.methods import preset_steps
     from scope_envs.files import check_output_dir, write_atomic, write_json
 
-    preset = PRESETS["default"]
     out = check_output_dir(out)
     check_output_dir(out / "runs")
     seeds = DEFAULT_SEEDS if seeds is None else seeds
     episodes = EVAL_EPISODES if eval_episodes is None else eval_episodes
-    budget = {g: steps if steps is not None else int(preset["steps"] * preset["steps_scale"].get(g, 1.0))
-              for g in games}
+    budget = {g: steps if steps is not None else preset_steps(g) for g in games}
     tasks = [dict(game=g, method=cell_name(m, d), seed=s, steps=budget[g], eval_episodes=episodes, dial=d,
                   runner=RUNNER) for g in games for m, d in cells(g) for s in range(seeds)]
     tasks.sort(key=lambda t: -(5 if t["method"] == CEILING else 4 if t["method"] == "population" else 1))

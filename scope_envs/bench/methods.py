@@ -60,6 +60,13 @@ PRESETS = {
     "full": {"seeds": 8, "steps": 100_000, "eval_episodes": 3000, "curve_points": 10, "curve_episodes": 300},
 }
 GAMES = ("p4g", "cooperbench", "tau2")
+
+
+def preset_steps(game: str, preset: str = "default") -> int:
+    """A preset's training budget for ``game``, in decisions of agent_0: its ``steps`` times the game's
+    ``steps_scale`` (1 where it has none)."""
+    p = PRESETS[preset]
+    return int(p["steps"] * p.get("steps_scale", {}).get(game, 1.0))
 # the default run gives each game max(the preset's seeds, SEEDS_MIN[game]) seeds, so that its confirmatory MDE (power
 # 0.8, Holm over the family) is at most SEEDS_MDE_FRACTION of its band, from the per-seed sd of the committed default
 # runs (rule and inputs: benchmarks/seeds_rule.py; declared, and these numbers derived, before the run that uses

@@ -23,6 +23,7 @@ from scope_envs.bench.methods import (
     GAMES,
     METHODS,
     PRESETS,
+    preset_steps,
 )
 from scope_envs.bench.plots import plot
 from scope_envs.bench.report import write_report
@@ -127,8 +128,7 @@ def run(games=GAMES, methods=METHODS, seeds=None, steps=None, eval_episodes=None
             raise ValueError(f"unknown game {game!r}; known games: {known}")
     out = check_output_dir(out)  # a file in the way, a read-only disk: said now, before any run
     check_output_dir(out / "runs")
-    scale = settings.pop("steps_scale", {}) if steps is None else {}  # preset budgets only; --steps is exact
-    settings.pop("steps_scale", None)
+    settings.pop("steps_scale", None)  # the preset's budgets per game (preset_steps); --steps is exact
     # the preset's held-out evaluation, raised per game to the measurement-resolution rule; --eval-episodes is
     # exact (both sides)
     eval_min = EVAL_EPISODES_MIN if eval_episodes is None and not smoke else {}
@@ -136,7 +136,8 @@ def run(games=GAMES, methods=METHODS, seeds=None, steps=None, eval_episodes=None
     seeds_min = SEEDS_MIN if seeds is None and not full and not smoke else {}
     scope = {"user_reward": user_reward, "advantage": advantage, "group_size": group_size,
              **({"sensitivity": True} if sensitivity else {})}
-    tasks = [dict(game=g, method=m, seed=s, steps=int(settings["steps"] * scale.get(g, 1.0)),
+    tasks = [dict(game=g, method=m, seed=s, steps=preset_steps(g, "full" if full else "default") if steps is None
+                  else steps,
                   eval_episodes=settings["eval_episodes"],
                   heldout_episodes=max(settings["eval_episodes"], eval_min.get(g, 0)),
                   curve_points=settings["curve_points"], curve_episodes=settings["curve_episodes"], **scope)
