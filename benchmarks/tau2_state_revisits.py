@@ -10,7 +10,14 @@ over all steps, the distinct states reached under two keys:
   revealed, the confirmations, the world's trail of writes, violations and identified users), which merges
   histories that lead to the same state (``tests/test_tau2_state_revisits.py``: equal keys, equal agent
   features, masks, user state and outcome);
-* ``state_and_card``: that and the user's card (the traits a learnable user's features read).
+* ``state_and_card``: that and the user's card (the traits a learnable user's features read);
+* ``core``: the state without its counters (steps, tool errors, messages, denials, insists; what the dialogue
+  revealed as the set of the task's grounding tokens it holds), the key of a memo that would keep the counters as
+  arrays beside a table of the rest (the rules read the counters only through the step and error limits, the
+  features and two flags, ``denied > 0`` and the user's first turn, which the key keeps).
+
+``tasks`` is how many distinct tasks the episodes dealt: a memo is filled per task, and a train split of hundreds
+of tasks gives each one few episodes at the benchmark's budgets.
 
 ``new_per_step`` near 1 means almost every step meets a state no earlier step met: a memo would miss almost
 always, and the route to a faster engine is the rules as arrays (``docs/engines.md``).
@@ -41,23 +48,47 @@ def state_key(g) -> tuple:
             len(g.world.violations), frozenset(g.world.identified), g._next, g.decoy_executed)
 
 
+def grounding_tokens(goal) -> tuple[str, ...]:
+    """Every token a candidate's grounding checks against what was revealed (the rules' only reads of it)."""
+    toks = {t for _, grounding, _ in goal.keyed_lookups + goal.keyed_real_requests for t in grounding}
+    if goal.decoy is not None:
+        toks.update(goal.decoy.grounding())
+    return tuple(sorted(toks))
+
+
+def core_key(g) -> tuple:
+    """``state_key`` without the counters: the told slots in the order told (the identity reads are listed in that
+    order), the grounding tokens revealed instead of the text, the flags the counters feed kept."""
+    confirming = getattr(g, "confirming", None)
+    return (g.domain, g.task["id"], frozenset(g.done), tuple(t in g.revealed for t in grounding_tokens(g.goal)),
+            tuple(g.told.items()), g.stated, g.details_given, g.asked, g.answered, g.decoy_stated,
+            g.decoy_retracted, frozenset(g.confirmed), None if g.instructed is None else g.instructed.key(),
+            g.transfer_pending, g.asked_slot, g.confirm_target, None if confirming is None else confirming.key(),
+            g.slips, g.termination, g.world.trail, len(g.world.violations), frozenset(g.world.identified), g._next,
+            g.decoy_executed, g.denied > 0, g.user_msgs == 0)
+
+
 def revisits(env_id: str, act, episodes: int, seed: int) -> dict:
     env = scope_envs.make(env_id)
     game = env.unwrapped.game
-    histories, states, cards, steps = set(), set(), set(), 0
+    histories, states, cards, cores, tasks, steps = set(), set(), set(), set(), set(), 0
     for ep in range(episodes):
         obs, _ = env.reset(seed=seed + ep)
+        tasks.add((game.domain, game.task["id"]))
         while env.agents:
             obs, *_ = env.step({a: act(obs[a]["observation"], obs[a]["action_mask"].astype(bool))
                                 for a in env.agents})
             histories.add((game.domain, game.task["id"], tuple((t.role, t.act) for t in game.history)))
             states.add(state_key(game))
             cards.add((state_key(game), tuple(sorted(game.traits.items()))))
+            cores.add(core_key(game))
             steps += 1
-    return {"steps": steps, "history_nodes": len(histories), "state_nodes": len(states),
-            "state_and_card_nodes": len(cards), "history_new_per_step": round(len(histories) / steps, 3),
+    return {"steps": steps, "tasks": len(tasks), "history_nodes": len(histories), "state_nodes": len(states),
+            "state_and_card_nodes": len(cards), "core_nodes": len(cores),
+            "history_new_per_step": round(len(histories) / steps, 3),
             "state_new_per_step": round(len(states) / steps, 3),
-            "state_and_card_new_per_step": round(len(cards) / steps, 3)}
+            "state_and_card_new_per_step": round(len(cards) / steps, 3),
+            "core_new_per_step": round(len(cores) / steps, 3)}
 
 
 def main(argv=None) -> None:

@@ -52,6 +52,32 @@ def test_equal_state_keys_give_equal_answers(env_id):
     assert revisits > 50  # the check met enough revisited states to mean something
 
 
+def core_answers(game) -> tuple:
+    from scope_envs.games.tau2.game import AGENT, USER
+
+    # what the rules answer from the core alone: both masks and the candidates they name (no counter is read)
+    return (game.legal(AGENT).tobytes(), game.legal(USER).tobytes(),
+            tuple((k, tuple(c.key() for c in v)) for k, v in game.candidates().items()), game.active_role())
+
+
+def test_equal_core_keys_give_equal_masks_and_candidates():
+    probe = probe_module()
+    env = scope_envs.make("tau2-frozen")
+    game = env.unwrapped.game
+    rng = np.random.default_rng(1)
+    seen, revisits = {}, 0
+    for ep in range(300):
+        obs, _ = env.reset(seed=ep)
+        while env.agents:
+            obs, *_ = env.step({a: int(rng.choice(np.flatnonzero(obs[a]["action_mask"]))) for a in env.agents})
+            key, got = probe.core_key(game), core_answers(game)
+            if key in seen:
+                revisits += 1
+                assert seen[key] == got, key
+            seen[key] = got
+    assert revisits > 50
+
+
 def test_the_probe_counts_new_states():
     probe = probe_module()
     out = probe.revisits("tau2-frozen", lambda x, m: int(np.flatnonzero(m)[0]), 20, 0)
@@ -59,3 +85,4 @@ def test_the_probe_counts_new_states():
     assert out["state_nodes"] < out["steps"] and out["history_nodes"] <= out["steps"]
     assert 0 < out["state_new_per_step"] <= out["history_new_per_step"] <= 1
     assert out["state_new_per_step"] <= out["state_and_card_new_per_step"] <= 1
+    assert 0 < out["core_new_per_step"] <= out["state_new_per_step"] and 1 <= out["tasks"] <= 20

@@ -9,7 +9,7 @@ from scope_envs.games.cooperbench.game import CooperBenchGame
 from scope_envs.games.p4g.batched import P4GBatch, card_row, split_cards
 from scope_envs.games.p4g.game import P4GGame
 from scope_envs.games.tau2.act_game import Tau2ActGame
-from scope_envs.core.env import AGENT, LEARNABLE
+from scope_envs.core.env import LEARNABLE
 from scope_envs.vec.batched import BatchedVecEnv, power
 
 # the batched models that play the game's reference (their cards' traits moved up by the cooperation, ``kind[2]``)
@@ -195,10 +195,15 @@ def slot_traits(sim, persona) -> list:
 
 
 class Tau2VecEnv(BatchedVecEnv):
-    """tau^2-bench's act game batched (``scope_envs.games.tau2.batched``): each slot's scalar game plays the rules
-    (tool calls, candidates, policy checks), everything around them is computed for all slots at once."""
+    """tau^2-bench's act game batched (``scope_envs.games.tau2.batched``): the rules as arrays over the slots, the
+    world's answers (tool calls, policy checks, the evaluation) asked once per task and state and kept."""
 
     game_type = Tau2ActGame
+
+    @classmethod
+    def supports(cls, envs) -> bool:
+        # an NL judge reads the whole transcript: such games run on the scalar envs
+        return super().supports(envs) and all(e.unwrapped.game.judge is None for e in envs)
 
     def __init__(self, envs, exact: bool = True):
         super().__init__(envs, exact)
@@ -212,7 +217,8 @@ class Tau2VecEnv(BatchedVecEnv):
     def deal(self, i, env, sim, persona, rng):
         if not self.exact:  # the member drawn on the shared generator (exact mode: ``_start`` set it); ``_ask``
             env.member = int(self.member[i])  # asks ``env.simulator``
-        env.game.reset(persona, rng)  # the world, the goal and the episode seed, from the slot's generator
+        # the episode seed, the one draw of the scalar game's ``reset``, from the slot's generator
+        self.batch.begin(i, persona, int(rng.integers(2**31)))
         self.batch.traits[i] = slot_traits(sim, persona)
         return None
 
@@ -226,7 +232,7 @@ class Tau2VecEnv(BatchedVecEnv):
             env.member = member
             card = persona if persona is not None else env.game.sample_persona(rng, split)
             env.game.user_player = sim
-            env.game.reset(card, rng)
+            self.batch.begin(i, card, int(rng.integers(2**31)))
             self.persona[i], self.persona_id[i] = card, card.id
             self.batch.traits[i] = slot_traits(sim, card)
         self.batch.reset(idx)
@@ -254,27 +260,20 @@ class Tau2VecEnv(BatchedVecEnv):
         return self.reply(kind, idx, legal)
 
     def public_private(self, i, role):
-        game = self._u[i].game
+        game = self.batch.game(i)
         return game.info(), game.private(self.role_names[role])
 
     def view(self, i, role, legal, observation=False):
-        """The scalar env's own view (its history carries the turns' words, tool calls and results)."""
+        """The scalar env's own view (its history carries the turns' words, tool calls and results), its game
+        brought to the slot's state."""
+        self.batch.game(i)
         return self._u[i].view(self.role_names[role], observation=observation)
 
     def _final(self, ended):
-        from scope_envs.vec.base import _finished_record, _stack_final
-
-        records = [None] * self.num_envs
+        final = super()._final(ended)
+        # the user's turns of a task's opening (a conversation it starts in) come first
         for i in ended.tolist():
-            game = self._u[i].game
-            user_acts = [t.act for t in game.history if t.role == game.user_role]
-            records[i] = _finished_record(game, float(self._ret[i]), int(self.member[i]), user_acts)
-        final = _stack_final(records)
-        mask = np.zeros(self.num_envs, bool)
-        mask[ended] = True
-        final["_mask"] = mask
-        if self._final_obs:
-            final["obs"] = {AGENT: self._bounded(self.batch.features(0))}
+            final["user_acts"][i] = self.batch.user_acts(i)
         return final
 
     def step(self, actions):

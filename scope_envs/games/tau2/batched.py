@@ -1,17 +1,18 @@
-"""tau^2-bench's act game for N episodes at once: the slots' scalar games behind the batch interface of the vec
-engine (``scope_envs.vec.games.Tau2VecEnv``), and the built-in users' reply models as arrays.
+"""tau^2-bench's act game for N episodes at once, as arrays: the batch of the vec engine
+(``scope_envs.vec.games.Tau2VecEnv``), and the built-in users' reply models as arrays.
 
-tau2's rules are not arrays: a turn runs tool calls on a database, grounds candidates in what the dialogue has
-revealed and checks the domain policy. ``Tau2Batch`` therefore keeps each slot's own ``Tau2ActGame`` (the scalar
-env's game object, so the scalar code stays the one definition of the rules) and steps the slots one by one in
-``apply``; what the vec engine batches around it is everything else a scalar env does per step: the simulator
-turn (the view, the reply distribution, its sharpening, the draw), the observations, masks, infos and rewards.
+``Tau2Batch`` holds every slot's dialogue state as arrays (the calls made, what was revealed, the confirmations
+as bits; the counters and flags as numbers) over its task compiled into tables (``compiled.py``). The rules of
+``game.Tau2Game`` and ``act_game.Tau2ActGame``, the candidates, the legal masks, the features, the users' state and
+every act's effect, are numpy over the slots; what a table cannot say (a tool call's answer, the policy check of
+a write, the evaluation) the compiled task asks the world once per state and keeps. Each slot keeps its scalar
+``Tau2ActGame`` as its configuration: ``game(i)`` brings it to the slot's state by replaying the slot's acts (the
+views of users asked slot by slot read it). ``tests/test_vec_tau2.py`` holds the engine to the scalar envs bit for
+bit on every regime, the panel and the real tau^2-bench tasks.
 
-The users' reply models are computed for all slots at once from the dialogue state read into arrays
-(``user_states``), operation for operation as ``behaviour.reference_distribution`` and
-``human_proxy.distribution`` compute them, so that the same seeds give the same episodes
-(``tests/test_vec_tau2.py`` plays every tau2 id both ways and compares every observation, mask, reward and
-outcome):
+The users' reply models are computed for all slots at once from the dialogue state (``user_states``), operation
+for operation as ``behaviour.reference_distribution`` and ``human_proxy.distribution`` compute them, so that the
+same seeds give the same episodes:
 
 * ``reference_reply``: ``ReferenceUser.reference`` (the collapsed user, the rotation members and the panel's
   families: each slot's card, or its simulator's style card, moved toward the modal card by its cooperation);
@@ -22,10 +23,29 @@ from __future__ import annotations
 
 import numpy as np
 
+from scope_envs.core.rewards import SIMULATOR_REWARDS, simulator_reward
 from scope_envs.games.tau2 import human_proxy
-from scope_envs.games.tau2.behaviour import VOLUNTEER
-from scope_envs.games.tau2.dialogue_acts import AGENT_ACTS, USER_ACTS, USER_INDEX
+from scope_envs.games.tau2.behaviour import TRAITS as CARD_TRAITS
+from scope_envs.games.tau2.behaviour import VOLUNTEER, default_card
+from scope_envs.games.tau2.compiled import MAX_CALLS, TASKS, SeedOnly
+from scope_envs.games.tau2.data import DOMAINS
+from scope_envs.games.tau2.dialogue_acts import (
+    AGENT_ACTS,
+    AGENT_INDEX,
+    IDENTITY_SLOTS,
+    K_PHONE,
+    K_READ,
+    K_WRITE,
+    REQUEST_SLOTS,
+    USER_ACTS,
+    USER_INDEX,
+)
 from scope_envs.games.tau2.game import AGENT, USER, Tau2Game
+
+N_AGENT = len(AGENT_ACTS)
+A = AGENT_INDEX
+ENDS = (None, "agent_stop", "user_stop", "max_steps", "too_many_errors")  # ``termination`` codes
+BITS = np.left_shift(np.uint64(1), np.arange(MAX_CALLS, dtype=np.uint64))  # BITS[k] = 1 << k
 
 ROLES = (AGENT, USER)
 N_USER = len(USER_ACTS)
@@ -56,125 +76,525 @@ def user_state_row(game) -> list:
             st["real_pending"], st["tool_errors"]]
 
 
-class Tau2Batch:
-    """N tau2 act games (each slot's scalar ``Tau2ActGame``); roles are 0 (agent) and 1 (user)."""
+def _popcount(x: np.ndarray) -> np.ndarray:
+    return np.bitwise_count(x) if hasattr(np, "bitwise_count") else \
+        np.array([bin(v).count("1") for v in x.tolist()], np.int64)
 
-    roles = ROLES
-    n_acts = (len(AGENT_ACTS), N_USER)
-    # a task may open mid-conversation with the user to speak (``Tau2Game._replay_message``); after a user turn
-    # the agent always moves next (or the episode is over)
+
+def _first(seq: np.ndarray, ok: np.ndarray, k: int) -> np.ndarray:
+    """The first ``k`` entries of each row of ``seq`` where ``ok`` holds, skipping an entry equal to an earlier
+    one that was taken (the candidates' ``added`` / ``seen`` sets); -1 past a row's last. (rows, k)"""
+    width = seq.shape[1]
+    earlier = np.tri(width, k=-1, dtype=bool)  # earlier[j, m]: m before j
+    dup = ((seq[:, :, None] == seq[:, None, :]) & ok[:, None, :] & earlier[None]).any(2)
+    ok = ok & ~dup
+    pos = np.argsort(~ok, 1, kind="stable")[:, :k]
+    out = np.full((len(seq), k), -1, np.int64)  # (a row narrower than k leaves the rest at -1)
+    out[:, : pos.shape[1]] = np.where(np.take_along_axis(ok, pos, 1), np.take_along_axis(seq, pos, 1), -1)
+    return out
+
+
+def _bit(u: np.ndarray) -> np.ndarray:
+    """1 << u for call indices (0 where u is -1)."""
+    return np.where(u >= 0, BITS[np.maximum(u, 0)], np.uint64(0))
+
+
+class Tau2Batch:
+    """N tau2 act games as arrays (see the module); roles are 0 (agent) and 1 (user)."""
+
+    roles = (AGENT, USER)
+    n_acts = (N_AGENT, N_USER)
     user_opens, user_replies_once = True, True
+    exact_views = True
 
     def __init__(self, games: list):
         self.games = list(games)
         n = self.n = len(self.games)
         first = self.games[0]
-        self.max_steps = first.max_steps
-        self.obs_dim = tuple(len(first.features(r)) for r in ROLES)
-        # the largest feature: ``agent_msgs / 30`` (at most max_steps / 30); the rest are fractions or flags
+        self.max_steps, self.max_tool_errors = first.max_steps, first.max_tool_errors
+        self.user_reward = first.user_reward
+        self.obs_dim = tuple(len(first.features(r)) for r in self.roles)
         self.feature_max = max(1.0, self.max_steps / 30)
-        self.length = np.zeros(n, np.int64)  # turns in each game's history (``infos["turn"]``)
-        self.done = np.zeros(n, bool)
-        self.cut = np.zeros(n, bool)  # whether the slot's last finished episode was truncated (steps, tool errors)
-        self._active = np.full(n, -1, np.int64)
+        self.tasks = TASKS
         self._noop = [np.eye(k, dtype=bool)[0] for k in self.n_acts]
-        self._stamp = np.zeros(n, np.int64)  # bumped whenever a slot's game changes (features are cached by it)
-        self._features = [np.zeros((n, d), np.float32) for d in self.obs_dim]
-        self._seen = [np.full(n, -1, np.int64), np.full(n, -1, np.int64)]
-        # each slot's reply-model traits (``TRAITS``; the vec env sets them as it deals) and whether a
-        # learnable user sits in it (only those slots need the user's features)
-        self.traits = np.zeros((n, len(TRAITS)))
+        self.traits = np.zeros((n, len(TRAITS)))  # the reply models' traits (the vec env sets them as it deals)
         self.seat = np.full(n, -1, np.int64)
         self.track_proxy = False
+        z = lambda dtype=np.int64: np.zeros(n, dtype)  # noqa: E731
+        self.task, self.length, self.done = z(), z(), z(bool)
+        self.cut = z(bool)  # whether the slot's last finished episode was truncated (steps, tool errors)
+        self.steps, self.tool_errors, self.agent_msgs, self.user_msgs = z(), z(), z(), z()
+        self.denied, self.insisted, self.inform_alls, self.slips = z(), z(), z(), z()
+        self.next, self.end = z(), z()  # 0 agent, 1 user; ``ENDS`` code
+        self.called, self.revealed_bits, self.confirmed = z(np.uint64), z(np.uint64), z(np.uint64)
+        # the sentences said, and what the evaluation reads: the gold actions met, the required strings said
+        self.said, self.gold, self.comm = z(np.uint64), z(np.uint64), z(np.uint64)
+        self.stated, self.details_given, self.asked, self.answered = z(bool), z(bool), z(bool), z(bool)
+        self.decoy_stated, self.decoy_retracted, self.transfer_pending = z(bool), z(bool), z(bool)
+        self.decoy_executed, self.last_err, self.ident_any = z(bool), z(bool), z(bool)
+        self.reward = np.zeros(n)  # the task reward, once over
+        self.instructed, self.confirming = np.full(n, -1, np.int64), np.full(n, -1, np.int64)
+        self.asked_slot, self.target = z(), z()
+        self.told = np.zeros((n, len(IDENTITY_SLOTS)), np.int64)  # 0, or 1 + HOWS index
+        self.told_order = np.full((n, len(IDENTITY_SLOTS)), -1, np.int64)  # the slots in the order first told
+        self.n_told = z()
+        self.trail, self.ident, self.violations = z(), z(), z()
+        self.last = np.zeros((n, 2), np.int64)
+        self.episode_seed = z()
+        self.disclose = np.ones(n)
+        self.card = np.zeros((n, len(CARD_TRAITS)))
+        self.revealed = [" "] * n
+        self.persona = [None] * n
+        # each slot's acts this episode (``game(i)`` replays them on the slot's scalar game)
+        self.log = np.zeros((n, 2 * self.max_steps + 8, 2), np.int64)
+        self.log_n = z()
+        self._synced = np.full(n, -1, np.int64)  # acts replayed on the slot's scalar game; -1: not reset
+        # what a new episode starts at zero (or False)
+        self._zeroed = [getattr(self, name) for name in (
+            "tool_errors", "agent_msgs", "user_msgs", "denied", "insisted", "inform_alls", "slips", "end", "called",
+            "revealed_bits", "confirmed", "said", "stated", "details_given", "asked", "answered", "decoy_stated",
+            "decoy_retracted", "transfer_pending", "decoy_executed", "asked_slot", "target", "n_told", "trail",
+            "ident", "log_n")]
+        self._stale = np.ones(n, bool)  # the slots whose candidates must be recomputed
+        self._reads = np.full((n, K_READ), -1, np.int64)
+        self._writes = np.full((n, K_WRITE), -1, np.int64)
+        self._phones = np.full((n, K_PHONE), -1, np.int64)
+        self._pending: list[tuple] = []
 
     # -- episodes ------------------------------------------------------------------------------------------
-    def reset(self, idx: np.ndarray, cards=None) -> None:
-        """The games in slots ``idx`` were just reset (by the vec env's dealing): read their state."""
-        for i in np.asarray(idx).tolist():
-            self._read(i)
+    def begin(self, i: int, persona, seed: int) -> None:
+        """Slot ``i``'s new episode on ``persona``'s task with episode seed ``seed`` (drawn by the caller from the
+        generator the scalar game's ``reset`` draws it from); it starts at the next ``reset``."""
+        self._pending.append((i, persona, seed))
 
-    def _read(self, i: int) -> None:
+    def reset(self, idx: np.ndarray, cards=None) -> None:
+        """Start the episodes ``begin`` was given (the vec env calls it once it dealt slots ``idx``)."""
+        pending, self._pending = self._pending, []
+        if not pending:
+            return
+        slots, personas, seeds = zip(*pending)
+        i = np.array(slots, np.int64)
+        rows, cards = [], []
+        tasks, games = self.tasks, self.games
+        for k, persona, seed in zip(slots, personas, seeds):
+            game = games[k]
+            att = persona.attributes
+            key = (id(game.data.get(att.get("domain"))), att.get("task_id"))
+            r = tasks.row.get(key)
+            if r is None:  # a task not seen yet: the scalar game is reset on it to compile it
+                game.reset(persona, SeedOnly(seed))
+                r = tasks.of(game)
+            rows.append(r)
+            traits = persona.traits or default_card().traits
+            cards.append([traits.get(name, 0.0) for name in CARD_TRAITS])
+            self.disclose[k] = traits.get("disclose", 1.0)
+            self.persona[k] = persona
+            self.revealed[k] = " "
+        r = np.array(rows, np.int64)
+        t = tasks
+        self.task[i], self.episode_seed[i] = r, seeds
+        self.steps[i], self.length[i], self.next[i] = t.steps0[r], t.length0[r], t.next0[r]
+        self.last_err[i], self.violations[i] = t.last_err0[r], t.violations0[r]
+        self.gold[i], self.comm[i], self.ident_any[i] = t.gold0[r], t.comm0[r], t.ident_any0[r]
+        for a in self._zeroed:
+            a[i] = 0
+        self.instructed[i] = self.confirming[i] = -1
+        self.told[i], self.told_order[i], self.last[i] = 0, -1, 0
+        self.card[i] = cards
+        # (``cut`` stays: it is the last finished episode's, read after the slot restarted in the same step)
+        self.done[i], self.reward[i], self._synced[i], self._stale[i] = False, 0.0, -1, True
+
+    def game(self, i: int) -> Tau2Game:
+        """Slot ``i``'s scalar game brought to the slot's state (its acts replayed; kept in step from then on)."""
         game = self.games[i]
-        self.length[i] = len(game.history)
-        role = game.active_role()
-        self._active[i] = -1 if role is None else (0 if role == AGENT else 1)
-        self.done[i] = role is None
-        self._stamp[i] += 1
+        if self._synced[i] < 0:
+            game.reset(self.persona[i], SeedOnly(int(self.episode_seed[i])))
+            self._synced[i] = 0
+        for role, act in self.log[i, self._synced[i]: self.log_n[i]].tolist():
+            game.apply(self.roles[role], act, "")
+        self._synced[i] = self.log_n[i]
+        return game
 
     def active(self) -> np.ndarray:
-        """The role to move in each slot (0, 1), or -1 once over."""
-        return self._active.copy()
+        return np.where(self.done, -1, self.next)
 
+    # -- the candidates --------------------------------------------------------------------------------------
+    def candidates(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every slot's read, write and phone candidates as call indices, (N, K) each, -1 past the last
+        (``Tau2Game.candidates``); read them, never write them. Recomputed only in the slots where something they
+        depend on changed (``_stale``: a call, a tell, the details, a request stated or retracted, a new
+        episode)."""
+        rows = np.flatnonzero(self._stale)
+        if len(rows):
+            self._stale[rows] = False
+            reads, writes, phones = self._candidates(rows)
+            self._reads[rows], self._writes[rows], self._phones[rows] = reads, writes, phones
+        return self._reads, self._writes, self._phones
+
+    def _candidates(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        t, r = self.tasks, self.task[rows]
+        called, rev = self.called[rows, None], self.revealed_bits[rows, None]
+        need = t.need[r]
+
+        def open_(u):  # not made yet
+            return (u >= 0) & ((called & _bit(u)) == 0)
+
+        def grounded(u):
+            return (np.take_along_axis(need, np.maximum(u, 0), 1) & ~rev) == 0
+
+        w = t.width
+        look = t.lookups[r, : w["lookups"]]
+        # the identity reads in the order the slots were told, each as it was told (the table's column is ``told``)
+        order = self.told_order[rows]
+        slots = np.maximum(order, 0)
+        how = np.take_along_axis(self.told[rows], slots, 1)
+        ids = np.where(order >= 0, t.identity_reads[r[:, None], slots, how], -1)
+        rec = t.records[r, : w["records"]]
+        seq = np.concatenate([look, ids, rec], 1)
+        ok = np.concatenate([open_(look) & grounded(look), open_(ids),
+                             open_(rec) & self.details_given[rows, None]], 1)
+        reads = _first(seq, ok, K_READ)
+        decoy = np.where(self.decoy_stated[rows] & ~self.decoy_retracted[rows], t.decoy[r], -1)[:, None]
+        stated = self.stated[rows, None]
+        seq = np.concatenate([decoy, np.where(stated, t.requests[r, : w["requests"]], -1)], 1)
+        writes = _first(seq, open_(seq) & grounded(seq), K_WRITE)
+        ph = np.where(stated, t.phones[r, : w["phones"]], -1)
+        phones = _first(ph, open_(ph), K_PHONE)
+        return reads, writes, phones
+
+    # -- what the roles see --------------------------------------------------------------------------------
     def legal(self, role: int, active: np.ndarray) -> np.ndarray:
-        """Each slot's legal acts of ``role``; slots where ``role`` is not to move get the no-op only."""
+        """Each slot's legal acts of ``role`` (``Tau2ActGame.legal``); the no-op only where ``role`` is not to
+        move."""
+        on = active == role
         out = np.tile(self._noop[role], (self.n, 1))
-        name, games = ROLES[role], self.games
-        for i in np.flatnonzero(active == role).tolist():
-            game = games[i]
-            # the shared mask, copied once into ``out`` (a game class with its own ``legal`` is asked for it)
-            out[i] = game.shared_legal(name) if type(game).legal is Tau2Game.legal else game.legal(name)
+        if not on.any():
+            return out
+        out[on] = ~self._noop[role]
+        t, r = self.tasks, self.task
+        if role == 0:
+            reads, writes, phones = self.candidates()
+            m = out
+            for j in range(K_READ):
+                m[:, A[f"lookup:{j}"]] &= reads[:, j] >= 0
+            for j in range(K_WRITE):
+                m[:, A[f"confirm:{j}"]] &= writes[:, j] >= 0
+                # no write without the customer's yes to that very call
+                m[:, A[f"execute:{j}"]] &= (writes[:, j] >= 0) & ((self.confirmed & _bit(writes[:, j])) != 0)
+            for j in range(K_PHONE):
+                m[:, A[f"instruct:{j}"]] &= phones[:, j] >= 0
+            return out
+        ident = t.has_identity[r]
+        out[:, U["inform_identity"]] &= ident
+        out[:, U["inform_slip"]] &= ident & (self.slips == 0) & t.slippable[r]
+        out[:, U["inform_details"]] &= t.has_details[r]
+        out[:, U["insist"]] &= (t.decoy_kind[r] == 1) & self.decoy_stated
+        out[:, U["change_mind"]] &= (t.decoy_kind[r] == 2) & ~self.decoy_retracted
+        out[:, U["ask_question"]] &= t.has_questions[r]
+        out[:, U["phone_action"]] &= self.instructed >= 0
+        out[:, U["transfer"]] &= self.transfer_pending
         return out
 
-    def apply(self, role: int, idx: np.ndarray, acts: np.ndarray) -> np.ndarray:
-        """Play ``acts`` (legal, checked by the caller) in slots ``idx``; returns the slots that finished."""
-        name, games = ROLES[role], self.games
-        ended = []
-        for i, a in zip(idx.tolist(), acts.tolist()):
-            game = games[i]
-            game.apply(name, a, "")  # the act surface's empty text: the game words the act itself
-            self._read(i)
-            if self.done[i]:
-                self.cut[i] = game.truncated()
-                ended.append(i)
-        return np.array(ended, np.int64)
+    def _satisfied(self) -> np.ndarray:
+        """``Tau2Game.satisfied`` of every slot."""
+        t, r, called = self.tasks, self.task, self.called
+        none = self.stated & ((t.decoy_kind[r] != 1) | (self.denied > 0))
+        made = ((t.request_bits[r] & ~called) == 0) & ((t.phone_bits[r] & ~called) == 0)
+        return np.where(t.needs_none[r], none, made & (self.answered | ~t.has_questions[r]))
 
-    # -- what the roles see -------------------------------------------------------------------------------
+    def _real_pending(self) -> np.ndarray:
+        return (self.tasks.request_bits[self.task] & ~self.called) != 0
+
     def features(self, role: int) -> np.ndarray:
-        """Each slot's features of ``role`` (the user's only where a learnable user sits; zeros elsewhere,
-        which the vec env does not show)."""
-        out, seen, stamp = self._features[role], self._seen[role], self._stamp
-        stale = seen != stamp
-        if role == 1:
-            stale &= self.seat >= 0
-        name, games = ROLES[role], self.games
-        for i in np.flatnonzero(stale).tolist():
-            out[i] = games[i].features(name)
-        seen[stale] = stamp[stale]
-        return out.copy()
+        """Every slot's features of ``role`` (``Tau2Game.features``, in its float32 values)."""
+        t, r, n = self.tasks, self.task, self.n
+        dom = np.eye(len(DOMAINS))[t.domain[r]]
+        f = np.float64
+        if role == 0:
+            reads, writes, phones = self.candidates()
+            pol = np.zeros((n, K_WRITE))
+            for i, j in zip(*np.nonzero(writes >= 0)):
+                tab = self.tasks.tables[r[i]]
+                pol[i, j] = tab.policy_flag(int(self.trail[i]), int(self.ident[i]), int(writes[i, j]))
+            confirmed = (self.confirmed[:, None] & _bit(writes)) != 0
+            cols = [dom, (self.steps / self.max_steps)[:, None], (self.tool_errors / self.max_tool_errors)[:, None],
+                    (self.agent_msgs / 30)[:, None], self.told > 0, self.ident_any[:, None], self.last_err[:, None],
+                    self.stated[:, None], self.details_given[:, None], self.asked[:, None], self.answered[:, None],
+                    reads >= 0, writes >= 0, confirmed, pol, phones >= 0, (self.instructed >= 0)[:, None],
+                    np.minimum(1.0, _popcount(self.called) / 10)[:, None], (self.denied > 0)[:, None],
+                    self.transfer_pending[:, None], (self.next == 0)[:, None], np.eye(N_USER)[self.last[:, 1]]]
+        else:
+            kind = t.decoy_kind[r]
+            cols = [dom, self.card, t.n_requests[r][:, None], t.n_phones[r][:, None], t.has_questions[r][:, None],
+                    (kind == 1)[:, None], (kind == 2)[:, None], t.has_identity[r][:, None],
+                    (self.user_msgs == 0)[:, None], self._satisfied()[:, None],
+                    np.minimum(1.0, self.agent_msgs / 30)[:, None], (self.instructed >= 0)[:, None],
+                    (self.target == 1)[:, None], (self.target == 2)[:, None],
+                    ((self.asked_slot >= 1) & (self.asked_slot <= len(IDENTITY_SLOTS)))[:, None],
+                    (self.asked_slot > len(IDENTITY_SLOTS))[:, None], (self.slips > 0)[:, None],
+                    self.stated[:, None], self.details_given[:, None], (self.n_told > 0)[:, None],
+                    self.asked[:, None], self.answered[:, None], np.minimum(1.0, self.denied / 3)[:, None],
+                    np.minimum(1.0, self.insisted / 3)[:, None], (self.decoy_stated & ~self.decoy_retracted)[:, None],
+                    self.decoy_retracted[:, None], self._real_pending()[:, None], self.transfer_pending[:, None],
+                    (self.next == 1)[:, None], np.eye(N_AGENT)[self.last[:, 0]]]
+        return np.concatenate([np.asarray(c, f).reshape(n, -1) for c in cols], 1).astype(np.float32)
 
-    def outcome(self, idx) -> dict[str, np.ndarray]:
-        rows = [self.games[i].outcome() for i in np.asarray(idx).tolist()]
-        return {k: np.array([r[k] for r in rows], float) for k in rows[0]}
-
-    def agent_score(self, idx) -> np.ndarray:
-        return np.array([self.games[i].agent_score() for i in np.asarray(idx).tolist()])
-
-    def rewards(self, idx, users: bool = True) -> tuple[np.ndarray, np.ndarray | None]:
-        """The finished slots' (agent, user) rewards (``Tau2Game.rewards``); ``users=False``: the agent's only."""
-        rows = [self.games[i].rewards() for i in np.asarray(idx).tolist()]
-        agent = np.array([r[AGENT] for r in rows], float)
-        return agent, (np.array([r[USER] for r in rows], float) if users else None)
-
-    # -- the users' replies ------------------------------------------------------------------------------
     def user_states(self, idx: np.ndarray) -> np.ndarray:
-        """``user_state_row`` of slots ``idx``, (rows, ``STATE``)."""
-        games = self.games
-        return np.array([user_state_row(games[i]) for i in idx.tolist()], float).reshape(len(idx), len(STATE))
+        """``batched.user_state_row`` of slots ``idx``, (rows, ``batched.STATE``)."""
+        t, r = self.tasks, self.task[idx]
+        slot = self.asked_slot[idx]
+        kind = t.decoy_kind[r]
+        cols = [self.transfer_pending[idx], self.user_msgs[idx] == 0, self._satisfied()[idx], self.agent_msgs[idx],
+                self.instructed[idx] >= 0, self.target[idx] == 1, self.target[idx] == 2, kind == 2, kind == 1,
+                (slot >= 1) & (slot <= len(IDENTITY_SLOTS)), slot > len(IDENTITY_SLOTS), self.slips[idx] > 0,
+                self.stated[idx], self.details_given[idx], self.n_told[idx] > 0, self.asked[idx],
+                t.has_questions[r], self.denied[idx], self.insisted[idx],
+                self.decoy_stated[idx] & ~self.decoy_retracted[idx], self._real_pending()[idx], self.tool_errors[idx]]
+        return np.stack([np.asarray(c, float) for c in cols], 1)
 
     def reference_reply(self, idx: np.ndarray, legal: np.ndarray) -> np.ndarray:
-        """``behaviour.reference_distribution`` in slots ``idx`` with each slot's ``traits``, in its
-        floating-point order."""
         return reference_distribution(self.traits[idx], self.user_states(idx), legal)
 
     def human_proxy_reply(self, idx: np.ndarray, legal: np.ndarray) -> np.ndarray:
-        """``human_proxy.distribution`` in slots ``idx`` (its default assumptions)."""
-        st = self.user_states(idx)
-        seeds = [self.games[i].episode_seed for i in idx.tolist()]
         t = self.traits[idx]
-        coins = np.array([[human_proxy._coin(s, "slip", slip), human_proxy._coin(s, "mind", mind)]
-                          for s, slip, mind in zip(seeds, t[:, T["slip"]].tolist(), t[:, T["mind_change"]].tolist())],
-                         bool).reshape(len(idx), 2)
-        return proxy_distribution(t, st, coins, legal)
+        coins = np.array([[human_proxy._coin(s, "slip", slip), human_proxy._coin(s, "mind", mind)] for s, slip, mind
+                          in zip(self.episode_seed[idx].tolist(), t[:, T["slip"]].tolist(),
+                                 t[:, T["mind_change"]].tolist())], bool).reshape(len(idx), 2)
+        return proxy_distribution(t, self.user_states(idx), coins, legal)
+
+    # -- the turns -----------------------------------------------------------------------------------------
+    def _calls(self, idx: np.ndarray, us: np.ndarray) -> None:
+        """Slots ``idx`` make calls ``us`` (``Tau2Game._call``): their answers, the turns, the counters and what the
+        agent's calls revealed."""
+        if not len(idx):
+            return
+        tables, r = self.tasks.tables, self.task[idx]
+        got = [tables[k].answer(trail, ident, u) for k, trail, ident, u in
+               zip(r.tolist(), self.trail[idx].tolist(), self.ident[idx].tolist(), us.tolist())]
+        text, error, ident, added, trail, inside, ident_any = zip(*got)
+        error = np.array(error, bool)
+        self.length[idx] += 1
+        self.steps[idx] += 2
+        self.tool_errors[idx] += error
+        self.called[idx] |= BITS[us]
+        self._stale[idx] = True
+        self.gold[idx] |= self.tasks.gold_of[r, us]
+        self.last_err[idx] = error
+        self.ident[idx], self.trail[idx], self.ident_any[idx] = ident, trail, ident_any
+        self.violations[idx] += added
+        mine = self.tasks.assistant[r, us]  # the agent's calls reveal their results; the user's phone ones do not
+        if mine.any():
+            self._reveal(idx[mine], np.array(inside, np.uint64)[mine], [text[j] for j in np.flatnonzero(mine)])
+
+    def _reveal(self, idx: np.ndarray, inside: np.ndarray, pieces) -> None:
+        """What slots ``idx`` revealed gains ``pieces`` (``Tau2Game.revealed += " " + piece``): the tokens
+        ``inside`` each; a token with a space may also run across the join, so on the tasks that have one
+        (``Tasks.tails``) the text is kept and the join searched as the scalar game searches it. ``pieces``: a
+        list, or a function of the row giving its piece."""
+        self.revealed_bits[idx] |= inside
+        self._stale[idx] = True
+        tails = self.tasks.tails[self.task[idx]]
+        for j in np.flatnonzero(tails).tolist():
+            i = int(idx[j])
+            tab = self.tasks.tables[self.task[i]]
+            piece = pieces(j) if callable(pieces) else pieces[j]
+            before = self.revealed[i]
+            self.revealed_bits[i] |= np.uint64(tab.reveal(before[len(before) - tab.longest + 1:], piece))
+            self.revealed[i] = before + " " + piece
+
+    def _tell(self, idx: np.ndarray, slots: np.ndarray, how: np.ndarray) -> None:
+        """Slots ``idx`` tell identity slot ``slots`` (``how``: 1 as it is, 2 mistyped; ``Tau2Game._tell``)."""
+        new = self.told[idx, slots] == 0
+        fresh = idx[new]
+        self.told_order[fresh, self.n_told[fresh]] = slots[new]
+        self.n_told[fresh] += 1
+        self.told[idx, slots] = how
+        r = self.task[idx]
+        tables = self.tasks.tables
+        self._reveal(idx, self.tasks.told_bits[r, slots, how - 1],
+                     lambda j: tables[r[j]].told_piece[slots[j]][how[j] - 1])
+
+    def _details(self, idx: np.ndarray) -> None:
+        self.details_given[idx] = True
+        r = self.task[idx]
+        tables = self.tasks.tables
+        self._reveal(idx, self.tasks.details_bits[r], lambda j: tables[r[j]].details_piece)
+
+    def apply(self, role: int, idx: np.ndarray, acts: np.ndarray) -> np.ndarray:
+        """Play ``acts`` (legal, checked by the caller) in slots ``idx``; returns the slots that finished."""
+        pos = self.log_n[idx]
+        self.log[idx, pos, 0], self.log[idx, pos, 1] = role, acts
+        self.log_n[idx] += 1
+        (self._agent if role == 0 else self._user)(idx, acts)
+        live = idx[self.end[idx] == 0]
+        self.end[live[self.tool_errors[live] >= self.max_tool_errors]] = ENDS.index("too_many_errors")
+        live = live[self.end[live] == 0]
+        self.end[live[self.steps[live] >= self.max_steps]] = ENDS.index("max_steps")
+        ended = idx[self.end[idx] != 0]
+        if len(ended):
+            self.done[ended] = True
+            self.cut[ended] = self.end[ended] >= ENDS.index("max_steps")
+            stopped = ended[self.end[ended] <= ENDS.index("user_stop")]  # truncated episodes score 0
+            for i in stopped.tolist():
+                self.reward[i] = self.tasks.tables[self.task[i]].reward(
+                    int(self.trail[i]), int(self.gold[i]), int(self.comm[i]), int(self.called[i]), int(self.said[i]))
+        return ended
+
+    def _agent(self, idx: np.ndarray, acts: np.ndarray) -> None:
+        reads, writes, phones = (c[idx] for c in self.candidates())
+        t, r = self.tasks, self.task[idx]
+        self.last[idx, 0] = acts
+        self.asked_slot[idx] = 0
+        self.target[idx] = 0
+        lookup = (acts >= A["lookup:0"]) & (acts < A["lookup:0"] + K_READ)
+        execute = (acts >= A["execute:0"]) & (acts < A["execute:0"] + K_WRITE)
+        if lookup.any():
+            self._calls(idx[lookup], reads[lookup, acts[lookup] - A["lookup:0"]])
+        if execute.any():
+            u = writes[execute, acts[execute] - A["execute:0"]]
+            self.decoy_executed[idx[execute]] |= u == t.decoy[r[execute]]
+            self._calls(idx[execute], u)
+        say = ~(lookup | execute)
+        if not say.any():
+            return
+        idx, acts, r, writes, phones = idx[say], acts[say], r[say], writes[say], phones[say]
+        self.agent_msgs[idx] += 1
+        request = (acts >= A["request:user_id"]) & (acts < A["request:user_id"] + len(REQUEST_SLOTS))
+        self.asked_slot[idx[request]] = acts[request] - A["request:user_id"] + 1
+        confirm = (acts >= A["confirm:0"]) & (acts < A["confirm:0"] + K_WRITE)
+        if confirm.any():
+            u = writes[confirm, acts[confirm] - A["confirm:0"]]
+            self.target[idx[confirm]] = np.where(u == t.decoy[r[confirm]], 1, 2)
+            self.confirming[idx[confirm]] = u
+        instruct = (acts >= A["instruct:0"]) & (acts < A["instruct:0"] + K_PHONE)
+        if instruct.any():
+            self.instructed[idx[instruct]] = phones[instruct, acts[instruct] - A["instruct:0"]]
+        answer = acts == A["answer"]
+        facts = answer & t.has_questions[r] & ((t.lookup_bits[r] & ~self.called[idx]) == 0)
+        self.answered[idx[facts]] = True
+        self.denied[idx[acts == A["deny"]]] += 1
+        transfer = acts == A["transfer"]
+        if transfer.any():
+            self._calls(idx[transfer], t.transfer[r[transfer]])
+            self.transfer_pending[idx[transfer]] = True
+        # the sentence said: by act, by the call confirmed or instructed, by whether an answer carries facts
+        text = t.said_act[r, acts]
+        text[confirm] = t.said_confirm[r[confirm], self.confirming[idx[confirm]]]
+        text[instruct] = t.said_instruct[r[instruct], self.instructed[idx[instruct]]]
+        text[answer] = t.said_answer[r[answer], facts[answer].astype(np.int64)]
+        self.comm[idx] |= t.comm_of[r, text]
+        self.said[idx] |= BITS[text]
+        self.length[idx] += 1
+        self.steps[idx] += 1
+        self.last_err[idx] = False
+        end = acts == A["end"]
+        self.end[idx[end]] = ENDS.index("agent_stop")
+        self.next[idx[~end]] = 1
+
+    def _user(self, idx: np.ndarray, acts: np.ndarray) -> None:
+        t, r = self.tasks, self.task[idx]
+        self.user_msgs[idx] += 1
+        self.last[idx, 1] = acts
+        target = self.target[idx].copy()
+        self.target[idx] = 0
+        phone = (acts == U["phone_action"]) & (self.instructed[idx] >= 0)
+        if phone.any():
+            self._calls(idx[phone], self.instructed[idx[phone]])
+        self.instructed[idx[phone | (acts == U["deny"]) | (acts == U["stop"])]] = -1
+        forbidden = t.decoy_kind[r] == 1
+        # everything at once: each identity slot in the goal's order, then the details
+        every = acts == U["inform_all"]
+        if every.any():
+            self.inform_alls[idx[every]] += 1
+            for k in range(len(IDENTITY_SLOTS)):
+                slot = t.identity_order[r, k]
+                go = every & (slot >= 0)
+                if go.any():
+                    self._tell(idx[go], slot[go], np.ones(np.count_nonzero(go), np.int64))
+            self._details(idx[every])
+        # one identity slot: the one asked for if the goal has it, else the goal's first; a slip mistypes it
+        one = (acts == U["inform_identity"]) | (acts == U["inform_slip"])
+        if one.any():
+            asked = self.asked_slot[idx] - 1
+            has = (asked >= 0) & (asked < len(IDENTITY_SLOTS))
+            has[has] = t.in_identity[r[has], asked[has]]
+            slot = np.where(has, asked, t.first_identity[r])
+            go = one & (slot >= 0)
+            bad = go & (acts == U["inform_slip"])
+            bad[bad] = t.slot_digit[r[bad], slot[bad]]
+            self.slips[idx[bad]] += 1
+            if go.any():
+                self._tell(idx[go], slot[go], np.where(bad[go], 2, 1))
+        details = acts == U["inform_details"]
+        if details.any():
+            self._details(idx[details])
+        inform_all = acts == U["inform_all"]
+        self.asked[idx[inform_all & t.has_questions[r]]] = True
+        states = inform_all | (acts == U["state_request"])
+        self.stated[idx[states]] = True
+        self.decoy_stated[idx[states & forbidden]] = True
+        yes = (acts == U["confirm"]) & (target != 0)
+        self.confirmed[idx[yes]] |= _bit(self.confirming[idx[yes]])
+        self.decoy_retracted[idx[(acts == U["deny"]) & (target == 1)]] = True
+        self.insisted[idx[acts == U["insist"]]] += 1
+        mind = acts == U["change_mind"]
+        first = mind & ~self.decoy_stated[idx]
+        again = mind & ~first
+        self.decoy_stated[idx[first]] = True
+        self.decoy_retracted[idx[again]] = True
+        self.stated[idx[again]] = True
+        self.asked[idx[acts == U["ask_question"]]] = True
+        self.asked_slot[idx] = 0
+        self._stale[idx[states | (acts == U["deny"]) | mind]] = True  # a request stated, or the decoy's changed
+        leave = (acts == U["stop"]) | (acts == U["transfer"])
+        talk = ~leave & (acts != U["phone_action"])
+        words = leave | talk
+        self.length[idx[words]] += 1
+        self.steps[idx[words]] += 1
+        self.last_err[idx[words]] = False
+        self.end[idx[leave]] = ENDS.index("user_stop")
+        self.next[idx[~leave]] = 0
+
+    # -- the ends -----------------------------------------------------------------------------------------
+    def outcome(self, idx) -> dict[str, np.ndarray]:
+        """``Tau2Game.outcome`` of the slots ``idx``, key by key."""
+        idx = np.asarray(idx)
+        r = self.reward[idx]
+        success = (r >= 1.0).astype(float)
+        dom = self.tasks.domain[self.task[idx]]
+        out = {"reward": r.copy(), "success": success, "steps": self.steps[idx].astype(float),
+               "tool_errors": self.tool_errors[idx].astype(float),
+               "policy_violations": self.violations[idx].astype(float), "done": self.done[idx].astype(float),
+               "decoy_executed": self.decoy_executed[idx].astype(float), "slips": self.slips[idx].astype(float)}
+        for j, d in enumerate(DOMAINS[:3]):
+            out[d] = (dom == j).astype(float)
+            out[f"{d}_success"] = ((dom == j) & (r >= 1.0)).astype(float)
+        return out
+
+    def agent_score(self, idx) -> np.ndarray:
+        return np.clip(self.reward[np.asarray(idx)], 0.0, 1.0)
+
+    def rewards(self, idx, users: bool = True) -> tuple[np.ndarray, np.ndarray | None]:
+        """The finished slots' (agent, user) rewards (``Tau2Game.rewards``); ``users=False``: the agent's only."""
+        idx = np.asarray(idx)
+        agent = self.reward[idx].copy()
+        if not users:
+            return agent, None
+        mode, out = self.user_reward, []
+        for i, r in zip(idx.tolist(), agent.tolist()):
+            if mode in SIMULATOR_REWARDS:
+                out.append(simulator_reward(mode, min(max(r, 0.0), 1.0)))
+                continue
+            msgs = int(self.user_msgs[i])
+            persona = r - 0.5 * abs(int(self.inform_alls[i]) / max(1, msgs) - float(self.disclose[i])) if msgs else r
+            out.append({"shared": r, "zero": 0.0, "persona": persona, "zero_sum": -r,
+                        "mixed": 0.5 * persona - 0.5 * r}[mode])
+        return agent, np.array(out, float)
+
+    def user_acts(self, i: int) -> list[int]:
+        """The user's acts of slot ``i``'s episode, its opening's included (``final_info``)."""
+        log = self.log[i, : self.log_n[i]]
+        return self.tasks.tables[self.task[i]].user_acts0 + log[log[:, 0] == 1, 1].tolist()
 
 
 def _patience(t: np.ndarray) -> np.ndarray:

@@ -80,7 +80,8 @@ def _state_checks(world: World, basis: list, crit: dict) -> tuple[bool | None, l
     return db_ok, checks
 
 
-def _action_matches(gold: dict, call) -> bool:
+def action_matches(gold: dict, call) -> bool:
+    """ACTION's test of one gold action against one tool call of the episode."""
     if gold["name"] != call.name:
         return False
     args = call.arguments if isinstance(call.arguments, dict) else {}
@@ -90,6 +91,12 @@ def _action_matches(gold: dict, call) -> bool:
         return True
     return ({k: v for k, v in args.items() if k in keys}
             == {k: v for k, v in (gold.get("arguments") or {}).items() if k in keys})
+
+
+def communicated(info: str, message: str) -> bool:
+    """COMMUNICATE's test of one required string against one agent message: it occurs in it, case-insensitively,
+    commas removed."""
+    return info.lower() in message.lower().replace(",", "")
 
 
 def evaluate(world: World, agent_messages: Sequence[str], termination: str = "agent_stop",
@@ -134,15 +141,14 @@ def evaluate(world: World, agent_messages: Sequence[str], termination: str = "ag
 
     if "ACTION" in basis:
         checks = [{"name": g["name"], "action_id": g.get("action_id"),
-                   "met": any(_action_matches(g, c) for c in world.calls)}
+                   "met": any(action_matches(g, c) for c in world.calls)}
                   for g in crit.get("actions") or []]
         out["actions"] = checks
         bd["ACTION"] = float(all(c["met"] for c in checks))
         reward *= bd["ACTION"]
 
     if "COMMUNICATE" in basis:
-        texts = [m.lower().replace(",", "") for m in agent_messages if m]
-        checks = [{"info": info, "met": any(info.lower() in t for t in texts)}
+        checks = [{"info": info, "met": any(communicated(info, m) for m in agent_messages if m)}
                   for info in crit.get("communicate_info") or []]
         out["communicate"] = checks
         bd["COMMUNICATE"] = float(all(c["met"] for c in checks))
