@@ -56,7 +56,7 @@ def one_round(games) -> dict:
     out = {}
     for game in games:
         kw = dict(steps=20_000, eval_episodes=500, curve_points=4, curve_episodes=100,
-                  heldout_episodes=max(500, protocol.EVAL_EPISODES_MIN[game]))
+                  heldout_episodes=protocol.heldout_episodes_for(game, 500))
         run_one(game, "random", 0, **kw)  # warm-up: imports, the games' tables and caches
         spent[:] = [0.0, 0.0]
         t0 = time.perf_counter()

@@ -45,7 +45,7 @@ def main(argv=None) -> None:
     import scope_envs.bench.protocol as protocol
     import scope_envs.train.act_ppo as act_ppo
     from scope_envs.bench.methods import METHODS, PRESETS, preset_steps, run_one
-    from scope_envs.bench.protocol import EVAL_EPISODES_MIN
+    from scope_envs.bench.protocol import heldout_episodes_for
 
     timed(protocol, "play", "evaluation")
     timed(act_ppo.PPOTrainer, "play", "training rollouts")
@@ -55,7 +55,7 @@ def main(argv=None) -> None:
     preset = PRESETS["default"]
     settings = dict(steps=preset_steps(args.game), eval_episodes=preset["eval_episodes"], curve_points=preset["curve_points"],
                     curve_episodes=preset["curve_episodes"],
-                    heldout_episodes=max(preset["eval_episodes"], EVAL_EPISODES_MIN[args.game]))
+                    heldout_episodes=heldout_episodes_for(args.game, preset["eval_episodes"]))
     run_one(args.game, "cotrain", args.seed + 1, steps=500, eval_episodes=20, curve_points=1, curve_episodes=10)
     PHASES.clear()
     rows = {}

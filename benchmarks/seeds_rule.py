@@ -40,7 +40,7 @@ from pathlib import Path
 import numpy as np
 
 from scope_envs.bench import stats
-from scope_envs.bench.methods import EVAL_EPISODES_MIN, PRESETS, preset_steps
+from scope_envs.bench.methods import PRESETS, heldout_episodes_for, preset_steps
 from scope_envs.bench.methods import SEEDS_MDE_FRACTION as FRACTION  # the MDE the rule allows, a fraction of the band
 
 REPO = Path(__file__).resolve().parents[1]
@@ -73,7 +73,7 @@ def expected_settings() -> dict[str, str]:
     steps = {g: preset_steps(g) for g in games}
     return {"steps": ", ".join(f"{g} {steps[g]}" for g in games),
             "eval_episodes": ", ".join(f"{g} {p['eval_episodes']}" for g in games),
-            "heldout_episodes": ", ".join(f"{g} {max(p['eval_episodes'], EVAL_EPISODES_MIN[g])}" for g in games)}
+            "heldout_episodes": ", ".join(f"{g} {heldout_episodes_for(g, p['eval_episodes'])}" for g in games)}
 
 
 def report_settings(rev: str) -> dict[str, str]:

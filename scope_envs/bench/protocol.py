@@ -73,6 +73,12 @@ EVAL_EPISODES = 500  # the train side's episodes (the default preset's eval_epis
 # side, which measures the exploit (many times the band), keeps the preset's
 EVAL_SE_FRACTION = 0.10
 EVAL_EPISODES_MIN = {"p4g": 4672, "cooperbench": 128, "tau2": 128}
+
+
+def heldout_episodes_for(game: str, eval_episodes: int) -> int:
+    """The held-out side's and the panel's episodes at a preset's ``eval_episodes``: the preset's, raised to the
+    game's floor by the evaluation rule (``EVAL_EPISODES_MIN``)."""
+    return max(eval_episodes, EVAL_EPISODES_MIN.get(game, 0))
 LARGE_EVAL = 2048  # from this many episodes a side is evaluated on 256 envs (eval_envs)
 PANEL_SEED = 3_000_000  # the panel's evaluation seeds: PANEL_SEED + 1000 * seed + PANEL_STRIDE * family + env index
 PANEL_STRIDE = 100  # > evaluate's 64 envs, so the six families' seeds never overlap
@@ -173,7 +179,7 @@ def evaluate_policy(policy, game: str, seed: int, *, train_envs=None, eval_episo
     trained = _as_trained(policy)
     specs = _specs(game, train_envs)
     n_train = EVAL_EPISODES if eval_episodes is None else eval_episodes
-    n_heldout = max(n_train, EVAL_EPISODES_MIN.get(game, 0)) if heldout_episodes is None else heldout_episodes
+    n_heldout = heldout_episodes_for(game, n_train) if heldout_episodes is None else heldout_episodes
     variant = {} if assumptions is None else {"assumptions": assumptions}
     seeds = side_seeds(seed)
     sides = [play(trained, env_id, n_train, seeds["train"], eval_envs(n_train), **kwargs) for env_id, kwargs in specs]

@@ -17,12 +17,12 @@ from scope_envs.bench.executors import (
 )
 from scope_envs.bench.methods import (
     COST,
-    EVAL_EPISODES_MIN,
     EXTRA_METHODS,
     SEEDS_MIN,
     GAMES,
     METHODS,
     PRESETS,
+    heldout_episodes_for,
     preset_steps,
 )
 from scope_envs.bench.plots import plot
@@ -131,7 +131,7 @@ def run(games=GAMES, methods=METHODS, seeds=None, steps=None, eval_episodes=None
     settings.pop("steps_scale", None)  # the preset's budgets per game (preset_steps); --steps is exact
     # the preset's held-out evaluation, raised per game to the measurement-resolution rule; --eval-episodes is
     # exact (both sides)
-    eval_min = EVAL_EPISODES_MIN if eval_episodes is None and not smoke else {}
+    floor = eval_episodes is None and not smoke
     # the default preset's seeds, raised per game to the seeds rule's; --seeds is exact
     seeds_min = SEEDS_MIN if seeds is None and not full and not smoke else {}
     scope = {"user_reward": user_reward, "advantage": advantage, "group_size": group_size,
@@ -139,7 +139,8 @@ def run(games=GAMES, methods=METHODS, seeds=None, steps=None, eval_episodes=None
     tasks = [dict(game=g, method=m, seed=s, steps=preset_steps(g, "full" if full else "default") if steps is None
                   else steps,
                   eval_episodes=settings["eval_episodes"],
-                  heldout_episodes=max(settings["eval_episodes"], eval_min.get(g, 0)),
+                  heldout_episodes=heldout_episodes_for(g, settings["eval_episodes"]) if floor
+                  else settings["eval_episodes"],
                   curve_points=settings["curve_points"], curve_episodes=settings["curve_episodes"], **scope)
              for g in games for m in methods for s in range(max(settings["seeds"], seeds_min.get(g, 0)))]
     if sensitivity:  # each variant's own ceiling: the oracle retrained under it (bench.sensitivity)

