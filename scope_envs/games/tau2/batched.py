@@ -84,12 +84,13 @@ def _popcount(x: np.ndarray) -> np.ndarray:
 
 
 def _first(seq: np.ndarray, ok: np.ndarray, k: int) -> np.ndarray:
-    """The first ``k`` entries of each row of ``seq`` where ``ok`` holds, skipping an entry equal to an earlier
-    one that was taken (the candidates' ``added`` / ``seen`` sets); -1 past a row's last. (rows, k)"""
-    width = seq.shape[1]
-    earlier = np.tri(width, k=-1, dtype=bool)  # earlier[j, m]: m before j
-    dup = ((seq[:, :, None] == seq[:, None, :]) & ok[:, None, :] & earlier[None]).any(2)
-    ok = ok & ~dup
+    """The first ``k`` entries of each row of ``seq`` (call indices, -1 for none) where ``ok`` holds, skipping an
+    entry equal to an earlier one that was taken (the candidates' ``added`` / ``seen`` sets); -1 past a row's last.
+    (rows, k)"""
+    bits = np.where(ok, _bit(seq), np.uint64(0))  # the calls each row took, column by column
+    before = np.zeros_like(bits)
+    np.bitwise_or.accumulate(bits[:, :-1], 1, out=before[:, 1:])  # ... and those it took before each column
+    ok = ok & ((before & bits) == 0)
     pos = np.argsort(~ok, 1, kind="stable")[:, :k]
     out = np.full((len(seq), k), -1, np.int64)  # (a row narrower than k leaves the rest at -1)
     out[:, : pos.shape[1]] = np.where(np.take_along_axis(ok, pos, 1), np.take_along_axis(seq, pos, 1), -1)
