@@ -5,23 +5,11 @@ left out a field the rules read would merge states that differ, and undercount n
 visits with equal keys must give the same agent features, legal masks, user-state row and outcome.
 """
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
+from bench_fixtures import load_script
 
 import scope_envs
-
-
-def probe_module():
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "tau2_state_revisits.py"
-    spec = importlib.util.spec_from_file_location("tau2_state_revisits", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["tau2_state_revisits"] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def answers(game) -> tuple:
@@ -33,23 +21,29 @@ def answers(game) -> tuple:
             tuple(user_state_row(game)), tuple(sorted(game.outcome().items())), game.active_role())
 
 
-@pytest.mark.parametrize("env_id", ["tau2-frozen", "tau2-heldout"])
-def test_equal_state_keys_give_equal_answers(env_id):
-    probe = probe_module()
+def revisits(env_id: str, key, answer, seed: int) -> int:
+    """Plays 300 uniform episodes of ``env_id``; every state met again under ``key`` must give the same
+    ``answer`` as before. Returns how many revisits were checked."""
     env = scope_envs.make(env_id)
     game = env.unwrapped.game
-    rng = np.random.default_rng(0)
-    seen, revisits = {}, 0
+    rng = np.random.default_rng(seed)
+    seen, count = {}, 0
     for ep in range(300):
         obs, _ = env.reset(seed=ep)
         while env.agents:
             obs, *_ = env.step({a: int(rng.choice(np.flatnonzero(obs[a]["action_mask"]))) for a in env.agents})
-            key, got = probe.state_key(game), answers(game)
-            if key in seen:
-                revisits += 1
-                assert seen[key] == got, key
-            seen[key] = got
-    assert revisits > 50  # the check met enough revisited states to mean something
+            k, got = key(game), answer(game)
+            if k in seen:
+                count += 1
+                assert seen[k] == got, k
+            seen[k] = got
+    return count
+
+
+@pytest.mark.parametrize("env_id", ["tau2-frozen", "tau2-heldout"])
+def test_equal_state_keys_give_equal_answers(env_id):
+    probe = load_script("tau2_state_revisits")
+    assert revisits(env_id, probe.state_key, answers, 0) > 50  # enough revisited states to mean something
 
 
 def core_answers(game) -> tuple:
@@ -61,25 +55,12 @@ def core_answers(game) -> tuple:
 
 
 def test_equal_core_keys_give_equal_masks_and_candidates():
-    probe = probe_module()
-    env = scope_envs.make("tau2-frozen")
-    game = env.unwrapped.game
-    rng = np.random.default_rng(1)
-    seen, revisits = {}, 0
-    for ep in range(300):
-        obs, _ = env.reset(seed=ep)
-        while env.agents:
-            obs, *_ = env.step({a: int(rng.choice(np.flatnonzero(obs[a]["action_mask"]))) for a in env.agents})
-            key, got = probe.core_key(game), core_answers(game)
-            if key in seen:
-                revisits += 1
-                assert seen[key] == got, key
-            seen[key] = got
-    assert revisits > 50
+    probe = load_script("tau2_state_revisits")
+    assert revisits("tau2-frozen", probe.core_key, core_answers, 1) > 50
 
 
 def test_the_probe_counts_new_states():
-    probe = probe_module()
+    probe = load_script("tau2_state_revisits")
     out = probe.revisits("tau2-frozen", lambda x, m: int(np.flatnonzero(m)[0]), 20, 0)
     # the first legal act every time: every episode of a task replays the same states
     assert out["state_nodes"] < out["steps"] and out["history_nodes"] <= out["steps"]

@@ -1,26 +1,14 @@
 """``benchmarks/tau2_step_split.py``: it times the engine's parts without changing them, and puts them back."""
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
+from bench_fixtures import load_script
 
 from scope_envs.games.tau2.batched import Tau2Batch
 from scope_envs.vec.batched import BatchedVecEnv
 
 
-def split_module():
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "tau2_step_split.py"
-    spec = importlib.util.spec_from_file_location("tau2_step_split", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["tau2_step_split"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_the_split_times_each_part_and_restores_the_engine():
-    module = split_module()
+    module = load_script("tau2_step_split")
     before = {(o, n): getattr(o, n) for o, n in module.PARTS}
     out = module.split(num_envs=8, steps=20, warmup=5)
     assert {(o, n): getattr(o, n) for o, n in module.PARTS} == before  # the engine is the engine again
@@ -33,7 +21,7 @@ def test_the_split_times_each_part_and_restores_the_engine():
 
 
 def test_counts_are_bounded():
-    module = split_module()
+    module = load_script("tau2_step_split")
     with pytest.raises(SystemExit) as e:
         module.main(["--num-envs", "5000"])
     assert e.value.code == 2
