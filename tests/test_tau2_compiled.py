@@ -5,6 +5,7 @@ holds the whole engine to the scalar envs.)"""
 
 import numpy as np
 import pytest
+from test_vec import assert_same, play
 
 import scope_envs
 from scope_envs.core.game import Persona
@@ -13,7 +14,7 @@ from scope_envs.games.tau2.compiled import TASKS
 from scope_envs.games.tau2.data import load_domain
 from scope_envs.games.tau2.game import AGENT, USER
 from scope_envs.games.tau2.goals import goal_for
-from scope_envs.vec import LoopVecEnv, Tau2VecEnv
+from scope_envs.vec import LoopVecEnv, Tau2VecEnv, vectorize
 
 
 def read_back(batch: Tau2Batch, i: int) -> tuple:
@@ -106,3 +107,19 @@ def test_an_nl_judge_runs_on_the_loop_engine():
     """The judge reads the whole transcript, which the arrays do not keep: such envs are stepped one by one."""
     vec = scope_envs.make_vec("tau2-frozen", num_envs=2, judge=lambda assertions, messages: [True] * len(assertions))
     assert isinstance(vec, LoopVecEnv)
+
+
+def test_the_engine_is_the_same_with_nothing_kept(monkeypatch):
+    """The kept answers are only caches: with none kept (every tool call, policy check, reward and world rebuilt
+    from its trail each time), the engine still replays the scalar envs."""
+    from scope_envs.games.tau2 import batched, compiled
+
+    monkeypatch.setattr(compiled, "MEMO_SIZE", 0)
+    monkeypatch.setattr(compiled, "WORLDS_KEPT", 0)
+    monkeypatch.setattr(batched, "TASKS", compiled.Tasks())  # compiled afresh, under the caps
+    f = lambda: scope_envs.make("tau2-cotrain")  # noqa: E731
+    vec, loop = vectorize([f() for _ in range(8)]), LoopVecEnv([f() for _ in range(8)])
+    assert isinstance(vec, Tau2VecEnv)
+    assert_same(play(vec, 150, seed=6), play(loop, 150, seed=6))
+    tables = batched.TASKS.tables
+    assert tables and all(not (t.answers or t.flags or t.rewards) and len(t.worlds) <= 1 for t in tables)

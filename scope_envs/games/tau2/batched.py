@@ -79,6 +79,8 @@ def user_state_row(game) -> list:
 
 
 def _popcount(x: np.ndarray) -> np.ndarray:
+    """The bits set in each entry (numpy >= 2 counts them in C; numpy 1.x, which the requirements allow, in
+    Python)."""
     return np.bitwise_count(x) if hasattr(np, "bitwise_count") else \
         np.array([bin(v).count("1") for v in x.tolist()], np.int64)
 
@@ -116,10 +118,11 @@ def _bit(u: np.ndarray) -> np.ndarray:
 class Tau2Batch:
     """N tau2 act games as arrays (see the module); roles are 0 (agent) and 1 (user)."""
 
-    roles = (AGENT, USER)
+    roles = ROLES
     n_acts = (N_AGENT, N_USER)
+    # a task may open mid-conversation with the user to speak (``Tau2Game._replay_message``); after a user turn
+    # the agent always moves next (or the episode is over)
     user_opens, user_replies_once = True, True
-    exact_views = True
 
     def __init__(self, games: list):
         self.games = list(games)

@@ -37,7 +37,7 @@ from scope_envs.games.tau2.dialogue_acts import AGENT_ACTS, AGENT_INDEX, IDENTIT
 from scope_envs.games.tau2.evaluate import STOPPED, action_matches, communicated, evaluate
 from scope_envs.games.tau2.game import AGENT, USER, Tau2Game
 from scope_envs.games.tau2.goals import IDENTITY_READS, TRANSFER, Call
-from scope_envs.games.tau2.world import READS
+from scope_envs.games.tau2.world import MEMO_SIZE, READS
 from scope_envs.games.tau2.world import Call as WorldCall
 
 N_AGENT = len(AGENT_ACTS)
@@ -45,6 +45,7 @@ A = AGENT_INDEX
 # the widths of the padded rows (checked as tasks are compiled)
 MAX_LOOKUPS, MAX_RECORDS, MAX_REQUESTS, MAX_PHONES = 24, 8, 8, 16
 MAX_CALLS, MAX_TOKENS = 64, 64  # bits of a uint64
+WORLDS_KEPT = 1_000  # worlds kept per task, one per trail (a trail not kept is rebuilt from its parent's)
 HOWS = ("ok", "slip")  # how an identity slot was told (the batch's ``told``: 0 not told, 1 + this index)
 DECOY_KINDS = (None, "forbidden", "mind_change")
 
@@ -52,6 +53,12 @@ DECOY_KINDS = (None, "forbidden", "mind_change")
 def _bits(indices) -> int:
     """The integer with the bits ``indices`` set (each once, however often it is named)."""
     return sum(1 << k for k in set(indices))
+
+
+def _keep(memo: dict, key, value) -> None:
+    """Keep an answer, up to ``world.MEMO_SIZE`` per memo (the cap bounds memory; past it answers are recomputed)."""
+    if len(memo) < MEMO_SIZE:
+        memo[key] = value
 
 
 class SeedOnly:
@@ -214,7 +221,8 @@ class TaskTables:
             w = self.world_at(self.trails[tuple(before)]).copy()
             name, args, requestor = json.loads(last)
             w.call(name, args, requestor, last)
-            self.worlds[trail] = w
+            if len(self.worlds) < WORLDS_KEPT:
+                self.worlds[trail] = w
         return w
 
     def answer(self, trail: int, ident: int, u: int) -> tuple:
@@ -238,13 +246,14 @@ class TaskTables:
                 content, error = w.call(c.name, c.arguments, c.requestor, c.key())
                 after = self._trail(w.trail)
                 text, ident = content.lower(), self._identified(w.identified)
-                hit = self.answers[key] = (text, bool(error), ident, len(w.violations), after, self.inside(text),
-                                           bool(self.identified_of[ident]))
+                hit = (text, bool(error), ident, len(w.violations), after, self.inside(text),
+                       bool(self.identified_of[ident]))
+                _keep(self.answers, key, hit)
             finally:
                 if reads:
                     w.identified, w.violations, w.calls = kept
-            if not reads:
-                self.worlds.setdefault(after, w)
+            if not reads and after not in self.worlds and len(self.worlds) < WORLDS_KEPT:
+                self.worlds[after] = w
         return hit
 
     def policy_flag(self, trail: int, ident: int, u: int) -> float:
@@ -258,7 +267,7 @@ class TaskTables:
                                                       {"__none__"} | self.identified_of[ident])))
             except Exception:
                 flag = 1.0
-            self.flags[key] = flag
+            _keep(self.flags, key, flag)
         return flag
 
     def reward(self, trail: int, gold: int, comm: int, done: int, said: int) -> float:
@@ -273,7 +282,8 @@ class TaskTables:
             made = [self.calls[u] for u in range(len(self.calls)) if done >> u & 1]
             w.calls = self.calls0 + [WorldCall(c.requestor, c.name, c.arguments, "", False) for c in made]
             texts = self.agent_texts0 + [t for j, t in enumerate(self.text_of) if said >> j & 1]
-            r = self.rewards[key] = float(evaluate(w, texts, STOPPED[0])["reward"])
+            r = float(evaluate(w, texts, STOPPED[0])["reward"])
+            _keep(self.rewards, key, r)
         return r
 
     def inside(self, piece: str) -> int:
@@ -283,7 +293,7 @@ class TaskTables:
     def reveal(self, tail: str, piece: str) -> int:
         """The tokens that ``tail + " " + piece`` holds (``tail``: the end of what was revealed before, as long as
         the longest token less one, so that a token across the join is found as the scalar game finds it)."""
-        if len(self.reveals) > 100_000:  # (the tails vary with what was told: bounded)
+        if len(self.reveals) > MEMO_SIZE:  # (the tails vary with what was told: bounded)
             self.reveals.clear()
         key = (tail, piece)
         bits = self.reveals.get(key)
