@@ -34,7 +34,6 @@ from scope_envs.games.tau2.dialogue_acts import (
     USER_ACTS,
 )
 from scope_envs.games.tau2.game import AGENT, USER, Tau2Game, Tau2Turn
-from scope_envs.games.tau2.goals import TRANSFER, Call
 
 
 def _slot_masks(names: tuple[str, ...], slots: int) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
@@ -109,9 +108,7 @@ class Tau2ActGame(Tau2Game):
         elif kind == "deny":
             self.denied += 1
         elif kind == "transfer":
-            transfer = next((r for r in self.goal.requests if r.name == TRANSFER), None)
-            args = transfer.arguments if transfer else {"summary": "The customer needs further help."}
-            self._call(AGENT, act, Call(TRANSFER, args, "assistant", "generic"))
+            self._call(AGENT, act, self.goal.transfer_call)
             self.transfer_pending = True
         text = text or self.agent_text(act)
         self.history.append(Tau2Turn(AGENT, act, text))

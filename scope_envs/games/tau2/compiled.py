@@ -36,7 +36,7 @@ from scope_envs.games.tau2.data import DOMAINS
 from scope_envs.games.tau2.dialogue_acts import AGENT_ACTS, AGENT_INDEX, IDENTITY_SLOTS, REQUEST_SLOTS
 from scope_envs.games.tau2.evaluate import STOPPED, action_matches, communicated, evaluate
 from scope_envs.games.tau2.game import AGENT, USER, Tau2Game
-from scope_envs.games.tau2.goals import IDENTITY_READS, TRANSFER, Call
+from scope_envs.games.tau2.goals import IDENTITY_READS, Call
 from scope_envs.games.tau2.world import MEMO_SIZE, READS
 from scope_envs.games.tau2.world import Call as WorldCall
 
@@ -101,9 +101,7 @@ class TaskTables:
         self.requests = [add(c) for c in g.real_requests]
         self.decoy = add(g.decoy)
         self.phones = [add(c) for c in g.phone_actions]
-        transfer = next((r for r in g.requests if r.name == TRANSFER), None)
-        args = transfer.arguments if transfer else {"summary": "The customer needs further help."}
-        self.transfer = add(Call(TRANSFER, args, "assistant", "generic"))
+        self.transfer = add(g.transfer_call)
         tokens = sorted({t for c in (*g.lookups, *g.real_requests, *([g.decoy] if g.decoy else [])) for t in
                          c.grounding()})
         if (len(self.calls) > MAX_CALLS or len(tokens) > MAX_TOKENS or len(self.lookups) > MAX_LOOKUPS
@@ -331,7 +329,7 @@ class Tasks:
     def __init__(self):
         self.tables: list[TaskTables] = []
         self.row: dict[tuple, int] = {}  # (id of the domain's data, task id) -> row
-        self.keep: list = []
+        self.keep: dict[int, object] = {}  # id -> the domain's data
         # the widest row of each padded field so far (the candidates scan no further)
         self.width = {"lookups": 0, "records": 0, "requests": 0, "phones": 0}
         self.cap = 0
@@ -353,7 +351,7 @@ class Tasks:
         if r is not None:
             return r
         t = TaskTables(game)
-        self.keep.append(data)  # (its id stays this data's for as long as the row names it)
+        self.keep[id(data)] = data  # (its id stays this data's for as long as a row names it)
         r = self.row[key] = len(self.tables)
         self.tables.append(t)
         if r >= self.cap:

@@ -164,6 +164,14 @@ class Goal:
         return frozenset(self.phone_keys)
 
     @functools.cached_property
+    def transfer_call(self) -> Call:
+        """The call the agent's ``transfer`` act makes: the task's own transfer request's arguments, else a
+        generic summary."""
+        transfer = next((r for r in self.requests if r.name == TRANSFER), None)
+        args = transfer.arguments if transfer else {"summary": "The customer needs further help."}
+        return Call(TRANSFER, args, "assistant", "generic")
+
+    @functools.cached_property
     def record_reads(self) -> tuple[Call, ...]:
         """The record reads (``RECORD_READS``) of the ids named in the instructions, in ``record_ids`` order."""
         return tuple(Call(RECORD_READS[arg], {arg: value}, "assistant", "read")
