@@ -45,6 +45,7 @@ from scope_envs.games.tau2.game import AGENT, USER, Tau2Game
 N_AGENT = len(AGENT_ACTS)
 A = AGENT_INDEX
 LOOKUP, CONFIRM, EXECUTE, INSTRUCT = A["lookup:0"], A["confirm:0"], A["execute:0"], A["instruct:0"]
+REQUEST = A[f"request:{REQUEST_SLOTS[0]}"]  # (each kind's acts are consecutive)
 ENDS = (None, "agent_stop", "user_stop", "max_steps", "too_many_errors")  # ``termination`` codes
 BITS = np.left_shift(np.uint64(1), np.arange(MAX_CALLS, dtype=np.uint64))  # BITS[k] = 1 << k
 EYE_DOMAIN, EYE_AGENT, EYE_USER = np.eye(len(DOMAINS)), np.eye(len(AGENT_ACTS)), np.eye(len(USER_ACTS))  # one-hots
@@ -194,14 +195,7 @@ class Tau2Batch:
         rows, cards = [], []
         tasks, games = self.tasks, self.games
         for k, persona, seed in zip(slots, personas, seeds):
-            game = games[k]
-            att = persona.attributes
-            key = (id(game.data.get(att.get("domain"))), att.get("task_id"))
-            r = tasks.row.get(key)
-            if r is None:  # a task not seen yet: the scalar game is reset on it to compile it
-                game.reset(persona, SeedOnly(seed))
-                r = tasks.of(game)
-            rows.append(r)
+            rows.append(tasks.row_for(games[k], persona, seed))
             traits = persona.traits or default_card().traits
             cards.append([traits.get(name, 0.0) for name in CARD_TRAITS])
             self.disclose[k] = traits.get("disclose", 1.0)
@@ -291,7 +285,7 @@ class Tau2Batch:
         t, r = self.tasks, self.task
         if role == 0:
             reads, writes, phones = self.candidates()
-            # the acts naming candidate j: legal while there is one (each kind's acts are consecutive)
+            # the acts naming candidate j: legal while there is one
             out[:, LOOKUP: LOOKUP + K_READ] &= reads >= 0
             out[:, CONFIRM: CONFIRM + K_WRITE] &= writes >= 0
             # no write without the customer's yes to that very call
@@ -335,17 +329,16 @@ class Tau2Batch:
                     self.answered, reads >= 0, writes >= 0, confirmed, pol, phones >= 0, self.instructed >= 0,
                     np.minimum(1.0, _popcount(self.called) / 10), self.denied > 0, self.transfer_pending,
                     self.next == 0, EYE_USER[self.last[:, 1]]]
-        else:
-            kind = t.decoy_kind[r]
-            slot = self.asked_slot
-            cols = [dom, self.card, t.n_requests[r], t.n_phones[r], t.has_questions[r], kind == 1, kind == 2,
-                    t.has_identity[r], self.user_msgs == 0, self._satisfied(), np.minimum(1.0, self.agent_msgs / 30),
-                    self.instructed >= 0, self.target == 1, self.target == 2,
-                    (slot >= 1) & (slot <= len(IDENTITY_SLOTS)), slot > len(IDENTITY_SLOTS), self.slips > 0,
-                    self.stated, self.details_given, self.n_told > 0, self.asked, self.answered,
-                    np.minimum(1.0, self.denied / 3), np.minimum(1.0, self.insisted / 3),
-                    self.decoy_stated & ~self.decoy_retracted, self.decoy_retracted, self._real_pending(),
-                    self.transfer_pending, self.next == 1, EYE_AGENT[self.last[:, 0]]]
+        else:  # as ``Tau2Game.features``: what the user knows (``user_states``), its card and its goal's shape
+            st = self.user_states(np.arange(n))
+            s = lambda k: st[:, S[k]]  # noqa: E731
+            cols = [dom, self.card, t.n_requests[r], t.n_phones[r], s("has_question"), s("decoy_forbidden"),
+                    s("decoy_mind"), t.has_identity[r], s("first_turn"), s("satisfied"),
+                    np.minimum(1.0, s("agent_msgs") / 30), s("instructed"), s("confirm_decoy"), s("confirm_real"),
+                    s("ask_identity"), s("ask_record"), s("slipped"), s("stated"), s("details_given"),
+                    s("identity_given"), s("asked"), self.answered, np.minimum(1.0, s("denied") / 3),
+                    np.minimum(1.0, s("insisted") / 3), s("decoy_open"), self.decoy_retracted, s("real_pending"),
+                    s("transfer_pending"), self.next == 1, EYE_AGENT[self.last[:, 0]]]
         return _columns(n, cols).astype(np.float32)
 
     def user_states(self, idx: np.ndarray) -> np.ndarray:
@@ -455,12 +448,12 @@ class Tau2Batch:
         self.last[idx, 0] = acts
         self.asked_slot[idx] = 0
         self.target[idx] = 0
-        lookup = (acts >= A["lookup:0"]) & (acts < A["lookup:0"] + K_READ)
-        execute = (acts >= A["execute:0"]) & (acts < A["execute:0"] + K_WRITE)
+        lookup = (acts >= LOOKUP) & (acts < LOOKUP + K_READ)
+        execute = (acts >= EXECUTE) & (acts < EXECUTE + K_WRITE)
         if lookup.any():
-            self._calls(idx[lookup], reads[lookup, acts[lookup] - A["lookup:0"]])
+            self._calls(idx[lookup], reads[lookup, acts[lookup] - LOOKUP])
         if execute.any():
-            u = writes[execute, acts[execute] - A["execute:0"]]
+            u = writes[execute, acts[execute] - EXECUTE]
             self.decoy_executed[idx[execute]] |= u == t.decoy[r[execute]]
             self._calls(idx[execute], u)
         say = ~(lookup | execute)
@@ -468,16 +461,16 @@ class Tau2Batch:
             return
         idx, acts, r, writes, phones = idx[say], acts[say], r[say], writes[say], phones[say]
         self.agent_msgs[idx] += 1
-        request = (acts >= A["request:user_id"]) & (acts < A["request:user_id"] + len(REQUEST_SLOTS))
-        self.asked_slot[idx[request]] = acts[request] - A["request:user_id"] + 1
-        confirm = (acts >= A["confirm:0"]) & (acts < A["confirm:0"] + K_WRITE)
+        request = (acts >= REQUEST) & (acts < REQUEST + len(REQUEST_SLOTS))
+        self.asked_slot[idx[request]] = acts[request] - REQUEST + 1
+        confirm = (acts >= CONFIRM) & (acts < CONFIRM + K_WRITE)
         if confirm.any():
-            u = writes[confirm, acts[confirm] - A["confirm:0"]]
+            u = writes[confirm, acts[confirm] - CONFIRM]
             self.target[idx[confirm]] = np.where(u == t.decoy[r[confirm]], 1, 2)
             self.confirming[idx[confirm]] = u
-        instruct = (acts >= A["instruct:0"]) & (acts < A["instruct:0"] + K_PHONE)
+        instruct = (acts >= INSTRUCT) & (acts < INSTRUCT + K_PHONE)
         if instruct.any():
-            self.instructed[idx[instruct]] = phones[instruct, acts[instruct] - A["instruct:0"]]
+            self.instructed[idx[instruct]] = phones[instruct, acts[instruct] - INSTRUCT]
         answer = acts == A["answer"]
         facts = answer & t.has_questions[r] & ((t.lookup_bits[r] & ~self.called[idx]) == 0)
         self.answered[idx[facts]] = True
@@ -537,9 +530,8 @@ class Tau2Batch:
         details = acts == U["inform_details"]
         if details.any():
             self._details(idx[details])
-        inform_all = acts == U["inform_all"]
-        self.asked[idx[inform_all & t.has_questions[r]]] = True
-        states = inform_all | (acts == U["state_request"])
+        self.asked[idx[every & t.has_questions[r]]] = True
+        states = every | (acts == U["state_request"])
         self.stated[idx[states]] = True
         self.decoy_stated[idx[states & forbidden]] = True
         yes = (acts == U["confirm"]) & (target != 0)

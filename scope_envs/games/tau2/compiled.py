@@ -79,7 +79,7 @@ class TaskTables:
         g, world = game.goal, game.world
         if world.trail != ():
             raise ValueError(f"tau2 task {game.task['id']!r}: its world does not track its writes")
-        self.domain, self.task_id, self.data, self.task = game.domain, game.task["id"], world.data, game.task
+        self.domain, self.task_id, self.task = game.domain, game.task["id"], game.task
         self.goal = g
         tools = world.module.TOOLS
         self.calls: list[Call] = []
@@ -343,10 +343,20 @@ class Tasks:
             setattr(self, name, new)
         self.cap = cap
 
+    def row_for(self, game: Tau2Game, persona, seed: int) -> int:
+        """The row of ``persona``'s task; a task not seen yet is compiled from ``game`` reset on it (its episode
+        seed ``seed``)."""
+        att = persona.attributes
+        r = self.row.get((id(game.data.get(att.get("domain"))), att.get("task_id")))
+        if r is None:
+            game.reset(persona, SeedOnly(seed))
+            r = self.of(game)
+        return r
+
     def of(self, game: Tau2Game) -> int:
         """The row of the task ``game`` was just reset on, compiled on first sight."""
         data = game.data[game.domain]
-        key = (id(data), game.task["id"])
+        key = (id(data), game.task["id"])  # (``row_for`` looks rows up by the same key)
         r = self.row.get(key)
         if r is not None:
             return r
