@@ -22,7 +22,9 @@ from scope_envs.arguments import count, game_name
 PHASES = collections.Counter()
 
 
-def timed(owner, name: str, phase: str) -> None:
+def timed(owner, name: str, phase: str, spent: collections.Counter = PHASES):
+    """Wrap ``owner.name`` so that its wall time adds up in ``spent[phase]``; returns the method it replaced (to
+    put it back)."""
     inner = getattr(owner, name)
 
     @functools.wraps(inner)
@@ -31,9 +33,10 @@ def timed(owner, name: str, phase: str) -> None:
         try:
             return inner(*args, **kwargs)
         finally:
-            PHASES[phase] += time.perf_counter() - t0
+            spent[phase] += time.perf_counter() - t0
 
     setattr(owner, name, wrapper)
+    return inner
 
 
 def main(argv=None) -> None:

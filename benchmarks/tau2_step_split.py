@@ -15,12 +15,11 @@ from __future__ import annotations
 
 import argparse
 import collections
-import functools
 import json
 import os
-import time
 
 import numpy as np
+from seed_phases import timed
 
 import scope_envs
 from scope_envs.arguments import count
@@ -34,19 +33,7 @@ PARTS = [(BatchedVecEnv, "step"), (BatchedVecEnv, "_start"), (BatchedVecEnv, "_r
 
 def split(num_envs: int, steps: int, warmup: int, exact: bool = True) -> dict:
     spent = collections.Counter()
-    originals = {}
-    for owner, name in PARTS:
-        inner = originals[owner, name] = getattr(owner, name)
-
-        @functools.wraps(inner)
-        def timed(*args, _inner=inner, _label=f"{owner.__name__}.{name}", **kwargs):
-            t0 = time.perf_counter()
-            try:
-                return _inner(*args, **kwargs)
-            finally:
-                spent[_label] += time.perf_counter() - t0
-
-        setattr(owner, name, timed)
+    originals = {(owner, name): timed(owner, name, f"{owner.__name__}.{name}", spent) for owner, name in PARTS}
     try:
         vec = scope_envs.make_vec("tau2-frozen", num_envs=num_envs, exact=exact)
         rng = np.random.default_rng(0)

@@ -22,8 +22,12 @@ def tiny_reference(tmp_path_factory):
 
 
 def load_script(name: str):
-    """``benchmarks/<name>.py`` imported as the module ``name`` (the scripts are not a package)."""
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / f"{name}.py"
+    """``benchmarks/<name>.py`` imported as the module ``name`` (the scripts are not a package; as when one is run,
+    its folder is on the path, so that it can import its neighbours)."""
+    folder = Path(__file__).resolve().parents[1] / "benchmarks"
+    if str(folder) not in sys.path:
+        sys.path.append(str(folder))
+    path = folder / f"{name}.py"
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
