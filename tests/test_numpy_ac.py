@@ -4,7 +4,7 @@ import numpy as np
 import torch
 
 from scope_envs.train.act_ppo import ActorCritic
-from scope_envs.train.numpy_ac import Adam, bind, log_policy, mlp, mlp_backward, views_like
+from scope_envs.train.numpy_ac import Adam, bind, log_policy, log_policy_rows, mlp, mlp_backward, views_like
 
 torch.set_num_threads(1)
 
@@ -19,6 +19,24 @@ def test_bind_shares_the_parameters_both_ways():
     assert torch.equal(net.critic[0].bias, before["critic.0.bias"] + 1.0)
     net.load_state_dict(before)  # torch writes, numpy reads
     np.testing.assert_array_equal(arrays[0], before["critic.0.weight"].numpy())
+
+
+def test_log_policy_rows_gives_each_row_its_one_row_pass_bit_for_bit():
+    """A snapshot's answer in a slot must not depend on the slots beside it: each row of ``log_policy_rows`` is
+    ``log_policy`` of that row alone, exactly (a plain product over the rows can differ in the last bits)."""
+    torch.manual_seed(2)
+    net = ActorCritic(60, 14)
+    with torch.no_grad():
+        for w in net.parameters():
+            w.add_(torch.randn_like(w) * 0.5)
+    actor = bind(net)[1][6:]
+    rng = np.random.default_rng(3)
+    for rows in (1, 5, 64, 200):
+        x = rng.random((rows, 60)).astype(np.float32)
+        m = rng.random((rows, 14)) < 0.6
+        m[:, 0] = True
+        alone = np.concatenate([log_policy(actor, x[i: i + 1], m[i: i + 1]) for i in range(rows)])
+        assert np.array_equal(log_policy_rows(actor, x, m), alone)
 
 
 def test_forward_and_backward_equal_autograd():

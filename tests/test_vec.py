@@ -126,6 +126,49 @@ def test_other_simulators_are_asked_slot_by_slot_with_the_scalar_envs_view(game)
     assert_same(play(vec, 60, seed=5), play(scalar, 60, seed=5))
 
 
+def snapshots(env, seed: int, selfplay: bool = False) -> list:
+    """Two checkpoint-pool snapshots of random networks for ``env``'s user seat (weights pushed away from their
+    near-uniform initial actor); with ``selfplay``, of a shared network over both roles."""
+    from scope_envs.train.act_ppo import ActorCritic, PolicySnapshot
+
+    x_dim = env.observation_space("user_0")["observation"].shape[0]
+    n_acts = env.action_space("user_0").n
+    if selfplay:
+        x_dim, n_acts = 2 + max(x_dim, env.observation_space("agent_0")["observation"].shape[0]), \
+            max(n_acts, env.action_space("agent_0").n)
+    torch.manual_seed(seed)
+    out = []
+    for _ in range(2):
+        net = ActorCritic(x_dim, n_acts)
+        with torch.no_grad():
+            for w in net.parameters():
+                w.add_(torch.randn_like(w) * 0.5)
+        out.append(PolicySnapshot(net, selfplay=selfplay))
+    return out
+
+
+@pytest.mark.parametrize("game,selfplay", [("p4g", False), ("cooperbench", False), ("tau2", False), ("p4g", True)])
+def test_a_pools_snapshots_answer_all_their_slots_at_once_as_the_scalar_envs(game, selfplay):
+    """A checkpoint pool's snapshots answer from the observation alone (``Simulator.distributions``): the batched
+    engine asks each snapshot once for all the slots it plays, never slot by slot, and the episodes are the
+    scalar envs' own, bit for bit (``numpy_ac.log_policy_rows``: a row's forward pass does not depend on the
+    rows beside it)."""
+    vec, scalar = both(lambda: scope_envs.make(f"{game}-population", pool_size=3))
+    pool = snapshots(scalar.envs[0], seed=len(game), selfplay=selfplay)
+    for v in (vec, scalar):
+        for env in v.envs:
+            for s in pool:
+                env.add_snapshot(s)
+    asked = []
+    vec._ask = lambda i, legal: asked.append(i)
+    assert_same(play(vec, 80, seed=4), play(scalar, 80, seed=4))
+    assert not asked
+    # ... and the snapshots did play: their draws moved the slots' generators past the scalar envs' without them
+    bare, _ = both(lambda: scope_envs.make(f"{game}-population", pool_size=3))
+    with pytest.raises(AssertionError):
+        assert_same(play(bare, 80, seed=4), play(scalar, 80, seed=4))
+
+
 def test_a_non_default_held_out_assumption_loops_over_the_scalar_envs():
     vec = scope_envs.make_vec("p4g-heldout", num_envs=3, assumptions="no_wear_out")
     assert isinstance(vec, LoopVecEnv)

@@ -11,6 +11,7 @@ import pytest
 from scipy.stats import chi2_contingency
 
 import scope_envs
+from scope_envs.core.simulator import Simulator
 from scope_envs.vec import BatchedVecEnv, LoopVecEnv, vectorize
 
 EPISODES = 10_000
@@ -97,6 +98,40 @@ def test_fast_mode_draws_episodes_from_the_exact_distribution(env_id):
     # and the comparison is not vacuous: the outcomes vary within each mode
     success = "actual" if env_id.startswith("p4g") else "success"
     assert len(np.unique(exact[success])) > 1 and len(np.unique(exact["user_acts"])) > 1
+
+
+class Leaning(Simulator):
+    """A custom user (asked slot by slot) that favours its legal act at ``end`` (0: the first, -1: the last)."""
+
+    def __init__(self, end: int):
+        self.end = end
+
+    def distribution(self, view):
+        w = view.legal.astype(float)
+        w[np.flatnonzero(view.legal)[self.end]] *= 20
+        return w / w.sum()
+
+
+@pytest.mark.parametrize("game,users", [("p4g", "snapshots"), ("tau2", "snapshots"), ("p4g", "custom"),
+                                        ("cooperbench", "custom"), ("tau2", "custom")])
+def test_fast_mode_asks_each_slots_drawn_pool_member(game, users):
+    """Two different users join each env's checkpoint pool: snapshots (answering all their slots at once,
+    ``BatchedVecEnv._observed``) or custom simulators (asked slot by slot, ``_ask``). Fast mode asks the member it
+    drew for the slot's episode (``BatchedVecEnv.seated``, not the scalar env's stale ``simulator``): the
+    episodes of both modes are alike."""
+    from test_vec import snapshots
+
+    samples = []
+    for exact in (False, True):
+        vec = scope_envs.make_vec(f"{game}-population", num_envs=NUM_ENVS, exact=exact, pool_size=3)
+        pool = snapshots(vec.envs[0], seed=3) if users == "snapshots" else [Leaning(0), Leaning(-1)]
+        for env in vec.envs:
+            for s in pool:
+                env.add_snapshot(s)
+        samples.append(collect(vec, EPISODES if users == "snapshots" else 4000, 0))
+    p = compare(*samples)
+    assert min(p.values()) > ALPHA, p
+    assert len(np.unique(samples[1]["member"])) == 3  # the live user and both pool entries played
 
 
 def test_the_comparison_rejects_a_perturbed_engine():

@@ -71,24 +71,3 @@ def test_fast_mode_is_reproducible_and_keeps_the_api():
     assert finals > 0
 
 
-def test_fast_mode_asks_each_slots_drawn_member():
-    """A checkpoint pool's snapshot is asked slot by slot through its scalar env (``env.simulator``): in fast
-    mode too that is the member the shared generator drew for the slot's episode."""
-    from test_vec import ViewReader
-
-    vec = scope_envs.make_vec("tau2-population", num_envs=8, exact=False, pool_size=3)
-    for env in vec.envs:
-        env.add_snapshot(ViewReader())
-    asked, ask = [], vec._ask
-
-    def checked(i, legal):
-        env = vec._u[i]
-        asked.append(env.members[int(vec.member[i])] is env.simulator)
-        return ask(i, legal)
-
-    vec._ask = checked
-    rng = np.random.default_rng(0)
-    obs, infos = vec.reset(seed=0)
-    for _ in range(150):
-        obs, _, _, _, infos = vec.step(random_acts(vec, obs, infos, rng))
-    assert len(asked) > 50 and all(asked)

@@ -70,6 +70,14 @@ class Simulator:
         """Probabilities over the role's acts; zero on illegal acts."""
         raise NotImplementedError
 
+    def distributions(self, observations: np.ndarray, legal: np.ndarray) -> np.ndarray:
+        """Optional, for a simulator whose ``distribution`` reads nothing of the view but its observation and
+        legal acts (``wants_observation``; a trained network): the distributions of rows of observations
+        (rows, features) and legal masks (rows, acts) at once, each row bit for bit what ``distribution`` gives
+        for that one view, whatever the other rows. A batched vec env then answers every slot such a simulator
+        plays in one call instead of building each slot's view (``scope_envs.vec``)."""
+        raise NotImplementedError
+
     def verbalize(self, view: View, k: int, rng: np.random.Generator, tail: float | None = None) -> list:
         """The simulator's stated top-k acts with stated probabilities (verbalized sampling);
         with ``tail``, only candidates stated below that probability."""

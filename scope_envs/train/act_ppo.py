@@ -114,6 +114,7 @@ from scope_envs.train.numpy_ac import (
     bind,
     entropy,
     log_policy,
+    log_policy_rows,
     max_grad_split,
     mlp,
     mlp_backward,
@@ -221,13 +222,13 @@ class ActorCritic(nn.Module):
 
 
 def selfplay_input(x: np.ndarray, m: np.ndarray, user: bool, in_dim: int, out_dim: int) -> tuple[np.ndarray, ...]:
-    """The shared network's input: the role as a one-hot, then the role's features, zero-padded; the
-    mask padded with illegal acts."""
-    xx = np.zeros(in_dim, np.float32)
-    xx[1 if user else 0] = 1.0
-    xx[2 : 2 + len(x)] = x
-    mm = np.zeros(out_dim, bool)
-    mm[: len(m)] = m
+    """Rows of one role's observations and masks in the shared network's layout: the role as a one-hot, then
+    the role's features, zero-padded; the mask padded with illegal acts."""
+    xx = np.zeros((len(x), in_dim), np.float32)
+    xx[:, 1 if user else 0] = 1.0
+    xx[:, 2 : 2 + x.shape[1]] = x
+    mm = np.zeros((len(m), out_dim), bool)
+    mm[:, : m.shape[1]] = m
     return xx, mm
 
 
@@ -247,13 +248,7 @@ class NetworkPolicy:
 
     def encode(self, seat: str, x: np.ndarray, m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Rows of ``seat``'s observations and masks in the shared network's layout (``selfplay_input``)."""
-        m = m.astype(bool)
-        xx = np.zeros((len(x), self.in_dim), np.float32)
-        xx[:, 1 if seat != AGENT else 0] = 1.0
-        xx[:, 2 : 2 + x.shape[1]] = x
-        mm = np.zeros((len(m), self.out_dim), bool)
-        mm[:, : m.shape[1]] = m
-        return xx, mm
+        return selfplay_input(x, m.astype(bool), seat != AGENT, self.in_dim, self.out_dim)
 
     def act(self, obs: np.ndarray, mask: np.ndarray, greedy: bool = False) -> Decisions:
         x = np.asarray(obs, np.float32)
@@ -283,13 +278,19 @@ class PolicySnapshot(Simulator):
     def distribution(self, view: View) -> np.ndarray:
         if view.observation is None:
             raise ValueError("a PolicySnapshot needs views with the act surface's observation (wants_observation)")
-        legal = np.asarray(view.legal, bool)
-        x, m = np.asarray(view.observation, np.float32), legal
+        return self.distributions(np.asarray(view.observation)[None], np.asarray(view.legal, bool)[None])[0]
+
+    def distributions(self, observations: np.ndarray, legal: np.ndarray) -> np.ndarray:
+        """The copy's masked softmax for rows of observations and legal masks, each row as ``distribution``
+        gives it alone (``numpy_ac.log_policy_rows``): a batched vec env asks every slot the snapshot plays at
+        once."""
+        legal = np.asarray(legal, bool)
+        x, m = np.asarray(observations, np.float32), legal
         if self.selfplay:
             x, m = selfplay_input(x, m, True, self.net.obs_dim, self.net.n_actions)
-        p = np.exp(log_policy(self.actor, x[None], m[None])[0, : len(legal)]).astype(np.float64)
+        p = np.exp(log_policy_rows(self.actor, x, m)[:, : legal.shape[1]]).astype(np.float64)
         p[~legal] = 0.0
-        return p / p.sum()
+        return p / p.sum(1, keepdims=True)
 
 
 def find_pool(env) -> CheckpointPool | None:
@@ -378,7 +379,8 @@ class PPOTrainer:
         x, m = obs["observation"], obs["action_mask"].astype(bool)
         if not self.cfg.selfplay:
             return x, m
-        return selfplay_input(x, m, agent != AGENT, self.in_dim, self.out_dim)
+        xx, mm = selfplay_input(x[None], m[None], agent != AGENT, self.in_dim, self.out_dim)
+        return xx[0], mm[0]
 
     def policies_with(self, rng: np.random.Generator) -> dict[str, NetworkPolicy]:
         """Each live seat's network as a ``Policy`` drawing from ``rng`` (one object for the seats that share

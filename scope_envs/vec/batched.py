@@ -25,11 +25,12 @@ ROSTER_EMPTY = np.array([-1, -1, 0, -1, 1], np.int64)
 
 class BatchedVecEnv(VecBase):
     """The game's rules and the built-in simulators' replies computed for all slots at once (a game's
-    subclass: ``P4GVecEnv``, ``CooperBenchVecEnv``).
+    subclass: ``P4GVecEnv``, ``CooperBenchVecEnv``, ``Tau2VecEnv``).
 
-    Verbalized sampling of the game's reference is batched too (``_verbalized``). Other simulators in the user
-    seat (verbalized sampling of any other simulator, a checkpoint pool's snapshots, any act-level
-    ``Simulator``) are asked slot by slot with the same view, sampler and generator as the scalar env."""
+    Verbalized sampling of the game's reference is batched too (``_verbalized``), and so is any simulator that
+    answers from the observation alone (``Simulator.distributions``: a checkpoint pool's snapshots). Other
+    simulators in the user seat (verbalized sampling of any other simulator, any other act-level ``Simulator``)
+    are asked slot by slot with the same view, sampler and generator as the scalar env."""
 
     game_type: type
 
@@ -130,6 +131,9 @@ class BatchedVecEnv(VecBase):
             return ("reference", float(sim.sharpening), float(sim.cooperation))
         if type(sim) is proxy and self.proxy_is_batched(sim):
             return ("human_proxy",)
+        if sim.wants_observation and type(sim).distributions is not Simulator.distributions \
+                and type(sim).act is Simulator.act:
+            return ("observation",)  # each slot's own simulator, all the slots of one at once (``_observed``)
         return None
 
     def reply(self, kind: tuple, idx: np.ndarray, legal: np.ndarray) -> np.ndarray:
@@ -444,6 +448,8 @@ class BatchedVecEnv(VecBase):
             for code, idx in groups:
                 if code < 0:
                     acts = np.array([self._ask(i, legal[i]) for i in idx.tolist()], np.int64)
+                elif self._kinds[code][0] == "observation":
+                    acts = self._observed(idx, legal[idx])
                 elif self._kinds[code][0] == "vs_reference":
                     acts = self._verbalized(self._kinds[code], idx, legal[idx])
                 elif self.exact:
@@ -484,9 +490,24 @@ class BatchedVecEnv(VecBase):
         out[live] = acts[live][np.arange(len(chosen)), chosen]
         for j in np.flatnonzero(empty).tolist():
             i = int(idx[j])
-            env = self._u[i]
             rng = rngs[j] if self.exact else self._rng
-            out[j] = int(DirectAnswer()(env.simulator, self.view(i, 1, legal[j]), rng)[0])
+            out[j] = int(DirectAnswer()(self.seated(i), self.view(i, 1, legal[j]), rng)[0])
+        return out
+
+    def _observed(self, idx: np.ndarray, legal: np.ndarray) -> np.ndarray:
+        """Simulators that answer from the observation alone (``Simulator.distributions``: a checkpoint pool's
+        snapshots) in slots ``idx``: each simulator's slots in one call, on the observation the scalar env's view
+        carries; the act drawn as ``Simulator.act`` draws it (exact mode: one uniform of the slot's generator)."""
+        x = np.clip(self.batch.features(1)[idx], -FEATURE_BOUND, FEATURE_BOUND).astype(np.float32)
+        sims = [self.seated(i) for i in idx.tolist()]
+        out = np.empty(len(idx), np.int64)
+        for sim in {id(s): s for s in sims}.values():
+            rows = np.array([s is sim for s in sims]) if len(sims) > 1 else np.ones(1, bool)
+            p = sim.distributions(x[rows], legal[rows])
+            if self.exact:
+                out[rows] = choice_rows(p, np.array([self._u[i]._rng.random() for i in idx[rows].tolist()]))
+            else:
+                out[rows] = self._draw(p, legal[rows])
         return out
 
     def _draw(self, w: np.ndarray, legal: np.ndarray) -> np.ndarray:
@@ -517,10 +538,15 @@ class BatchedVecEnv(VecBase):
     def _ask(self, i: int, legal: np.ndarray) -> int:
         """One slot's simulator turn through the scalar env's own sampler (``DialogueParallelEnv._run_simulator``)."""
         env = self._u[i]
-        sim = env.simulator
+        sim = self.seated(i)
         rng = env._rng if self.exact else self._rng
         choice, _ = env.user_sampler(sim, self.view(i, 1, legal, sim.wants_observation), rng)
         return int(choice)
+
+    def seated(self, i: int) -> Simulator:
+        """The simulator in slot ``i``'s user seat: the member drawn for its episode (fast mode draws it on the
+        shared generator and leaves the scalar env's ``member``, hence its ``simulator``, as it was)."""
+        return self._u[i].members[self.member[i]]
 
     def view(self, i: int, role: int, legal: np.ndarray, observation: bool = False) -> View:
         """Slot ``i``'s ``View`` of ``role``, as the scalar env builds it."""

@@ -105,7 +105,7 @@ class CooperBenchVecEnv(BatchedVecEnv):
         if kind is not None and kind[0] in REFERENCE_KINDS:
             c = kind[2]  # ``agents.cooperbench._cooperative``: every trait moved up by the cooperation
             self.traits[i] = [min(1.0, persona.traits[t] + c) if c else persona.traits[t] for t in TRAITS]
-        elif kind is not None:
+        elif kind is not None and kind[0] == "human_proxy":
             self.traits[i] = [persona.traits[t] for t in TRAITS]
             for k, v in self.batch.coins(persona.id, game.task.id).items():
                 self.coins[k][i] = v
@@ -142,7 +142,7 @@ class CooperBenchVecEnv(BatchedVecEnv):
             if kind[0] in REFERENCE_KINDS:
                 c = kind[2]
                 traits = np.minimum(1.0, traits + c) if c else traits
-            else:
+            elif kind[0] == "human_proxy":
                 for j, (i, p, t) in enumerate(zip(idx[sel].tolist(), drawn[sel].tolist(), task[sel].tolist())):
                     for k, v in self.batch.coins(styles["ids"][p], tasks["ids"][t]).items():
                         self.coins[k][i] = v
@@ -215,8 +215,6 @@ class Tau2VecEnv(BatchedVecEnv):
         return Tau2Batch([e.unwrapped.game for e in self.envs])
 
     def deal(self, i, env, sim, persona, rng):
-        if not self.exact:  # the member drawn on the shared generator (exact mode: ``_start`` set it); ``_ask``
-            env.member = int(self.member[i])  # asks ``env.simulator``
         # the episode seed, the one draw of the scalar game's ``reset``, from the slot's generator
         self.batch.begin(i, persona, int(rng.integers(2**31)))
         self.batch.traits[i] = slot_traits(sim, persona)
@@ -229,7 +227,6 @@ class Tau2VecEnv(BatchedVecEnv):
             member = int(self.member[i])
             sim = env.members[member]
             sim = None if sim == LEARNABLE else sim
-            env.member = member
             card = persona if persona is not None else env.game.sample_persona(rng, split)
             env.game.user_player = sim
             self.batch.begin(i, card, int(rng.integers(2**31)))
