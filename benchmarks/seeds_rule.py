@@ -54,8 +54,9 @@ RUNS = ("4a8c844", "987def4")
 # with the worlds or the settings
 RESULTS = "benchmarks/results/default"
 # the wall-time estimate reads each game's run clocks (``wall_s`` of its run records) and seeds from this run: the
-# newest committed default run (2da55d0, tau2's engine as arrays; before it 004355c, the AMD EPYC VM, and until
-# 2026-12-02 08:40 UTC 987def4, the previous VM)
+# committed default run of the VM the 10-minute target was measured on (2da55d0, tau2's engine as arrays; before it
+# 004355c, and until 2026-12-02 08:40 UTC 987def4, the previous VM). The run committed after it (the snapshots
+# batched) has the same records but ran on a VM that took 1.7x as long per job: its clocks would say that VM's speed
 CLOCK_RUN, CLOCK_JOBS = "2da55d0", 2
 MAX_SEEDS = 200
 

@@ -28,6 +28,8 @@ def slot_by_slot(self, view, rng):
 
 
 def measure(game: str, rounds: int, seed: int = 0, **settings) -> dict:
+    """The two ways' wall times over ``rounds`` rounds; ``settings`` override the default preset's (``run_one``'s
+    keywords: the test's smaller runs)."""
     from scope_envs.bench.methods import PRESETS, preset_steps, run_one
     from scope_envs.bench.protocol import heldout_episodes_for
     from scope_envs.train.act_ppo import PolicySnapshot
