@@ -454,7 +454,7 @@ class BatchedVecEnv(VecBase):
                     acts = self._verbalized(self._kinds[code], idx, legal[idx])
                 elif self.exact:
                     p = self.reply(self._kinds[code], idx, legal[idx])
-                    acts = choice_rows(p, np.array([self._u[i]._rng.random() for i in idx.tolist()]))
+                    acts = choice_rows(p, self._uniforms(idx))
                 else:  # one draw for all the slots
                     mine = legal if len(idx) == len(legal) else legal[idx]  # (all slots: no copy)
                     acts = self._draw(self.reply_weights(self._kinds[code], idx, mine), mine)
@@ -502,13 +502,17 @@ class BatchedVecEnv(VecBase):
         sims = [self.seated(i) for i in idx.tolist()]
         out = np.empty(len(idx), np.int64)
         for sim in {id(s): s for s in sims}.values():
-            rows = np.array([s is sim for s in sims]) if len(sims) > 1 else np.ones(1, bool)
+            rows = np.array([s is sim for s in sims])
             p = sim.distributions(x[rows], legal[rows])
             if self.exact:
-                out[rows] = choice_rows(p, np.array([self._u[i]._rng.random() for i in idx[rows].tolist()]))
+                out[rows] = choice_rows(p, self._uniforms(idx[rows]))
             else:
                 out[rows] = self._draw(p, legal[rows])
         return out
+
+    def _uniforms(self, idx: np.ndarray) -> np.ndarray:
+        """Exact mode: one uniform from each of slots ``idx``'s own generators (the draw ``Simulator.act`` makes)."""
+        return np.array([self._u[i]._rng.random() for i in idx.tolist()])
 
     def _draw(self, w: np.ndarray, legal: np.ndarray) -> np.ndarray:
         """Fast mode: an act for each row of weights ``w`` (rows, acts), by inverse-CDF sampling on the shared

@@ -68,9 +68,8 @@ class P4GVecEnv(BatchedVecEnv):
         follows = self.follows[ended]
         for j in (follows.nonzero()[0].tolist() if np.count_nonzero(follows) else ()):
             i = int(ended[j])
-            env = self._u[i]
-            sim = env.members[int(self.member[i])]
-            actual[j] = float(sim.follow_through(float(actual[j]), env._rng if self.exact else self._rng))
+            rng = self._u[i]._rng if self.exact else self._rng
+            actual[j] = float(self.seated(i).follow_through(float(actual[j]), rng))
         b.settle(ended, actual)
 
     def public_private(self, i, role):
