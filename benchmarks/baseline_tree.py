@@ -40,10 +40,18 @@ def export(rev: str, into: str | Path) -> Path:
     return into
 
 
+def output_path(text: str) -> Path:
+    """``scope_envs.arguments.output_path``, imported here: vec_speed.py imports this module under a baseline
+    revision's ``PYTHONPATH``, whose scope_envs may not have it."""
+    from scope_envs.arguments import output_path as check
+
+    return check(text)
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("rev", help="a git revision of this checkout")
-    ap.add_argument("into", type=Path, help="an empty folder (created if missing)")
+    ap.add_argument("into", type=output_path, help="an empty folder (created if missing)")
     args = ap.parse_args(argv)
     if args.into.exists() and any(args.into.iterdir()):
         ap.error(f"into: {args.into} is not empty")

@@ -29,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 from scope_envs.agents.cooperbench import ScriptedTeammate
+from scope_envs.arguments import count
 
 import scope_envs
 from scope_envs.games.cooperbench.code import dataset, partners, sandbox
@@ -64,7 +65,7 @@ def act_episode(env, seed: int) -> float:
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--rounds", type=count(1000), default=5, help="at most 1000")
     args = ap.parse_args(argv)
     pair = dataset.discover(dataset.DEMO_DIR)[0]
     feature = pair.features[0]

@@ -17,6 +17,10 @@ import numpy as np
 from pettingzoo.classic import rps_v2
 
 import scope_envs
+from scope_envs.arguments import count, registered_id
+
+MAX_STEPS = 100_000_000
+MAX_ROUNDS = 1000
 
 
 def steps_per_second(env, steps: int, pick) -> float:
@@ -40,10 +44,13 @@ def unmasked(env, agent, obs, rng):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--steps", type=int, default=20_000)
-    ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--env", default="p4g-cotrain")
+    ap.add_argument("--steps", type=count(MAX_STEPS), default=20_000,
+                    help=f"steps of each env, split over the rounds (at least --rounds; at most {MAX_STEPS:_})")
+    ap.add_argument("--rounds", type=count(MAX_ROUNDS), default=5, help=f"at most {MAX_ROUNDS}")
+    ap.add_argument("--env", type=registered_id, default="p4g-cotrain", help="a registered id (`scope-envs list`)")
     args = ap.parse_args(argv)
+    if args.steps < args.rounds:  # each round steps steps // rounds times: none would time nothing
+        ap.error(f"argument --steps: at least one step per round: --steps {args.steps} < --rounds {args.rounds}")
     ours, base = [], []
     for _ in range(args.rounds):
         ours.append(steps_per_second(scope_envs.make(args.env), args.steps // args.rounds, masked))

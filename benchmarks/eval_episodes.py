@@ -37,6 +37,7 @@ import numpy as np
 import torch
 
 import scope_envs
+from scope_envs.arguments import count, output_path
 from scope_envs.bench.methods import (
     EVAL_SE_FRACTION,
     GAMES,
@@ -83,13 +84,12 @@ def results_name(path: Path) -> str:
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--games", nargs="+", default=list(GAMES), choices=GAMES)
-    ap.add_argument("--episodes", type=int, default=4000, help="held-out episodes per band row")
+    ap.add_argument("--episodes", type=count(1_000_000, low=2), default=4000,
+                    help="held-out episodes per band row (2 to 1_000_000)")
     ap.add_argument("--results", type=Path, default=HERE / "results" / "default" / "results.json",
                     help="a default run's results.json: its random and oracle rows give each game's band")
-    ap.add_argument("--out", type=Path, default=HERE / "results" / "eval_episodes")
+    ap.add_argument("--out", type=output_path, default=HERE / "results" / "eval_episodes")
     args = ap.parse_args(argv)
-    if args.episodes < 2:
-        ap.error(f"argument --episodes: must be >= 2, got {args.episodes}")
     if not args.results.is_file():
         ap.error(f"argument --results: no such file: {args.results}")
     try:

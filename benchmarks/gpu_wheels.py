@@ -33,9 +33,19 @@ WHEELS = ("gymnasium==1.4.0", "farama-notifications==0.0.6", "cloudpickle==3.1.3
 LIMIT = 64 * 2**20
 
 
+def output_dir(text: str) -> str:
+    """``scope_envs.arguments.output_dir`` where scope_envs imports (this script needs nothing else of it)."""
+    try:
+        from scope_envs.arguments import output_dir as check
+    except ImportError:
+        return text
+    return check(text)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--dest", default=str(ROOT / "benchmarks" / "wheels"), help="the folder (emptied first)")
+    ap.add_argument("--dest", type=output_dir, default=str(ROOT / "benchmarks" / "wheels"),
+                    help="the folder (emptied first)")
     args = ap.parse_args()
     dest = Path(args.dest)
     if dest.exists():

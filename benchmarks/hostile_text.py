@@ -15,6 +15,7 @@ import json
 import re
 import time
 
+from scope_envs.arguments import count
 from scope_envs.games.p4g import language
 
 
@@ -29,7 +30,8 @@ def best_of(fn, text: str, repeats: int = 3) -> float:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--lengths", type=int, nargs="+", default=[1000, 4000, 16000])
+    ap.add_argument("--lengths", type=count(10_000_000), nargs="+", default=[1000, 4000, 16000],
+                    help="message lengths in characters (each at most 10_000_000)")
     args = ap.parse_args()
     pairs = [rule for _, rule in language._PERSUADEE_RULES if isinstance(rule, tuple)]
     regexes = [re.compile(f"(?:{a.pattern}).*(?:{b.pattern})") for a, b in pairs]

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from scope_envs.arguments import output_file
 from scope_envs.bench.entrants import builtin_names
 from scope_envs.bench.stats import CEILING, FLOOR, bootstrap_ci
 
@@ -50,7 +51,8 @@ def leaderboard(results: dict) -> str:
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("folder", type=Path, help="a scope-envs bench output folder (its results.json)")
-    ap.add_argument("--out", type=Path, default=None, help="write the Markdown here (default: print it)")
+    ap.add_argument("--out", type=output_file, default=None,
+                    help="write the Markdown to this file (its folder is created; default: print it)")
     args = ap.parse_args(argv)
     path = args.folder / "results.json"
     try:
@@ -61,6 +63,7 @@ def main(argv=None) -> None:
     if args.out:
         from scope_envs.files import write_atomic
 
+        args.out.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(args.out, text)
     else:
         sys.stdout.write(text)

@@ -250,8 +250,11 @@ def to_markdown(result: dict) -> str:
 
 
 def main() -> None:
+    from scope_envs.arguments import output_file, positive_float
+
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", default="benchmarks/results/llm_gpu.json", help="the JSON (the Markdown goes beside it)")
+    ap.add_argument("--out", type=output_file, default="benchmarks/results/llm_gpu.json",
+                    help="the JSON (the Markdown goes beside it)")
     ap.add_argument("--sizes", default="0.5B,1.5B", help="models measured in full, from " + ",".join(SIZES))
     ap.add_argument("--fit-sizes", default="3B,7B,14B", help="larger models probed, ascending, per path")
     ap.add_argument("--paths", default=",".join(PATHS), help="trainer paths, comma-separated")
@@ -261,7 +264,8 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=32, help="prompts in the rollout-speed batch (1 to 512)")
     ap.add_argument("--max-new-tokens", type=int, default=48, help="per turn (1 to 512)")
     ap.add_argument("--vocab", type=int, default=4000, help="the tokenizer trained on the spot (400 to 32000)")
-    ap.add_argument("--budget-s", type=float, default=420.0, help="no new fit probe starts after this much wall time")
+    ap.add_argument("--budget-s", type=positive_float, default=420.0,
+                    help="no new fit probe starts after this much wall time")
     ap.add_argument("--dry-run", action="store_true", help="tiny sizes on CPU, the same code paths")
     args = ap.parse_args()
     for name, value, low, high in (("--updates", args.updates, 1, 10), ("--episodes", args.episodes, 2, 256),
@@ -332,6 +336,7 @@ def main() -> None:
         result["fit"][name] = {"largest": largest, "probes": probes}
     result["wall_s"] = time.perf_counter() - started
     out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(out, json.dumps(result, indent=1))
     write_atomic(out.with_suffix(".md"), to_markdown(result))
     print(to_markdown(result), flush=True)

@@ -16,14 +16,15 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from scope_envs.arguments import count, output_path
 from scope_envs.bench.methods import method_setup
 from scope_envs.train.act_ppo import PPOConfig, PPOTrainer
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("game", choices=["p4g", "cooperbench", "tau2"])
-    ap.add_argument("steps", type=int, help="agent decisions to train for")
-    ap.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "oracle_budget")
+    ap.add_argument("steps", type=count(100_000_000), help="agent decisions to train for (at most 100_000_000)")
+    ap.add_argument("--out", type=output_path, default=Path(__file__).parent / "results" / "oracle_budget")
     args = ap.parse_args()
     torch.set_num_threads(1)
     env_id, kwargs, overrides = method_setup(args.game, "oracle")

@@ -18,7 +18,8 @@ import json
 import sys
 from pathlib import Path
 
-from scope_envs.arguments import positive_int
+from scope_envs.arguments import count, output_path
+from scope_envs.cli import MAX_REPLICATIONS
 from scope_envs.games.p4g.fit import check_data
 from scope_envs.validate.p4g_holdout import REPLICATIONS, markdown, out_of_sample
 
@@ -36,9 +37,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", type=_data, default=str(HERE.parent.parent / "shared" / "data" / "p4g"),
                     help="folder of the P4G csv files (default: %(default)s)")
-    ap.add_argument("--out", type=Path, default=HERE / "results", help="output folder (default: %(default)s)")
-    ap.add_argument("--replications", type=positive_int, default=REPLICATIONS,
-                    help="replays per test dialogue (default: %(default)s)")
+    ap.add_argument("--out", type=output_path, default=HERE / "results", help="output folder (default: %(default)s)")
+    ap.add_argument("--replications", type=count(MAX_REPLICATIONS), default=REPLICATIONS,
+                    help=f"replays per test dialogue (default: %(default)s; at most {MAX_REPLICATIONS})")
     args = ap.parse_args()
     report = out_of_sample(args.data, args.replications)
     args.out.mkdir(parents=True, exist_ok=True)

@@ -22,6 +22,7 @@ import json
 import os
 import sys
 from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
 
 TIMING = ("wall_s", "env_steps_per_s")
 SUCCESS = ("train_success", "heldout_success", "panel_success")
@@ -55,6 +56,7 @@ def run(args) -> None:
             records[name] = record
     out = {"seeds": args.seeds, "steps": args.steps, "digests": {k: digest(r) for k, r in records.items()},
            "records": records}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
     tmp = f"{args.out}.tmp"
     with open(tmp, "w") as f:
         json.dump(out, f, sort_keys=True)
@@ -78,6 +80,18 @@ def compare(args) -> None:
     print(json.dumps(report, indent=1))
 
 
+def output_file(text: str) -> Path:
+    """``scope_envs.arguments.output_file``; ``run`` also runs on an old tree (on ``PYTHONPATH``) that may not have
+    it: there, only a folder in the way is refused."""
+    try:
+        from scope_envs.arguments import output_file as check
+    except ImportError:
+        if os.path.isdir(text):
+            raise argparse.ArgumentTypeError(f"{text!r} is a folder; give a file name") from None
+        return Path(text)
+    return check(text)
+
+
 def bounded(limit: int):
     def parse(value: str) -> int:
         n = int(value)
@@ -95,7 +109,7 @@ def main(argv=None) -> None:
     r.add_argument("--steps", type=bounded(MAX_STEPS), default=3000)
     r.add_argument("--games", nargs="+", choices=["p4g", "cooperbench", "tau2"])
     r.add_argument("--jobs", type=bounded(MAX_JOBS), default=2)
-    r.add_argument("--out", required=True)
+    r.add_argument("--out", type=output_file, required=True, help="the JSON file to write")
     c = sub.add_parser("compare", help="compare two files written by run")
     c.add_argument("before")
     c.add_argument("after")

@@ -39,6 +39,7 @@ from pathlib import Path
 
 import numpy as np
 
+from scope_envs.arguments import output_file
 from scope_envs.bench import stats
 from scope_envs.bench.methods import PRESETS, heldout_episodes_for, preset_steps
 from scope_envs.bench.methods import SEEDS_MDE_FRACTION as FRACTION  # the MDE the rule allows, a fraction of the band
@@ -178,7 +179,7 @@ def main(argv=None) -> None:
     ap.add_argument("--tau2-speedup", type=float, default=1.0,
                     help="tau2's run clocks divided by this in the wall estimate (the batched engine's measured "
                          "factor on tau2's benchmark runs; default 1: the committed clocks as they are)")
-    ap.add_argument("--out", type=Path, default=None, help="also write the JSON here (atomically)")
+    ap.add_argument("--out", type=output_file, default=None, help="also write the JSON here (atomically)")
     args = ap.parse_args(argv)
     if not 0.1 <= args.tau2_speedup <= 100:
         ap.error(f"argument --tau2-speedup: must be in [0.1, 100], got {args.tau2_speedup}")

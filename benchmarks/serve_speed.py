@@ -31,7 +31,7 @@ import numpy as np
 from tqdm import tqdm
 
 import scope_envs
-from scope_envs.arguments import count
+from scope_envs.arguments import count, output_file
 from scope_envs.files import write_json
 
 from env_speed import masked, steps_per_second  # the env speed benchmark's loop and act choice, served or not
@@ -161,7 +161,7 @@ def main(argv=None):
     ap.add_argument("--num-envs", type=count(4096), default=256)
     ap.add_argument("--text-episodes", type=count(10_000), default=30)
     ap.add_argument("--train-steps", type=count(10_000_000, low=0), default=16384, help="0 skips the training run")
-    ap.add_argument("--out", default="benchmarks/results/serve_speed.json")
+    ap.add_argument("--out", type=output_file, default="benchmarks/results/serve_speed.json")
     args = ap.parse_args(argv)
     from scope_envs.integrations.sb3 import SB3VecEnv
     from scope_envs.remote import RemoteParallelEnv, RemoteVecEnv
@@ -215,6 +215,7 @@ def main(argv=None):
         text.stop()
     bar.close()
     out["machine"]["load_avg_1m_end"] = os.getloadavg()[0]
+    args.out.parent.mkdir(parents=True, exist_ok=True)
     write_json(args.out, out, indent=1)
     print(json.dumps(out, indent=1))
 

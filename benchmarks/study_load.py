@@ -38,6 +38,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from scope_envs.arguments import positive_float  # noqa: E402
 from tests.study_fixtures import (
     free_port,
     save_policies,
@@ -193,7 +194,7 @@ def main() -> None:
     ap.add_argument("--participants", type=int, default=40, choices=range(1, 1001), metavar="1..1000")
     ap.add_argument("--kills", type=int, default=1, choices=range(0, 11), metavar="0..10",
                     help="SIGKILLs of the server mid-chat, each followed by a restart")
-    ap.add_argument("--deadline", type=float, default=300.0, help="seconds for the whole run")
+    ap.add_argument("--deadline", type=positive_float, default=300.0, help="seconds for the whole run")
     args = ap.parse_args()
     start = time.monotonic()
     with tempfile.TemporaryDirectory() as tmp:

@@ -187,16 +187,47 @@ def paired(args) -> None:
     print(json.dumps(result))
 
 
+def _count(high: int):
+    """An integer from 1 to ``high`` (argparse, exit 2). Local, not scope_envs.arguments.count: ``--baseline``
+    runs this script under a baseline revision's ``PYTHONPATH``, whose scope_envs may not have it."""
+    def check(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer from 1 to {high:_}, got {text[:40]!r}") from None
+        if not 1 <= value <= high:
+            raise argparse.ArgumentTypeError(f"expected an integer from 1 to {high:_}, got {value}")
+        return value
+
+    return check
+
+
+def _env_id(text: str) -> str:
+    import scope_envs
+
+    if text not in scope_envs.registry:
+        raise argparse.ArgumentTypeError(f"unknown environment id {text[:60]!r}; `scope-envs list` prints them")
+    return text
+
+
+def _folder(text: str) -> str:
+    if not os.path.isdir(text):
+        raise argparse.ArgumentTypeError(f"no such directory: {text[:80]!r}")
+    return text
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--env", default="tau2-frozen")
-    ap.add_argument("--steps", type=int, default=5000, help="env steps (random) and agent decisions (trainer)")
-    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--env", type=_env_id, default="tau2-frozen", help="a registered tau2 id")
+    ap.add_argument("--steps", type=_count(100_000_000), default=5000,
+                    help="env steps (random) and agent decisions (trainer); at most 100_000_000")
+    ap.add_argument("--rounds", type=_count(1000), default=3, help="at most 1000")
     ap.add_argument("--embedded", action="store_true", help="the embedded synthetic tasks instead of the real ones")
     ap.add_argument("--trainer-first", action="store_true",
                     help="time the trainer before the random acts (cold: a fresh process, as a training run starts)")
-    ap.add_argument("--baseline", metavar="DIR", help="paired runs against the code in DIR (see ``paired``)")
-    ap.add_argument("--fingerprint", type=int, metavar="EPISODES",
+    ap.add_argument("--baseline", metavar="DIR", type=_folder,
+                    help="paired runs against the code in DIR (see ``paired``)")
+    ap.add_argument("--fingerprint", type=_count(1_000_000), metavar="EPISODES",
                     help="only print the fingerprints of EPISODES random-act episodes per regime and surface")
     args = ap.parse_args()
     if args.fingerprint:

@@ -15,6 +15,7 @@ import argparse
 import json
 import time
 
+from scope_envs.arguments import count
 from scope_envs.games.tau2 import arithmetic
 
 EXPRESSIONS = [
@@ -42,8 +43,8 @@ def timed(fn, repeats: int) -> float:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--repeats", type=int, default=2000)
+    ap.add_argument("--rounds", type=count(1000), default=5, help="at most 1000")
+    ap.add_argument("--repeats", type=count(10_000_000), default=2000, help="at most 10_000_000")
     args = ap.parse_args()
     for e in EXPRESSIONS:
         assert arithmetic.calculate(e) == eval_calculate(e), e

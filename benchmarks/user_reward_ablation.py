@@ -21,7 +21,7 @@ import json
 from pathlib import Path
 
 from scope_envs import bench
-from scope_envs.arguments import positive_int
+from scope_envs.arguments import count, output_path
 from scope_envs.core.rewards import SIMULATOR_REWARDS
 
 COLUMNS = [("train_success", "train"), ("train_zero_score_frac", "agent got nothing"),
@@ -31,10 +31,10 @@ COLUMNS = [("train_success", "train"), ("train_zero_score_frac", "agent got noth
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", type=Path, default=Path("results/ablation"))
+    ap.add_argument("--out", type=output_path, default=Path("results/ablation"))
     ap.add_argument("--games", nargs="+", default=list(bench.GAMES), choices=bench.GAMES)
-    ap.add_argument("--seeds", type=positive_int, default=3)
-    ap.add_argument("--group-size", type=positive_int, default=8)
+    ap.add_argument("--seeds", type=count(bench.runner.MAX_SEEDS), default=3)
+    ap.add_argument("--group-size", type=count(bench.runner.MAX_GROUP_SIZE), default=8)
     args = ap.parse_args()
     if args.group_size < 2:
         ap.error("argument --group-size: the curriculum reward needs groups of at least 2")

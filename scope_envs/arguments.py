@@ -120,8 +120,9 @@ seed = count(SEED_MAX, low=0)
 
 def output_dir(text: str) -> str:
     """An output folder that can be created and written: not a file, not under a file, no name longer than the
-    file system allows, not on a read-only file system. Nothing is created here (``scope_envs.files
-    .check_output_dir`` creates it when the work starts); an empty string is the current folder."""
+    file system allows, not on a read-only file system, not where the file system takes no new names (``/proc``).
+    Nothing is left here (``scope_envs.files.check_output_dir`` creates it when the work starts): the one probe,
+    the folder's first missing part or a file in it, is removed at once; an empty string is the current folder."""
     import os
 
     if "\0" in text:
@@ -154,4 +155,117 @@ def output_dir(text: str) -> str:
             read_only = False
         why = "on a read-only file system" if read_only else "not writable"
         raise argparse.ArgumentTypeError(f"cannot write {text!r}: {str(existing)!r} is {why}")
+    # os.access says yes to root everywhere, and some file systems (/proc, /sys) refuse every new name: only
+    # trying tells, so the first missing part is made and removed (or, for a folder that exists, a probe file)
+    try:
+        if existing == path:
+            import tempfile
+
+            fd, probe = tempfile.mkstemp(prefix=".write-probe.", dir=existing)
+            os.close(fd)
+            os.unlink(probe)
+        else:
+            first = existing / path.relative_to(existing).parts[0]
+            first.mkdir()
+            first.rmdir()
+    except FileExistsError:  # made meanwhile by someone else: it exists, which is all the probe asks
+        pass
+    except OSError as e:
+        what = "write in" if existing == path else "create"
+        raise argparse.ArgumentTypeError(f"cannot {what} {_shown(text or '.')}: {e.strerror or e}") from None
     return text or "."
+
+
+def output_path(text: str) -> Path:
+    """``output_dir`` as a ``Path`` (for scripts that join names to it)."""
+    return Path(output_dir(text))
+
+
+def output_file(text: str) -> Path:
+    """A file to write: not a folder, and its folder one that ``output_dir`` accepts (the caller creates it)."""
+    if _is_dir(text):
+        raise argparse.ArgumentTypeError(f"{_shown(text)} is a folder, not a file name (name a file in it)")
+    path = Path(text)
+    output_dir(str(path.parent))
+    return path
+
+
+def saved_trainer(text: str) -> str:
+    """A folder written by ``PPOTrainer.save``: ``config.json`` (a JSON object) and ``model.pt``."""
+    path = Path(text).expanduser()
+    if not _is_dir(str(path)):
+        raise argparse.ArgumentTypeError(f"no such directory: {_shown(text)} (a saved trainer folder: "
+                                         "PPOTrainer.save's config.json and model.pt)")
+    missing = [name for name in ("config.json", "model.pt") if not (path / name).is_file()]
+    if missing:
+        raise argparse.ArgumentTypeError(f"{_shown(text)} is not a saved trainer folder: it has no "
+                                         f"{' and no '.join(missing)} (PPOTrainer.save writes both)")
+    try:
+        config = json.loads((path / "config.json").read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise argparse.ArgumentTypeError(f"{path / 'config.json'} is not valid JSON: {e}") from None
+    if not isinstance(config, dict):
+        raise argparse.ArgumentTypeError(f"{path / 'config.json'} is not a trainer's settings (a JSON object)")
+    return text
+
+
+def torch_device(text: str) -> str:
+    """A device the LLM trainer can use here: ``cpu``, ``cuda`` / ``cuda:N`` where torch sees that GPU, ``mps``
+    where torch has it. Checked now, so a missing GPU is not a traceback once a model has loaded."""
+    if text == "cpu":  # the default: no torch import to parse it
+        return text
+    import torch
+
+    try:
+        device = torch.device(text)
+    except (RuntimeError, ValueError, TypeError):
+        raise argparse.ArgumentTypeError(f"not a torch device: {text[:40]!r} "
+                                         "(expected cpu, cuda, cuda:N or mps)") from None
+    if device.type == "cuda":
+        if not torch.cuda.is_available():
+            build = "a CPU-only build" if torch.version.cuda is None else f"built for CUDA {torch.version.cuda}"
+            raise argparse.ArgumentTypeError(f"{text!r}: torch sees no CUDA device here (torch {torch.__version__}, "
+                                             f"{build}); use --device cpu")
+        if device.index is not None and device.index >= torch.cuda.device_count():
+            raise argparse.ArgumentTypeError(f"{text!r}: torch sees {torch.cuda.device_count()} CUDA device(s), "
+                                             f"cuda:0 to cuda:{torch.cuda.device_count() - 1}")
+    elif device.type == "mps":
+        if not torch.backends.mps.is_available():
+            raise argparse.ArgumentTypeError(f"{text!r}: torch has no MPS device here; use --device cpu")
+    elif device.type != "cpu":
+        raise argparse.ArgumentTypeError(f"{text!r}: the trainer runs on cpu, cuda or mps, not {device.type}")
+    return text
+
+
+def registered_id(text: str) -> str:
+    """A registered environment id (``scope-envs list``); unlike ``env_id``, not ``llm-toy``."""
+    if text not in scope_envs.registry:
+        raise argparse.ArgumentTypeError(f"unknown environment id {text[:60]!r}; `scope-envs list` prints them")
+    return text
+
+
+def listen_problem(host: str, port: int) -> tuple[str, str] | None:
+    """Why a server cannot listen on ``host:port`` now, as ``(argument, message)``: the port in use, a host that is
+    not this machine's, a privileged port; None when it can. Tried with a socket bound and closed at once, with
+    ``SO_REUSEADDR`` as uvicorn binds (a port whose old connections linger in TIME_WAIT is free to it)."""
+    import errno
+    import socket
+
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
+                                                             flags=socket.AI_PASSIVE)[0]
+    except (socket.gaierror, UnicodeError) as e:
+        return "--host", f"cannot resolve {host!r}: {getattr(e, 'strerror', None) or e}"
+    with socket.socket(family, kind, proto) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(address)
+        except OSError as e:
+            if e.errno == errno.EADDRINUSE:
+                return "--port", f"{host}:{port} is in use"
+            if e.errno == errno.EADDRNOTAVAIL:
+                return "--host", f"{host} is not an address of this machine"
+            if e.errno == errno.EACCES:
+                return "--port", f"{host}:{port}: permission denied (ports below 1024 need privileges)"
+            return "--port", f"cannot listen on {host}:{port}: {e.strerror or e}"
+    return None

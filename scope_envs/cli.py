@@ -15,7 +15,7 @@ import numpy as np
 
 import scope_envs
 from scope_envs.arguments import (count, env_id, existing_dir, json_object, model_source, nonnegative_float,
-                                  output_dir, positive_float, seed)
+                                  output_dir, positive_float, seed, torch_device)
 from scope_envs.registry import REGIME_AGENTS
 
 MAX_EPISODES = 1_000_000  # validate p4g / demo episodes
@@ -114,8 +114,26 @@ def _llm_extra(command: str) -> None:
                  "pip install 'scope-envs[llm]'")
 
 
+# train-llm's options that only one --mode (or --algo) reads: given elsewhere they would be ignored without a word
+MODE_OPTIONS = {"shared": ("mode", ("cotrain",)), "members": ("mode", ("members",)),
+                "pool_size": ("mode", ("population",)), "snapshot_every": ("mode", ("population",)),
+                "pool_sample": ("mode", ("population",)), "user_lr": ("mode", ("cotrain", "population", "members")),
+                "grpo_std_norm": ("algo", ("grpo",))}
+
+
+def _check_mode_options(args) -> None:
+    """Refuse (exit 2) an option the chosen mode does not read; only an option the user gave (not its default)."""
+    for dest, (key, modes) in MODE_OPTIONS.items():
+        value = getattr(args, dest)
+        if value != args.parser.get_default(dest) and getattr(args, key) not in modes:
+            flag = "--" + dest.replace("_", "-")
+            args.parser.error(f"argument {flag}: only with --{key} {' / '.join(modes)} (this run is --{key} "
+                              f"{getattr(args, key)})")
+
+
 def cmd_train_llm(args) -> None:
     """LLM-PPO / GRPO on multi-turn text episodes (scope_envs.train.llm.ppo)."""
+    _check_mode_options(args)
     _llm_extra("train-llm")
     from scope_envs.train.llm.commands import UsageError, train_llm
 
@@ -189,7 +207,8 @@ def main(argv=None) -> None:
     t.add_argument("--lora", action="store_true")
     t.add_argument("--lora-r", type=count(1024), default=8, help="LoRA rank (at most 1024)")
     t.add_argument("--engine", choices=["hf", "vllm"], default="hf")
-    t.add_argument("--device", default="cpu")
+    t.add_argument("--device", type=torch_device, default="cpu",
+                   help="cpu (default), cuda, cuda:N or mps: checked available before anything loads")
     t.add_argument("--updates", type=count(100_000), default=10, help="at most 100_000")
     t.add_argument("--groups", type=count(4096), default=4, help="scenario seeds per update (at most 4096)")
     t.add_argument("--group-size", type=count(1024), default=None, help="episodes per seed (ppo 2, grpo 8; at most 1024)")
@@ -216,7 +235,8 @@ def main(argv=None) -> None:
     t.add_argument("--gradient-checkpointing", action=argparse.BooleanOptionalAction, default=None,
                    help="recompute activations in the backward pass (default: on cuda)")
     t.add_argument("--seed", type=seed, default=0, help="0 to 2**32-1")
-    t.add_argument("--out", type=output_dir, default="runs/llm", help="metrics.jsonl and checkpoints/ go here")
+    t.add_argument("--out", type=output_dir, default="runs/llm",
+                   help="metrics.jsonl and checkpoints/ go here (default: ./runs/llm)")
     t.add_argument("--save-every", type=count(100_000, low=0), default=0, help="updates between checkpoints (0: none; at most 100_000)")
     t.add_argument("--threads", type=count(1024, low=0), default=0, help="torch CPU threads (0: torch's default; at most 1024)")
     t.set_defaults(func=cmd_train_llm, parser=t)
@@ -230,7 +250,8 @@ def main(argv=None) -> None:
     e.add_argument("--max-new-tokens", type=count(32_768), default=128, help="at most 32_768")
     e.add_argument("--seed", type=seed, default=0, help="0 to 2**32-1")
     e.add_argument("--connect-timeout", type=timeout_seconds, default=5.0, help="seconds to wait for an endpoint (at most 3600)")
-    e.add_argument("--out", type=output_dir, default="runs/eval-llm", help="eval.json and eval.md go here")
+    e.add_argument("--out", type=output_dir, default="runs/eval-llm",
+                   help="eval.json and eval.md go here (default: ./runs/eval-llm)")
     e.set_defaults(func=cmd_eval_llm, parser=e)
     from scope_envs.study import add_arguments as study_arguments
 

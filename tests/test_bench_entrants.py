@@ -118,3 +118,19 @@ def test_the_leaderboard_lists_every_row_with_its_cis(tmp_path):
     rows = [line for line in text.splitlines() if line.startswith("| ") and not line.startswith("| row")]
     assert len(rows) == len(METHODS) + 1 and rows[0].startswith("| dr (entrant) |")  # sorted by held-out success
     assert "(floor)" in text and "(ceiling)" in text and all(line.count("[") == 4 for line in rows)
+
+
+def test_the_leaderboard_refuses_a_folder_as_its_out_file(tmp_path, capsys):
+    """--out an existing directory: exit 2 naming --out, not IsADirectoryError; a new file's folder is made."""
+    from bench_fixtures import load_script
+
+    leaderboard = load_script("leaderboard")
+    folder = tmp_path / "run"
+    folder.mkdir()
+    (folder / "results.json").write_text(json.dumps(summarize(fake_runs(["random", "frozen"]))))
+    with pytest.raises(SystemExit) as e:
+        leaderboard.main([str(folder), "--out", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and "argument --out: " in err and "is a folder" in err and "Traceback" not in err
+    leaderboard.main([str(folder), "--out", str(tmp_path / "new" / "board.md")])
+    assert "| frozen |" in (tmp_path / "new" / "board.md").read_text()

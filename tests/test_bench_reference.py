@@ -88,6 +88,28 @@ def test_fewer_seeds_compare_on_the_first_seeds(tiny_reference, plugin, tmp_path
     assert ent["family"] == ["rotation"] and ent["declared"] == "confirmatory" and ent["rows"] == []  # 1 seed: no test
 
 
+def test_an_unknown_confirmatory_row_is_refused_before_any_run(tiny_reference, plugin, tmp_path, capsys,  # noqa: F811
+                                                                monkeypatch):
+    """A row neither the reference nor --method has: exit 2 naming it and the rows there are, not a whole grid
+    run whose report says "not in this run"."""
+    from scope_envs.bench import executors
+
+    monkeypatch.setattr(executors, "execute", lambda *a, **k: pytest.fail("a run started"))
+    with pytest.raises(SystemExit) as e:
+        main(["bench", *REFERENCE_ARGS, "--method", plugin, "--against", str(tiny_reference), "--out",
+              str(tmp_path / "x"), "--confirmatory", "frozen", "nosuchrow"])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and "argument --confirmatory: 'nosuchrow': not a row of this run" in err
+    listed = err[err.index("(its rows: "):]
+    assert all(row in listed for row in ("random", "oracle", "untrained", "frozen", "rotation", "first_legal"))
+    assert "Traceback" not in err and not (tmp_path / "x" / "runs").exists()
+    with pytest.raises(SystemExit) as e:  # without --against: the --methods of the run and the entrants
+        main(["bench", "--games", "p4g", "--methods", "random", "frozen", "--method", plugin, "--out",
+              str(tmp_path / "y"), "--confirmatory", "vs"])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and "'vs': not a row of this run (its rows: random, frozen, first_legal)" in err
+
+
 def test_refusals_name_what_differs_and_how_to_rebuild(tiny_reference, plugin, tmp_path, capsys):  # noqa: F811
     def refused(argv, against):
         with pytest.raises(SystemExit) as e:

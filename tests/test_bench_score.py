@@ -121,13 +121,74 @@ def test_an_llm_endpoint_is_scored_in_the_text_band(tmp_path):
 def test_bad_input_is_an_argparse_error(tmp_path, capsys):
     for argv, message in ((["--policy", str(tmp_path / "nope.zip"), "--game", "p4g"], "argument --policy"),
                           (["--policy", "floor", "--surface", "text", "--game", "tau2"], "another game"),
-                          (["--policy", "floor", "--game", "p4g", "--panel", "builtin"], "argument --surface"),
+                          (["--policy", "floor", "--game", "p4g", "--panel", "builtin"], "argument --panel"),
                           (["--policy", f"openai:http://127.0.0.1:9/v1#m", "--surface", "text", "--game", "p4g"],
                            "argument --policy")):
         with pytest.raises(SystemExit) as e:
             score(*argv, "--out", str(tmp_path / "o"))
         assert e.value.code == 2
         assert message in capsys.readouterr().err
+
+
+def refused(capsys, *argv):
+    """``score *argv``: exit 2, one line on stderr, no traceback; returns stderr."""
+    with pytest.raises(SystemExit) as e:
+        score(*argv)
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and "Traceback" not in err, err
+    return err
+
+
+@pytest.fixture
+def nothing_played(monkeypatch):
+    """Any episode played fails the test: the refusals come before the first."""
+    from scope_envs.bench import protocol, score as score_module
+
+    monkeypatch.setattr(protocol, "evaluate_policy", lambda *a, **k: pytest.fail("an episode was played"))
+    monkeypatch.setattr(score_module, "text_sides", lambda *a, **k: pytest.fail("an episode was played"))
+
+
+def test_a_ceiling_that_is_not_a_saved_trainer_is_refused_before_any_episode(tmp_path, capsys, nothing_played):
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "file").write_text("x")
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "config.json").write_text("{bad")
+    (bad / "model.pt").write_bytes(b"")
+    for ceiling, why in ((tmp_path / "nosuch", "no such directory"), (tmp_path / "empty", "has no config.json"),
+                         (tmp_path / "file", "no such directory"), (bad, f"{bad / 'config.json'} is not valid JSON")):
+        err = refused(capsys, "--surface", "text", "--policy", "floor", "--game", "p4g", "--ceiling", str(ceiling),
+                      "--episodes", "1", "--out", str(tmp_path / "o"))
+        assert "argument --ceiling: " in err and why in err, err
+
+
+def test_a_policy_folder_with_a_broken_config_names_the_file(tmp_path, capsys, nothing_played):
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "config.json").write_text("{bad")
+    (bad / "model.pt").write_bytes(b"")
+    err = refused(capsys, "--policy", str(bad), "--game", "p4g", "--against", "none", "--out", str(tmp_path / "o"))
+    assert f"argument --policy: {bad / 'config.json'} is not valid JSON: Expecting property name" in err
+
+
+def test_more_seeds_than_the_reference_has_are_refused(tiny_reference, tmp_path, capsys, nothing_played):  # noqa: F811
+    """The band compares on the same seeds: a 2-seed reference cannot place seeds 0..4."""
+    factory = tmp_path / "mine.py"
+    factory.write_text("def make():\n    return lambda obs, mask: mask.argmax(1)\n")
+    err = refused(capsys, "--policy", f"{factory}:make", "--game", "p4g", "--seeds", "5", "--against",
+                  str(tiny_reference), "--out", str(tmp_path / "o"))
+    assert "argument --seeds: the reference has 2 seeds of p4g" in err and "--seeds 2 or fewer" in err
+
+
+def test_an_option_of_the_other_surface_is_refused(tmp_path, capsys, nothing_played):
+    for argv, argument, surface in ((["--surface", "text", "--policy", "floor", "--seeds", "3"], "--seeds", "act"),
+                                    (["--surface", "text", "--policy", "floor", "--against", "none"], "--against",
+                                     "act"),
+                                    (["--policy", "floor", "--seed", "4"], "--seed", "text"),
+                                    (["--policy", "floor", "--max-new-tokens", "9"], "--max-new-tokens", "text"),
+                                    (["--policy", "floor", "--ceiling-steps", "9"], "--ceiling-steps", "text")):
+        err = refused(capsys, *argv, "--game", "p4g", "--out", str(tmp_path / "o"))
+        assert f"argument {argument}: only with --surface {surface}" in err, err
 
 
 def test_panel_env_honours_the_surface_of_the_env_it_is_given():

@@ -37,6 +37,18 @@ BAD = [
     (["train-llm", "--model", "/nonexistent"], "--model", "never downloads"),
     (["train-llm", "--lr", "-1"], "--lr", "positive"),
     (["train-llm", "--updates", "0"], "--updates", "an integer from 1 to"),
+    (["bench", "--games", "p4g", "p4g", "--methods", "random"], "--games", "p4g given twice"),
+    (["bench", "--games", "p4g", "--methods", "random", "random"], "--methods", "random given twice"),
+    (["train-llm", "--device", "nosuch"], "--device", "not a torch device: 'nosuch'"),
+    (["train-llm", "--device", "cuda:99"], "--device", "'cuda:99'"),
+    (["train-llm", "--device", "meta"], "--device", "cpu, cuda or mps"),
+    (["train-llm", "--env", "llm-toy", "--shared"], "--shared", "only with --mode cotrain"),
+    (["train-llm", "--env", "llm-toy", "--members", "3"], "--members", "only with --mode members"),
+    (["train-llm", "--env", "llm-toy", "--mode", "cotrain", "--pool-size", "3"], "--pool-size",
+     "only with --mode population"),
+    (["train-llm", "--env", "llm-toy", "--user-lr", "1e-5"], "--user-lr", "--mode cotrain / population / members"),
+    (["train-llm", "--env", "llm-toy", "--grpo-std-norm"], "--grpo-std-norm", "only with --algo grpo"),
+    (["study", "serve", "--demo", "--demo-steps", "0"], "--demo-steps", "an integer from 1 to"),
 ]
 
 
@@ -53,6 +65,65 @@ def test_bad_argument_exits_2_naming_it(argv, argument, why, capsys, monkeypatch
     err = capsys.readouterr().err
     assert exit_.value.code == 2
     assert f"argument {argument}" in err and why in err and "Traceback" not in err
+
+
+def test_train_llm_cuda_without_a_gpu_is_an_argument_error(capsys, monkeypatch):
+    """On a CPU-only torch, --device cuda is said at once, not an AssertionError once the model loads."""
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(SystemExit) as exit_:
+        main(["train-llm", "--env", "llm-toy", "--device", "cuda", "--updates", "1"])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and "argument --device: 'cuda': torch sees no CUDA device" in err
+    assert "Traceback" not in err
+
+
+def test_a_mode_option_at_its_default_is_not_refused(capsys, monkeypatch):
+    """Only an option the user changed is refused: --members at its default, 2, in agent mode goes through."""
+    from scope_envs.train.llm import ppo
+
+    monkeypatch.setattr(ppo, "train", lambda cfg: print("trained", cfg.mode))
+    main(["train-llm", "--env", "llm-toy", "--members", "2", "--updates", "1"])
+    assert "trained agent" in capsys.readouterr().out
+
+
+OUT_COMMANDS = [["bench", "--games", "p4g", "--methods", "random", "--seeds", "1", "--steps", "10"],
+                ["score", "--policy", "floor", "--game", "p4g"], ["train-llm", "--env", "llm-toy"],
+                ["eval-llm", "--policy", "x", "--env", "p4g-frozen", "--panel", "p"], ["diagnose", "--game", "p4g"]]
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc, which takes no new names")
+@pytest.mark.parametrize("argv", OUT_COMMANDS, ids=[a[0] for a in OUT_COMMANDS])
+def test_an_out_folder_that_cannot_be_created_is_an_argument_error(argv, capsys, monkeypatch):
+    """/proc passes every permission check (as root) yet takes no new folder: only trying tells, at parse time."""
+    from scope_envs.bench import executors
+
+    monkeypatch.setattr(executors, "execute", lambda *a, **k: pytest.fail("a run started"))
+    with pytest.raises(SystemExit) as exit_:
+        main([*argv, "--out", "/proc/scope-envs-no-such-folder"])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and "argument --out: cannot create '/proc/scope-envs-no-such-folder'" in err
+    assert "Traceback" not in err and not Path("/proc/scope-envs-no-such-folder").exists()
+
+
+def test_an_out_folder_is_probed_and_nothing_is_left(tmp_path, capsys):
+    """The probe that tells whether a folder can be made is removed at once (parse errors leave no folder)."""
+    target = tmp_path / "new" / "deeper"
+    with pytest.raises(SystemExit) as exit_:
+        main(["bench", "--out", str(target), "--seeds", "0"])
+    assert exit_.value.code == 2 and list(tmp_path.iterdir()) == []
+
+
+def test_help_states_the_defaults_of_out_and_the_smoke_cap(capsys):
+    from scope_envs.bench.runner import SMOKE_EVAL_EPISODES, SMOKE_STEPS
+
+    for argv, wanted in ((["score"], "(default: ./runs/score)"), (["train-llm"], "(default: ./runs/llm)"),
+                         (["bench"], f"--steps below {SMOKE_STEPS:_} without --eval-episodes, caps both sides at "
+                                     f"{SMOKE_EVAL_EPISODES}")):
+        with pytest.raises(SystemExit):
+            main([*argv, "--help"])
+        assert wanted in " ".join(capsys.readouterr().out.split()), argv
 
 
 def test_validate_p4g_on_a_folder_without_the_data_is_one_line(tmp_path, capsys):

@@ -216,6 +216,18 @@ def test_cli_bounds_every_count(tmp_path, args, words):
     assert p.returncode == 2 and words in p.stderr and "Traceback" not in p.stderr, p.stderr
 
 
+def test_list_says_the_range_each_parametrised_name_takes():
+    """--list showed family:0..2 while family:I takes 0..999: the list and docs/diagnose.md say the range."""
+    from scope_envs.diagnose.specs import FAMILIES
+
+    p = cli("--game", "p4g", "--list")
+    assert p.returncode == 0 and "family:0" in p.stdout, p.stderr
+    assert f"family:I       I from 0 to {FAMILIES - 1}" in p.stdout and "sharpened:S    S from 1 to 100" in p.stdout
+    assert f"any `I` in 0..{FAMILIES - 1}" in (ROOT / "docs" / "diagnose.md").read_text()
+    with pytest.raises(SpecError, match=f"0..{FAMILIES - 1}"):
+        resolve("p4g", f"family:{FAMILIES}")
+
+
 def test_cli_broken_simulator_is_one_line(tmp_path, user_file):
     p = cli("--game", "p4g", "--simulator", f"{user_file}:Broken", "--out", str(tmp_path), "--probe-episodes", "2",
             "--episodes", "3", "--bootstrap", "0", "--no-progress")

@@ -298,3 +298,19 @@ def test_cli_bounds():
         out = subprocess.run([sys.executable, "-m", "scope_envs.cli", "serve", *args], capture_output=True,
                              text=True, timeout=120)
         assert out.returncode == 2 and name in out.stderr and "Traceback" not in out.stderr
+
+
+def test_a_port_in_use_is_an_argument_error_before_anything_is_printed():
+    """Not "serving ... on" and then uvicorn's address-in-use error (exit 3): exit 2 naming --port, at once."""
+    import socket
+    import subprocess
+    import sys
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        out = subprocess.run([sys.executable, "-m", "scope_envs.cli", "serve", "p4g-frozen", "--port", str(port)],
+                             capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2 and f"argument --port: 127.0.0.1:{port} is in use" in out.stderr, out.stderr
+    assert "Traceback" not in out.stderr and "serving" not in out.stderr

@@ -277,6 +277,31 @@ def test_a_policy_of_another_game_is_refused_with_its_reason(tmp_path, tau2_poli
     assert e.value.code == 2 and "argument --config: the policy reads 48 features" in capsys.readouterr().err
 
 
+def test_a_port_in_use_or_a_demo_option_with_config_is_refused(tmp_path, policies, capsys, monkeypatch):
+    import socket
+
+    import uvicorn
+
+    from scope_envs.cli import main
+
+    monkeypatch.setattr(uvicorn, "run", lambda *a, **k: pytest.fail("the server started"))
+    folder = write_study(tmp_path / "study", policies)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(SystemExit) as e:
+            main(["study", "serve", "--config", str(folder), "--port", str(port)])
+    captured = capsys.readouterr()
+    assert e.value.code == 2 and f"argument --port: 127.0.0.1:{port} is in use" in captured.err
+    assert "admin" not in captured.out  # nothing printed as if it served
+    for argv, argument in ((["--demo-steps", "10"], "--demo-steps"), (["--dir", str(tmp_path / "d")], "--dir")):
+        with pytest.raises(SystemExit) as e:
+            main(["study", "serve", "--config", str(folder), *argv])
+        err = capsys.readouterr().err
+        assert e.value.code == 2 and f"argument {argument}: only with --demo" in err and "Traceback" not in err
+
+
 def test_config_and_cli_errors(tmp_path, policies, capsys):
     from scope_envs.cli import main
 

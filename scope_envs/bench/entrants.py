@@ -219,6 +219,30 @@ def check_arguments(args) -> None:
     clash = [n for n in names if n in builtin_names()]
     if clash and any(":" in s for s in specs):
         args.parser.error(f"argument --method: {clash} are built-in row names; give your method another name")
+    confirmatory = getattr(args, "confirmatory", None) or []
+    if confirmatory:  # a row the run will not have would only be "not in this run" in the report, after the grid
+        rows = run_rows(args, names)
+        unknown = [m for m in dict.fromkeys(confirmatory) if rows is not None and m not in rows]
+        if unknown:
+            args.parser.error(f"argument --confirmatory: {', '.join(map(repr, unknown))}: not a row of this run "
+                              f"(its rows: {', '.join(rows)})")
+
+
+def run_rows(args, names: list[str]) -> list[str] | None:
+    """The rows a run will have: its --methods (or, with --against, the reference's rows of its --games) and the
+    --method entrants ``names``. None when the reference cannot be read (its own check says why, before any run)."""
+    against = getattr(args, "against", None)
+    if against is None:
+        builtins = list(args.methods)
+    else:
+        from scope_envs.bench import reference
+
+        try:
+            records = reference.read_records(reference.folders(against))
+        except reference.ReferenceMismatch:
+            return None
+        builtins = [r["result"].get("method") for r in records if r["task"].get("game") in args.games]
+    return list(dict.fromkeys(m for m in builtins + names if m))
 
 
 def plan(tasks: list[dict], specs: list[str], against: str | None) -> tuple[list[dict], list[dict]]:

@@ -186,9 +186,14 @@ def load(spec: str, seed: int = 0):
     if path.is_dir():
         if not (path / "config.json").is_file() or not (path / "model.pt").is_file():
             raise ValueError(f"--policy {spec}: a folder must be a saved trainer (config.json and model.pt)")
+        import json
+
         from scope_envs.train.act_ppo import PPOTrainer
 
-        return TrainerPlayers(PPOTrainer.load(path))
+        try:
+            return TrainerPlayers(PPOTrainer.load(path))
+        except (UnicodeDecodeError, json.JSONDecodeError) as e:  # name the file: the bare JSON error says not which
+            raise ValueError(f"{path / 'config.json'} is not valid JSON: {e}") from None
     if spec.endswith(".zip"):
         if not path.is_file():
             raise ValueError(f"--policy {spec}: no such file")

@@ -36,6 +36,9 @@ MAX_STEPS = 100_000_000
 MAX_EVAL_EPISODES = 1_000_000
 MAX_JOBS = 1024
 MAX_GROUP_SIZE = 256
+# a smoke run (--steps below SMOKE_STEPS, no --eval-episodes) keeps its evaluation small too
+SMOKE_STEPS = 5000
+SMOKE_EVAL_EPISODES = 200
 
 
 def add_arguments(ap: argparse.ArgumentParser) -> None:
@@ -52,7 +55,9 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
                     help=f"training budget per run, in decisions of agent_0 (at most {MAX_STEPS:_})")
     ap.add_argument("--eval-episodes", type=count(MAX_EVAL_EPISODES), default=None,
                     help="evaluation episodes per side (default: the preset's, with the held-out side raised per game "
-                         f"by the evaluation rule, EVAL_EPISODES_MIN; at most {MAX_EVAL_EPISODES:_})")
+                         "by the evaluation rule, EVAL_EPISODES_MIN; a smoke run, --steps below "
+                         f"{SMOKE_STEPS:_} without --eval-episodes, caps both sides at {SMOKE_EVAL_EPISODES}; "
+                         f"at most {MAX_EVAL_EPISODES:_})")
     ap.add_argument("--jobs", type=count(MAX_JOBS), default=None,
                     help=f"runs in flight at once (default: this machine's CPUs; on a Ray cluster, its CPUs; at most {MAX_JOBS})")
     ap.add_argument("--executor", default="local", choices=EXECUTORS,
@@ -114,9 +119,9 @@ def run(games=GAMES, methods=METHODS, seeds=None, steps=None, eval_episodes=None
     for key, value in (("seeds", seeds), ("steps", steps), ("eval_episodes", eval_episodes)):
         if value is not None:
             settings[key] = value
-    smoke = steps is not None and eval_episodes is None and steps < 5000
+    smoke = steps is not None and eval_episodes is None and steps < SMOKE_STEPS
     if smoke:  # a smoke run: keep evaluation small too
-        settings["eval_episodes"] = min(settings["eval_episodes"], 200)
+        settings["eval_episodes"] = min(settings["eval_episodes"], SMOKE_EVAL_EPISODES)
         settings["curve_episodes"] = min(settings["curve_episodes"], 50)
         settings["curve_points"] = min(settings["curve_points"], 3)
     for key in ("seeds", "steps", "eval_episodes"):
@@ -221,6 +226,11 @@ def main(args: argparse.Namespace) -> None:
     from scope_envs.bench.reference import ReferenceMismatch
 
     t0 = time.perf_counter()
+    for option in ("games", "methods"):  # a name given twice would be two runs of one name (one file each)
+        values = getattr(args, option)
+        twice = sorted({v for v in values if values.count(v) > 1})
+        if twice:
+            args.parser.error(f"argument --{option}: {', '.join(twice)} given twice (each is run once; name it once)")
     entrants.check_arguments(args)  # --method, --against, --confirmatory (argparse errors)
     if args.group_size < 2 and (args.advantage == "grpo" or args.user_reward == "curriculum"):
         args.parser.error(f"argument --group-size: must be >= 2 with --advantage grpo or --user-reward curriculum, "

@@ -69,6 +69,21 @@ def score_act(spec: str, game: str, seeds: int = 1, against: str | None = "refer
         policy = policies.load(spec)
     except (ValueError, TypeError) as e:
         raise ScoreError("--policy", str(e)) from None
+    no_band = None
+    if against is None:
+        no_band = "no reference (--against): no band"
+    else:  # read before any episode: a reference short of seeds is refused at once
+        try:
+            paths = reference.folders(against)
+            path = paths[0]
+            ref = [r["result"] for r in reference.read_records(paths) if r["task"].get("game") == game]
+        except reference.ReferenceMismatch as e:
+            if against != "reference":
+                raise ScoreError("--against", str(e)) from None
+            no_band = f"no band: {e}"  # the default: say why there is no band, do not fail the score
+        else:
+            check_reference_seeds(ref, game, seeds, against)
+            ref = [r for r in ref if r["seed"] < seeds]
     records = [evaluate_policy(policy, game, s, eval_episodes=eval_episodes, heldout_episodes=heldout_episodes,
                                method="policy") for s in range(seeds)]
     held = [r["metrics"]["heldout_success"] for r in records]
@@ -77,19 +92,9 @@ def score_act(spec: str, game: str, seeds: int = 1, against: str | None = "refer
            "panel_success": float(np.mean([r["metrics"]["panel_success"] for r in records])),
            "train_success": float(np.mean([r["metrics"]["train_success"] for r in records])),
            "fingerprint": reference.fingerprint(game), "rows": {}}
-    if against is None:
-        out["band"] = "no reference (--against): no band"
+    if no_band is not None:
+        out["band"] = no_band
         return out
-    try:
-        paths = reference.folders(against)
-        path = paths[0]
-        ref = [r["result"] for r in reference.read_records(paths) if r["task"].get("game") == game
-               and r["task"]["seed"] < seeds]
-    except reference.ReferenceMismatch as e:
-        if against == "reference":  # the default: say why there is no band, do not fail the score
-            out["band"] = f"no band: {e}"
-            return out
-        raise ScoreError("--against", str(e)) from None
     stale = [r for r in ref if r.get("fingerprint") != out["fingerprint"]]
     for r in ref:
         row = out["rows"].setdefault(r["method"], {"per_seed": {}})
@@ -109,6 +114,26 @@ def score_act(spec: str, game: str, seeds: int = 1, against: str | None = "refer
             out["recovered"] = (out["heldout_success"] - rows[BASELINE]["heldout_success"]) / (
                 hi - rows[BASELINE]["heldout_success"])
     return out
+
+
+def check_reference_seeds(ref: list[dict], game: str, seeds: int, against: str) -> None:
+    """The band compares on the same seeds (docs/benchmark-your-algorithm.md): ``ScoreError`` on ``--seeds`` when
+    the reference lacks one of seeds ``0..seeds-1`` in any of its rows of ``game`` (none of them: no band, said
+    later)."""
+    by_row: dict[str, set] = {}
+    for r in ref:
+        by_row.setdefault(r["method"], set()).add(int(r["seed"]))
+    if not by_row:
+        return
+    shared = set.intersection(*by_row.values())
+    have = 0
+    while have in shared:
+        have += 1
+    if have < seeds:
+        held = f"seeds 0..{have - 1}" if have else "no seed 0"
+        raise ScoreError("--seeds", f"the reference has {have} seeds of {game} ({against}: {held} in every row), "
+                                    f"--seeds asks for {seeds}: the band compares on the same seeds"
+                                    + (f"; pass --seeds {have} or fewer" if have else ""))
 
 
 # ------------------------------------------------------------------------------------------------ text surface
@@ -327,7 +352,7 @@ def markdown(result: dict) -> str:
 
 def add_parser(subparsers) -> None:
     """``scope-envs score`` (a subcommand of ``scope_envs.cli``)."""
-    from scope_envs.arguments import count, game_name, output_dir
+    from scope_envs.arguments import count, game_name, output_dir, saved_trainer
 
     p = subparsers.add_parser("score", help="score one policy (saved, SB3 .zip, file.py:NAME, or an LLM on the "
                                             "text surface) by the benchmark's protocol, in a band")
@@ -346,23 +371,32 @@ def add_parser(subparsers) -> None:
                    help="text: 'builtin' (the six held-out families, the default) and/or an eval-llm panel file")
     p.add_argument("--ceiling-steps", type=count(MAX_STEPS), default=None,
                    help="text: the ceiling's training decisions (default ORACLE_BUDGET x the preset's steps)")
-    p.add_argument("--ceiling", default=None, help="text: a saved trainer folder to use as the ceiling instead")
+    p.add_argument("--ceiling", type=saved_trainer, default=None,
+                   help="text: a saved trainer folder (PPOTrainer.save) to use as the ceiling instead")
     p.add_argument("--seed", type=count(2**31 - 1, low=0), default=0, help="text: the run seed of the episodes")
     p.add_argument("--max-new-tokens", type=count(32_768), default=128, help="text: per message (at most 32_768)")
-    p.add_argument("--out", type=output_dir, default="runs/score", help="score.json and score.md go here")
+    p.add_argument("--out", type=output_dir, default="runs/score",
+                   help="score.json and score.md go here (default: ./runs/score)")
     p.set_defaults(func=main, parser=p)
+
+
+# the options only one surface reads (--episodes and --out serve both)
+SURFACE_OPTIONS = {"seeds": "act", "against": "act", "panel": "text", "ceiling_steps": "text", "ceiling": "text",
+                   "seed": "text", "max_new_tokens": "text"}
 
 
 def main(args: argparse.Namespace) -> None:
     from scope_envs.files import check_output_dir, write_atomic, write_json
 
     t0 = time.perf_counter()
+    for dest, surface in SURFACE_OPTIONS.items():  # an option of the other surface would be ignored: refused
+        if getattr(args, dest) != args.parser.get_default(dest) and args.surface != surface:
+            why = "; it always plays the built-in panel" if dest == "panel" else ""
+            args.parser.error(f"argument --{dest.replace('_', '-')}: only with --surface {surface} "
+                              f"(this is --surface {args.surface}{why})")
     try:
         out = check_output_dir(args.out)
         if args.surface == "act":
-            if args.panel or args.ceiling or args.ceiling_steps:
-                raise ScoreError("--surface", "--panel, --ceiling and --ceiling-steps are for --surface text (the "
-                                              "act surface always plays the built-in panel)")
             result = score_act(args.policy, args.game, args.seeds, None if args.against == "none" else args.against,
                                eval_episodes=args.episodes, heldout_episodes=args.episodes)
         else:

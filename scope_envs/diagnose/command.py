@@ -34,7 +34,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     d.add_argument("--game", choices=GAMES, required=True)
     d.add_argument("--simulator", default=None,
                    help="a built-in name (--list), path/file.py:ClassName, openai:BASE_URL#MODEL or hf:DIR")
-    d.add_argument("--list", action="store_true", help="print the game's built-in simulator names and exit")
+    d.add_argument("--list", action="store_true",
+                   help="print the game's built-in simulator names and the ranges the parametrised ones "
+                        "take, and exit")
     d.add_argument("--out", type=output_dir, default="runs/diagnose", help="diagnose.json, diagnose.md and diagnose.png go here")
     d.add_argument("--data", type=existing_dir, default=None,
                    help="p4g: the folder of the real P4G csv files (e.g. ../shared/data/p4g) for the real-people numbers")
@@ -62,12 +64,16 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 def run(args) -> None:
     from scope_envs.diagnose import report
     from scope_envs.diagnose.diagnosis import DiagnoseError, diagnose
-    from scope_envs.diagnose.specs import SpecError, names
+    from scope_envs.diagnose.specs import SpecError, names, ranges
     from scope_envs.files import OutputError, check_output_dir
 
     parser = args.parser
     if args.list:
         print("\n".join(names(args.game)))
+        # the parametrised names take more values than the examples above: say which
+        print("\nparametrised (any value in range):")
+        for spec, accepted in ranges(args.game):
+            print(f"  {spec:<14} {accepted}")
         return
     if not args.simulator:
         parser.error("argument --simulator: required (or --list to see the built-in names)")

@@ -30,6 +30,7 @@ from scope_envs.core.simulator import Simulator
 
 GAMES = ("p4g", "cooperbench", "tau2")
 MAX_SHARPENING = 100.0
+FAMILIES = 1000  # family:I takes I in 0..FAMILIES-1 (names() lists the default ensemble's, 0..DEFAULT_K-1)
 
 
 class SpecError(ValueError):
@@ -84,6 +85,19 @@ def names(game: str) -> list[str]:
             + [f"panel:{i}" for i in range(PANEL_SIZE)])
 
 
+def ranges(game: str) -> list[tuple[str, str]]:
+    """The parametrised specs and the values each accepts (``--list`` prints them below the names)."""
+    from scope_envs.agents.families import DEFAULT_K, PANEL_SIZE
+
+    low, high = cooperation_range(game)
+    return [("sharpened:S", f"S from 1 to {MAX_SHARPENING:g}"),
+            ("cooperative:C", f"C from {low:g} to {high:g}"),
+            ("rotation:I", f"I from 0 to {len(players(game).rotation()) - 1}"),
+            ("family:I", f"I from 0 to {FAMILIES - 1} (listed above: SCOPE's default ensemble, 0 to "
+                         f"{DEFAULT_K['train'] - 1})"),
+            ("panel:I", f"I from 0 to {PANEL_SIZE - 1} (evaluation only)")]
+
+
 EVALUATION_ONLY = ("panel", "human_proxy")  # they read held-out personas or the held-out behaviour model
 
 
@@ -127,7 +141,7 @@ def builtin(game: str, spec: str) -> Simulator | None:
         members = p.rotation()
         return members[_index(arg, spec, len(members))]
     if kind == "family" and arg:
-        i = _index(arg, spec, 1000)
+        i = _index(arg, spec, FAMILIES)
         return families(game, "train", i + 1)[i]
     if kind == "panel" and arg:
         return panel(game)[_index(arg, spec, PANEL_SIZE)]

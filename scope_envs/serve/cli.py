@@ -9,7 +9,7 @@ import sys
 import ipaddress
 import re
 
-from scope_envs.arguments import count, env_id
+from scope_envs.arguments import count, env_id, listen_problem
 
 MAX_PORT = 65535
 MAX_KWARG_CHARS = 4096
@@ -113,6 +113,9 @@ def run(args) -> None:
 
     if args.user_adapter_dir is not None and args.user_llm is None:
         args.parser.error("argument --user-adapter-dir: goes with --user-llm SPEC (the model the adapters fit)")
+    problem = listen_problem(args.host, args.port)  # now, not after "serving ... on" and uvicorn's own error
+    if problem:
+        args.parser.error(f"argument {problem[0]}: {problem[1]}")
     if args.user_llm is not None:  # before the server's imports: a wrong id or surface is said at once
         try:
             check_regime(args.id, args.surface, dict(args.kwarg))

@@ -30,7 +30,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from scope_envs.arguments import count, output_dir
+from scope_envs.arguments import count, listen_problem, output_dir
 
 EXTRA_HINT = "the study needs the study extra: pip install 'scope-envs[study]'"
 MAX_DEMO_STEPS = 10_000_000
@@ -57,8 +57,8 @@ def add_arguments(sub) -> None:
     source.add_argument("--config", help="a study.yaml (or the folder that holds one)")
     source.add_argument("--demo", action="store_true", help="a three-condition P4G study in --dir, trained in seconds")
     s.add_argument("--dir", type=output_dir, default="study-demo", help="--demo: the study folder (default: ./study-demo)")
-    s.add_argument("--demo-steps", type=count(MAX_DEMO_STEPS, low=0), default=3000,
-                   help=f"--demo: PPO steps per trained policy (at most {MAX_DEMO_STEPS:_})")
+    s.add_argument("--demo-steps", type=count(MAX_DEMO_STEPS), default=3000,
+                   help=f"--demo: PPO steps per trained policy (1 to {MAX_DEMO_STEPS:_})")
     s.add_argument("--port", type=port_number, default=8000)
     s.set_defaults(func=cmd_serve, parser=s)
     a = commands.add_parser("analyze", help="report.md, analysis.json and charts from a study folder")
@@ -102,6 +102,9 @@ def cmd_serve(args) -> None:
     from scope_envs.study.config import ConfigError
     from scope_envs.study.store import StoreError, shown
 
+    for dest in ("dir", "demo_steps"):  # the demo's options, ignored with --config: refused
+        if not args.demo and getattr(args, dest) != args.parser.get_default(dest):
+            args.parser.error(f"argument --{dest.replace('_', '-')}: only with --demo (--config names the study)")
     if args.demo:
         from scope_envs.study.config import write_demo
 
@@ -124,6 +127,9 @@ def cmd_serve(args) -> None:
         args.parser.error(f"argument --config: {e}")
     except (ValueError, FileNotFoundError) as e:  # a policy that cannot play this game, a missing file
         args.parser.error(f"argument --config: {e}")
+    problem = listen_problem("127.0.0.1", args.port)  # now, not after the URLs are printed and uvicorn's own error
+    if problem:
+        args.parser.error(f"argument {problem[0]}: {problem[1]}")
     app = create_app(study)
     base = f"http://127.0.0.1:{args.port}"
     print(f"study folder {cfg.folder}; database {shown(cfg.database_url)}")
