@@ -9,7 +9,7 @@ import functools
 
 import numpy as np
 import pytest
-from test_vec_fast import collect, compare, random_acts, same, trace
+from test_vec_fast import chi2_p, collect, compare, random_acts, same, trace
 
 import scope_envs
 from scope_envs.vec import Tau2VecEnv
@@ -31,6 +31,29 @@ def test_fast_mode_draws_episodes_from_the_exact_distribution(env_id):
     p = compare(fast, exact)
     assert min(p.values()) > ALPHA, p
     assert len(np.unique(exact["success"])) > 1 and len(np.unique(exact["user_acts"])) > 1
+
+
+@pytest.mark.parametrize("split", ["train", "heldout"])
+def test_fast_dealing_draws_scenarios_as_sample_persona(split):
+    """``Tau2Game.sample_personas`` (fast mode's dealing, all slots at once) against ``sample_persona`` one at a
+    time: the same scenarios (task, card) from the same distribution; a draw from the other split is rejected."""
+    game = scope_envs.make("tau2-frozen").unwrapped.game
+    rng = np.random.default_rng(1)
+    one = [game.sample_persona(rng, split) for _ in range(4000)]
+    many, cards = game.sample_personas(np.random.default_rng(2), split, 4000)
+    other, _ = game.sample_personas(np.random.default_rng(3), "train" if split == "heldout" else "heldout", 4000)
+    drawn = {p.id: p for p in one}
+    assert all(p == drawn[p.id] for p in many if p.id in drawn) and sum(p.id in drawn for p in many) > 100
+    assert [p.attributes["card"] for p in many] == [f"{split}-{c:04d}" for c in cards]
+
+    def stats(ps):
+        return {"domain": np.array([p.attributes["domain"] for p in ps]),
+                "task": np.array([p.attributes["task_id"] for p in ps]),
+                "card": np.array([int(p.attributes["card"][-4:]) // 50 for p in ps])}
+    a, b, c = stats(one), stats(many), stats(other)
+    p = {k: chi2_p(a[k], b[k]) for k in a}
+    assert min(p.values()) > ALPHA, p
+    assert chi2_p(a["task"], c["task"]) < REJECT
 
 
 def test_the_comparison_rejects_a_perturbed_engine():

@@ -9,6 +9,7 @@ from scope_envs.games.cooperbench.game import CooperBenchGame
 from scope_envs.games.p4g.batched import P4GBatch, card_row, split_cards
 from scope_envs.games.p4g.game import P4GGame
 from scope_envs.games.tau2.act_game import Tau2ActGame
+from scope_envs.games.tau2.behaviour import TRAITS as CARD_TRAITS
 from scope_envs.core.env import LEARNABLE
 from scope_envs.vec.batched import BatchedVecEnv, power
 
@@ -182,15 +183,24 @@ class CooperBenchVecEnv(BatchedVecEnv):
 def slot_traits(sim, persona) -> list:
     """The ``TRAITS`` a built-in user plays in a slot: its style card's, else the dealt card's, moved toward the
     modal card by its cooperation (``ReferenceUser.reference``); the held-out proxy plays the dealt card."""
-    from scope_envs.agents.tau2 import ReferenceUser, cooperative_traits  # players sit above games: here, not in games/
+    from scope_envs.agents.tau2 import cooperative_traits  # players sit above games: here, not in games/
     from scope_envs.games.tau2.batched import TRAITS
 
-    traits = persona.traits
-    if isinstance(sim, ReferenceUser):
-        traits = sim.style.traits if sim.style is not None else traits
-        if sim.cooperation:
-            traits = cooperative_traits(traits, sim.cooperation)
+    style, cooperation = traits_rule(sim)
+    traits = style.traits if style is not None else persona.traits
+    if cooperation:
+        traits = cooperative_traits(traits, cooperation)
     return [traits[k] for k in TRAITS] if traits else [0.0] * len(TRAITS)
+
+
+def traits_rule(sim) -> tuple:
+    """What ``slot_traits`` makes of ``sim``: (its style card, None for the dealt card's; its cooperation)."""
+    from scope_envs.agents.tau2 import ReferenceUser
+
+    return (sim.style, sim.cooperation) if isinstance(sim, ReferenceUser) else (None, 0.0)
+
+
+TRAITS_KEPT = 50_000  # (style, cooperation, card) -> a reply model's traits
 
 
 class Tau2VecEnv(BatchedVecEnv):
@@ -207,6 +217,11 @@ class Tau2VecEnv(BatchedVecEnv):
     def __init__(self, envs, exact: bool = True):
         super().__init__(envs, exact)
         self.batch.seat = self.seat  # the user's features are built only where a learnable user sits
+        first = self._u[0].game
+        # fast mode deals every slot's scenario at once where the slots' games deal from the same tasks
+        self._one_game = all(u.game.domains == first.domains and
+                             all(u.game.data[d] is first.data[d] for d in first.domains) for u in self._u)
+        self._traits: dict = {}
 
     def make_batch(self, game):
         from scope_envs.games.tau2.batched import Tau2Batch
@@ -216,22 +231,53 @@ class Tau2VecEnv(BatchedVecEnv):
     def deal(self, i, env, sim, persona, rng):
         # the episode seed, the one draw of the scalar game's ``reset``, from the slot's generator
         self.batch.begin(i, persona, int(rng.integers(2**31)))
-        self.batch.traits[i] = slot_traits(sim, persona)
+        self.batch.traits[i] = self._slot_traits(sim, persona, stable=False)
         return None
 
+    def _slot_traits(self, sim, card, stable: bool) -> list:
+        """``slot_traits``, kept per style, cooperation and card: few of each. A card is named by its object, so
+        only a ``stable`` one (the lru-cached ``behaviour.card``, a simulator's own) is kept; a style card makes
+        the dealt one irrelevant."""
+        style, cooperation = traits_rule(sim)
+        if style is None and not stable:
+            return slot_traits(sim, card)
+        key = (id(style), cooperation, id(card) if style is None else None)
+        hit = self._traits.get(key)
+        if hit is None or hit[0] is not style or (style is None and hit[1] is not card):
+            if len(self._traits) > TRAITS_KEPT:  # (members replaced over a long run bring new styles)
+                self._traits.clear()
+            hit = self._traits[key] = (style, card, slot_traits(sim, card))
+        return hit[2]
+
     def deal_many(self, idx, split, persona=None):
-        rng = self._rng
-        for i in idx.tolist():
-            env = self._u[i]
-            member = int(self.member[i])
-            sim = env.members[member]
-            sim = None if sim == LEARNABLE else sim
-            card = persona if persona is not None else env.game.sample_persona(rng, split)
-            env.game.user_player = sim
-            self.batch.begin(i, card, int(rng.integers(2**31)))
-            self.persona[i], self.persona_id[i] = card, card.id
-            self.batch.traits[i] = slot_traits(sim, card)
-        self.batch.reset(idx)
+        from scope_envs.games.tau2.batched import card_rows
+        from scope_envs.games.tau2.behaviour import card, card_table
+
+        rng, k, side = self._rng, len(idx), "heldout" if split == "heldout" else "train"
+        cards = None
+        if persona is not None:  # a simulator's own card: every slot plays it
+            personas = [persona] * k
+        elif self._one_game:  # ``sample_persona``'s distribution, all at once
+            personas, cards = self._u[int(idx[0])].game.sample_personas(rng, split, k)
+        else:
+            personas = [self._u[i].game.sample_persona(rng, split) for i in idx.tolist()]
+        seeds = rng.integers(2**31, size=k)  # each episode's seed, the one draw of the scalar game's ``reset``
+        b, envs, traits, stable = self.batch, self._u, [], persona is not None or cards is not None
+        for j, (i, m) in enumerate(zip(idx.tolist(), self.member[idx].tolist())):
+            env = envs[i]
+            sim = env.members[m]
+            env.game.user_player = sim = None if sim == LEARNABLE else sim
+            own = personas[j] if cards is None else card(side, int(cards[j]))
+            traits.append(self._slot_traits(sim, own, stable))
+        b.traits[idx] = traits
+        if cards is None:
+            rows, disclose = card_rows(personas)
+        else:
+            rows = card_table(side)[cards]
+            disclose = rows[:, CARD_TRAITS.index("disclose")]
+        b.start(idx, personas, seeds.tolist(), rows, disclose)
+        self.persona[idx] = personas
+        self.persona_id[idx] = [p.id for p in personas]
 
     def simulators(self):
         from scope_envs.agents.tau2 import HumanProxyUser, ReferenceUser

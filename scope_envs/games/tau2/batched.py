@@ -79,6 +79,17 @@ def user_state_row(game) -> list:
             st["real_pending"], st["tool_errors"]]
 
 
+def card_rows(personas) -> tuple[np.ndarray, list]:
+    """The scenarios' behaviour cards as rows of ``behaviour.TRAITS`` (a missing trait 0; no traits: the modal
+    card's), and the ``disclose`` of each (missing: 1) that the ``persona`` user reward reads."""
+    rows, disclose = [], []
+    for persona in personas:
+        traits = persona.traits or default_card().traits
+        rows.append([traits.get(name, 0.0) for name in CARD_TRAITS])
+        disclose.append(traits.get("disclose", 1.0))
+    return np.array(rows).reshape(len(rows), len(CARD_TRAITS)), disclose
+
+
 def _popcount(x: np.ndarray) -> np.ndarray:
     """The bits set in each entry (numpy >= 2 counts them in C; numpy 1.x, which the requirements allow, in
     Python)."""
@@ -191,18 +202,19 @@ class Tau2Batch:
         if not pending:
             return
         slots, personas, seeds = zip(*pending)
-        i = np.array(slots, np.int64)
-        rows, cards = [], []
-        tasks, games = self.tasks, self.games
-        for k, persona, seed in zip(slots, personas, seeds):
-            rows.append(tasks.row_for(games[k], persona, seed))
-            traits = persona.traits or default_card().traits
-            cards.append([traits.get(name, 0.0) for name in CARD_TRAITS])
-            self.disclose[k] = traits.get("disclose", 1.0)
-            self.persona[k] = persona
-            self.revealed[k] = " "
+        self.start(np.array(slots, np.int64), personas, seeds, *card_rows(personas))
+
+    def start(self, i: np.ndarray, personas, seeds, cards: np.ndarray, disclose) -> None:
+        """New episodes in slots ``i`` at once: their scenarios, episode seeds, behaviour cards (the
+        ``behaviour.TRAITS`` of each, a row per slot) and the ``disclose`` the user reward reads."""
+        tasks, games, persona, revealed = self.tasks, self.games, self.persona, self.revealed
+        rows = []
+        for k, p, seed in zip(i.tolist(), personas, seeds):
+            rows.append(tasks.row_for(games[k], p, seed))
+            persona[k], revealed[k] = p, " "
         r = np.array(rows, np.int64)
         t = tasks
+        self.disclose[i] = disclose
         self.task[i], self.episode_seed[i] = r, seeds
         self.steps[i], self.length[i], self.next[i] = t.steps0[r], t.length0[r], t.next0[r]
         self.last_err[i], self.violations[i] = t.last_err0[r], t.violations0[r]

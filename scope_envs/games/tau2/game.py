@@ -100,6 +100,12 @@ USER_TOOL_NOTE = ("You can act on your phone with tool calls written as JSON {\"
                   "{...}} (tools in infos['tools']); a call's result comes back to you before the agent speaks. ")
 
 
+def scenario(domain: str, task_id: str, card: Persona, split: str) -> Persona:
+    """The scenario of ``task_id`` in ``domain`` played with behaviour ``card`` (``sample_persona``'s draw)."""
+    return Persona(f"{domain}/{task_id}|{card.id}", split, dict(card.traits),
+                   {"domain": domain, "task_id": task_id, "card": card.id})
+
+
 @dataclass
 class Tau2Turn(Turn):
     """A turn; a tool call keeps its ``call`` and its ``result`` (the tool message the caller saw)."""
@@ -171,13 +177,30 @@ class Tau2Game(Game):
         """A task: the domain uniformly, then a task of its ``train`` (or, for ``heldout``, ``test``) split; and a
         behaviour card of the same split."""
         domain = self.domains[int(rng.integers(len(self.domains)))]
+        ids = self._split_ids(domain, split)
+        task_id = ids[int(rng.integers(len(ids)))]
+        return scenario(domain, task_id, behaviour.sample_card(rng, "heldout" if split == "heldout" else "train"),
+                        split)
+
+    def sample_personas(self, rng, split, k: int) -> tuple[list[Persona], np.ndarray]:
+        """``k`` draws of ``sample_persona``'s distribution at once (the vec engine's fast mode; not the same
+        draws): the scenarios and their behaviour cards' indices (``behaviour.card(split, index)``)."""
+        ids = [self.data[d].split_tuple("test" if split == "heldout" else "train") for d in self.domains]
+        domain = rng.integers(len(ids), size=k)
+        for d in np.unique(domain).tolist():
+            self._split_ids(self.domains[d], split)  # (a domain without tasks in the split raises once drawn)
+        task = rng.integers(np.array([max(1, len(t)) for t in ids])[domain])
+        side = "heldout" if split == "heldout" else "train"
+        cards = rng.integers(behaviour.SPLIT_SIZES[side], size=k)
+        card = behaviour.card
+        return [scenario(self.domains[d], ids[d][t], card(side, c), split)
+                for d, t, c in zip(domain.tolist(), task.tolist(), cards.tolist())], cards
+
+    def _split_ids(self, domain: str, split: str) -> tuple[str, ...]:
         ids = self.data[domain].split_tuple("test" if split == "heldout" else "train")
         if not ids:
             raise ValueError(f"tau2 {domain}: no tasks in the {'test' if split == 'heldout' else 'train'} split")
-        task_id = ids[int(rng.integers(len(ids)))]
-        c = behaviour.sample_card(rng, "heldout" if split == "heldout" else "train")
-        return Persona(f"{domain}/{task_id}|{c.id}", split, dict(c.traits),
-                       {"domain": domain, "task_id": task_id, "card": c.id})
+        return ids
 
     def reset(self, persona: Persona, rng: np.random.Generator) -> None:
         domain = persona.attributes.get("domain")
