@@ -294,7 +294,9 @@ def test_cli_bounds():
                        (["p4g-frozen", "--kwarg", "bogus=1", "--port", "0"], "bogus"),
                        (["p4g-frozen", "--max-sessions", "99999"], "--max-sessions"),
                        (["p4g-frozen", "--host", "999.1.1.1"], "--host"),
-                       (["p4g-frozen", "--idle-timeout", "inf"], "--idle-timeout")):
+                       (["p4g-frozen", "--idle-timeout", "inf"], "--idle-timeout"),
+                       *((["p4g-frozen", "--kwarg", f"max_turns={v}"], "--kwarg")
+                         for v in ("1e400", "NaN", "2.5", "1000000000", "99999999999999999999", "true"))):
         out = subprocess.run([sys.executable, "-m", "scope_envs.cli", "serve", *args], capture_output=True,
                              text=True, timeout=120)
         assert out.returncode == 2 and name in out.stderr and "Traceback" not in out.stderr
@@ -314,3 +316,75 @@ def test_a_port_in_use_is_an_argument_error_before_anything_is_printed():
                              capture_output=True, text=True, timeout=120)
     assert out.returncode == 2 and f"argument --port: 127.0.0.1:{port} is in use" in out.stderr, out.stderr
     assert "Traceback" not in out.stderr and "serving" not in out.stderr
+
+
+def test_lone_surrogates_and_huge_input_are_4xx_naming_the_field(cotrain):
+    for path, raw, field in (("/reset", b'{"episode_id":"\\udc00"}', "episode_id"), ("/reset", b'{"seed":"\\udc00"}', "seed"),
+                             ("/scope/vec", b'{"num_envs":"\\udc00"}', "num_envs"),
+                             ("/scope/vec", b'{"num_envs":1,"\\udc00":1}', "key"),
+                             ("/step", b'{"action":{"actions":{"agent_0":"\\ud800"}}}', "actions.agent_0"),
+                             ("/mcp", b'{"jsonrpc":"2.0","id":"\\udc00","method":"\\udc00"}', "id")):
+        status, body = post(cotrain + path, None, raw=raw)
+        assert status == 422 and body["code"] == "BAD_REQUEST" and field in body["detail"], (path, body)
+    status, body = post(cotrain + "/reset", {"episode_id": "x" * 60000})
+    assert status == 422 and len(json.dumps(body)) < 2000 and "episode_id" in body["detail"]
+    status, body = post(cotrain + "/step", {"action": {"actions": {"agent_0": "x" * 65537}}}, raw=None)
+    assert status in (413, 422)  # past this server's 64 KiB body limit or the wire cap; never a 500
+    with connect(cotrain.replace("http", "ws") + "/ws", open_timeout=30) as ws:
+        def ask(raw):
+            ws.send(raw)
+            return json.loads(ws.recv(timeout=30))
+
+        for raw in ("[1,2]", "null", '"str"', "1", "true", '{"type":"reset","data":{"options":' + "[" * 30000 + "]" * 30000 + "}}",
+                    '{"type":"reset","data":{"episode_id":"\\udc00"}}'):
+            answer = ask(raw)["data"]
+            assert answer["code"] == "BAD_REQUEST" and "BAD_REQUEST" in answer["message"], (raw[:40], answer)
+        assert "episode_id" in answer["message"]
+        assert ask(json.dumps({"type": "reset", "data": {"seed": 0}}))["type"] == "observation"  # the session survived
+
+
+def test_task_api_chunked_bodies_and_batched_seeds(cotrain):
+    import http.client
+
+    for method, path in (("GET", "/p4g-cotrain/splits"), ("POST", "/p4g-cotrain/tasks")):
+        status, body = post(cotrain + path, {"split": "train"} if method == "POST" else None, method=method,
+                            raw=None if method == "POST" else b"")
+        assert status == 404 and "task API" in body["detail"]
+    host, port = cotrain.split("//")[1].split(":")
+    conn = http.client.HTTPConnection(host, int(port), timeout=30)
+    conn.request("POST", "/reset", body=iter([b"x" * 30000] * 3), headers={"content-type": "application/json"},
+                 encode_chunked=True)
+    r = conn.getresponse()
+    assert r.status == 413 and json.loads(r.read())["code"] == "BODY_TOO_LARGE"
+    conn.close()
+    status, opened = post(cotrain + "/scope/vec", {"num_envs": 2})
+    base = f"{cotrain}/scope/vec/{opened['session_id']}"
+    for body, name in (({"seed": 10**30}, "seed"), ({"seed": 2**64}, "seed"), ({"seed": [0, -1]}, "seed[1]"),
+                       ({"options": {"scenario_seed": 10**30}}, "options.scenario_seed"),
+                       ({"options": {"scenario_seed": "x"}}, "options.scenario_seed"),
+                       ({"options": [None, {"scenario_seed": -1}]}, "options[1].scenario_seed")):
+        status, out = post(base + "/reset", body)
+        assert status == 422 and name in out["detail"], (body, out)
+    assert post(base + "/reset", {"seed": 2**63 - 1})[0] == 200
+    post(base, None, method="DELETE")
+
+
+def test_wire_text_cap_is_named():
+    from pydantic import ValidationError
+
+    from scope_envs.serve.models import MAX_WIRE_TEXT, ScopeAction
+
+    with pytest.raises(ValidationError, match=f"at most {MAX_WIRE_TEXT} characters"):
+        ScopeAction(actions={"agent_0": "x" * (MAX_WIRE_TEXT + 1)})
+
+
+def test_a_snapshot_must_be_small_finite_numbers():
+    from scope_envs.serve.snapshot import MLPSnapshot, SnapshotError
+
+    for weight, reason in (([[3e38] * 4] * 3, "magnitude"), ([["1"] * 4] * 3, "numbers"), ([[True] * 4] * 3, "numbers")):
+        with pytest.raises(SnapshotError, match=reason):
+            MLPSnapshot.from_wire({"layers": [{"weight": weight, "bias": [0.0] * 3}]}, 4, 3)
+    deep = {"layers": [{"weight": [[1e5] * 4] * 4, "bias": [0.0] * 4}] * 7 + [{"weight": [[1e5] * 4] * 3, "bias": [0.0] * 3}],
+            "activation": "relu"}
+    with pytest.raises(SnapshotError, match="not finite"):
+        MLPSnapshot.from_wire(deep, 4, 3)

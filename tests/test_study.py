@@ -395,3 +395,29 @@ def test_a_bench_method_is_trained_as_the_benchmark_trains_it(tmp_path):
     assert again.agent_steps == trained.agent_steps
     for a, b in zip(again.learners["agent_0"].parameters(), trained.learners["agent_0"].parameters()):
         assert torch.equal(a, b)
+
+
+def test_export_jsonl_with_sessions_at_consent_or_declined(study_dir):
+    """A session without a seed (at consent, or declined) is exported with seed null, not a 500."""
+    _study, client = client_for(study_dir)
+    client.get("/?PROLIFIC_PID=p1")  # at the consent stage: no slot, no seed
+    c2 = TestClient(client.app)
+    c2.get("/?PROLIFIC_PID=p2")
+    c2.post("/consent", data={"agree": "no"})
+    c3 = TestClient(client.app)
+    start(c3, "p3")
+    r = client.get("/admin/export.jsonl", headers={"X-Admin-Token": "admin-token-for-tests"})
+    assert r.status_code == 200
+    records = {rec["prolific_pid"]: rec for rec in map(json.loads, r.text.splitlines())}
+    assert records["p1"]["seed"] is None and records["p2"]["seed"] is None
+    assert isinstance(records["p3"]["seed"], int)
+    assert client.get("/admin/export.csv", headers={"X-Admin-Token": "admin-token-for-tests"}).status_code == 200
+
+
+def test_a_message_with_a_control_character_is_refused(study_dir):
+    study, client = client_for(study_dir)
+    start(client)
+    sid = study.store.session_by_pid("p1").id
+    r = client.post("/chat", data={"text": "hello\x00there"})
+    assert r.status_code == 400 and "control character" in r.text
+    assert all(m.role == "agent" for m in study.store.messages(sid))

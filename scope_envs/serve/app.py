@@ -15,19 +15,25 @@
 
 from __future__ import annotations
 
+import asyncio
 import functools
+import json
+import math
+import re
 import uuid
 from typing import Optional
 
 from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from gymnasium import spaces
+from starlette.exceptions import HTTPException as StarletteHTTPException
 from openenv.core.env_server.http_server import create_app as openenv_create_app
 from openenv.core.env_server.types import ConcurrencyConfig
 
 import scope_envs
 from scope_envs.core.surfaces import Transcript
-from scope_envs.serve.environment import ScopeEnvironment, ServeConfig, seat_players
+from scope_envs.serve.environment import MAX_SEED, ScopeEnvironment, ServeConfig, seat_players
 from scope_envs.serve.errors import ProtocolError
 from scope_envs.serve.llm import ServedLLM, UserLLMError, UserLLMOptions, check_regime
 from scope_envs.serve.models import ScopeAction, ScopeObservation, ScopeState
@@ -55,51 +61,229 @@ def describe_space(space) -> dict:
     raise TypeError(f"no wire description for {space!r}")
 
 
-class BodyLimit:
-    """ASGI middleware: a request body over ``limit`` bytes gets ``413`` before the app reads it."""
+MAX_JSON_DEPTH = 64  # nesting of an incoming JSON document (no message of the protocol nests near as deep)
+DEFAULT_BODY_TIMEOUT = 30.0  # seconds a request body may take to arrive (one shorter than its length never ends)
+_MAYBE_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")
+_TASK_ROUTES = {"/{env_name}/splits", "/{env_name}/tasks", "/{env_name}/num_tasks", "/{env_name}/task",
+                "/{env_name}/task_range"}
 
-    def __init__(self, app, limit: int):
-        self.app, self.limit = app, limit
+
+def wire_text(value, limit: int = 200) -> str:
+    """``value`` as text safe to send back: un-encodable characters escaped, cut to ``limit`` characters."""
+    text = value if isinstance(value, str) else repr(value)
+    text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text if len(text) <= limit else text[:limit] + f"... ({len(text)} characters)"
+
+
+def _where(path) -> str:
+    return ".".join(wire_text(p, 60) for p in path) or "the message"
+
+
+def json_problem(value, path=(), depth=0) -> Optional[str]:
+    """Why a parsed JSON value cannot go on (a string with a lone surrogate, nesting past ``MAX_JSON_DEPTH``),
+    naming where; ``None`` when it is fine."""
+    if depth > MAX_JSON_DEPTH:
+        return f"{_where(path)}: nested deeper than {MAX_JSON_DEPTH} levels"
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return f"{_where(path)}: not valid Unicode text (a lone surrogate such as \\ud800)"
+        return None
+    if isinstance(value, dict):
+        items = value.items()
+    elif isinstance(value, list):
+        items = enumerate(value)
+    else:
+        return None
+    for key, item in items:
+        if isinstance(key, str):
+            try:
+                key.encode("utf-8")
+            except UnicodeEncodeError:
+                return f"{_where(path)}: a key that is not valid Unicode text (a lone surrogate)"
+        problem = json_problem(item, (*path, key), depth + 1)
+        if problem:
+            return problem
+    return None
+
+
+def parse_problem(raw) -> Optional[str]:
+    """``json_problem`` of a raw JSON document; ``None`` also when it is not JSON (the app answers that)."""
+    if isinstance(raw, (bytes, bytearray)) and not _MAYBE_SURROGATE.search(raw) and raw.count(b"[") + raw.count(b"{") <= MAX_JSON_DEPTH:
+        return None  # the fast path: no escaped surrogate and too few brackets to nest too deep
+    try:
+        value = json.loads(raw)
+    except RecursionError:
+        return f"the message: nested deeper than {MAX_JSON_DEPTH} levels"
+    except (ValueError, TypeError):
+        return None
+    return json_problem(value)
+
+
+def safe_errors(errors) -> list:
+    """pydantic's errors without the echoed input (it may be huge, or not encodable), strings made safe."""
+    out = []
+    for e in errors if isinstance(errors, list) else []:
+        if isinstance(e, dict):
+            out.append({"loc": [p if isinstance(p, int) else wire_text(p, 60) for p in e.get("loc", ())],
+                        "msg": wire_text(e.get("msg", ""), 300), "type": wire_text(e.get("type", ""), 60)})
+    return out
+
+
+def _error_sentence(errors: list) -> str:
+    first = errors[0] if errors else {"loc": [], "msg": "invalid request"}
+    loc = [str(p) for p in first["loc"] if p not in ("body",)]
+    return f"{'.'.join(loc) or 'the request'}: {first['msg']}"
+
+
+class BodyLimit:
+    """ASGI middleware: a request body over ``limit`` bytes gets ``413`` (a declared length at once, a chunked
+    body once it passes the limit); one that does not arrive within ``timeout`` seconds ``408``; a JSON body
+    with a string that is not valid Unicode, or nested too deep, ``422 BAD_REQUEST`` naming where. On
+    ``/ws``, a frame that is not a JSON object, holds such a string or nests too deep gets a ``BAD_REQUEST``
+    error frame and the session goes on (OpenEnv's loop would close it)."""
+
+    def __init__(self, app, limit: int, timeout: float = DEFAULT_BODY_TIMEOUT):
+        self.app, self.limit, self.timeout = app, limit, timeout
 
     async def __call__(self, scope, receive, send):
+        if scope["type"] == "websocket":
+            return await self.app(scope, self._frames(receive, send), send)
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         for name, value in scope.get("headers", []):
             if name == b"content-length" and value.isdigit() and int(value) > self.limit:
-                return await self._too_large(send)
-        seen = 0
+                return await self._answer(send, 413, "BODY_TOO_LARGE",
+                                          f"request body too large: the limit is {self.limit} bytes")
+        chunks, seen, more, first = [], 0, True, None
+        while more:
+            try:
+                message = await asyncio.wait_for(receive(), self.timeout)
+            except asyncio.TimeoutError:
+                return await self._answer(send, 408, "REQUEST_TIMEOUT",
+                                          f"the request body did not arrive within {self.timeout:g} s "
+                                          "(shorter than its Content-Length?)")
+            if message["type"] != "http.request":
+                first = message  # the client left: the app reads the disconnect
+                break
+            body = message.get("body", b"")
+            seen += len(body)
+            if seen > self.limit:
+                return await self._answer(send, 413, "BODY_TOO_LARGE",
+                                          f"request body too large: the limit is {self.limit} bytes")
+            chunks.append(body)
+            more = message.get("more_body", False)
+        raw = b"".join(chunks)
+        if raw:
+            problem = parse_problem(raw)
+            if problem:
+                return await self._answer(send, 422, "BAD_REQUEST", problem)
+        replayed = False
 
-        async def limited():
-            nonlocal seen
-            message = await receive()
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > self.limit:
-                    raise _TooLarge()
-            return message
+        async def replay():
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return first or {"type": "http.request", "body": raw, "more_body": False}
+            return await receive()
 
-        try:
-            await self.app(scope, limited, send)
-        except _TooLarge:
-            await self._too_large(send)
+        await self.app(scope, replay, send)
 
-    async def _too_large(self, send):
-        body = (b'{"detail":"request body too large: the limit is %d bytes","code":"BODY_TOO_LARGE"}'
-                % self.limit)
-        await send({"type": "http.response.start", "status": 413,
+    def _frames(self, receive, send):
+        async def checked():
+            while True:
+                message = await receive()
+                if message["type"] != "websocket.receive":
+                    return message
+                raw = message.get("text")
+                if raw is None:
+                    raw = message.get("bytes")
+                problem = _frame_problem(raw)
+                if problem is None:
+                    return message
+                frame = json.dumps({"type": "error", "data": {"message": f"BAD_REQUEST: {problem}",
+                                                              "code": "BAD_REQUEST"}})
+                await send({"type": "websocket.send", "text": frame})
+
+        return checked
+
+    async def _answer(self, send, status: int, code: str, detail: str):
+        body = json.dumps({"detail": detail, "code": code}).encode()
+        await send({"type": "http.response.start", "status": status,
                     "headers": [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]})
         await send({"type": "http.response.body", "body": body})
 
 
-class _TooLarge(Exception):
-    pass
+def _json_kind(value) -> str:
+    return {list: "an array", str: "a string", bool: "a boolean", int: "a number", float: "a number",
+            type(None): "null"}.get(type(value), type(value).__name__)
+
+
+def _frame_problem(raw) -> Optional[str]:
+    if raw is None:
+        return None
+    try:
+        value = json.loads(raw)
+    except RecursionError:
+        return f"the message: nested deeper than {MAX_JSON_DEPTH} levels"
+    except (ValueError, TypeError):
+        return None  # OpenEnv answers INVALID_JSON
+    if not isinstance(value, dict):
+        return f'a message is a JSON object {{"type": ..., "data": {{...}}}}, got {_json_kind(value)}'
+    if "data" in value and value["data"] is not None and not isinstance(value["data"], dict):
+        return f"data must be a JSON object, got {_json_kind(value['data'])}"
+    return json_problem(value)
+
+
+KWARG_INT_BOUNDS = {"max_turns": (1, 10_000)}  # the rest: |value| <= MAX_KWARG_INT, a seed 0 to 2**63-1
+MAX_KWARG_INT = 1_000_000
+
+
+def _finite(value, name):
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite number, got {value!r}")
+    if isinstance(value, dict):
+        for k, v in value.items():
+            _finite(v, f"{name}.{k}")
+    elif isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            _finite(v, f"{name}[{i}]")
+
+
+def check_kwargs(env_id: str, surface: str, kwargs: dict, probe) -> None:
+    """``make``'s keyword arguments, checked against the types of the id's defaults: a non-finite number,
+    a float or bool where the default is an int, an int out of range is a ``ValueError`` naming the key
+    (``make`` would take some of them and fail later, mid-episode or allocating gigabytes)."""
+    default = None
+    for key, value in kwargs.items():
+        _finite(value, key)
+        if default is None:
+            default = scope_envs.make(env_id, surface=surface)
+        base = default.unwrapped
+        known = next((vars(o)[key] for o in (base, getattr(base, "game", None), probe.unwrapped,
+                                               getattr(probe.unwrapped, "game", None))
+                      if o is not None and key in vars(o)), None)
+        if isinstance(known, bool):
+            if not isinstance(value, bool):
+                raise ValueError(f"{key} must be true or false, got {value!r:.60}")
+        elif isinstance(known, int) or key in KWARG_INT_BOUNDS:
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ValueError(f"{key} must be an integer, got {value!r:.60}")
+            low, high = KWARG_INT_BOUNDS.get(key, (0, MAX_SEED) if "seed" in key else (-MAX_KWARG_INT, MAX_KWARG_INT))
+            if not low <= value <= high:
+                raise ValueError(f"{key} must be an integer from {low} to {high}, got {value}")
+        elif isinstance(known, float) and (isinstance(value, bool) or not isinstance(value, (int, float))):
+            raise ValueError(f"{key} must be a number, got {value!r:.60}")
+    if default is not None:
+        default.close()
 
 
 def create_app(env_id: str, surface: str = "act", kwargs: Optional[dict] = None, *,
                max_sessions: int = DEFAULT_MAX_SESSIONS, idle_timeout: Optional[float] = DEFAULT_IDLE_TIMEOUT,
                max_body_bytes: int = DEFAULT_MAX_BODY, max_vec_sessions: int = DEFAULT_MAX_VEC_SESSIONS,
                max_num_envs: int = DEFAULT_MAX_NUM_ENVS, user_llm=None, user_llm_options: Optional[UserLLMOptions] = None,
-               user_adapter_dir=None) -> FastAPI:
+               user_adapter_dir=None, body_timeout: float = DEFAULT_BODY_TIMEOUT) -> FastAPI:
     """The app serving ``scope_envs.make(env_id, surface=surface, **kwargs)``: one env per session.
 
     ``user_llm``: a backend spec of ``load_backend`` (``openai:BASE_URL#MODEL``, a local model directory,
@@ -119,6 +303,11 @@ def create_app(env_id: str, surface: str = "act", kwargs: Optional[dict] = None,
         raise UserLLMError("user_adapter_dir and user_llm_options go with user_llm (--user-llm SPEC)")
     config = ServeConfig(env_id, surface, kwargs, served, role)
     probe = config.make()  # a bad id or kwargs fails here, before anything listens
+    try:
+        check_kwargs(env_id, surface, kwargs, probe)
+    except ValueError:
+        probe.close()
+        raise
     players = seat_players(probe)
     boot_id = uuid.uuid4().hex[:12]
     spec = {
@@ -146,6 +335,25 @@ def create_app(env_id: str, surface: str = "act", kwargs: Optional[dict] = None,
     async def protocol_error(request: Request, exc: ProtocolError):
         return JSONResponse(status_code=exc.status_code, content={"detail": exc.message, "code": exc.code})
 
+    @app.exception_handler(RequestValidationError)
+    async def invalid_request(request: Request, exc: RequestValidationError):
+        errors = safe_errors(exc.errors())
+        return JSONResponse(status_code=422, content={"detail": _error_sentence(errors), "code": "BAD_REQUEST",
+                                                      "errors": errors})
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException):
+        if exc.status_code == 501:  # OpenEnv's task API, which a scope env does not implement
+            return JSONResponse(status_code=404, content={
+                "detail": "this server has no task API (splits, tasks): a scope env's episodes are drawn by "
+                          "seed (reset with seed=...)", "code": "NOT_FOUND"})
+        if isinstance(exc.detail, list):
+            errors = safe_errors(exc.detail)
+            content = {"detail": _error_sentence(errors), "code": "BAD_REQUEST", "errors": errors}
+        else:
+            content = {"detail": wire_text(exc.detail, 500), "code": "NOT_FOUND" if exc.status_code == 404 else "HTTP_ERROR"}
+        return JSONResponse(status_code=exc.status_code, content=content, headers=getattr(exc, "headers", None))
+
     @app.get("/scope/spec", tags=["Environment Info"], summary="Agents, roles and spaces of the served id")
     async def scope_spec() -> dict:
         return spec
@@ -167,7 +375,7 @@ def create_app(env_id: str, surface: str = "act", kwargs: Optional[dict] = None,
 
     app.router.on_startup.append(start_reaper)
     app.router.on_shutdown.append(stop_reaper)
-    app.add_middleware(BodyLimit, limit=max_body_bytes)
+    app.add_middleware(BodyLimit, limit=max_body_bytes, timeout=body_timeout)
     app.state.scope_spec = spec
     app.state.vec_sessions = vec_sessions
     return app

@@ -90,6 +90,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    help="seconds before an idle session closes (at most 7 days)")
     p.add_argument("--max-body-bytes", type=count(1 << 30, low=1024), default=4 << 20,
                    help="largest request body or WebSocket frame, bytes (1024 to 1_073_741_824)")
+    p.add_argument("--body-timeout", type=idle_seconds, default=30.0, metavar="SECONDS",
+                   help="seconds a request body may take to arrive, else 408 (default 30)")
     llm = p.add_argument_group("the user seat as an LLM (text surface; see docs/serving.md)")
     llm.add_argument("--user-llm", type=backend_spec, metavar="SPEC",
                      help="the user of a frozen or vs id, or the backend of a population pool's named adapters: "
@@ -136,11 +138,12 @@ def run(args) -> None:
     try:
         app = create_app(args.id, args.surface, kwargs, max_sessions=args.max_sessions,
                          idle_timeout=args.idle_timeout, max_body_bytes=args.max_body_bytes,
-                         max_vec_sessions=args.max_vec_sessions, max_num_envs=args.max_num_envs, **llm)
+                         max_vec_sessions=args.max_vec_sessions, max_num_envs=args.max_num_envs,
+                         body_timeout=args.body_timeout, **llm)
     except UserLLMError as e:
         args.parser.error(f"argument {e.argument}: {e}")
     except (ValueError, TypeError) as e:  # make() refused the kwargs: the user's mistake, named
-        args.parser.error(f"cannot serve {args.id} with {kwargs}: {e}")
+        args.parser.error(f"argument --kwarg: cannot serve {args.id} with {str(kwargs)[:300]}: {e}")
     print(f"serving {args.id} ({args.surface}) on http://{args.host}:{args.port} (boot {app.state.scope_spec['boot_id']})",
           file=sys.stderr, flush=True)
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning", ws_max_size=args.max_body_bytes)

@@ -88,7 +88,7 @@ def _seed(value, name: str) -> Optional[int]:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_SEED:
-        raise BadRequest(f"{name} must be a non-negative int, got {value!r}")
+        raise BadRequest(f"{name} must be an int from 0 to 2**63-1, got {value!r:.60}")
     return value
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional, Union
 
 from openenv.core.env_server.types import Action, Observation, State
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StringConstraints, field_validator
 from typing_extensions import Annotated
 
 # a step's text may not exceed this many characters on the wire; the env's own cap (max_message_chars,
@@ -37,6 +37,17 @@ class ScopeAction(Action):
         ..., max_length=MAX_AGENTS, description="each driven agent's act (act surface) or message (text surface)")
     episode_id: Optional[str] = Field(default=None, max_length=255,
                                       description="the episode this step belongs to (checked when given)")
+
+    @field_validator("actions", mode="before")
+    @classmethod
+    def _text_cap(cls, value):
+        """Say the length cap, not the union's first complaint ("a valid integer"), for an over-long message."""
+        if isinstance(value, dict):
+            for agent, act in value.items():
+                if isinstance(act, str) and len(act) > MAX_WIRE_TEXT:
+                    raise ValueError(f"actions[{str(agent)[:60]!r}]: a message is at most {MAX_WIRE_TEXT} "
+                                     f"characters on the wire, got {len(act)}")
+        return value
 
 
 class AgentStep(BaseModel):

@@ -21,6 +21,7 @@ from scope_envs.core.simulator import Simulator, View
 ACTIVATIONS = {"tanh": np.tanh, "relu": lambda x: np.maximum(x, 0.0)}
 MAX_LAYERS = 8
 MAX_PARAMETERS = 4_000_000
+MAX_WEIGHT = 1e6  # a weight or bias past this in magnitude is refused (softmax of its logits overflows)
 
 
 class SnapshotError(ValueError):
@@ -48,16 +49,23 @@ class MLPSnapshot(Simulator):
         layers, width, total = [], obs_dim, 0
         for i, layer in enumerate(spec["layers"]):
             try:
-                w = np.asarray(layer["weight"], np.float32)
-                b = np.asarray(layer["bias"], np.float32)
+                raw_w, raw_b = np.asarray(layer["weight"]), np.asarray(layer["bias"])
             except (KeyError, TypeError, ValueError) as e:
                 raise SnapshotError(f"snapshot layer {i}: needs numeric 'weight' (out, in) and 'bias' (out,): {e}") \
                     from None
+            for name, raw in (("weight", raw_w), ("bias", raw_b)):
+                if raw.dtype.kind not in "iuf":
+                    raise SnapshotError(f"snapshot layer {i}: {name} must hold numbers (not strings, booleans or "
+                                        f"nulls), got {raw.dtype.kind!r} values")
+            with np.errstate(over="ignore", invalid="ignore"):
+                w, b = raw_w.astype(np.float32), raw_b.astype(np.float32)
             if w.ndim != 2 or b.shape != (w.shape[0],) or w.shape[1] != width:
                 raise SnapshotError(f"snapshot layer {i}: weight {w.shape} and bias {b.shape} do not take "
                                     f"inputs of width {width}")
             if not (np.isfinite(w).all() and np.isfinite(b).all()):
                 raise SnapshotError(f"snapshot layer {i}: weights must be finite")
+            if w.size and np.abs(w).max() > MAX_WEIGHT or b.size and np.abs(b).max() > MAX_WEIGHT:
+                raise SnapshotError(f"snapshot layer {i}: weights must be at most {MAX_WEIGHT:g} in magnitude")
             total += w.size + b.size
             if total > MAX_PARAMETERS:
                 raise SnapshotError(f"a snapshot has at most {MAX_PARAMETERS} parameters")
@@ -65,14 +73,22 @@ class MLPSnapshot(Simulator):
             width = w.shape[0]
         if width != n_actions:
             raise SnapshotError(f"the snapshot's last layer has {width} outputs; the user seat has {n_actions} acts")
-        return cls(layers, activation)
+        policy = cls(layers, activation)
+        with np.errstate(all="ignore"):  # a probe forward pass: the logits of plausible inputs must be finite
+            for probe in (np.zeros(obs_dim, np.float32), np.ones(obs_dim, np.float32), -np.ones(obs_dim, np.float32)):
+                if not np.isfinite(policy.logits(probe)).all():
+                    raise SnapshotError("snapshot weights: the logits are not finite on a probe input")
+        return policy
 
-    def distribution(self, view: View) -> np.ndarray:
-        x = np.asarray(view.observation, np.float32)
+    def logits(self, x: np.ndarray) -> np.ndarray:
         for i, (w, b) in enumerate(self.layers):
             x = w @ x + b
             if i < len(self.layers) - 1:
                 x = self.activation(x)
+        return x
+
+    def distribution(self, view: View) -> np.ndarray:
+        x = self.logits(np.asarray(view.observation, np.float32))
         legal = np.asarray(view.legal, bool)
         logits = np.where(legal, x.astype(np.float64), -np.inf)
         p = np.exp(logits - logits.max())

@@ -256,6 +256,8 @@ class Study:
         text = text.replace("\r\n", "\n").strip()
         if len(text) > self.cfg.max_message_chars:
             raise Refused(f"Please keep each message under {self.cfg.max_message_chars} characters.")
+        if any((ord(c) < 32 and c not in "\n\t") or 0x7F <= ord(c) < 0xA0 or 0xD800 <= ord(c) < 0xE000 for c in text):
+            raise Refused("Please type your message as plain text: it holds a control character.")
         try:
             text = self.spec.person_text(text, form or {})
         except ValueError as e:
@@ -346,7 +348,7 @@ class Study:
             unread = [{"seq": x.seq, "text": x.text} for x in m if x.error is None and x.act is None]
             outcome = outcome_of(r)
             out.append({
-                "id": f"session-{r.id}", "seed": int(r.seed), "episode": 0, "game": self.cfg.game, "regime": "human",
+                "id": f"session-{r.id}", "seed": None if r.seed is None else int(r.seed), "episode": 0, "game": self.cfg.game, "regime": "human",
                 "surface": "text", "persona": r.persona, "simulator": "human", "member": 0, "turns": turns,
                 "outcome": outcome, "returns": {AGENT: outcome.get(game.success_metric, 0.0)} if outcome else {},
                 "finished": r.chat_end is not None,
