@@ -184,16 +184,16 @@ def load(spec: str, seed: int = 0):
     Raises ``ValueError`` naming what is wrong."""
     path = Path(spec).expanduser()
     if path.is_dir():
-        if not (path / "config.json").is_file() or not (path / "model.pt").is_file():
-            raise ValueError(f"--policy {spec}: a folder must be a saved trainer (config.json and model.pt)")
-        import json
+        import argparse
 
+        from scope_envs.arguments import saved_trainer
         from scope_envs.train.act_ppo import PPOTrainer
 
         try:
-            return TrainerPlayers(PPOTrainer.load(path))
-        except (UnicodeDecodeError, json.JSONDecodeError) as e:  # name the file: the bare JSON error says not which
-            raise ValueError(f"{path / 'config.json'} is not valid JSON: {e}") from None
+            saved_trainer(spec)  # the one check of a saved trainer folder (score --ceiling's too)
+        except argparse.ArgumentTypeError as e:
+            raise ValueError(str(e)) from None
+        return TrainerPlayers(PPOTrainer.load(path))
     if spec.endswith(".zip"):
         if not path.is_file():
             raise ValueError(f"--policy {spec}: no such file")

@@ -112,13 +112,22 @@ def parse_problem(raw) -> Optional[str]:
     """``json_problem`` of a raw JSON document; ``None`` also when it is not JSON (the app answers that)."""
     if isinstance(raw, (bytes, bytearray)) and not _MAYBE_SURROGATE.search(raw) and raw.count(b"[") + raw.count(b"{") <= MAX_JSON_DEPTH:
         return None  # the fast path: no escaped surrogate and too few brackets to nest too deep
+    value, problem = _parsed(raw)
+    return problem if problem or value is _NOT_JSON else json_problem(value)
+
+
+_NOT_JSON = object()
+
+
+def _parsed(raw) -> tuple:
+    """``(value, problem)`` of a raw JSON document: ``_NOT_JSON`` where it is not JSON (the app answers that), a
+    problem where it nests too deep for the parser."""
     try:
-        value = json.loads(raw)
+        return json.loads(raw), None
     except RecursionError:
-        return f"the message: nested deeper than {MAX_JSON_DEPTH} levels"
+        return _NOT_JSON, f"the message: nested deeper than {MAX_JSON_DEPTH} levels"
     except (ValueError, TypeError):
-        return None
-    return json_problem(value)
+        return _NOT_JSON, None
 
 
 def safe_errors(errors) -> list:
@@ -223,12 +232,9 @@ def _json_kind(value) -> str:
 def _frame_problem(raw) -> Optional[str]:
     if raw is None:
         return None
-    try:
-        value = json.loads(raw)
-    except RecursionError:
-        return f"the message: nested deeper than {MAX_JSON_DEPTH} levels"
-    except (ValueError, TypeError):
-        return None  # OpenEnv answers INVALID_JSON
+    value, problem = _parsed(raw)
+    if problem or value is _NOT_JSON:  # (not JSON: OpenEnv answers INVALID_JSON)
+        return problem
     if not isinstance(value, dict):
         return f'a message is a JSON object {{"type": ..., "data": {{...}}}}, got {_json_kind(value)}'
     if "data" in value and value["data"] is not None and not isinstance(value["data"], dict):
@@ -255,14 +261,22 @@ def check_kwargs(env_id: str, surface: str, kwargs: dict, probe) -> None:
     """``make``'s keyword arguments, checked against the types of the id's defaults: a non-finite number,
     a float or bool where the default is an int, an int out of range is a ``ValueError`` naming the key
     (``make`` would take some of them and fail later, mid-episode or allocating gigabytes)."""
-    default = None
     for key, value in kwargs.items():
         _finite(value, key)
-        if default is None:
-            default = scope_envs.make(env_id, surface=surface)
-        base = default.unwrapped
-        known = next((vars(o)[key] for o in (base, getattr(base, "game", None), probe.unwrapped,
-                                               getattr(probe.unwrapped, "game", None))
+    if not kwargs:
+        return
+    default = scope_envs.make(env_id, surface=surface)
+    try:
+        _check_types(kwargs, default.unwrapped, probe.unwrapped)
+    finally:
+        default.close()
+
+
+def _check_types(kwargs: dict, base, served) -> None:
+    """``check_kwargs``'s types and ranges: each key against the attribute of that name on the default env
+    ``base`` or its game (else on the served env ``served`` or its game)."""
+    for key, value in kwargs.items():
+        known = next((vars(o)[key] for o in (base, getattr(base, "game", None), served, getattr(served, "game", None))
                       if o is not None and key in vars(o)), None)
         if isinstance(known, bool):
             if not isinstance(value, bool):
@@ -275,8 +289,6 @@ def check_kwargs(env_id: str, surface: str, kwargs: dict, probe) -> None:
                 raise ValueError(f"{key} must be an integer from {low} to {high}, got {value}")
         elif isinstance(known, float) and (isinstance(value, bool) or not isinstance(value, (int, float))):
             raise ValueError(f"{key} must be a number, got {value!r:.60}")
-    if default is not None:
-        default.close()
 
 
 def create_app(env_id: str, surface: str = "act", kwargs: Optional[dict] = None, *,
