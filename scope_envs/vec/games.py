@@ -250,10 +250,10 @@ class Tau2VecEnv(BatchedVecEnv):
         return hit[2]
 
     def deal_many(self, idx, split, persona=None):
-        from scope_envs.games.tau2.batched import card_rows
-        from scope_envs.games.tau2.behaviour import card, card_table
+        from scope_envs.games.tau2.batched import card_rows, card_table
+        from scope_envs.games.tau2.behaviour import card, card_split
 
-        rng, k, side = self._rng, len(idx), "heldout" if split == "heldout" else "train"
+        rng, k, side = self._rng, len(idx), card_split(split)
         cards = None
         if persona is not None:  # a simulator's own card: every slot plays it
             personas = [persona] * k

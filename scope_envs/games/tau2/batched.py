@@ -21,12 +21,14 @@ same seeds give the same episodes:
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from scope_envs.core.rewards import SIMULATOR_REWARDS, simulator_reward
 from scope_envs.games.tau2 import human_proxy
 from scope_envs.games.tau2.behaviour import TRAITS as CARD_TRAITS
-from scope_envs.games.tau2.behaviour import VOLUNTEER, default_card
+from scope_envs.games.tau2.behaviour import SPLIT_SIZES, VOLUNTEER, card, default_card
 from scope_envs.games.tau2.compiled import MAX_CALLS, TASKS, SeedOnly
 from scope_envs.games.tau2.data import DOMAINS
 from scope_envs.games.tau2.dialogue_acts import (
@@ -88,6 +90,14 @@ def card_rows(personas) -> tuple[np.ndarray, list]:
         rows.append([traits.get(name, 0.0) for name in CARD_TRAITS])
         disclose.append(traits.get("disclose", 1.0))
     return np.array(rows).reshape(len(rows), len(CARD_TRAITS)), disclose
+
+
+@functools.lru_cache(maxsize=4)
+def card_table(split: str) -> np.ndarray:
+    """``card_rows`` of every behaviour card of ``split`` (row ``i``: ``behaviour.card(split, i)``), read-only."""
+    table = card_rows([card(split, i) for i in range(SPLIT_SIZES[split])])[0]
+    table.flags.writeable = False
+    return table
 
 
 def _popcount(x: np.ndarray) -> np.ndarray:

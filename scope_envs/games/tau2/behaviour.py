@@ -59,12 +59,9 @@ def card(split: str, i: int) -> Persona:
     return Persona(f"{split}-{i:04d}", split, traits, {})
 
 
-@functools.lru_cache(maxsize=4)
-def card_table(split: str) -> np.ndarray:
-    """Every card of ``split`` as a row of its ``TRAITS`` (row ``i``: ``card(split, i)``), read-only."""
-    table = np.array([[card(split, i).traits[t] for t in TRAITS] for i in range(SPLIT_SIZES[split])])
-    table.flags.writeable = False
-    return table
+def card_split(split: str) -> str:
+    """The cards a scenario split deals from: ``heldout``'s for ``heldout``, else ``train``'s."""
+    return "heldout" if split == "heldout" else "train"
 
 
 def sample_card(rng: np.random.Generator, split: str) -> Persona:

@@ -179,25 +179,29 @@ class Tau2Game(Game):
         domain = self.domains[int(rng.integers(len(self.domains)))]
         ids = self._split_ids(domain, split)
         task_id = ids[int(rng.integers(len(ids)))]
-        return scenario(domain, task_id, behaviour.sample_card(rng, "heldout" if split == "heldout" else "train"),
-                        split)
+        return scenario(domain, task_id, behaviour.sample_card(rng, behaviour.card_split(split)), split)
 
     def sample_personas(self, rng, split, k: int) -> tuple[list[Persona], np.ndarray]:
         """``k`` draws of ``sample_persona``'s distribution at once (the vec engine's fast mode; not the same
-        draws): the scenarios and their behaviour cards' indices (``behaviour.card(split, index)``)."""
-        ids = [self.data[d].split_tuple("test" if split == "heldout" else "train") for d in self.domains]
+        draws): the scenarios and their behaviour cards' indices (``behaviour.card(card_split(split), index)``)."""
+        ids = [self._tasks(d, split) for d in self.domains]
         domain = rng.integers(len(ids), size=k)
         for d in np.unique(domain).tolist():
             self._split_ids(self.domains[d], split)  # (a domain without tasks in the split raises once drawn)
         task = rng.integers(np.array([max(1, len(t)) for t in ids])[domain])
-        side = "heldout" if split == "heldout" else "train"
+        side = behaviour.card_split(split)
         cards = rng.integers(behaviour.SPLIT_SIZES[side], size=k)
         card = behaviour.card
         return [scenario(self.domains[d], ids[d][t], card(side, c), split)
                 for d, t, c in zip(domain.tolist(), task.tolist(), cards.tolist())], cards
 
+    def _tasks(self, domain: str, split: str) -> tuple[str, ...]:
+        """The task ids a scenario split draws from in ``domain``: ``test``'s for ``heldout``, else ``train``'s."""
+        return self.data[domain].split_tuple("test" if split == "heldout" else "train")
+
     def _split_ids(self, domain: str, split: str) -> tuple[str, ...]:
-        ids = self.data[domain].split_tuple("test" if split == "heldout" else "train")
+        """``_tasks``, or a ``ValueError`` when there are none."""
+        ids = self._tasks(domain, split)
         if not ids:
             raise ValueError(f"tau2 {domain}: no tasks in the {'test' if split == 'heldout' else 'train'} split")
         return ids
