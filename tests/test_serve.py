@@ -24,7 +24,7 @@ from websockets.sync.client import connect  # noqa: E402
 @pytest.fixture(scope="module")
 def cotrain():
     with serving("p4g-cotrain", "--max-sessions", "3", "--max-body-bytes", "65536", "--max-vec-sessions", "2",
-                 "--max-num-envs", "64") as url:
+                 "--max-num-envs", "64", "--body-timeout", "3") as url:
         yield url
 
 
@@ -367,6 +367,24 @@ def test_task_api_chunked_bodies_and_batched_seeds(cotrain):
         assert status == 422 and name in out["detail"], (body, out)
     assert post(base + "/reset", {"seed": 2**63 - 1})[0] == 200
     post(base, None, method="DELETE")
+
+
+def test_a_body_shorter_than_its_length_gets_408_and_the_server_goes_on(cotrain):
+    """A client that declares more body than it sends is answered 408 after ``--body-timeout``, not held open."""
+    import socket
+
+    host, port = cotrain.split("//")[1].split(":")
+    with socket.create_connection((host, int(port)), timeout=30) as s:
+        s.sendall(b"POST /reset HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\ncontent-length: 100\r\n"
+                  b"\r\n{\"seed\": 0")
+        start = time.monotonic()
+        head = s.recv(65536).decode()
+        waited = time.monotonic() - start
+        while "REQUEST_TIMEOUT" not in head and (more := s.recv(65536)):  # (the body may come in a second packet)
+            head += more.decode()
+    assert head.startswith("HTTP/1.1 408") and "REQUEST_TIMEOUT" in head, head
+    assert 2.5 < waited < 25, waited  # after the server's 3 s, not at once and not at the client's own timeout
+    assert post(cotrain + "/reset", {"seed": 0})[0] == 200
 
 
 def test_wire_text_cap_is_named():
