@@ -4,6 +4,7 @@ policy, the same numbers as a benchmark run, each side on its own stream."""
 import numpy as np
 import pytest
 
+import scope_envs
 from scope_envs.bench import protocol
 from scope_envs.bench.methods import run_one
 from scope_envs.bench.policies import SB3Policy, TrainerPlayers, as_policy, load
@@ -123,6 +124,28 @@ def test_sb3_models_are_policies_with_their_own_stream():
     assert a["metrics"] == b["metrics"] and 0.0 <= a["metrics"]["heldout_success"] <= 2.0
     with pytest.raises(ValueError, match="18 acts"):
         policy.act(np.zeros((1, 5), np.float32), np.ones((1, 9), bool))
+
+
+def test_an_sb3_model_trained_on_single_agent_view_reads_its_dict_observation():
+    """A ``MultiInputPolicy`` model (docs/trainers.md's ``SingleAgentView`` example) is fed the observation and
+    the legal mask as the dict it was trained on: its own distribution, masked."""
+    sb3 = pytest.importorskip("sb3_contrib")
+    import torch
+
+    from scope_envs.wrappers import SingleAgentView
+
+    model = sb3.MaskablePPO("MultiInputPolicy", SingleAgentView(scope_envs.make("p4g-vs")), n_steps=16,
+                            batch_size=16, seed=0, device="cpu")
+    policy = as_policy(model)
+    obs = np.random.default_rng(0).random((3, 77)).astype(np.float32)
+    mask = np.zeros((3, 18), bool)
+    mask[:, [1, 4, 9]] = True
+    d = policy.act(obs, mask, greedy=True)
+    x, _ = model.policy.obs_to_tensor({"observation": obs, "action_mask": mask.astype(np.float32)})
+    with torch.no_grad():
+        probs = model.policy.get_distribution(x).distribution.probs.numpy()
+    assert d.actions.tolist() == np.where(mask, probs, -1).argmax(1).tolist()
+    assert evaluate_policy(model, "p4g", 0, eval_episodes=8, heldout_episodes=8)["metrics"]["heldout_success"] >= 0
 
 
 def test_not_a_policy_is_named():

@@ -110,6 +110,23 @@ def test_an_unknown_confirmatory_row_is_refused_before_any_run(tiny_reference, p
     assert e.value.code == 2 and "'vs': not a row of this run (its rows: random, frozen, first_legal)" in err
 
 
+def test_methods_with_against_and_an_entrant_confirmed_against_itself_are_refused(tiny_reference, plugin,  # noqa: F811
+                                                                                  tmp_path, capsys, monkeypatch):
+    """--methods would be ignored with --against (the reference's rows are taken whole), and a --confirmatory
+    naming only the entrant leaves it no comparison: both exit 2 before any run."""
+    from scope_envs.bench import executors
+
+    monkeypatch.setattr(executors, "execute", lambda *a, **k: pytest.fail("a run started"))
+    for extra, said in ((["--methods", "frozen"], "argument --methods: not with --against"),
+                        (["--confirmatory", "first_legal"], "argument --confirmatory: leaves 'first_legal' nothing "
+                                                             "to be compared with")):
+        with pytest.raises(SystemExit) as e:
+            main(["bench", *REFERENCE_ARGS, "--method", plugin, "--against", str(tiny_reference), "--out",
+                  str(tmp_path / "x"), *extra])
+        err = capsys.readouterr().err
+        assert e.value.code == 2 and said in err, err
+
+
 def test_refusals_name_what_differs_and_how_to_rebuild(tiny_reference, plugin, tmp_path, capsys):  # noqa: F811
     def refused(argv, against):
         with pytest.raises(SystemExit) as e:
@@ -118,7 +135,8 @@ def test_refusals_name_what_differs_and_how_to_rebuild(tiny_reference, plugin, t
         return capsys.readouterr().err
 
     err = refused([a if a != "400" else "500" for a in REFERENCE_ARGS], tiny_reference)
-    assert "setting steps is 400 in the reference, 500 here" in err and "rebuild the reference" in err
+    assert "setting steps is 400 in the reference, 500 here" in err
+    assert "the reference was made with p4g: seeds 0..1, steps 400" in err and "run with those settings" in err
     err = refused([a if a != "2" else "3" for a in REFERENCE_ARGS], tiny_reference)
     assert "none for [2]" in err
     tampered = tmp_path / "tampered"
@@ -129,6 +147,8 @@ def test_refusals_name_what_differs_and_how_to_rebuild(tiny_reference, plugin, t
     path.write_text(json.dumps(data))
     err = refused(REFERENCE_ARGS, tampered)
     assert "the fingerprint differs (code hash 000000000000 in the reference" in err
+    assert f"make it again with this code: scope-envs bench --games p4g --seeds 2 --steps 400" in err
+    assert f"--out {tampered}; then --against {tampered}" in err
     data["result"]["fingerprint"]["data"] = {"source": "embedded", "detail": "embedded synthetic tasks", "sha256": "ab"}
     data["result"]["fingerprint"]["code"] = reference.fingerprint("p4g")["code"]
     path.write_text(json.dumps(data))
@@ -156,6 +176,19 @@ def test_the_data_each_game_plays_is_named(monkeypatch, capsys):
     reference.data_played.cache_clear()
 
 
+def test_a_committed_reference_is_never_the_folder_the_hint_writes_into():
+    """Made by other code, the committed references are made again into a folder of the user's own; the full
+    preset's hint keeps --full."""
+    full = reference.REPO / "benchmarks" / "results" / "full"
+    tasks = [{"game": g, "seed": s, "steps": 100_000, "eval_episodes": 3000, "heldout_episodes": 3000}
+             for g in ("p4g", "tau2") for s in range(8)]
+    hint = reference.rebuild_hint(str(full), full, tasks, [{"task": t} for t in tasks])
+    assert "scope-envs bench --full --games p4g tau2 --out my-reference; then --against my-reference" in hint
+    default = reference.folder("reference")
+    hint = reference.rebuild_hint("reference", default, tasks[:1], [{"task": tasks[0]}])
+    assert "scope-envs bench --out my-reference" in hint and str(default) not in hint
+
+
 def test_the_sb3_rebuild_hint_is_a_command_that_exists(tmp_path):
     """The hint a refused --against reference-sb3 prints names the bench command and methods that make that
     reference (it once named a script that did not exist)."""
@@ -165,7 +198,7 @@ def test_the_sb3_rebuild_hint_is_a_command_that_exists(tmp_path):
     from scope_envs.bench.methods import builtin
 
     hint = reference.rebuild_hint("reference-sb3", tmp_path / "ref", [])
-    argv = shlex.split(hint.split(": ", 1)[1])
-    assert argv[:2] == ["scope-envs", "bench"] and argv[argv.index("--against") + 1] == "reference"
+    argv = shlex.split(hint.split("beside your method: ", 1)[1])
+    assert argv[:2] == ["scope-envs", "bench"] and argv[argv.index("--against") + 1] == "my-reference"
     specs = [argv[i + 1] for i, a in enumerate(argv) if a == "--method"]
     assert sorted(plugins.load(s, builtin()).name for s in specs) == ["frozen-sb3", "rotation-sb3", "vs-sb3"]

@@ -49,7 +49,8 @@ def score(*argv):
     main(["score", *argv])
 
 
-def test_a_saved_trainer_is_scored_by_the_protocol_against_the_reference(tiny_reference, tmp_path):  # noqa: F811
+def test_a_saved_trainer_is_scored_by_the_protocol_against_the_reference(tiny_reference, tmp_path,  # noqa: F811
+                                                                          capsys):
     trainer = PPOTrainer(PPOConfig(env_id="p4g-frozen", seed=3, total_steps=400))
     trainer.train()
     trainer.save(tmp_path / "saved")
@@ -65,6 +66,18 @@ def test_a_saved_trainer_is_scored_by_the_protocol_against_the_reference(tiny_re
     else:
         assert "normalized" not in result
     assert result["reference_matches"] in (True, False) and "score.md" in [p.name for p in (tmp_path / "out").iterdir()]
+    # the reference played 24 episodes a side, as this score did; at the default 500 the counts are said
+    assert result["episodes_match"] and result["episodes"]["reference"]["eval_episodes"] == 24
+    score("--policy", str(tmp_path / "saved"), "--game", "p4g", "--seeds", "1", "--against", str(tiny_reference),
+          "--out", str(tmp_path / "other"))
+    other = json.loads((tmp_path / "other" / "score.json").read_text())
+    assert not other["episodes_match"] and other["episodes"]["score"] == {"eval_episodes": 500,
+                                                                          "heldout_episodes": 4672}
+    assert "Other episode counts than the reference's" in (tmp_path / "other" / "score.md").read_text()
+    (tmp_path / "mine.py").write_text("def make():\n    return lambda obs, mask: mask.argmax(1)\n")
+    err = refused(capsys, "--policy", f"{tmp_path / 'mine.py'}:make", "--game", "tau2", "--against",
+                  str(tiny_reference), "--out", str(tmp_path / "o"))
+    assert f"argument --against: {tiny_reference} has no rows of tau2" in err
 
 
 def test_an_sb3_zip_and_a_factory_file(tmp_path):
@@ -202,3 +215,56 @@ def test_panel_env_honours_the_surface_of_the_env_it_is_given():
         obs, infos = env.reset(seed=0)
         assert isinstance(obs["agent_0"], str) and "messages" in infos["agent_0"]
     assert panel_env(scope_envs.make("p4g-heldout").unwrapped.game, panel("p4g")[0]).unwrapped.surface.name == "act"
+
+
+MISTAKES = '''
+import numpy as np
+from scope_envs.train.policy import Decisions
+
+def broken():
+    raise RuntimeError("factory broke")
+
+class ReturnsArray:
+    def act(self, obs, mask, greedy=False):
+        return mask.argmax(1)
+
+class NoGreedy:
+    def act(self, obs, mask):
+        return Decisions(mask.argmax(1))
+
+class NanEntropy:
+    def act(self, obs, mask, greedy=False):
+        return Decisions(mask.argmax(1), entropy=np.full(len(mask), np.nan))
+
+def nan_acts():
+    return lambda obs, mask: np.full(len(mask), np.nan)
+
+def act_999():
+    return lambda obs, mask: np.full(len(mask), 999)
+
+def fractional():
+    return lambda obs, mask: mask.argmax(1) + 0.4
+'''
+
+
+def test_a_mistake_in_the_users_policy_is_said_in_one_line(tmp_path, capsys):
+    """A factory that raises, an ``act`` of another signature or answer, acts that are NaN, fractional or out of
+    range, a NaN entropy: one line naming what is wrong, never a traceback from inside a rollout."""
+    (tmp_path / "mine.py").write_text(MISTAKES)
+    for name, said in (("ReturnsArray", "act returned a ndarray, not scope_envs.train.policy.Decisions"),
+                       ("NoGreedy", "act(obs, mask, greedy) raised TypeError"),
+                       ("NanEntropy", "Decisions.entropy that is not"),
+                       ("nan_acts", "returned nan in row 0: acts are integers"),
+                       ("act_999", "returned act 999 in row 0: acts are 0..17"),
+                       ("fractional", "in row 0: acts are integers")):
+        with pytest.raises(SystemExit) as e:
+            score("--policy", f"{tmp_path / 'mine.py'}:{name}", "--game", "p4g", "--episodes", "4", "--against",
+                  "none", "--out", str(tmp_path / "o"))
+        assert isinstance(e.value.code, str) and said in e.value.code, (name, e.value.code)
+    err = refused(capsys, "--policy", f"{tmp_path / 'mine.py'}:broken", "--game", "p4g", "--against", "none",
+                  "--out", str(tmp_path / "o"))
+    assert "calling it raised RuntimeError: factory broke" in err
+    PPOTrainer(PPOConfig(env_id="p4g-frozen", seed=0, total_steps=64)).save(tmp_path / "p4g-trainer")
+    err = refused(capsys, "--policy", str(tmp_path / "p4g-trainer"), "--game", "cooperbench", "--against", "none",
+                  "--out", str(tmp_path / "o"))
+    assert "was trained on p4g-frozen, a game other than --game cooperbench" in err

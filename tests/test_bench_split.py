@@ -103,3 +103,20 @@ def test_no_collapse_cost_means_no_recovery_is_judged():
     assert not sp["cost"]["hurts"]
     assert all(r["share"] is None and not r["recovers"] for r in sp["recovery"])
     assert split.split(_table({"frozen": [0.1, 0.2], "vs": [0.3, 0.4]}))["cost"] is None  # no uncollapsed row
+
+
+def test_an_entrant_leaves_the_built_in_recovery_tests_as_they_are():
+    """A ``--method`` row is tested against frozen on its own (a family of one); the built-in rows' Holm family,
+    and so their p_Holm, is what it was without it."""
+    rng = np.random.default_rng(1)
+    noise = lambda: list(0.02 * rng.standard_normal(6))  # noqa: E731
+    ref = {"uncollapsed": [1.0 + e for e in noise()], "frozen": [0.6 + e for e in noise()],
+           "vs": [0.65 + e for e in noise()], "rotation": [0.62 + e for e in noise()]}
+    alone = split.split(_table(ref))
+    both = split.split(_table({**ref, "my-method": [0.63 + e for e in noise()]}))
+    assert both["recovery"][: len(alone["recovery"])] == alone["recovery"]
+    mine = both["recovery"][-1]
+    assert mine["method"] == "my-method" and mine["entrant"] and mine["p_holm"] == mine["p"]
+    assert "my-method (entrant: its own test)" in split.markdown({"p4g": both})
+    no_cost = split.markdown({"p4g": split.split(_table({"frozen": [0.1, 0.2], "vs": [0.3, 0.4]}))})
+    assert "the run has no `uncollapsed` row " in no_cost

@@ -205,6 +205,9 @@ def check_arguments(args) -> None:
                           "run the grid with --method instead)")
     if getattr(args, "confirmatory", None) and not specs:
         args.parser.error("argument --confirmatory: only with --method")
+    if getattr(args, "against", None) and args.methods != args.parser.get_default("methods"):
+        args.parser.error("argument --methods: not with --against (the reference's rows are taken as they are; "
+                          "--method names your rows)")
     from scope_envs.bench.methods import builtin
     from scope_envs.bench.plugins import PluginError, load
 
@@ -226,6 +229,10 @@ def check_arguments(args) -> None:
         if unknown:
             args.parser.error(f"argument --confirmatory: {', '.join(map(repr, unknown))}: not a row of this run "
                               f"(its rows: {', '.join(rows)})")
+        alone = [n for n in names if not [m for m in confirmatory if m != n]]
+        if alone:
+            args.parser.error(f"argument --confirmatory: leaves {', '.join(map(repr, alone))} nothing to be compared "
+                              "with (a row is never compared with itself)")
 
 
 def run_rows(args, names: list[str]) -> list[str] | None:

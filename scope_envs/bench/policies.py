@@ -54,6 +54,13 @@ class SB3Policy:
         if n is None:
             raise TypeError(f"{type(model).__name__}: an SB3 model with a Discrete action space is needed")
         self.n_acts = int(n)
+        # a model trained on ``SingleAgentView`` (``MultiInputPolicy``) reads a dict of the observation and the
+        # legal mask; one trained on ``sb3_vec_env`` (``MlpPolicy``) the flat observation
+        space = getattr(model, "observation_space", None)
+        self.keys = tuple(getattr(space, "spaces", None) or ())
+        if self.keys and not set(self.keys) <= {"observation", "action_mask"}:
+            raise TypeError(f"{type(model).__name__}: its observation space has keys {sorted(self.keys)}; the "
+                            "adapter feeds 'observation' and 'action_mask' (SingleAgentView's) or a flat Box")
 
     def reseeded(self, seed: int) -> SB3Policy:
         return SB3Policy(self.model, seed)
@@ -66,13 +73,47 @@ class SB3Policy:
             raise ValueError(f"the model has {self.n_acts} acts, the seat {mask.shape[1]}: trained on another game?")
         policy = self.model.policy
         with torch.no_grad():
-            x = torch.as_tensor(np.asarray(obs, np.float32), device=policy.device)
+            if self.keys:
+                given = {"observation": np.asarray(obs), "action_mask": mask}
+                x, _ = policy.obs_to_tensor({k: given[k].astype(self.model.observation_space[k].dtype)
+                                             for k in self.keys})
+            else:
+                x = torch.as_tensor(np.asarray(obs, np.float32), device=policy.device)
             logits = policy.get_distribution(x).distribution.logits.cpu().numpy().astype(np.float64)
             values = policy.predict_values(x).cpu().numpy()[:, 0] if hasattr(policy, "predict_values") else None
         logits = np.where(mask, logits, -np.inf)
         logp = logits - np.logaddexp.reduce(logits, axis=1, keepdims=True)
         d = _sample(logp, self.rng, greedy)
         return Decisions(d.actions, d.logp, values, d.entropy)
+
+
+def checked_acts(actions, mask: np.ndarray, who: str) -> np.ndarray:
+    """``actions`` as (n,) int64 acts legal under ``mask`` (n rows), or a ``ValueError`` that says which check
+    failed: the shape, a number that is not an integer act, the range, a masked-out act."""
+    a = np.asarray(actions)
+    n, width = mask.shape
+    if a.ndim > 1 and a.size == n:  # a column (or row) of n acts
+        a = a.reshape(n)
+    if a.shape != (n,):
+        raise ValueError(f"{who} returned acts of shape {a.shape} for {n} rows: one act per row, shape ({n},)")
+    if not (np.issubdtype(a.dtype, np.integer) or np.issubdtype(a.dtype, np.floating) or a.dtype == bool):
+        raise ValueError(f"{who} returned acts of dtype {a.dtype}: integers are needed")
+    if np.issubdtype(a.dtype, np.floating):
+        bad = ~np.isfinite(a) | (a != np.round(a))
+        if bad.any():
+            r = int(np.flatnonzero(bad)[0])
+            raise ValueError(f"{who} returned {float(a[r])!r} in row {r}: acts are integers")
+    a = a.astype(np.int64)
+    out = (a < 0) | (a >= width)
+    if out.any():
+        raise ValueError(f"{who} returned act {int(a[out][0])} in row {int(np.flatnonzero(out)[0])}: acts are 0.."
+                         f"{width - 1}")
+    illegal = ~mask[np.arange(n), a]
+    if illegal.any():
+        r = int(np.flatnonzero(illegal)[0])
+        raise ValueError(f"{who} returned act {int(a[r])} in row {r}, which the mask rules out there (legal: "
+                         f"{np.flatnonzero(mask[r]).tolist()})")
+    return a
 
 
 class FunctionPolicy:
@@ -83,13 +124,37 @@ class FunctionPolicy:
 
     def act(self, obs: np.ndarray, mask: np.ndarray, greedy: bool = False) -> Decisions:
         mask = np.asarray(mask, bool)
-        a = np.asarray(self.fn(obs, mask)).astype(np.int64).reshape(-1)
-        if len(a) != len(mask):
-            raise ValueError(f"the policy function returned {len(a)} acts for {len(mask)} rows")
-        if not mask[np.arange(len(a)), np.clip(a, 0, mask.shape[1] - 1)].all() or (a < 0).any() \
-                or (a >= mask.shape[1]).any():
-            raise ValueError("the policy function returned an illegal act (masked out)")
-        return Decisions(a)
+        return Decisions(checked_acts(self.fn(obs, mask), mask, "the policy function"))
+
+
+class CheckedPolicy:
+    """A user's policy whose every answer is checked (``scope-envs score``): a mistake in it (an ``act`` that
+    raises or takes other arguments, an answer that is not ``Decisions``, acts of the wrong shape, type or
+    range, a masked-out act, a NaN entropy) is a ``ValueError`` saying which, not an error deep in a rollout."""
+
+    def __init__(self, policy, name: str):
+        self.policy, self.name = policy, name
+
+    def reseeded(self, seed: int) -> CheckedPolicy:
+        return CheckedPolicy(reseeded(self.policy, seed), self.name)
+
+    def act(self, obs: np.ndarray, mask: np.ndarray, greedy: bool = False) -> Decisions:
+        mask = np.asarray(mask, bool)
+        try:
+            d = self.policy.act(obs, mask, greedy)
+        except ValueError:
+            raise
+        except Exception as e:  # noqa: BLE001  (the user's code: said in one line, with the protocol's signature)
+            raise ValueError(f"{self.name}: act(obs, mask, greedy) raised {type(e).__name__}: {e}") from e
+        who = f"{self.name}: act"
+        if not isinstance(d, Decisions):
+            raise ValueError(f"{who} returned a {type(d).__name__}, not scope_envs.train.policy.Decisions "
+                             "(Decisions(actions) at least)")
+        for field_name in ("logp", "values", "entropy"):
+            x = getattr(d, field_name)
+            if x is not None and (np.shape(x) != (len(mask),) or not np.isfinite(np.asarray(x, float)).all()):
+                raise ValueError(f"{who} returned Decisions.{field_name} that is not {len(mask)} finite numbers")
+        return Decisions(checked_acts(d.actions, mask, who), d.logp, d.values, d.entropy)
 
 
 def is_sb3(obj) -> bool:
@@ -204,8 +269,11 @@ def load(spec: str, seed: int = 0):
         except PluginError as e:
             raise ValueError(str(e)) from None
         if isinstance(obj, type) or (callable(obj) and not isinstance(obj, Policy) and _takes_nothing(obj)):
-            obj = obj()
-        return obj if hasattr(obj, "players") else as_policy(obj)
+            try:
+                obj = obj()
+            except Exception as e:  # noqa: BLE001  (the user's factory: said in one line)
+                raise ValueError(f"--policy {spec}: calling it raised {type(e).__name__}: {e}") from e
+        return obj if hasattr(obj, "players") else CheckedPolicy(as_policy(obj), spec)
     raise ValueError(f"--policy {spec}: expected a saved trainer folder, an SB3 .zip, or FILE.py:NAME / module:NAME")
 
 

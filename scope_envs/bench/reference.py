@@ -197,23 +197,68 @@ def read_records(path: Path | list[Path]) -> list[dict]:
     return out
 
 
-def rebuild_hint(against: str, path: Path, tasks: list[dict]) -> str:
-    """How to make a reference this run can be scored against, with this code."""
-    if against == "reference":
-        return f"rebuild the reference with this code: scope-envs bench --out {path} (the default preset: its seeds per game, 10-18 min on 2 cores, by the CPU)"
-    if against == "reference-sb3":
-        rows = " ".join(f"--method scope_envs.bench.sb3_methods:{name}" for name in ("FrozenSB3", "VsSB3", "RotationSB3"))
-        return (f"rebuild the SB3 reference with this code, after the default reference: scope-envs bench {rows} "
-                f"--against reference --out {path}")
+SB3_ROWS = ("FrozenSB3", "VsSB3", "RotationSB3")  # the SB3 reference's methods (scope_envs.bench.sb3_methods)
+
+
+def _made_with(tasks: list[dict]) -> str:
+    """The settings of run tasks per game: seeds, budget and evaluation episodes (what ``--against`` compares)."""
+    parts = []
+    for game in sorted({t["game"] for t in tasks}):
+        mine = [t for t in tasks if t["game"] == game]
+        seeds = sorted({t["seed"] for t in mine})
+        t = mine[0]
+        parts.append(f"{game}: seeds {seeds[0]}..{seeds[-1]}, steps {t['steps']}, eval_episodes "
+                     f"{t['eval_episodes']}, heldout_episodes {t['heldout_episodes']}")
+    return "; ".join(parts)
+
+
+def _bench_flags(tasks: list[dict]) -> str:
+    """``scope-envs bench`` flags that give run tasks ``tasks``' games, seeds and budget (the full preset by name
+    when they are its)."""
+    from scope_envs.bench.methods import PRESETS, preset_steps
+
+    games = sorted({t["game"] for t in tasks})
+    seeds = {g: len({t["seed"] for t in tasks if t["game"] == g}) for g in games}
+    steps = {t["steps"] for t in tasks}
+    evals = {t["eval_episodes"] for t in tasks}
+    full = all(t["steps"] == preset_steps(t["game"], "full") for t in tasks) and set(seeds.values()) == {
+        PRESETS["full"]["seeds"]}
+    flags = ["--full"] if full else []
+    flags += ["--games", *games]
+    if not full:
+        flags += [f"--seeds {max(seeds.values())}"] + ([f"--steps {steps.pop()}"] if len(steps) == 1 else []) + \
+                 ([f"--eval-episodes {evals.pop()}"] if len(evals) == 1 else [])
     t = tasks[0]
-    games = sorted({x["game"] for x in tasks})
-    seeds = max(x["seed"] for x in tasks) + 1
-    extra = "".join(f" --{k.replace('_', '-')} {t[k]}" for k in ("user_reward", "advantage", "group_size")
-                    if t.get(k) not in (None, "gae", 1))
-    return (f"rebuild the reference with this code and these settings: scope-envs bench --games {' '.join(games)} "
-            f"--seeds {seeds}{extra} --out {path} with the --steps / --eval-episodes it was made with "
-            f"(this run: steps {t['steps']}, eval_episodes {t['eval_episodes']}, heldout_episodes "
-            f"{t['heldout_episodes']})")
+    flags += [f"--{k.replace('_', '-')} {t[k]}" for k in ("user_reward", "advantage", "group_size")
+              if t.get(k) not in (None, "gae", 1)]
+    return " ".join(flags)
+
+
+def rebuild_hint(against: str, path: Path, tasks: list[dict], records: list[dict] | None = None,
+                 code_changed: bool = True) -> str:
+    """What to do about a refusal: where only settings differ, run with the reference's (or make one with
+    yours); where the code differs, make the reference again with this code, into a folder of your own (never
+    over a committed one). ``tasks``: this run's; ``records``: the reference's."""
+    committed = (REPO / "benchmarks" / "results").resolve() in path.resolve().parents
+    own = "my-reference" if committed else str(path)
+    games = {t["game"] for t in tasks}
+    theirs = [r["task"] for r in records or [] if not games or r["task"].get("game") in games]
+    if not code_changed and theirs and tasks:
+        return (f"the reference was made with {_made_with(theirs)}: run with those settings (--seeds up to its "
+                f"count), or make a reference with yours: scope-envs bench {_bench_flags(tasks)} --out my-reference, "
+                "then --against my-reference")
+    if against == "reference":
+        make = f"scope-envs bench --out {own} (the default preset: 10-18 min on 2 cores, by the CPU)"
+    elif against == "reference-sb3":
+        rows = " ".join(f"--method scope_envs.bench.sb3_methods:{name}" for name in SB3_ROWS)
+        return (f"the SB3 reference was made by other code; to compare with the SB3 rows, make the default reference "
+                f"with this code (scope-envs bench --out my-reference) and run them beside your method: scope-envs "
+                f"bench {rows} --against my-reference --out my-sb3-run")
+    elif theirs:
+        make = f"scope-envs bench {_bench_flags(theirs)} --out {own}"
+    else:
+        make = f"scope-envs bench with the settings it was made with --out {own}"
+    return f"the reference was made by other code: make it again with this code: {make}; then --against {own}"
 
 
 def select(against: str, tasks: list[dict], skip: set[str]) -> tuple[list[dict], Path]:
@@ -226,6 +271,7 @@ def select(against: str, tasks: list[dict], skip: set[str]) -> tuple[list[dict],
     games = sorted({t["game"] for t in tasks})
     problems = []
     chosen = []
+    code_changed = False
     for game in games:
         mine = next(t for t in tasks if t["game"] == game)
         seeds = sorted({t["seed"] for t in tasks if t["game"] == game})  # a preset may give games their own seeds
@@ -249,16 +295,18 @@ def select(against: str, tasks: list[dict], skip: set[str]) -> tuple[list[dict],
             if fp is None:
                 problems.append(f"{game}: {r['result'].get('method')}-{r['task']['seed']} has no fingerprint "
                                 "(written before fingerprints)")
+                code_changed = True
                 break
             diff = [k for k in now if fp.get(k) != now[k]]
             if diff:
+                code_changed = True
                 detail = "; ".join(_describe(k, fp.get(k), now[k]) for k in diff)
                 problems.append(f"{game}: the fingerprint differs ({detail})")
                 break
         chosen += [r["result"] for r in theirs if r["task"]["seed"] in seeds]
     if problems:
         raise ReferenceMismatch(f"--against {against}: cannot score against {path}:\n  " + "\n  ".join(problems)
-                                + f"\n{rebuild_hint(against, path, tasks)}")
+                                + f"\n{rebuild_hint(against, path, tasks, records, code_changed)}")
     return chosen, path
 
 

@@ -62,13 +62,16 @@ def score_act(spec: str, game: str, seeds: int = 1, against: str | None = "refer
               heldout_episodes=None) -> dict:
     """The act-surface score of ``spec`` (the module docstring): per-seed records and the band's rows."""
     from scope_envs.bench import policies, reference
-    from scope_envs.bench.protocol import evaluate_policy
+    from scope_envs.bench.protocol import EVAL_EPISODES, evaluate_policy, heldout_episodes_for
     from scope_envs.bench.stats import BASELINE, CEILING, FLOOR
 
     try:
         policy = policies.load(spec)
     except (ValueError, TypeError) as e:
         raise ScoreError("--policy", str(e)) from None
+    trained_on = getattr(getattr(policy, "trainer", None), "cfg", None)
+    if trained_on is not None and trained_on.env_id.split("-")[0] != game:
+        raise ScoreError("--policy", f"{spec} was trained on {trained_on.env_id}, a game other than --game {game}")
     no_band = None
     if against is None:
         no_band = "no reference (--against): no band"
@@ -76,12 +79,15 @@ def score_act(spec: str, game: str, seeds: int = 1, against: str | None = "refer
         try:
             paths = reference.folders(against)
             path = paths[0]
-            ref = [r["result"] for r in reference.read_records(paths) if r["task"].get("game") == game]
+            found = [r for r in reference.read_records(paths) if r["task"].get("game") == game]
+            tasks, ref = [r["task"] for r in found], [r["result"] for r in found]
         except reference.ReferenceMismatch as e:
             if against != "reference":
                 raise ScoreError("--against", str(e)) from None
             no_band = f"no band: {e}"  # the default: say why there is no band, do not fail the score
         else:
+            if not ref:
+                raise ScoreError("--against", f"{path} has no rows of {game}: no band for it")
             check_reference_seeds(ref, game, seeds, against)
             ref = [r for r in ref if r["seed"] < seeds]
     records = [evaluate_policy(policy, game, s, eval_episodes=eval_episodes, heldout_episodes=heldout_episodes,
@@ -96,6 +102,14 @@ def score_act(spec: str, game: str, seeds: int = 1, against: str | None = "refer
         out["band"] = no_band
         return out
     stale = [r for r in ref if r.get("fingerprint") != out["fingerprint"]]
+    # the episodes each side played, here and in the reference (the band reads means: other counts only add noise,
+    # but they are said)
+    n_train = EVAL_EPISODES if eval_episodes is None else eval_episodes
+    mine = {"eval_episodes": n_train,
+            "heldout_episodes": heldout_episodes_for(game, n_train) if heldout_episodes is None else heldout_episodes}
+    theirs = {k: sorted({t.get(k) for t in tasks}) for k in mine}
+    out["episodes"] = {"score": mine, "reference": {k: v[0] if len(v) == 1 else v for k, v in theirs.items()}}
+    out["episodes_match"] = all(v == [mine[k]] for k, v in theirs.items())
     for r in ref:
         row = out["rows"].setdefault(r["method"], {"per_seed": {}})
         row["per_seed"][r["seed"]] = {"heldout_success": r["metrics"]["heldout_success"],
@@ -330,6 +344,12 @@ def markdown(result: dict) -> str:
                             else ""))
         else:
             lines.append(result.get("band", "no band: the reference has no random/oracle rows that clear each other"))
+        if result.get("episodes_match") is False:
+            ours, theirs = result["episodes"]["score"], result["episodes"]["reference"]
+            lines.append(f"**Other episode counts than the reference's**: here {ours['eval_episodes']} a side "
+                         f"({ours['heldout_episodes']} held-out), the reference {theirs['eval_episodes']} "
+                         f"({theirs['heldout_episodes']} held-out); the means compare, with more noise on the "
+                         "smaller side (--episodes sets both sides).")
         if result.get("reference_matches") is False:
             lines.append("**The reference was made with other code or data (its fingerprint differs): its rows "
                          "are shown, but they may not be comparable.**")

@@ -21,7 +21,9 @@ gap (train − held-out) is the sum of
   ``reference_success``, Holm-Bonferroni over that family; its *recovered share of the collapse cost*
   ``(m − frozen) / C``; m *recovers collapse* when p_Holm < 0.05 and m − frozen > 0, and *most of it* when,
   besides, the share is >= ``stats.RECOVERY`` (0.5) and the bootstrap CI of m − frozen lies above 0 (claim 2a's
-  rule, on the part it could recover).
+  rule, on the part it could recover). The family is the built-in rows' alone, so an entrant (a ``--method``
+  plug-in, an SB3 row) leaves every built-in p-value as it is; each entrant is tested against frozen on its own
+  (a family of one, ``entrant: true``).
 
 Tables: ``split.json`` (per game: every row's collapse / misspecification means and CIs, the cost, the
 tests) and the report's section "The gap, split" (``markdown``).
@@ -31,6 +33,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from scope_envs.bench.entrants import builtin, entrant_names
 from scope_envs.bench.stats import (ALPHA, BASELINE, RECOVERY, UNCOLLAPSED, bootstrap_ci, bootstrap_diff_ci,
                                     confirmatory_family, pairwise_tests, per_seed)
 
@@ -61,14 +64,17 @@ def split(table: dict) -> dict:
     ci = bootstrap_diff_ci(ref[UNCOLLAPSED], ref[BASELINE])
     hurts = bool(cost > 0 and np.isfinite(ci[0]) and ci[0] > 0)
     out["cost"] = {"mean": cost, "ci": list(ci), "hurts": hurts}
-    family = [m for m in confirmatory_family(table) if m in rows]
-    for row in pairwise_tests(ref, [(m, BASELINE) for m in family], m=len(family)):
+    family = [m for m in confirmatory_family(builtin(table)) if m in rows]
+    tests = pairwise_tests(ref, [(m, BASELINE) for m in family], m=len(family))
+    tests += [row for m in entrant_names(table) if m in rows for row in pairwise_tests(ref, [(m, BASELINE)], m=1)]
+    for row in tests:
         diff_ci = bootstrap_diff_ci(ref[row["a"]], ref[BASELINE])
         share = row["diff"] / cost if hurts else None
         recovers = bool(hurts and row["p_holm"] < ALPHA and row["diff"] > 0)
         out["recovery"].append({"method": row["a"], "diff": row["diff"], "ci": list(diff_ci), "share": share,
                                 "p": row["p"], "p_holm": row["p_holm"], "recovers": recovers,
-                                "recovers_most": bool(recovers and share >= RECOVERY and diff_ci[0] > 0)})
+                                "recovers_most": bool(recovers and share >= RECOVERY and diff_ci[0] > 0),
+                                **({} if row["a"] in family else {"entrant": True})})
     return out
 
 
@@ -100,7 +106,9 @@ def markdown(splits: dict) -> str:
                   f"{_cell(r['misspecification_gap'])} |" for m, r in sp["rows"].items()]
         cost = sp["cost"]
         if cost is None:
-            lines += ["", f"No collapse cost: the run has no `{BASELINE}` and `{UNCOLLAPSED}` rows.", ""]
+            absent = " and ".join(f"`{m}`" for m in (BASELINE, UNCOLLAPSED) if m not in sp["rows"])
+            lines += ["", f"No collapse cost: the run has no {absent} row{'s' if ' and ' in absent else ''} "
+                          "with a reference side.", ""]
             continue
         lines += ["", f"Collapse cost ({UNCOLLAPSED} − {BASELINE} on reference success): "
                       f"{_cell({'mean': cost['mean'], 'ci': cost['ci']})}; collapse hurts: "
@@ -110,7 +118,8 @@ def markdown(splits: dict) -> str:
                       "most |", "|---|---|---|---|---|---|"]
             for r in sp["recovery"]:
                 share = "n/a" if r["share"] is None else f"{r['share']:+.2f}"
-                lines.append(f"| {r['method']} | {_cell({'mean': r['diff'], 'ci': r['ci']})} | {share} | "
+                name = f"{r['method']} (entrant: its own test)" if r.get("entrant") else r["method"]
+                lines.append(f"| {name} | {_cell({'mean': r['diff'], 'ci': r['ci']})} | {share} | "
                              f"{r['p_holm']:.2g} | {'yes' if r['recovers'] else 'no'} | "
                              f"{'yes' if r['recovers_most'] else 'no'} |")
             lines.append("")
