@@ -8,7 +8,10 @@ every output folder is checked writable, and a bad input file is a one-line erro
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
+import signal
 import sys
 
 import numpy as np
@@ -266,7 +269,45 @@ def main(argv=None) -> None:
 
     serve_parser(sub)  # every id as a server (scope_envs.serve; needs scope-envs[serve])
     args = ap.parse_args(argv)
-    args.func(args)
+    with stopped_in_one_line(args):
+        args.func(args)
+
+
+class Stopped(KeyboardInterrupt):
+    """SIGTERM, raised where the command is, so that it unwinds as Ctrl-C does (files written atomically,
+    workers ended)."""
+
+    signum = 15
+
+
+@contextlib.contextmanager
+def stopped_in_one_line(args):
+    """Ctrl-C or SIGTERM: one line on stderr (for ``bench``: what is kept and how to go on) and exit 128 + the
+    signal's number, not a traceback. Only in this process: a forked worker keeps the default end."""
+    main_pid = os.getpid()
+
+    def terminate(signum, frame):
+        if os.getpid() != main_pid:
+            os._exit(128 + signum)
+        raise Stopped()
+
+    import threading
+
+    here = threading.current_thread() is threading.main_thread()  # (only the main thread may set a handler)
+    previous = signal.signal(signal.SIGTERM, terminate) if here else None
+    try:
+        yield
+    except KeyboardInterrupt as e:
+        how = "stopped (SIGTERM)" if isinstance(e, Stopped) else "interrupted"
+        hint = ""
+        if args.command == "bench" and getattr(args, "out", None) is not None:
+            hint = (f"; the runs that finished are kept in {os.path.join(args.out, 'runs')}: the same command "
+                    "with --resume goes on from them")
+        sys.stderr.write(f"\nscope-envs {args.command}: {how}{hint}\n")
+        sys.exit(128 + getattr(e, "signum", 2))
+    finally:
+        if here:
+            signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":

@@ -97,6 +97,37 @@ def test_workers_end_when_the_bench_is_killed(tmp_path):
     assert not left, f"workers {left} outlived their killed parent"
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_or_sigterm_is_one_line_that_says_how_to_resume(tmp_path, signum):
+    """Ctrl-C (to the whole process group, as a terminal sends it) or SIGTERM mid-grid: exit 128 + the signal,
+    one line naming where the finished runs are and --resume, no traceback from the bench or its workers."""
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "scope_envs.cli", "bench", "--games", "p4g", "--methods", "frozen",
+                             "--seeds", "2", "--steps", "200000", "--eval-episodes", "4", "--jobs", "2",
+                             "--out", str(out)], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+    try:
+        deadline = time.time() + 60
+        while time.time() < deadline and len(children(proc.pid)) < 2:
+            time.sleep(0.1)
+        assert len(children(proc.pid)) >= 2, "the bench did not start its two workers"
+        time.sleep(1.0)  # the workers are training
+        if signum == signal.SIGINT:
+            os.killpg(proc.pid, signum)
+        else:
+            os.kill(proc.pid, signum)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        with contextlib.suppress(OSError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 128 + signum, (proc.returncode, err[-2000:])
+    assert "Traceback" not in err, err[-2000:]
+    said = "interrupted" if signum == signal.SIGINT else "stopped (SIGTERM)"
+    assert f"scope-envs bench: {said}; the runs that finished are kept in {out / 'runs'}" in err
+    assert "--resume" in err
+
+
 def test_a_worker_ends_at_once_when_its_parent_is_gone():
     """``end_with_parent`` in a process whose recorded parent is not its parent any more exits at once."""
     code = ("from scope_envs.bench.executors import end_with_parent\n"

@@ -161,6 +161,9 @@ def test_claims_without_floor_and_ceiling_are_not_judged():
     for label in ("0", "1", "2a", "2b"):
         assert c[label]["held"] is None and "not judged (no floor/ceiling rows)" in c[label]["evidence"], label
     assert c["3"]["held"] is False  # population is not best; claim 3 needs no band
+    assert c["0"]["evidence"].endswith("methods 'random' and 'oracle' were not run")
+    with_floor = {**seven_methods(), "random": seven_methods()["frozen"]}
+    assert by_label(stats.claims({"g": with_floor}))["0"]["evidence"].endswith("method 'oracle' was not run")
 
 
 def test_a_game_whose_oracle_does_not_clear_random_is_flagged():

@@ -86,6 +86,7 @@ def end_with_parent(parent: int) -> None:
     import threading
     import time
 
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the driver's to handle: it ends the pool
     if sys.platform.startswith("linux"):
         try:
             import ctypes

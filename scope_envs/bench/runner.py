@@ -98,8 +98,11 @@ def machine() -> str:
             cpu = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), cpu)
     except OSError:  # not Linux
         pass
+    libs = [i for i in threadpool_info() if i.get("user_api") == "blas"]
+    # numpy's own (its wheel's numpy.libs); scipy, torch and others may load another BLAS beside it
+    numpys = [i for i in libs if f"{os.sep}numpy" in i.get("filepath", "")] or libs
     blas = next((f"{i.get('internal_api', '?')} {i.get('version') or ''}, {i.get('architecture') or '?'} kernels"
-                 for i in threadpool_info() if i.get("user_api") == "blas"), "no BLAS found")
+                 for i in numpys), "no BLAS found")
     return f"{cpu}, {os.cpu_count()} CPUs; numpy {np.__version__} ({blas.replace(' ,', ',')})"
 
 
@@ -255,5 +258,8 @@ def main(args: argparse.Namespace) -> None:
     except OSError as e:  # a full disk, a folder made read-only during the run: one line; the runs are kept
         sys.exit(f"scope-envs bench: cannot write the outputs: {describe(e)} (the finished runs are in "
                  f"{Path(args.out) / 'runs'}; free space and rerun with --resume)")
-    print(f"wrote {Path(args.out).resolve()}/results.json, claims.json, split.json, report.md{', sensitivity.json' if args.sensitivity else ''} and plots in {time.perf_counter() - t0:.0f} s")
+    extra = "".join(f", {name}" for name, given in (("entrants.json", getattr(args, "method", None)),
+                                                      ("sensitivity.json", args.sensitivity)) if given)
+    print(f"wrote {Path(args.out).resolve()}/results.json, claims.json, split.json, report.md{extra} and plots in "
+          f"{time.perf_counter() - t0:.0f} s")
     print((Path(args.out) / "report.md").read_text())

@@ -479,7 +479,9 @@ def game_claims(game: str, table: dict, st: dict | None = None) -> list[dict]:
 
     # 0: the band
     if not b["present"]:
-        add("0", None, f"{NO_BAND}: methods {FLOOR!r} and {CEILING!r} were not run")
+        absent = [m for m in (FLOOR, CEILING) if m not in table]
+        add("0", None, f"{NO_BAND}: " + (f"method {absent[0]!r} was not run" if len(absent) == 1 else
+                                         f"methods {FLOOR!r} and {CEILING!r} were not run"))
         gate = None  # claim 3 does not need the band; claims 1, 2a, 2b check for it themselves
     else:
         ev = (f"floor (random) {_f(b['floor'])}, ceiling (oracle) {_f(b['ceiling'])}; headroom oracle − random "
