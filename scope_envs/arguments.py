@@ -206,6 +206,14 @@ def saved_trainer(text: str) -> str:
         raise argparse.ArgumentTypeError(f"{path / 'config.json'} is not valid JSON: {e}") from None
     if not isinstance(config, dict):
         raise argparse.ArgumentTypeError(f"{path / 'config.json'} is not a trainer's settings (a JSON object)")
+    from dataclasses import fields
+
+    from scope_envs.train.act_ppo import PPOConfig
+
+    unknown = sorted(set(config) - {f.name for f in fields(PPOConfig)})
+    if unknown:
+        raise argparse.ArgumentTypeError(f"{path / 'config.json'} has keys PPOConfig does not know: "
+                                         f"{', '.join(unknown)} (written by another version?)")
     return text
 
 

@@ -149,7 +149,7 @@ def test_an_sb3_model_trained_on_single_agent_view_reads_its_dict_observation():
 
 
 def test_not_a_policy_is_named():
-    with pytest.raises(ValueError, match="not a policy"):
+    with pytest.raises(ValueError, match="an int is not a policy"):
         evaluate_policy(42, "p4g", 0)
     with pytest.raises(ValueError, match="unknown game"):
         evaluate_policy(UniformPolicy(), "chess", 0)

@@ -182,6 +182,9 @@ def test_a_policy_folder_with_a_broken_config_names_the_file(tmp_path, capsys, n
     (bad / "model.pt").write_bytes(b"")
     err = refused(capsys, "--policy", str(bad), "--game", "p4g", "--against", "none", "--out", str(tmp_path / "o"))
     assert f"argument --policy: {bad / 'config.json'} is not valid JSON: Expecting property name" in err
+    (bad / "config.json").write_text('{"env_id": "p4g-frozen", "nope": 1}')
+    err = refused(capsys, "--policy", str(bad), "--game", "p4g", "--against", "none", "--out", str(tmp_path / "o"))
+    assert f"{bad / 'config.json'} has keys PPOConfig does not know: nope" in err
 
 
 def test_more_seeds_than_the_reference_has_are_refused(tiny_reference, tmp_path, capsys, nothing_played):  # noqa: F811

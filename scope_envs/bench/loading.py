@@ -51,8 +51,9 @@ def attr_of(module, attr: str, spec: str, flag: str = "--method"):
         return getattr(module, attr)
     except AttributeError:
         names = sorted(n for n in vars(module) if not n.startswith("_"))
-        raise PluginError(f"{flag} {spec}: {module.__name__} has no {attr!r} (it defines {', '.join(names)})") \
-            from None
+        where = getattr(module, "__file__", None) if module.__name__.startswith("scope_envs_plugin_") else None
+        raise PluginError(f"{flag} {spec}: {where or module.__name__} has no {attr!r} (it defines "
+                          f"{', '.join(names)})") from None
 
 
 def load_object(spec: str, flag: str = "--method"):

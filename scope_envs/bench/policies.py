@@ -170,7 +170,8 @@ def as_policy(obj) -> Policy:
         return SB3Policy(obj)
     if callable(obj) and not isinstance(obj, type):
         return FunctionPolicy(obj)
-    raise TypeError(f"a {type(obj).__name__} is not a policy: a policy has act(obs, mask, greedy) -> Decisions "
+    kind = type(obj).__name__
+    raise TypeError(f"{'an' if kind[0].lower() in 'aeiou' else 'a'} {kind} is not a policy: a policy has act(obs, mask, greedy) -> Decisions "
                     "(scope_envs.train.policy), or is an SB3 model, or a function f(obs, mask) -> actions")
 
 

@@ -87,7 +87,7 @@ def _cell(part: dict) -> str:
     mean, (lo, hi) = part["mean"], part["ci"]
     if mean is None:
         return "n/a"
-    return f"{mean:+.3f}" + ("" if lo is None else f" [{lo:+.3f}, {hi:+.3f}]")
+    return f"{mean:+.3f}" + ("" if lo is None or not np.isfinite(lo) else f" [{lo:+.3f}, {hi:+.3f}]")
 
 
 def markdown(splits: dict) -> str:
