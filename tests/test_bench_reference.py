@@ -62,14 +62,23 @@ def test_against_a_folder_scores_only_the_new_row(tiny_reference, plugin, tmp_pa
     assert ent["family"][0] == "frozen" and ent["declared"] == "default" and len(ent["rows"]) == len(ent["family"])
     assert all(0 <= r["p_holm"] <= 1 and r["n_paired"] == 2 for r in ent["rows"])
     assert (out / "p4g_learning_curves.png").is_file() and "against" in report
+    machine = next(line for line in ref_report_lines(tiny_reference) if line.startswith("| machine | "))
+    assert f"| reference machine | {machine[len('| machine | '):]}" in report  # the reference's rows' machine
+    # first_legal trains nothing: no run trained here has a throughput (the reference's PPO rows have)
+    assert "Trainer throughput" not in report and "Trainer throughput" in (tiny_reference / "report.md").read_text()
     ref_report = (tiny_reference / "report.md").read_text()
     for heading in ("### Confirmatory", "### Exploratory", "### The paper's claims"):  # the built-ins' tests, unchanged
         assert section(ref_report, heading) == section(report, heading)
 
 
+def ref_report_lines(folder) -> list[str]:
+    return (folder / "report.md").read_text().splitlines()
+
+
 def section(report: str, heading: str) -> str:
     start = report.index(heading)
-    ends = [i for i in (report.find("\n### ", start + 1), report.find("\n## ", start + 1)) if i > 0]
+    ends = [i for i in (report.find("\n### ", start + 1), report.find("\n## ", start + 1),
+                        report.find("\nTrainer throughput", start + 1)) if i > 0]
     return report[start:min(ends, default=len(report))]
 
 

@@ -158,7 +158,20 @@ def settings_rows(games, against: str | None) -> dict:
     rows = {"data": "; ".join(f"{g}: {data_played(g)['detail']}" for g in games)}
     if against:
         rows["against"] = f"{against} ({folder(against)})"
+        made_on = _report_row(folder(against) / "report.md", "machine")
+        if made_on:  # (the machine row below is this run's: the new rows')
+            rows["reference machine"] = made_on
     return rows
+
+
+def _report_row(report: Path, key: str) -> str | None:
+    """The value of settings row ``key`` in a bench ``report.md`` (None where there is none)."""
+    try:
+        text = report.read_text()
+    except OSError:
+        return None
+    prefix = f"| {key} | "
+    return next((line[len(prefix):].rstrip(" |") for line in text.splitlines() if line.startswith(prefix)), None)
 
 
 # ------------------------------------------------------------------------------------------------ reference folders

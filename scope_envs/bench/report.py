@@ -261,7 +261,9 @@ def game_section(game: str, table: dict, results: dict, runs: list[dict], st: di
 
 
 def write_report(out: Path, results: dict, runs: list[dict], settings: dict, wall_s: float,
-                 stats_by_game: dict | None = None) -> None:
+                 stats_by_game: dict | None = None, trained_here: list[dict] | None = None) -> None:
+    """report.md. ``trained_here``: the runs this process trained (default ``runs``), whose speeds the
+    throughput line reads (with ``--against`` the reference's runs were trained elsewhere)."""
     stats_by_game = stats_by_game or {g: game_stats(t) for g, t in results.items()}
     lines = ["# scope-envs bench", "", "| setting | value |", "|---|---|",
              *(f"| {k} | {', '.join(map(str, v)) if isinstance(v, list) else v} |" for k, v in settings.items()),
@@ -281,10 +283,11 @@ def write_report(out: Path, results: dict, runs: list[dict], settings: dict, wal
 
         lines += game_section(game, table, results, runs, st, game_claims(game, builtin(table), st))
     lines += all_games(results)
-    speeds = [r["env_steps_per_s"] for r in runs if r.get("env_steps_per_s")]
+    speeds = [r["env_steps_per_s"] for r in (runs if trained_here is None else trained_here)
+              if r.get("env_steps_per_s")]
     if speeds:
-        lines += [f"Trainer throughput during these runs (one core each, with the learning-curve evaluations "
-                  f"included): median {np.median(speeds):.0f} env steps/s.", ""]
+        lines += [f"Trainer throughput during the runs trained here (one core each, with the learning-curve "
+                  f"evaluations included): median {np.median(speeds):.0f} env steps/s.", ""]
     from scope_envs.files import write_atomic
 
     write_atomic(out / "report.md", "\n".join(lines))

@@ -183,7 +183,7 @@ def run(games=GAMES, methods=METHODS, seeds=None, steps=None, eval_episodes=None
                                       "user_reward": user_reward or "each game's default", "advantage": advantage,
                                       "group_size": group_size, **reference.settings_rows(games, against),
                                       "machine": machine()}, wall,
-                 stats_by_game)
+                 stats_by_game, trained_here=runs[len(reference_runs):])
     plot(out, runs)
     from scope_envs.bench import split  # the gap in two parts (a confirmatory definition: its module)
 
