@@ -421,3 +421,126 @@ def test_a_message_with_a_control_character_is_refused(study_dir):
     r = client.post("/chat", data={"text": "hello\x00there"})
     assert r.status_code == 400 and "control character" in r.text
     assert all(m.role == "agent" for m in study.store.messages(sid))
+
+
+def to_final_turn(c, page, limit=20):
+    """Chat (over HTTP) until the page asks for the final reply's amount."""
+    for _ in range(limit):
+        if 'name="amount"' in page.text:
+            return page
+        assert page.url.path == "/chat", page.url
+        page = c.post("/chat", data={"text": "Tell me more about the charity."})
+    raise AssertionError("no final turn")
+
+
+def test_refused_replies_are_explained_in_the_participants_words(tmp_path, policies):
+    """The real server: on the final turn a message without an amount is not sent, and the person reads what to
+    do, not the engine's tag syntax or error counter (which stay in the export); an amount that is not one of the
+    list's is a 400 saying so and listing the allowed amounts."""
+    httpx = pytest.importorskip("httpx")
+    from tests.study_fixtures import free_port, start_server, stop_server
+
+    folder = write_study(tmp_path / "study", policies)
+    port = free_port()
+    proc = start_server(folder, port)
+    try:
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", follow_redirects=True, timeout=60) as c:
+            c.get("/?PROLIFIC_PID=final1")
+            c.post("/consent", data={"agree": "yes"})
+            to_final_turn(c, c.post("/role"))
+            r = c.post("/chat", data={"text": "I will give a dollar"})
+            assert r.status_code == 200 and r.url.path == "/chat"
+            assert "Please choose how much you will donate below, then send." in r.text
+            for raw in ("[DONATE", "DONATE $N", "1000000", "final reply", "could not read that message:"):
+                assert raw not in r.text, raw
+            for amount in ("5", "nan", "-1", "abc", "0.5"):
+                r = c.post("/chat", data={"text": "Here you go", "amount": amount})
+                assert r.status_code == 400, amount
+                assert f"The amount &#39;{amount}&#39; is not one of the amounts offered" in r.text, amount
+                assert "$0.00, $0.05" in r.text and "$2.00 from the list" in r.text
+            assert c.post("/chat", data={"text": "Here you go", "amount": "0.50"}).url.path == "/survey"
+            export = c.get("/admin/export.jsonl", headers={"X-Admin-Token": "admin-token-for-tests"}).text
+    finally:
+        stop_server(proc)
+    (record,) = map(json.loads, export.splitlines())
+    assert [x["error"] for x in record["rejected"]] == [
+        "this is your final reply: state your gift with [DONATE $N] (1/1000000)"]  # the engine's words, kept
+    assert record["outcome"]["intended"] == 0.5
+
+
+def test_participant_note_covers_the_engines_errors():
+    from scope_envs.study.games import DEFAULT_NOTE, participant_note
+
+    assert participant_note("this is your final reply: state your gift with [DONATE $N] (3/1000000)") == \
+        "Please choose how much you will donate below, then send."
+    for raw in ("could not read the amount in [DONATE x]; write e.g. [DONATE $0.50] (1/9)",
+                "unterminated [DONATE ...] tag; write e.g. [DONATE $0.50] (1/9)",
+                "a donation can be at most $2.00, got $5.00 (1/9)", "malformed tool call (invalid JSON) (1/9)",
+                "message is not printable text (character U+FFFE at 3) (1/9)", "something new (1/9)"):
+        note = participant_note(raw)
+        assert "DONATE" not in note and "(1/9)" not in note and "U+" not in note and note, raw
+    assert participant_note("something new (1/9)") == DEFAULT_NOTE and participant_note(None) == ""
+
+
+def test_analysis_json_is_strict_json_and_the_in_chat_column_names_its_key(tmp_path, policies, capsys):
+    """``--proxy-episodes 0`` with conditions of zero and one session: no NaN in analysis.json (null instead).
+    The in-chat column is labelled by the outcome key it reads (outcome_intended, in dollars), not to be
+    confused with the export's outcome_stated flag."""
+    from scope_envs.cli import main
+
+    folder = write_study(tmp_path / "study", policies, baseline="base")
+    study = build(load(folder))
+    sid = study.store.create_session(slot=0, prolific_pid="one", secret_hash="one", condition="base", seed=0,
+                                     stage="survey", outcome=json.dumps({"intended": 2.0, "actual": 2.0,
+                                                                         "stated": 1.0, "persuader_turns": 3.0}))
+    study.finish(sid, {"donation": 1.0, "naturalness": 4, "satisfaction": 4, "talk_again": 4})
+    main(["study", "analyze", str(folder), "--proxy-episodes", "0", "--resamples", "200"])
+    capsys.readouterr()
+    text = (folder / "analysis.json").read_text()
+
+    def no_constant(name):
+        raise AssertionError(f"{name} in analysis.json")
+
+    result = json.loads(text, parse_constant=no_constant)
+    assert result["cells"]["trained"]["donation"] == {"n": 0, "mean": None, "ci": [None, None]}
+    assert result["cells"]["base"]["stated_in_chat"]["mean"] == 2.0 and result["proxies"] is None
+    report = (folder / "report.md").read_text()
+    header = next(line for line in report.splitlines() if line.startswith("| Condition | Donation"))
+    assert "Stated in chat ($, outcome_intended)" in header
+    row = next(line for line in report.splitlines() if line.startswith("| base (baseline) |"))
+    assert row.split("|")[3].strip() == "2.00"  # outcome_intended, the dollars, not the outcome_stated flag (1)
+    assert "`outcome_stated` is a 0/1 flag" in report
+
+
+def test_demo_steps_other_than_the_folders_are_refused(tmp_path, capsys, monkeypatch):
+    """``--demo --dir EXISTING --demo-steps N`` on a folder made with other steps is an argparse error naming
+    --demo-steps and the folder's steps, and nothing in the folder changes; the same steps, or none given, go
+    on to start the study."""
+    import scope_envs.study as study_cli
+    from scope_envs.cli import main
+    from scope_envs.study.config import write_demo
+
+    folder = tmp_path / "demo"
+    path = write_demo(folder, steps=500)
+    before = path.read_text()
+
+    class Built(Exception):
+        pass
+
+    def no_build(cfg):
+        raise Built(cfg)
+
+    monkeypatch.setattr(study_cli, "build", no_build)
+    with pytest.raises(SystemExit) as e:
+        main(["study", "serve", "--demo", "--dir", str(folder), "--demo-steps", "900"])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and "argument --demo-steps:" in err and "names 500 steps, not 900" in err, err
+    assert "delete" in err and "leave --demo-steps out" in err and "Traceback" not in err
+    assert path.read_text() == before and not (folder / "policies").exists()
+    for argv in ([], ["--demo-steps", "500"]):
+        with pytest.raises(Built):
+            main(["study", "serve", "--demo", "--dir", str(folder), *argv])
+    fresh = tmp_path / "fresh"
+    with pytest.raises(Built):  # a new folder takes the steps given
+        main(["study", "serve", "--demo", "--dir", str(fresh), "--demo-steps", "900"])
+    assert "steps: 900" in (fresh / "study.yaml").read_text()

@@ -366,3 +366,63 @@ def test_a_database_of_the_version_that_took_slots_at_arrival_is_refused_with_it
         db.execute("CREATE TABLE sessions (id INTEGER PRIMARY KEY, slot INTEGER NOT NULL UNIQUE, prolific_pid TEXT)")
     with pytest.raises(StoreError, match="earlier version of the study server"):
         build(load(folder))
+
+
+# ---------------------------------------------------------------------------- 8. bytes, waits
+def test_a_form_that_is_not_utf8_is_refused_and_never_stored(tmp_path, policies):
+    """The real server: invalid UTF-8 in the chat form (percent-escaped, raw, or in a multipart body) is a 400
+    saying so, and nothing is stored (it was stored as U+FFFD or Latin-1 mojibake); valid UTF-8 is kept as typed."""
+    folder = write_study(tmp_path / "study", policies, max_turns=8)
+    port = free_port()
+    proc = start_server(folder, port)
+    form = {"content-type": "application/x-www-form-urlencoded"}
+    try:
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", follow_redirects=True, timeout=60) as c:
+            c.get("/?PROLIFIC_PID=bytes1")
+            c.post("/consent", data={"agree": "yes"})
+            c.post("/role")
+            for body, headers in ((b"text=caf%E9+ok", form), (b"text=caf\xe9 ok", form), (b"text=%ff%fe", form),
+                                  (b"--b\r\nContent-Disposition: form-data; name=\"text\"\r\n\r\ncaf\xe9\r\n--b--\r\n",
+                                   {"content-type": "multipart/form-data; boundary=b"})):
+                r = c.post("/chat", content=body, headers=headers)
+                assert r.status_code == 400 and "not valid text (UTF-8)" in r.text, (body, r.status_code)
+                assert r.headers["x-frame-options"] == "DENY" and 'name="text"' in r.text  # asked again
+            newcomer = httpx.Client(base_url=f"http://127.0.0.1:{port}", follow_redirects=True, timeout=60)
+            newcomer.get("/?PROLIFIC_PID=bytes2")
+            assert newcomer.post("/consent", content=b"agree=y%E9s", headers=form).status_code == 400
+            newcomer.close()
+            ok = c.post("/chat", content="text=caf%C3%A9+%E2%82%AC2+ok".encode(), headers=form)
+            assert ok.status_code == 200 and "café €2 ok" in ok.text
+    finally:
+        stop_server(proc)
+    study = build(load(folder))
+    texts = [m.text for m in study.store.messages(study.store.session_by_pid("bytes1").id) if m.role == "user"]
+    assert texts == ["café €2 ok"]
+    assert study.store.session_by_pid("bytes2").stage == "consent"
+
+
+def test_429_answers_say_when_to_retry(tmp_path, policies):
+    """The real server: a refused arrival (arrival_limit) and a refused message (rate_limit) carry Retry-After,
+    whole seconds within the window."""
+    folder = write_study(tmp_path / "study", policies, arrival_limit=2, arrival_window_s=30, rate_limit=1,
+                        rate_window_s=45, max_turns=8)
+    port = free_port()
+    proc = start_server(folder, port)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        with httpx.Client(base_url=base, follow_redirects=True, timeout=60) as c:
+            c.get("/?PROLIFIC_PID=wait1")
+            c.post("/consent", data={"agree": "yes"})
+            c.post("/role")
+            assert c.post("/chat", data={"text": "first"}).status_code == 200
+            r = c.post("/chat", data={"text": "second"})
+            assert r.status_code == 429 and r.headers["retry-after"] == "45", r.headers
+        # the arrival start_server's probe made (no PROLIFIC_PID) is not one; wait1 was the first
+        codes = []
+        for i in range(3):
+            r = httpx.get(f"{base}/?PROLIFIC_PID=flood{i}", timeout=30)
+            codes.append(r.status_code)
+        assert codes == [303, 429, 429] and r.headers["x-frame-options"] == "DENY"
+        assert 1 <= int(r.headers["retry-after"]) <= 30, r.headers
+    finally:
+        stop_server(proc)

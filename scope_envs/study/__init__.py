@@ -13,7 +13,8 @@ text realizer: the chat is a ``<game>-cotrain`` episode on the text surface with
 server rebuilds each episode from the database and the person continues. ``/admin?token=..`` shows
 progress per condition and exports ``sessions.csv`` and ``transcripts.jsonl`` (``RecordTranscripts``'
 format). ``--demo`` writes a three-condition P4G study into ``--dir`` and trains its policies in
-seconds on a CPU the first time.
+seconds on a CPU the first time; a later start keeps that folder, and an explicit ``--demo-steps`` other
+than the one its study.yaml names is refused (exit 2) rather than ignored.
 
 ``scope-envs study analyze STUDY_DIR`` writes ``report.md``, ``analysis.json`` and bar charts
 (``study_<measure>.png``): per condition and measure, the mean with its 95% bootstrap CI, Welch's t
@@ -57,8 +58,9 @@ def add_arguments(sub) -> None:
     source.add_argument("--config", help="a study.yaml (or the folder that holds one)")
     source.add_argument("--demo", action="store_true", help="a three-condition P4G study in --dir, trained in seconds")
     s.add_argument("--dir", type=output_dir, default="study-demo", help="--demo: the study folder (default: ./study-demo)")
-    s.add_argument("--demo-steps", type=count(MAX_DEMO_STEPS), default=3000,
-                   help=f"--demo: PPO steps per trained policy (1 to {MAX_DEMO_STEPS:_})")
+    s.add_argument("--demo-steps", type=count(MAX_DEMO_STEPS), default=None,
+                   help=f"--demo: PPO steps per trained policy (1 to {MAX_DEMO_STEPS:_}; default 3000), for a new "
+                        "--dir only: a folder made with other steps is refused")
     s.add_argument("--port", type=port_number, default=8000)
     s.set_defaults(func=cmd_serve, parser=s)
     a = commands.add_parser("analyze", help="report.md, analysis.json and charts from a study folder")
@@ -106,10 +108,12 @@ def cmd_serve(args) -> None:
         if not args.demo and getattr(args, dest) != args.parser.get_default(dest):
             args.parser.error(f"argument --{dest.replace('_', '-')}: only with --demo (--config names the study)")
     if args.demo:
-        from scope_envs.study.config import write_demo
+        from scope_envs.study.config import DemoMismatch, write_demo
 
         try:
-            path = write_demo(args.dir, steps=args.demo_steps)
+            path = write_demo(args.dir, steps=args.demo_steps)  # None: not given, the folder's steps are kept
+        except DemoMismatch as e:
+            args.parser.error(f"argument --demo-steps: {e}")
         except OSError as e:
             from scope_envs.files import describe
 

@@ -12,6 +12,12 @@ Beside the people, the same policies on the held-out human proxies (``<game>-hel
 actual donation, tau^2's task success) and on the held-out panel of six simulator families: does a proxy order the conditions as
 people do? With three or more conditions, the Spearman rank correlation of the condition means says it in
 one number.
+
+``analysis.json`` is strict JSON: a number that does not exist (the mean of no session, the CI of one, the
+correlation of fewer than three conditions) is ``null``, never ``NaN`` (``scope_envs.serve.codec.jsonable``).
+The in-chat measure reads the game's outcome key named in its label, which is also the export's column
+(P4G: ``outcome_intended``, the amount the person chose from the list in their final message; the export's
+``outcome_stated`` is a 0/1 flag, an amount was stated, not dollars).
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ import numpy as np
 
 from scope_envs.bench.stats import bootstrap_ci, holm, welch
 from scope_envs.files import save_figure, write_atomic, write_json
+from scope_envs.serve.codec import jsonable
 from scope_envs.study.config import StudyConfig
 from scope_envs.study.games import spec
 from scope_envs.study.store import Store, outcome_of
@@ -180,6 +187,11 @@ def report(cfg: StudyConfig, summary: dict, proxy: dict | None, charts: list[str
                   f"Spearman rank correlation of the condition means with the people's {ms[0]}: "
                   + ", ".join(f"{k} {v:.2f}" for k, v in rho.items())
                   + " (nan: fewer than three conditions, or a column that does not vary)."]
+    measure, key = spec(cfg).in_chat
+    lines += ["", f"`{measure}`: the game's outcome `{key}` (export.csv's `outcome_{key}`)"
+              + (": the amount chosen from the list in the final message, not amounts typed in words; "
+                 "`outcome_stated` is a 0/1 flag (an amount was stated), not dollars" if cfg.game == "p4g" else "")
+              + "."]
     lines += ["", "Charts: " + ", ".join(f"![{c}]({c})" for c in charts), ""]
     return "\n".join(lines)
 
@@ -196,5 +208,6 @@ def analyze(cfg: StudyConfig, baseline: str | None = None, proxy_episodes: int =
     charts = plot(cfg, summary, out)
     text = report(cfg, summary, proxy, charts)
     write_atomic(out / "report.md", text)
-    write_json(out / "analysis.json", {**summary, "proxies": proxy}, default=float)
+    # strict JSON: a mean, CI, t or p that is not a finite number (no session, one session) is null, never NaN
+    write_json(out / "analysis.json", jsonable({**summary, "proxies": proxy}), allow_nan=False)
     return text

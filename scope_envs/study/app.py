@@ -8,11 +8,15 @@ person to the stage they are at, so a reload resumes and no page can be skipped.
 the server log, never to the participant.
 
 Every response, error pages included, carries the same security headers (no framing, no sniffing, no
-referrer, no caching, a content security policy). Form fields are text or the request is refused (400: a
-file sent in a form field is never a message); new sessions are rate limited per client address
-(``arrival_limit`` per ``arrival_window_s``: 429); a request body is at most 64 KiB (413); the survey is saved once (a second submit is answered
-409 and changes nothing). In ``sessions.csv`` a text cell that a spreadsheet would run as a formula
-(it starts with ``= + - @``, a tab or a carriage return) is prefixed with ``'``, as OWASP recommends.
+referrer, no caching, a content security policy). Form fields are UTF-8 text or the request is refused
+(400: a file sent in a form field is never a message, and bytes that are not UTF-8 are never stored as
+mojibake); new sessions are rate limited per client address (``arrival_limit`` per ``arrival_window_s``:
+429, with ``Retry-After``: the seconds until the window frees a place; a session's messages likewise, with
+``rate_window_s``); a request body is at most 64 KiB (413); the survey is saved once (a second submit is
+answered 409 and changes nothing). A message the game did not accept is shown with a note in the person's
+words (``games.participant_note``), never the engine's error. In ``sessions.csv`` a text cell that a
+spreadsheet would run as a formula (it starts with ``= + - @``, a tab or a carriage return) is prefixed with
+``'``, as OWASP recommends.
 """
 
 from __future__ import annotations
@@ -22,9 +26,11 @@ import csv
 import io
 import json
 import logging
+import math
 import secrets
 import threading
 import time
+from urllib.parse import unquote_to_bytes
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -45,6 +51,7 @@ from scope_envs.study.engine import (
     Study,
     StudyFull,
 )
+from scope_envs.study.games import participant_note
 from scope_envs.study.pages import render
 
 COOKIE = "scope_study"
@@ -61,12 +68,13 @@ SECURITY_HEADERS = {
                                "'unsafe-inline'; img-src 'self'; frame-ancestors 'none'; form-action 'self'; "
                                "base-uri 'none'; object-src 'none'",
 }
+NOT_UTF8 = "Your browser sent characters that are not valid text (UTF-8); please type your answer again."
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 MAX_BODY = 64 * 1024  # bytes of a request body: every form here is a few hundred
 
 
-def page(name: str, status: int = 200, **context) -> HTMLResponse:
-    return HTMLResponse(render(name, **context), status_code=status, headers=SECURITY_HEADERS)
+def page(name: str, status: int = 200, headers: dict | None = None, **context) -> HTMLResponse:
+    return HTMLResponse(render(name, **context), status_code=status, headers={**SECURITY_HEADERS, **(headers or {})})
 
 
 def spreadsheet_safe(value):
@@ -92,6 +100,32 @@ def text_fields(form, names) -> dict[str, str]:
     return out
 
 
+class NotUTF8(ValueError):
+    """A form whose bytes are not UTF-8 (a browser always sends UTF-8 here): refused, never stored as mojibake."""
+
+
+def utf8_form(body: bytes, content_type: str) -> dict[str, str] | None:
+    """The fields of a form body decoded strictly as UTF-8: a dict for ``application/x-www-form-urlencoded``
+    (percent-escapes decoded to bytes first), None for other kinds (multipart is checked whole; Starlette
+    parses it). ``NotUTF8`` when any byte sequence is not UTF-8 (Starlette would put U+FFFD or Latin-1
+    mojibake in its place)."""
+    kind = content_type.split(";")[0].strip().lower()
+    try:
+        if kind == "application/x-www-form-urlencoded":
+            fields = {}
+            for pair in body.split(b"&"):
+                if pair:
+                    name, _, value = pair.partition(b"=")
+                    fields[unquote_to_bytes(name.replace(b"+", b" ")).decode("utf-8")] = \
+                        unquote_to_bytes(value.replace(b"+", b" ")).decode("utf-8")
+            return fields
+        if kind == "multipart/form-data":
+            body.decode("utf-8")
+    except UnicodeDecodeError:
+        raise NotUTF8() from None
+    return None
+
+
 class ArrivalLimit:
     """At most ``limit`` new sessions per client address within ``window`` seconds (in memory)."""
 
@@ -100,7 +134,8 @@ class ArrivalLimit:
         self.seen: dict[str, collections.deque] = {}
         self.guard = threading.Lock()
 
-    def allow(self, client: str) -> bool:
+    def wait(self, client: str) -> float:
+        """0 when ``client`` may start a session now (counted), else the seconds until its window frees one."""
         now = time.monotonic()
         with self.guard:
             if len(self.seen) >= self.max_clients:  # forget clients with nothing in the window
@@ -109,9 +144,17 @@ class ArrivalLimit:
             while times and times[0] <= now - self.window:
                 times.popleft()
             if len(times) >= self.limit:
-                return False
+                return max(times[len(times) - self.limit] + self.window - now, 0.001)
             times.append(now)
-            return True
+            return 0.0
+
+    def allow(self, client: str) -> bool:
+        return self.wait(client) == 0.0
+
+
+def retry_after(seconds: float) -> dict[str, str]:
+    """The ``Retry-After`` header of a 429: whole seconds, rounded up, at least 1."""
+    return {"Retry-After": str(max(1, math.ceil(seconds)))}
 
 
 def create_app(study: Study) -> FastAPI:
@@ -149,6 +192,14 @@ def create_app(study: Study) -> FastAPI:
         return page("message.html", 400, title=cfg.title, heading="Please try again",
                     text="Only text can be sent in this form; please go back and type your answer.")
 
+    async def form_fields(request: Request, names) -> dict[str, str]:
+        """The form's fields as text ('' when absent): ``NotText`` for a file, ``NotUTF8`` for bytes that are
+        not UTF-8."""
+        body = await request.body()  # first: Starlette's form parser then reads the cached body
+        strict = utf8_form(body, request.headers.get("content-type", ""))
+        form = text_fields(await request.form(), names)
+        return form if strict is None else {name: strict.get(name, "") for name in names}
+
     @app.exception_handler(Exception)
     async def crashed(request: Request, exc: Exception):
         log.exception("error on %s", request.url.path)
@@ -165,6 +216,13 @@ def create_app(study: Study) -> FastAPI:
     async def file_in_form(request: Request, exc: NotText):
         return not_text()
 
+    @app.exception_handler(NotUTF8)
+    async def not_utf8(request: Request, exc: NotUTF8):
+        if request.url.path == "/chat" and (row := await run_in_threadpool(current, request)) is not None \
+                and row.stage == "chat":
+            return await run_in_threadpool(chat_page, row, NOT_UTF8, 400)
+        return page("message.html", 400, title=cfg.title, heading="Please try again", text=NOT_UTF8)
+
     @app.exception_handler(RequestValidationError)
     async def bad_form(request: Request, exc: RequestValidationError):
         return page("message.html", 400, title=cfg.title, heading="Please try again",
@@ -180,8 +238,9 @@ def create_app(study: Study) -> FastAPI:
         if not pid:
             return page("message.html", title=cfg.title, heading=cfg.title,
                         text="Please open this study from its Prolific link, or enter your Prolific ID.", form=True)
-        if not arrivals.allow(request.client.host if request.client else "?"):
-            return page("message.html", 429, title=cfg.title, heading="Please wait a moment",
+        wait = arrivals.wait(request.client.host if request.client else "?")
+        if wait:
+            return page("message.html", 429, headers=retry_after(wait), title=cfg.title, heading="Please wait a moment",
                         text="Too many new sessions were started from your connection; please try again in a minute.")
         try:
             _, secret = study.arrive(pid, q.get("STUDY_ID") or None, q.get("SESSION_ID") or None)
@@ -210,7 +269,7 @@ def create_app(study: Study) -> FastAPI:
         row = await run_in_threadpool(current, request)
         if (r := go(row, "/consent")) is not None:
             return r
-        agree = text_fields(await request.form(), ["agree"])["agree"] == "yes"
+        agree = (await form_fields(request, ["agree"]))["agree"] == "yes"
         try:
             await run_in_threadpool(study.consent, row.id, agree)
         except StudyFull:
@@ -256,11 +315,15 @@ def create_app(study: Study) -> FastAPI:
         try:
             error = study.say(row.id, text, form)
         except Refused as e:
-            return chat_page(row, str(e), 429 if "quickly" in str(e) else 400)
+            if e.retry_after is None:
+                return chat_page(row, str(e), 400)
+            response = chat_page(row, str(e), 429)
+            response.headers.update(retry_after(e.retry_after))
+            return response
         except NotYourTurn:
             return RedirectResponse(STAGE_PAGE[study.store.session(row.id).stage], 303)
-        if error is not None:
-            return chat_page(row, "Your partner could not read that message: " + error, 200)
+        if error is not None:  # the engine's wording stays in the database; the person reads theirs
+            return chat_page(row, "Not sent to your partner. " + participant_note(error), 200)
         return RedirectResponse("/chat", 303)
 
     @app.post("/chat")
@@ -268,7 +331,7 @@ def create_app(study: Study) -> FastAPI:
         row = await run_in_threadpool(current, request)
         if (r := go(row, "/chat")) is not None:
             return r
-        fields = text_fields(await request.form(), ("text", "amount", "end"))
+        fields = await form_fields(request, ("text", "amount", "end"))
         return await run_in_threadpool(chat_step, row, fields.pop("text"), fields)
 
     @app.get("/survey", response_class=HTMLResponse)
@@ -289,7 +352,7 @@ def create_app(study: Study) -> FastAPI:
         if (r := go(row, "/survey")) is not None:
             return r
         outcome = study.spec.outcome_item
-        form = text_fields(await request.form(), [outcome, *[item["id"] for item in cfg.survey]])
+        form = await form_fields(request, [outcome, *[item["id"] for item in cfg.survey]])
         values = {}
         try:
             values[outcome] = float(form[outcome])

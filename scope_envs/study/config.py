@@ -303,13 +303,37 @@ completion_code: DEMO-{code}
 """
 
 
-def write_demo(folder: str | os.PathLike, steps: int = 3000, max_turns: int = 10) -> Path:
-    """Write the demo's ``study.yaml`` into ``folder`` (kept if it is already there); returns its path."""
+DEMO_STEPS = 3000
+
+
+class DemoMismatch(ValueError):
+    """``--demo-steps`` asked for a budget that the demo folder's ``study.yaml`` (and the policies trained from
+    it) does not have: the folder is kept as it is, so the request is refused rather than silently ignored."""
+
+
+def trained_steps(path: str | os.PathLike) -> set[int]:
+    """The ``steps`` of the policies a study.yaml trains (``method`` other than ``untrained``, or ``train``);
+    empty when the file cannot be read as a study config (``load`` says why, later)."""
+    try:
+        cfg = load(path)
+    except ConfigError:
+        return set()
+    return {c.steps for c in cfg.conditions if c.path is None and (c.train or c.method != "untrained")}
+
+
+def write_demo(folder: str | os.PathLike, steps: int | None = None, max_turns: int = 10) -> Path:
+    """Write the demo's ``study.yaml`` into ``folder`` (kept if it is already there); returns its path.
+    ``steps``: PPO steps per trained policy (``DEMO_STEPS`` when None). Given, and the kept study.yaml trains
+    with other steps, ``DemoMismatch``: the folder's policies are never silently those of another budget."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "study.yaml"
     if not path.exists():
         from scope_envs.files import write_atomic
 
-        write_atomic(path, DEMO.format(steps=steps, max_turns=max_turns, code=secrets.token_hex(3).upper()))
+        write_atomic(path, DEMO.format(steps=DEMO_STEPS if steps is None else steps, max_turns=max_turns,
+                                       code=secrets.token_hex(3).upper()))
+    elif steps is not None and (named := trained_steps(path)) and named != {steps}:
+        raise DemoMismatch(f"{path} names {', '.join(map(str, sorted(named)))} steps, not {steps} (its policies are "
+                           f"trained with that); delete {folder} to retrain, or leave --demo-steps out")
     return path

@@ -70,7 +70,12 @@ class NotYourTurn(Exception):
 
 
 class Refused(Exception):
-    """A message the study does not accept (too long, too fast, empty): the person is told why."""
+    """A message the study does not accept (too long, too fast, empty): the person is told why.
+    ``retry_after``: the seconds to wait (a message sent too fast; None otherwise)."""
+
+    def __init__(self, message: str, retry_after: float | None = None):
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 @dataclass
@@ -269,7 +274,8 @@ class Study:
             if row.stage != "chat":
                 raise NotYourTurn()
             if self.store.recent_user_messages(sid, time.time() - self.cfg.rate_window_s) >= self.cfg.rate_limit:
-                raise Refused("You are sending messages very quickly; please wait a moment and try again.")
+                raise Refused("You are sending messages very quickly; please wait a moment and try again.",
+                              retry_after=self.cfg.rate_window_s)
             live = self._advance(row)  # a reply owed from before a restart comes first
             game = live.env.unwrapped.game
             if not live.env.agents or game.active_role() != game.user_role:

@@ -22,7 +22,7 @@ class P4GSpec:
     outcome_item = "donation"  # the survey's outcome question
     in_chat = ("stated_in_chat", "intended")  # (measure, outcome key): what the game recorded in the chat
     outcome_label = "Donation ($)"
-    in_chat_label = "Stated in chat ($)"
+    in_chat_label = "Stated in chat ($, outcome_intended)"  # the export's column it reads, named
     split = "train"  # the persuadee's card is never shown to the person; the train cards keep the game's default
     amounts = ("0.00", "0.05", "0.10", "0.25", "0.50", "0.75", "1.00", "1.50", "2.00")
     hint = "You are the person deciding whether to donate your $2 bonus. Reply to your partner below."
@@ -56,7 +56,9 @@ class P4GSpec:
         amount = form.get("amount") or ""
         if amount:
             if amount not in self.amounts:
-                raise ValueError("Please choose one of the listed amounts.")
+                shown = amount if len(amount) <= 20 else amount[:20] + "…"
+                raise ValueError(f"The amount {shown!r} is not one of the amounts offered: please choose one of "
+                                 + ", ".join(f"${a}" for a in self.amounts) + " from the list.")
             return f"{text.strip()} [DONATE ${amount}]"
         return text
 
@@ -69,7 +71,7 @@ class Tau2Spec:
     outcome_item = "solved"
     in_chat = ("task_success", "success")
     outcome_label = "Issue solved (share)"
-    in_chat_label = "Task success (tau^2 reward 1)"
+    in_chat_label = "Task success (tau^2 reward 1, outcome_success)"
     split = "heldout"  # the test split's tasks: no trained agent has seen them
     amounts = ()
     hint = "You are the customer. Explain what you need; press “End the chat” when you are done."
@@ -142,6 +144,33 @@ class Tau2Spec:
 
     def final(self, game) -> bool:
         return False
+
+
+# the game's objections (``InGameError``) in the participant's words: (a fragment of the engine's message, the
+# words). The engine's message, with its tag syntax and error counter, stays in the database and the exports.
+PARTICIPANT_NOTES = (
+    ("this is your final reply", "Please choose how much you will donate below, then send."),
+    ("a donation can be at most", "A donation can be at most $2. Please write your message without square "
+                                  "brackets: you choose your amount from a list at the end of the chat."),
+    ("[DONATE", "Please write your message without square brackets: you choose your amount from a list at the "
+                "end of the chat."),
+    ("message too long", "Please write a shorter message."),
+    ("not printable text", "Please type your message as plain text."),
+    ("empty message", "Please type a message first."),
+    ("malformed tool call", "Please write your message in words, not as code."),
+)
+DEFAULT_NOTE = "Your partner could not read that message. Please say it in other words and send it again."
+
+
+def participant_note(error: str | None) -> str:
+    """What the person is told about a message the game did not accept: never the engine's own wording (tags,
+    tool-call syntax, the error counter)."""
+    if not error:
+        return ""
+    for fragment, words in PARTICIPANT_NOTES:
+        if fragment.lower() in error.lower():
+            return words
+    return DEFAULT_NOTE
 
 
 SPECS = {"p4g": P4GSpec, "tau2": Tau2Spec}

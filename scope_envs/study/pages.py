@@ -1,10 +1,13 @@
 """The participant's and the admin's pages: Jinja2 templates, rendered on the server with autoescaping on,
-so whatever a person types is shown as text. The only script is the chat's: it shows the person's
-message and a typing indicator while the form is sent."""
+so whatever a person types is shown as text. A message the game did not accept is shown with a note in the
+person's words (``games.participant_note``), never the engine's error. The only script is the chat's: it
+shows the person's message and a typing indicator while the form is sent."""
 
 from __future__ import annotations
 
 import jinja2
+
+from scope_envs.study.games import participant_note
 
 BASE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
@@ -55,7 +58,7 @@ personal information. You can stop at any time by closing this page. Messages ar
 <p class="muted">{{ hint }}</p>
 <div class="chat" id="chat">
 {% for m in messages %}<div class="msg {{ m.role }}{% if m.error %} rejected{% endif %}">{{ m.text }}</div>
-{% if m.error %}<div class="note">Not sent to your partner: {{ m.error }}</div>{% endif %}{% endfor %}
+{% if m.error %}<div class="note">Not sent to your partner. {{ m.error | note }}</div>{% endif %}{% endfor %}
 {% if owed %}<div class="typing">Your partner is typing…</div>{% endif %}
 </div>
 {% if notice %}<div class="notice" id="notice">{{ notice }}</div>{% endif %}
@@ -111,6 +114,7 @@ $ <input name="donation" type="number" min="0" max="2" step="0.01" required></la
 }
 
 environment = jinja2.Environment(loader=jinja2.DictLoader(TEMPLATES), autoescape=True)
+environment.filters["note"] = participant_note  # a refused message's note in the person's words, not the engine's
 
 
 def render(name: str, **context) -> str:
