@@ -23,8 +23,11 @@ At text level, ``RemoteParallelEnv.add_adapter(name)`` adds the server's LLM wit
 pool instead (``scope-envs serve ... --surface text --user-llm SPEC``).
 
 Errors: a bad action is a ``ValueError`` (as in-process); an episode that the server no longer has (the
-connection dropped, the server restarted, the session idled past its timeout) is ``SessionLost``: the
-client never starts a new episode in its place; call ``reset()``.
+connection dropped, the server restarted, the session idled past its timeout) is ``SessionLost``: a step
+never starts a new episode in its place; ``reset()`` does, in a new session where the old one is gone.
+``reset`` options: the client sends the keys the server's env reads (``/scope/spec``'s ``reset_options``)
+and drops the others, as the in-process env ignores them (PettingZoo's api test passes one); the server
+itself refuses a key it does not read (``BAD_REQUEST``), and ``RemoteVecEnv.reset`` forwards every key.
 """
 
 from __future__ import annotations
@@ -189,11 +192,18 @@ class RemoteParallelEnv(ParallelEnv):
         if seed is not None:
             data["seed"] = int(seed)
         if options:
-            data["options"] = options
+            known = self.spec.get("reset_options")  # as the in-process env, keys it does not read are ignored
+            data["options"] = options if known is None or not isinstance(options, dict) else \
+                {k: v for k, v in options.items() if k in known}
         if self._adapter is not None:  # sent once: a refused name is this reset's ValueError, then dropped
             data["adapter"], self._adapter = self._adapter, None
         self.agents, self._lost = [], None
-        result = self._call(lambda c: c.reset(**data))
+        try:
+            result = self._call(lambda c: c.reset(**data))
+        except SessionLost:  # the session is gone (idle past the server's timeout, or the connection dropped):
+            self.close()     # a reset asks for a new episode, so it opens a new session for it, once
+            self.agents, self._lost = [], None
+            result = self._call(lambda c: c.reset(**data))
         return self._read(result, first=True)
 
     def add_adapter(self, name: str) -> None:
@@ -250,6 +260,8 @@ class RemoteParallelEnv(ParallelEnv):
             if text.startswith(("BAD_REQUEST:", "Invalid message")):
                 raise ValueError(text.removeprefix("BAD_REQUEST:").strip()) from None
             if text.startswith(("NO_EPISODE:", "SESSION_LOST:", "EPISODE_OVER:")):
+                if text.startswith("SESSION_LOST:"):
+                    self.close()  # the server closed this session: the next reset opens a new one
                 self.agents, self._lost = [], text
                 raise SessionLost(text) from None
             raise RuntimeError(f"the server could not run the request: {text}") from None

@@ -3,6 +3,7 @@ conformance (docs/architecture.md §6), gives the in-process episodes for the sa
 
 import os
 import signal
+import time
 import warnings
 
 import numpy as np
@@ -159,6 +160,15 @@ def test_snapshot_push_through_the_vec_env():
         assert vec.add_snapshot(net) == 3 and vec.add_snapshot(net) == 3
         with pytest.raises(ValueError, match="outputs"):
             vec.add_snapshot(torch.nn.Sequential(torch.nn.Linear(space.shape[0], 3)))
+        n_in, n_out, nn = space.shape[0], vec.action_space("user_0").n, torch.nn
+        for other, said in ((nn.GELU(), "GELU"), (nn.Sigmoid(), "Sigmoid")):  # never silently played as tanh
+            with pytest.raises(ValueError, match=said):
+                vec.add_snapshot(nn.Sequential(nn.Linear(n_in, 16), other, nn.Linear(16, n_out)))
+        with pytest.raises(ValueError, match="no activation between"):
+            vec.add_snapshot(nn.Sequential(nn.Linear(n_in, 16), nn.Linear(16, n_out)))
+        with pytest.raises(ValueError, match="Softmax"):
+            vec.add_snapshot(nn.Sequential(nn.Linear(n_in, 16), nn.Tanh(), nn.Linear(16, n_out), nn.Softmax(-1)))
+        assert vec.add_snapshot(nn.Sequential(nn.Linear(n_in, 16, bias=False), nn.ReLU(), nn.Linear(16, n_out))) == 3
         obs, infos = vec.reset(seed=0)
         members = set()
         for _ in range(30):
@@ -241,3 +251,55 @@ def test_single_agent_view_over_the_remote_env(frozen_url):
     model = MaskablePPO("MultiInputPolicy", remote, n_steps=32, batch_size=32, n_epochs=1, seed=0).learn(64)
     assert model.num_timesteps >= 64
     remote.close()
+
+
+def test_mlp_wire_says_exactly_the_module_or_refuses_it():
+    """mlp_wire: the wire's policy is the module's (same logits), and what the wire cannot say is refused."""
+    torch = pytest.importorskip("torch")
+    from scope_envs.serve.snapshot import MLPSnapshot, mlp_wire
+
+    nn = torch.nn
+    torch.manual_seed(0)
+    x = torch.randn(5)
+    for act in (nn.Tanh(), nn.ReLU()):
+        for net in (nn.Sequential(nn.Linear(5, 8, bias=False), act, nn.Linear(8, 3)),
+                    nn.Sequential(nn.Sequential(nn.Linear(5, 8), act), nn.Linear(8, 3)), nn.Linear(5, 3)):
+            policy = MLPSnapshot.from_wire(mlp_wire(net), 5, 3)
+            np.testing.assert_allclose(policy.logits(x.numpy()), net(x).detach().numpy(), rtol=1e-5, atol=1e-6)
+    for net, said in ((nn.Sequential(nn.Linear(5, 8), nn.GELU(), nn.Linear(8, 3)), "GELU"),
+                      (nn.Sequential(nn.Linear(5, 8), nn.Sigmoid(), nn.Linear(8, 3)), "Sigmoid"),
+                      (nn.Sequential(nn.Linear(5, 8), nn.Linear(8, 3)), "no activation between"),
+                      (nn.Sequential(nn.Linear(5, 8), nn.Tanh(), nn.Linear(8, 3), nn.Softmax(-1)), "Softmax"),
+                      (nn.Sequential(nn.Linear(5, 8), nn.Tanh(), nn.Linear(8, 3), nn.Tanh()), "last layer"),
+                      (nn.Sequential(nn.Linear(5, 8), nn.Tanh(), nn.ReLU(), nn.Linear(8, 3)), "another activation"),
+                      (nn.Sequential(nn.Linear(5, 8), nn.Tanh(), nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 3)), "both"),
+                      (nn.Sequential(nn.Linear(5, 8), nn.Dropout(), nn.Linear(8, 3)), "Dropout"),
+                      (nn.Sequential(), "empty"), (nn.Module(), "Module")):
+        with pytest.raises(ValueError, match=said):
+            mlp_wire(net)
+
+
+def test_reset_after_an_idle_timeout_opens_a_new_session():
+    """The server closed an idle session: a step is SessionLost (never a silent new episode), and reset() on
+    the same object starts a new episode in a new session, as a new client would; so does a reset that finds
+    its idle session gone."""
+    with serving("p4g-frozen", "--idle-timeout", "2") as url:
+        stepper, resetter, fresh = RemoteParallelEnv(url), RemoteParallelEnv(url), RemoteParallelEnv(url)
+        try:
+            obs, _ = stepper.reset(seed=0)
+            resetter.reset(seed=0)
+            act = int(np.flatnonzero(obs["agent_0"]["action_mask"])[0])
+            time.sleep(8)  # OpenEnv's reaper looks every max(timeout / 4, 5) s: past 2 + 5 s, both are closed
+            with pytest.raises(SessionLost, match="closed"):
+                stepper.step({"agent_0": act})
+            with pytest.raises(SessionLost):  # still no silent new episode
+                stepper.step({"agent_0": act})
+            expected = fresh.reset(seed=0)
+            assert same(stepper.reset(seed=0), expected) and stepper.agents == ["agent_0"]
+            stepped = stepper.step({"agent_0": act})
+            assert same(stepped, fresh.step({"agent_0": act}))
+            assert same(resetter.reset(seed=0), expected)  # its session was reaped too: a reset opens one
+            assert same(resetter.step({"agent_0": act}), stepped)
+        finally:
+            for env in (stepper, resetter, fresh):
+                env.close()

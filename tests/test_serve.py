@@ -106,7 +106,7 @@ def test_sessions_are_isolated(cotrain):
         assert b.state() == before  # stepping a left b untouched
         other = rb.observation["episode_id"]
         message = server_error(lambda: a.step({"actions": {"agent_0": 0}, "episode_id": other}))
-        assert "SESSION_LOST" in message and "not this session's" in message
+        assert "BAD_REQUEST" in message and "episode_id" in message and "not this session's" in message
 
 
 def test_session_limit(cotrain):
@@ -148,7 +148,7 @@ def test_bad_input_over_the_websocket(cotrain):
         wrong = ask(json.dumps({"type": "step", "data": {"actions": {"agent_0": "hello"}}}))["data"]
         assert "must be an int act" in wrong["message"]
         typed = ask(json.dumps({"type": "step", "data": {"actions": {"agent_0": 1.5}}}))["data"]
-        assert typed["code"] == "EXECUTION_ERROR" or typed["code"] == "VALIDATION_ERROR"
+        assert typed["code"] == "BAD_REQUEST" and "actions" in typed["message"]
         unknown = ask(json.dumps({"type": "step", "data": {"actions": {"user_9": 0}}}))["data"]["message"]
         assert "user_9" in unknown
         mask = np.asarray(obs["data"]["observation"]["agents"]["agent_0"]["action_mask"])
@@ -385,6 +385,154 @@ def test_a_body_shorter_than_its_length_gets_408_and_the_server_goes_on(cotrain)
     assert head.startswith("HTTP/1.1 408") and "REQUEST_TIMEOUT" in head, head
     assert 2.5 < waited < 25, waited  # after the server's 3 s, not at once and not at the client's own timeout
     assert post(cotrain + "/reset", {"seed": 0})[0] == 200
+
+
+def test_websocket_error_codes_are_the_documented_ones(cotrain):
+    """data.code is the protocol error's own code (the message keeps it at its head); a validation error is
+    BAD_REQUEST naming the field, its errors without the echoed input; a wrong episode_id is BAD_REQUEST."""
+    with connect(cotrain.replace("http", "ws") + "/ws", open_timeout=30) as ws:
+        def ask(message):
+            ws.send(json.dumps(message))
+            return json.loads(ws.recv(timeout=30))
+
+        def error(message, code, *said):
+            answer = ask(message)
+            assert answer["type"] == "error", answer
+            data = answer["data"]
+            assert data["code"] == code and data["message"].startswith(code + ":"), (message, data)
+            assert all(s in data["message"] for s in said), (message, data)
+            return data
+
+        error({"type": "step", "data": {"actions": {"agent_0": 1}}}, "NO_EPISODE")
+        error({"type": "reset", "data": {"seed": "zero"}}, "BAD_REQUEST", "seed")
+        error({"type": "reset", "data": {"seed": 0, "drive": ["user_9"]}}, "BAD_REQUEST", "user_9")
+        obs = ask({"type": "reset", "data": {"seed": 0}})["data"]
+        episode = obs["observation"]["episode_id"]
+        error({"type": "step", "data": {"actions": {"user_9": 0}}}, "BAD_REQUEST", "user_9")
+        wrong = error({"type": "step", "data": {"actions": {"agent_0": 0}, "episode_id": "not-" + episode}},
+                      "BAD_REQUEST", "episode_id")
+        assert "SESSION_LOST" not in wrong["message"]
+        for message, field in (({"type": "step", "data": {"actions": {"agent_0": 0}, "episode_id": "e" * 300}},
+                                "episode_id"),
+                               ({"type": "step", "data": {"actions": "agent_0"}}, "actions"),
+                               ({"type": "step"}, "data")):
+            data = error(message, "BAD_REQUEST", field)
+            assert data["errors"] and all("input" not in e and "ctx" not in e for e in data["errors"]), data
+            assert "e" * 100 not in json.dumps(data)
+        # the session went on through every error: the episode plays to its end, then EPISODE_OVER
+        rng = np.random.default_rng(1)
+        while not obs["done"]:
+            agents = obs["observation"]["agents"]
+            obs = ask({"type": "step", "data": {"actions": {a: legal(e, rng) if e["active"] else 0
+                                                            for a, e in agents.items()}}})["data"]
+        error({"type": "step", "data": {"actions": {"agent_0": 0}}}, "EPISODE_OVER")
+
+
+def test_unknown_reset_options_are_refused_naming_the_key(cotrain):
+    """A typo in reset's options (scenario_sed) is refused on /ws, HTTP /reset and the batched reset alike, naming
+    the key and the keys the env reads; the keys it reads still work."""
+    with connect(cotrain.replace("http", "ws") + "/ws", open_timeout=30) as ws:
+        def ask(message):
+            ws.send(json.dumps(message))
+            return json.loads(ws.recv(timeout=30))
+
+        answer = ask({"type": "reset", "data": {"seed": 0, "options": {"scenario_sed": 5}}})
+        assert answer["type"] == "error" and answer["data"]["code"] == "BAD_REQUEST", answer
+        assert "scenario_sed" in answer["data"]["message"] and "scenario_seed" in answer["data"]["message"]
+        assert ask({"type": "reset", "data": {"seed": 0, "options": {"scenario_seed": 5}}})["type"] == "observation"
+    status, body = post(cotrain + "/reset", {"seed": 0, "options": {"scenario_sed": 5}})
+    assert status == 422 and body["code"] == "BAD_REQUEST" and "scenario_sed" in body["detail"], body
+    assert "reset_schedule" in body["detail"]
+    assert post(cotrain + "/reset", {"seed": 0, "options": {"scenario_seed": 5}})[0] == 200
+    status, opened = post(cotrain + "/scope/vec", {"num_envs": 2})
+    base = f"{cotrain}/scope/vec/{opened['session_id']}"
+    try:
+        for options, name in (({"scenario_sed": 5}, "options"), ([{"scenario_seed": 1}, {"bogus": 1}], "options[1]")):
+            status, out = post(base + "/reset", {"seed": 0, "options": options})
+            assert status == 422 and name in out["detail"] and "scenario_seed" in out["detail"], (options, out)
+        assert post(base + "/reset", {"seed": 0, "options": {"scenario_seed": 5}})[0] == 200
+    finally:
+        post(base, None, method="DELETE")
+
+
+def test_task_api_is_404_for_every_method_and_body(cotrain):
+    """OpenEnv's task API answers 404 on every route, whatever the method and body (not 405, not 422)."""
+    for route in ("splits", "tasks", "num_tasks", "task", "task_range"):
+        for method in ("GET", "POST", "PUT", "DELETE", "PATCH"):
+            for raw in (b"", b"{}", b'{"split": "train", "index": 0}', b"not json"):
+                if method in ("GET", "DELETE") and raw:
+                    continue
+                status, body = post(f"{cotrain}/p4g-cotrain/{route}", None, method=method, raw=raw or None)
+                assert status == 404 and body["code"] == "NOT_FOUND" and "task API" in body["detail"], \
+                    (route, method, raw, status, body)
+    assert post(cotrain + "/reset", {"seed": 0})[0] == 200  # the other routes are untouched
+
+
+def test_the_container_entry_names_a_bad_variable_in_one_line():
+    """``uvicorn scope_envs.serve.asgi:app`` with a bad SCOPE_* variable: one line naming it, a non-zero exit."""
+    import os
+    import subprocess
+    import sys
+
+    for env, name in (({"SCOPE_ENV_ID": "nope"}, "SCOPE_ENV_ID"),
+                      ({"SCOPE_ENV_ID": "p4g-frozen", "SCOPE_ENV_KWARGS": "{bad"}, "SCOPE_ENV_KWARGS"),
+                      ({"SCOPE_ENV_ID": "p4g-frozen", "SCOPE_ENV_KWARGS": '{"max_turns":0}'}, "SCOPE_ENV_KWARGS"),
+                      ({"SCOPE_ENV_ID": "p4g-frozen", "SCOPE_ENV_SURFACE": "txt"}, "SCOPE_ENV_SURFACE"),
+                      ({"SCOPE_ENV_ID": "p4g-frozen", "SCOPE_MAX_SESSIONS": "many"}, "SCOPE_MAX_SESSIONS")):
+        environ = {k: v for k, v in os.environ.items() if not k.startswith("SCOPE_")}
+        out = subprocess.run([sys.executable, "-m", "uvicorn", "scope_envs.serve.asgi:app", "--port", "0"],
+                             capture_output=True, text=True, timeout=120, env={**environ, **env})
+        lines = out.stderr.strip().splitlines()
+        assert out.returncode != 0 and "Traceback" not in out.stderr, (env, out.stderr[-3000:])
+        assert len(lines) == 1 and name in lines[0], (env, out.stderr)
+
+
+def test_serve_refuses_llm_toy_naming_it():
+    """``serve llm-toy`` (train-llm's toy task, no registered env) is an argument error naming the id, not a
+    traceback; serve's hint for an unknown id does not offer llm-toy. (--user-llm-* settings without --user-llm:
+    tests/test_serve_llm.py.)"""
+    import subprocess
+    import sys
+
+    for env_id, said in (("llm-toy", "train-llm's toy task"), ("nope-frozen", "scope-envs list")):
+        out = subprocess.run([sys.executable, "-m", "scope_envs.cli", "serve", env_id, "--port", "0"],
+                             capture_output=True, text=True, timeout=120)
+        assert out.returncode == 2 and "argument id" in out.stderr and f"'{env_id}'" in out.stderr, out.stderr
+        assert said in out.stderr and "Traceback" not in out.stderr, out.stderr
+        if env_id != "llm-toy":
+            assert "llm-toy" not in out.stderr, out.stderr
+
+
+def test_an_over_long_websocket_message_is_bad_request_and_the_session_goes_on():
+    """Past the 65,536-character wire cap, /ws answers BAD_REQUEST naming the cap (as HTTP /step's 422), never a
+    SESSION_ERROR that closes the session; the package's client raises ValueError and plays on."""
+    from scope_envs.remote import RemoteParallelEnv
+    from scope_envs.serve.models import MAX_WIRE_TEXT
+
+    with serving("p4g-frozen", "--surface", "text") as url:
+        with connect(url.replace("http", "ws") + "/ws", open_timeout=30, max_size=None) as ws:
+            def ask(message):
+                ws.send(json.dumps(message))
+                return json.loads(ws.recv(timeout=30))
+
+            assert ask({"type": "reset", "data": {"seed": 0}})["type"] == "observation"
+            answer = ask({"type": "step", "data": {"actions": {"agent_0": "x" * (MAX_WIRE_TEXT + 1)}}})
+            data = answer["data"]
+            assert answer["type"] == "error" and data["code"] == "BAD_REQUEST", answer
+            assert f"at most {MAX_WIRE_TEXT} characters" in data["message"] and "agent_0" in data["message"]
+            assert all("input" not in e for e in data["errors"]) and len(json.dumps(answer)) < 3000
+            assert ask({"type": "step", "data": {"actions": {"agent_0": "Hello!"}}})["type"] == "observation"
+        status, body = post(url + "/step", {"action": {"actions": {"agent_0": "x" * (MAX_WIRE_TEXT + 1)}}})
+        assert status == 422 and f"at most {MAX_WIRE_TEXT} characters" in body["detail"], body
+        env = RemoteParallelEnv(url)
+        try:
+            env.reset(seed=0)
+            with pytest.raises(ValueError, match=f"at most {MAX_WIRE_TEXT} characters"):
+                env.step({"agent_0": "x" * 100_000})
+            obs, *_ = env.step({"agent_0": "Hello!"})  # the same session and episode go on
+            assert "Hello!" in str(obs["agent_0"])
+        finally:
+            env.close()
 
 
 def test_wire_text_cap_is_named():

@@ -94,13 +94,21 @@ def test_named_adapters_join_a_text_population_pool(endpoint):
                  "--user-llm", f"openai:{endpoint.url}#base-model") as url:
         assert spec_of(url)["user_llm"]["plays"] == "adapters"
         with GenericEnvClient(base_url=url, message_timeout_s=30).sync() as client:
-            for bad in ("../etc", "a b", ""):
+            for bad in ("../etc", "a b", "", "/etc/x", "a/b", "user@..", "@1"):
                 with pytest.raises(RuntimeError, match="adapter name"):
                     client.reset(seed=0, adapter=bad)
+            # train-llm --mode population --lora names its adapters user@1, user@2, ...
+            client.reset(seed=0, adapter="user@1")
+            assert client.state()["pool_entries"] == 2
             with pytest.raises(RuntimeError, match="snapshot .* or an adapter"):
                 client.reset(seed=0, adapter="x", snapshot={"layers": []})
         env = RemoteParallelEnv(url)
         try:
+            env.add_adapter("user@2")  # the name train-llm --mode population --lora gives
+            env.reset(seed=0)
+            assert env.state()["pool_entries"] == 2
+            env.close()
+            env = RemoteParallelEnv(url)
             env.add_adapter("user-step-4")
             env.reset(seed=0)
             assert env.state()["pool_entries"] == 2
@@ -200,6 +208,10 @@ def run_cli(*args):
      "frozen or vs"),
     (["p4g-frozen", "--surface", "text", "--user-llm-temperature", "99"], "--user-llm-temperature", "0 to 10"),
     (["p4g-frozen", "--surface", "text", "--user-adapter-dir", "/tmp"], "--user-adapter-dir", "--user-llm"),
+    (["p4g-frozen", "--surface", "text", "--user-llm-max-new-tokens", "16"], "--user-llm-max-new-tokens", "--user-llm"),
+    (["p4g-frozen", "--surface", "text", "--user-llm-temperature", "0.5"], "--user-llm-temperature", "--user-llm"),
+    (["p4g-frozen", "--surface", "text", "--user-llm-timeout", "5"], "--user-llm-timeout", "--user-llm"),
+    (["p4g-frozen", "--surface", "text", "--user-llm-retries", "0"], "--user-llm-retries", "--user-llm"),
 ])
 def test_bad_user_llm_settings_are_argument_errors(args, named, said):
     out = run_cli(*args)

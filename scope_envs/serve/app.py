@@ -8,6 +8,8 @@
   client builds its PettingZoo spaces from), the server's boot id and limits;
 * the batched endpoint (``scope_envs.serve.vec``);
 * a body limit (``413`` past ``max_body_bytes``; WebSocket frames past it close the socket, code 1009);
+* OpenEnv's task API answered ``404`` (every method and body), and its ``/ws`` error frames carrying the
+  documented codes (``ws_error_frame``);
 * protocol errors as ``4xx`` ``{"detail", "code"}``, never a traceback; OpenEnv's HTTP ``/reset`` and
   ``/step`` are stateless (a fresh env per request), so an HTTP ``/step`` is ``409 NO_EPISODE``: episodes
   live in ``/ws`` sessions or batched sessions.
@@ -33,7 +35,7 @@ from openenv.core.env_server.types import ConcurrencyConfig
 
 import scope_envs
 from scope_envs.core.surfaces import Transcript
-from scope_envs.serve.environment import MAX_SEED, ScopeEnvironment, ServeConfig, seat_players
+from scope_envs.serve.environment import MAX_SEED, RESET_OPTIONS, ScopeEnvironment, ServeConfig, seat_players
 from scope_envs.serve.errors import ProtocolError
 from scope_envs.serve.llm import ServedLLM, UserLLMError, UserLLMOptions, check_regime
 from scope_envs.serve.models import ScopeAction, ScopeObservation, ScopeState
@@ -66,6 +68,13 @@ DEFAULT_BODY_TIMEOUT = 30.0  # seconds a request body may take to arrive (one sh
 _MAYBE_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")
 _TASK_ROUTES = {"/{env_name}/splits", "/{env_name}/tasks", "/{env_name}/num_tasks", "/{env_name}/task",
                 "/{env_name}/task_range"}
+_TASK_PATH = re.compile(r"/[^/]+/(splits|tasks|num_tasks|task|task_range)/?")
+NO_TASK_API = ("this server has no task API (splits, tasks): a scope env's episodes are drawn by seed "
+               "(reset with seed=...)")
+# the protocol errors' codes (scope_envs.serve.errors); OpenEnv's WebSocket loop sends them as EXECUTION_ERROR
+# with the code at the head of the message, and the app puts the code in the frame's data.code
+PROTOCOL_CODES = frozenset({"BAD_REQUEST", "NO_EPISODE", "EPISODE_OVER", "SESSION_LOST", "UNKNOWN_SESSION",
+                            "CAPACITY_REACHED"})
 
 
 def wire_text(value, limit: int = 200) -> str:
@@ -146,21 +155,49 @@ def _error_sentence(errors: list) -> str:
     return f"{'.'.join(loc) or 'the request'}: {first['msg']}"
 
 
+def ws_error_frame(text: str) -> str:
+    """An error frame of OpenEnv's WebSocket loop as the protocol documents it: a protocol error's own code in
+    ``data.code`` (OpenEnv says ``EXECUTION_ERROR`` and puts it at the head of the message); a validation error
+    ``BAD_REQUEST`` naming the first field, its ``errors`` without the echoed input (as over HTTP)."""
+    try:
+        frame = json.loads(text)
+        data = frame["data"]
+        code = data.get("code")
+    except (ValueError, TypeError, KeyError, AttributeError):
+        return text
+    if code == "EXECUTION_ERROR":
+        head = str(data.get("message", "")).split(":", 1)[0]
+        if head not in PROTOCOL_CODES:
+            return text
+        data["code"] = head
+    elif code == "VALIDATION_ERROR":
+        errors = safe_errors(data.get("errors"))
+        frame["data"] = {"message": f"BAD_REQUEST: {_error_sentence(errors)}", "code": "BAD_REQUEST",
+                         "errors": errors}
+    else:
+        return text
+    return json.dumps(frame)
+
+
 class BodyLimit:
     """ASGI middleware: a request body over ``limit`` bytes gets ``413`` (a declared length at once, a chunked
     body once it passes the limit); one that does not arrive within ``timeout`` seconds ``408``; a JSON body
-    with a string that is not valid Unicode, or nested too deep, ``422 BAD_REQUEST`` naming where. On
-    ``/ws``, a frame that is not a JSON object, holds such a string or nests too deep gets a ``BAD_REQUEST``
-    error frame and the session goes on (OpenEnv's loop would close it)."""
+    with a string that is not valid Unicode, or nested too deep, ``422 BAD_REQUEST`` naming where; OpenEnv's
+    task API (``/{env}/splits``, ``/tasks``, ``/num_tasks``, ``/task``, ``/task_range``), any method and body,
+    ``404``. On ``/ws``, a frame that is not a JSON object, holds such a string or nests too deep gets a
+    ``BAD_REQUEST`` error frame and the session goes on (OpenEnv's loop would close it), and OpenEnv's error
+    frames are rewritten to the documented codes (``ws_error_frame``)."""
 
     def __init__(self, app, limit: int, timeout: float = DEFAULT_BODY_TIMEOUT):
         self.app, self.limit, self.timeout = app, limit, timeout
 
     async def __call__(self, scope, receive, send):
         if scope["type"] == "websocket":
-            return await self.app(scope, self._frames(receive, send), send)
+            return await self.app(scope, self._frames(receive, send), self._errors(send))
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
+        if _TASK_PATH.fullmatch(scope.get("path", "")):
+            return await self._answer(send, 404, "NOT_FOUND", NO_TASK_API)
         for name, value in scope.get("headers", []):
             if name == b"content-length" and value.isdigit() and int(value) > self.limit:
                 return await self._answer(send, 413, "BODY_TOO_LARGE",
@@ -216,6 +253,17 @@ class BodyLimit:
                 await send({"type": "websocket.send", "text": frame})
 
         return checked
+
+    @staticmethod
+    def _errors(send):
+        async def rewritten(message):
+            if message["type"] == "websocket.send":
+                text = message.get("text")
+                if text is not None and text.startswith('{"type":"error"'):
+                    message = {**message, "text": ws_error_frame(text)}
+            await send(message)
+
+        return rewritten
 
     async def _answer(self, send, status: int, code: str, detail: str):
         body = json.dumps({"detail": detail, "code": code}).encode()
@@ -331,6 +379,7 @@ def create_app(env_id: str, surface: str = "act", kwargs: Optional[dict] = None,
         "action_spaces": {a: describe_space(probe.action_space(a)) for a in probe.possible_agents},
         "metadata": {k: v for k, v in probe.metadata.items() if isinstance(v, (str, bool, int, list))},
         "server_players": {role: type(p).__name__ for role, p in players.items()},
+        "reset_options": sorted(RESET_OPTIONS),
         "user_llm": None if served is None else {"plays": role, **served.describe()},
         "limits": {"max_sessions": max_sessions, "idle_timeout_s": idle_timeout, "max_body_bytes": max_body_bytes,
                    "max_vec_sessions": max_vec_sessions, "max_num_envs": max_num_envs},
@@ -342,6 +391,8 @@ def create_app(env_id: str, surface: str = "act", kwargs: Optional[dict] = None,
         concurrency_config=ConcurrencyConfig(max_concurrent_envs=max_sessions, session_timeout=idle_timeout),
         state_cls=ScopeState)
     app.title = f"scope-envs: {env_id} ({surface})"
+    # OpenEnv's task API: a scope env has none; BodyLimit answers every method and body on these paths 404
+    app.router.routes[:] = [r for r in app.router.routes if getattr(r, "path", None) not in _TASK_ROUTES]
 
     @app.exception_handler(ProtocolError)
     async def protocol_error(request: Request, exc: ProtocolError):
@@ -356,9 +407,7 @@ def create_app(env_id: str, surface: str = "act", kwargs: Optional[dict] = None,
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException):
         if exc.status_code == 501:  # OpenEnv's task API, which a scope env does not implement
-            return JSONResponse(status_code=404, content={
-                "detail": "this server has no task API (splits, tasks): a scope env's episodes are drawn by "
-                          "seed (reset with seed=...)", "code": "NOT_FOUND"})
+            return JSONResponse(status_code=404, content={"detail": NO_TASK_API, "code": "NOT_FOUND"})
         if isinstance(exc.detail, list):
             errors = safe_errors(exc.detail)
             content = {"detail": _error_sentence(errors), "code": "BAD_REQUEST", "errors": errors}

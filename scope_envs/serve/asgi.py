@@ -15,32 +15,66 @@ object of ``make`` keyword arguments. ``SCOPE_MAX_SESSIONS`` and ``SCOPE_IDLE_TI
 from __future__ import annotations
 
 import json
+import math
 import os
 
 from scope_envs.serve.app import DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_SESSIONS, create_app
 from scope_envs.serve.llm import UserLLMError
 
+SURFACES = ("act", "text")
+
+
+class ConfigError(RuntimeError):
+    """An environment variable the app cannot be built from (the message names it and says what is wrong)."""
+
+
+def _number(environ, name: str, cast, default, low: float, high: float):
+    raw = environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = cast(raw)
+    except ValueError:
+        raise ConfigError(f"{name} must be {'an integer' if cast is int else 'a number'}, got {raw[:40]!r}") from None
+    if not (math.isfinite(value) and low <= value <= high):
+        raise ConfigError(f"{name} must be from {low:g} to {high:g}, got {raw[:40]!r}")
+    return value
+
 
 def from_environment(environ=os.environ):
+    """The app the environment variables describe; a ``ConfigError`` (a ``RuntimeError``) naming the variable
+    when one cannot serve."""
+    import scope_envs
+
     env_id = environ.get("SCOPE_ENV_ID")
     if not env_id:
-        raise RuntimeError("set SCOPE_ENV_ID to the id to serve (`scope-envs list` prints them)")
+        raise ConfigError("set SCOPE_ENV_ID to the id to serve (`scope-envs list` prints them)")
+    if env_id not in scope_envs.registry:
+        raise ConfigError(f"SCOPE_ENV_ID: unknown environment id {env_id[:60]!r}; `scope-envs list` prints them")
+    surface = environ.get("SCOPE_ENV_SURFACE") or "act"
+    if surface not in SURFACES:
+        raise ConfigError(f"SCOPE_ENV_SURFACE must be act or text, got {surface[:40]!r}")
     try:
-        kwargs = json.loads(environ.get("SCOPE_ENV_KWARGS", "{}"))
+        kwargs = json.loads(environ.get("SCOPE_ENV_KWARGS") or "{}")
     except json.JSONDecodeError as e:
-        raise RuntimeError(f"SCOPE_ENV_KWARGS is not JSON: {e}") from None
+        raise ConfigError(f"SCOPE_ENV_KWARGS is not JSON: {e}") from None
     if not isinstance(kwargs, dict):
-        raise RuntimeError("SCOPE_ENV_KWARGS must be a JSON object of make() keyword arguments")
+        raise ConfigError("SCOPE_ENV_KWARGS must be a JSON object of make() keyword arguments")
+    max_sessions = _number(environ, "SCOPE_MAX_SESSIONS", int, DEFAULT_MAX_SESSIONS, 1, 4096)
+    idle_timeout = _number(environ, "SCOPE_IDLE_TIMEOUT", float, DEFAULT_IDLE_TIMEOUT, 1e-3, 7 * 86400.0)
     llm = {}
     if environ.get("SCOPE_USER_LLM"):
         llm = {"user_llm": environ["SCOPE_USER_LLM"], "user_adapter_dir": environ.get("SCOPE_USER_ADAPTER_DIR") or None}
     try:
-        return create_app(env_id, environ.get("SCOPE_ENV_SURFACE", "act"), kwargs,
-                          max_sessions=int(environ.get("SCOPE_MAX_SESSIONS", DEFAULT_MAX_SESSIONS)),
-                          idle_timeout=float(environ.get("SCOPE_IDLE_TIMEOUT", DEFAULT_IDLE_TIMEOUT)), **llm)
+        return create_app(env_id, surface, kwargs, max_sessions=max_sessions, idle_timeout=idle_timeout, **llm)
     except UserLLMError as e:
         name = "SCOPE_USER_ADAPTER_DIR" if e.argument == "--user-adapter-dir" else "SCOPE_USER_LLM"
-        raise RuntimeError(f"{name}: {e}") from None
+        raise ConfigError(f"{name}: {e}") from None
+    except (ValueError, TypeError) as e:  # make() or check_kwargs refused the keyword arguments
+        raise ConfigError(f"SCOPE_ENV_KWARGS: cannot serve {env_id} with {json.dumps(kwargs)[:300]}: {e}") from None
 
 
-app = from_environment()
+try:
+    app = from_environment()
+except ConfigError as e:  # one line naming the variable, not an import traceback (uvicorn exits with status 1)
+    raise SystemExit(f"scope_envs.serve.asgi: {e}") from None

@@ -9,7 +9,7 @@ import sys
 import ipaddress
 import re
 
-from scope_envs.arguments import count, env_id, listen_problem
+from scope_envs.arguments import count, listen_problem, registered_id
 
 MAX_PORT = 65535
 MAX_KWARG_CHARS = 4096
@@ -53,6 +53,14 @@ def kwarg(text: str) -> tuple[str, object]:
     return key, value
 
 
+def served_id(text: str) -> str:
+    """A registered id (``scope-envs list``). Not ``llm-toy``: that is ``train-llm``'s toy task, no env to serve."""
+    if text == "llm-toy":
+        raise argparse.ArgumentTypeError("'llm-toy' is train-llm's toy task, not an environment to serve; serve a "
+                                         "registered id (`scope-envs list` prints them)")
+    return registered_id(text)
+
+
 def backend_spec(text: str) -> str:
     """A ``load_backend`` spec's form (whether it loads or answers is checked once the command line parses)."""
     from scope_envs.serve.llm import UserLLMError, check_spec_form
@@ -77,7 +85,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser("serve", help="serve an id over OpenEnv's HTTP/WebSocket protocol (needs scope-envs[serve])",
                               description="Serve ID over OpenEnv's protocol: many isolated sessions on /ws, "
                                           "a batched endpoint on /scope/vec. See docs/serving.md.")
-    p.add_argument("id", type=env_id, help="a registered id (`scope-envs list`)")
+    p.add_argument("id", type=served_id, help="a registered id (`scope-envs list`)")
     p.add_argument("--host", type=host, default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
     p.add_argument("--port", type=count(MAX_PORT, low=0), default=8000, help="0 to 65535 (0: any free port)")
     p.add_argument("--surface", choices=("act", "text"), default="act")
@@ -96,13 +104,14 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     llm.add_argument("--user-llm", type=backend_spec, metavar="SPEC",
                      help="the user of a frozen or vs id, or the backend of a population pool's named adapters: "
                           "openai:BASE_URL#MODEL, a local model directory (hf:DIR), or vllm:DIR")
-    llm.add_argument("--user-llm-max-new-tokens", type=count(8192), default=256, metavar="N",
+    # (default None: given without --user-llm, each is refused in run(); UserLLMOptions holds the defaults)
+    llm.add_argument("--user-llm-max-new-tokens", type=count(8192), metavar="N",
                      help="tokens per user message (1 to 8192; default 256)")
-    llm.add_argument("--user-llm-temperature", type=temperature, default=1.0, metavar="T",
+    llm.add_argument("--user-llm-temperature", type=temperature, metavar="T",
                      help="sampling temperature (0 to 10; default 1)")
-    llm.add_argument("--user-llm-timeout", type=idle_seconds, default=60.0, metavar="SECONDS",
+    llm.add_argument("--user-llm-timeout", type=idle_seconds, metavar="SECONDS",
                      help="an endpoint's seconds per request (default 60)")
-    llm.add_argument("--user-llm-retries", type=count(20, low=0), default=3, metavar="N",
+    llm.add_argument("--user-llm-retries", type=count(20, low=0), metavar="N",
                      help="an endpoint's retries of a failed request (0 to 20; default 3)")
     llm.add_argument("--user-adapter-dir", metavar="DIR",
                      help="a local model's LoRA adapters, one PEFT directory per name, for reset(adapter=NAME)")
@@ -113,8 +122,15 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 def run(args) -> None:
     from scope_envs.serve.llm import UserLLMError, UserLLMOptions, check_regime
 
-    if args.user_adapter_dir is not None and args.user_llm is None:
-        args.parser.error("argument --user-adapter-dir: goes with --user-llm SPEC (the model the adapters fit)")
+    if args.user_llm is None:  # the LLM's settings without an LLM: a mistake, named (never silently unused)
+        for option, value in (("--user-llm-max-new-tokens", args.user_llm_max_new_tokens),
+                              ("--user-llm-temperature", args.user_llm_temperature),
+                              ("--user-llm-timeout", args.user_llm_timeout),
+                              ("--user-llm-retries", args.user_llm_retries)):
+            if value is not None:
+                args.parser.error(f"argument {option}: goes with --user-llm SPEC (the LLM it sets)")
+        if args.user_adapter_dir is not None:
+            args.parser.error("argument --user-adapter-dir: goes with --user-llm SPEC (the model the adapters fit)")
     problem = listen_problem(args.host, args.port)  # now, not after "serving ... on" and uvicorn's own error
     if problem:
         args.parser.error(f"argument {problem[0]}: {problem[1]}")
@@ -133,8 +149,9 @@ def run(args) -> None:
     llm = {}
     if args.user_llm is not None:
         llm = dict(user_llm=args.user_llm, user_adapter_dir=args.user_adapter_dir,
-                   user_llm_options=UserLLMOptions(args.user_llm_max_new_tokens, args.user_llm_temperature,
-                                                   args.user_llm_timeout, args.user_llm_retries))
+                   user_llm_options=UserLLMOptions(**{k: v for k, v in (
+                       ("max_new_tokens", args.user_llm_max_new_tokens), ("temperature", args.user_llm_temperature),
+                       ("timeout", args.user_llm_timeout), ("retries", args.user_llm_retries)) if v is not None}))
     try:
         app = create_app(args.id, args.surface, kwargs, max_sessions=args.max_sessions,
                          idle_timeout=args.idle_timeout, max_body_bytes=args.max_body_bytes,

@@ -4,7 +4,8 @@ OpenEnv's server makes one ``ScopeEnvironment`` per WebSocket session (its ``/ws
 ``reset`` and ``step`` on it from that session's own thread. ``reset`` takes, besides ``seed`` and
 ``episode_id``:
 
-* ``options``: the env's ``reset`` options (``scenario_seed``, ``reset_schedule``);
+* ``options``: the env's ``reset`` options (``scenario_seed``, ``reset_schedule``; any other key is a
+  ``BadRequest`` naming it, ``check_options``);
 * ``drive``: the agents the client plays (default: every possible agent, both seats). Any other live
   agent is played on the server, as ``SingleAgentView`` plays its ``others``: the user seat by the
   game's built-in frozen simulator, the agent seat by the game's scripted agent. Their turns are played
@@ -92,6 +93,26 @@ def _seed(value, name: str) -> Optional[int]:
     return value
 
 
+def check_options(options, name: str = "options") -> Optional[dict]:
+    """A reset's ``options``: a dict of the keys the env reads (``RESET_OPTIONS``), each of its type; a key the
+    env does not read is a ``BadRequest`` naming it (the in-process env would ignore it silently: a typo such
+    as ``scenario_sed`` would play another episode than the one asked for)."""
+    if options is None:
+        return None
+    if not isinstance(options, dict):
+        raise BadRequest(f"{name} must be a dict (keys the env reads: {sorted(RESET_OPTIONS)}), "
+                         f"got {options!r:.200}")
+    unknown = [k for k in options if k not in RESET_OPTIONS]
+    if unknown:
+        shown = ", ".join(repr(str(k)[:60]) for k in unknown[:5])
+        raise BadRequest(f"{name}: unknown key(s) {shown}; the env reads {sorted(RESET_OPTIONS)}")
+    if "scenario_seed" in options:
+        _seed(options["scenario_seed"], f"{name}.scenario_seed")
+    if not isinstance(options.get("reset_schedule", False), bool):
+        raise BadRequest(f"{name}.reset_schedule must be a bool")
+    return options
+
+
 class ScopeEnvironment(Environment):
     SUPPORTS_CONCURRENT_SESSIONS = True  # every session builds its own env: nothing is shared
 
@@ -148,8 +169,8 @@ class ScopeEnvironment(Environment):
             raise NoEpisode("this session has no episode: call reset first (a session opened after a reconnect "
                             "or a server restart starts empty; the earlier episode is lost)")
         if action.episode_id is not None and action.episode_id != self._episode_id:
-            raise SessionLost(f"episode {action.episode_id!r} is not this session's (it has {self._episode_id!r}): "
-                              "the episode was lost with its session")
+            raise BadRequest(f"episode_id {action.episode_id!r:.80} is not this session's episode (it plays "
+                             f"{self._episode_id!r}): a step names the episode its session's last reset started")
         if not self.env.agents:
             raise EpisodeOver("the episode is over: call reset")
         start = [a for a in self.driven if a in self.env.agents]
@@ -195,17 +216,7 @@ class ScopeEnvironment(Environment):
                               "its episode is lost: open a new session")
 
     def _options(self, options):
-        if options is None:
-            return None
-        # other keys are ignored, as the in-process env ignores them (PettingZoo's api test passes one)
-        if not isinstance(options, dict):
-            raise BadRequest(f"options must be a dict (keys the env reads: {sorted(RESET_OPTIONS)}), "
-                             f"got {options!r:.200}")
-        if "scenario_seed" in options:
-            _seed(options["scenario_seed"], "options.scenario_seed")
-        if not isinstance(options.get("reset_schedule", False), bool):
-            raise BadRequest("options.reset_schedule must be a bool")
-        return options
+        return check_options(options)
 
     def _drive(self, drive):
         possible = list(self.env.possible_agents)

@@ -2,7 +2,8 @@
 
 Raised inside the served env or the batched endpoint; the app answers HTTP requests with the status and
 ``{"detail": message, "code": code}``, and OpenEnv's WebSocket loop sends ``str(error)`` in its error
-frame, so a client of either transport reads the same sentence.
+frame (with ``EXECUTION_ERROR`` as its code, which the app's middleware replaces with ``code``: see
+``scope_envs.serve.app.ws_error_frame``), so a client of either transport reads the same sentence and code.
 """
 
 from __future__ import annotations

@@ -35,7 +35,8 @@ import numpy as np
 from scope_envs.core.simulator import Simulator, View
 
 USER_LLM_REGIMES = ("frozen", "vs")  # the regimes whose user= option takes a player
-ADAPTER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")  # one path component, never ".."
+# one path component, never "..": train-llm --mode population --lora names its adapters user@1, user@2, ...
+ADAPTER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,127}")
 MAX_LOADED_ADAPTERS = 16  # a local model keeps this many adapters in memory; older ones reload when named
 
 
@@ -162,8 +163,8 @@ class ServedLLM:
     def adapter_player(self, name) -> "SeatedLLM":
         """A frozen pool snapshot: the LLM generating with LoRA adapter ``name`` (``UserLLMError`` if not)."""
         if not isinstance(name, str) or not ADAPTER_NAME.fullmatch(name) or ".." in name:
-            raise UserLLMError(f"an adapter name is 1 to 128 letters, digits, '.', '_' or '-' (no '..'), "
-                               f"got {name!r:.80}")
+            raise UserLLMError(f"an adapter name is 1 to 128 letters, digits, '.', '_', '-' or '@', starting "
+                               f"with a letter or digit (no '..'), got {name!r:.80}")
         if self.endpoint:  # the endpoint serves the adapter as a model of that name
             backend = copy.copy(self.backend)
             backend.model = name

@@ -21,6 +21,7 @@ from typing import Any, Dict, List, Optional, Union
 
 from openenv.core.env_server.types import Action, Observation, State
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StringConstraints, field_validator
+from pydantic_core import PydanticCustomError
 from typing_extensions import Annotated
 
 # a step's text may not exceed this many characters on the wire; the env's own cap (max_message_chars,
@@ -41,12 +42,17 @@ class ScopeAction(Action):
     @field_validator("actions", mode="before")
     @classmethod
     def _text_cap(cls, value):
-        """Say the length cap, not the union's first complaint ("a valid integer"), for an over-long message."""
+        """Say the length cap, not the union's first complaint ("a valid integer"), for an over-long message.
+
+        A ``PydanticCustomError``, not a ``ValueError``: pydantic keeps a ``ValueError`` object in the error's
+        context, which OpenEnv's WebSocket loop cannot serialize (it would close the session)."""
         if isinstance(value, dict):
             for agent, act in value.items():
                 if isinstance(act, str) and len(act) > MAX_WIRE_TEXT:
-                    raise ValueError(f"actions[{str(agent)[:60]!r}]: a message is at most {MAX_WIRE_TEXT} "
-                                     f"characters on the wire, got {len(act)}")
+                    raise PydanticCustomError(
+                        "wire_text_too_long", "actions[{agent}]: a message is at most {cap} characters on the "
+                        "wire, got {length}", {"agent": repr(str(agent)[:60]), "cap": MAX_WIRE_TEXT,
+                                               "length": len(act)})
         return value
 
 

@@ -7,9 +7,10 @@ pool on the server; a remote trainer adds a frozen copy of its live user with
     {"layers": [{"weight": [[...], ...], "bias": [...]}, ...], "activation": "tanh"}
 
 ``weight`` is (out, in) as ``torch.nn.Linear`` stores it; the activation runs between layers, not after
-the last, whose outputs are the logits of the role's acts. ``mlp_wire(module)`` writes one from any torch
-``Sequential`` of ``Linear`` layers and one activation kind (the package's actor, an SB3 policy's
-``mlp_extractor.policy_net`` followed by its ``action_net``).
+the last, whose outputs are the logits of the role's acts. ``mlp_wire(module)`` writes one from a torch
+``Sequential`` of ``Linear`` layers with one ``Tanh`` or ``ReLU`` between every two (the package's actor,
+``ActorCritic.actor``; an SB3 policy's ``Sequential(mlp_extractor.policy_net, action_net)``), and refuses
+anything the wire cannot say (another activation, a trailing ``Softmax``, two ``Linear`` layers in a row).
 """
 
 from __future__ import annotations
@@ -95,19 +96,51 @@ class MLPSnapshot(Simulator):
         return p / p.sum()
 
 
+def _flat(module, torch) -> list:
+    """The layers of a ``Sequential`` in order (nested ``Sequential`` s flattened), or a lone ``Linear``."""
+    if type(module) is torch.nn.Sequential:
+        return [m for child in module for m in _flat(child, torch)]
+    return [module]
+
+
 def mlp_wire(module) -> dict:
-    """The wire form of a torch ``Sequential`` of ``Linear`` layers with one activation kind between them."""
+    """The wire form of a torch ``Sequential`` (nested ``Sequential`` s flattened) of ``Linear`` layers with
+    one ``Tanh`` or one ``ReLU`` between every two of them, the last ``Linear`` giving the logits; or a lone
+    ``Linear``. The wire can say nothing else, so anything else is a ``ValueError`` naming it (never a policy
+    silently played with another activation): another module (``GELU``, ``Sigmoid``, a ``Softmax`` after the
+    logits, ``Dropout``), two ``Linear`` layers with no activation between them, two activations in a row, or
+    both kinds. A ``Linear(bias=False)`` goes with a zero bias."""
     import torch
 
-    layers, acts = [], set()
-    for m in module.modules():
-        if isinstance(m, torch.nn.Linear):
-            layers.append({"weight": m.weight.detach().cpu().numpy().tolist(),
-                           "bias": m.bias.detach().cpu().numpy().tolist()})
-        elif isinstance(m, torch.nn.Tanh):
-            acts.add("tanh")
-        elif isinstance(m, torch.nn.ReLU):
-            acts.add("relu")
-    if not layers or len(acts) > 1:
-        raise ValueError("mlp_wire needs a module of Linear layers with one activation kind (Tanh or ReLU)")
+    kinds = {torch.nn.Tanh: "tanh", torch.nn.ReLU: "relu"}
+    if type(module) not in (torch.nn.Sequential, torch.nn.Linear):
+        raise ValueError(f"mlp_wire takes a torch Sequential of Linear layers with Tanh or ReLU between them "
+                         f"(or one Linear), got {type(module).__name__}")
+    parts = _flat(module, torch)
+    layers, acts, previous = [], set(), None
+    for i, m in enumerate(parts):
+        if type(m) is torch.nn.Linear:
+            if previous == "linear":
+                raise ValueError(f"mlp_wire: layers {i - 1} and {i} are two Linear layers with no activation "
+                                 "between them; the wire puts the activation (Tanh or ReLU) between every two")
+            w = m.weight.detach().cpu().numpy()
+            b = np.zeros(w.shape[0], np.float32) if m.bias is None else m.bias.detach().cpu().numpy()
+            layers.append({"weight": w.tolist(), "bias": b.tolist()})
+            previous = "linear"
+        elif type(m) in kinds:
+            if previous != "linear":
+                where = "first" if previous is None else f"right after another activation (layer {i})"
+                raise ValueError(f"mlp_wire: {type(m).__name__} comes {where}; the wire puts one activation "
+                                 "between two Linear layers")
+            acts.add(kinds[type(m)])
+            previous = "activation"
+        else:
+            raise ValueError(f"mlp_wire: layer {i} is {type(m).__name__}; a snapshot holds only Linear layers with "
+                             "Tanh or ReLU between them, the last Linear giving the logits (no Softmax)")
+    if previous != "linear":
+        raise ValueError("mlp_wire: the last layer must be a Linear (its outputs are the logits); an activation "
+                         f"after it ({type(parts[-1]).__name__}) is not on the wire" if parts else
+                         "mlp_wire: the Sequential is empty")
+    if len(acts) > 1:
+        raise ValueError("mlp_wire: a snapshot has one activation kind between its layers, got both Tanh and ReLU")
     return {"layers": layers, "activation": acts.pop() if acts else "tanh"}

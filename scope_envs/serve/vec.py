@@ -31,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
 from starlette.concurrency import run_in_threadpool
 
 from scope_envs.serve.codec import pack, unpack
-from scope_envs.serve.environment import ServeConfig, _seed
+from scope_envs.serve.environment import ServeConfig, _seed, check_options
 from scope_envs.serve.errors import AtCapacity, BadRequest, NoEpisode, SessionLost, UnknownSession
 from scope_envs.serve.snapshot import MLPSnapshot, SnapshotError
 from scope_envs.wrappers import CheckpointPool
@@ -164,12 +164,8 @@ def _reset(session: VecSession, req: ResetRequest) -> dict:
     opts = req.options if isinstance(req.options, list) else [req.options]
     if isinstance(req.options, list) and len(req.options) != n:
         raise BadRequest(f"options must be a dict or a list of {n}, got {len(req.options)}")
-    for i, o in enumerate(opts):  # other keys are ignored, as by the in-process env
-        name = f"options[{i}]" if isinstance(req.options, list) else "options"
-        if o is not None and not isinstance(o.get("reset_schedule", False), bool):
-            raise BadRequest(f"{name}.reset_schedule must be a bool")
-        if o is not None and "scenario_seed" in o:
-            _seed(o["scenario_seed"], f"{name}.scenario_seed")
+    for i, o in enumerate(opts):  # a key the env does not read is refused, naming it (check_options)
+        check_options(o, f"options[{i}]" if isinstance(req.options, list) else "options")
     if req.slots is not None and not all(0 <= s < n for s in req.slots):
         raise BadRequest(f"slots must be indices in [0, {n})")
     try:
