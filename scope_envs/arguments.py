@@ -277,3 +277,21 @@ def listen_problem(host: str, port: int) -> tuple[str, str] | None:
                 return "--port", f"{host}:{port}: permission denied (ports below 1024 need privileges)"
             return "--port", f"cannot listen on {host}:{port}: {e.strerror or e}"
     return None
+
+
+def float_below(high: float, low: float = 0.0):
+    """An argparse type: a number from ``low`` (included) up to ``high`` (excluded), e.g. PPO's ``--clip-low``,
+    whose ratio floor ``1 - x`` must stay above 0."""
+    wanted = f"a number in [{low:g}, {high:g})"
+
+    def check(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {wanted}, got {text[:40]!r}") from None
+        if not low <= value < high:  # NaN fails too
+            raise argparse.ArgumentTypeError(f"expected {wanted}, got {value}")
+        return value
+
+    check.__name__ = wanted
+    return check

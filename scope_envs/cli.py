@@ -17,8 +17,8 @@ import sys
 import numpy as np
 
 import scope_envs
-from scope_envs.arguments import (count, env_id, existing_dir, json_object, model_source, nonnegative_float,
-                                  output_dir, positive_float, seed, torch_device)
+from scope_envs.arguments import (count, env_id, existing_dir, float_below, json_object, model_source,
+                                  nonnegative_float, output_dir, positive_float, seed, torch_device)
 from scope_envs.registry import REGIME_AGENTS
 
 MAX_EPISODES = 1_000_000  # validate p4g / demo episodes
@@ -199,7 +199,8 @@ def main(argv=None) -> None:
                    help="population: the user's LoRA snapshots in a pool (SCOPE); members: K user adapters")
     t.add_argument("--algo", choices=["ppo", "grpo"], default="ppo")
     t.add_argument("--model", type=model_source, default="tiny", help="a local model directory, or 'tiny' (random tiny Llama; no download)")
-    t.add_argument("--user-model", type=model_source, default=None, help="agent mode: a frozen LLM user; cotrain: the user's model")
+    t.add_argument("--user-model", type=model_source, default=None,
+                   help="agent mode: a frozen LLM user; cotrain: the user's model (not with --shared or --lora)")
     t.add_argument("--shared", action="store_true", help="cotrain: one model plays both roles")
     t.add_argument("--members", type=count(64), default=2, help="members mode: K user adapters (at most 64)")
     t.add_argument("--pool-size", type=count(1024), default=None, help="population: live user + snapshots (5; at most 1024)")
@@ -209,7 +210,8 @@ def main(argv=None) -> None:
                    help="the trained user's reward (the act level's definitions)")
     t.add_argument("--lora", action="store_true")
     t.add_argument("--lora-r", type=count(1024), default=8, help="LoRA rank (at most 1024)")
-    t.add_argument("--engine", choices=["hf", "vllm"], default="hf")
+    t.add_argument("--engine", choices=["hf", "vllm"], default="hf",
+                   help="hf: transformers (CPU or GPU); vllm: vLLM (GPU; needs scope-envs[vllm], checked first)")
     t.add_argument("--device", type=torch_device, default="cpu",
                    help="cpu (default), cuda, cuda:N or mps: checked available before anything loads")
     t.add_argument("--updates", type=count(100_000), default=10, help="at most 100_000")
@@ -223,7 +225,8 @@ def main(argv=None) -> None:
     t.add_argument("--user-lr", type=positive_float, default=None, help="the user learner's learning rate (--lr)")
     t.add_argument("--ppo-epochs", type=count(1000), default=None, help="epochs per update (4; at most 1000)")
     t.add_argument("--minibatch", type=count(4096), default=None, help="sequences per gradient step (8; at most 4096)")
-    t.add_argument("--clip-low", type=nonnegative_float, default=None, help="ratio floor 1 - x (0.2)")
+    t.add_argument("--clip-low", type=float_below(1.0), default=None,
+                   help="ratio floor 1 - x, x in [0, 1) (0.2)")
     t.add_argument("--clip-high", type=nonnegative_float, default=None, help="ratio ceiling 1 + x (ppo 0.2, grpo 0.28)")
     t.add_argument("--ent-coef", type=nonnegative_float, default=None, help="entropy bonus (0)")
     t.add_argument("--kl-coef", type=nonnegative_float, default=None, help="ppo 0.01 (reward penalty), grpo 0.001 (loss)")
@@ -239,7 +242,8 @@ def main(argv=None) -> None:
                    help="recompute activations in the backward pass (default: on cuda)")
     t.add_argument("--seed", type=seed, default=0, help="0 to 2**32-1")
     t.add_argument("--out", type=output_dir, default="runs/llm",
-                   help="metrics.jsonl and checkpoints/ go here (default: ./runs/llm)")
+                   help="metrics.jsonl and checkpoints/ go here (default: ./runs/llm); a run already there is "
+                        "replaced, with a note on stderr; --model tiny is built in OUT/base-model")
     t.add_argument("--save-every", type=count(100_000, low=0), default=0, help="updates between checkpoints (0: none; at most 100_000)")
     t.add_argument("--threads", type=count(1024, low=0), default=0, help="torch CPU threads (0: torch's default; at most 1024)")
     t.set_defaults(func=cmd_train_llm, parser=t)

@@ -299,6 +299,26 @@ def test_vs_falls_back_to_a_direct_reply_when_the_list_is_unreadable():
     assert infos["agent_0"]["vs_fallback"] == 1 and rew["agent_0"] == pytest.approx(0.10)
 
 
+def test_docs_name_the_vs_keys_an_llm_user_leaves_in_infos():
+    """docs/llm.md's verbalized-sampling paragraph names exactly the keys found in ``infos["agent_0"]``: a list
+    read (``vs_texts`` then too) and a fallback (a 0/1 flag per step, not a count)."""
+    import re
+    from pathlib import Path
+
+    keys = set()
+    for lists in (VS_JSON, "I would say something nice."):
+        env = scope_envs.make("p4g-vs", surface="text", user=LLMPlayer(ScriptedBackend(lists=lists)), k=2,
+                              max_turns=1)
+        env.reset(seed=0)
+        _, _, _, _, infos = env.step({"agent_0": "Would you like to donate?"})
+        assert set(infos) == {"agent_0"} and infos["agent_0"]["vs_fallback"] in (0, 1)
+        keys |= {k for k in infos["agent_0"] if k.startswith("vs_")}
+    text = (Path(__file__).resolve().parents[1] / "docs" / "llm.md").read_text()
+    paragraph = re.search(r"\*\*Verbalized sampling for LLM users\.\*\*(.*)", text).group(1)
+    assert set(re.findall(r"`(vs_\w+)`", paragraph)) - {"vs_fallback_rate"} == keys  # (the trainer's metric)
+    assert 'infos["agent_0"]' in paragraph and 'infos["vs_' not in paragraph
+
+
 # ----------------------------------------------------------------------------- the parser
 @pytest.mark.parametrize("text, expected", [
     ('{"responses": [{"text": "a", "probability": 0.2}, {"text": "b", "probability": 0.8}]}', [("a", .2), ("b", .8)]),

@@ -166,6 +166,14 @@ BAD_TRAIN = [
     (["--mode", "agent", "--env", "p4g-cotrain"], "--env", "p4g-frozen"),
     (["--engine", "vllm", "--lora", "--lora-r", "24"], "--lora-r", "vLLM serves LoRA ranks"),
     (["--gpu-memory-fraction", "1.5"], "--gpu-memory-fraction", "in (0, 1]"),
+    # --user-model is not silently dropped: --shared has one model, LoRA one base
+    (["--mode", "cotrain", "--env", "p4g-cotrain", "--shared", "--user-model", "tiny"], "--user-model",
+     "not used with shared"),
+    (["--mode", "cotrain", "--env", "p4g-cotrain", "--lora", "--user-model", tiny_model_dir()], "--user-model",
+     "one base model"),
+    (["--clip-low", "1.5"], "--clip-low", "expected a number in [0, 1), got 1.5"),
+    (["--clip-low", "1"], "--clip-low", "expected a number in [0, 1), got 1.0"),
+    (["--clip-low", "nan"], "--clip-low", "expected a number in [0, 1)"),
 ]
 
 
@@ -196,3 +204,151 @@ def test_cli_train_llm_grpo_cotrain(tmp_path, tiny_dir):
     assert row["sequences/agent"] == 2 and row["sequences/user"] == 2
     cfg = json.loads((tmp_path / "checkpoints" / "final" / "config.json").read_text())
     assert (cfg["algo"], cfg["clip_low"], cfg["clip_high"], cfg["user_lr"]) == ("grpo", 0.2, 0.3, 1e-5)
+
+
+def test_a_config_refuses_a_clip_low_without_a_floor():
+    from scope_envs.train.llm.ppo import Config
+
+    with pytest.raises(ValueError, match=r"clip_low .* \[0, 1\)"):
+        Config(clip_low=1.5)  # the ratio floor 1 - 1.5 < 0: no lower clip at all
+    assert Config(clip_low=0.0).clip_low == 0.0
+
+
+def test_train_llm_help_states_the_range_of_clip_low(capsys):
+    with pytest.raises(SystemExit):
+        main(["train-llm", "--help"])
+    assert "x in [0, 1)" in " ".join(capsys.readouterr().out.split())
+
+
+# ----------------------------------------------------------------------------- eval-llm's --env-kwargs
+@pytest.mark.parametrize("kwargs, why", [('{"nonsense": 1}', "takes no option(s) ['nonsense']"),
+                                         ('{"max_turns": "x"}', "not supported between")])
+def test_eval_llm_checks_env_kwargs_as_train_llm_does(tmp_path, tiny_dir, capsys, monkeypatch, kwargs, why):
+    """The same check (commands.check_env_kwargs) and the same line as train-llm, before any model loads."""
+    _no_work(monkeypatch)
+    panel = _panel(tmp_path, [{"name": "a", "kind": "local", "path": tiny_dir}])
+    errors = []
+    for argv in (["eval-llm", "--policy", tiny_dir, "--env", "p4g-frozen", "--panel", panel],
+                 ["train-llm", "--env", "p4g-frozen"]):
+        with pytest.raises(SystemExit) as exit_:
+            main([*argv, "--env-kwargs", kwargs])
+        err = capsys.readouterr().err
+        assert exit_.value.code == 2 and "Traceback" not in err and why in err
+        errors.append(err.split("error: ", 1)[1])
+    assert errors[0] == errors[1] and errors[0].startswith("argument --env-kwargs: p4g-frozen does not take")
+
+
+def test_eval_llm_checks_the_panels_verbalized_sampling_options(tmp_path, tiny_dir, capsys, monkeypatch):
+    _no_work(monkeypatch)
+    panel = _panel(tmp_path, [{"name": "a", "kind": "local", "path": tiny_dir}], verbalized_sampling={"k": "x"})
+    with pytest.raises(SystemExit) as exit_:
+        main(["eval-llm", "--policy", tiny_dir, "--env", "p4g-frozen", "--panel", panel])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and "argument --panel: p4g-vs does not take" in err and "Traceback" not in err
+
+
+# ----------------------------------------------------------------------------- vLLM, checked before any work
+@pytest.fixture
+def no_vllm(monkeypatch):
+    """vLLM absent (whether or not this machine has it), found as the commands find it: by find_spec."""
+    import importlib.util
+    import sys
+
+    real = importlib.util.find_spec
+    monkeypatch.delitem(sys.modules, "vllm", raising=False)
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "vllm" else real(name, *a))
+
+
+def test_a_vllm_policy_or_panel_entry_without_vllm_is_an_argument_error(tmp_path, tiny_dir, capsys, monkeypatch,
+                                                                        no_vllm):
+    import sys
+
+    _no_work(monkeypatch)
+    local = {"name": "a", "kind": "local", "path": tiny_dir}
+    for panel, policies, argument, why in (
+        (_panel(tmp_path, [local, {"name": "v", "kind": "vllm", "path": tiny_dir}], "vllm.json"), [tiny_dir], "--panel",
+         "simulator 'v' (kind: vllm) needs vLLM"),
+        (_panel(tmp_path, [local], "local.json"), [tiny_dir, f"vllm:{tiny_dir}"], "--policy", f"'vllm:{tiny_dir}' needs vLLM"),
+    ):
+        with pytest.raises(SystemExit) as exit_:
+            main(["eval-llm", *[x for p in policies for x in ("--policy", p)], "--env", "p4g-frozen",
+                  "--panel", panel, "--out", str(tmp_path / "out")])
+        err = capsys.readouterr().err
+        assert exit_.value.code == 2 and f"argument {argument}: " in err and why in err
+        assert "scope-envs[vllm]" in err and "Traceback" not in err
+    assert "vllm" not in sys.modules and not (tmp_path / "out").exists()
+
+
+def test_train_llm_engine_vllm_without_vllm_is_an_argument_error(capsys, monkeypatch, no_vllm):
+    import sys
+
+    _no_work(monkeypatch)
+    with pytest.raises(SystemExit) as exit_:
+        main(["train-llm", "--env", "llm-toy", "--engine", "vllm"])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and "argument --engine: vllm: vLLM is not installed" in err
+    assert "Traceback" not in err and "vllm" not in sys.modules
+
+
+def test_vllm_is_found_without_being_imported(monkeypatch):
+    import importlib.machinery
+    import importlib.util
+    import sys
+
+    from scope_envs.train.llm.commands import vllm_installed
+
+    real = importlib.util.find_spec
+    monkeypatch.delitem(sys.modules, "vllm", raising=False)
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: importlib.machinery.ModuleSpec("vllm", None)
+                        if name == "vllm" else real(name, *a))
+    assert vllm_installed() and "vllm" not in sys.modules
+
+
+# ----------------------------------------------------------------------------- --out: the tiny model, a run there
+def test_a_tiny_lora_run_keeps_its_base_model_under_out_and_no_temporary_folder(tmp_path, monkeypatch):
+    """--model tiny is built in OUT/base-model and the saved adapters point there, so they load after the
+    run (eval-llm takes them); nothing is left in the temporary folder."""
+    pytest.importorskip("peft")
+    import tempfile
+
+    from scope_envs.train.llm.panel import adapter_base
+
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    out = tmp_path / "run"
+    main(["train-llm", "--env", "llm-toy", "--model", "tiny", "--lora", "--updates", "1", "--groups", "1",
+          "--max-new-tokens", "4", "--out", str(out)])
+    adapter = out / "checkpoints" / "final" / "adapters" / "agent"
+    config = json.loads((adapter / "adapter_config.json").read_text())
+    assert config["base_model_name_or_path"] == str((out / "base-model").resolve())
+    assert adapter_base(adapter) == str((out / "base-model").resolve())
+    assert list(scratch.iterdir()) == []
+
+
+def test_a_tiny_model_is_the_same_wherever_it_is_built(tmp_path):
+    """The base model lives under --out now: the same seed still gives the same numbers in another folder."""
+    from scope_envs.train.llm import ppo
+
+    rows = []
+    for name in ("a", "b"):
+        cfg = ppo.Config(env="llm-toy", model="tiny", updates=1, groups=1, max_new_tokens=4, log=False,
+                         save_final=False, out=str(tmp_path / name))
+        row = ppo.train(cfg)["history"][0]
+        rows.append({k: v for k, v in row.items() if not k.startswith(("time_", "tokens_per_s"))})
+    assert rows[0] == rows[1] and (tmp_path / "a" / "base-model" / "config.json").is_file()
+
+
+def test_train_llm_says_when_out_already_holds_a_run(tmp_path, capsys, monkeypatch):
+    """Not refused (folders are reused on purpose): one line on stderr, only when a run is there."""
+    from scope_envs.train.llm import ppo
+
+    monkeypatch.setattr(ppo, "train", lambda cfg: (tmp_path / "metrics.jsonl").write_text("{}\n"))
+    argv = ["train-llm", "--env", "llm-toy", "--updates", "1", "--out", str(tmp_path)]
+    main(argv)
+    assert "already holds a run" not in capsys.readouterr().err
+    main(argv)
+    err = capsys.readouterr().err.splitlines()
+    assert [line for line in err if "already holds a run" in line] == [
+        f"scope-envs train-llm: note: --out {tmp_path} already holds a run (metrics.jsonl, checkpoints/); "
+        "this run replaces it"]

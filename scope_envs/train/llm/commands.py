@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 
 class UsageError(ValueError):
@@ -20,7 +21,7 @@ class UsageError(ValueError):
 
 
 # Config's ValueErrors name a field; the command line names its flag
-_FLAGS = (("lora_r", "--lora-r"), ("gpu_memory_fraction", "--gpu-memory-fraction"), ("old_logprobs", "--old-logprobs"),
+_FLAGS = (("user_model", "--user-model"), ("clip_low", "--clip-low"), ("lora_r", "--lora-r"), ("gpu_memory_fraction", "--gpu-memory-fraction"), ("old_logprobs", "--old-logprobs"),
           ("group_size", "--group-size"), ("user_reward", "--user-reward"), ("pool_sample", "--pool-sample"),
           ("pool_size", "--pool-size"), ("snapshot_every", "--snapshot-every"), ("kl_estimator", "--kl-estimator"),
           ("LoRA", "--lora"), ("lora", "--lora"), ("algo", "--algo"), ("mode", "--mode"))
@@ -41,6 +42,44 @@ def check_model(argument: str, path: str | None) -> None:
         raise UsageError(argument, str(e)) from None
 
 
+def check_env_kwargs(env_id: str, kwargs: dict, argument: str = "--env-kwargs") -> set[str]:
+    """The text env ``env_id`` takes ``kwargs`` (made once and closed, before any model loads): its live agents,
+    or a ``UsageError`` naming ``argument``. train-llm and eval-llm both check their ``--env-kwargs`` here."""
+    import scope_envs
+
+    try:
+        env = scope_envs.make(env_id, surface="text", **kwargs)
+    except (TypeError, ValueError) as e:
+        raise UsageError(argument, f"{env_id} does not take {json.dumps(kwargs, default=str)}: {e}") from None
+    live = set(env.possible_agents)
+    env.close()
+    return live
+
+
+def vllm_installed() -> bool:
+    """Whether vLLM can be imported here, found without importing it (it is heavy, and absent on CPU machines)."""
+    import importlib.util
+
+    if "vllm" in sys.modules:
+        return True
+    try:
+        return importlib.util.find_spec("vllm") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+VLLM_MISSING = "vLLM is not installed here: pip install 'scope-envs[vllm]' (GPU only)"
+
+
+def warn_replaced_run(out) -> None:
+    """One line on stderr when ``out`` already holds a train-llm run, which this run replaces (not refused:
+    the same folder is reused on purpose, e.g. for a quick rerun)."""
+    out = Path(out)
+    if (out / "metrics.jsonl").is_file() or (out / "checkpoints").is_dir():
+        sys.stderr.write(f"scope-envs train-llm: note: --out {out} already holds a run (metrics.jsonl, "
+                         "checkpoints/); this run replaces it\n")
+
+
 def train_llm(args) -> None:
     """``scope-envs train-llm``: check the input, then train (``scope_envs.train.llm.ppo``)."""
     import scope_envs
@@ -54,12 +93,7 @@ def train_llm(args) -> None:
     except ValueError as e:
         raise UsageError(_flag(str(e)), str(e)) from None
     if cfg.env != "llm-toy":  # the env and its options are checked before any model loads
-        try:
-            env = scope_envs.make(cfg.env, surface="text", **ppo.env_kwargs(cfg))
-        except (TypeError, ValueError) as e:
-            raise UsageError("--env-kwargs", f"{cfg.env} does not take {json.dumps(ppo.env_kwargs(cfg))}: {e}") from None
-        live = set(env.possible_agents)
-        env.close()
+        live = check_env_kwargs(cfg.env, ppo.env_kwargs(cfg))
         trained = {"agent_0"} | ({"user_0"} if cfg.mode in ("cotrain", "population") else set()) | (
             {f"user_{k}" for k in range(cfg.members)} if cfg.mode == "members" else set())
         if live != trained:
@@ -69,6 +103,9 @@ def train_llm(args) -> None:
                                       f"{sorted(trained)}: use e.g. {game}-{hint[cfg.mode]}")
     elif cfg.user_reward is not None:
         raise UsageError("--user-reward", "llm-toy has no user to reward")
+    if cfg.engine == "vllm" and not vllm_installed():
+        raise UsageError("--engine", f"vllm: {VLLM_MISSING}; --engine hf generates with transformers")
+    warn_replaced_run(cfg.out)
     if getattr(args, "threads", 0):
         import torch
 
@@ -93,15 +130,25 @@ def eval_llm(args) -> None:
                 panel.check_reachable(sim, timeout=args.connect_timeout)
     except panel.PanelError as e:
         raise UsageError("--panel", str(e)) from None
+    for sim in sims:
+        if sim.kind == "vllm" and not vllm_installed():
+            raise UsageError("--panel", f"simulator {sim.name!r} (kind: vllm) needs vLLM, and {VLLM_MISSING}; "
+                                        "kind: local serves the same directory with transformers")
     for spec in args.policy:
         try:
             panel.check_policy(spec)
         except panel.PanelError as e:
             raise UsageError("--policy", str(e)) from None
+        if spec.startswith("vllm:") and not vllm_installed():
+            raise UsageError("--policy", f"{spec!r} needs vLLM, and {VLLM_MISSING}; the directory alone "
+                                         "(without vllm:) loads it with transformers")
     try:
-        panel.eval_env_id(args.env, options)
+        run_id, vs_kwargs = panel.eval_env_id(args.env, options)
     except panel.PanelError as e:
         raise UsageError("--env", str(e)) from None
+    check_env_kwargs(run_id, args.env_kwargs)  # the env the panel plays in takes the user's options...
+    if vs_kwargs:  # ...and the panel's verbalized-sampling options beside them
+        check_env_kwargs(run_id, {**args.env_kwargs, **vs_kwargs}, argument="--panel")
     try:
         report = panel.evaluate(args.policy, args.env, (sims, options), args.episodes, seed=args.seed,
                                 max_new_tokens=args.max_new_tokens, env_kwargs=args.env_kwargs, out=args.out)

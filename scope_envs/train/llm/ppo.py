@@ -161,6 +161,14 @@ class Config:
             self.clip_low = 0.2 if grpo else self.clip
         if self.clip_high is None:
             self.clip_high = 0.28 if grpo else self.clip
+        if not 0.0 <= self.clip_low < 1.0:  # at 1 or above the floor 1 - clip_low is <= 0: no lower clip at all
+            raise ValueError(f"clip_low sets the ratio floor 1 - clip_low: it must be in [0, 1), got {self.clip_low}")
+        if self.user_model is not None and self.mode == "cotrain" and self.shared:
+            raise ValueError("user_model (--user-model) is not used with shared=True (--shared): one model, model "
+                             "(--model), plays both roles; leave out shared for a second model")
+        if self.user_model is not None and self.user_model != self.model and self.lora and self.mode != "agent":
+            raise ValueError("user_model (--user-model): with lora=True (--lora) every learner is an adapter on one "
+                             "base model, model (--model); pass no separate user_model, or train without lora")
         if grpo and self.group_size < 2:
             raise ValueError(f"grpo's advantages are relative to a group: group_size must be >= 2, "
                              f"got {self.group_size}")
@@ -309,10 +317,12 @@ def _errors(observation) -> list[str]:
 
 
 # ----------------------------------------------------------------------------- models
-def load_model(path: str, device: str, seed: int, dtype: str = "float32"):
+def load_model(path: str, device: str, seed: int, dtype: str = "float32", tiny_dir=None):
     """(model, tokenizer, local path) from a local directory, weights in ``dtype``; "tiny" builds a random
-    tiny Llama first; ``random:DIR`` builds random weights from DIR's config (a GPU check's models, of any
-    size, with nothing to download or load)."""
+    tiny Llama first, into ``tiny_dir`` (the trainer's ``out/base-model``: kept, so that LoRA adapters saved
+    on it load later), or without ``tiny_dir`` into a temporary directory removed once it has loaded;
+    ``random:DIR`` builds random weights from DIR's config (a GPU check's models, of any size, with nothing
+    to download or load)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from scope_envs.agents.llm.backends import local_model_dir
@@ -327,11 +337,16 @@ def load_model(path: str, device: str, seed: int, dtype: str = "float32"):
                                                      dtype=getattr(torch, dtype))
         return model, AutoTokenizer.from_pretrained(d, local_files_only=True), str(d)
     if path == "tiny":
-        import tempfile
-
         from scope_envs.agents.llm.tiny import build_tiny_model
 
-        path = tempfile.mkdtemp(prefix="scope-tiny-")
+        if tiny_dir is None:
+            import tempfile
+
+            with tempfile.TemporaryDirectory(prefix="scope-tiny-") as scratch:
+                build_tiny_model(scratch, seed=seed)
+                model, tokenizer, _ = load_model(scratch, device, seed, dtype)
+            return model, tokenizer, "tiny"  # its directory is gone: nothing may load it again
+        path = Path(tiny_dir).resolve()  # absolute: what adapter_config.json's base_model_name_or_path records
         build_tiny_model(path, seed=seed)
     p = local_model_dir(path)
     tokenizer = AutoTokenizer.from_pretrained(p, local_files_only=True)
@@ -381,8 +396,15 @@ class Learner:
         return [p for n, p in self.model.named_parameters() if f".{self.adapter}." in n]
 
 
+def tiny_dir(cfg: Config, name: str | None = None) -> Path:
+    """Where a ``tiny`` model of this run is built: ``out/base-model`` (the agent's, or the base every LoRA
+    adapter of the run is saved on), ``out/base-model-NAME`` for another learner's or the frozen user's."""
+    return Path(cfg.out) / ("base-model" if name is None else f"base-model-{name}")
+
+
 def build_learners(cfg: Config) -> dict[str, Learner]:
-    """The learners of a mode, keyed by name; LoRA learners of one run share one base model."""
+    """The learners of a mode, keyed by name; LoRA learners of one run share one base model. A ``tiny``
+    model is built under ``cfg.out`` (``tiny_dir``)."""
     if cfg.mode == "agent":
         specs = [("agent", {"agent_0"}, cfg.model)]
     elif cfg.mode in ("cotrain", "population"):
@@ -397,7 +419,7 @@ def build_learners(cfg: Config) -> dict[str, Learner]:
 
         if len({s[2] for s in specs}) > 1:
             raise ValueError("with LoRA every learner shares one base model: pass no separate user_model")
-        base, tokenizer, path = load_model(cfg.model, cfg.device, cfg.seed, cfg.dtype)
+        base, tokenizer, path = load_model(cfg.model, cfg.device, cfg.seed, cfg.dtype, tiny_dir(cfg))
         lcfg = LoraConfig(r=cfg.lora_r, lora_alpha=cfg.lora_alpha, lora_dropout=0.0, task_type="CAUSAL_LM")
         model = None
         for i, (name, agents, _) in enumerate(specs):
@@ -409,7 +431,8 @@ def build_learners(cfg: Config) -> dict[str, Learner]:
             learners[name] = Learner(name, agents, model, tokenizer, path, name, None)
     else:
         for i, (name, agents, path) in enumerate(specs):
-            model, tokenizer, local = load_model(path, cfg.device, cfg.seed + i, cfg.dtype)
+            model, tokenizer, local = load_model(path, cfg.device, cfg.seed + i, cfg.dtype,
+                                                 tiny_dir(cfg, None if i == 0 else name))
             ref = copy.deepcopy(model).eval().requires_grad_(False)
             learners[name] = Learner(name, agents, model, tokenizer, local, None, ref)
     for i, learner in enumerate(learners.values()):
@@ -519,15 +542,14 @@ def frozen_user(cfg: Config):
     if cfg.engine == "vllm":
         path = cfg.user_model
         if path == "tiny":
-            import tempfile
-
             from scope_envs.agents.llm.tiny import build_tiny_model
 
-            path = tempfile.mkdtemp(prefix="scope-tiny-user-")
+            path = tiny_dir(cfg, FROZEN_USER).resolve()
             build_tiny_model(path, seed=cfg.seed + 7)
         backend = VLLMBackend(local_model_dir(path), gpu_memory_utilization=cfg.gpu_memory_fraction, seed=cfg.seed)
     else:
-        model, tokenizer, _ = load_model(cfg.user_model, cfg.device, cfg.seed + 7, cfg.dtype)
+        model, tokenizer, _ = load_model(cfg.user_model, cfg.device, cfg.seed + 7, cfg.dtype,
+                                         tiny_dir(cfg, FROZEN_USER))
         backend = TransformersBackend(model.eval().requires_grad_(False), tokenizer)
     return LLMPlayer(BatchingBackend(backend), max_new_tokens=cfg.max_new_tokens)
 
