@@ -46,6 +46,7 @@ from scope_envs.bench.protocol import (  # the evaluation protocol's constants l
     panel_seeds,
     variants,
 )
+from scope_envs.bench.presets import GAMES, PRESETS, preset_steps  # noqa: F401  (the bench's names for them)
 from scope_envs.train.groups import GROUP_FRACTIONS
 
 # the floor and the ceiling first (measurement rows: see the module docstring), then the methods
@@ -54,20 +55,6 @@ METHODS = ("random", "oracle", "uncollapsed", "untrained", "frozen", "vs", "rota
 # benchmark's population before SCOPE's checkpoint pool, kept so its old results can be reproduced)
 EXTRA_METHODS = ("population_members",)
 LEARNED_USER = ("cotrain", "population", "population_members", "selfplay")
-PRESETS = {
-    # 8 seeds (issue 17; 3 until 2026-11-30), raised per game by the seeds rule (SEEDS_MIN)
-    "default": {"seeds": 8, "steps": 20_000, "eval_episodes": EVAL_EPISODES, "curve_points": 4, "curve_episodes": 100,
-                "steps_scale": {"tau2": 0.4}},  # tau2 learns in ~8k decisions, and its episodes are longer
-    "full": {"seeds": 8, "steps": 100_000, "eval_episodes": 3000, "curve_points": 10, "curve_episodes": 300},
-}
-GAMES = ("p4g", "cooperbench", "tau2")
-
-
-def preset_steps(game: str, preset: str = "default") -> int:
-    """A preset's training budget for ``game``, in decisions of agent_0: its ``steps`` times the game's
-    ``steps_scale`` (1 where it has none)."""
-    p = PRESETS[preset]
-    return int(p["steps"] * p.get("steps_scale", {}).get(game, 1.0))
 # the default run gives each game max(the preset's seeds, SEEDS_MIN[game]) seeds, so that its confirmatory MDE (power
 # 0.8, Holm over the family) is at most SEEDS_MDE_FRACTION of its band, from the per-seed sd of the committed default
 # runs (rule and inputs: benchmarks/seeds_rule.py; declared, and these numbers derived, before the run that uses
