@@ -155,6 +155,41 @@ class Flaky(ActOnly):
 class Broken(Simulator):
     def act(self, view, rng):
         raise RuntimeError("always broken")
+
+
+class Uniform(Simulator):
+    """Exact: uniform over the legal acts, whatever the card."""
+    def distribution(self, view):
+        legal = np.asarray(view.legal, float)
+        return legal / legal.sum()
+
+
+class SometimesRaises(Uniform):
+    """Uniform, raising on every third question (the probe states' and the persona cards' alike)."""
+    def __init__(self):
+        self.n = 0
+
+    def distribution(self, view):
+        self.n += 1
+        if self.n % 3 == 0:
+            raise ValueError("every third call")
+        return super().distribution(view)
+
+
+class RaisesInEpisodes(Uniform):
+    """Answers every probe state (distribution) but raises at its first turn of every episode (act)."""
+    def act(self, view, rng):
+        raise RuntimeError("no episode for me")
+
+
+class RaisesOnProbeCards(Uniform):
+    """Raises under any of the persona probe's cards: the persona probe has no usable answer at all."""
+    def distribution(self, view):
+        from scope_envs.diagnose.probes import train_cards
+
+        if view.persona.id in {c.id for c in train_cards("p4g", 4, 0)}:
+            raise ValueError("not under that card")
+        return super().distribution(view)
 '''
 
 
@@ -205,6 +240,7 @@ def test_cli_writes_json_markdown_and_png(tmp_path):
     (["--seed", "99999999999999999999"], "--seed"),
     (["--bootstrap", "100001"], "--bootstrap"),
     (["--cards", "65"], "--cards"),
+    (["--cards", "1"], "--cards: the persona probe needs at least 2 cards, or 0 for none"),
     (["--simulator", "sharpened:999"], "--simulator"),
     (["--data", "."], "--data: only p4g"),
 ])
@@ -353,3 +389,128 @@ def test_an_endpoint_that_stops_answering_is_one_error():
             server.server.server_close()
         except OSError:
             pass
+
+
+TINY = dict(probe_episodes=4, episodes=20, bootstrap=20, persona_states=4)
+
+
+def test_failed_persona_cards_are_dropped_not_read_as_spread(user_file):
+    """A uniform simulator that raised on some cards showed persona sensitivity 0.222 (the failed cards' zero rows
+    entered the TV spread) where the plain uniform one shows 0: failed cards are dropped, and counted."""
+    from scope_envs.diagnose.report import rows
+
+    flaky = diagnose("p4g", f"{user_file}:SometimesRaises", **TINY)
+    plain = diagnose("p4g", f"{user_file}:Uniform", **TINY)
+    p, q = flaky["persona_sensitivity"], plain["persona_sensitivity"]
+    assert q["value"] == pytest.approx(0.0, abs=1e-12)
+    assert p["value"] == pytest.approx(0.0, abs=1e-12), p  # it was 0.222
+    assert q["dropped_cards"] == 0 and q["dropped_states"] == 0
+    assert p["dropped_cards"] > 0 and p["states"] + p["dropped_states"] == flaky["design"]["persona_states"]
+    assert p["reference"]["value"] > 0  # the reference's spread, on the same cards, is still there
+    reading = dict((a, c) for a, _, c in rows(flaky))["persona sensitivity"]
+    assert f"{p['dropped_cards']} failed cards dropped" in reading
+    assert "dropped" not in dict((a, c) for a, _, c in rows(plain))["persona sensitivity"]
+
+
+def test_a_persona_probe_of_errors_only_is_na_not_zero(user_file, tmp_path):
+    r = diagnose("p4g", f"{user_file}:RaisesOnProbeCards", cards=4, **TINY)
+    p = r["persona_sensitivity"]
+    assert p["value"] is None and p["difference"]["value"] is None and p["ratio"] is None, p
+    assert p["states"] == 0 and p["dropped_states"] == r["design"]["persona_states"] > 0
+    write(r, tmp_path)
+    assert json.loads((tmp_path / "diagnose.json").read_text())["persona_sensitivity"]["value"] is None
+    assert "| persona sensitivity | n/a |" in (tmp_path / "diagnose.md").read_text()
+
+
+def test_no_usable_episode_stops_even_when_the_probes_answered(user_file, tmp_path):
+    """The stop applies to the episodes on their own: answering the probes does not make 0.00 path numbers."""
+    with pytest.raises(DiagnoseError, match=r"no usable answer in any of its 20 episodes.*no episode for me"):
+        diagnose("p4g", f"{user_file}:RaisesInEpisodes", **TINY)
+    p = cli("--game", "p4g", "--simulator", f"{user_file}:RaisesInEpisodes", "--out", str(tmp_path / "d"),
+            "--probe-episodes", "2", "--episodes", "3", "--bootstrap", "0", "--no-progress")
+    assert p.returncode == 1 and "Traceback" not in p.stderr and p.stderr.strip().count("\n") == 0, p.stderr
+    assert "no episode for me" in p.stderr and not (tmp_path / "d" / "diagnose.json").exists()
+
+
+def test_an_llm_that_only_sends_empty_messages_stops_at_the_probes():
+    """It got exit 0 and coverage 0.00, entropy ratio 0.00, persona 0.000: now one error, before any episode."""
+    server = ChatStandIn([""])
+    try:
+        with pytest.raises(DiagnoseError, match="no usable answer at any of the .* probe states.*empty message"):
+            diagnose("p4g", f"openai:{server.url}#stand-in", probe_episodes=2, episodes=3, samples=1, cards=2,
+                     persona_states=2, bootstrap=0)
+        asked = len(server.requests)
+    finally:
+        server.close()
+    assert 0 < asked < 200  # the probe states only: no episode was played
+
+
+def _p4g_files(folder, dialog_rows=()):
+    from scope_envs.games.p4g.fit import COLUMNS
+
+    folder.mkdir()
+    for name, columns in COLUMNS.items():
+        lines = [",".join(columns)] + (list(dialog_rows) if name == "300_dialog.csv" else [])
+        (folder / name).write_text("\n".join(lines) + "\n")
+    return folder
+
+
+@pytest.mark.parametrize("kind", ["no dialogue", "cut mid-row", "real cut to 3 KB"])
+def test_truncated_data_is_an_argparse_error_not_a_traceback(tmp_path, kind):
+    """diagnose --data ended in an IndexError or int(None) traceback on truncated csv files; it now reads them
+    before playing, under validate's check (scope_envs.validate.p4g.data_errors): exit 2 naming --data."""
+    folder = tmp_path / "p4g"
+    if kind == "no dialogue":
+        _p4g_files(folder)
+    elif kind == "cut mid-row":
+        _p4g_files(folder, ["d1,0,0,greeting,", "d1,1"])
+    else:
+        if not DATA.is_dir():
+            pytest.skip("needs ../shared/data/p4g (the real P4G data)")
+        folder.mkdir()
+        for f in DATA.glob("*.csv"):
+            (folder / f.name).write_bytes(f.read_bytes()[:3000])
+    with pytest.raises(ValueError, match="P4G csv files") as raised:  # not an IndexError or a TypeError
+        diagnose("p4g", "frozen", data=folder, **TINY)
+    from scope_envs.diagnose import DataError
+
+    assert isinstance(raised.value, DataError)
+    p = cli("--game", "p4g", "--simulator", "frozen", "--data", str(folder), "--out", str(tmp_path / "d"),
+            "--probe-episodes", "2", "--episodes", "3", "--bootstrap", "0", "--no-progress")
+    assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
+    assert "error: argument --data: the P4G csv files in" in p.stderr and "truncated" in p.stderr
+
+
+def test_one_card_is_refused_zero_and_the_bound_are_kept():
+    """--cards 1 silently dropped the persona probe; from Python too, cards=1 is refused."""
+    import argparse
+
+    with pytest.raises(ValueError, match="at least 2 cards"):
+        diagnose("p4g", "frozen", cards=1, **TINY)
+    from scope_envs.diagnose.command import cards
+
+    assert cards("0") == 0 and cards("2") == 2 and cards("64") == 64
+    for bad in ("1", "65", "-1"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            cards(bad)
+
+
+def test_the_card_shows_no_negative_zero():
+    from scope_envs.diagnose.report import fmt
+
+    assert fmt({"value": -0.0, "ci": [0.0, -0.0]}, 2) == "0.00 [0.00, 0.00]"  # it printed "-0.00 [0.00, -0.00]"
+    assert fmt({"value": -0.001, "ci": [-0.004, 0.002]}, 2) == "0.00 [0.00, 0.00]"
+    assert fmt({"value": -0.5, "ci": None}, 2) == "-0.50"
+    from scope_envs.diagnose.report import number
+
+    assert number(None) == "n/a" and number(-0.0001, 3) == "0.000"
+
+
+def test_the_sharpened_references_cooperation_bias_is_documented_as_a_confound():
+    """sharpened:S has no cooperation dial, yet its modal replies concede: the docs' known answers say so."""
+    r = diagnose("p4g", "sharpened:3", probe_episodes=2, episodes=200, bootstrap=0, cards=0)
+    assert r["cooperation"]["bias"]["value"] > 0
+    text = (ROOT / "docs" / "diagnose.md").read_text()
+    known = text.split("## Known answers")[1].split("\n## ")[0]
+    assert "`sharpened:S` has no cooperation bias built in, yet shows a positive one" in known
+    assert "confound of the measure" in known and "not a bug" in known

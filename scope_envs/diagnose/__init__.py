@@ -30,11 +30,11 @@ their assumptions and how each is fitted: ``docs/diagnose.md``.
 from scope_envs.diagnose.command import add_parser
 from scope_envs.diagnose.specs import SpecError, names, resolve
 
-__all__ = ["DiagnoseError", "SpecError", "add_parser", "diagnose", "names", "resolve", "write"]
+__all__ = ["DataError", "DiagnoseError", "SpecError", "add_parser", "diagnose", "names", "resolve", "write"]
 
 
 def __getattr__(name):  # the measuring half (scipy, matplotlib) loads on first use, not with the command line
-    if name in ("diagnose", "DiagnoseError"):
+    if name in ("diagnose", "DiagnoseError", "DataError"):
         from scope_envs.diagnose import diagnosis
 
         return getattr(diagnosis, name)

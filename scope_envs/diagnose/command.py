@@ -16,6 +16,14 @@ LIMITS = {  # every count has an upper bound (argparse, exit 2)
 }
 
 
+def cards(text: str) -> int:
+    """``--cards``: 0 (no persona probe) or 2 to the upper bound; 1 card has no spread to measure."""
+    value = count(LIMITS["cards"][1], LIMITS["cards"][0])(text)
+    if value == 1:
+        raise argparse.ArgumentTypeError("the persona probe needs at least 2 cards, or 0 for none; got 1")
+    return value
+
+
 def seconds(text: str) -> float:
     try:
         value = float(text)
@@ -45,13 +53,14 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     defaults = {"probe_episodes": 40, "samples": 4, "cards": 6, "persona_states": 40, "episodes": 400,
                 "bootstrap": 300, "max_new_tokens": 64}
     helps = {"probe_episodes": "reference-driven probe episodes", "samples": "answers drawn per probe state",
-             "cards": "train cards of the persona probe (0: none)", "persona_states": "states of the persona probe",
+             "cards": "train cards of the persona probe (0: none, else at least 2)", "persona_states": "states of the persona probe",
              "episodes": "episodes the simulator plays itself (and the reference, twice)",
              "bootstrap": "bootstrap replicates (0: no CIs)",
              "real_dialogues": "p4g --data: the first N real dialogues (all)",
              "max_new_tokens": "an LLM's reply budget"}
     for name, (low, high) in LIMITS.items():
-        d.add_argument("--" + name.replace("_", "-"), type=count(high, low), default=defaults.get(name),
+        d.add_argument("--" + name.replace("_", "-"), type=cards if name == "cards" else count(high, low),
+                       default=defaults.get(name),
                        help=f"{helps[name]} ({defaults.get(name, 'all')}; at most {high:_})")
     d.add_argument("--seed", type=seed, default=0, help="seed of everything (0; 0 to 2**32-1)")
     d.add_argument("--connect-timeout", type=seconds, default=5.0, help="seconds to wait for an endpoint (5)")
@@ -63,7 +72,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 def run(args) -> None:
     from scope_envs.diagnose import report
-    from scope_envs.diagnose.diagnosis import DiagnoseError, diagnose
+    from scope_envs.diagnose.diagnosis import DataError, DiagnoseError, diagnose
     from scope_envs.diagnose.specs import SpecError, names, ranges
     from scope_envs.files import OutputError, check_output_dir
 
@@ -101,6 +110,8 @@ def run(args) -> None:
                                        "connect_timeout": args.connect_timeout})
     except SpecError as e:
         parser.error(f"argument --simulator: {e}")
+    except DataError as e:  # truncated or malformed csv files: the check of ``scope-envs validate p4g --data``
+        parser.error(f"argument --data: {e}")
     except DiagnoseError as e:
         print(f"scope-envs diagnose: error: {e}", file=sys.stderr)
         sys.exit(1)

@@ -34,6 +34,32 @@ class DiagnoseError(ValueError):
     """A diagnosis that cannot be made (no usable answer, an endpoint that stopped); one line."""
 
 
+class DataError(DiagnoseError):
+    """``data`` is not usable P4G data (truncated or malformed csv files): the command line's ``--data`` error."""
+
+
+def real_data(data, limit: int | None = None):
+    """``(dialogues, response table)`` of the P4G folder ``data`` (``probes.real_dialogues``), read up front and
+    under the same check as ``scope-envs validate p4g --data``: ``DataError`` for files that cannot be used."""
+    from scope_envs.validate.p4g import data_errors
+
+    try:
+        with data_errors(data):
+            dialogues, table = probes.real_dialogues(data)
+    except (FileNotFoundError, ValueError) as e:
+        raise DataError(str(e)) from None
+    if limit is not None:
+        dialogues = dialogues[:limit]
+    if not dialogues:
+        raise DataError(f"the P4G csv files in {data} hold no annotated dialogue with an outcome and a survey row; "
+                        "are they complete (not truncated) and in the P4G format?")
+    return dialogues, table
+
+
+def _first_line(message) -> str:
+    return str(message).strip().splitlines()[0] if str(message).strip() else "no answer"
+
+
 def path_act(name: str) -> str:
     """An act name coarsened for act paths: p4g's amounts pooled, cooperbench's region dropped."""
     return "provide_amount" if name.startswith("provide_amount") else name.split(":")[0]
@@ -74,8 +100,11 @@ def diagnose(game: str, simulator: str | Simulator, *, probe_episodes: int = 40,
 
     ``sampled``: fit from sampled answers even when the simulator states its distribution (the black-box
     route an LLM takes). ``data``: the P4G data folder (p4g only) for the real-people numbers. Raises
-    ``specs.SpecError`` for a bad spec and ``DiagnoseError`` when no usable answer came back.
+    ``specs.SpecError`` for a bad spec, ``DataError`` for data files that cannot be used, and ``DiagnoseError``
+    when no usable answer came back at any probe state, or in any episode.
     """
+    if cards == 1:
+        raise ValueError("cards: the persona probe needs at least 2 cards, or 0 for none")
     if isinstance(simulator, Simulator):
         sim, kind, spec = simulator, "object", type(simulator).__name__
     else:
@@ -83,6 +112,7 @@ def diagnose(game: str, simulator: str | Simulator, *, probe_episodes: int = 40,
         sim, kind = specs.resolve(game, spec, **(llm_options or {}))
     if data is not None and game != "p4g":
         raise DiagnoseError(f"--data: only p4g has real dialogues to diagnose against, not {game!r}")
+    real = None if data is None else real_data(data, real_dialogues)  # before anything is played
     bar = None
     if progress:
         from tqdm.auto import tqdm
@@ -90,7 +120,7 @@ def diagnose(game: str, simulator: str | Simulator, *, probe_episodes: int = 40,
         bar = tqdm(total=probe_episodes + 3 * episodes, desc=f"diagnose {game} {spec}", unit="episode")
     try:
         report = _diagnose(game, spec, kind, sim, probe_episodes, samples, cards, persona_states, episodes,
-                           bootstrap, seed, data, real_dialogues, sampled, env_kwargs or {}, bar)
+                           bootstrap, seed, real, sampled, env_kwargs or {}, bar)
     except probes.FatalSimulatorError as e:
         raise DiagnoseError(f"the simulator stopped answering: {e}") from None
     finally:
@@ -100,21 +130,27 @@ def diagnose(game: str, simulator: str | Simulator, *, probe_episodes: int = 40,
 
 
 def _diagnose(game, spec, kind, sim, probe_episodes, samples, cards, persona_states, episodes, bootstrap, seed,
-              data, real_dialogues, sampled, env_kwargs, bar) -> dict:
+              real, sampled, env_kwargs, bar) -> dict:
     ps = probes.probe_states(game, sim, episodes=probe_episodes, samples=samples, cards=cards,
                              persona_states=persona_states, seed=seed, sampled=sampled, env_kwargs=env_kwargs,
                              progress=bar)
+    # nothing usable is a one-line stop, for the probe states and for the episodes each (not numbers of 0)
+    if not ps.answered.any():
+        raise DiagnoseError(f"the simulator gave no usable answer at any of the {len(ps.answered)} probe states "
+                            f"({ps.errors.count} of {ps.asked} questions unusable): "
+                            f"{_first_line((ps.errors.messages or ['no answer'])[0])}")
     exact = ps.target is not None
     own = probes.play(game, sim, episodes=episodes, seed=seed, env_kwargs=env_kwargs, progress=bar)
+    broken = [e for e in own if e.exception]
+    if not any(e.path for e in own):  # no episode got a single reply out of it
+        why = broken[0].exception if broken else \
+            f"{sum(e.simulator_errors for e in own)} unreadable or illegal replies"
+        raise DiagnoseError(f"the simulator gave no usable answer in any of its {len(own)} episodes "
+                            f"({len(broken)} raised, {sum(e.truncated for e in own)} truncated): {_first_line(why)}")
     ref_sim = specs.reference(game)
     ref_paired = probes.play(game, ref_sim, episodes=episodes, seed=seed, env_kwargs=env_kwargs, progress=bar)
     ref_modes = probes.play(game, ref_sim, episodes=episodes, seed=seed + MODE_STREAM, env_kwargs=env_kwargs,
                             progress=bar)
-    broken = [e for e in own if e.exception]
-    if not ps.answered.any() and len(broken) == len(own):
-        first = (ps.errors.messages or [broken[0].exception if broken else "no answer"])[0]
-        raise DiagnoseError(f"the simulator gave no usable answer at any probe state or episode: {first}")
-
     env = probes.make_env(game, ref_sim, sim.plays_text, env_kwargs)
     g = env.unwrapped.game
     names = list(g.acts(g.user_role))
@@ -145,13 +181,13 @@ def _diagnose(game, spec, kind, sim, probe_episodes, samples, cards, persona_sta
     modes = np.flatnonzero(pooled_ref >= ACT_MODE)
     produced_counts = ps.draws
 
-    def act_coverage(w):
+    def act_coverage(w):  # None (n/a) where the states weighted in hold no usable answer: errors are not 0
         made = (w[:, None] * produced_counts).sum(0) > 0
-        return float(made[modes].mean())
+        return float(made[modes].mean()) if made.any() else None
 
     def act_mass(w):
         made = (w[:, None] * produced_counts).sum(0) > 0
-        return float(pooled_ref[modes][made[modes]].sum() / pooled_ref[modes].sum())
+        return float(pooled_ref[modes][made[modes]].sum() / pooled_ref[modes].sum()) if made.any() else None
 
     if exact:
         pooled = lambda w: (w[:, None] * ps.target).sum(0)
@@ -161,8 +197,8 @@ def _diagnose(game, spec, kind, sim, probe_episodes, samples, cards, persona_sta
         pooled_r = lambda w: (w[:, None] * ps.reference_draws).sum(0)
 
     def entropy_ratio(w):
-        h = entropy_of_counts(pooled_r(w))
-        return entropy_of_counts(pooled(w)) / h if h > 0 else None
+        h, mine = entropy_of_counts(pooled_r(w)), pooled(w)
+        return entropy_of_counts(mine) / h if h > 0 and mine.sum() > 0 else None
 
     made = produced_counts.sum(0) > 0
     mode_paths = Counter(path_of(e) for e in ref_modes)
@@ -170,12 +206,15 @@ def _diagnose(game, spec, kind, sim, probe_episodes, samples, cards, persona_sta
     own_paths = [path_of(e) for e in own]
     ref_paths = [path_of(e) for e in ref_paired]
     ep_clusters = np.arange(len(own))
+    replied = np.array([len(e.path) > 0 for e in own])  # an episode without a single reply: all errors
 
     def path_coverage(w):
         seen = {p for p, k in zip(own_paths, w) if k > 0}
-        return float(np.mean([p in seen for p in path_modes])) if path_modes else None
+        return float(np.mean([p in seen for p in path_modes])) if path_modes and np.any(w * replied) else None
 
     def path_entropy_ratio(w):
+        if not np.any(w * replied):
+            return None
         a, b = Counter(), Counter()
         for p, q, k in zip(own_paths, ref_paths, w):
             a[p] += k
@@ -195,21 +234,27 @@ def _diagnose(game, spec, kind, sim, probe_episodes, samples, cards, persona_sta
     # -- persona sensitivity ------------------------------------------------------------------------
     rng = np.random.default_rng([seed, 11])
     if len(ps.persona_rows):
+        # a card whose question failed is dropped (its all-zero row is no answer), from the reference's spread
+        # too; a state left with fewer than 2 cards is dropped
+        use = ps.persona_answered
         if exact:
-            mine = measures.persona_spread(ps.persona_target, True, rng)
-            theirs = measures.persona_spread(ps.persona_reference, True, rng)
+            mine = measures.persona_spread(ps.persona_target, True, rng, usable=use)
+            theirs = measures.persona_spread(ps.persona_reference, True, rng, usable=use)
         else:
-            mine = measures.persona_spread(ps.persona_draws, False, rng)
-            theirs = measures.persona_spread(ps.persona_reference_draws, False, rng)
-        pc = clusters[ps.persona_rows]
+            mine = measures.persona_spread(ps.persona_draws, False, rng, usable=use)
+            theirs = measures.persona_spread(ps.persona_reference_draws, False, rng, usable=use)
+        keep = use.sum(1) >= 2
+        mine, theirs, pc = mine[keep], theirs[keep], clusters[ps.persona_rows][keep]
         mean = lambda x: (lambda w: float(np.average(x, weights=w)) if w.sum() > 0 else None)
+        none = {"value": None, "ci": None}
+        ci = (lambda x: _ci(mean(x), pc, bootstrap, seed)) if keep.any() else (lambda x: dict(none))
         report["persona_sensitivity"] = {
-            **_ci(mean(mine), pc, bootstrap, seed), "reference": _ci(mean(theirs), pc, bootstrap, seed),
-            "difference": _ci(mean(mine - theirs), pc, bootstrap, seed),
-            "estimator": "exact TV" if exact else "TV of draws minus the shuffled-card null"}
+            **ci(mine), "reference": ci(theirs), "difference": ci(mine - theirs),
+            "estimator": "exact TV" if exact else "TV of draws minus the shuffled-card null",
+            "states": int(keep.sum()), "dropped_cards": int((~use).sum()), "dropped_states": int((~keep).sum())}
         ref_value = report["persona_sensitivity"]["reference"]["value"]
-        report["persona_sensitivity"]["ratio"] = (report["persona_sensitivity"]["value"] / ref_value
-                                                  if ref_value else None)
+        value = report["persona_sensitivity"]["value"]
+        report["persona_sensitivity"]["ratio"] = value / ref_value if ref_value and value is not None else None
     else:
         report["persona_sensitivity"] = None
     # -- cooperation ------------------------------------------------------------------------------------
@@ -246,20 +291,22 @@ def _diagnose(game, spec, kind, sim, probe_episodes, samples, cards, persona_sta
         "episode_in_game_errors": int(sum(e.simulator_errors for e in own)),
         "episodes_truncated": int(sum(e.truncated for e in own)),
         "episodes_raised": len(broken), "episode_messages": sorted({e.exception for e in broken})[:5]}
-    if data is not None:
-        report["real"] = _real(sim, data, samples, seed, sampled, bootstrap, real_dialogues, own, o_own, done_own)
+    if real is not None:
+        report["real"] = _real(sim, real, samples, seed, sampled, bootstrap, own, o_own, done_own)
     return report
 
 
-def _real(sim, data, samples, seed, sampled, bootstrap, limit, own, o_own, done_own) -> dict:
-    """p4g with the real data: the sharpening fitted against the real replies given the persuader's act, the
-    log-likelihood of the real replies given the real histories, conceding and giving against real people."""
+def _real(sim, real, samples, seed, sampled, bootstrap, own, o_own, done_own) -> dict:
+    """p4g with the real data (``real_data``): the sharpening fitted against the real replies given the
+    persuader's act, the log-likelihood of the real replies given the real histories, conceding and giving
+    against real people."""
     from scope_envs.games.p4g.fit import RESPONSE_ACTS
 
-    dialogues, table = probes.real_dialogues(data)
-    if limit is not None:
-        dialogues = dialogues[:limit]
+    dialogues, table = real
     rs = probes.real_states(sim, dialogues, samples=samples, seed=seed, sampled=sampled)
+    if not len(rs.dialogue):
+        raise DataError(f"none of the {len(dialogues)} real dialogues could be replayed (each ended at its first "
+                        "reply); are the P4G csv files complete and in the P4G format?")
     exact = rs.target is not None
     answers = rs.target if exact else rs.draws
     mask = rs.answered

@@ -15,7 +15,8 @@ both.
   reference itself), and ``explained``, the share of the second that sharpening removes.
 * entropies (nats) of pooled distributions and path counts are ``train.rollout.entropy_of_counts``.
 * ``persona_spread``: at each state, the mean over cards of TV(answer under card c, mean answer over cards);
-  from draws, minus the same with the card labels shuffled (what sampling noise alone gives).
+  from draws, minus the same with the card labels shuffled (what sampling noise alone gives). Only the cards
+  the simulator answered under enter; a state with fewer than two of them is left out.
 """
 
 from __future__ import annotations
@@ -97,8 +98,17 @@ def tv_spread(dists: np.ndarray) -> np.ndarray:
     return 0.5 * np.abs(dists - mean).sum(-1).mean(-1)
 
 
-def persona_spread(per_card: np.ndarray, exact: bool, rng: np.random.Generator, shuffles: int = 20) -> np.ndarray:
-    """Per state, how much the answer moves with the card (see the module docstring)."""
+def persona_spread(per_card: np.ndarray, exact: bool, rng: np.random.Generator, shuffles: int = 20,
+                   usable: np.ndarray | None = None) -> np.ndarray:
+    """Per state, how much the answer moves with the card (see the module docstring). ``usable`` (P, K): the
+    cards the simulator answered under at each state; only those enter (a card whose question failed has an
+    all-zero row, which is not an answer), and a state with fewer than two is NaN."""
+    if usable is not None:
+        out = np.full(len(per_card), np.nan)
+        for i, keep in enumerate(np.asarray(usable, bool)):  # in order: the same draws of ``rng`` as below
+            if keep.sum() >= 2:
+                out[i] = persona_spread(per_card[i:i + 1, keep], exact, rng, shuffles)[0]
+        return out
     if exact:
         return tv_spread(per_card)
     totals = per_card.sum(-1, keepdims=True)

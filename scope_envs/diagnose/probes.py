@@ -237,6 +237,7 @@ class ProbeStates:
     persona_target: np.ndarray | None  # (P, K, A) exact, else None
     persona_draws: np.ndarray  # (P, K, A)
     persona_reference_draws: np.ndarray  # (P, K, A)
+    persona_answered: np.ndarray  # (P, K) bool: the simulator gave a usable answer under that card
     errors: Errors
     asked: int
 
@@ -325,14 +326,20 @@ def probe_states(game: str, sim: Simulator, *, episodes: int, samples: int, card
         return np.array([[c[j] if c[j] is not None else zeros for c in rows[i]["persona"]] for i in prow],
                         dtype=float).reshape(len(prow), len(card_list), n_acts)
 
-    answered = np.array([(r["target"] is not None) if asker.exact else r["draws"].sum() > 0 for r in rows])
+    def usable(target, draws) -> bool:
+        return (target is not None) if asker.exact else draws.sum() > 0
+
+    answered = np.array([usable(r["target"], r["draws"]) for r in rows])
+    persona_answered = np.array([[usable(c[1], c[2]) for c in rows[i]["persona"]] for i in prow],
+                                dtype=bool).reshape(len(prow), len(card_list))
     return ProbeStates(
         episode=np.array([r["episode"] for r in rows]), legal=np.array([r["legal"] for r in rows], dtype=bool),
         reference=stack("reference"), target=stack("target") if asker.exact else None, draws=stack("draws"),
         reference_draws=stack("reference_draws"),
         own_reference=stack("own") if shadow.own is not None else None, answered=answered, persona_rows=np.array(prow, dtype=int),
         persona_reference=per_card(0), persona_target=per_card(1) if asker.exact else None,
-        persona_draws=per_card(2), persona_reference_draws=per_card(3), errors=asker.errors, asked=asker.asked)
+        persona_draws=per_card(2), persona_reference_draws=per_card(3), persona_answered=persona_answered,
+        errors=asker.errors, asked=asker.asked)
 
 
 # -- on-policy episodes ---------------------------------------------------------------------------------

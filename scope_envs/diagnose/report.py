@@ -25,13 +25,21 @@ def clean(x):
     return x
 
 
+def number(x, digits: int = 3) -> str:
+    """``x`` to ``digits`` places; ``n/a`` for None; a value that rounds to zero shows no sign (not ``-0.00``)."""
+    if x is None:
+        return "n/a"
+    text = f"{x:.{digits}f}"
+    return text[1:] if text.startswith("-") and float(text) == 0 else text
+
+
 def fmt(block, digits: int = 3) -> str:
     """``value [lo, hi]`` of a ``{"value", "ci"}`` block; ``n/a`` where there is none."""
     if not block or block.get("value") is None:
         return "n/a"
-    text = f"{block['value']:.{digits}f}"
+    text = number(block["value"], digits)
     if block.get("ci"):
-        text += f" [{block['ci'][0]:.{digits}f}, {block['ci'][1]:.{digits}f}]"
+        text += f" [{number(block['ci'][0], digits)}, {number(block['ci'][1], digits)}]"
     return text
 
 
@@ -40,9 +48,9 @@ def rows(r: dict) -> list[tuple[str, str, str]]:
     s, c, p, co = r["sharpening"], r["coverage"], r["persona_sensitivity"], r["cooperation"]
     out = [
         ("sharpening (vs reference model)", fmt(s, 2),
-         f"{r['fit']} fit on {s['states']} states; KL to fit {s.get('kl_fitted') or 0:.3f} vs to reference "
-         f"{s.get('kl_reference') or 0:.3f}" + (f", explained {s['explained']:.2f}" if s.get("explained") is not None
-                                                 else "") + (", AT A BOUND" if s.get("at_bound") else "")),
+         f"{r['fit']} fit on {s['states']} states; KL to fit {number(s.get('kl_fitted'))} vs to reference "
+         f"{number(s.get('kl_reference'))}" + (f", explained {s['explained']:.2f}" if s.get("explained") is not None
+                                               else "") + (", AT A BOUND" if s.get("at_bound") else "")),
     ]
     own = r.get("sharpening_own_card")
     if own:
@@ -58,8 +66,11 @@ def rows(r: dict) -> list[tuple[str, str, str]]:
         ("entropy ratio (paths)", fmt(c["path_entropy_ratio"], 2), "act-path entropy / the reference's"),
     ]
     if p:
+        dropped = (f"; {p['dropped_cards']} failed cards dropped, {p['dropped_states']} states with fewer than 2 "
+                   "cards left out" if p.get("dropped_cards") or p.get("dropped_states") else "")
         out.append(("persona sensitivity", fmt(p, 3),
-                    f"reference {fmt(p['reference'], 3)}; difference {fmt(p['difference'], 3)} ({p['estimator']})"))
+                    f"reference {fmt(p['reference'], 3)}; difference {fmt(p['difference'], 3)} ({p['estimator']})"
+                    + dropped))
     out += [
         ("conceding rate", fmt(co["rate"], 3), f"reference {fmt(co['reference_rate'], 3)} "
                                                f"({', '.join(co['concede_acts'])})"),

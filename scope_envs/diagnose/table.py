@@ -14,7 +14,7 @@ import sys
 import time
 
 from scope_envs.arguments import count, output_dir, seed
-from scope_envs.diagnose.report import clean, fmt
+from scope_envs.diagnose.report import clean, fmt, number
 from scope_envs.diagnose.specs import GAMES, names
 
 HEADER = ("| game | simulator | fit | sharpening vs reference [95% CI] | explained | on its own card (explained) "
@@ -28,13 +28,14 @@ def line(r: dict) -> str:
     s, c, p, co = r["sharpening"], r["coverage"], r["persona_sensitivity"], r["cooperation"]
     tag = " (eval only)" if r["evaluation_only"] else ""
     explained = f"{s['explained']:.2f}" if s.get("explained") is not None else "–"
-    persona = f"{p['value']:.3f} ({p['reference']['value']:.3f})" if p else "n/a"
+    persona = f"{number(p['value'])} ({number(p['reference']['value'])})" if p else "n/a"
     own = r.get("sharpening_own_card")
     own_text = "–" if not own else (f"{own['value']:.2f}{' (bound)' if own.get('at_bound') else ''} ("
                                     + (f"{own['explained']:.2f}" if own.get("explained") is not None else "–") + ")")
     return (f"| {r['game']} | `{r['simulator']}`{tag} | {r['fit']} | {fmt(s, 2)} | {explained} | {own_text} "
-            f"| {c['acts']['value']:.2f} | {fmt(c['paths'], 2).split(' ')[0]} | {c['entropy_ratio']['value']:.2f} "
-            f"| {c['path_entropy_ratio']['value']:.2f} | {persona} | {fmt(co['bias'], 3)} "
+            f"| {number(c['acts']['value'], 2)} | {fmt(c['paths'], 2).split(' ')[0]} "
+            f"| {number(c['entropy_ratio']['value'], 2)} "
+            f"| {number(c['path_entropy_ratio']['value'], 2)} | {persona} | {fmt(co['bias'], 3)} "
             f"| {r['errors']['probe_errors']} |")
 
 
