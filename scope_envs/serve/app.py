@@ -66,8 +66,6 @@ def describe_space(space) -> dict:
 MAX_JSON_DEPTH = 64  # nesting of an incoming JSON document (no message of the protocol nests near as deep)
 DEFAULT_BODY_TIMEOUT = 30.0  # seconds a request body may take to arrive (one shorter than its length never ends)
 _MAYBE_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")
-_TASK_ROUTES = {"/{env_name}/splits", "/{env_name}/tasks", "/{env_name}/num_tasks", "/{env_name}/task",
-                "/{env_name}/task_range"}
 _TASK_PATH = re.compile(r"/[^/]+/(splits|tasks|num_tasks|task|task_range)/?")
 NO_TASK_API = ("this server has no task API (splits, tasks): a scope env's episodes are drawn by seed "
                "(reset with seed=...)")
@@ -391,8 +389,6 @@ def create_app(env_id: str, surface: str = "act", kwargs: Optional[dict] = None,
         concurrency_config=ConcurrencyConfig(max_concurrent_envs=max_sessions, session_timeout=idle_timeout),
         state_cls=ScopeState)
     app.title = f"scope-envs: {env_id} ({surface})"
-    # OpenEnv's task API: a scope env has none; BodyLimit answers every method and body on these paths 404
-    app.router.routes[:] = [r for r in app.router.routes if getattr(r, "path", None) not in _TASK_ROUTES]
 
     @app.exception_handler(ProtocolError)
     async def protocol_error(request: Request, exc: ProtocolError):
@@ -406,8 +402,6 @@ def create_app(env_id: str, surface: str = "act", kwargs: Optional[dict] = None,
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException):
-        if exc.status_code == 501:  # OpenEnv's task API, which a scope env does not implement
-            return JSONResponse(status_code=404, content={"detail": NO_TASK_API, "code": "NOT_FOUND"})
         if isinstance(exc.detail, list):
             errors = safe_errors(exc.detail)
             content = {"detail": _error_sentence(errors), "code": "BAD_REQUEST", "errors": errors}
