@@ -17,8 +17,12 @@ from __future__ import annotations
 
 import errno
 import json
+import math
 import os
 from pathlib import Path
+from typing import Any
+
+import numpy as np
 
 
 class OutputError(OSError):
@@ -84,3 +88,29 @@ def check_output_dir(folder: str | os.PathLike) -> Path:
             raise OutputError(f"{folder}: a part of this path is a file, not a folder") from None
         raise OutputError(describe(e, folder)) from None
     return folder
+
+
+def _float(x: float):
+    return x if math.isfinite(x) else None  # JSON has no nan/inf
+
+
+def jsonable(value: Any) -> Any:
+    """A plain JSON value for ``value``: numpy scalars to Python, arrays and tuples to lists, NaN and infinities
+    to null (JSON has none), any other object its ``str``."""
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return jsonable(value.tolist())
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        return _float(float(value))
+    if isinstance(value, (str, np.str_)):
+        return str(value)
+    if value is None:
+        return None
+    return str(value)  # a persona or other object: its readable form

@@ -129,16 +129,9 @@ def stats_by_game(results: dict, confirmatory: list[str] | None = None) -> dict:
 
 def to_json(stats_by_game_: dict) -> dict:
     """entrants.json: game -> entrant -> its family and tests (JSON numbers; NaN as null)."""
-    def clean(v):
-        if isinstance(v, float):
-            return v if np.isfinite(v) else None
-        if isinstance(v, (list, tuple)):
-            return [clean(x) for x in v]
-        if isinstance(v, dict):
-            return {k: clean(x) for k, x in v.items()}
-        return v
+    from scope_envs.files import jsonable
 
-    return {g: clean(st.get("entrants", {})) for g, st in stats_by_game_.items() if st.get("entrants")}
+    return {g: jsonable(st["entrants"]) for g, st in stats_by_game_.items() if st.get("entrants")}
 
 
 def report_lines(game: str, st: dict) -> list[str]:

@@ -10,39 +10,15 @@ batched endpoint use them, and nothing else does.
 from __future__ import annotations
 
 import base64
-import math
 from typing import Any
 
 import numpy as np
 
+from scope_envs.files import jsonable  # noqa: F401  (the wire's plain JSON values are the output files')
+
 # dtypes a packed array may name: a peer cannot make the decoder build an arbitrary dtype
 WIRE_DTYPES = frozenset({"bool", "int8", "int16", "int32", "int64", "uint8", "float32", "float64"})
 MAX_PACKED_ELEMENTS = 1 << 24
-
-
-def _float(x: float):
-    return x if math.isfinite(x) else None  # JSON has no nan/inf
-
-
-def jsonable(value: Any) -> Any:
-    """A plain JSON value for ``value`` (numpy scalars to Python, arrays and tuples to lists)."""
-    if isinstance(value, dict):
-        return {str(k): jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [jsonable(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return jsonable(value.tolist())
-    if isinstance(value, (bool, np.bool_)):
-        return bool(value)
-    if isinstance(value, (int, np.integer)):
-        return int(value)
-    if isinstance(value, (float, np.floating)):
-        return _float(float(value))
-    if isinstance(value, (str, np.str_)):
-        return str(value)
-    if value is None:
-        return None
-    return str(value)  # a persona or other object: its readable form
 
 
 def pack(value: Any) -> Any:

@@ -14,7 +14,7 @@ people do? With three or more conditions, the Spearman rank correlation of the c
 one number.
 
 ``analysis.json`` is strict JSON: a number that does not exist (the mean of no session, the CI of one, the
-correlation of fewer than three conditions) is ``null``, never ``NaN`` (``scope_envs.serve.codec.jsonable``).
+correlation of fewer than three conditions) is ``null``, never ``NaN`` (``scope_envs.files.jsonable``).
 The in-chat measure reads the game's outcome key named in its label, which is also the export's column
 (P4G: ``outcome_intended``, the amount the person chose from the list in their final message; the export's
 ``outcome_stated`` is a 0/1 flag, an amount was stated, not dollars).
@@ -27,8 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from scope_envs.bench.stats import bootstrap_ci, holm, welch
-from scope_envs.files import save_figure, write_atomic, write_json
-from scope_envs.serve.codec import jsonable
+from scope_envs.files import jsonable, save_figure, write_atomic, write_json
 from scope_envs.study.config import StudyConfig
 from scope_envs.study.games import spec
 from scope_envs.study.store import Store, outcome_of
