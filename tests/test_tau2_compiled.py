@@ -116,6 +116,7 @@ def test_the_engine_is_the_same_with_nothing_kept(monkeypatch):
 
     monkeypatch.setattr(compiled, "MEMO_SIZE", 0)
     monkeypatch.setattr(compiled, "WORLDS_KEPT", 0)
+    monkeypatch.setattr(compiled, "ROWS_KEPT", 0)
     monkeypatch.setattr(batched, "TASKS", compiled.Tasks())  # compiled afresh, under the caps
     f = lambda: scope_envs.make("tau2-cotrain")  # noqa: E731
     vec, loop = vectorize([f() for _ in range(8)]), LoopVecEnv([f() for _ in range(8)])
@@ -123,3 +124,31 @@ def test_the_engine_is_the_same_with_nothing_kept(monkeypatch):
     assert_same(play(vec, 150, seed=6), play(loop, 150, seed=6))
     tables = batched.TASKS.tables
     assert tables and all(not (t.answers or t.flags or t.rewards) and len(t.worlds) <= 1 for t in tables)
+    kept = batched.TASKS
+    assert not any(len(k.hash) or k._n_waiting for k in (kept.kept_calls, kept.kept_flags, kept.kept_rewards))
+
+
+def test_kept_rows_answer_what_was_put_and_miss_the_rest(monkeypatch):
+    """``KeptRows``: a row put is found once merged (before that it misses, and its table answers it), a key never
+    put misses, and a hash collision is a miss, never another key's values."""
+    from scope_envs.games.tau2 import compiled
+
+    kept = compiled.KeptRows(2, 2, np.uint64)
+    keys = np.array([[0, 1], [1, 0], [5, 7]], np.uint64)
+    kept.put(keys, np.array([[10, 11], [20, 21], [30, 31]], np.uint64))
+    assert not kept.get(keys)[0].any()  # waiting: fewer than 256 rows
+    many = np.stack([np.arange(100, 400), np.arange(100, 400) + 1], 1).astype(np.uint64)
+    kept.put(many, many * 2)
+    kept.put(keys[:1], np.array([[10, 11]], np.uint64))  # (put again: kept once)
+    found, values = kept.get(np.concatenate([keys, [[9, 9]], many[:2]]).astype(np.uint64))
+    assert found.tolist() == [True, True, True, False, True, True]
+    assert values[:3].tolist() == [[10, 11], [20, 21], [30, 31]] and values[3].tolist() == [0, 0]
+    assert len(kept.hash) == 303
+    kept.put(many[:200], many[:200] * 2)  # waiting again, with the row put twice: merged with the next, once
+    kept.put(many[:60] + np.uint64(1000), many[:60])
+    assert len(kept.hash) == 363 and kept.get(many[:60] + np.uint64(1000))[0].all()
+    monkeypatch.setattr(compiled.KeptRows, "_hash", classmethod(lambda cls, k: np.zeros(len(k), np.uint64)))
+    clash = compiled.KeptRows(2, 1, np.uint64)
+    clash.put(many, many[:, :1])  # every key hashes alike
+    found, values = clash.get(many)
+    assert found.sum() >= 1 and (values[found] == many[found, :1]).all()  # found: its own value; else a miss

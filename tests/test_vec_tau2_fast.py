@@ -35,13 +35,22 @@ def test_fast_mode_draws_episodes_from_the_exact_distribution(env_id):
 
 @pytest.mark.parametrize("split", ["train", "heldout"])
 def test_fast_dealing_draws_scenarios_as_sample_persona(split):
-    """``Tau2Game.sample_personas`` (fast mode's dealing, all slots at once) against ``sample_persona`` one at a
-    time: the same scenarios (task, card) from the same distribution; a draw from the other split is rejected."""
+    """``Tau2Game.sample_scenarios`` (fast mode's dealing, all slots at once, as indices) and ``scenario_at`` /
+    ``scenario_ids`` against ``sample_persona`` one at a time: the same scenarios (task, card) from the same
+    distribution; a draw from the other split is rejected."""
     game = scope_envs.make("tau2-frozen").unwrapped.game
     rng = np.random.default_rng(1)
     one = [game.sample_persona(rng, split) for _ in range(4000)]
-    many, cards = game.sample_personas(np.random.default_rng(2), split, 4000)
-    other, _ = game.sample_personas(np.random.default_rng(3), "train" if split == "heldout" else "heldout", 4000)
+
+    def sample(seed, split):
+        drawn = game.sample_scenarios(np.random.default_rng(seed), split, 4000)
+        ids = game.scenario_ids(split, *drawn)
+        scenarios = [game.scenario_at(split, *ix) for ix in zip(*(a.tolist() for a in drawn))]
+        assert ids.tolist() == [p.id for p in scenarios]
+        return scenarios, drawn[2]
+
+    many, cards = sample(2, split)
+    other, _ = sample(3, "train" if split == "heldout" else "heldout")
     drawn = {p.id: p for p in one}
     assert all(p == drawn[p.id] for p in many if p.id in drawn) and sum(p.id in drawn for p in many) > 100
     assert [p.attributes["card"] for p in many] == [f"{split}-{c:04d}" for c in cards]
@@ -94,3 +103,28 @@ def test_fast_mode_is_reproducible_and_keeps_the_api():
     assert finals > 0
 
 
+
+
+def test_scenarios_dealt_by_indices_are_the_ones_read():
+    """Fast mode deals scenarios as indices and builds one only where it is read (``Tau2Batch.game``): each slot's
+    final ``persona`` id, and the scenario its scalar game is reset on, are ``sample_persona``'s for those
+    indices."""
+    from scope_envs.games.tau2.game import scenario
+    from scope_envs.games.tau2.behaviour import card, card_split
+
+    vec = scope_envs.make_vec("tau2-heldout", num_envs=16, exact=False)
+    rng = np.random.default_rng(0)
+    obs, infos = vec.reset(seed=2)
+    seen = 0
+    for _ in range(30):
+        obs, _, _, _, infos = vec.step(random_acts(vec, obs, infos, rng))
+        b = vec.batch
+        for i in range(vec.num_envs):
+            if b.persona[i] is None:  # not built yet: build it from the indices and compare
+                split, (d, t, c) = b.drawn_split[i], b.drawn[i].tolist()
+                game = b.game(i)
+                domain = game.domains[d]
+                want = scenario(domain, game._tasks(domain, split)[t], card(card_split(split), c), split)
+                assert game.persona == want and vec.persona_id[i] == want.id
+                seen += 1
+    assert seen > 16

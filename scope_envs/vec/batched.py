@@ -282,11 +282,12 @@ class BatchedVecEnv(VecBase):
                     self.deal_many(mine[codes == split], SPLITS[split])
         self._begun(slots)
 
-    def _rosters(self, idx: np.ndarray) -> None:
+    def _rosters(self, idx: np.ndarray) -> list[int]:
         """Fast mode: the (slot, member) arrays of these slots, rebuilt where the env's members changed (a
-        checkpoint pool's snapshot joins through ``set_members``, a new list)."""
+        checkpoint pool's snapshot joins through ``set_members``, a new list); returns those slots."""
         envs, known = self._u, self._m_ref
-        for i in [i for i in idx.tolist() if envs[i].members is not known[i]]:
+        changed = [i for i in idx.tolist() if envs[i].members is not known[i]]
+        for i in changed:
             env = envs[i]
             k = len(env.members)
             if k > self._roster.shape[1]:
@@ -305,6 +306,7 @@ class BatchedVecEnv(VecBase):
                                       -1 if own is None else self._own.index(own), kind < 0 and not learnable)
             self._m_count[i] = k
             known[i] = env.members
+        return changed
 
     def _kind(self, sim, sampler) -> int:
         """The code of ``sim``'s batched reply model (into ``_kinds``), or -1: ask it slot by slot."""
@@ -387,8 +389,8 @@ class BatchedVecEnv(VecBase):
         persona[ended] = self.persona_id[ended]
         # the user's acts of every finished slot in one pass, then cut into one list per slot
         width = int(b.length[ended].max())
-        theirs = self.hist_role.take(ended, 0)[:, :width] == 1
-        acts = self.hist_act.take(ended, 0)[:, :width][theirs].tolist()
+        theirs = self.hist_role[ended, :width] == 1
+        acts = self.hist_act[ended, :width][theirs].tolist()
         start = 0
         for i, end in zip(ended.tolist(), np.cumsum(theirs.sum(1)).tolist()):
             user_acts[i], start = acts[start:end], end

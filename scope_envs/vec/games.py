@@ -183,10 +183,14 @@ class CooperBenchVecEnv(BatchedVecEnv):
 def slot_traits(sim, persona) -> list:
     """The ``TRAITS`` a built-in user plays in a slot: its style card's, else the dealt card's, moved toward the
     modal card by its cooperation (``ReferenceUser.reference``); the held-out proxy plays the dealt card."""
+    return rule_traits(*traits_rule(sim), persona)
+
+
+def rule_traits(style, cooperation: float, persona) -> list:
+    """``slot_traits`` of a user whose ``traits_rule`` is (``style``, ``cooperation``)."""
     from scope_envs.agents.tau2 import cooperative_traits  # players sit above games: here, not in games/
     from scope_envs.games.tau2.batched import TRAITS
 
-    style, cooperation = traits_rule(sim)
     traits = style.traits if style is not None else persona.traits
     if cooperation:
         traits = cooperative_traits(traits, cooperation)
@@ -201,6 +205,7 @@ def traits_rule(sim) -> tuple:
 
 
 TRAITS_KEPT = 50_000  # (style, cooperation, card) -> a reply model's traits
+RULES_KEPT = 1_000  # fast mode's traits tables, one per (style, cooperation) and split
 
 
 class Tau2VecEnv(BatchedVecEnv):
@@ -222,6 +227,15 @@ class Tau2VecEnv(BatchedVecEnv):
         self._one_game = all(u.game.domains == first.domains and
                              all(u.game.data[d] is first.data[d] for d in first.domains) for u in self._u)
         self._traits: dict = {}
+        # fast mode: each (slot, member)'s traits rule (into ``_rules``; -1: worked out slot by slot), the
+        # rules' traits per card of each split, the member whose simulator is each slot's ``user_player`` (-1:
+        # not known), and the task rows of the tasks dealt (per split, a row per domain and task)
+        n = self.num_envs
+        self._rule = np.full((n, 1), -1, np.int64)
+        self._rules: list[tuple] = []
+        self._rule_tables: dict[tuple, np.ndarray] = {}
+        self._player = np.full(n, -1, np.int64)
+        self._dealt: dict[str, np.ndarray] = {}
 
     def make_batch(self, game):
         from scope_envs.games.tau2.batched import Tau2Batch
@@ -231,6 +245,7 @@ class Tau2VecEnv(BatchedVecEnv):
     def deal(self, i, env, sim, persona, rng):
         # the episode seed, the one draw of the scalar game's ``reset``, from the slot's generator
         self.batch.begin(i, persona, int(rng.integers(2**31)))
+        self._player[i] = -1  # (its ``user_player`` was set by the caller)
         self.batch.traits[i] = self._slot_traits(sim, persona, stable=False)
         return None
 
@@ -254,30 +269,104 @@ class Tau2VecEnv(BatchedVecEnv):
         from scope_envs.games.tau2.behaviour import card, card_split
 
         rng, k, side = self._rng, len(idx), card_split(split)
-        cards = None
+        cards = rows = None
         if persona is not None:  # a simulator's own card: every slot plays it
-            personas = [persona] * k
+            personas, ids = [persona] * k, [persona.id] * k
         elif self._one_game:  # ``sample_persona``'s distribution, all at once
-            personas, cards = self._u[int(idx[0])].game.sample_personas(rng, split, k)
+            game = self._u[int(idx[0])].game
+            domain, task, cards = game.sample_scenarios(rng, split, k)
         else:
             personas = [self._u[i].game.sample_persona(rng, split) for i in idx.tolist()]
+            ids = [p.id for p in personas]
         seeds = rng.integers(2**31, size=k)  # each episode's seed, the one draw of the scalar game's ``reset``
-        b, envs, traits, stable = self.batch, self._u, [], persona is not None or cards is not None
-        for j, (i, m) in enumerate(zip(idx.tolist(), self.member[idx].tolist())):
-            env = envs[i]
-            sim = env.members[m]
-            env.game.user_player = sim = None if sim == LEARNABLE else sim
-            own = personas[j] if cards is None else card(side, int(cards[j]))
-            traits.append(self._slot_traits(sim, own, stable))
-        b.traits[idx] = traits
-        if cards is None:
-            rows, disclose = card_rows(personas)
+        if cards is not None:  # the scenarios by indices: built only where read (``Tau2Batch.game``)
+            personas, ids = np.full(k, None, object), game.scenario_ids(split, domain, task, cards)
+            rows = self._task_rows(game, idx, split, domain, task, cards, seeds)
+        members = self.member[idx]
+        self._seat_players(idx, members)
+        b = self.batch
+        if cards is not None and (rule := self._rule[idx, members]).min() >= 0:
+            for code in np.unique(rule).tolist():  # (usually one)
+                mine = rule == code
+                b.traits[idx[mine]] = self._rule_table(code, side)[cards[mine]]
         else:
-            rows = card_table(side)[cards]
-            disclose = rows[:, CARD_TRAITS.index("disclose")]
-        b.start(idx, personas, seeds.tolist(), rows, disclose)
-        self.persona[idx] = personas
-        self.persona_id[idx] = [p.id for p in personas]
+            envs, stable = self._u, persona is not None or cards is not None
+            b.traits[idx] = [self._slot_traits(envs[i].game.user_player,
+                                               personas[j] if cards is None else card(side, int(cards[j])), stable)
+                             for j, i in enumerate(idx.tolist())]
+        if cards is None:
+            card_rows_, disclose = card_rows(personas)
+        else:
+            card_rows_ = card_table(side)[cards]
+            disclose = card_rows_[:, CARD_TRAITS.index("disclose")]
+        b.start(idx, personas, seeds.tolist(), card_rows_, disclose, rows)
+        if cards is not None:
+            b.drawn[idx], b.drawn_split[idx] = np.stack([domain, task, cards], 1), split
+        self.persona[idx] = personas  # (None where built only when read: ``batch.game(i).persona``)
+        self.persona_id[idx] = ids
+
+    def _task_rows(self, game, idx, split, domain, task, cards, seeds) -> np.ndarray:
+        """The task rows (``Tasks``) of the tasks ``sample_scenarios`` drew for slots ``idx``, kept per split; a
+        task not compiled yet is compiled on the first slot dealt it, with its episode seed, as slot by slot."""
+        table = self._dealt.get(split)
+        if table is None:
+            table = self._dealt[split] = np.full(
+                (len(game.domains), max(1, *(len(game._tasks(d, split)) for d in game.domains))), -1, np.int64)
+        rows = table[domain, task]
+        if rows.min() < 0:
+            games = self.batch.games
+            for j in np.flatnonzero(rows < 0).tolist():
+                d, t = int(domain[j]), int(task[j])
+                if table[d, t] < 0:
+                    p = game.scenario_at(split, d, t, int(cards[j]))
+                    table[d, t] = self.batch.tasks.row_for(games[int(idx[j])], p, int(seeds[j]))
+            rows = table[domain, task]
+        return rows
+
+    def _seat_players(self, idx, members) -> None:
+        """Each slot's scalar game gets its member as ``user_player``, where it has another (as ``_deal_one``)."""
+        stale = self._player[idx] != members
+        if stale.any():
+            for i, m in zip(idx[stale].tolist(), members[stale].tolist()):
+                sim = self._u[i].members[m]
+                self._u[i].game.user_player = None if sim == LEARNABLE else sim
+            self._player[idx[stale]] = members[stale]
+
+    def _rosters(self, idx):
+        """``BatchedVecEnv._rosters``, and each (slot, member)'s traits rule (``traits_rule``) where the members
+        changed."""
+        changed = super()._rosters(idx)
+        for i in changed:
+            members = self._u[i].members
+            if len(members) > self._rule.shape[1]:
+                self._rule = np.pad(self._rule, ((0, 0), (0, len(members) - self._rule.shape[1])),
+                                    constant_values=-1)
+            self._rule[i, : len(members)] = [self._rule_code(None if m == LEARNABLE else m) for m in members]
+            self._player[i] = -1
+        return changed
+
+    def _rule_code(self, sim) -> int:
+        """The index of ``sim``'s traits rule in ``_rules`` (the rule holds its style card, hence its id), or -1
+        once ``RULES_KEPT`` are kept."""
+        style, cooperation = traits_rule(sim)
+        for j, (s, c) in enumerate(self._rules):
+            if s is style and c == cooperation:
+                return j
+        if len(self._rules) >= RULES_KEPT:
+            return -1
+        self._rules.append((style, cooperation))
+        return len(self._rules) - 1
+
+    def _rule_table(self, code: int, side: str) -> np.ndarray:
+        """The traits of rule ``code`` on each behaviour card of ``side`` (``rule_traits``), a row per card."""
+        from scope_envs.games.tau2.behaviour import SPLIT_SIZES, card
+
+        table = self._rule_tables.get((code, side))
+        if table is None:
+            style, cooperation = self._rules[code]
+            table = self._rule_tables[(code, side)] = np.array(
+                [rule_traits(style, cooperation, card(side, c)) for c in range(SPLIT_SIZES[side])], float)
+        return table
 
     def simulators(self):
         from scope_envs.agents.tau2 import HumanProxyUser, ReferenceUser
@@ -314,8 +403,9 @@ class Tau2VecEnv(BatchedVecEnv):
     def _final(self, ended):
         final = super()._final(ended)
         # the user's turns of a task's opening (a conversation it starts in) come first
-        for i in ended.tolist():
-            final["user_acts"][i] = self.batch.user_acts(i)
+        b = self.batch
+        for i in ended[b.tasks.user_opens[b.task[ended]]].tolist():
+            final["user_acts"][i] = b.user_acts(i)
         return final
 
     def step(self, actions):

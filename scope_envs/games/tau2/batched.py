@@ -49,7 +49,8 @@ A = AGENT_INDEX
 LOOKUP, CONFIRM, EXECUTE, INSTRUCT = A["lookup:0"], A["confirm:0"], A["execute:0"], A["instruct:0"]
 REQUEST = A[f"request:{REQUEST_SLOTS[0]}"]  # (each kind's acts are consecutive)
 ENDS = (None, "agent_stop", "user_stop", "max_steps", "too_many_errors")  # ``termination`` codes
-BITS = np.left_shift(np.uint64(1), np.arange(MAX_CALLS, dtype=np.uint64))  # BITS[k] = 1 << k
+# BITS[k] = 1 << k, and BITS[-1] = 0: a call index of -1 (none) has no bit
+BITS = np.append(np.left_shift(np.uint64(1), np.arange(MAX_CALLS, dtype=np.uint64)), np.uint64(0))
 EYE_DOMAIN, EYE_AGENT, EYE_USER = np.eye(len(DOMAINS)), np.eye(len(AGENT_ACTS)), np.eye(len(USER_ACTS))  # one-hots
 
 ROLES = (AGENT, USER)
@@ -100,6 +101,13 @@ def card_table(split: str) -> np.ndarray:
     return table
 
 
+def _objects(items) -> np.ndarray:
+    """A list as a 1-D object array (``np.array`` would look inside items that are sequences)."""
+    out = np.empty(len(items), object)
+    out[:] = items
+    return out
+
+
 def _popcount(x: np.ndarray) -> np.ndarray:
     """The bits set in each entry (numpy >= 2 counts them in C; numpy 1.x, which the requirements allow, in
     Python)."""
@@ -115,9 +123,10 @@ def _first(seq: np.ndarray, ok: np.ndarray, k: int) -> np.ndarray:
     before = np.zeros_like(bits)
     np.bitwise_or.accumulate(bits[:, :-1], 1, out=before[:, 1:])  # ... and those it took before each column
     ok = ok & ((before & bits) == 0)
-    pos = np.argsort(~ok, 1, kind="stable")[:, :k]
-    out = np.full((len(seq), k), -1, np.int64)  # (a row narrower than k leaves the rest at -1)
-    out[:, : pos.shape[1]] = np.where(np.take_along_axis(ok, pos, 1), np.take_along_axis(seq, pos, 1), -1)
+    rank = np.cumsum(ok, 1) - 1  # each taken entry's place in its row
+    rows, cols = np.nonzero(ok & (rank < k))
+    out = np.full((len(seq), k), -1, np.int64)
+    out[rows, rank[rows, cols]] = seq[rows, cols]
     return out
 
 
@@ -134,7 +143,7 @@ def _columns(n: int, cols: list) -> np.ndarray:
 
 def _bit(u: np.ndarray) -> np.ndarray:
     """1 << u for call indices (0 where u is -1)."""
-    return np.where(u >= 0, BITS[np.maximum(u, 0)], np.uint64(0))
+    return BITS[u]
 
 
 class Tau2Batch:
@@ -182,8 +191,11 @@ class Tau2Batch:
         self.episode_seed = z()
         self.disclose = np.ones(n)
         self.card = np.zeros((n, len(CARD_TRAITS)))
-        self.revealed = [" "] * n
-        self.persona = [None] * n
+        self.revealed = np.full(n, " ", object)
+        # each slot's scenario, or None where it was dealt by indices (``drawn_split``, and ``drawn``: its domain,
+        # task and card, as ``Tau2Game.scenario_at`` takes them), built when the slot's scalar game is asked for
+        self.persona = np.full(n, None, object)
+        self.drawn, self.drawn_split = np.zeros((n, 3), np.int64), np.full(n, None, object)
         # each slot's acts this episode (``game(i)`` replays them on the slot's scalar game)
         self.log = np.zeros((n, 2 * self.max_steps + 8, 2), np.int64)
         self.log_n = z()
@@ -214,16 +226,17 @@ class Tau2Batch:
         slots, personas, seeds = zip(*pending)
         self.start(np.array(slots, np.int64), personas, seeds, *card_rows(personas))
 
-    def start(self, i: np.ndarray, personas, seeds, cards: np.ndarray, disclose) -> None:
+    def start(self, i: np.ndarray, personas, seeds, cards: np.ndarray, disclose, rows=None) -> None:
         """New episodes in slots ``i`` at once: their scenarios, episode seeds, behaviour cards (the
-        ``behaviour.TRAITS`` of each, a row per slot) and the ``disclose`` the user reward reads."""
-        tasks, games, persona, revealed = self.tasks, self.games, self.persona, self.revealed
-        rows = []
-        for k, p, seed in zip(i.tolist(), personas, seeds):
-            rows.append(tasks.row_for(games[k], p, seed))
-            persona[k], revealed[k] = p, " "
-        r = np.array(rows, np.int64)
-        t = tasks
+        ``behaviour.TRAITS`` of each, a row per slot) and the ``disclose`` the user reward reads; ``rows``: the
+        scenarios' task rows in ``tasks``, when the caller knows them (else looked up slot by slot)."""
+        t = self.tasks
+        if rows is None:
+            games = self.games
+            rows = [t.row_for(games[k], p, seed) for k, p, seed in zip(i.tolist(), personas, seeds)]
+        r = np.asarray(rows, np.int64)
+        self.persona[i] = personas if isinstance(personas, np.ndarray) else _objects(personas)
+        self.revealed[i] = " "
         self.disclose[i] = disclose
         self.task[i], self.episode_seed[i] = r, seeds
         self.steps[i], self.length[i], self.next[i] = t.steps0[r], t.length0[r], t.next0[r]
@@ -241,6 +254,8 @@ class Tau2Batch:
         """Slot ``i``'s scalar game brought to the slot's state (its acts replayed; kept in step from then on)."""
         game = self.games[i]
         if self._synced[i] < 0:
+            if self.persona[i] is None:
+                self.persona[i] = game.scenario_at(self.drawn_split[i], *self.drawn[i].tolist())
             game.reset(self.persona[i], SeedOnly(int(self.episode_seed[i])))
             self._synced[i] = 0
         for role, act in self.log[i, self._synced[i]: self.log_n[i]].tolist():
@@ -267,13 +282,13 @@ class Tau2Batch:
     def _candidates(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         t, r = self.tasks, self.task[rows]
         called, rev = self.called[rows, None], self.revealed_bits[rows, None]
-        need = t.need[r]
+        task = r[:, None]
 
         def open_(u):  # not made yet
             return (u >= 0) & ((called & _bit(u)) == 0)
 
         def grounded(u):
-            return (np.take_along_axis(need, np.maximum(u, 0), 1) & ~rev) == 0
+            return (t.need[task, np.maximum(u, 0)] & ~rev) == 0
 
         w = t.width
         look = t.lookups[r, : w["lookups"]]
@@ -342,9 +357,9 @@ class Tau2Batch:
         if role == 0:
             reads, writes, phones = self.candidates()
             pol = np.zeros((n, K_WRITE))
-            for i, j in zip(*np.nonzero(writes >= 0)):
-                tab = self.tasks.tables[r[i]]
-                pol[i, j] = tab.policy_flag(int(self.trail[i]), int(self.ident[i]), int(writes[i, j]))
+            i, j = np.nonzero(writes >= 0)
+            if len(i):
+                pol[i, j] = t.policy_flags(r[i], self.trail[i], self.ident[i], writes[i, j])
             confirmed = (self.confirmed[:, None] & _bit(writes)) != 0
             cols = [dom, self.steps / self.max_steps, self.tool_errors / self.max_tool_errors, self.agent_msgs / 30,
                     self.told > 0, self.ident_any, self.last_err, self.stated, self.details_given, self.asked,
@@ -392,23 +407,28 @@ class Tau2Batch:
         agent's calls revealed."""
         if not len(idx):
             return
-        tables, r = self.tasks.tables, self.task[idx]
-        got = [tables[k].answer(trail, ident, u) for k, trail, ident, u in
-               zip(r.tolist(), self.trail[idx].tolist(), self.ident[idx].tolist(), us.tolist())]
-        text, error, ident, added, trail, inside, ident_any = zip(*got)
-        error = np.array(error, bool)
+        tasks, r = self.tasks, self.task[idx]
+        trail, ident = self.trail[idx], self.ident[idx]
+        got = tasks.answers(r, trail, ident, us)
+        error = got[:, 0].astype(bool)
         self.length[idx] += 1
         self.steps[idx] += 2
         self.tool_errors[idx] += error
         self.called[idx] |= BITS[us]
         self._stale[idx] = True
-        self.gold[idx] |= self.tasks.gold_of[r, us]
+        self.gold[idx] |= tasks.gold_of[r, us]
         self.last_err[idx] = error
-        self.ident[idx], self.trail[idx], self.ident_any[idx] = ident, trail, ident_any
-        self.violations[idx] += added
-        mine = self.tasks.assistant[r, us]  # the agent's calls reveal their results; the user's phone ones do not
+        self.ident[idx], self.trail[idx], self.ident_any[idx] = got[:, 1], got[:, 3], got[:, 5].astype(bool)
+        self.violations[idx] += got[:, 2].astype(np.int64)
+        mine = tasks.assistant[r, us]  # the agent's calls reveal their results; the user's phone ones do not
         if mine.any():
-            self._reveal(idx[mine], np.array(inside, np.uint64)[mine], [text[j] for j in np.flatnonzero(mine)])
+            j = np.flatnonzero(mine)
+
+            def text(k):  # the text itself only where a token may run across a join (``_reveal``): asked again
+                row = j[k]
+                return tasks.tables[r[row]].answer(int(trail[row]), int(ident[row]), int(us[row]))[0]
+
+            self._reveal(idx[j], got[j, 4], text)
 
     def _reveal(self, idx: np.ndarray, inside: np.ndarray, pieces) -> None:
         """What slots ``idx`` revealed gains ``pieces`` (``Tau2Game.revealed += " " + piece``): the tokens
@@ -458,10 +478,10 @@ class Tau2Batch:
         if len(ended):
             self.done[ended] = True
             self.cut[ended] = self.end[ended] >= ENDS.index("max_steps")
-            stopped = ended[self.end[ended] <= ENDS.index("user_stop")]  # truncated episodes score 0
-            for i in stopped.tolist():
-                self.reward[i] = self.tasks.tables[self.task[i]].reward(
-                    int(self.trail[i]), int(self.gold[i]), int(self.comm[i]), int(self.called[i]), int(self.said[i]))
+            i = ended[self.end[ended] <= ENDS.index("user_stop")]  # truncated episodes score 0
+            if len(i):
+                self.reward[i] = self.tasks.rewards(self.task[i], self.trail[i], self.gold[i], self.comm[i],
+                                                    self.called[i], self.said[i])
         return ended
 
     def _agent(self, idx: np.ndarray, acts: np.ndarray) -> None:

@@ -21,7 +21,9 @@ the policy check of a write candidate likewise; the reward per trail, gold actio
 answers come from the very functions the scalar game calls (``World.call``, the domain's ``violations``,
 ``evaluate.evaluate``), on a world rebuilt at that trail.
 
-``Tasks`` holds the compiled tasks of the process as rows of padded arrays (``TASKS``, shared by every batch).
+``Tasks`` holds the compiled tasks of the process as rows of padded arrays (``TASKS``, shared by every batch), and
+the kept answers again as rows of numbers (``KeptRows``), which the batch reads for all its slots at once: a table
+answers only what was not asked before.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ A = AGENT_INDEX
 MAX_LOOKUPS, MAX_RECORDS, MAX_REQUESTS, MAX_PHONES = 24, 8, 8, 16
 MAX_CALLS, MAX_TOKENS = 64, 64  # bits of a uint64
 WORLDS_KEPT = 1_000  # worlds kept per task, one per trail (a trail not kept is rebuilt from its parent's)
+ROWS_KEPT = 2_000_000  # answers kept as rows per kind (calls, policy checks, rewards), all tasks together
 HOWS = ("ok", "slip")  # how an identity slot was told (the batch's ``told``: 0 not told, 1 + this index)
 DECOY_KINDS = (None, "forbidden", "mind_change")
 
@@ -59,6 +62,62 @@ def _keep(memo: dict, key, value) -> None:
     """Keep an answer, up to ``world.MEMO_SIZE`` per memo (the cap bounds memory; past it answers are recomputed)."""
     if len(memo) < MEMO_SIZE:
         memo[key] = value
+
+
+class KeptRows:
+    """Answers kept by rows of integer keys, read for many rows at once: a key's row of values, or a miss (one
+    ``get`` is a few array operations whatever the number of rows, where a dict is asked row by row).
+
+    The keys are hashed into one uint64 each and kept sorted; a row is found by binary search and its key
+    compared column by column, so a hash collision is a miss, never a wrong answer. New rows wait until there
+    are a quarter as many as kept, then are merged in one sort (a run keeps ``ROWS_KEPT`` at most); a row still
+    waiting misses, and its table answers it again from its own memo."""
+
+    MIX = np.uint64(0x9E3779B97F4A7C15)
+
+    def __init__(self, width: int, values: int, dtype):
+        self.width, self.dtype = width, dtype
+        self.hash = np.empty(0, np.uint64)
+        self.keys = np.empty((0, width), np.uint64)
+        self.values = np.empty((0, values), dtype)
+        self._waiting: list[tuple[np.ndarray, np.ndarray]] = []
+        self._n_waiting = 0
+
+    @classmethod
+    def _hash(cls, keys: np.ndarray) -> np.ndarray:
+        h = np.zeros(len(keys), np.uint64)
+        for j in range(keys.shape[1]):  # (uint64 products wrap: a hash, not a number)
+            h = (h ^ keys[:, j]) * cls.MIX
+            h ^= h >> np.uint64(29)
+        return h
+
+    def get(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(whether each row of ``keys`` (rows, width) is kept, the values of those kept (the rest: zeros))."""
+        out = np.zeros((len(keys), self.values.shape[1]), self.dtype)
+        if not len(self.hash):
+            return np.zeros(len(keys), bool), out
+        h = self._hash(keys)
+        pos = np.minimum(np.searchsorted(self.hash, h), len(self.hash) - 1)
+        found = (self.hash[pos] == h) & (self.keys[pos] == keys).all(1)
+        out[found] = self.values[pos[found]]
+        return found, out
+
+    def put(self, keys: np.ndarray, values: np.ndarray) -> None:
+        """Keep these rows (a row already kept, or waiting, is kept once)."""
+        if len(self.hash) + self._n_waiting >= ROWS_KEPT or not len(keys):
+            return
+        self._waiting.append((keys, values))
+        self._n_waiting += len(keys)
+        if self._n_waiting >= max(256, len(self.hash) // 4):
+            keys = np.concatenate([self.keys, *(k for k, _ in self._waiting)])
+            values = np.concatenate([self.values, *(v for _, v in self._waiting)])
+            h = self._hash(keys)
+            order = np.lexsort((*keys.T[::-1], h))  # by hash, then by key: equal rows side by side
+            h, keys, values = h[order], keys[order], values[order]
+            first = np.ones(len(h), bool)
+            first[1:] = (h[1:] != h[:-1]) | (keys[1:] != keys[:-1]).any(1)
+            self.hash, self.keys, self.values = h[first], keys[first], values[first]
+            self._waiting, self._n_waiting = [], 0
 
 
 class SeedOnly:
@@ -323,7 +382,7 @@ class Tasks:
         "gold0": ((), np.uint64, 0), "comm0": ((), np.uint64, 0), "ident_any0": ((), bool, False),
         "told_bits": ((len(IDENTITY_SLOTS), len(HOWS)), np.uint64, 0), "details_bits": ((), np.uint64, 0),
         "tails": ((), bool, False), "assistant": ((MAX_CALLS,), bool, False),
-        "identity_order": ((len(IDENTITY_SLOTS),), np.int64, -1),
+        "identity_order": ((len(IDENTITY_SLOTS),), np.int64, -1), "user_opens": ((), bool, False),
     }
 
     def __init__(self):
@@ -334,6 +393,11 @@ class Tasks:
         self.width = {"lookups": 0, "records": 0, "requests": 0, "phones": 0}
         self.cap = 0
         self._grow(16)
+        # the tables' answers as rows, keyed (task row, ...): a call's (error, identified users, violations added,
+        # trail after, tokens revealed, anyone identified); a write's policy flag; an episode's reward
+        self.kept_calls = KeptRows(4, 6, np.uint64)
+        self.kept_flags = KeptRows(4, 1, np.float64)
+        self.kept_rewards = KeptRows(4, 1, np.float64)
 
     def _grow(self, cap: int) -> None:
         for name, (shape, dtype, fill) in self.FIELDS.items():
@@ -342,6 +406,44 @@ class Tasks:
                 new[: self.cap] = getattr(self, name)
             setattr(self, name, new)
         self.cap = cap
+
+    # -- the kept answers of many slots at once (each a ``TaskTables`` method's, row by row) ---------------------
+    def answers(self, rows: np.ndarray, trail: np.ndarray, ident: np.ndarray, u: np.ndarray) -> np.ndarray:
+        """``TaskTables.answer`` less its text, for calls ``u`` of tasks ``rows`` at ``trail`` with users ``ident``
+        identified: (calls, 6) uint64, the columns (error, identified users after, violations added, trail after,
+        tokens the text holds, anyone identified after)."""
+        keys = np.stack([rows, trail, ident, u], 1).astype(np.uint64)
+        found, out = self.kept_calls.get(keys)
+        if not found.all():
+            miss = np.flatnonzero(~found)
+            tables = self.tables
+            got = [tables[k].answer(t, i, c)[1:] for k, t, i, c in keys[miss].tolist()]
+            out[miss] = np.array(got, np.uint64).reshape(len(miss), 6)
+            self.kept_calls.put(keys[miss], out[miss])
+        return out
+
+    def policy_flags(self, rows: np.ndarray, trail: np.ndarray, ident: np.ndarray, u: np.ndarray) -> np.ndarray:
+        """``TaskTables.policy_flag`` of write calls ``u`` of tasks ``rows`` (1-D arrays, one entry each)."""
+        keys = np.stack([rows, trail, ident, u], 1).astype(np.uint64)
+        found, out = self.kept_flags.get(keys)
+        if not found.all():
+            miss = np.flatnonzero(~found)
+            tables = self.tables
+            out[miss, 0] = [tables[k].policy_flag(t, i, c) for k, t, i, c in keys[miss].tolist()]
+            self.kept_flags.put(keys[miss], out[miss])
+        return out[:, 0]
+
+    def rewards(self, rows, trail, gold, comm, called, said) -> np.ndarray:
+        """``TaskTables.reward`` of episodes of tasks ``rows`` (1-D arrays, one entry each)."""
+        keys = np.stack([rows, trail, gold, comm], 1).astype(np.uint64)
+        found, out = self.kept_rewards.get(keys)
+        if not found.all():
+            miss = np.flatnonzero(~found)
+            tables = self.tables
+            out[miss, 0] = [tables[k].reward(t, g, c, d, s) for (k, t, g, c), d, s in
+                            zip(keys[miss].tolist(), called[miss].tolist(), said[miss].tolist())]
+            self.kept_rewards.put(keys[miss], out[miss])
+        return out[:, 0]
 
     def row_for(self, game: Tau2Game, persona, seed: int) -> int:
         """The row of ``persona``'s task; a task not seen yet is compiled from ``game`` reset on it (its episode
@@ -402,6 +504,7 @@ class Tasks:
         self.tails[r] = any(" " in tok for tok in t.tokens)
         self.assistant[r, : len(t.calls)] = [c.requestor == "assistant" for c in t.calls]
         self.identity_order[r, : len(t.identity_order)] = t.identity_order
+        self.user_opens[r] = bool(t.user_acts0)
         return r
 
 

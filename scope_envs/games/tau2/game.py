@@ -168,6 +168,7 @@ class Tau2Game(Game):
         self.judge = judge
         self.user_reward = user_reward
         self.target_var, self.width = target_var, width
+        self._scenario_ids: dict[str, tuple] = {}  # ``scenario_ids``' tables, per split
         first = self.data[domains[0]]
         self.reset(Persona(f"{domains[0]}/{first.tasks[0]['id']}", "train", {},
                            {"domain": domains[0], "task_id": first.tasks[0]["id"]}), np.random.default_rng(0))
@@ -181,19 +182,38 @@ class Tau2Game(Game):
         task_id = ids[int(rng.integers(len(ids)))]
         return scenario(domain, task_id, behaviour.sample_card(rng, behaviour.card_split(split)), split)
 
-    def sample_personas(self, rng, split, k: int) -> tuple[list[Persona], np.ndarray]:
+    def sample_scenarios(self, rng, split, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``k`` draws of ``sample_persona``'s distribution at once (the vec engine's fast mode; not the same
-        draws): the scenarios and their behaviour cards' indices (``behaviour.card(card_split(split), index)``)."""
+        draws), as indices: each scenario's domain (into ``domains``), task (into the domain's tasks of the split)
+        and behaviour card (``behaviour.card(card_split(split), index)``); the scenario itself is
+        ``scenario_at``."""
         ids = [self._tasks(d, split) for d in self.domains]
         domain = rng.integers(len(ids), size=k)
         for d in np.unique(domain).tolist():
             self._split_ids(self.domains[d], split)  # (a domain without tasks in the split raises once drawn)
         task = rng.integers(np.array([max(1, len(t)) for t in ids])[domain])
-        side = behaviour.card_split(split)
-        cards = rng.integers(behaviour.SPLIT_SIZES[side], size=k)
-        card = behaviour.card
-        return [scenario(self.domains[d], ids[d][t], card(side, c), split)
-                for d, t, c in zip(domain.tolist(), task.tolist(), cards.tolist())], cards
+        cards = rng.integers(behaviour.SPLIT_SIZES[behaviour.card_split(split)], size=k)
+        return domain, task, cards
+
+    def scenario_at(self, split: str, domain: int, task: int, card: int) -> Persona:
+        """The scenario that ``sample_scenarios`` names by indices."""
+        d = self.domains[domain]
+        return scenario(d, self._tasks(d, split)[task], behaviour.card(behaviour.card_split(split), card), split)
+
+    def scenario_ids(self, split: str, domain: np.ndarray, task: np.ndarray, cards: np.ndarray) -> np.ndarray:
+        """The ids of the scenarios ``scenario_at`` would give, as an object array, without building them (the
+        fast engine deals hundreds a step and builds a scenario only where one is read)."""
+        tables = self._scenario_ids.get(split)
+        if tables is None:
+            side = behaviour.card_split(split)
+            ids = [self._tasks(d, split) for d in self.domains]
+            prefix = np.full((len(ids), max(1, *map(len, ids))), "", object)
+            for j, d in enumerate(self.domains):
+                prefix[j, : len(ids[j])] = [f"{d}/{t}|" for t in ids[j]]
+            cards_ = np.array([behaviour.card(side, c).id for c in range(behaviour.SPLIT_SIZES[side])], object)
+            tables = self._scenario_ids[split] = (prefix, cards_)
+        prefix, card_ids = tables
+        return prefix[domain, task] + card_ids[cards]
 
     def _tasks(self, domain: str, split: str) -> tuple[str, ...]:
         """The task ids a scenario split draws from in ``domain``: ``test``'s for ``heldout``, else ``train``'s."""
