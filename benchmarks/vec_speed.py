@@ -26,6 +26,7 @@ put first on ``PYTHONPATH``; it needs this checkout's git history).
 
     python benchmarks/vec_speed.py                      # the three games, 3 rounds
     python benchmarks/vec_speed.py --games tau2 --env-only --warmup 50   # tau2's engine against its scalar env
+    python benchmarks/vec_speed.py --games tau2 --env-only --warmup 50 --num-envs 4096   # ... at 4,096 slots
     python benchmarks/vec_speed.py --games p4g --rounds 5 --num-envs 256
     python benchmarks/vec_speed.py --env-only           # the env rates and ratios only (no trainer/evaluate)
 
@@ -51,6 +52,7 @@ from threadpoolctl import threadpool_limits
 
 import scope_envs
 from baseline_tree import REPO, ExportError, export
+from scope_envs.arguments import count
 from scope_envs.train.act_ppo import PPOConfig, PPOTrainer, evaluate
 
 
@@ -141,13 +143,14 @@ def in_fresh_process(tree: Path, game: str, decisions: int, seed: int, baseline:
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--games", nargs="+", default=list(GAMES), choices=GAMES)
-    ap.add_argument("--num-envs", type=int, default=256, help="slots of the batched env")
-    ap.add_argument("--vec-steps", type=int, default=200, help="batched steps per round (each steps every slot)")
-    ap.add_argument("--warmup", type=int, default=0,
+    ap.add_argument("--num-envs", type=count(16_384), default=256, help="slots of the batched env")
+    ap.add_argument("--vec-steps", type=count(100_000), default=200,
+                    help="batched steps per round (each steps every slot)")
+    ap.add_argument("--warmup", type=count(100_000, low=0), default=0,
                     help="untimed batched steps before the timed ones (default 0, as the earlier rows)")
-    ap.add_argument("--scalar-steps", type=int, default=10_000, help="scalar and rps_v2 steps per round")
-    ap.add_argument("--steps", type=int, default=10_000, help="persuader decisions per trainer round")
-    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--scalar-steps", type=count(10_000_000), default=10_000, help="scalar and rps_v2 steps per round")
+    ap.add_argument("--steps", type=count(10_000_000), default=10_000, help="persuader decisions per trainer round")
+    ap.add_argument("--rounds", type=count(100), default=3)
     ap.add_argument("--baseline-rev", default=BASELINE_REV,
                     help="the git revision whose trainer and evaluation are the baseline (default: main when "
                          "issue 17 was filed)")

@@ -152,3 +152,22 @@ def test_kept_rows_answer_what_was_put_and_miss_the_rest(monkeypatch):
     clash.put(many, many[:, :1])  # every key hashes alike
     found, values = clash.get(many)
     assert found.sum() >= 1 and (values[found] == many[found, :1]).all()  # found: its own value; else a miss
+
+
+def test_a_reward_keyed_by_wide_bitsets_is_not_another_keys():
+    """A reward is kept by its bitsets of gold actions and strings met: two that differ only in a bit past 2**53
+    (which a float would round away) are two keys."""
+    from scope_envs.games.tau2 import compiled
+
+    class Table:
+        def reward(self, trail, gold, comm, called, said):
+            return float(gold & 1) + 2 * float(gold >> 61)
+
+    tasks = compiled.Tasks()
+    tasks.tables = [Table()]
+    gold = np.array([1 << 60, (1 << 60) + 1] * 200 + [1 << 61], np.uint64)
+    z = np.zeros(len(gold), np.int64)
+    first = tasks.rewards(z, z, gold, z.astype(np.uint64), z, z)
+    again = tasks.rewards(z, z, gold, z.astype(np.uint64), z, z)  # (now from the kept rows)
+    assert len(tasks.kept_rewards.hash) == 3
+    assert first.tolist() == again.tolist() == [0.0, 1.0] * 200 + [2.0]

@@ -103,14 +103,11 @@ def test_fast_mode_is_reproducible_and_keeps_the_api():
     assert finals > 0
 
 
-
-
 def test_scenarios_dealt_by_indices_are_the_ones_read():
     """Fast mode deals scenarios as indices and builds one only where it is read (``Tau2Batch.game``): each slot's
-    final ``persona`` id, and the scenario its scalar game is reset on, are ``sample_persona``'s for those
-    indices."""
-    from scope_envs.games.tau2.game import scenario
+    ``persona`` id, and the scenario its scalar game is reset on, are ``sample_persona``'s for those indices."""
     from scope_envs.games.tau2.behaviour import card, card_split
+    from scope_envs.games.tau2.game import scenario
 
     vec = scope_envs.make_vec("tau2-heldout", num_envs=16, exact=False)
     rng = np.random.default_rng(0)

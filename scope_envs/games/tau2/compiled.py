@@ -412,38 +412,34 @@ class Tasks:
         """``TaskTables.answer`` less its text, for calls ``u`` of tasks ``rows`` at ``trail`` with users ``ident``
         identified: (calls, 6) uint64, the columns (error, identified users after, violations added, trail after,
         tokens the text holds, anyone identified after)."""
-        keys = np.stack([rows, trail, ident, u], 1).astype(np.uint64)
-        found, out = self.kept_calls.get(keys)
-        if not found.all():
-            miss = np.flatnonzero(~found)
-            tables = self.tables
-            got = [tables[k].answer(t, i, c)[1:] for k, t, i, c in keys[miss].tolist()]
-            out[miss] = np.array(got, np.uint64).reshape(len(miss), 6)
-            self.kept_calls.put(keys[miss], out[miss])
-        return out
+        tables = self.tables
+        return self._read(self.kept_calls, (rows, trail, ident, u), lambda j, k: tables[k[0]].answer(*k[1:])[1:])
 
     def policy_flags(self, rows: np.ndarray, trail: np.ndarray, ident: np.ndarray, u: np.ndarray) -> np.ndarray:
         """``TaskTables.policy_flag`` of write calls ``u`` of tasks ``rows`` (1-D arrays, one entry each)."""
-        keys = np.stack([rows, trail, ident, u], 1).astype(np.uint64)
-        found, out = self.kept_flags.get(keys)
-        if not found.all():
-            miss = np.flatnonzero(~found)
-            tables = self.tables
-            out[miss, 0] = [tables[k].policy_flag(t, i, c) for k, t, i, c in keys[miss].tolist()]
-            self.kept_flags.put(keys[miss], out[miss])
-        return out[:, 0]
+        tables = self.tables
+        return self._read(self.kept_flags, (rows, trail, ident, u),
+                          lambda j, k: (tables[k[0]].policy_flag(*k[1:]),))[:, 0]
 
     def rewards(self, rows, trail, gold, comm, called, said) -> np.ndarray:
         """``TaskTables.reward`` of episodes of tasks ``rows`` (1-D arrays, one entry each)."""
-        keys = np.stack([rows, trail, gold, comm], 1).astype(np.uint64)
-        found, out = self.kept_rewards.get(keys)
+        tables = self.tables
+        return self._read(self.kept_rewards, (rows, trail, gold, comm),
+                          lambda j, k: (tables[k[0]].reward(*k[1:], int(called[j]), int(said[j])),))[:, 0]
+
+    @staticmethod
+    def _read(kept: KeptRows, columns: tuple, ask) -> np.ndarray:
+        """``kept``'s values for the keys ``columns`` (1-D non-negative integer arrays, the task row first); a key
+        not kept is ``ask(j, key)`` (its row ``j``, the key as Python ints: a row of values), then kept."""
+        # each column cast on its own: int64 stacked beside uint64 (the bitsets) would meet as float64
+        keys = np.stack([np.asarray(c).astype(np.uint64) for c in columns], 1)
+        found, out = kept.get(keys)
         if not found.all():
             miss = np.flatnonzero(~found)
-            tables = self.tables
-            out[miss, 0] = [tables[k].reward(t, g, c, d, s) for (k, t, g, c), d, s in
-                            zip(keys[miss].tolist(), called[miss].tolist(), said[miss].tolist())]
-            self.kept_rewards.put(keys[miss], out[miss])
-        return out[:, 0]
+            got = [ask(j, key) for j, key in zip(miss.tolist(), keys[miss].tolist())]
+            out[miss] = np.array(got, kept.dtype).reshape(len(miss), -1)
+            kept.put(keys[miss], out[miss])
+        return out
 
     def row_for(self, game: Tau2Game, persona, seed: int) -> int:
         """The row of ``persona``'s task; a task not seen yet is compiled from ``game`` reset on it (its episode
