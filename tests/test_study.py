@@ -292,9 +292,13 @@ def test_a_port_in_use_or_a_demo_option_with_config_is_refused(tmp_path, policie
         port = taken.getsockname()[1]
         with pytest.raises(SystemExit) as e:
             main(["study", "serve", "--config", str(folder), "--port", str(port)])
-    captured = capsys.readouterr()
-    assert e.value.code == 2 and f"argument --port: 127.0.0.1:{port} is in use" in captured.err
-    assert "admin" not in captured.out  # nothing printed as if it served
+        captured = capsys.readouterr()
+        assert e.value.code == 2 and f"argument --port: 127.0.0.1:{port} is in use" in captured.err
+        assert "admin" not in captured.out  # nothing printed as if it served
+        with pytest.raises(SystemExit) as e:  # refused before the demo's folder is written
+            main(["study", "serve", "--demo", "--dir", str(tmp_path / "demo"), "--port", str(port)])
+    assert e.value.code == 2 and "is in use" in capsys.readouterr().err
+    assert not (tmp_path / "demo").exists()
     for argv, argument in ((["--demo-steps", "10"], "--demo-steps"), (["--dir", str(tmp_path / "d")], "--dir")):
         with pytest.raises(SystemExit) as e:
             main(["study", "serve", "--config", str(folder), *argv])

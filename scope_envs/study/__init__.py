@@ -107,6 +107,10 @@ def cmd_serve(args) -> None:
     for dest in ("dir", "demo_steps"):  # the demo's options, ignored with --config: refused
         if not args.demo and getattr(args, dest) != args.parser.get_default(dest):
             args.parser.error(f"argument --{dest.replace('_', '-')}: only with --demo (--config names the study)")
+    # the port first: not after a demo folder is written, a policy loaded and the URLs printed
+    problem = listen_problem("127.0.0.1", args.port)
+    if problem:
+        args.parser.error(f"argument {problem[0]}: {problem[1]}")
     if args.demo:
         from scope_envs.study.config import DemoMismatch, write_demo
 
@@ -131,9 +135,6 @@ def cmd_serve(args) -> None:
         args.parser.error(f"argument --config: {e}")
     except (ValueError, FileNotFoundError) as e:  # a policy that cannot play this game, a missing file
         args.parser.error(f"argument --config: {e}")
-    problem = listen_problem("127.0.0.1", args.port)  # now, not after the URLs are printed and uvicorn's own error
-    if problem:
-        args.parser.error(f"argument {problem[0]}: {problem[1]}")
     app = create_app(study)
     base = f"http://127.0.0.1:{args.port}"
     print(f"study folder {cfg.folder}; database {shown(cfg.database_url)}")
