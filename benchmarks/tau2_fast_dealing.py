@@ -3,8 +3,9 @@
 Steps ``make_vec(--env, --num-envs, exact=False)`` with random legal acts (``--warmup`` untimed steps, then
 ``--steps`` timed ones), twice per round in one process: as the engine deals (``Tau2VecEnv.deal_many``: the tasks
 and cards of all the slots that start an episode drawn in arrays by ``Tau2Game.sample_scenarios``, their reply
-traits read from a table per card, a scenario built only where one is read) and with the baseline, the slot-by-slot dealing the engine had until 2026-12-02
-(``sample_persona``, an episode seed and the traits for one slot at a time; kept below). The two orders alternate
+traits read from a table per card, a scenario built only where one is read) and with the baseline, the
+slot-by-slot dealing the engine had until 2026-12-02 (``sample_persona``, an episode seed and the traits for one
+slot at a time; kept below). The two orders alternate
 between rounds; the figure is the ratio of the median steps per second. Both draw from the same distribution
 (``tests/test_vec_tau2_fast.py``), not the same draws, so the episodes differ.
 

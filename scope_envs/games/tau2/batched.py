@@ -101,13 +101,6 @@ def card_table(split: str) -> np.ndarray:
     return table
 
 
-def _objects(items) -> np.ndarray:
-    """A list as a 1-D object array (``np.array`` would look inside items that are sequences)."""
-    out = np.empty(len(items), object)
-    out[:] = items
-    return out
-
-
 def _popcount(x: np.ndarray) -> np.ndarray:
     """The bits set in each entry (numpy >= 2 counts them in C; numpy 1.x, which the requirements allow, in
     Python)."""
@@ -235,7 +228,7 @@ class Tau2Batch:
             games = self.games
             rows = [t.row_for(games[k], p, seed) for k, p, seed in zip(i.tolist(), personas, seeds)]
         r = np.asarray(rows, np.int64)
-        self.persona[i] = personas if isinstance(personas, np.ndarray) else _objects(personas)
+        self.persona[i] = personas
         self.revealed[i] = " "
         self.disclose[i] = disclose
         self.task[i], self.episode_seed[i] = r, seeds

@@ -102,8 +102,13 @@ USER_TOOL_NOTE = ("You can act on your phone with tool calls written as JSON {\"
 
 def scenario(domain: str, task_id: str, card: Persona, split: str) -> Persona:
     """The scenario of ``task_id`` in ``domain`` played with behaviour ``card`` (``sample_persona``'s draw)."""
-    return Persona(f"{domain}/{task_id}|{card.id}", split, dict(card.traits),
+    return Persona(scenario_id(domain, task_id, card.id), split, dict(card.traits),
                    {"domain": domain, "task_id": task_id, "card": card.id})
+
+
+def scenario_id(domain: str, task_id: str, card_id: str) -> str:
+    """A scenario's id: its task's, then its card's (last, so ``Tau2Game.scenario_ids`` can join the two)."""
+    return f"{domain}/{task_id}|{card_id}"
 
 
 @dataclass
@@ -209,7 +214,7 @@ class Tau2Game(Game):
             ids = [self._tasks(d, split) for d in self.domains]
             prefix = np.full((len(ids), max(1, *map(len, ids))), "", object)
             for j, d in enumerate(self.domains):
-                prefix[j, : len(ids[j])] = [f"{d}/{t}|" for t in ids[j]]
+                prefix[j, : len(ids[j])] = [scenario_id(d, t, "") for t in ids[j]]
             cards_ = np.array([behaviour.card(side, c).id for c in range(behaviour.SPLIT_SIZES[side])], object)
             tables = self._scenario_ids[split] = (prefix, cards_)
         prefix, card_ids = tables
