@@ -67,45 +67,38 @@ def heldout_ids(game):
 
 @pytest.mark.parametrize("game", GAMES)
 def test_oracle_trains_on_train_personas_and_tasks_only(game, monkeypatch):
-    """The ceiling meets the held-out behaviour model, but every training episode deals a train card/task."""
+    """The ceiling meets the held-out behaviour model, but every training episode deals a train card/task (read
+    from the batched engine as it starts each episode: it deals from indices, not through the scalar game)."""
+    from scope_envs.vec.batched import BatchedVecEnv
+
     env_id, kwargs, overrides = method_setup(game, "oracle")
     trainer = PPOTrainer(PPOConfig(env_id=env_id, env_kwargs=kwargs, seed=0, total_steps=1, num_envs=4,
                                    episodes_per_iter=16, **overrides))
-    dealt, sampled = [], []
     for env in trainer.envs:
         assert env.unwrapped.split == "train" and env.unwrapped.members[0].name == "human_proxy"
-        g = env.unwrapped.game
-        real_reset, real_sample = g.reset, g.sample_persona
+    dealt = []
+    begun = BatchedVecEnv._begun
 
-        def sample(rng, split, real=real_sample):
-            assert split == "train", f"the oracle asked for a {split} scenario"
-            persona = real(rng, split)
-            sampled.append(persona)
-            return persona
+    def spy(self, idx):
+        begun(self, idx)
+        tasks = getattr(self, "task_id", np.full(self.num_envs, None))
+        dealt.extend((self.persona_id[i], tasks[i]) for i in np.asarray(idx).tolist())
 
-        def reset(persona, rng, real=real_reset, g=g):
-            real(persona, rng)
-            dealt.append((persona, getattr(g, "task", None)))
-
-        monkeypatch.setattr(g, "sample_persona", sample)
-        monkeypatch.setattr(g, "reset", reset)
+    monkeypatch.setattr(BatchedVecEnv, "_begun", spy)
     trainer.train()
-    # (tau2's batched engine deals a task without resetting the scalar game: its personas are read as drawn)
-    if game == "tau2":
-        dealt = [(persona, None) for persona in sampled]
     assert trainer.agent_steps > 0 and len(dealt) >= 16
     held_personas, held_tasks = heldout_ids(game)
-    for persona, task in dealt:
-        assert persona.split == "train", persona.id
-        if game == "tau2":
-            data = g.data[persona.attributes["domain"]]
-            assert persona.attributes["card"] not in held_personas
-            assert persona.attributes["task_id"] in data.split_ids("train")
-            assert persona.attributes["task_id"] not in data.split_ids("test")
+    for persona_id, task in dealt:
+        if game == "tau2":  # a scenario's id: "<domain>/<task id>|<card id>"
+            head, card = persona_id.split("|")
+            domain, task_id = head.split("/", 1)
+            data = trainer.envs[0].unwrapped.game.data[domain]
+            assert card not in held_personas and card.startswith("train")
+            assert task_id in data.split_ids("train") and task_id not in data.split_ids("test")
         else:
-            assert persona.id not in held_personas
+            assert persona_id.startswith("train-") and persona_id not in held_personas
         if game == "cooperbench":
-            assert task.id not in held_tasks
+            assert task not in held_tasks
 
 
 def test_random_is_uniform_play_and_never_trains(monkeypatch):

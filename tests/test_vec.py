@@ -27,11 +27,11 @@ VARIANTS = [  # (id, kwargs): regime options whose members, schedules or sampler
 ]
 
 
-def play(vec, steps: int, seed: int) -> list:
+def play(vec, steps: int, seed: int, options=None) -> list:
     """Random legal play, the act of slot i from its own generator; everything observed, in order."""
     n = vec.num_envs
     pick = [np.random.default_rng([7, i]) for i in range(n)]
-    obs, infos = vec.reset(seed=seed)
+    obs, infos = vec.reset(seed=seed, options=options)
     trace = []
     for _ in range(steps):
         acts = {}
@@ -77,6 +77,34 @@ def test_batched_games_replay_the_scalar_envs(env_id, kwargs):
     vec, scalar = both(lambda: scope_envs.make(env_id, **kwargs))
     assert isinstance(vec, BatchedVecEnv)
     assert_same(play(vec, 100, seed=3), play(scalar, 100, seed=3))
+
+
+@pytest.mark.parametrize("env_id", ["p4g-cotrain", "cooperbench-population", "tau2-rotation", "tau2-heldout"])
+def test_scenario_seeds_and_each_slots_draws_deal_as_the_scalar_envs(env_id):
+    """Exact mode deals from integers each slot's own generator draws (``BatchedVecEnv.draw``): a slot given a
+    scenario seed draws its scenario from that seed's generator and the rest (the member, the game's own draws)
+    from its own, as the scalar env does; the others draw everything from their own."""
+    options = [{"scenario_seed": 11 + i % 2} if i % 3 == 0 else {} for i in range(8)]
+    batched, loop = both(lambda: scope_envs.make(env_id))
+    assert isinstance(batched, BatchedVecEnv) and batched.draws_by_index()
+    trace = play(batched, 40, seed=5, options=options)
+    assert_same(trace, play(loop, 40, seed=5, options=options))
+    first = [p for t in trace if isinstance(t, list) for (_, _, _, p, *_) in t]
+    assert len(set(first)) > 2  # (the slots were dealt different scenarios)
+
+
+@pytest.mark.parametrize("game", ["p4g", "cooperbench"])
+def test_a_view_reads_the_scalar_game_of_the_episode_dealt(game):
+    """A slot dealt from integers resets no scalar game (``deal_many``); its view brings the slot's scalar game to
+    the episode (``sync_scalar``): the instructions are this episode's persona card and task, as the scalar env's."""
+    batched, loop = both(lambda: scope_envs.make(f"{game}-cotrain"))
+    batched.reset(seed=3)
+    loop.reset(seed=3)
+    role = batched.role_names[1]
+    legal = np.ones(batched.batch.n_acts[1], bool)
+    texts = [batched.view(i, 1, legal).instructions for i in range(batched.num_envs)]
+    assert texts == [e.unwrapped.game.instructions(role) for e in loop.envs]
+    assert len(set(texts)) > 1
 
 
 @pytest.mark.parametrize("game", ["p4g", "cooperbench"])

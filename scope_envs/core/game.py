@@ -137,5 +137,16 @@ class Game(ABC):
         return None
 
 
+class Drawn:
+    """The generator a game's ``reset`` draws from, as a stand-in that gives back integers drawn before, in
+    order: a batched engine that dealt an episode from integers rebuilds the slot's scalar game on it."""
+
+    def __init__(self, *values: int):
+        self._values = iter(values)
+
+    def integers(self, high) -> int:
+        return next(self._values)
+
+
 class InGameError(Exception):
     """Malformed model output: an in-game error, never a crash (docs/architecture.md §4.5)."""

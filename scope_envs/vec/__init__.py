@@ -41,7 +41,9 @@ policy check and the evaluation asked of the world once per state and kept). Eve
 scalar envs inside the same API (``LoopVecEnv``: the text surface, text players, the held-out proxies'
 ``assumptions`` variants, tau2 with an NL judge, any option this module does not know). Each slot keeps its own generator, member schedule and dealing from a
 scalar env of the id (``envs[i]``), so the batched path gives the same trajectories as N scalar envs seeded
-alike (tests/test_vec.py plays every id both ways).
+alike (tests/test_vec.py plays every id both ways). A new episode is dealt from integers: each slot's own
+generator draws, in its scalar env's order, the member, the scenario's indices and the game's own draws
+(``BatchedVecEnv.draw``); the slots are then dealt from those at once, as fast mode deals.
 
 Fast mode, ``make_vec(id, num_envs, exact=False)``: the same games, players and API, but one generator
 (seeded by ``reset(seed=s)`` with ``s`` itself, or the list of seeds given) drives all N slots, so nothing

@@ -95,11 +95,25 @@ class BatchedVecEnv(VecBase):
         batch's card."""
         raise NotImplementedError
 
-    def deal_many(self, idx: np.ndarray, split: str | None, persona=None) -> None:
-        """Fast mode: new games in slots ``idx`` on personas of ``split`` drawn from the shared generator (the
-        cards read from the split's arrays), or all on ``persona``, the members' own (any task drawn from
-        the shared generator); sets ``persona`` and ``persona_id``."""
+    def deal_many(self, idx: np.ndarray, split: str | None, persona=None, drawn: np.ndarray | None = None) -> None:
+        """New games in slots ``idx`` on personas of ``split`` (the cards read from the split's arrays), or all on
+        ``persona``, the members' own; sets ``persona`` and ``persona_id``. Fast mode draws the personas (and
+        any task) from the shared generator; exact mode gives ``drawn``, a row per slot of ``draw``."""
         raise NotImplementedError
+
+    def draws_by_index(self) -> bool:
+        """Whether exact mode may deal by ``draw`` and ``deal_many`` (else slot by slot, ``deal``)."""
+        return False
+
+    def draw(self, env, rng: np.random.Generator, scenario: np.random.Generator | None, persona) -> tuple:
+        """Exact mode: what the scalar ``env``'s reset draws after its member, as integers in its order: the
+        scenario's indices drawn from ``scenario`` (-1s where it is None: the member's own ``persona``), then the
+        game's own draws from ``rng``, the slot's generator. A row of ``deal_many``'s ``drawn``."""
+        raise NotImplementedError
+
+    def sync_scalar(self, i: int) -> None:
+        """Bring slot ``i``'s scalar game to its episode's persona and task where ``deal_many`` dealt it (it
+        resets no scalar game): its instructions are the view's."""
 
     def simulators(self) -> tuple[type, type]:
         """(the game's sharpened reference simulator class, its held-out proxy class)."""
@@ -183,7 +197,13 @@ class BatchedVecEnv(VecBase):
         """``DialogueParallelEnv.reset`` of these slots: each one's generator, schedule and dealing."""
         if not self.exact:
             self._start_fast(slots, options)
-            return
+        elif self.draws_by_index():
+            self._start_drawn(slots, options)
+        else:
+            self._start_scalar(slots, options)
+
+    def _start_scalar(self, slots: list[int], options: list[dict] | None) -> None:
+        """Exact mode's ``_start`` slot by slot, each slot dealt as its scalar env deals (``_deal_one``)."""
         # each slot's member, seat, reply model and follow-through gathered, then written at once (no dealing
         # reads them)
         cards, members, seats, kinds, follows = [], [], [], [], []
@@ -207,6 +227,62 @@ class BatchedVecEnv(VecBase):
         self.member[idx], self.seat[idx], self.kind[idx], self.follows[idx] = members, seats, kinds, follows
         self.batch.reset(idx, cards)
         self._begun(idx)
+
+    def _start_drawn(self, slots: list[int], options: list[dict] | None) -> None:
+        """Exact mode's ``_start`` where the game deals from integers (``draw``): each slot's own generator
+        draws, in its scalar env's order, the member, the scenario's indices and the game's own draws (its
+        scenario from ``scenario_seed``'s generator when given); the slots are then dealt from those integers at
+        once (``deal_many``), as fast mode deals. A member asked slot by slot is dealt the scalar way."""
+        idx = np.asarray(slots, np.int64)
+        if not len(idx):
+            return
+        self._rosters(idx)
+        envs, own_cards, draw = self._u, self._own, self.draw
+        count = self._m_count[idx].tolist()
+        own, ask = self._roster[idx, :, OWN].tolist(), self._roster[idx, :, ASK].tolist()
+        options = [None] * len(idx) if options is None else list(options) + [None] * (len(idx) - len(options))
+        member = np.empty(len(idx), np.int64)
+        drawn, asked, cards = [], [], []
+        for j, (i, opt) in enumerate(zip(idx.tolist(), options)):
+            env = envs[i]
+            scenario_seed = None
+            if opt:
+                if opt.get("reset_schedule"):
+                    env.schedule.reset()
+                scenario_seed = opt.get("scenario_seed")
+            env._started = True
+            rng = env._rng
+            env.member = m = env.schedule.pick(count[j], rng)
+            member[j] = m
+            if ask[j][m]:  # its view reads the scalar game
+                asked.append(j)
+                cards.append(self._deal_one(i, m, scenario_seed, rng))
+            elif own[j][m] >= 0:
+                drawn.append(draw(env, rng, None, own_cards[own[j][m]]))
+            else:
+                drawn.append(draw(env, rng, rng if scenario_seed is None else np.random.default_rng(scenario_seed),
+                                  None))
+        self.member[idx] = member
+        seated = self._roster[idx, member]
+        self._seated[idx] = seated[:, : FOLLOWS + 1]
+        if asked:
+            self.batch.reset(idx[asked], cards)
+            rest = np.ones(len(idx), bool)
+            rest[asked] = False
+            idx, seated = idx[rest], seated[rest]
+        if len(idx):
+            drawn = np.array(drawn, np.int64)
+            code = seated[:, OWN] if self._one_split is not None else \
+                np.where(seated[:, OWN] >= 0, seated[:, OWN], -1 - self._split_code[idx])
+            # the member's own persona (a code >= 0), else a split's: usually one group
+            groups = [(int(code[0]), slice(None))] if (code == code[0]).all() else \
+                [(c, code == c) for c in np.unique(code).tolist()]
+            for c, mine in groups:
+                if c >= 0:
+                    self.deal_many(idx[mine], None, own_cards[c], drawn[mine])
+                else:
+                    self.deal_many(idx[mine], self._one_split or SPLITS[-1 - c], None, drawn[mine])
+        self._begun(np.asarray(slots, np.int64))
 
     def _begun(self, idx: np.ndarray) -> None:
         """The vec env's part of new games in slots ``idx``: no return yet, live, and a history of no turns
@@ -556,6 +632,7 @@ class BatchedVecEnv(VecBase):
 
     def view(self, i: int, role: int, legal: np.ndarray, observation: bool = False) -> View:
         """Slot ``i``'s ``View`` of ``role``, as the scalar env builds it."""
+        self.sync_scalar(i)
         b, env = self.batch, self._u[i]
         length = b.length[i]
         names = self.role_names

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from scope_envs.core.game import Drawn
 from scope_envs.games.cooperbench.game import CooperBenchGame
 from scope_envs.games.p4g.batched import P4GBatch, card_row, split_cards
 from scope_envs.games.p4g.game import P4GGame
+from scope_envs.games.p4g.personas import sample_index
 from scope_envs.games.tau2.act_game import Tau2ActGame
 from scope_envs.games.tau2.behaviour import TRAITS as CARD_TRAITS
 from scope_envs.core.env import LEARNABLE
@@ -30,15 +32,28 @@ class P4GVecEnv(BatchedVecEnv):
             env.game.reset(persona, rng)
         return card_row(persona)
 
-    def deal_many(self, idx, split, persona=None):
+    def deal_many(self, idx, split, persona=None, drawn=None):
         if persona is not None:
             self.batch.reset(idx, card_row(persona))
             self.persona[idx], self.persona_id[idx] = persona, persona.id
             return
         table = split_cards(split)
-        drawn = self._rng.integers(len(table["ids"]), size=len(idx))  # ``personas.sample``, all at once
-        self.batch.reset(idx, table["rows"][drawn])
-        self.persona[idx], self.persona_id[idx] = table["personas"][drawn], table["ids"][drawn]
+        # ``personas.sample``, all at once
+        pick = self._rng.integers(len(table["ids"]), size=len(idx)) if drawn is None else drawn[:, 0]
+        self.batch.reset(idx, table["rows"][pick])
+        self.persona[idx], self.persona_id[idx] = table["personas"][pick], table["ids"][pick]
+
+    def draws_by_index(self):
+        return True
+
+    def draw(self, env, rng, scenario, persona):
+        return (-1 if scenario is None else sample_index(scenario, env.split),)  # (the game's reset draws nothing)
+
+    def sync_scalar(self, i):
+        game, sim = self._u[i].game, self.seated(i)
+        game.user_player = None if sim == LEARNABLE else sim
+        if game.persona is not self.persona[i]:
+            game.reset(self.persona[i], self._u[i]._rng if self.exact else self._rng)
 
     def simulators(self):
         from scope_envs.agents.p4g import HumanProxyPersuadee, ReferencePersuadee
@@ -89,6 +104,7 @@ class CooperBenchVecEnv(BatchedVecEnv):
 
         self.traits = np.zeros((self.num_envs, 5))
         self.task_id = np.full(self.num_envs, None, object)
+        self.task_index = np.zeros(self.num_envs, np.int64)  # (into its split's tasks: ``sync_scalar``)
         self._own_styles: dict = {}
         batch = CooperBenchBatch(self.num_envs, game.max_turns, game.user_reward)
         self.coins = {k: np.zeros((self.num_envs, *np.shape(v))) for k, v in batch.coins("", "").items()}
@@ -111,28 +127,30 @@ class CooperBenchVecEnv(BatchedVecEnv):
                 self.coins[k][i] = v
         return {"needs": game.task.needs, "talk": persona.traits.get("talk", 0.5)}
 
-    def deal_many(self, idx, split, persona=None):
+    def deal_many(self, idx, split, persona=None, drawn=None):
         from scope_envs.games.cooperbench.batched import (
             split_styles,
             split_tasks,
             style_table,
         )
-        from scope_envs.games.cooperbench.world import SPLIT_KEYS
+        from scope_envs.games.cooperbench.game import task_split
 
-        rng = self._rng
+        rng, given = self._rng, drawn
         if persona is None:
             styles = split_styles(split)
-            drawn = rng.integers(len(styles["ids"]), size=len(idx))  # ``styles.sample``, all at once
-        else:  # ``CooperBenchGame.reset``: a card of no split draws a train task
+            # ``styles.sample``, all at once
+            drawn = rng.integers(len(styles["ids"]), size=len(idx)) if given is None else given[:, 0]
+        else:
             if id(persona) not in self._own_styles:  # ``_own`` keeps the card, hence its id
                 self._own_styles[id(persona)] = style_table((persona,))
             styles, drawn = self._own_styles[id(persona)], np.zeros(len(idx), np.int64)
-            split = persona.split if persona.split in SPLIT_KEYS else "train"
+            split = task_split(persona)
         tasks = split_tasks(split)
-        task = rng.integers(len(tasks["ids"]), size=len(idx))  # ``CooperBenchGame.reset``'s task
+        # ``CooperBenchGame.reset``'s task
+        task = rng.integers(len(tasks["ids"]), size=len(idx)) if given is None else given[:, 1]
         self.batch.reset_needs(idx, tasks["needs"][task], styles["talk"][drawn])
         self.persona[idx], self.persona_id[idx] = styles["personas"][drawn], styles["ids"][drawn]
-        self.task_id[idx] = tasks["ids"][task]
+        self.task_id[idx], self.task_index[idx] = tasks["ids"][task], task
         kinds = self.kind[idx]
         for code in np.unique(kinds).tolist():
             if code < 0:  # a learnable user: no policy to parameterize
@@ -147,6 +165,24 @@ class CooperBenchVecEnv(BatchedVecEnv):
                     for k, v in self.batch.coins(styles["ids"][p], tasks["ids"][t]).items():
                         self.coins[k][i] = v
             self.traits[idx[sel]] = traits
+
+    def draws_by_index(self):
+        return True
+
+    def draw(self, env, rng, scenario, persona):
+        from scope_envs.games.cooperbench import styles
+        from scope_envs.games.cooperbench.game import task_index
+
+        if scenario is None:
+            return -1, task_index(rng, persona)
+        index = styles.sample_index(scenario, env.split)
+        return index, task_index(rng, styles.persona(env.split, index))
+
+    def sync_scalar(self, i):
+        game, sim = self._u[i].game, self.seated(i)
+        game.user_player = None if sim == LEARNABLE else sim
+        if game.persona is not self.persona[i] or game.task.id != self.task_id[i]:
+            game.reset(self.persona[i], Drawn(int(self.task_index[i])))
 
     def simulators(self):
         from scope_envs.agents.cooperbench import HumanProxyPartner, ReferencePartner
@@ -264,21 +300,24 @@ class Tau2VecEnv(BatchedVecEnv):
             hit = self._traits[key] = (style, card, slot_traits(sim, card))
         return hit[2]
 
-    def deal_many(self, idx, split, persona=None):
+    def deal_many(self, idx, split, persona=None, drawn=None):
         from scope_envs.games.tau2.batched import card_rows, card_table
         from scope_envs.games.tau2.behaviour import card, card_split
 
         rng, k, side = self._rng, len(idx), card_split(split)
         cards = rows = None
+        game = self._u[int(idx[0])].game
         if persona is not None:  # a simulator's own card: every slot plays it
             personas, ids = [persona] * k, [persona.id] * k
+        elif drawn is not None:  # exact mode: each slot's ``sample_scenario_index``
+            domain, task, cards = drawn[:, :3].T
         elif self._one_game:  # ``sample_persona``'s distribution, all at once
-            game = self._u[int(idx[0])].game
             domain, task, cards = game.sample_scenarios(rng, split, k)
         else:
             personas = [self._u[i].game.sample_persona(rng, split) for i in idx.tolist()]
             ids = [p.id for p in personas]
-        seeds = rng.integers(2**31, size=k)  # each episode's seed, the one draw of the scalar game's ``reset``
+        # each episode's seed, the one draw of the scalar game's ``reset``
+        seeds = rng.integers(2**31, size=k) if drawn is None else drawn[:, 3]
         if cards is not None:  # the scenarios by indices: built only where read (``Tau2Batch.game``)
             personas, ids = np.full(k, None, object), game.scenario_ids(split, domain, task, cards)
             rows = self._task_rows(game, idx, split, domain, task, cards, seeds)
@@ -304,6 +343,13 @@ class Tau2VecEnv(BatchedVecEnv):
             b.drawn[idx], b.drawn_split[idx] = np.stack([domain, task, cards], 1), split
         self.persona[idx] = personas  # (None where built only when read: ``batch.game(i).persona``)
         self.persona_id[idx] = ids
+
+    def draws_by_index(self):
+        return self._one_game  # (``deal_many`` reads every slot's scenario from the first slot's game)
+
+    def draw(self, env, rng, scenario, persona):
+        drawn = (-1, -1, -1) if scenario is None else env.game.sample_scenario_index(scenario, env.split)
+        return *drawn, int(rng.integers(2**31))
 
     def _task_rows(self, game, idx, split, domain, task, cards, seeds) -> np.ndarray:
         """The task rows (``Tasks``) of the tasks ``sample_scenarios`` drew for slots ``idx``, kept per split; a

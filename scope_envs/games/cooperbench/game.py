@@ -17,6 +17,16 @@ USER_REWARDS = ("persona", "mixed", "zero_sum") + SIMULATOR_REWARDS
 TEAM_BONUS, OWN_BONUS = 1.0, 0.5
 
 
+def task_split(persona: Persona) -> str:
+    """The split an episode's task is drawn from: the persona's, else (a card of no split) train's."""
+    return persona.split if persona.split in world.SPLIT_KEYS else "train"
+
+
+def task_index(rng: np.random.Generator, persona: Persona) -> int:
+    """``reset``'s one draw: the index of the episode's task in ``world.tasks(task_split(persona))``."""
+    return int(rng.integers(len(world.tasks(task_split(persona)))))
+
+
 class CooperBenchGame(Game):
     name = "cooperbench"
     agent_role = TEAMMATE
@@ -44,9 +54,7 @@ class CooperBenchGame(Game):
 
     def reset(self, persona: Persona, rng: np.random.Generator) -> None:
         self.persona = persona
-        split = persona.split if persona.split in world.SPLIT_KEYS else "train"
-        pool = world.tasks(split)
-        self.task = pool[int(rng.integers(len(pool)))]
+        self.task = world.tasks(task_split(persona))[task_index(rng, persona)]
         self.history = []
         self.needs = {TEAMMATE: self.task.needs[0], PARTNER: self.task.needs[1]}
         self.turns = {TEAMMATE: 0, PARTNER: 0}

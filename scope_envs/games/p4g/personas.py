@@ -84,8 +84,13 @@ def persona(split: str, i: int) -> Persona:
     return Persona(id=f"{split}-{i:04d}", split=split, traits=traits, attributes=attrs)
 
 
+def sample_index(rng: np.random.Generator, split: str) -> int:
+    """``sample``'s one draw: the index of the persona it deals."""
+    return int(rng.integers(SPLIT_SIZES[split]))
+
+
 def sample(rng: np.random.Generator, split: str) -> Persona:
-    return persona(split, int(rng.integers(SPLIT_SIZES[split])))
+    return persona(split, sample_index(rng, split))
 
 
 @functools.lru_cache(maxsize=1)

@@ -25,11 +25,12 @@ import functools
 
 import numpy as np
 
+from scope_envs.core.game import Drawn
 from scope_envs.core.rewards import SIMULATOR_REWARDS, simulator_reward
 from scope_envs.games.tau2 import human_proxy
 from scope_envs.games.tau2.behaviour import TRAITS as CARD_TRAITS
 from scope_envs.games.tau2.behaviour import SPLIT_SIZES, VOLUNTEER, card, default_card
-from scope_envs.games.tau2.compiled import MAX_CALLS, TASKS, SeedOnly
+from scope_envs.games.tau2.compiled import MAX_CALLS, TASKS
 from scope_envs.games.tau2.data import DOMAINS
 from scope_envs.games.tau2.dialogue_acts import (
     AGENT_ACTS,
@@ -249,7 +250,7 @@ class Tau2Batch:
         if self._synced[i] < 0:
             if self.persona[i] is None:
                 self.persona[i] = game.scenario_at(self.drawn_split[i], *self.drawn[i].tolist())
-            game.reset(self.persona[i], SeedOnly(int(self.episode_seed[i])))
+            game.reset(self.persona[i], Drawn(int(self.episode_seed[i])))
             self._synced[i] = 0
         for role, act in self.log[i, self._synced[i]: self.log_n[i]].tolist():
             game.apply(self.roles[role], act, "")

@@ -64,10 +64,6 @@ def card_split(split: str) -> str:
     return "heldout" if split == "heldout" else "train"
 
 
-def sample_card(rng: np.random.Generator, split: str) -> Persona:
-    return card(split, int(rng.integers(SPLIT_SIZES[split])))
-
-
 @functools.lru_cache(maxsize=1)
 def default_card() -> Persona:
     traits = {"disclose": 1.0, "patience": 1.0, "insist": 0.0, "comply": 1.0, "mind_change": 0.0, "slip": 0.0,

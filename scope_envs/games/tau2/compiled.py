@@ -33,6 +33,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from scope_envs.core.game import Drawn
 from scope_envs.games.tau2 import realize
 from scope_envs.games.tau2.data import DOMAINS
 from scope_envs.games.tau2.dialogue_acts import AGENT_ACTS, AGENT_INDEX, IDENTITY_SLOTS, REQUEST_SLOTS
@@ -118,17 +119,6 @@ class KeptRows:
             first[1:] = (h[1:] != h[:-1]) | (keys[1:] != keys[:-1]).any(1)
             self.hash, self.keys, self.values = h[first], keys[first], values[first]
             self._waiting, self._n_waiting = [], 0
-
-
-class SeedOnly:
-    """The generator a scalar game's ``reset`` draws from (its episode seed only) when a slot's game is rebuilt:
-    it gives back the seed the slot was dealt."""
-
-    def __init__(self, seed: int):
-        self.seed = seed
-
-    def integers(self, high):
-        return self.seed
 
 
 class TaskTables:
@@ -447,7 +437,7 @@ class Tasks:
         att = persona.attributes
         r = self.row.get((id(game.data.get(att.get("domain"))), att.get("task_id")))
         if r is None:
-            game.reset(persona, SeedOnly(seed))
+            game.reset(persona, Drawn(seed))
             r = self.of(game)
         return r
 

@@ -182,10 +182,13 @@ class Tau2Game(Game):
     def sample_persona(self, rng, split):
         """A task: the domain uniformly, then a task of its ``train`` (or, for ``heldout``, ``test``) split; and a
         behaviour card of the same split."""
-        domain = self.domains[int(rng.integers(len(self.domains)))]
-        ids = self._split_ids(domain, split)
-        task_id = ids[int(rng.integers(len(ids)))]
-        return scenario(domain, task_id, behaviour.sample_card(rng, behaviour.card_split(split)), split)
+        return self.scenario_at(split, *self.sample_scenario_index(rng, split))
+
+    def sample_scenario_index(self, rng, split) -> tuple[int, int, int]:
+        """``sample_persona``'s draws: the scenario it deals as ``scenario_at``'s indices."""
+        domain = int(rng.integers(len(self.domains)))
+        task = int(rng.integers(len(self._split_ids(self.domains[domain], split))))
+        return domain, task, int(rng.integers(behaviour.SPLIT_SIZES[behaviour.card_split(split)]))
 
     def sample_scenarios(self, rng, split, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``k`` draws of ``sample_persona``'s distribution at once (the vec engine's fast mode; not the same
