@@ -79,14 +79,18 @@ def test_batched_games_replay_the_scalar_envs(env_id, kwargs):
     assert_same(play(vec, 100, seed=3), play(scalar, 100, seed=3))
 
 
+@pytest.mark.parametrize("drawn", [True, False])
 @pytest.mark.parametrize("env_id", ["p4g-cotrain", "cooperbench-population", "tau2-rotation", "tau2-heldout"])
-def test_scenario_seeds_and_each_slots_draws_deal_as_the_scalar_envs(env_id):
+def test_scenario_seeds_and_each_slots_draws_deal_as_the_scalar_envs(env_id, drawn, monkeypatch):
     """Exact mode deals from integers each slot's own generator draws (``BatchedVecEnv.draw``): a slot given a
     scenario seed draws its scenario from that seed's generator and the rest (the member, the game's own draws)
-    from its own, as the scalar env does; the others draw everything from their own."""
+    from its own, as the scalar env does; the others draw everything from their own. ``drawn=False``: the
+    slot-by-slot dealing the engine keeps for a tau2 env whose slots hold different task data."""
     options = [{"scenario_seed": 11 + i % 2} if i % 3 == 0 else {} for i in range(8)]
     batched, loop = both(lambda: scope_envs.make(env_id))
     assert isinstance(batched, BatchedVecEnv) and batched.draws_by_index()
+    if not drawn:
+        monkeypatch.setattr(type(batched), "draws_by_index", lambda self: False)
     trace = play(batched, 40, seed=5, options=options)
     assert_same(trace, play(loop, 40, seed=5, options=options))
     first = [p for t in trace if isinstance(t, list) for (_, _, _, p, *_) in t]

@@ -91,7 +91,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--surface", choices=("act", "text"), default="act")
     p.add_argument("--kwarg", type=kwarg, action="append", default=[], metavar="KEY=VALUE",
                    help="a keyword argument of make (repeatable; the value is read as JSON when it parses)")
-    p.add_argument("--max-sessions", type=count(4096), default=64, help="concurrent /ws sessions (1 to 4096)")
+    p.add_argument("--max-sessions", type=count(4096), default=64,
+                   help="concurrent sessions, /ws and /mcp together: OpenEnv's server counts both against one "
+                        "limit (1 to 4096)")
     p.add_argument("--max-vec-sessions", type=count(256), default=8, help="concurrent batched sessions (1 to 256)")
     p.add_argument("--max-num-envs", type=count(65536), default=1024, help="episodes per batched session (1 to 65536)")
     p.add_argument("--idle-timeout", type=idle_seconds, default=300.0,
