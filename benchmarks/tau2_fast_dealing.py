@@ -25,7 +25,7 @@ import scope_envs
 from scope_envs.arguments import count, registered_id
 
 
-def slot_by_slot(self, idx, split, persona=None):
+def slot_by_slot(self, idx, split, persona=None, drawn=None):
     """The baseline: ``Tau2VecEnv.deal_many`` as it was, each slot's scenario, seed and traits in turn."""
     from scope_envs.core.env import LEARNABLE
     from scope_envs.vec.games import slot_traits

@@ -16,7 +16,7 @@ from scope_envs.core.surfaces import FEATURE_BOUND
 from scope_envs.vec.base import VecBase, always_next
 
 SPLITS = ("train", "heldout")  # an env's split (``DialogueParallelEnv.split``), as codes in fast mode
-# fast mode's roster fields of a member: its batched reply model (``_kinds``; -1: none), its learnable user
+# the roster fields of a member (fast mode and exact mode's dealing from integers read them): its batched reply model (``_kinds``; -1: none), its learnable user
 # (-1: a simulator), whether its follow-through is its own, its own persona (into ``_own``; -1: dealt), and
 # whether it is asked slot by slot (a simulator without a batched model)
 ROSTER = KIND, SEAT, FOLLOWS, OWN, ASK = range(5)
@@ -76,7 +76,7 @@ class BatchedVecEnv(VecBase):
         # noise, the sampler's options) | ...
         self._kinds: list[tuple] = []
         self._kind_of: dict = {}  # (id(sim), id(sampler)) -> (sim, sampler, code); holding sim keeps its id
-        # fast mode: each slot's roster as one array over (slot, member, ``ROSTER`` field), rebuilt when the
+        # each slot's roster as one array over (slot, member, ``ROSTER`` field), rebuilt when the
         # env's members change; one gather reads every field of the members drawn
         self._m_ref: list = [None] * n
         self._m_count = np.zeros(n, np.int64)
@@ -112,8 +112,10 @@ class BatchedVecEnv(VecBase):
         raise NotImplementedError
 
     def sync_scalar(self, i: int) -> None:
-        """Bring slot ``i``'s scalar game to its episode's persona and task where ``deal_many`` dealt it (it
-        resets no scalar game): its instructions are the view's."""
+        """Bring slot ``i``'s scalar game to its episode where ``deal_many`` dealt it (it resets no scalar game):
+        its user in the seat here; a game's own part (its persona and task: the view's instructions) after."""
+        sim = self.seated(i)
+        self._u[i].game.user_player = None if sim == LEARNABLE else sim
 
     def simulators(self) -> tuple[type, type]:
         """(the game's sharpened reference simulator class, its held-out proxy class)."""
@@ -271,17 +273,7 @@ class BatchedVecEnv(VecBase):
             rest[asked] = False
             idx, seated = idx[rest], seated[rest]
         if len(idx):
-            drawn = np.array(drawn, np.int64)
-            code = seated[:, OWN] if self._one_split is not None else \
-                np.where(seated[:, OWN] >= 0, seated[:, OWN], -1 - self._split_code[idx])
-            # the member's own persona (a code >= 0), else a split's: usually one group
-            groups = [(int(code[0]), slice(None))] if (code == code[0]).all() else \
-                [(c, code == c) for c in np.unique(code).tolist()]
-            for c, mine in groups:
-                if c >= 0:
-                    self.deal_many(idx[mine], None, own_cards[c], drawn[mine])
-                else:
-                    self.deal_many(idx[mine], self._one_split or SPLITS[-1 - c], None, drawn[mine])
+            self._deal_groups(idx, seated[:, OWN], np.array(drawn, np.int64))
         self._begun(np.asarray(slots, np.int64))
 
     def _begun(self, idx: np.ndarray) -> None:
@@ -344,19 +336,26 @@ class BatchedVecEnv(VecBase):
             cards = [self._deal_one(i, m, scenario.get(i), rng) for i, m in zip(ones.tolist(), member[slow].tolist())]
             self.batch.reset(ones, cards)
             idx, drawn = idx[~slow], drawn[~slow]
-        own = drawn[:, OWN]
-        groups = [(int(own[0]), idx)] if len(own) and (own == own[0]).all() else \
-            [(code, idx[own == code]) for code in np.unique(own).tolist()]
-        for code, mine in groups:  # the frozen simulators play their own (default) persona
-            if code >= 0:
-                self.deal_many(mine, None, self._own[code])
-            elif self._one_split is not None:
-                self.deal_many(mine, self._one_split)
-            else:
-                codes = self._split_code[mine]
-                for split in np.unique(codes).tolist():
-                    self.deal_many(mine[codes == split], SPLITS[split])
+        self._deal_groups(idx, drawn[:, OWN])
         self._begun(slots)
+
+    def _deal_groups(self, idx: np.ndarray, own: np.ndarray, drawn: np.ndarray | None = None) -> None:
+        """``deal_many`` for slots ``idx`` a group at a time: the members' own persona (``own``: its code into
+        ``_own``, -1 for none; the frozen simulators play their own default persona), else each split's, in
+        that order (fast mode draws from one generator in it). ``drawn``: exact mode's rows of ``draw``."""
+        if not len(idx):
+            return
+        # a split's code below the own personas' (split - len(SPLITS): negative), so the splits come first
+        code = own if self._one_split is not None else \
+            np.where(own >= 0, own, self._split_code[idx] - len(SPLITS))
+        groups = [(int(code[0]), slice(None))] if (code == code[0]).all() else \
+            [(c, code == c) for c in np.unique(code).tolist()]
+        for c, mine in groups:
+            rows = None if drawn is None else drawn[mine]
+            if c >= 0:
+                self.deal_many(idx[mine], None, self._own[c], rows)
+            else:
+                self.deal_many(idx[mine], self._one_split or SPLITS[c + len(SPLITS)], None, rows)
 
     def _rosters(self, idx: np.ndarray) -> list[int]:
         """Fast mode: the (slot, member) arrays of these slots, rebuilt where the env's members changed (a

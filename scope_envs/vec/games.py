@@ -50,8 +50,8 @@ class P4GVecEnv(BatchedVecEnv):
         return (-1 if scenario is None else sample_index(scenario, env.split),)  # (the game's reset draws nothing)
 
     def sync_scalar(self, i):
-        game, sim = self._u[i].game, self.seated(i)
-        game.user_player = None if sim == LEARNABLE else sim
+        super().sync_scalar(i)
+        game = self._u[i].game
         if game.persona is not self.persona[i]:
             game.reset(self.persona[i], self._u[i]._rng if self.exact else self._rng)
 
@@ -179,8 +179,8 @@ class CooperBenchVecEnv(BatchedVecEnv):
         return index, task_index(rng, styles.persona(env.split, index))
 
     def sync_scalar(self, i):
-        game, sim = self._u[i].game, self.seated(i)
-        game.user_player = None if sim == LEARNABLE else sim
+        super().sync_scalar(i)
+        game = self._u[i].game
         if game.persona is not self.persona[i] or game.task.id != self.task_id[i]:
             game.reset(self.persona[i], Drawn(int(self.task_index[i])))
 
