@@ -5,6 +5,7 @@ import os
 
 import numpy as np
 import pytest
+import torch
 
 from scope_envs import bench
 from scope_envs.cli import main
@@ -52,6 +53,7 @@ def test_bench_end_to_end(tmp_path):
     # the machine is part of a wall time and of the trained rows' last digits: named in the settings
     machine = next(line for line in report.splitlines() if line.startswith("| machine |"))
     assert f"{os.cpu_count()} CPUs" in machine and f"numpy {np.__version__}" in machine, machine
+    assert f"torch {torch.__version__} ({torch.backends.cpu.get_cpu_capability()} kernels)" in machine, machine
 
 
 def test_bench_scope_way_reports_collapse_diagnostics(tmp_path):

@@ -455,6 +455,36 @@ def test_unknown_reset_options_are_refused_naming_the_key(cotrain):
         post(base, None, method="DELETE")
 
 
+def test_a_seed_that_is_not_an_int_is_refused_on_every_transport(cotrain):
+    """A seed of "1", 1.0 or true is refused alike over HTTP /reset (whose OpenEnv model would take each for 1), /ws
+    and the batched reset, naming the seed; the seeds the protocol takes still work on each."""
+    bad = ("1", 1.0, True, -1, 2**63)
+    for seed in bad:
+        status, body = post(cotrain + "/reset", {"seed": seed})
+        assert status == 422 and body["code"] == "BAD_REQUEST" and body["detail"].startswith("seed must be an int"), \
+            (seed, status, body)
+    for seed in (None, 0, 2**63 - 1):
+        assert post(cotrain + "/reset", {"seed": seed})[0] == 200, seed
+    assert post(cotrain + "/reset", {})[0] == 200
+    with connect(cotrain.replace("http", "ws") + "/ws", open_timeout=30) as ws:
+        for seed in bad:
+            ws.send(json.dumps({"type": "reset", "data": {"seed": seed}}))
+            answer = json.loads(ws.recv(timeout=30))
+            assert answer["type"] == "error" and answer["data"]["code"] == "BAD_REQUEST", (seed, answer)
+            assert "seed must be an int" in answer["data"]["message"], (seed, answer)
+        ws.send(json.dumps({"type": "reset", "data": {"seed": 3}}))
+        assert json.loads(ws.recv(timeout=30))["type"] == "observation"
+    status, opened = post(cotrain + "/scope/vec", {"num_envs": 2})
+    base = f"{cotrain}/scope/vec/{opened['session_id']}"
+    try:
+        for seed in bad:
+            status, out = post(base + "/reset", {"seed": seed})
+            assert status == 422 and out["detail"].startswith("seed"), (seed, out)
+        assert post(base + "/reset", {"seed": 3})[0] == 200
+    finally:
+        post(base, None, method="DELETE")
+
+
 def test_task_api_is_404_for_every_method_and_body(cotrain):
     """OpenEnv's task API answers 404 on every route, whatever the method and body (not 405, not 422)."""
     for route in ("splits", "tasks", "num_tasks", "task", "task_range"):

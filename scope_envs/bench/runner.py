@@ -86,10 +86,12 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
 
 def machine() -> str:
     """Where a run's wall time and last digits come from: the CPU, its count, numpy and the BLAS kernels numpy
-    runs (the networks' float32 sums round as those kernels add; docs/benchmark.md, "Reproducibility")."""
+    runs (the networks' float32 sums round as those kernels add), and the vector width of torch's kernels (the
+    behaviour cloning of learned users runs in torch; docs/benchmark.md, "Reproducibility")."""
     import platform
 
     import numpy as np
+    import torch
     from threadpoolctl import threadpool_info
 
     cpu = platform.processor() or platform.machine()
@@ -103,7 +105,8 @@ def machine() -> str:
     numpys = [i for i in libs if f"{os.sep}numpy" in i.get("filepath", "")] or libs
     blas = next((f"{i.get('internal_api', '?')} {i.get('version') or ''}, {i.get('architecture') or '?'} kernels"
                  for i in numpys), "no BLAS found")
-    return f"{cpu}, {os.cpu_count()} CPUs; numpy {np.__version__} ({blas.replace(' ,', ',')})"
+    return (f"{cpu}, {os.cpu_count()} CPUs; numpy {np.__version__} ({blas.replace(' ,', ',')}); "
+            f"torch {torch.__version__} ({torch.backends.cpu.get_cpu_capability()} kernels)")
 
 
 def run(games=GAMES, methods=METHODS, seeds=None, steps=None, eval_episodes=None, full=False, out="results",

@@ -35,8 +35,9 @@ from openenv.core.env_server.types import ConcurrencyConfig
 
 import scope_envs
 from scope_envs.core.surfaces import Transcript
-from scope_envs.serve.environment import MAX_SEED, RESET_OPTIONS, ScopeEnvironment, ServeConfig, seat_players
-from scope_envs.serve.errors import ProtocolError
+from scope_envs.serve.environment import (MAX_SEED, RESET_OPTIONS, ScopeEnvironment, ServeConfig, check_seed,
+                                         seat_players)
+from scope_envs.serve.errors import BadRequest, ProtocolError
 from scope_envs.serve.llm import ServedLLM, UserLLMError, UserLLMOptions, check_regime
 from scope_envs.serve.models import ScopeAction, ScopeObservation, ScopeState
 from scope_envs.serve.vec import VecSessions, register_vec_routes
@@ -137,6 +138,20 @@ def _parsed(raw) -> tuple:
         return _NOT_JSON, None
 
 
+def reset_seed_problem(raw) -> Optional[str]:
+    """Why an HTTP ``/reset`` body's ``seed`` is refused; ``None`` when it is fine or absent. OpenEnv reads that
+    body through its own model, which takes ``"1"``, ``1.0`` and ``true`` for the seed 1; ``/ws`` and the batched
+    reset refuse them, so this refuses them too, before the model sees the body."""
+    value, _ = _parsed(raw)
+    if not isinstance(value, dict) or value.get("seed") is None:
+        return None
+    try:
+        check_seed(value["seed"], "seed")
+    except BadRequest as e:
+        return e.message
+    return None
+
+
 def safe_errors(errors) -> list:
     """pydantic's errors without the echoed input (it may be huge, or not encodable), strings made safe."""
     out = []
@@ -180,11 +195,12 @@ def ws_error_frame(text: str) -> str:
 class BodyLimit:
     """ASGI middleware: a request body over ``limit`` bytes gets ``413`` (a declared length at once, a chunked
     body once it passes the limit); one that does not arrive within ``timeout`` seconds ``408``; a JSON body
-    with a string that is not valid Unicode, or nested too deep, ``422 BAD_REQUEST`` naming where; OpenEnv's
-    task API (``/{env}/splits``, ``/tasks``, ``/num_tasks``, ``/task``, ``/task_range``), any method and body,
-    ``404``. On ``/ws``, a frame that is not a JSON object, holds such a string or nests too deep gets a
-    ``BAD_REQUEST`` error frame and the session goes on (OpenEnv's loop would close it), and OpenEnv's error
-    frames are rewritten to the documented codes (``ws_error_frame``)."""
+    with a string that is not valid Unicode, or nested too deep, ``422 BAD_REQUEST`` naming where, as does an
+    HTTP ``/reset`` whose seed is not an int (``reset_seed_problem``); OpenEnv's task API (``/{env}/splits``,
+    ``/tasks``, ``/num_tasks``, ``/task``, ``/task_range``), any method and body, ``404``. On ``/ws``, a frame
+    that is not a JSON object, holds such a string or nests too deep gets a ``BAD_REQUEST`` error frame and the
+    session goes on (OpenEnv's loop would close it), and OpenEnv's error frames are rewritten to the documented
+    codes (``ws_error_frame``)."""
 
     def __init__(self, app, limit: int, timeout: float = DEFAULT_BODY_TIMEOUT):
         self.app, self.limit, self.timeout = app, limit, timeout
@@ -221,6 +237,8 @@ class BodyLimit:
         raw = b"".join(chunks)
         if raw:
             problem = parse_problem(raw)
+            if not problem and scope.get("method") == "POST" and scope.get("path") == "/reset":
+                problem = reset_seed_problem(raw)
             if problem:
                 return await self._answer(send, 422, "BAD_REQUEST", problem)
         replayed = False

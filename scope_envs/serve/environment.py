@@ -85,7 +85,9 @@ def seat_players(env) -> dict[str, Simulator]:
     return {game.agent_role: agent, game.user_role: user}
 
 
-def _seed(value, name: str) -> Optional[int]:
+def check_seed(value, name: str) -> Optional[int]:
+    """A seed as every transport takes it: ``None``, or an int from 0 to 2**63-1 (not a bool, a string or a float,
+    which OpenEnv's own HTTP model would coerce); anything else is a ``BadRequest`` naming ``name``."""
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_SEED:
@@ -107,7 +109,7 @@ def check_options(options, name: str = "options") -> Optional[dict]:
         shown = ", ".join(repr(str(k)[:60]) for k in unknown[:5])
         raise BadRequest(f"{name}: unknown key(s) {shown}; the env reads {sorted(RESET_OPTIONS)}")
     if "scenario_seed" in options:
-        _seed(options["scenario_seed"], f"{name}.scenario_seed")
+        check_seed(options["scenario_seed"], f"{name}.scenario_seed")
     if not isinstance(options.get("reset_schedule", False), bool):
         raise BadRequest(f"{name}.reset_schedule must be a bool")
     return options
@@ -139,7 +141,7 @@ class ScopeEnvironment(Environment):
         if unknown:
             raise BadRequest("reset takes seed, episode_id, options, drive, snapshot and adapter; unknown: "
                              f"{sorted(unknown)}")
-        seed = _seed(seed, "seed")
+        seed = check_seed(seed, "seed")
         if episode_id is not None and (not isinstance(episode_id, str) or not 0 < len(episode_id) <= 255):
             raise BadRequest("episode_id must be a string of 1 to 255 characters")
         options = self._options(options)

@@ -31,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
 from starlette.concurrency import run_in_threadpool
 
 from scope_envs.serve.codec import pack, unpack
-from scope_envs.serve.environment import ServeConfig, _seed, check_options
+from scope_envs.serve.environment import ServeConfig, check_options, check_seed
 from scope_envs.serve.errors import AtCapacity, BadRequest, NoEpisode, SessionLost, UnknownSession
 from scope_envs.serve.snapshot import MLPSnapshot, SnapshotError
 from scope_envs.wrappers import CheckpointPool
@@ -158,9 +158,9 @@ def _reset(session: VecSession, req: ResetRequest) -> dict:
         raise BadRequest(f"seed must be an int or a list of {n} ints, got {len(req.seed)}")
     if isinstance(req.seed, list):
         for i, s in enumerate(req.seed):
-            _seed(s, f"seed[{i}]")
+            check_seed(s, f"seed[{i}]")
     else:
-        _seed(req.seed, "seed")
+        check_seed(req.seed, "seed")
     opts = req.options if isinstance(req.options, list) else [req.options]
     if isinstance(req.options, list) and len(req.options) != n:
         raise BadRequest(f"options must be a dict or a list of {n}, got {len(req.options)}")
