@@ -143,10 +143,8 @@ def reset_seed_problem(raw) -> Optional[str]:
     body through its own model, which takes ``"1"``, ``1.0`` and ``true`` for the seed 1; ``/ws`` and the batched
     reset refuse them, so this refuses them too, before the model sees the body."""
     value, _ = _parsed(raw)
-    if not isinstance(value, dict) or value.get("seed") is None:
-        return None
     try:
-        check_seed(value["seed"], "seed")
+        check_seed(value.get("seed") if isinstance(value, dict) else None, "seed")
     except BadRequest as e:
         return e.message
     return None
