@@ -20,9 +20,11 @@ def blocks(page: Path) -> list[str]:
 
 
 def test_every_docs_link_resolves():
-    """A relative link in the README or docs/ names a file that exists."""
+    """A relative link in the README, docs/, tests/README.md or the benchmarks' pages names a file that exists."""
     missing = []
-    for page in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), ROOT / "tests" / "README.md",
+             ROOT / "benchmarks" / "README.md", *sorted((ROOT / "benchmarks" / "log").glob("*.md"))]
+    for page in pages:
         for target in re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", page.read_text()):
             if "://" in target:
                 continue
@@ -45,3 +47,38 @@ def test_benchmark_your_algorithm_states_the_smoke_cap_and_what_score_does_with_
     assert (f"`--steps` below {SMOKE_STEPS:,} without `--eval-episodes`, caps the evaluation and held-out episodes "
             f"at {SMOKE_EVAL_EPISODES} a side") in text
     assert "`score` only warns" in text and "exits 0" in text
+
+
+def table_cells(page: Path, header: str) -> list[str]:
+    """The first cells of the Markdown table under the header row that starts with ``header``."""
+    lines = page.read_text().splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(header))
+    rows = []
+    for line in lines[start + 2:]:
+        if not line.startswith("|"):
+            break
+        rows.append(line)
+    return rows
+
+
+def test_the_tests_readme_lists_every_test_file_once():
+    """tests/README.md's table names each test file exactly once, and names no file that is not there."""
+    here = ROOT / "tests"
+    files = {p.relative_to(here).as_posix() for p in here.rglob("test_*.py")}
+    listed = re.findall(r"`((?:[\w/]+/)?test_\w+\.py)`", "\n".join(table_cells(here / "README.md", "| module")))
+    twice = sorted({name for name in listed if listed.count(name) > 1})
+    assert not twice, f"listed more than once: {twice}"
+    assert sorted(files - set(listed)) == [], "test files missing from tests/README.md's table"
+    assert sorted(set(listed) - files) == [], "tests/README.md's table names files that do not exist"
+
+
+def test_the_benchmarks_page_is_a_results_page_with_an_index_of_every_script():
+    """benchmarks/README.md stays short (the dated history lives in benchmarks/log/, linked from it), and its
+    index has one line for each script in benchmarks/."""
+    page = ROOT / "benchmarks" / "README.md"
+    assert len(page.read_text().splitlines()) <= 480
+    assert "(log/README.md)" in page.read_text()
+    scripts = sorted(p.name for p in (ROOT / "benchmarks").glob("*.py"))
+    indexed = [re.match(r"\| `(\w+\.py)` \|", row).group(1) for row in table_cells(page, "| script |")]
+    assert indexed == sorted(indexed) and sorted(set(indexed)) == indexed, "one line per script, by name"
+    assert indexed == scripts

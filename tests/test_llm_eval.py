@@ -177,7 +177,7 @@ BAD_TRAIN = [
 ]
 
 
-@pytest.mark.parametrize("argv, argument, why", BAD_TRAIN, ids=[" ".join(b[0]) for b in BAD_TRAIN])
+@pytest.mark.parametrize("argv, argument, why", BAD_TRAIN, ids=[" ".join(b[0]).replace(tiny_model_dir(), "TINY") for b in BAD_TRAIN])
 def test_train_llm_bad_input_exits_2_before_training(argv, argument, why, capsys, monkeypatch):
     _no_work(monkeypatch)
     with pytest.raises(SystemExit) as exit_:

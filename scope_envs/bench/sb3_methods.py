@@ -15,7 +15,8 @@ rotation-sb3   ``<game>-rotation``                           ``rotation``
 
 ``random`` and ``untrained`` need no trainer and are the built-in rows as they are (``reference-sb3`` is read
 together with the default reference: ``scope_envs.bench.reference.REFERENCES``). The trainer effect of a game is
-``frozen-sb3 − frozen`` on held-out success (``benchmarks/README.md`` states it per game).
+``frozen-sb3 − frozen`` on held-out success (``benchmarks/README.md`` states it per game; per pair,
+``benchmarks/log/plugins-and-leaderboard.md``).
 
 ``MaskablePPOMethod`` is also the base of ``examples/domain_randomization.py`` (the three simulators at once),
 so that the example and these rows differ in their simulators only. Its settings were fixed before any

@@ -1,5 +1,5 @@
 """The held-out gap split into *collapse* and *misspecification* (a confirmatory definition, declared
-2026-12-02 before any run that reports it).
+before any run that reports it).
 
 Every run is evaluated on a fourth side (``scope_envs.bench.protocol``): the game's training-side reference
 model — the model the collapsed simulator sharpens, without its defects (sharpening 1, the dealt card, no

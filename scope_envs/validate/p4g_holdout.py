@@ -81,7 +81,7 @@ from scope_envs.games.p4g.fit import (
 from scope_envs.games.p4g.game import PERSUADEE, PERSUADER, P4GGame
 
 K = 3
-SEED = 20_13  # issue 13; fixed before any result was seen
+SEED = 20_13  # fixed before any result was seen
 REPLICATIONS = 20
 MIN_SIDE = 10
 SIMULATORS = {"human_proxy": HumanProxyPersuadee, "reference": ReferencePersuadee}

@@ -1,0 +1,104 @@
+"""Carry the committed references over a refactor that changed no number: their records get this code's fingerprint.
+
+    python benchmarks/same_numbers.py run --seeds 3 --steps 5000 --out before.json   # on the old tree
+    python benchmarks/same_numbers.py run --seeds 3 --steps 5000 --out after.json    # on this tree
+    python benchmarks/restamp.py before.json after.json                              # --dry-run to look first
+
+A run record carries the fingerprint of the code that made it (``scope_envs.bench.reference``): a SHA-256 of
+the source of its game and of the engine, so any edit there (a comment, a moved function) makes
+``--against`` refuse the reference. When the same grid played on both trees gives identical records (every
+(game, method, seed) of ``same_numbers.py``, training included, timings aside), the edit changed none of the
+episodes, and rebuilding the references would only spend hours to write the same numbers. This script then
+replaces, in every run record under ``benchmarks/results/`` whose fingerprint is the old tree's, the ``code``
+and ``engine`` hashes with the new tree's. It refuses when any record differs, when anything else in the
+fingerprint moved (the version, the protocol's constants, the data played), or when the two files were played
+at other sizes. Each record is rewritten atomically; what was changed is printed per folder.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from scope_envs.files import write_json
+
+RESULTS = Path(__file__).resolve().parent / "results"
+HASHES = ("code", "engine")  # what a refactor may move; anything else in the fingerprint means a rebuild
+
+
+def fingerprints(path: str) -> tuple[dict, dict]:
+    """The records of a ``same_numbers.py run`` file without their fingerprints, and each game's fingerprint."""
+    records = json.loads(Path(path).read_text())["records"]
+    by_game: dict[str, dict] = {}
+    for name, record in records.items():
+        fp = record.pop("fingerprint", None)
+        if fp is None:
+            sys.exit(f"restamp: {path}: {name} has no fingerprint")
+        if by_game.setdefault(record["game"], fp) != fp:
+            sys.exit(f"restamp: {path}: {record['game']}'s records carry two fingerprints")
+    return records, by_game
+
+
+def check(before: str, after: str) -> dict[str, tuple[dict, dict]]:
+    """Each game's (old, new) fingerprint, once the two files prove the numbers unchanged."""
+    old_records, old = fingerprints(before)
+    new_records, new = fingerprints(after)
+    if set(old_records) != set(new_records):
+        sys.exit(f"restamp: the files hold different runs ({len(old_records)} and {len(new_records)})")
+    differ = sorted(k for k in old_records if old_records[k] != new_records[k])
+    if differ:
+        sys.exit(f"restamp: {len(differ)} of {len(old_records)} records differ ({', '.join(differ[:5])}...): "
+                 "the numbers moved, so the references must be rebuilt (benchmarks/README.md)")
+    pairs = {}
+    for game in sorted(old):
+        moved = sorted(k for k in set(old[game]) | set(new[game])
+                       if k not in HASHES and old[game].get(k) != new[game].get(k))
+        if moved:
+            sys.exit(f"restamp: {game}'s fingerprint differs in {moved}, not only in its code: rebuild instead")
+        pairs[game] = (old[game], new[game])
+    return pairs
+
+
+def restamp(pairs: dict[str, tuple[dict, dict]], root: Path, dry_run: bool) -> dict[str, int]:
+    """Rewrite every record under ``root`` carrying an old fingerprint; counts per folder."""
+    counts: dict[str, int] = {}
+    for path in sorted(root.rglob("runs/*.json")):
+        record = json.loads(path.read_text())
+        result = record.get("result", {}) if isinstance(record, dict) else {}
+        game = record.get("task", {}).get("game") if isinstance(record, dict) else None
+        if game not in pairs or result.get("fingerprint") != pairs[game][0]:
+            continue
+        folder = str(path.parent.parent.relative_to(root))
+        counts[folder] = counts.get(folder, 0) + 1
+        if dry_run:
+            continue
+        result["fingerprint"] = pairs[game][1]
+        write_json(path, record)  # as the benchmark writes its records
+    return counts
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("before", help="same_numbers.py run's file from the old tree")
+    ap.add_argument("after", help="same_numbers.py run's file from this tree")
+    ap.add_argument("--results", type=Path, default=RESULTS, help="the folder of references (default: %(default)s)")
+    ap.add_argument("--dry-run", action="store_true", help="say what would be rewritten, rewrite nothing")
+    args = ap.parse_args(argv)
+    for path in (args.before, args.after):
+        if not os.path.isfile(path):
+            ap.error(f"argument {path}: no such file")
+    if not args.results.is_dir():
+        ap.error(f"argument --results: {args.results} is not a folder")
+    counts = restamp(check(args.before, args.after), args.results, args.dry_run)
+    verb = "would restamp" if args.dry_run else "restamped"
+    for folder, n in counts.items():
+        print(f"{verb} {n} records in {folder}")
+    if not counts:
+        print("no record carries the old fingerprint")
+
+
+if __name__ == "__main__":
+    main()
