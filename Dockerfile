@@ -8,7 +8,7 @@ ARG TORCH_INDEX_URL=
 WORKDIR /app
 RUN if [ -n "$TORCH_INDEX_URL" ]; then pip install --no-cache-dir torch==2.13.0 --index-url "$TORCH_INDEX_URL"; \
     else pip install --no-cache-dir torch==2.13.0; fi
-COPY pyproject.toml README.md ./
+COPY pyproject.toml setup.py README.md ./
 COPY scope_envs ./scope_envs
 COPY agents ./agents
 COPY wrappers ./wrappers

@@ -6,12 +6,18 @@
 # slime is not on PyPI: its adapter is tested against slime's documented Sample type (in the main suite too).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-python3 -m venv .venv-engines
-.venv-engines/bin/pip install -q torch==2.13.0
-.venv-engines/bin/pip install -q --no-deps verl==0.9.1 openrlhf==0.11.2
-.venv-engines/bin/pip install -q -e . "pytest>=7" "transformers>=5.5.3,<5.11" tokenizers "ray==2.60.0" \
-    hydra-core omegaconf pillow pydantic "tensordict>=0.8,<=0.10.0" codetiming dill pandas "pyarrow>=19" datasets \
-    aiohttp packaging cachetools uvicorn fastapi pylatexenc
-.venv-engines/bin/python -c "import torch, verl.experimental.agent_loop, openrlhf.utils.agent; \
-assert torch.__version__.startswith('2.13.0'), torch.__version__"
-.venv-engines/bin/python -m pytest -q -p no:cacheprovider tests/test_integrations_engines.py
+PHASE="${1:-all}"  # install | test | all (.ci/run installs in the background while the main suite runs)
+case "$PHASE" in install|test|all) ;; *) echo "usage: $0 [install|test|all]" >&2; exit 2;; esac
+if [ "$PHASE" != test ]; then
+    python3 -m venv .venv-engines
+    .venv-engines/bin/pip install -q torch==2.13.0
+    .venv-engines/bin/pip install -q --no-deps verl==0.9.1 openrlhf==0.11.2
+    .venv-engines/bin/pip install -q -e . "pytest>=7" "transformers>=5.5.3,<5.11" tokenizers "ray==2.60.0" \
+        hydra-core omegaconf pillow pydantic "tensordict>=0.8,<=0.10.0" codetiming dill pandas "pyarrow>=19" datasets \
+        aiohttp packaging cachetools uvicorn fastapi pylatexenc
+    .venv-engines/bin/python -c "import torch, verl.experimental.agent_loop, openrlhf.utils.agent; \
+    assert torch.__version__.startswith('2.13.0'), torch.__version__"
+fi
+if [ "$PHASE" != install ]; then
+    .venv-engines/bin/python -m pytest -q -p no:cacheprovider tests/test_integrations_engines.py
+fi

@@ -7,9 +7,15 @@
 # dependencies from the package index into uv's cache). VENV overrides where the virtualenv goes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-VENV="${VENV:-.venv-verifiers}"
-python3 -m venv "$VENV"
-"$VENV"/bin/pip install -q torch==2.13.0
-"$VENV"/bin/pip install -q -e ".[llm]" "pytest>=7" "verifiers==0.4.0" uv
-"$VENV"/bin/python -c "import torch, transformers, verifiers.v1; assert torch.__version__.startswith('2.13.0'), torch.__version__"
-PATH="$(cd "$VENV/bin" && pwd):$PATH" "$VENV"/bin/python -m pytest -q -p no:cacheprovider tests/test_verifiers_env.py
+PHASE="${1:-all}"  # install | test | all (.ci/run installs in the background while the main suite runs)
+case "$PHASE" in install|test|all) ;; *) echo "usage: $0 [install|test|all]" >&2; exit 2;; esac
+if [ "$PHASE" != test ]; then
+    VENV="${VENV:-.venv-verifiers}"
+    python3 -m venv "$VENV"
+    "$VENV"/bin/pip install -q torch==2.13.0
+    "$VENV"/bin/pip install -q -e ".[llm]" "pytest>=7" "verifiers==0.4.0" uv
+    "$VENV"/bin/python -c "import torch, transformers, verifiers.v1; assert torch.__version__.startswith('2.13.0'), torch.__version__"
+fi
+if [ "$PHASE" != install ]; then
+    PATH="$(cd "$VENV/bin" && pwd):$PATH" "$VENV"/bin/python -m pytest -q -p no:cacheprovider tests/test_verifiers_env.py
+fi

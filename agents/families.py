@@ -2,7 +2,7 @@
 
 A *family* is a sharpened reference user model — the game's ``Collapsed*``
 simulator, a ``SharpenedReference`` — with its own parameters, drawn by one
-mechanism for all three games:
+mechanism for every game, from its ``GameSpec`` (``scope_envs.games``):
 
 ==================  =============================================================================
 parameter           distribution (per family, from that family's own generator, in this order)
@@ -61,32 +61,26 @@ import numpy as np
 from scope_envs.core.env import DialogueParallelEnv
 from scope_envs.core.game import Game, Persona
 from scope_envs.core.simulator import Simulator
+from scope_envs.games import game_names, game_spec, load
 
-GAMES = ("p4g", "cooperbench", "tau2")
 SPLITS = ("train", "heldout")
 FAMILY_KEYS = {"train": 40_013, "heldout": 80_021}  # disjoint seed streams (docs/architecture.md §4.1)
-GAME_KEYS = {"p4g": 1, "cooperbench": 2, "tau2": 3}
 DEFAULT_K = {"train": 3, "heldout": 6}  # SCOPE: an ensemble of 3 families; a held-out panel of 6
 PANEL_SIZE = DEFAULT_K["heldout"]
 SHARPENING_LOGNORMAL = (float(np.log(2.0)), 0.5)  # sharpening = 1 + LogNormal(mu, sigma)
-COOPERATION = {"p4g": (1.0, 0.5), "cooperbench": (0.3, 0.2), "tau2": (0.3, 0.2)}  # (center, half width)
-REPLY_STYLES = {"tau2": {"terse": 0.2, "plain": 0.5, "wordy": 0.8}}  # the card's ``verbose``
 CALIBRATION_NOISE = 0.25
+# each game's family parameters are its GameSpec's (family_key, cooperation, reply_styles, card, collapsed); these
+# are the registered games' at import, by name
+GAMES = game_names()
+GAME_KEYS = {g: game_spec(g).family_key for g in GAMES}
+COOPERATION = {g: game_spec(g).cooperation for g in GAMES}  # (center, half width)
+REPLY_STYLES = {g: dict(game_spec(g).reply_styles) for g in GAMES if game_spec(g).reply_styles}  # the card's verbose
 
 
 def _personas(game: str):
     """``(number of personas of a split, persona(split, i))`` of a game's persona prior."""
-    if game == "p4g":
-        from scope_envs.games.p4g import personas
-
-        return personas.SPLIT_SIZES, personas.persona
-    if game == "cooperbench":
-        from scope_envs.games.cooperbench import styles
-
-        return styles.SPLIT_SIZES, styles.persona
-    from scope_envs.games.tau2 import behaviour
-
-    return behaviour.SPLIT_SIZES, behaviour.card
+    spec = game_spec(game)
+    return load(spec.split_sizes), load(spec.card)
 
 
 @dataclass(frozen=True)
@@ -110,7 +104,7 @@ class Family:
     @property
     def entropy(self) -> tuple[int, int, int, int]:
         """The seed of this family's generator (its place in its stream)."""
-        return FAMILY_KEYS[self.split], GAME_KEYS[self.game], self.seed, self.index
+        return FAMILY_KEYS[self.split], game_spec(self.game).family_key, self.seed, self.index
 
     @property
     def name(self) -> str:
@@ -120,26 +114,16 @@ class Family:
 
     def simulator(self) -> Simulator:
         """The game's collapsed simulator with this family's parameters (``.family`` is this record)."""
-        if self.game == "p4g":
-            from scope_envs.agents.p4g import CollapsedPersuadee
-
-            sim = CollapsedPersuadee(self.sharpening, self.persona, self.cooperation, CALIBRATION_NOISE, self.name)
-        elif self.game == "cooperbench":
-            from scope_envs.agents.cooperbench import CollapsedPartner
-
-            sim = CollapsedPartner(self.sharpening, self.persona, self.cooperation, CALIBRATION_NOISE, self.name)
-        else:
-            from scope_envs.agents.tau2 import CollapsedUser
-
-            sim = CollapsedUser(self.sharpening, self.persona, CALIBRATION_NOISE, self.name,
-                                cooperation=self.cooperation)
+        spec = game_spec(self.game)
+        sim = load(spec.collapsed)(sharpening=self.sharpening, **{spec.card_keyword: self.persona},
+                                   cooperation=self.cooperation, calibration_noise=CALIBRATION_NOISE, name=self.name)
         sim.family = self
         return sim
 
 
 def _check(game, split, k, seed) -> int:
-    if game not in GAMES:
-        raise ValueError(f"game must be one of {GAMES}, got {game!r}")
+    if game not in game_names():
+        raise ValueError(f"game must be one of {game_names()}, got {game!r}")
     if split not in SPLITS:
         raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
     k = DEFAULT_K[split] if k is None else k
@@ -153,17 +137,19 @@ def _check(game, split, k, seed) -> int:
 def draw(game: str, split: str, index: int, seed: int = 0) -> Family:
     """Family ``index`` of the ``(game, split, seed)`` stream."""
     _check(game, split, 1, seed)
-    rng = np.random.default_rng([FAMILY_KEYS[split], GAME_KEYS[game], int(seed), int(index)])
+    spec = game_spec(game)
+    rng = np.random.default_rng([FAMILY_KEYS[split], spec.family_key, int(seed), int(index)])
     sizes, persona = _personas(game)
     card = persona(split, int(rng.integers(sizes[split])))
     sharpening = 1.0 + float(rng.lognormal(*SHARPENING_LOGNORMAL))
-    center, width = COOPERATION[game]
+    center, width = spec.cooperation
     cooperation = float(rng.uniform(center - width, center + width))
     style = None
-    if game in REPLY_STYLES:
-        names = list(REPLY_STYLES[game])
+    if spec.reply_styles:
+        styles = dict(spec.reply_styles)
+        names = list(styles)
         style = names[int(rng.integers(len(names)))]
-        card = Persona(card.id, card.split, {**card.traits, "verbose": REPLY_STYLES[game][style]},
+        card = Persona(card.id, card.split, {**card.traits, "verbose": styles[style]},
                        {**card.attributes, "reply_style": style})
     return Family(game, split, int(index), int(seed), sharpening, cooperation, card, style)
 

@@ -19,6 +19,7 @@ import numpy as np
 import scope_envs
 from scope_envs.arguments import (count, env_id, existing_dir, float_below, json_object, model_source,
                                   nonnegative_float, output_dir, positive_float, seed, torch_device)
+from scope_envs.games import game_names, game_spec, load
 from scope_envs.registry import REGIME_AGENTS
 
 MAX_EPISODES = 1_000_000  # validate p4g / demo episodes
@@ -44,8 +45,9 @@ def _check_out_of_sample(args) -> None:
         if args.replications is not None:
             args.parser.error("argument --replications: only used with --out-of-sample")
         return
-    if args.game != "p4g":
-        args.parser.error(f"argument --out-of-sample: only 'validate p4g' has one, not {args.game!r}")
+    if game_spec(args.game).out_of_sample is None:
+        having = " ".join(f"'validate {g}'" for g in game_names() if game_spec(g).out_of_sample)
+        args.parser.error(f"argument --out-of-sample: only {having} has one, not {args.game!r}")
     if args.data is None:
         args.parser.error("argument --out-of-sample: needs --data, the folder of the real P4G csv files "
                           "(e.g. --data ../shared/data/p4g)")
@@ -58,24 +60,20 @@ def _check_out_of_sample(args) -> None:
 def cmd_validate(args) -> None:
     _check_out_of_sample(args)
     try:
+        spec = game_spec(args.game)
         if args.out_of_sample:
-            from scope_envs.validate.p4g_holdout import REPLICATIONS, out_of_sample
-
-            report = out_of_sample(args.data, REPLICATIONS if args.replications is None else args.replications)
-        elif args.game == "tau2":
-            from scope_envs.validate.tau2 import validate as validate_tau2
-
-            # tau2 is validated by replaying every task's gold actions: no episodes, no randomness
+            replications = {} if args.replications is None else {"replications": args.replications}
+            report = load(spec.out_of_sample)(args.data, **replications)
+        elif not spec.validate_simulates:
+            # validated by replaying the data once (tau2: every task's gold actions): no episodes, no randomness
             for option in ("episodes", "seed"):
                 if getattr(args, option) is not None:
-                    args.parser.error(f"argument --{option}: not used by 'validate tau2' (it replays each task's "
-                                      "gold actions once)")
-            report = validate_tau2(args.data)
+                    args.parser.error(f"argument --{option}: not used by 'validate {args.game}' (it replays each "
+                                      "task's gold actions once)")
+            report = load(spec.validate)(args.data)
         else:
-            from scope_envs.validate.p4g import validate
-
-            report = validate(args.data, episodes=2000 if args.episodes is None else args.episodes,
-                              seed=0 if args.seed is None else args.seed)
+            report = load(spec.validate)(args.data, episodes=2000 if args.episodes is None else args.episodes,
+                                         seed=0 if args.seed is None else args.seed)
     except (FileNotFoundError, ValueError) as e:
         args.parser.error(f"argument --data: {e}")
     print(json.dumps(report, indent=1))
@@ -167,7 +165,7 @@ def main(argv=None) -> None:
     sub = ap.add_subparsers(dest="command", required=True)
     sub.add_parser("list", help="every environment id with its regime and live agents").set_defaults(func=cmd_list)
     v = sub.add_parser("validate", help="real versus simulated statistics of a game (JSON)")
-    v.add_argument("game", choices=["p4g", "tau2"])
+    v.add_argument("game", choices=[g for g in game_names() if game_spec(g).validate])
     v.add_argument("--data", type=existing_dir, default=None,
                    help="directory of the real data; default: the shipped fitted numbers")
     v.add_argument("--episodes", type=count(MAX_EPISODES), default=None,

@@ -39,6 +39,7 @@ from scope_envs.core.env import LEARNABLE, DialogueParallelEnv
 from scope_envs.core.game import Game
 from scope_envs.core.simulator import Simulator
 from scope_envs.core.surfaces import MAX_MESSAGE_CHARS
+from scope_envs.games import GameSpec, load, on_register
 from scope_envs.registry import REGIMES, register
 from scope_envs.wrappers import CheckpointPool, SimulatorPopulation, VerbalizedSampling
 from scope_envs.wrappers.verbalized import VS_OPTIONS
@@ -230,7 +231,14 @@ def make_tau2(regime: str, surface: str = "act", *, domain=("airline", "retail",
                  max_errors=max_errors, **options)
 
 
-GAMES = {"p4g": make_p4g, "cooperbench": make_cooperbench, "tau2": make_tau2}
-for _game, _factory in GAMES.items():
-    for _regime in REGIMES:
-        register(f"{_game}-{_regime}", functools.partial(_factory, _regime), game=_game, regime=_regime)
+def _make(factory: str, regime: str, **kwargs):
+    return load(factory)(regime, **kwargs)
+
+
+def register_ids(spec: GameSpec) -> None:
+    """Register ``<game>-<regime>`` for every regime of a declared game; its factory is imported when one is made."""
+    for regime in REGIMES:
+        register(f"{spec.name}-{regime}", functools.partial(_make, spec.factory, regime), game=spec.name, regime=regime)
+
+
+on_register(register_ids)  # every game of scope_envs.games, and each one registered later

@@ -1,5 +1,6 @@
 """The act-level PPO trainer: it learns, co-trains both sides, keeps population members apart,
-shares one network in selfplay, and saves/loads."""
+shares one network in selfplay, saves/loads, trains one public step at a time (a curriculum over simulators
+needs nothing else) and on one thread."""
 
 import numpy as np
 import pytest
@@ -218,24 +219,92 @@ def test_update_equals_the_autograd_update(env_id, extra):
         torch.testing.assert_close(results[0], results[1], rtol=0, atol=5e-4 * float(moved))
 
 
-def test_gae_over_all_trajectories_equals_each_alone():
-    """``PPOTrainer.gae`` runs the recursion over an iteration's trajectories at once (right-aligned); every
-    advantage and return is bit for bit the scalar recursion of its trajectory alone, in float32."""
-    trainer = PPOTrainer(PPOConfig(env_id="p4g-frozen", seed=0, total_steps=0))
-    rng = np.random.default_rng(0)
-    trajectories = [[{"r": float(rng.normal()) if rng.random() < 0.4 else 0.0, "v": float(rng.normal())}
-                     for _ in range(int(n))] for n in rng.integers(0, 12, 200)]
-    gamma, lam = trainer.cfg.gamma, trainer.cfg.gae_lambda
-    for cfg_gamma in (gamma, 0.97):
-        trainer.cfg.gamma = cfg_gamma
-        got = trainer.gae(trajectories)
-        for decisions, (adv, ret) in zip(trajectories, got):
-            r = np.array([d["r"] for d in decisions], np.float32)
-            v = np.array([d["v"] for d in decisions], np.float32)
-            want, last = np.zeros_like(r), 0.0
-            for t in reversed(range(len(r))):
-                next_v = v[t + 1] if t + 1 < len(r) else 0.0
-                last = r[t] + cfg_gamma * next_v - v[t] + cfg_gamma * lam * last
-                want[t] = last
-            assert adv.dtype == np.float32 and adv.tobytes() == want.tobytes()
-            assert ret.tobytes() == (want + v).tobytes()
+def weights(trainer):
+    return [params(net) for _, net in sorted(trainer.learners.items())]
+
+
+def without_clock(rows):
+    return [{k: v for k, v in row.items() if k != "steps_per_s"} for row in rows]
+
+
+def test_train_is_a_loop_over_step():
+    """``train()`` is ``step()`` until the budget: the same rows, the same weights, bit for bit; a step that
+    names the config's own simulator is a plain step."""
+    cfg = PPOConfig(env_id="p4g-cotrain", total_steps=400, num_envs=8, episodes_per_iter=8, seed=3, bc_episodes=20,
+                    bc_steps=10)
+    trained = PPOTrainer(cfg)
+    history = trained.train()
+    stepped = PPOTrainer(cfg)
+    rows = [stepped.step()]
+    while stepped.agent_steps < cfg.total_steps:
+        rows.append(stepped.step("p4g-cotrain"))
+    assert len(rows) > 2 and stepped.other_envs == []
+    assert without_clock(rows) == without_clock(history) and [r["iteration"] for r in rows] == list(range(len(rows)))
+    assert all(torch.equal(a, b) for a, b in zip(weights(trained), weights(stepped)))
+
+
+def minimax(trainer, members):
+    """A minimax curriculum over simulators on the public API: train against the member where agent_0's
+    last training return was lowest (each member once first)."""
+    last = [-np.inf] * len(members)
+    while trainer.agent_steps < trainer.cfg.total_steps:
+        i = int(np.argmin(last))
+        last[i] = trainer.step(members[i])["return"]
+    return last
+
+
+def test_a_minimax_curriculum_over_simulators_needs_only_step():
+    members = ["p4g-frozen", ("p4g-vs", {"k": 3}), "p4g-rotation"]
+    runs = []
+    for _ in range(2):
+        trainer = PPOTrainer(PPOConfig(env_id="p4g-frozen", total_steps=900, num_envs=8, episodes_per_iter=8, seed=1))
+        start = params(trainer.learners["agent_0"])
+        runs.append((minimax(trainer, members), trainer))
+    (last, trainer), (again, twin) = runs
+    assert [(env_id, kwargs) for env_id, kwargs, _ in trainer.other_envs] == [("p4g-vs", {"k": 3}),
+                                                                             ("p4g-rotation", {})]
+    assert np.isfinite(last).all() and trainer.updates > len(members)
+    assert not torch.equal(start, params(trainer.learners["agent_0"]))
+    assert again == last  # every simulator's envs are seeded: the run repeats
+    assert all(torch.equal(a, b) for a, b in zip(weights(trainer), weights(twin)))
+
+
+def test_a_simulator_the_networks_do_not_fit_is_refused():
+    trainer = PPOTrainer(PPOConfig(env_id="p4g-frozen", total_steps=100, num_envs=2, episodes_per_iter=2, seed=0))
+    with pytest.raises(ValueError, match="seats"):
+        trainer.step("p4g-cotrain")  # a learnable user: a seat the trainer has no network for
+    with pytest.raises(ValueError, match="act counts"):
+        trainer.step("cooperbench-frozen")
+    with pytest.raises(ValueError, match="env id"):
+        trainer.step(3)
+    assert trainer.updates == 0 and trainer.other_envs == []
+
+
+def blas_threads():
+    from threadpoolctl import threadpool_info
+
+    return tuple(sorted({i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"}))
+
+
+def test_training_runs_on_one_thread_and_gives_the_callers_back():
+    """As scope-envs bench runs it (issue 48: OpenBLAS's threads spinning against each other on a busy
+    machine): one BLAS and one torch thread while training, the caller's after; ``threads=None`` leaves them."""
+    from threadpoolctl import threadpool_limits
+
+    caller = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        with threadpool_limits(2, user_api="blas"):
+            outside = blas_threads()
+            for threads, inside in ((1, ((1,), 1)), (None, (outside, 2))):
+                seen = []
+                trainer = PPOTrainer(PPOConfig(env_id="p4g-frozen", total_steps=100, num_envs=4, episodes_per_iter=4,
+                                               seed=0, threads=threads))
+                trainer.train(lambda row: seen.append((blas_threads(), torch.get_num_threads())))
+                assert seen and set(seen) == {inside}, threads
+                assert blas_threads() == outside and torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(caller)
+    for bad in (0, 1.0, True):
+        with pytest.raises(ValueError, match="threads"):
+            PPOTrainer(PPOConfig(env_id="p4g-frozen", total_steps=0, threads=bad))

@@ -134,3 +134,95 @@ def test_the_leaderboard_refuses_a_folder_as_its_out_file(tmp_path, capsys):
     assert e.value.code == 2 and "argument --out: " in err and "is a folder" in err and "Traceback" not in err
     leaderboard.main([str(folder), "--out", str(tmp_path / "new" / "board.md")])
     assert "| frozen |" in (tmp_path / "new" / "board.md").read_text()
+
+
+# ---------------------------------------------------------------------------- against a whole reference
+@pytest.fixture(scope="module")
+def three_seed_reference(tmp_path_factory):
+    """A tiny reference of 3 seeds (the band, frozen, rotation and uncollapsed, for the collapse cost): an
+    entrant run at 2 seeds against it must still meet all 3."""
+    from scope_envs.cli import main
+
+    out = tmp_path_factory.mktemp("reference") / "ref3"
+    main(["bench", "--games", "p4g", "--seeds", "3", "--steps", "400", "--eval-episodes", "24", "--methods",
+          "random", "oracle", "untrained", "frozen", "rotation", "uncollapsed", "--out", str(out)])
+    return out
+
+
+FIRST_LEGAL = '''
+from scope_envs.train.policy import UniformPolicy
+
+def first_legal(ctx):
+    ctx.progress(0, UniformPolicy(seed=ctx.seed))
+    ctx.progress(ctx.budget, UniformPolicy(seed=ctx.seed))
+    return lambda obs, mask: mask.argmax(1)
+'''
+
+
+def test_an_entrant_at_fewer_seeds_meets_every_reference_seed(three_seed_reference, tmp_path, capsys):
+    """--seeds 2 against a 3-seed reference: the reference's rows, claims and built-in collapse rows stay
+    byte-identical to its own, the entrant's Welch tests use all 3 reference seeds (paired: the 2 shared), and
+    stdout ends with the verdict block (power and collapse beside it), not with the report."""
+    from scope_envs.cli import main
+
+    ref = three_seed_reference
+    plugin = tmp_path / "mine.py"
+    plugin.write_text(FIRST_LEGAL)
+    out = tmp_path / "new"
+    capsys.readouterr()
+    main(["bench", "--games", "p4g", "--seeds", "2", "--steps", "400", "--eval-episodes", "24", "--method",
+          f"{plugin}:first_legal", "--against", str(ref), "--out", str(out)])
+    stdout = capsys.readouterr().out
+    assert (out / "claims.json").read_bytes() == (ref / "claims.json").read_bytes()
+    theirs, mine = (json.loads((d / "results.json").read_text())["p4g"] for d in (ref, out))
+    assert list(mine) == [*theirs, "first_legal"] and list(mine["first_legal"]["per_seed"]) == ["0", "1"]
+    assert all(json.dumps(mine[m]) == json.dumps(theirs[m]) for m in theirs)  # all 3 seeds, byte for byte
+    split_ref, split_new = (json.loads((d / "split.json").read_text())["p4g"] for d in (ref, out))
+    assert all(json.dumps(split_new["rows"][m]) == json.dumps(r) for m, r in split_ref["rows"].items())
+    assert split_new["cost"] == split_ref["cost"]
+    v = json.loads((out / "entrants.json").read_text())["p4g"]["first_legal"]
+    held = {m: [s["heldout_success"] for s in e["per_seed"].values()] for m, e in mine.items()}
+    best = max(("untrained", "frozen", "rotation"), key=lambda m: np.mean(held[m]))  # chosen on all 3 seeds
+    assert v["family"] == list(dict.fromkeys(["frozen", best]))
+    for row in v["rows"]:
+        welch = sstats.ttest_ind(held["first_legal"], held[row["b"]], equal_var=False)
+        assert row["p"] == pytest.approx(welch.pvalue) and (row["n"], row["n_other"], row["n_paired"]) == (2, 3, 2)
+        assert 0 < row["power"] < 1 and row["mde"] > 0
+    c = v["collapse"]
+    assert c["cost"] == split_ref["cost"]["mean"] and c["cost_ci"] == split_ref["cost"]["ci"]
+    assert c["share"] == pytest.approx(c["diff"] / c["cost"]) and len(c["share_ci"]) == 2
+    tail = stdout[stdout.index("p4g: first_legal, held-out success"):]
+    assert "### " not in tail and "| method |" not in stdout  # the summary, not the report
+    assert "vs frozen: " in tail and "p_Holm" in tail and "power: detects" in tail and "2 vs 3 seeds" in tail
+    assert "collapse: cost at this budget" in tail and "share of it" in tail
+    assert ("not evidence about collapse" in tail) == c["includes_zero"]
+    assert tail.rstrip().endswith(f"the whole report: {out.resolve() / 'report.md'}")
+    assert "## The entrants' verdicts" in (out / "report.md").read_text()
+
+
+def test_the_collapse_sentence_follows_the_cost_ci():
+    table = summarize(fake_runs(["frozen", "uncollapsed", "mine"], shift={"uncollapsed": 0.3}))["p4g"]
+    for entry in table.values():
+        for s in entry["per_seed"].values():
+            s["ref_users"] = s["heldout_success"]
+    hurts = entrants.collapse(table, "mine", {"mean": 0.35, "ci": [0.3, 0.4], "hurts": True}, "ref_users")
+    flat = entrants.collapse(table, "mine", {"mean": 0.02, "ci": [-0.03, 0.07], "hurts": False}, "ref_users")
+    assert not hurts["includes_zero"] and flat["includes_zero"]
+    lo, hi = hurts["share_ci"]
+    assert lo < hurts["share"] < hi
+    assert "absent" in entrants.collapse(table, "mine", None, "ref_users")
+    base = {"family": ["frozen"], "missing": [], "rows": [], "heldout_success": 0.4, "seeds": 8, "builtin_seeds": 8}
+    said = entrants.summary({"p4g": {"mine": {**base, "collapse": flat}}}, "r.md")
+    assert "not evidence about collapse" in said and "not evidence" not in entrants.summary(
+        {"p4g": {"mine": {**base, "collapse": hurts}}}, "r.md")
+
+
+def test_bench_help_names_each_default(capsys):
+    from scope_envs.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["bench", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "default: ./results" in text and "--print-report" in text
+    assert "p4g 26, cooperbench 16, tau2 15" in text and "SEEDS_MIN" in text
+    assert "p4g 20_000, cooperbench 20_000, tau2 8_000" in text and "presets.py" in text

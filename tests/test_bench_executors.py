@@ -200,3 +200,22 @@ def test_an_unreachable_cluster_is_a_one_line_error_not_a_hang(tmp_path, capsys)
         main(["bench", "--games", "p4g", "--methods", "random", "--seeds", "1", "--steps", "8", "--executor", "ray",
               "--address", "127.0.0.1:1", "--out", str(tmp_path)])
     assert not list(tmp_path.glob("runs/*.json"))
+
+
+def test_ray_failing_to_start_is_one_line_naming_the_executor(tmp_path, monkeypatch, capsys):
+    """Ray's own start-up failure (a bare Exception when its node times out) is one line naming --executor and
+    what to try, never a traceback; nothing is written."""
+    ray = pytest.importorskip("ray")
+
+    def timed_out(**kwargs):
+        raise Exception("The current node timed out during startup. This could happen because some of the Ray "
+                        "processes failed to startup.\nmore detail")
+
+    monkeypatch.setattr(ray, "init", timed_out)
+    with pytest.raises(SystemExit) as caught:
+        main(["bench", "--games", "p4g", "--methods", "random", "--seeds", "1", "--steps", "8", "--executor", "ray",
+              "--out", str(tmp_path)])
+    message = str(caught.value.code)
+    assert "\n" not in message and "--executor ray" in message and "--executor local" in message, message
+    assert "timed out during startup" in message and "Traceback" not in capsys.readouterr().err
+    assert not list(tmp_path.glob("runs/*.json"))

@@ -174,12 +174,13 @@ def test_resume_into_a_read_only_runs_folder_stops_before_any_run(tmp_path, monk
     assert e.value.code != 0 and "read-only file system" in message and "runs" in message, message
 
 
-def test_out_empty_is_the_current_folder(tmp_path, monkeypatch, capsys):
+def test_out_empty_is_an_argument_error(tmp_path, monkeypatch, capsys):
+    """``--out ""`` (an unset ``$OUT``) is refused naming --out, not the working folder filled silently."""
     monkeypatch.chdir(tmp_path)
-    main([*TINY, "--out", ""])
-    out = capsys.readouterr().out
-    assert (tmp_path / "results.json").is_file() and f"wrote {tmp_path}/results.json" in out
-    assert "wrote /results.json" not in out
+    with pytest.raises(SystemExit) as e:
+        main([*TINY, "--out", ""])
+    assert e.value.code == 2 and "argument --out" in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())
 
 
 # ---------------------------------------------------------------------------- 10. a full disk

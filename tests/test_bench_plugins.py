@@ -168,3 +168,43 @@ def test_cli_rejects_bad_method_specs(plugin_file, capsys):
     assert "argument --method: --method" in err and "has no 'Missing'" in err
     assert "argument --against: needs at least one --method" in err
     assert "two methods share a name" in err
+
+
+def test_a_raising_plug_in_is_named_by_file_and_line_kept_and_not_retried(plugin_file, tmp_path, monkeypatch):
+    """Its own error is deterministic: one try, the one-line error names the plug-in's file and line, and the
+    whole traceback is kept in runs/<run>.error.txt; a failure outside the method is still retried, and says so."""
+    from scope_envs.bench import executors
+
+    line = next(i for i, text in enumerate(plugin_file.read_text().splitlines(), 1) if "a bug in my method" in text)
+    base = {"game": "p4g", "seed": 0, **TINY, "user_reward": None, "advantage": "gae", "group_size": 1}
+    tries = []
+    real = executors.attempt
+
+    def counted(task):
+        tries.append(task["method"])
+        return real(task)
+
+    monkeypatch.setattr(executors, "attempt", counted)
+    with pytest.raises(BenchFailure) as e:
+        execute([dict(base, method="raises", plugin=f"{plugin_file}:Raises")], tmp_path / "out", jobs=1,
+                progress=False)
+    assert tries == ["raises"]  # not retried
+    message = str(e.value)
+    assert f"raised in train at {plugin_file}:{line}: RuntimeError: a bug in my method" in message
+    assert "not retried" in message and "p4g-raises-0.error.txt" in message and "failed twice" not in message
+    kept = (tmp_path / "out" / "runs" / "p4g-raises-0.error.txt").read_text()
+    assert "Traceback" in kept and f'File "{plugin_file}", line {line}, in train' in kept
+    lost = executors.Failed("the worker process running it died")  # the infrastructure's failure: retried
+    said = str(BenchFailure({"p4g-frozen-0": lost}, tmp_path))
+    assert lost.retry and "failed twice: retried once" in said
+
+
+@pytest.mark.parametrize("body, missing", [("def train_envs(self, game): return []\n    def train(self, ctx): pass",
+                                            "`name`"),
+                                           ("name = 'x'\n    def train(self, ctx): pass", "`train_envs`"),
+                                           ("pass", "`name` and no `train_envs` and no `train`")])
+def test_a_class_missing_an_attribute_is_told_which(tmp_path, body, missing):
+    path = tmp_path / "partial.py"
+    path.write_text(f"class Partial:\n    {body}\n")
+    with pytest.raises(PluginError, match=f"Partial is not a method: it has no {missing} "):
+        load(f"{path}:Partial")

@@ -1,7 +1,8 @@
-"""SCOPE's group math has one home (scope_envs.train.groups): its definitions, and that no copy is left."""
+"""SCOPE's group math has one home (scope_envs.train.groups): its definitions, and that no copy of it, or of
+GAE (scope_envs.train.advantage), is left."""
 
+import ast
 import doctest
-import re
 from pathlib import Path
 
 import numpy as np
@@ -85,15 +86,40 @@ def test_seeds_and_scenario_options():
     assert scenario_options(5, 7, 4) == scenario_options(5, 4, 4) == {"scenario_seed": derive_seed(5, 1)}
 
 
+HOMES = ("scope_envs/train/groups.py", "scope_envs/train/advantage.py")  # SCOPE's group math; GAE
+GAME_RULES = {"agent_score"}  # a game's own method, the rule that groups.agent_score reads: not a copy
+
+
+def definitions(source: str) -> list[tuple[str, bool]]:
+    """Every function defined in ``source``, at any depth (nested functions, methods), as (name, is a method)."""
+    found = []
+
+    def visit(node, in_class):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                found.append((child.name, in_class))
+            visit(child, isinstance(child, ast.ClassDef))  # a method: a function in a class's body
+
+    visit(ast.parse(source), False)
+    return found
+
+
+def test_the_definition_reader_sees_nested_functions_and_methods():
+    source = "def f():\n    def g(): pass\nclass C:\n    def h(self):\n        def k(): pass\n"
+    assert definitions(source) == [("f", False), ("g", False), ("h", True), ("k", False)]
+
+
 def test_one_definition_each():
-    """grep finds one definition of each group quantity in the package (the old copies are gone)."""
-    names = ["group_advantages", "grpo_advantages", "group_diagnostics", "assign_curriculum_values", "agent_score",
-             "derive_seed", "by_group", "curriculum_values"]
+    """Each function of the group math (groups.py) and GAE (advantage.py), by the names they have today, is
+    defined in its home only: no function, nested function or method of its name elsewhere in the package."""
+    names = {node.name for home in HOMES for node in ast.parse((ROOT / home).read_text()).body
+             if isinstance(node, ast.FunctionDef)}  # the homes' own functions, as they are named today
+    assert {"gae", "group_advantages", "group_diagnostics", "derive_seed", "curriculum_values"} <= names
     found = {n: [] for n in names}
     for folder in ("scope_envs", "agents", "wrappers"):
-        for path in (ROOT / folder).rglob("*.py"):
-            for n in names:
-                if re.search(rf"^def {n}\(", path.read_text(), re.M):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            for n, method in definitions(path.read_text()):
+                if n in names and not (method and n in GAME_RULES):
                     found[n].append(str(path.relative_to(ROOT)))
-    copies = {n: paths for n, paths in found.items() if len(paths) > 1 or (paths and "groups.py" not in paths[0])}
+    copies = {n: paths for n, paths in found.items() if len(paths) > 1 or paths[0] not in HOMES}
     assert not copies, copies

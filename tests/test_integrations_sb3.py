@@ -234,3 +234,34 @@ def test_maskable_ppo_never_picks_a_masked_act(trained):
 def test_docstring_example_runs():
     result = doctest.testmod(sb3, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_sb3_player_plays_the_other_seat_of_a_single_agent_view():
+    """A model trained on one seat's view plays that seat for another view (the callable ``others`` takes): a
+    legal act every turn, whatever the model's observation space (the view's dict, or its flat observation)."""
+    from scope_envs.integrations.sb3 import SB3Player
+    from scope_envs.wrappers import SingleAgentView
+
+    user_view = SingleAgentView(scope_envs.make("p4g-cotrain"), "user_0",
+                                others={"agent_0": lambda obs: int(np.flatnonzero(obs["action_mask"])[0])})
+    user = MaskablePPO("MultiInputPolicy", user_view, n_steps=32, batch_size=32, seed=0, device="cpu").learn(32)
+    seen = []
+
+    class Watched(SB3Player):
+        def __call__(self, obs):
+            act = super().__call__(obs)
+            seen.append(bool(obs["action_mask"][act]))
+            return act
+
+    view = SingleAgentView(scope_envs.make("p4g-cotrain"), "agent_0", others={"user_0": Watched(user)},
+                           illegal="raise")
+    obs, _ = view.reset(seed=0)
+    done = False
+    while not done:
+        obs, _, term, trunc, _ = view.step(int(np.flatnonzero(obs["action_mask"])[0]))
+        done = term or trunc
+    assert seen and all(seen)
+    flat = MaskablePPO("MlpPolicy", sb3_vec_env("p4g-frozen", num_envs=2), n_steps=16, batch_size=32, seed=0,
+                       device="cpu")
+    obs, _ = SingleAgentView(scope_envs.make("p4g-frozen")).reset(seed=0)
+    assert obs["action_mask"][SB3Player(flat, deterministic=True)(obs)]

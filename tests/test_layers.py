@@ -194,3 +194,18 @@ def test_the_code_cites_sections_of_docs_architecture_that_exist():
                 outside.append(str(path.relative_to(ROOT)))
     assert cited and not cited - sections, sorted(cited - sections)
     assert not outside, outside
+
+
+def test_no_module_outside_games_branches_on_a_game_name():
+    """A game is declared once (``scope_envs/games/<g>/spec.py``): no module outside ``scope_envs/games/``
+    compares anything with a game's name (a name as data, a default argument say, is fine)."""
+    import re
+
+    from scope_envs.games import game_names
+
+    names = "|".join(game_names())
+    branch = re.compile(rf"""(==|!=|\bin) *\(?["']({names})["']""")
+    found = [f"{path.relative_to(ROOT)}:{i}: {line.strip()}"
+             for name, path in modules().items() if not name.startswith("scope_envs.games")
+             for i, line in enumerate(path.read_text().splitlines(), 1) if branch.search(line)]
+    assert not found, "\n".join(found)

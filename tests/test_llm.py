@@ -486,11 +486,11 @@ def test_rollout_loss_mask_covers_exactly_the_persuaders_tokens(tmp_path, tiny_d
 def test_gae_runs_over_trained_tokens_only():
     import torch
 
-    from scope_envs.train.llm.ppo import gae
+    from scope_envs.train.llm.ppo import token_gae
 
     mask = torch.tensor([[0, 1, 1, 0, 0, 1, 0]], dtype=torch.float32)
     rewards = torch.tensor([[9, 0, 1, 9, 9, 2, 9]], dtype=torch.float32)  # 9s sit on untrained tokens
-    adv, ret = gae(rewards, torch.zeros_like(rewards), mask, gamma=1.0, lam=1.0)
+    adv, ret = token_gae(rewards, torch.zeros_like(rewards), mask, gamma=1.0, lam=1.0)
     assert adv[0].tolist() == [0, 3, 3, 0, 0, 2, 0]
 
 

@@ -121,11 +121,11 @@ def _toy_first_prompt_len(tok):
 def test_gae_bootstraps_a_cut_trace_with_its_value():
     import torch
 
-    from scope_envs.train.llm.ppo import gae
+    from scope_envs.train.llm.ppo import token_gae
 
     mask = torch.tensor([[0, 1, 1, 0], [0, 1, 1, 0]], dtype=torch.float32)
     values = torch.tensor([[0, 1, 1, 0], [0, 1, 1, 0]], dtype=torch.float32)
-    adv, _ = gae(torch.zeros_like(mask), values, mask, gamma=1.0, lam=1.0, bootstrap=torch.tensor([5.0, 0.0]))
+    adv, _ = token_gae(torch.zeros_like(mask), values, mask, gamma=1.0, lam=1.0, bootstrap=torch.tensor([5.0, 0.0]))
     assert adv[0].tolist() == [0, 4, 4, 0]  # the cut row learns its value at the cut, not 0
     assert adv[1].tolist() == [0, -1, -1, 0]
 

@@ -32,7 +32,7 @@ population     ``<game>-population``, SCOPE's  ``<game>-population`` with the li
 selfplay       ``<game>-cotrain``, one net     ``<game>-cotrain``, the same net as the user
 =============  ==============================  ======================================
 
-``population_members`` (not in the default grid) is this benchmark's earlier
+``population_members`` (not in the default grid) is a second kind of
 population: K = 4 co-trained users, one per episode, with a diversity term.
 ``--user-reward``, ``--advantage grpo --group-size G`` run the grid SCOPE's way
 (``scope_envs.core.rewards``; grouped runs add the collapse diagnostics

@@ -87,25 +87,15 @@ EXPECTATIONS = {
 def _players(game: str):
     """(reference class, its card keyword, the modal card, the frozen simulator's sharpening and cooperation,
     the few cards, the rotation cards) of a game."""
+    from scope_envs.games import game_spec, load
     from scope_envs.regimes import SHARPENING
 
-    if game == "p4g":
-        from scope_envs.agents import p4g as players
-        from scope_envs.games.p4g.personas import default_persona as modal, persona as card
-        Collapsed, Reference, keyword = players.CollapsedPersuadee, players.ReferencePersuadee, "persona"
-    elif game == "cooperbench":
-        from scope_envs.agents import cooperbench as players
-        from scope_envs.games.cooperbench.styles import default_persona as modal, persona as card
-        Collapsed, Reference, keyword = players.CollapsedPartner, players.ReferencePartner, "persona"
-    elif game == "tau2":
-        from scope_envs.agents import tau2 as players
-        from scope_envs.games.tau2.behaviour import card, default_card as modal
-        Collapsed, Reference, keyword = players.CollapsedUser, players.ReferenceUser, "style"
-    else:
-        raise ValueError(f"unknown game {game!r}; the calibration knows p4g, cooperbench and tau2")
+    spec = game_spec(game)
+    Reference, Collapsed, keyword = load(spec.reference), load(spec.collapsed), spec.card_keyword
+    modal, card = load(spec.modal_card), load(spec.card)
     cooperation = inspect.signature(Collapsed.__init__).parameters["cooperation"].default
     few = [card("train", i) for i in range(3)]  # "a few": the first three train cards (fixed, not chosen)
-    rotation = [getattr(m, keyword) for m in players.rotation_members()]  # the game's rotation cards
+    rotation = [getattr(m, keyword) for m in load(spec.rotation)()]  # the game's rotation cards
     return Reference, keyword, modal(), SHARPENING, cooperation, few, rotation
 
 

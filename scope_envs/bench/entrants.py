@@ -14,11 +14,22 @@ Each entrant gets its own family of comparisons on held-out success, declared be
 * ``--confirmatory ROW [ROW ...]``: against exactly the rows named instead (built-in rows or other entrants).
 
 Within that family, and only there, p-values are Holm-corrected (m = the family's size): Welch's t-test
-(each arm its own seeds, as the built-in family) and, beside it, the **paired** t-test on the seeds both rows
-share (common random numbers: the same seed means the same evaluation episodes, so pairing removes the
-episodes' share of the variance). Also the bootstrap CI of the difference (``stats.bootstrap_diff_ci``). The
-entrant's row in the game's table gets its CI of the mean as every row does; ``normalized`` and ``recovered``
-come from the same band.
+(each arm its own seeds, as the built-in family: against a reference, all of the reference's seeds, whatever
+``--seeds`` the entrant ran) and, beside it, the **paired** t-test on the seeds both rows share (common random
+numbers: the same seed means the same evaluation episodes, so pairing removes the episodes' share of the
+variance). Also the bootstrap CI of the difference (``stats.bootstrap_diff_ci``), and the power of the test at
+the entrant's own n: the minimum detectable effect (the two-sample t at n_entrant and n_other seeds, power 0.8,
+alpha 0.05 / m, the two arms' pooled sd; also as a fraction of the headroom) and the power Welch's test has
+there (``stats.welch_power``). The entrant's row in the game's table gets its CI of the mean as every row does;
+``normalized`` and ``recovered`` come from the same band.
+
+**The verdict** (``verdicts``, ``summary``): per game and entrant, its held-out success against each row of its
+family (difference, CI, p_Holm), its power, and collapse beside it: the reference's collapse cost at this
+budget (``uncollapsed − frozen`` on the reference model's users, ``scope_envs.bench.split``) with its CI, the
+entrant's share of it, ``(entrant − frozen) / cost`` on the same users, with its bootstrap CI
+(``stats.bootstrap_share_ci``), and, where the cost's CI includes 0, that beating ``frozen`` at this budget
+is not evidence about collapse. ``scope-envs bench`` ends its output with these blocks and appends them to
+``report.md``.
 """
 
 from __future__ import annotations
@@ -82,23 +93,30 @@ def paired(x: dict, y: dict) -> dict:
 
 def entrant_tests(table: dict, entrant: str, confirmatory: list[str] | None = None) -> dict:
     """One entrant's family (``family``: the rows it is compared with) and its ``rows``: per comparison the
-    difference, its bootstrap CI, Welch's t and p, the paired t and p on the shared seeds, and each p
-    Holm-corrected within this family."""
-    from scope_envs.bench.stats import SUCCESS, bootstrap_diff_ci, holm, welch
+    difference, its bootstrap CI, Welch's t and p, the paired t and p on the shared seeds, each p
+    Holm-corrected within this family, and the test's power at these seeds (``n``, ``n_other``, ``mde_d``,
+    ``mde``, ``mde_frac`` of the headroom, ``power``: Welch's at the MDE)."""
+    from scope_envs.bench.stats import ALPHA, SUCCESS, band, bootstrap_diff_ci, holm, mde, pooled_sd, welch, welch_power
 
     family = [m for m in (confirmatory or default_family(table)) if m != entrant]
     missing = [m for m in family if m not in table]
     rows = []
     seeds = {m: {s: v[SUCCESS] for s, v in e["per_seed"].items() if SUCCESS in v} for m, e in table.items()}
+    m = max(1, len(family))
+    b = band(builtin(table))
     for other in family:
         if other in missing:
             continue
         x, y = np.array(list(seeds[entrant].values())), np.array(list(seeds[other].values()))
         if len(x) < 2 or len(y) < 2:
             continue
+        d = mde(len(x), family=m, n2=len(y))
+        absolute = d * pooled_sd([x, y])
+        frac = absolute / b["headroom"] if b["present"] and b["headroom"] > 0 and np.isfinite(absolute) \
+            else float("nan")
         rows.append({"a": entrant, "b": other, **welch(x, y), **paired(seeds[entrant], seeds[other]),
-                     "ci": bootstrap_diff_ci(x, y)})
-    m = max(1, len(family))
+                     "ci": bootstrap_diff_ci(x, y), "n": len(x), "n_other": len(y), "mde_d": d, "mde": absolute,
+                     "mde_frac": frac, "power": welch_power(d, len(x), ALPHA / m, n2=len(y))})
     for row, adj in zip(rows, holm([r["p"] for r in rows], m=m)):
         row["p_holm"] = adj
     finite = [(i, r["p_paired"]) for i, r in enumerate(rows) if np.isfinite(r["p_paired"])]
@@ -132,6 +150,98 @@ def to_json(stats_by_game_: dict) -> dict:
     from scope_envs.files import jsonable
 
     return {g: jsonable(st["entrants"]) for g, st in stats_by_game_.items() if st.get("entrants")}
+
+
+def collapse(table: dict, entrant: str, cost: dict | None, key: str) -> dict:
+    """The entrant beside the collapse split of its game (the module docstring): ``cost`` is the split's
+    (``split.split(table)["cost"]``: mean, ci, hurts; None without the frozen and uncollapsed rows) and ``key``
+    the per-seed success on the reference model's users. Returns ``{"absent": why}``, or the cost with its CI,
+    ``includes_zero``, and the entrant's ``share`` of it with its CI (``share`` None where the cost is 0)."""
+    from scope_envs.bench.stats import BASELINE, UNCOLLAPSED, bootstrap_share_ci, per_seed
+
+    if cost is None:
+        absent = " and ".join(f"`{m}`" for m in (BASELINE, UNCOLLAPSED) if m not in table) or "no row"
+        return {"absent": f"no collapse cost: the reference has no {absent} row with the reference users' side"}
+    x = per_seed(table[entrant], key)
+    if not len(x):
+        return {"absent": f"{entrant}'s runs have no success on the reference model's users"}
+    base, top = per_seed(table[BASELINE], key), per_seed(table[UNCOLLAPSED], key)
+    lo, hi = cost["ci"]
+    includes_zero = not (_finite(lo) and _finite(hi)) or lo <= 0 <= hi
+    diff = float(x.mean() - base.mean())
+    return {"cost": cost["mean"], "cost_ci": [lo, hi], "includes_zero": bool(includes_zero), "diff": diff,
+            "share": diff / cost["mean"] if cost["mean"] != 0 else None,
+            "share_ci": list(bootstrap_share_ci(x, base, top))}
+
+
+def verdicts(results: dict, stats_by_game_: dict, splits: dict, key: str) -> dict:
+    """Per game and entrant, its tests (``entrant_tests``) completed into its verdict, in place (so that
+    entrants.json holds it): its mean held-out success, its ``seeds``, the built-in rows' (``builtin_seeds``:
+    the most any has) and ``collapse``. Returns game -> entrant -> that verdict."""
+    from scope_envs.bench.stats import per_seed
+
+    out = {}
+    for game, st in stats_by_game_.items():
+        table = results[game]
+        for name, tests in (st.get("entrants") or {}).items():
+            tests.update(heldout_success=float(per_seed(table[name]).mean()), seeds=len(per_seed(table[name])),
+                         builtin_seeds=max((len(per_seed(table[m])) for m in builtin(table)), default=0),
+                         collapse=collapse(table, name, (splits.get(game) or {}).get("cost"), key))
+            out.setdefault(game, {})[name] = tests
+    return out
+
+
+def _finite(x) -> bool:  # entrants.json writes NaN as null
+    return x is not None and bool(np.isfinite(x))
+
+
+def _num(x, fmt="+.3f") -> str:
+    return format(x, fmt) if _finite(x) else "n/a"
+
+
+def _interval(ci, fmt="+.3f") -> str:
+    lo, hi = ci
+    return f"[{lo:{fmt}}, {hi:{fmt}}]" if _finite(lo) and _finite(hi) else "[n/a]"
+
+
+def summary(verdicts_: dict, report: str) -> str:
+    """The blocks that end ``scope-envs bench``'s output: per game and entrant, its held-out success against
+    each row of its family (difference, CI, p_Holm in its own family), its power, its share of the collapse
+    cost, and where the whole report is (``report``)."""
+    from scope_envs.bench.stats import LEVEL, POWER
+
+    lines = []
+    for game, entrants in verdicts_.items():
+        for name, v in entrants.items():
+            m = max(1, len(v["family"]))
+            lines += [f"{game}: {name}, held-out success {v['heldout_success']:.3f} over {v['seeds']} seed(s) "
+                      f"(the built-in rows: {v['builtin_seeds']} each)"]
+            for r in v["rows"]:
+                paired_ = f", paired p_Holm {_num(r['p_paired_holm'], '.2g')} on {r['n_paired']} shared seeds" \
+                    if r["n_paired"] >= 2 else ""
+                lines.append(f"  vs {r['b']}: {r['diff']:+.3f}, {LEVEL:.0%} CI {_interval(r['ci'])}, "
+                             f"p_Holm {_num(r['p_holm'], '.2g')} (Welch, m = {m}){paired_}")
+                frac = f" = {r['mde_frac']:.0%} of the headroom" if _finite(r["mde_frac"]) else ""
+                lines.append(f"    power: detects {_num(r['mde'], '.3f')}{frac} at {r['n']} vs {r['n_other']} "
+                             f"seeds with power {POWER} (the pooled t); Welch's test there: {_num(r['power'], '.2f')}")
+            for other in v["missing"]:
+                lines.append(f"  vs {other}: not in this run")
+            if not v["rows"] and not v["missing"]:
+                lines.append("  not tested: fewer than 2 seeds on a side")
+            c = v["collapse"]
+            if "absent" in c:
+                lines.append(f"  collapse: {c['absent']}")
+            else:
+                share = "n/a (the cost is 0)" if c["share"] is None else \
+                    f"{c['share']:+.2f}, {LEVEL:.0%} CI {_interval(c['share_ci'], '+.2f')}"
+                lines.append(f"  collapse: cost at this budget (uncollapsed − frozen on the reference model's users) "
+                             f"{c['cost']:+.3f}, {LEVEL:.0%} CI {_interval(c['cost_ci'])}; "
+                             f"{name}'s share of it {share}")
+                if c["includes_zero"]:
+                    lines.append("    the cost's CI includes 0: collapse costs nothing measurable at this budget, so "
+                                 "beating frozen here is not evidence about collapse")
+    lines.append(f"the whole report: {report}")
+    return "\n".join(lines) + "\n"
 
 
 def report_lines(game: str, st: dict) -> list[str]:

@@ -47,6 +47,7 @@ from scope_envs.bench.protocol import (  # the evaluation protocol's constants l
     variants,
 )
 from scope_envs.bench.presets import GAMES, PRESETS, preset_steps  # noqa: F401  (the bench's names for them)
+from scope_envs.games import game_spec
 from scope_envs.train.groups import GROUP_FRACTIONS
 
 # the floor and the ceiling first (measurement rows: see the module docstring), then the methods
@@ -60,7 +61,7 @@ LEARNED_USER = ("cotrain", "population", "population_members", "selfplay")
 # runs (rule and inputs: benchmarks/seeds_rule.py; declared, and these numbers derived, before the run that uses
 # them); --seeds is exact, and a smoke run or the full preset keeps its own
 SEEDS_MDE_FRACTION = 0.15
-SEEDS_MIN = {"p4g": 26, "cooperbench": 16, "tau2": 15}
+SEEDS_MIN = {g: game_spec(g).seeds_min for g in GAMES}  # GameSpec.seeds_min
 POPULATION_MEMBERS = 4
 POOL = {"pool_size": 5, "snapshot_every": 4}  # SCOPE's checkpoint pool (wrappers/pool.py)
 DIVERSITY_COEF = 0.02  # set a priori, never tuned (docs/architecture.md §4)

@@ -41,7 +41,9 @@ method's regime, ``scope_envs.bench.methods.method_setup``), and ``scope_envs.be
 every row, built-in or not, through ``run_method``: the same budget accounting, seeds, curve evaluations,
 evaluation protocol, per-run files, ``--resume``, executors and failure handling. A plug-in that raises,
 returns something that is not a policy, or overruns its budget fails its run with a ``PluginError`` naming
-it; the rest of the grid runs and is written (``scope_envs.bench.executors``).
+it (where its code raised: ``PluginFailure``, with the file and line); such a failure is the same at every try,
+so it is not retried, and its traceback is kept in ``OUT/runs/<run>.error.txt``; the rest of the grid runs and
+is written (``scope_envs.bench.executors``).
 """
 
 from __future__ import annotations
@@ -62,12 +64,35 @@ from scope_envs.train.groups import GROUP_FRACTIONS
 
 ENTRY_POINT_GROUP = "scope_envs.methods"
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")  # a row name is also part of a file name
-__all__ = ["BudgetExceeded", "FunctionMethod", "Method", "PluginError", "TrainContext", "Trained", "check_policy",
+__all__ = ["BudgetExceeded", "FunctionMethod", "Method", "PluginError", "PluginFailure", "TrainContext", "Trained",
+           "check_policy",
            "load", "reseeded", "run_method"]
 
 
 class BudgetExceeded(PluginError):
     """A method kept training after it had reported the budget reached."""
+
+
+class PluginFailure(PluginError):
+    """A method's own code raised in ``train``: the message names the plug-in's file and line (the full
+    traceback is the exception's cause). Deterministic for a seed, so the benchmark does not retry it."""
+
+
+def raised_at(error: BaseException, method) -> str:
+    """``file:line`` where ``error`` left the plug-in's own code: the last frame of its traceback in the file
+    that defines ``method`` (its class, or its function), else the last frame outside this package."""
+    import traceback
+
+    target = getattr(method, "fn", None) or type(method)
+    try:
+        own = str(Path(inspect.getsourcefile(target)).resolve())
+    except (TypeError, OSError):
+        own = None
+    frames = traceback.extract_tb(error.__traceback__)
+    package = str(Path(__file__).resolve().parents[1])
+    mine = [f for f in frames if own and str(Path(f.filename).resolve()) == own] or \
+        [f for f in frames if not str(Path(f.filename).resolve()).startswith(package)] or frames
+    return f"{mine[-1].filename}:{mine[-1].lineno}" if mine else "?"
 
 
 @dataclass
@@ -152,9 +177,16 @@ def as_method(obj, spec: str):
             raise PluginError(f"--method {spec}: {obj.__name__}() failed: {type(e).__name__}: {e}") from e
     elif inspect.isfunction(obj):
         obj = FunctionMethod(obj)
-    if not callable(getattr(obj, "train", None)) or not callable(getattr(obj, "train_envs", None)):
-        raise PluginError(f"--method {spec}: {type(obj).__name__} is not a method (it needs train(ctx) and "
-                          "train_envs(game); see scope_envs.bench.plugins)")
+    missing = [a for a in ("name", "train_envs", "train") if not hasattr(obj, a)]
+    if missing:
+        needs = {"name": "name (the row's name)", "train_envs": "train_envs(game)", "train": "train(ctx)"}
+        lacks = " and no ".join(f"`{a}`" for a in missing)
+        raise PluginError(f"--method {spec}: {type(obj).__name__} is not a method: it has no {lacks} "
+                          f"(a method needs {', '.join(needs[a] for a in needs)}; see scope_envs.bench.plugins)")
+    for attr in ("train_envs", "train"):
+        if not callable(getattr(obj, attr)):
+            raise PluginError(f"--method {spec}: {type(obj).__name__}.{attr} is not a method (it needs "
+                              f"{attr}({'game' if attr == 'train_envs' else 'ctx'}))")
     name = getattr(obj, "name", None)
     if not isinstance(name, str) or not NAME_PATTERN.match(name):
         raise PluginError(f"--method {spec}: its name {name!r} must be 1-64 letters, digits, '.', '-' or '_'")
@@ -250,7 +282,8 @@ def run_method(method, game: str, seed: int, steps: int, eval_episodes: int, cur
     except Exception as e:
         if builtin_row:
             raise
-        raise PluginError(f"method {method.name!r} raised in train: {type(e).__name__}: {e}") from e
+        raise PluginFailure(f"method {method.name!r} raised in train at {raised_at(e, method)}: "
+                            f"{type(e).__name__}: {e}") from e
     trained = books.close(check_policy(result, method.name))
     train_time = time.perf_counter() - t0
     record = protocol.evaluate_policy(trained, game, seed, train_envs=specs, eval_episodes=eval_episodes,

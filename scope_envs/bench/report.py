@@ -10,6 +10,7 @@ from scope_envs.bench.methods import DIAGNOSTICS
 from scope_envs.bench.stats import (ALPHA, BASELINE, BOOT_RESAMPLES, BOOT_SEED, CEILING, CLAIM_DEFINITIONS, CLAIMS,
                                     FLOOR, LEVEL, PANEL, PANEL_FAMILIES, POWER, SUCCESS, aggregate, game_claims,
                                     game_stats)
+from scope_envs.games import game_names, game_spec, load
 
 
 def mean_sd(xs) -> str:
@@ -17,21 +18,20 @@ def mean_sd(xs) -> str:
     return f"{xs.mean():.3f} ± {xs.std(ddof=1):.3f}" if len(xs) > 1 else f"{xs.mean():.3f}"
 
 
-LABELS = {"p4g": "mean donation ($)", "cooperbench": "cooperative success rate",
-          "tau2": "task success rate (tau^2 reward 1)"}
-ROLES = {"p4g": "persuader", "cooperbench": "teammate", "tau2": "service agent"}  # who agent_0 is in each game
+LABELS = {g: game_spec(g).metric_label for g in game_names()}  # each game's success metric (GameSpec)
+ROLES = {g: game_spec(g).role_label for g in game_names()}  # who agent_0 is in each game
 
 
-def tau2_metrics(results: dict, runs: list[dict]) -> list[str]:
+def tau2_metrics(results: dict, runs: list[dict], game: str = "tau2") -> list[str]:
     """tau^2 per domain on held-out tasks and users, with the decoy writes and slips behind the failures."""
     from scope_envs.games.tau2.data import DOMAINS
 
-    domains = [d for d in DOMAINS[:3] if any(r["outcomes"]["heldout"].get(d) for r in runs if r["game"] == "tau2")]
+    domains = [d for d in DOMAINS[:3] if any(r["outcomes"]["heldout"].get(d) for r in runs if r["game"] == game)]
     lines = ["### tau^2 per domain (held-out tasks of the test split, held-out human-proxy users)", "",
              "| method | " + " | ".join(f"{d} success" for d in domains) + " | decoy writes | user slips | steps |",
              "|---|" + "---|" * (len(domains) + 3)]
-    for method in results["tau2"]:
-        outs = [r["outcomes"]["heldout"] for r in runs if r["game"] == "tau2" and r["method"] == method]
+    for method in results[game]:
+        outs = [r["outcomes"]["heldout"] for r in runs if r["game"] == game and r["method"] == method]
         if not outs:
             continue
         mean = {k: np.mean([o[k] for o in outs]) for k in outs[0]}
@@ -41,7 +41,7 @@ def tau2_metrics(results: dict, runs: list[dict]) -> list[str]:
     return lines
 
 
-def cooperbench_metrics(results: dict, runs: list[dict]) -> list[str]:
+def cooperbench_metrics(results: dict, runs: list[dict], game: str = "cooperbench") -> list[str]:
     """CooperBench's own figures: conflicts, talk, and the solo baseline on the same held-out tasks."""
     from scope_envs.games.cooperbench import world
 
@@ -50,8 +50,8 @@ def cooperbench_metrics(results: dict, runs: list[dict]) -> list[str]:
              f"Solo baseline (one agent that knows both features, within one teammate's 12 turns): {solo:.2f}.", "",
              "| method | cooperative success | own feature | partner feature | merge-conflict rate | message share |",
              "|---|---|---|---|---|---|"]
-    for method in results["cooperbench"]:
-        outs = [r["outcomes"]["heldout"] for r in runs if r["game"] == "cooperbench" and r["method"] == method]
+    for method in results[game]:
+        outs = [r["outcomes"]["heldout"] for r in runs if r["game"] == game and r["method"] == method]
         if not outs:
             continue
         mean = {k: np.mean([o[k] for o in outs]) for k in outs[0]}
@@ -247,10 +247,9 @@ def game_section(game: str, table: dict, results: dict, runs: list[dict], st: di
                   "| method | zero-variance groups | all-fail groups | all-success groups |", "|---|---|---|---|",
                   *(f"| {mt} | {table[mt]['zero_std_group_frac']:.3f} | {table[mt]['all_fail_group_frac']:.3f} | "
                     f"{table[mt]['all_success_group_frac']:.3f} |" for mt in grouped)]
-    if game == "cooperbench":
-        lines += ["", *cooperbench_metrics(results, runs)]
-    if game == "tau2":
-        lines += ["", *tau2_metrics(results, runs)]
+    extras = game_spec(game).report if game in game_names() else None  # the game's own figures (GameSpec.report)
+    if extras:
+        lines += ["", *load(extras)(results, runs, game)]
     verdict = {True: "**held**", False: "**not held**", None: "**not judged**"}
     lines += ["", "### The paper's claims, judged from the per-seed numbers (definitions: Pre-declared analysis)",
               ""]

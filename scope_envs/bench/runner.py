@@ -50,9 +50,18 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
                          "10 curve points, 8 seeds per game (the default preset gives each game its seeds-rule count)")
     ap.add_argument("--games", nargs="+", type=game_name, default=list(GAMES))
     ap.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS + EXTRA_METHODS)
-    ap.add_argument("--seeds", type=count(MAX_SEEDS), default=None, help=f"number of seeds (0..N-1; at most {MAX_SEEDS})")
+    seeds = ", ".join(f"{g} {max(PRESETS['default']['seeds'], SEEDS_MIN.get(g, 0))}" for g in GAMES)
+    steps = ", ".join(f"{g} {preset_steps(g):_}" for g in GAMES)
+    ap.add_argument("--seeds", type=count(MAX_SEEDS), default=None,
+                    help=f"number of seeds (0..N-1; at most {MAX_SEEDS}). Default: the default preset's per game, "
+                         f"{seeds} (its {PRESETS['default']['seeds']} seeds raised by the seeds rule, SEEDS_MIN in "
+                         f"scope_envs/bench/methods.py); --full: {PRESETS['full']['seeds']} per game; a smoke run "
+                         f"(--steps below {SMOKE_STEPS:_}): {PRESETS['default']['seeds']}. With --against the "
+                         "reference's rows keep all their seeds, whatever this says")
     ap.add_argument("--steps", type=count(MAX_STEPS), default=None,
-                    help=f"training budget per run, in decisions of agent_0 (at most {MAX_STEPS:_})")
+                    help=f"training budget per run, in decisions of agent_0 (at most {MAX_STEPS:_}). Default: the "
+                         f"preset's per game, {steps} (preset_steps in scope_envs/bench/presets.py); --full: "
+                         f"{PRESETS['full']['steps']:_} per game")
     ap.add_argument("--eval-episodes", type=count(MAX_EVAL_EPISODES), default=None,
                     help="evaluation episodes per side (default: the preset's, with the held-out side raised per game "
                          "by the evaluation rule, EVAL_EPISODES_MIN; a smoke run, --steps below "
@@ -81,7 +90,11 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
                          "time; --games, --seeds (default 5), --steps, --eval-episodes (default 500), --jobs, "
                          "--resume and --out apply; writes calibration.json, calibration.md and a figure per game")
     ap.add_argument("--out", type=output_dir, default="results",
-                    help="the output folder (created; checked writable before any run starts; '' is this folder)")
+                    help="the output folder (default: ./results; created; checked writable before any run starts; "
+                         "'' is this folder)")
+    ap.add_argument("--print-report", action="store_true",
+                    help="also print the whole report.md (by default the output ends with a short summary per game "
+                         "and the report's path)")
 
 
 def machine() -> str:
@@ -175,12 +188,19 @@ def run(games=GAMES, methods=METHODS, seeds=None, steps=None, eval_episodes=None
     write_json(out / "results.json", results)
     stats_by_game = entrants.stats_by_game(results, confirmatory)  # the built-in rows' tests from them alone
     write_json(out / "claims.json", claims(entrants.builtin_results(results), stats_by_game), ensure_ascii=False)
+    from scope_envs.bench import split  # the gap in two parts (a confirmatory definition: its module)
+
+    splits = split.split_all(results)
+    verdicts = entrants.verdicts(results, stats_by_game, splits, split.REFERENCE_SUCCESS)  # collapse beside them
     if plugins:
         write_json(out / "entrants.json", entrants.to_json(stats_by_game))
     write_json(out / "curves.json", {"settings": settings, "wall_s": wall, "runs": runs})
     per_game = {key: ", ".join(f"{g} {next(t[key] for t in tasks if t['game'] == g)}" for g in games)
                 for key in ("steps", "eval_episodes", "heldout_episodes")}  # the presets scale these per game
     per_game["seeds"] = ", ".join(f"{g} {len({t['seed'] for t in tasks if t['game'] == g})}" for g in games)
+    if against:  # the reference's rows keep every seed they have
+        per_game["seeds"] += " (the new rows); the reference's rows: " + ", ".join(
+            f"{g} {len({r['seed'] for r in reference_runs if r['game'] == g})}" for g in games)
     rows = list(dict.fromkeys(m for table in results.values() for m in table))  # the reference's and the new ones
     write_report(out, results, runs, {**settings, **per_game, "games": list(games), "methods": rows, "jobs": jobs,
                                       "user_reward": user_reward or "each game's default", "advantage": advantage,
@@ -188,11 +208,10 @@ def run(games=GAMES, methods=METHODS, seeds=None, steps=None, eval_episodes=None
                                       "machine": machine()}, wall,
                  stats_by_game, trained_here=runs[len(reference_runs):])
     plot(out, runs)
-    from scope_envs.bench import split  # the gap in two parts (a confirmatory definition: its module)
-
-    splits = split.split_all(results)
     write_json(out / "split.json", splits)
-    write_atomic(out / "report.md", (out / "report.md").read_text() + "\n" + split.markdown(splits))
+    verdict = "" if not verdicts else ("\n## The entrants' verdicts\n\n```text\n" + entrants.summary(
+        verdicts, "").rsplit("the whole report", 1)[0] + "```\n")
+    write_atomic(out / "report.md", (out / "report.md").read_text() + "\n" + split.markdown(splits) + verdict)
     if sensitivity:
         from scope_envs.bench import sensitivity as sens
 
@@ -263,6 +282,24 @@ def main(args: argparse.Namespace) -> None:
                  f"{Path(args.out) / 'runs'}; free space and rerun with --resume)")
     extra = "".join(f", {name}" for name, given in (("entrants.json", getattr(args, "method", None)),
                                                       ("sensitivity.json", args.sensitivity)) if given)
-    print(f"wrote {Path(args.out).resolve()}/results.json, claims.json, split.json, report.md{extra} and plots in "
+    report = Path(args.out).resolve() / "report.md"
+    if args.print_report:
+        print(report.read_text())
+    print(f"wrote {report.parent}/results.json, claims.json, split.json, report.md{extra} and plots in "
           f"{time.perf_counter() - t0:.0f} s")
-    print((Path(args.out) / "report.md").read_text())
+    print(summary(Path(args.out), report, bool(getattr(args, "method", None))), end="")
+
+
+def summary(out: Path, report: Path, with_entrants: bool) -> str:
+    """What ends ``bench``'s output: with entrants, their verdict per game (``entrants.summary``); without,
+    the claims' verdicts in one line each; then the report's path."""
+    import json
+
+    from scope_envs.bench import entrants
+
+    if with_entrants:
+        return entrants.summary(json.loads((out / "entrants.json").read_text()), str(report))
+    verdict = {True: "holds", False: "does not hold", None: "not judged"}
+    lines = [f"{c['game']}: claim {c['claim'].split('.')[0]}: {verdict[c['held']]}"
+             for c in json.loads((out / "claims.json").read_text())]
+    return "\n".join([*lines, f"the whole report: {report}"]) + "\n"

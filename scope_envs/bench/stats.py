@@ -149,43 +149,68 @@ def bootstrap_diff_ci(x, y, level: float = LEVEL, resamples: int = BOOT_RESAMPLE
     return (float(lo), float(hi))
 
 
-def power_two_sample(d: float, n: int, alpha: float) -> float:
-    """Power of the two-sided two-sample t-test (n per arm, df = 2n - 2) for a standardized effect d."""
+def power_two_sample(d: float, n: int, alpha: float, n2: int | None = None) -> float:
+    """Power of the two-sided two-sample t-test (n per arm, df = 2n - 2; or n and ``n2`` seeds, df = n + n2 - 2)
+    for a standardized effect d."""
     from scipy import stats
 
-    df = 2 * n - 2
-    nc = d * math.sqrt(n / 2)
+    if n2 is None:
+        df = 2 * n - 2
+        nc = d * math.sqrt(n / 2)
+    else:  # an entrant's own seeds against the reference's
+        df = n + n2 - 2
+        nc = d * math.sqrt(n * n2 / (n + n2))
     tc = stats.t.ppf(1 - alpha / 2, df)
     # the lower tail P(T' < -tc) as P(T' > tc) at -nc: scipy's nct.cdf far in the tail can return nan
     lower = stats.nct.sf(tc, df, -nc)
     return float(stats.nct.sf(tc, df, nc) + (lower if np.isfinite(lower) else 0.0))
 
 
-def mde(n: int, family: int = 1, alpha: float = ALPHA, power: float = POWER) -> float:
-    """Minimum detectable standardized effect (Cohen's d) at n seeds per arm, power ``power``, two-sided
-    alpha / family (Holm's strictest step over the confirmatory family). nan below 2 seeds."""
+def mde(n: int, family: int = 1, alpha: float = ALPHA, power: float = POWER, n2: int | None = None) -> float:
+    """Minimum detectable standardized effect (Cohen's d) at n seeds per arm (or n and ``n2``), power ``power``,
+    two-sided alpha / family (Holm's strictest step over the confirmatory family). nan below 2 seeds an arm."""
     from scipy.optimize import brentq
 
-    if n < 2:
+    if n < 2 or (n2 is not None and n2 < 2):
         return float("nan")
     a = alpha / max(1, family)
     hi = 1.0
-    while power_two_sample(hi, n, a) < power:
+    while power_two_sample(hi, n, a, n2) < power:
         hi *= 2
-    return float(brentq(lambda d: power_two_sample(d, n, a) - power, 0.0, hi, xtol=1e-10))
+    return float(brentq(lambda d: power_two_sample(d, n, a, n2) - power, 0.0, hi, xtol=1e-10))
 
 
-def welch_power(d: float, n: int, alpha: float, draws: int = 20_000, seed: int = BOOT_SEED) -> float:
+def welch_power(d: float, n: int, alpha: float, draws: int = 20_000, seed: int = BOOT_SEED,
+                n2: int | None = None) -> float:
     """Power of Welch's test (the one the confirmatory comparisons use) at a standardized effect d, n seeds per
-    arm, two-sided ``alpha``: by simulation of normal seeds (fixed seed). Below the noncentral-t power of the
-    pooled test at small n, since Welch's degrees of freedom shrink with the sample variances."""
+    arm (or n and ``n2``), two-sided ``alpha``: by simulation of normal seeds (fixed seed). Below the
+    noncentral-t power of the pooled test at small n, since Welch's degrees of freedom shrink with the sample
+    variances."""
     from scipy import stats
 
-    if n < 2 or not np.isfinite(d):
+    if n < 2 or (n2 is not None and n2 < 2) or not np.isfinite(d):
         return float("nan")
     rng = np.random.default_rng(seed)
-    x, y = rng.normal(d, 1.0, (draws, n)), rng.normal(0.0, 1.0, (draws, n))
+    x, y = rng.normal(d, 1.0, (draws, n)), rng.normal(0.0, 1.0, (draws, n if n2 is None else n2))
     return float((stats.ttest_ind(x, y, axis=1, equal_var=False).pvalue < alpha).mean())
+
+
+def bootstrap_share_ci(x, base, top, level: float = LEVEL, resamples: int = BOOT_RESAMPLES,
+                       seed: int = BOOT_SEED) -> tuple:
+    """Percentile bootstrap CI of the share (mean(x) - mean(base)) / (mean(top) - mean(base)), each arm
+    resampled independently (x's draws first, then base's, then top's; fixed seed); resamples whose
+    denominator is 0 are left out. (nan, nan) when an arm has < 2 values."""
+    arms = [np.asarray(a, float) for a in (x, base, top)]
+    if min(len(a) for a in arms) < 2:
+        return (float("nan"), float("nan"))
+    rng = np.random.default_rng(seed)
+    bx, bb, bt = (_resampled_means(a, rng, resamples) for a in arms)
+    scale = bt - bb
+    ok = scale != 0
+    if not ok.any():
+        return (float("nan"), float("nan"))
+    lo, hi = np.percentile((bx[ok] - bb[ok]) / scale[ok], [50 * (1 - level), 50 * (1 + level)])
+    return (float(lo), float(hi))
 
 
 def pooled_sd(groups) -> float:

@@ -72,7 +72,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 def run(args) -> None:
     from scope_envs.diagnose import report
-    from scope_envs.diagnose.diagnosis import DataError, DiagnoseError, diagnose
+    from scope_envs.diagnose.diagnosis import DataError, DiagnoseError, with_real_dialogues, diagnose
+    from scope_envs.games import game_spec, load
     from scope_envs.diagnose.specs import SpecError, names, ranges
     from scope_envs.files import OutputError, check_output_dir
 
@@ -87,12 +88,11 @@ def run(args) -> None:
     if not args.simulator:
         parser.error("argument --simulator: required (or --list to see the built-in names)")
     if args.data is not None:
-        if args.game != "p4g":
-            parser.error(f"argument --data: only p4g has real dialogues, not {args.game!r}")
-        from scope_envs.games.p4g.fit import check_data
-
+        check_data = game_spec(args.game).real_dialogues
+        if check_data is None:
+            parser.error(f"argument --data: only {with_real_dialogues()} real dialogues, not {args.game!r}")
         try:
-            check_data(Path(args.data))
+            load(check_data)(Path(args.data))
         except FileNotFoundError as e:
             parser.error(f"argument --data: {e}")
     elif args.real_dialogues is not None:

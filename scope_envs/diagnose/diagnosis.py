@@ -12,22 +12,22 @@ import numpy as np
 
 from scope_envs.core.simulator import Simulator
 from scope_envs.diagnose import measures, probes, specs
+from scope_envs.games import game_names, game_spec
 from scope_envs.train.rollout import entropy_of_counts
 
 ACT_MODE = 0.01  # an act is a reply mode of the reference when it has at least this share of its pooled mass
 PATH_MODE = 0.03  # an act path is a mode when at least this share of the reference's episodes take it
 PATH_LEN = 2  # an act path: the user's first PATH_LEN replies (acts coarsened: ``path_act``)
 MODE_STREAM = 1_000_000  # the reference's mode-defining episodes use seeds seed + MODE_STREAM + i
-CONCEDE = {  # conceding replies: giving, disclosing, agreeing (cooperation bias)
-    "p4g": ("agree_donation", "positive_reaction", "confirm_donation"),
-    "cooperbench": ("announce_plan", "answer", "report_done"),
-    "tau2": ("inform_all", "inform_identity", "inform_details", "confirm"),
-}
-OUTCOME = {  # an episode-level cooperation outcome: (outcome key, threshold above which it counts, label)
-    "p4g": ("intended", 0.0, "states a gift above $0"),
-    "cooperbench": ("success", 0.0, "both features merged"),
-    "tau2": ("success", 0.0, "task solved"),
-}
+# a game's conceding replies (giving, disclosing, agreeing: the cooperation bias) and its episode-level cooperation
+# outcome (outcome key, threshold above which it counts, label) are its GameSpec's ``concede`` and
+# ``cooperation_outcome``
+
+
+def with_real_dialogues() -> str:
+    """The games with real dialogues (``GameSpec.real_dialogues``), as the errors name them: "p4g has"."""
+    games = [g for g in game_names() if game_spec(g).real_dialogues is not None]
+    return f"{', '.join(games)} {'has' if len(games) == 1 else 'have'}"
 
 
 class DiagnoseError(ValueError):
@@ -110,8 +110,8 @@ def diagnose(game: str, simulator: str | Simulator, *, probe_episodes: int = 40,
     else:
         spec = simulator
         sim, kind = specs.resolve(game, spec, **(llm_options or {}))
-    if data is not None and game != "p4g":
-        raise DiagnoseError(f"--data: only p4g has real dialogues to diagnose against, not {game!r}")
+    if data is not None and game_spec(game).real_dialogues is None:
+        raise DiagnoseError(f"--data: only {with_real_dialogues()} real dialogues to diagnose against, not {game!r}")
     real = None if data is None else real_data(data, real_dialogues)  # before anything is played
     bar = None
     if progress:
@@ -258,12 +258,12 @@ def _diagnose(game, spec, kind, sim, probe_episodes, samples, cards, persona_sta
     else:
         report["persona_sensitivity"] = None
     # -- cooperation ------------------------------------------------------------------------------------
-    concede = set(CONCEDE[game])
+    concede = set(game_spec(game).concede)
     n_own = np.array([len(e.path) for e in own], float)
     c_own = np.array([sum(a in concede for a in e.path) for e in own], float)
     n_ref = np.array([len(e.path) for e in ref_paired], float)
     c_ref = np.array([sum(a in concede for a in e.path) for e in ref_paired], float)
-    key, above, label = OUTCOME[game]
+    key, above, label = game_spec(game).cooperation_outcome
     o_own = np.array([e.outcome.get(key, 0.0) > above for e in own], float)
     o_ref = np.array([e.outcome.get(key, 0.0) > above for e in ref_paired], float)
     done_own = np.array([bool(e.outcome) for e in own], float)
@@ -333,7 +333,7 @@ def _real(sim, real, samples, seed, sampled, bootstrap, own, o_own, done_own) ->
         "estimator": "exact" if exact else "sampled: (draws + 0.5) / (n + 0.5 legal replies)",
         "reference_model": _ci(mean(ll_ref, np.ones(len(mask), bool)), rs.dialogue, bootstrap, seed),
         "real_table_in_sample": _ci(mean(ll_table, np.ones(len(mask), bool)), rs.dialogue, bootstrap, seed)}
-    concede = [RESPONSE_ACTS.index(a) for a in CONCEDE["p4g"]]
+    concede = [RESPONSE_ACTS.index(a) for a in game_spec("p4g").concede]  # the real data are P4G's
     if exact:
         c_sim = rs.target[:, concede].sum(-1)
     else:

@@ -41,6 +41,7 @@ import scope_envs
 from scope_envs.core.game import InGameError, Persona
 from scope_envs.core.simulator import Simulator, View, sample
 from scope_envs.core.surfaces import MAX_MESSAGE_CHARS, check_message
+from scope_envs.games import build, game_spec, load
 
 EXPLORE = 0.25
 MAX_STEPS = 400  # agent turns per episode, a guard against a game that never ends
@@ -152,20 +153,17 @@ def own_card(sim: Simulator) -> Persona | None:
 # -- games ----------------------------------------------------------------------------------------------
 def train_cards(game: str, n: int, seed: int) -> list[Persona]:
     """``n`` distinct train cards, drawn without replacement from the game's train split."""
-    if game == "p4g":
-        from scope_envs.games.p4g.personas import SPLIT_SIZES, persona
-    elif game == "cooperbench":
-        from scope_envs.games.cooperbench.styles import SPLIT_SIZES, persona
-    else:
-        from scope_envs.games.tau2.behaviour import SPLIT_SIZES, card as persona
+    spec = game_spec(game)
+    SPLIT_SIZES, persona = load(spec.split_sizes), load(spec.card)
     idx = np.random.default_rng([seed, 77]).choice(SPLIT_SIZES["train"], size=min(n, SPLIT_SIZES["train"]),
                                                    replace=False)
     return [persona("train", int(i)) for i in idx]
 
 
 def dealt(game: str, view_persona: Persona, card: Persona) -> Persona:
-    """``card`` dealt in place of the view's: tau2 keeps the task and swaps the behaviour card's traits."""
-    if game != "tau2":
+    """``card`` dealt in place of the view's: a behaviour card (``GameSpec.card_keyword`` ``style``, tau2's) keeps
+    the dealt task and swaps the card's traits in."""
+    if game_spec(game).card_keyword == "persona":
         return card
     return Persona(view_persona.id, view_persona.split, {**view_persona.traits, **card.traits},
                    {**view_persona.attributes, "card": card.id})
@@ -179,31 +177,19 @@ class ProbeAgent:
     """The fixed agent of the probes (see the module docstring)."""
 
     def __init__(self, game: str, env, text: bool):
-        self.game_name, self.env, self.text = game, env, text
+        self.env, self.text = env, text
+        spec = game_spec(game)
         g = env.unwrapped.game
-        if game == "p4g":
-            from scope_envs.agents.p4g import EmpiricalPersuader
-
-            self.policy = EmpiricalPersuader()
-        elif game == "cooperbench":
-            from scope_envs.agents.cooperbench import ScriptedTeammate
-
-            self.policy = ScriptedTeammate()
-        elif text:
-            from scope_envs.agents.tau2 import OracleTextAgent
-
-            self.policy = OracleTextAgent(env)
-        else:
-            from scope_envs.agents.tau2 import OracleAgent
-
-            self.policy = OracleAgent(g)
+        self.writes = text and spec.probe_text_agent is not None  # it writes its own message: no act to realize
+        self.explores = spec.probe_explores
+        self.policy = build(spec.probe_text_agent if self.writes else spec.probe_agent, game=g, env=env)
 
     def __call__(self, rng: np.random.Generator):
         g = self.env.unwrapped.game
-        if self.game_name == "tau2" and self.text:
+        if self.writes:
             return self.policy()
         view = self.env.unwrapped.view(g.agent_role)
-        if self.game_name == "p4g" or rng.random() >= EXPLORE:
+        if not self.explores or rng.random() >= EXPLORE:
             act = self.policy.act(view, rng)
         else:
             act = int(rng.choice(np.flatnonzero(view.legal)))

@@ -27,8 +27,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from scope_envs.core.simulator import Simulator
+from scope_envs.games import game_names, game_spec, load
 
-GAMES = ("p4g", "cooperbench", "tau2")
+GAMES = game_names()
 MAX_SHARPENING = 100.0
 FAMILIES = 1000  # family:I takes I in 0..FAMILIES-1 (names() lists the default ensemble's, 0..DEFAULT_K-1)
 
@@ -41,26 +42,17 @@ class SpecError(ValueError):
 class Players:
     """A game's built-in players, imported only when the game is diagnosed."""
 
-    reference: type  # ReferenceX(sharpening=, persona= (tau2: style=), name=, cooperation=)
+    reference: type  # ReferenceX(sharpening=, <GameSpec.card_keyword>=, name=, cooperation=)
     frozen: type
     human_proxy: type
     rotation: object  # () -> list of frozen members
 
 
 def players(game: str) -> Players:
-    if game == "p4g":
-        from scope_envs.agents import p4g as m
-
-        return Players(m.ReferencePersuadee, m.CollapsedPersuadee, m.HumanProxyPersuadee, m.rotation_members)
-    if game == "cooperbench":
-        from scope_envs.agents import cooperbench as m
-
-        return Players(m.ReferencePartner, m.CollapsedPartner, m.HumanProxyPartner, m.rotation_members)
-    if game == "tau2":
-        from scope_envs.agents import tau2 as m
-
-        return Players(m.ReferenceUser, m.CollapsedUser, m.HumanProxyUser, m.rotation_members)
-    raise SpecError(f"unknown game {game!r}; the games are {', '.join(GAMES)}")
+    if game not in game_names():
+        raise SpecError(f"unknown game {game!r}; the games are {', '.join(game_names())}")
+    spec = game_spec(game)
+    return Players(load(spec.reference), load(spec.collapsed), load(spec.human_proxy), load(spec.rotation))
 
 
 def reference(game: str, sharpening: float = 1.0, cooperation: float = 0.0) -> Simulator:
@@ -70,17 +62,15 @@ def reference(game: str, sharpening: float = 1.0, cooperation: float = 0.0) -> S
 
 def on_card(game: str, card, name: str = "reference-own-card") -> Simulator:
     """The reference model (sharpening 1) always playing ``card`` (tau2: its fixed behaviour card, ``style``)."""
-    return players(game).reference(sharpening=1.0, name=name, **{"style" if game == "tau2" else "persona": card})
+    return players(game).reference(sharpening=1.0, name=name, **{game_spec(game).card_keyword: card})
 
 
 def names(game: str) -> list[str]:
     """Every built-in spec of ``game`` (the parametrised ones with their default parameter)."""
     from scope_envs.agents.families import DEFAULT_K, PANEL_SIZE
 
-    from scope_envs.agents.families import COOPERATION
-
     rotation = len(players(game).rotation())
-    return (["frozen", "reference", "sharpened:3", f"cooperative:{COOPERATION[game][0]:g}", "human_proxy"]
+    return (["frozen", "reference", "sharpened:3", f"cooperative:{game_spec(game).cooperation[0]:g}", "human_proxy"]
             + [f"rotation:{i}" for i in range(rotation)] + [f"family:{i}" for i in range(DEFAULT_K["train"])]
             + [f"panel:{i}" for i in range(PANEL_SIZE)])
 
@@ -118,7 +108,7 @@ def _index(text: str, spec: str, n: int) -> int:
 
 
 def cooperation_range(game: str) -> tuple[float, float]:
-    return (0.0, 1.0) if game == "tau2" else (-5.0, 5.0)
+    return game_spec(game).cooperation_range
 
 
 def builtin(game: str, spec: str) -> Simulator | None:

@@ -16,6 +16,7 @@ import time
 from scope_envs.arguments import count, output_dir, seed
 from scope_envs.diagnose.report import clean, fmt, number
 from scope_envs.diagnose.specs import GAMES, names
+from scope_envs.games import game_spec
 
 HEADER = ("| game | simulator | fit | sharpening vs reference [95% CI] | explained | on its own card (explained) "
           "| act cov | path cov | H ratio "
@@ -65,7 +66,7 @@ def main(argv=None) -> None:
     reports, start = [], time.time()
     for game, spec in tqdm(jobs, desc="diagnose table", unit="simulator"):
         reports.append(clean(diagnose(game, spec, bootstrap=args.bootstrap, seed=args.seed,
-                                      data=args.data if game == "p4g" else None)))
+                                      data=args.data if game_spec(game).real_dialogues else None)))
     minutes = (time.time() - start) / 60
     command = "python -m scope_envs.diagnose.table " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
     lines = [f"Command: `{command}` ({minutes:.1f} min). Each row: `scope-envs diagnose` at its defaults "

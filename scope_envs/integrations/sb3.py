@@ -42,7 +42,9 @@ What SB3 sees:
   ``env_is_wrapped`` is False for Gymnasium wrappers (the slots are not ``gymnasium.Env`` objects).
 
 Only single-agent ids (``frozen``, ``vs``, ``rotation``, ``heldout``: ``agent_0`` alone acts) have this view;
-for ``cotrain`` and ``population`` use a MARL trainer on ``make_vec`` directly.
+for ``cotrain`` and ``population`` use a MARL trainer on ``make_vec`` directly, or train the seats in turn with
+SB3: each seat a ``SingleAgentView`` whose other seat is the other model, through ``SB3Player`` (the callable
+``SingleAgentView(others=...)`` plays; ``examples/cotrain_sb3.py`` alternates best responses this way).
 
 Domain randomization over training simulators — the first remedy researchers try — is ``sb3_mixed_vec_env``:
 several single-agent ids of one game, slot by slot, in one SB3 ``VecEnv``, each slot's info naming its id::
@@ -68,7 +70,7 @@ from stable_baselines3.common.vec_env.base_vec_env import (
 
 from scope_envs.vec import GymVectorEnv, make_vec
 
-__all__ = ["SB3MixedVecEnv", "SB3VecEnv", "sb3_mixed_vec_env", "sb3_vec_env"]
+__all__ = ["SB3MixedVecEnv", "SB3Player", "SB3VecEnv", "sb3_mixed_vec_env", "sb3_vec_env"]
 
 
 def sb3_vec_env(id: str, num_envs: int = 16, **kwargs) -> SB3VecEnv:
@@ -264,3 +266,28 @@ class SB3MixedVecEnv(VecEnv):
 
     def get_images(self) -> Sequence[np.ndarray | None]:
         return [None for _ in range(self.num_envs)]
+
+
+class SB3Player:
+    """An SB3 model as the other seat of a ``SingleAgentView``: the callable ``obs -> act`` that
+    ``SingleAgentView(env, role, others={seat: SB3Player(model)})`` plays, ``obs`` being that seat's
+    ``{"observation", "action_mask"}``.
+
+    The model is one trained on that seat's ``SingleAgentView`` (``MultiInputPolicy``: it reads the dict) or on a
+    flat observation (``MlpPolicy``: it reads ``observation``). Its act is the model's ``predict`` under the legal
+    mask (sb3-contrib's ``MaskablePPO`` takes it as ``action_masks``; a model without masking that picks an
+    illegal act is corrected by ``SingleAgentView``'s ``LegalActions``). ``deterministic``: the most probable act,
+    else a draw from the model's distribution (SB3's generator, which the model's ``seed`` seeds)."""
+
+    def __init__(self, model, deterministic: bool = False):
+        self.model, self.deterministic = model, deterministic
+        self.reads_dict = hasattr(model.observation_space, "spaces")
+        self.masked = "action_masks" in model.predict.__code__.co_varnames
+
+    def __call__(self, obs) -> int:
+        mask = np.asarray(obs["action_mask"], bool)
+        x = {k: np.asarray(obs[k]) for k in self.model.observation_space.spaces} if self.reads_dict \
+            else np.asarray(obs["observation"], np.float32)
+        extra = {"action_masks": mask} if self.masked else {}
+        act, _ = self.model.predict(x, deterministic=self.deterministic, **extra)
+        return int(np.asarray(act).reshape(-1)[0])

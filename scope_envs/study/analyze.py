@@ -189,7 +189,7 @@ def report(cfg: StudyConfig, summary: dict, proxy: dict | None, charts: list[str
     measure, key = spec(cfg).in_chat
     lines += ["", f"`{measure}`: the game's outcome `{key}` (export.csv's `outcome_{key}`)"
               + (": the amount chosen from the list in the final message, not amounts typed in words; "
-                 "`outcome_stated` is a 0/1 flag (an amount was stated), not dollars" if cfg.game == "p4g" else "")
+                 "`outcome_stated` is a 0/1 flag (an amount was stated), not dollars" if spec(cfg).amounts else "")
               + "."]
     lines += ["", "Charts: " + ", ".join(f"![{c}]({c})" for c in charts), ""]
     return "\n".join(lines)

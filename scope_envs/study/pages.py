@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import jinja2
 
-from scope_envs.study.games import participant_note
+from scope_envs.study.games import SPECS, participant_note
 
 BASE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
@@ -71,7 +71,7 @@ placeholder="Type your message"></textarea>
 <select name="amount" id="amount" required><option value="">choose…</option>
 {% for a in amounts %}<option value="{{ a }}">${{ a }}</option>{% endfor %}</select></p>{% endif %}
 <p><button id="sendbtn">Send</button>
-{% if game == "tau2" %}<button class="secondary" id="endbtn" name="end" value="yes" formnovalidate>End the chat</button>
+{% if person_ends %}<button class="secondary" id="endbtn" name="end" value="yes" formnovalidate>End the chat</button>
 {% endif %}<span class="muted">{{ max_chars }} characters at most</span></p>
 </form>
 <script>
@@ -89,7 +89,7 @@ var c = document.getElementById("chat"); c.scrollTop = c.scrollHeight;
 {% endblock %}""",
     "survey.html": """{% extends "base.html" %}{% block body %}<h1>A few questions</h1>
 <form method="post" action="/survey">
-{% if game == "tau2" %}<p>Was your issue solved?<br>
+{% if outcome_item == "solved" %}<p>Was your issue solved?<br>
 <label><input type="radio" name="solved" value="1" required> Yes</label>
 <label><input type="radio" name="solved" value="0" required> No</label></p>
 {% else %}<p><label>How much of your $2 bonus will you donate to Save the Children? (between $0 and $2)<br>
@@ -118,4 +118,9 @@ environment.filters["note"] = participant_note  # a refused message's note in th
 
 
 def render(name: str, **context) -> str:
+    """Template ``name`` filled in; a page of a study's ``game`` also reads that game's study spec
+    (``scope_envs.study.games``): ``person_ends`` (the person can end the chat) and ``outcome_item``."""
+    if context.get("game") in SPECS:
+        study_spec = SPECS[context["game"]]
+        context = {"person_ends": hasattr(study_spec, "stop_text"), "outcome_item": study_spec.outcome_item, **context}
     return environment.get_template(name).render(**context)

@@ -1,95 +1,32 @@
-"""Act-level multi-agent PPO for the ``act`` surface, CleanRL style: read it top to bottom.
+"""Act-level multi-agent PPO on the ``act`` surface, CleanRL style: config, networks, trainer, save/load.
 
-It trains whatever the regime makes learnable:
+It trains every seat the regime makes learnable: ``agent_0`` (the persuader) against ``frozen``, ``vs``,
+``rotation`` or any single-agent id; also the user ``user_0`` in ``cotrain``; K users in ``population``
+(``user_k`` learns from the episodes it played, ``diversity_coef`` pushes them apart); with ``selfplay`` one
+network plays both roles of a ``cotrain`` id, told its role in the observation. Learnable users start from a
+behaviour clone of the game's frozen simulator (``user_init``) and keep a KL penalty toward it.
 
-* ``frozen``, ``vs``, ``rotation`` (and any single-agent id): the persuader ``agent_0`` only.
-* ``cotrain``: the persuader and the user ``user_0``, each with its own network.
-* ``population``: the persuader and K user networks, ``user_k`` trained only on
-  the episodes it played; an optional diversity term pushes members apart.
-* ``selfplay=True`` (on a ``cotrain`` id): one network plays both roles and is
-  told its role in the observation (a one-hot, then the role's features,
-  zero-padded; action masks are padded with illegal acts).
+``PPOTrainer.step()`` is one iteration: whole episodes from the rollout collector (``scope_envs.train.rollout``),
+the advantages, the clipped PPO update of every learner. ``train()`` steps until ``total_steps`` decisions of
+``agent_0``, the budget that is equal across regimes. ``step(env)`` trains an iteration against the simulator
+of the caller's choice, so that a curriculum over simulators is a loop over ``step`` (docs/trainers.md).
+Episodes end within a few turns and are collected whole, so GAE (``scope_envs.train.advantage``) needs no
+bootstrap; an agent's reward that arrives on another's turn is credited to its own last decision.
 
-Read top to bottom: the config, the networks (``ActorCritic``, its numpy forward pass as a
-``NetworkPolicy``, the frozen ``PolicySnapshot`` a checkpoint pool plays), the trainer (rollouts by the
-collector, advantages, the update, the train loop), save/load. What it leans on lives in modules named for
-what they are: the rollout collector and the evaluation (``scope_envs.train.rollout``), the policy protocol
-(``scope_envs.train.policy``), SCOPE's group math (``scope_envs.train.groups``), the numpy forward and
-backward passes and Adam (``scope_envs.train.numpy_ac``), the behaviour clone that learnable users start
-from (``scope_envs.train.behaviour_clone``).
+SCOPE's training (arXiv 2608.12253) is off by default: groups of ``group_size`` episodes on one scenario,
+GRPO's group-relative advantage, the curriculum user reward and the collapse diagnostics (their definitions:
+``scope_envs.train.groups``), a checkpoint pool of the live user's past networks (``PolicySnapshot``).
+SCOPE's settings: ``group_size=8, advantage="grpo", grpo_std_norm=False``.
 
-The networks are torch modules (``ActorCritic``: saved, loaded and cloned as such), but the rollouts'
-forward passes and the PPO update run in numpy on the modules' own memory (``numpy_ac``, the loss's
-gradient written out and checked against torch autograd): at this size torch's per-op overhead was most of
-the training time.
-
-Learnable users start from a behaviour clone of the game's *frozen* simulator
-(``user_init="frozen"``, the training-side "aligned LLM playing the dealt
-card"; ``"random"`` for a fresh network) and are trained with their env
-reward, an entropy bonus and a KL penalty toward that initial policy.
-
-Episodes are collected whole (every turn-based dialogue ends within a few
-turns), so GAE needs no bootstrapping. Each agent's own decisions form its
-trajectory: turns where it only has the no-op are skipped (it sends 0), and a
-reward that arrives on another agent's turn is credited to its last decision.
-
-SCOPE's training (arXiv 2608.12253), all off by default (the defaults replay
-the ungrouped GAE trainer bit for bit):
-
-* **Groups** (``group_size`` G > 1): episodes are started in groups of G that
-  share one scenario (persona/task): ``reset(options={"scenario_seed": ...})``,
-  a seed derived from the run's seed, the update count and the group index;
-  the rest of each episode's randomness is its own (``groups.scenario_options``).
-  ``episodes_per_iter`` must be a multiple of G. Each episode records its ``group``, the game's
-  ``agent_score`` (agent_0's outcome in [0, 1]) and its ``persona`` id.
-* **GRPO** (``advantage="grpo"``, needs G >= 2): every decision of an episode
-  gets that agent's episode return minus the mean of its returns over the
-  group (agent_0's return for agent_0, the user's for the user; a user's mean
-  is over the group's episodes it played), divided by the group's sample std
-  (+1e-6) only under ``grpo_std_norm`` (``groups.group_advantages``: ddof 1, as verl and TRL). The value
-  head is not used for the advantage; it is still fit to the reward-to-go (``vf_coef`` unchanged; actor
-  and critic are separate MLPs, they share only the gradient-norm clip) so
-  that its value stays meaningful. ``norm_adv`` applies only under ``gae``:
-  under ``grpo`` the group is the only baseline, as in SCOPE.
-* **Curriculum user reward** (the game's ``user_reward="curriculum"``, with a
-  learnable user; needs G >= 2): the env pays the user 0; after the rollout
-  every user trajectory's terminal reward becomes ``curriculum_reward`` of the
-  G agent scores of its group, with the game's ``target_var`` and ``width``
-  (``groups.curriculum_values``).
-* **Checkpoint pool** (``<game>-population`` with ``pool_size`` /
-  ``snapshot_every`` / ``pool_sample``, a ``CheckpointPool``): only the live
-  user ``user_0`` learns (the cotrain path); after every ``snapshot_every``
-  updates (training iterations) a frozen copy of its network, a
-  ``PolicySnapshot`` simulator, joins every env's pool (FIFO, at most
-  ``pool_size`` entries with the live user). A fresh pool holds only the live
-  user, i.e. the initial user. Episodes a snapshot played have no user
-  decisions: only agent_0 learns from them. The draw is per episode, so the
-  episodes of one group may meet different pool entries.
-* **Collapse diagnostics** (log rows of grouped runs, ``rollout.rollout_diagnostics``): the keys and
-  definitions of ``scope_envs.train.groups.DIAGNOSTICS`` over agent_0's groups (``zero_std_group_frac``:
-  all returns equal, no GRPO gradient; ``all_fail_group_frac`` / ``all_success_group_frac``: every score 0 /
-  every score >= 1 - 1e-9; ``group_reward_var``), ``sim_reply_entropy`` (nats, the user's act frequencies in
-  the iteration, whoever played the user), beside ``policy_entropy``; plus
-  ``curriculum_reward`` (its mean over groups) and, with a pool,
-  ``pool_entries`` and ``live_user_episode_frac``.
-
-SCOPE's settings: ``group_size=8, advantage="grpo", grpo_std_norm=False``; its
-KL coefficient is 0.005, ``user_kl_coef`` here stays 0.1 (a KL to the
-behaviour-cloned initial user, not to a reference LLM).
-
-Example::
-
-    >>> from scope_envs.train.act_ppo import PPOConfig, PPOTrainer, evaluate
-    >>> trainer = PPOTrainer(PPOConfig(env_id="p4g-frozen", total_steps=2000, seed=0))
-    >>> history = trainer.train()
-    >>> evaluate(trainer, "p4g-heldout", episodes=50, seed=1)["success"]  # doctest: +SKIP
-    >>> scope = PPOConfig(env_id="tau2-population", env_kwargs={"pool_size": 5, "snapshot_every": 4,
-    ...                   "user_reward": "curriculum"}, group_size=8, advantage="grpo")
-    >>> PPOTrainer(scope).train()[-1]["zero_std_group_frac"]  # doctest: +SKIP
+The networks are torch modules (saved, loaded and cloned as such), but the rollouts' forward passes and the
+update run in numpy on the modules' own memory (``scope_envs.train.numpy_ac``, its gradient held to torch
+autograd by the tests): at this size torch's per-op overhead was most of the training time. For the same
+reason training runs on one BLAS and one torch thread (``PPOConfig.threads``), as ``scope-envs bench`` does.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import json
@@ -102,10 +39,12 @@ from pathlib import Path
 import numpy as np
 import torch
 from torch import nn
+from threadpoolctl import threadpool_limits
 from torch.distributions import Categorical
 
 import scope_envs
 from scope_envs.core.simulator import Simulator, View
+from scope_envs.train.advantage import gae
 from scope_envs.train.behaviour_clone import behaviour_clone
 from scope_envs.train.groups import curriculum_setting, curriculum_values, derive_seed, group_advantages
 from scope_envs.train.numpy_ac import (
@@ -141,7 +80,7 @@ class PPOConfig:
     total_steps: int = 30_000  # the budget, in persuader (agent_0) decisions: equal across regimes, whereas
     # env steps are not (where the user is a live agent its turns are env steps too)
     num_envs: int = 64  # envs stepped in lockstep, one batched forward pass per step: an iteration's episodes in
-    # one wave (until 2026-11-30: 16; the same algorithm, other random streams)
+    # one wave
     episodes_per_iter: int = 64  # whole episodes per PPO iteration
     learning_rate: float = 1e-3
     anneal_lr: bool = True
@@ -160,7 +99,8 @@ class PPOConfig:
     # learnable users (cotrain, population, the user role of selfplay)
     user_init: str = "frozen"  # "frozen": behaviour-clone the game's frozen simulator; "random"
     user_ent_coef: float = 0.01
-    user_kl_coef: float = 0.1  # KL(user || its initial policy); 0 turns it off
+    user_kl_coef: float = 0.1  # KL(user || its initial policy); 0 turns it off (SCOPE's 0.005 is a KL to a
+    # reference LLM, not to a behaviour clone)
     bc_episodes: int = 300
     bc_steps: int = 300
     diversity_coef: float = 0.0  # population: reward each member's KL from the others (capped)
@@ -174,6 +114,10 @@ class PPOConfig:
     # the loop engine (LoopVecEnv: the scalar envs one at a time behind the same API; tests/test_vec.py trains
     # identically on both)
     batched: bool = True
+    # BLAS (numpy's) and torch threads while the trainer trains (its behaviour clone, every step): 1, as
+    # scope-envs bench runs (these networks are small: a second thread on a busy machine only spins against the
+    # first); restored after. None: leave them as they are
+    threads: int | None = 1
 
 
 def check_config(cfg: PPOConfig) -> None:
@@ -187,6 +131,25 @@ def check_config(cfg: PPOConfig) -> None:
     if cfg.episodes_per_iter % cfg.group_size:
         raise ValueError(f"episodes_per_iter must be a multiple of group_size, got episodes_per_iter="
                          f"{cfg.episodes_per_iter} and group_size={cfg.group_size}")
+    if cfg.threads is not None and (isinstance(cfg.threads, bool) or not isinstance(cfg.threads, int)
+                                    or cfg.threads < 1):
+        raise ValueError(f"threads must be an int >= 1 or None (leave them as they are), got {cfg.threads!r}")
+
+
+@contextlib.contextmanager
+def thread_limit(threads: int | None):
+    """Inside: numpy's BLAS (threadpoolctl) and torch's intra-op threads set to ``threads``; after: as they
+    were. None: left alone."""
+    if threads is None:
+        yield
+        return
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        with threadpool_limits(threads):
+            yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def layer_init(layer: nn.Linear, std: float = np.sqrt(2), bias: float = 0.0) -> nn.Linear:
@@ -305,72 +268,79 @@ def find_pool(env) -> CheckpointPool | None:
 
 
 class PPOTrainer:
-    """Builds the envs and one network per learnable seat, then ``train()``s them.
+    """Builds the envs and one network per learnable seat, then ``train()``s them: ``step()`` after ``step()``.
 
     ``learners`` maps a learner name (``agent_0``, ``user_0``.., or ``shared`` in
     selfplay) to its network; ``seat`` maps each live agent to its learner. ``pools``: each env's
     ``CheckpointPool`` (empty unless the env is one); ``curriculum``: the user is paid SCOPE's
-    group curriculum reward.
+    group curriculum reward. ``agent_steps``, ``env_steps`` and ``updates`` count agent_0's decisions, env
+    steps and iterations so far.
     """
 
     def __init__(self, cfg: PPOConfig):
         check_config(cfg)
         self.cfg = cfg
-        random.seed(cfg.seed)
-        np.random.seed(cfg.seed)
-        torch.manual_seed(cfg.seed)
-        self.envs = [scope_envs.make(cfg.env_id, **cfg.env_kwargs) for _ in range(cfg.num_envs)]
-        self._vecs: dict[bool, object] = {}  # the rollouts' vec env over self.envs per engine (built on first use)
-        env = self.envs[0]
-        users = [a for a in env.possible_agents if a != AGENT]
-        if cfg.selfplay and len(users) != 1:
-            raise ValueError(f"selfplay needs an env with one learnable user (a cotrain id), got {cfg.env_id!r}")
-        game = env.unwrapped.game
-        self.curriculum = bool(users) and getattr(game, "user_reward", None) == "curriculum"
-        if self.curriculum and cfg.group_size < 2:
-            raise ValueError(f"the curriculum user reward is computed over a group of episodes: group_size must "
-                             f"be >= 2 with user_reward='curriculum', got group_size={cfg.group_size}")
-        # the curriculum's (target_var, width), as the game checked them; raises where it has no agent_score
-        self.curriculum_setting = curriculum_setting(game) if self.curriculum else None
-        pools = [find_pool(e) for e in self.envs]
-        self.pools: list[CheckpointPool] = pools if all(p is not None for p in pools) else []
-        self.dims = {a: env.observation_space(a)["observation"].shape[0] for a in env.possible_agents}
-        self.n_acts = {a: env.action_space(a).n for a in env.possible_agents}
-        if cfg.selfplay:
-            self.in_dim, self.out_dim = 2 + max(self.dims.values()), max(self.n_acts.values())
-            self.learners = {"shared": ActorCritic(self.in_dim, self.out_dim, cfg.hidden)}
-            self.seat = {a: "shared" for a in env.possible_agents}
-        else:
-            self.learners = {a: ActorCritic(self.dims[a], self.n_acts[a], cfg.hidden) for a in env.possible_agents}
-            self.seat = {a: a for a in env.possible_agents}
-        # the frozen initial policy of every network that plays a user (KL anchor)
-        self.init: dict[str, ActorCritic] = {}
-        if cfg.user_init not in ("frozen", "random"):
-            raise ValueError(f"user_init must be 'frozen' or 'random', got {cfg.user_init!r}")
-        user_nets = sorted({self.seat[u] for u in users})
-        if user_nets and cfg.user_init == "frozen":  # clone once; population members start as copies
-            self.behaviour_clone(self.learners[user_nets[0]], users[0])
-            for name in user_nets[1:]:
-                self.learners[name].load_state_dict(self.learners[user_nets[0]].state_dict())
-        for name in user_nets:
-            self.init[name] = copy.deepcopy(self.learners[name]).requires_grad_(False)
-        # the rollouts' forward passes and the update run in numpy on the modules' own memory (numpy_ac):
-        # at this size torch's per-op overhead is most of the time. params[name]: the critic's 6 arrays, then
-        # the actor's; the anchors' actors are views of their (frozen) modules
-        self.params, self.optimizers, self.grads = {}, {}, {}
-        for name, net in self.learners.items():
-            flat, self.params[name] = bind(net)
-            self.optimizers[name] = Adam(flat, lr=cfg.learning_rate, eps=1e-5)
-            grad = np.zeros_like(flat)
-            views = views_like(grad, self.params[name])
-            self.grads[name] = (grad, views[:6], views[6:])  # the flat buffer, the critic's, the actor's
-        self.anchors = {name: [p.detach().numpy() for p in net.parameters()][6:] for name, net in self.init.items()}
-        self.rng = np.random.default_rng([ACT_KEY, cfg.seed])
-        self.policies = self.policies_with(self.rng)  # each live seat's network, drawing from the trainer's rng
-        self.agent_steps = 0  # agent_0 decisions so far (the budget)
-        self.env_steps = 0  # env.step calls so far (throughput)
-        self.updates = 0  # PPO update rounds (iterations) so far: the checkpoint pool's clock
-        self._seeded = False
+        self._holding_threads = False  # inside train() or step(): the thread limit is set
+        # the whole build under the thread limit too: the networks' orthogonal initialisation (a QR) and the
+        # behaviour clone round differently with another thread count
+        with self.training_threads():
+            random.seed(cfg.seed)
+            np.random.seed(cfg.seed)
+            torch.manual_seed(cfg.seed)
+            self.envs = [scope_envs.make(cfg.env_id, **cfg.env_kwargs) for _ in range(cfg.num_envs)]
+            # the simulators step() has trained against besides the config's: (env id, kwargs, their num_envs envs)
+            self.other_envs: list[tuple[str, dict, list]] = []
+            self._vecs: dict[tuple[int, bool], object] = {}  # a vec env per training env set and engine (first use)
+            self._seeded: set[int] = set()  # the training env sets seeded so far (each on its first iteration)
+            env = self.envs[0]
+            users = [a for a in env.possible_agents if a != AGENT]
+            if cfg.selfplay and len(users) != 1:
+                raise ValueError(f"selfplay needs an env with one learnable user (a cotrain id), got {cfg.env_id!r}")
+            game = env.unwrapped.game
+            self.curriculum = bool(users) and getattr(game, "user_reward", None) == "curriculum"
+            if self.curriculum and cfg.group_size < 2:
+                raise ValueError(f"the curriculum user reward is computed over a group of episodes: group_size must "
+                                 f"be >= 2 with user_reward='curriculum', got group_size={cfg.group_size}")
+            # the curriculum's (target_var, width), as the game checked them; raises where it has no agent_score
+            self.curriculum_setting = curriculum_setting(game) if self.curriculum else None
+            pools = [find_pool(e) for e in self.envs]
+            self.pools: list[CheckpointPool] = pools if all(p is not None for p in pools) else []
+            self.dims = {a: env.observation_space(a)["observation"].shape[0] for a in env.possible_agents}
+            self.n_acts = {a: env.action_space(a).n for a in env.possible_agents}
+            if cfg.selfplay:
+                self.in_dim, self.out_dim = 2 + max(self.dims.values()), max(self.n_acts.values())
+                self.learners = {"shared": ActorCritic(self.in_dim, self.out_dim, cfg.hidden)}
+                self.seat = {a: "shared" for a in env.possible_agents}
+            else:
+                self.learners = {a: ActorCritic(self.dims[a], self.n_acts[a], cfg.hidden) for a in env.possible_agents}
+                self.seat = {a: a for a in env.possible_agents}
+            # the frozen initial policy of every network that plays a user (KL anchor)
+            self.init: dict[str, ActorCritic] = {}
+            if cfg.user_init not in ("frozen", "random"):
+                raise ValueError(f"user_init must be 'frozen' or 'random', got {cfg.user_init!r}")
+            user_nets = sorted({self.seat[u] for u in users})
+            if user_nets and cfg.user_init == "frozen":  # clone once; population members start as copies
+                self.behaviour_clone(self.learners[user_nets[0]], users[0])
+                for name in user_nets[1:]:
+                    self.learners[name].load_state_dict(self.learners[user_nets[0]].state_dict())
+            for name in user_nets:
+                self.init[name] = copy.deepcopy(self.learners[name]).requires_grad_(False)
+            # the rollouts' forward passes and the update run in numpy on the modules' own memory (numpy_ac):
+            # at this size torch's per-op overhead is most of the time. params[name]: the critic's 6 arrays, then
+            # the actor's; the anchors' actors are views of their (frozen) modules
+            self.params, self.optimizers, self.grads = {}, {}, {}
+            for name, net in self.learners.items():
+                flat, self.params[name] = bind(net)
+                self.optimizers[name] = Adam(flat, lr=cfg.learning_rate, eps=1e-5)
+                grad = np.zeros_like(flat)
+                views = views_like(grad, self.params[name])
+                self.grads[name] = (grad, views[:6], views[6:])  # the flat buffer, the critic's, the actor's
+            self.anchors = {name: [p.detach().numpy() for p in net.parameters()][6:] for name, net in self.init.items()}
+            self.rng = np.random.default_rng([ACT_KEY, cfg.seed])
+            self.policies = self.policies_with(self.rng)  # each live seat's network, drawing from the trainer's rng
+            self.agent_steps = 0  # agent_0 decisions so far (the budget)
+            self.env_steps = 0  # env.step calls so far (throughput)
+            self.updates = 0  # PPO update rounds (iterations) so far: the checkpoint pool's clock
 
     # -- observations ------------------------------------------------------------
     # -- rollouts -----------------------------------------------------------------------
@@ -404,10 +374,11 @@ class PPOTrainer:
         cfg = self.cfg
         if batched is None:
             batched = cfg.batched and not set(cfg.env_kwargs) - BATCHED_KWARGS
-        if envs is self.envs:  # the training envs: one vec env over them per engine, kept
-            if batched not in self._vecs:
-                self._vecs[batched] = vectorize(envs, batched=batched)
-            vec = self._vecs[batched]
+        if any(envs is own for own in self.env_sets()):  # training envs: one vec env over them per engine, kept
+            key = (id(envs), batched)
+            if key not in self._vecs:
+                self._vecs[key] = vectorize(envs, batched=batched)
+            vec = self._vecs[key]
         else:
             vec = vectorize(envs, batched=batched)
         return collect(vec, self.policies if policies is None else policies, n_episodes, seed, greedy, group_size,
@@ -429,30 +400,6 @@ class PPOTrainer:
         return [values[g] for g in sorted(values)]
 
     # -- learning --------------------------------------------------------------------
-    def gae(self, trajectories: list[list[dict]]) -> list[tuple[np.ndarray, np.ndarray]]:
-        """Advantages and returns of each finished trajectory (one agent's decisions in one episode), all at once:
-        the trajectories right-aligned in one float32 array, so that every one ends in the last column (the
-        episode ended: no bootstrap) and the recursion runs leftward over all of them in each step. Each
-        element goes through the same float32 operations, in the same order, as one trajectory alone; the
-        padding on the left never flows into a trajectory's own columns."""
-        lengths = [len(t) for t in trajectories]
-        width = max(lengths, default=0)
-        r = np.zeros((len(trajectories), width), np.float32)
-        v = np.zeros((len(trajectories), width), np.float32)
-        for i, t in enumerate(trajectories):
-            if t:
-                r[i, width - len(t):] = [d["r"] for d in t]
-                v[i, width - len(t):] = [d["v"] for d in t]
-        adv = np.zeros_like(r)
-        last = np.zeros(len(trajectories), np.float32)
-        for t in reversed(range(width)):
-            next_v = v[:, t + 1] if t + 1 < width else np.zeros(len(trajectories), np.float32)
-            delta = r[:, t] + self.cfg.gamma * next_v - v[:, t]
-            last = delta + self.cfg.gamma * self.cfg.gae_lambda * last
-            adv[:, t] = last
-        ret = adv + v
-        return [(adv[i, width - n:], ret[i, width - n:]) for i, n in enumerate(lengths)]
-
     def reward_to_go(self, decisions: list[dict]) -> np.ndarray:
         """The discounted return from each decision on (grpo's value-loss target)."""
         ret = np.zeros(len(decisions), np.float32)
@@ -476,13 +423,18 @@ class PPOTrainer:
         return out
 
     def batches(self, episodes: list[dict]) -> dict[str, dict[str, np.ndarray]]:
-        """Each learner's decisions of this iteration as arrays. ``gae``: GAE advantages, lambda-returns as
+        """Each learner's decisions of this iteration as arrays. ``gae``: GAE advantages
+        (``scope_envs.train.advantage.gae``, float32; every trajectory ended, no bootstrap), lambda-returns as
         value targets; ``grpo``: every decision of an episode gets its group-relative advantage, the value
         head (not used for the advantage) is still fit to the reward-to-go."""
-        group_adv = self.grpo(episodes) if self.cfg.advantage == "grpo" else None
+        cfg = self.cfg
+        group_adv = self.grpo(episodes) if cfg.advantage == "grpo" else None
         trajectories = [(k, agent, decisions) for k, ep in enumerate(episodes) for agent, decisions in ep["traj"].items()]
         if group_adv is None:
-            targets = self.gae([decisions for _, _, decisions in trajectories])
+            values = [np.array([d["v"] for d in decisions], np.float32) for _, _, decisions in trajectories]
+            advs = gae([[d["r"] for d in decisions] for _, _, decisions in trajectories], values, cfg.gamma,
+                       cfg.gae_lambda)
+            targets = [(adv, adv + v) for adv, v in zip(advs, values)]
         else:
             targets = [(np.full(len(decisions), group_adv[k, agent], np.float32), self.reward_to_go(decisions))
                        for k, agent, decisions in trajectories]
@@ -519,8 +471,8 @@ class PPOTrainer:
         critic, actor = self.params[name][:6], self.params[name][6:]
         grad, grad_critic, grad_actor = self.grads[name]
         n = len(b["a"])
-        # ceil: num_minibatches near-equal parts (n // num_minibatches left a stray minibatch of up to
-        # num_minibatches - 1 rows, which took a whole optimizer step on its own; until 2026-11-30)
+        # ceil: num_minibatches near-equal parts (n // num_minibatches would leave a stray minibatch of up to
+        # num_minibatches - 1 rows, which would take a whole optimizer step on its own)
         mb_size = max(cfg.min_minibatch, -(-n // cfg.num_minibatches))  # population members see 1/K of the data
         ent_coef = np.where(b["user"], cfg.user_ent_coef, cfg.ent_coef).astype(np.float32)
         others = [self.params[o][6:] for o in self.learners if o != name and o.startswith("user_")] \
@@ -596,34 +548,97 @@ class PPOTrainer:
                              "kl_init": kl_init, "diversity": diversity}
         return stats
 
-    def train(self, callback: Callable[[dict], None] | None = None) -> list[dict]:
-        """Train for ``cfg.total_steps`` persuader decisions. After each iteration ``callback``
-        (if given) receives that iteration's log row; the rows are returned."""
+    # -- the loop -------------------------------------------------------------------
+    def env_sets(self) -> list[list]:
+        """The training env sets: the config's (``envs``), then those ``step(env=...)`` built, in first-use order."""
+        return [self.envs] + [envs for _, _, envs in self.other_envs]
+
+    def training_envs(self, env: str | tuple[str, dict] | None = None) -> list:
+        """The ``num_envs`` scalar envs of the simulator ``env`` (see ``step``): the config's are ``envs``;
+        another's are built on its first use, checked to have the config's seats, observation sizes, act counts
+        and user reward, and kept."""
         cfg = self.cfg
-        history = []
-        it = 0
-        while self.agent_steps < cfg.total_steps:
+        if env is None:
+            return self.envs
+        pair = isinstance(env, tuple) and len(env) == 2 and isinstance(env[0], str) and isinstance(env[1], dict)
+        if not (isinstance(env, str) or pair):
+            raise ValueError(f"env must be an env id or an (env id, make() kwargs) pair, got {env!r}")
+        env_id, kwargs = env if pair else (env, {})
+        if env_id == cfg.env_id and kwargs == cfg.env_kwargs:
+            return self.envs
+        for known_id, known_kwargs, envs in self.other_envs:
+            if known_id == env_id and known_kwargs == kwargs:
+                return envs
+        if self.pools:
+            raise ValueError(f"{cfg.env_id} keeps a checkpoint pool of the live user: its trainer trains against "
+                             f"that pool only, not {env_id!r}")
+        envs = [scope_envs.make(env_id, **kwargs) for _ in range(cfg.num_envs)]
+        first, mine = envs[0], self.envs[0]
+        differs = [what for what, a, b in (
+            ("seats", first.possible_agents, mine.possible_agents),
+            ("observation sizes", [first.observation_space(a)["observation"].shape for a in first.possible_agents],
+             [mine.observation_space(a)["observation"].shape for a in mine.possible_agents]),
+            ("act counts", [first.action_space(a).n for a in first.possible_agents],
+             [mine.action_space(a).n for a in mine.possible_agents]),
+            ("user reward", getattr(first.unwrapped.game, "user_reward", None),
+             getattr(mine.unwrapped.game, "user_reward", None)),
+            ("checkpoint pool", find_pool(first) is not None, False)) if a != b]
+        if differs:
+            raise ValueError(f"the trainer's networks were built for {cfg.env_id}: {env_id!r} differs in its "
+                             f"{' and '.join(differs)}")
+        self.other_envs.append((env_id, kwargs, envs))
+        return envs
+
+    @contextlib.contextmanager
+    def training_threads(self):
+        """The config's thread limit (``PPOConfig.threads``, ``thread_limit``), set once however deeply
+        nested (``train`` around its ``step``s)."""
+        if self._holding_threads:
+            yield
+            return
+        self._holding_threads = True
+        try:
+            with thread_limit(self.cfg.threads):
+                yield
+        finally:
+            self._holding_threads = False
+
+    def step(self, env: str | tuple[str, dict] | None = None) -> dict:
+        """One training iteration: play ``episodes_per_iter`` whole episodes, compute the advantages, update every
+        learner. Returns the iteration's log row (``train`` returns the list of them).
+
+        ``env``: the simulator this iteration trains against: an env id, or an ``(env id, make() kwargs)`` pair,
+        as a benchmark method's ``train_envs`` names one; None (default): the config's ``env_id`` and
+        ``env_kwargs``. Its ``num_envs`` envs are built on first use and kept (``training_envs``), each set
+        seeded on its first iteration (``seed * 10_000``, as the config's), and must have the config's seats,
+        observation sizes, act counts and user reward. A curriculum over simulators is then a loop over
+        ``step`` that picks ``env`` each iteration (docs/trainers.md). The learning rate anneals over
+        ``total_steps`` as in ``train`` (to 0 at the budget); ``step`` does not stop there, its caller does."""
+        cfg = self.cfg
+        with self.training_threads():
+            envs = self.training_envs(env)
             t0 = time.perf_counter()
-            if cfg.anneal_lr:
+            if cfg.anneal_lr and cfg.total_steps > 0:  # a budget of 0 has nothing to anneal over
                 frac = max(0.0, 1.0 - self.agent_steps / cfg.total_steps)
                 for opt in self.optimizers.values():
                     opt.lr = frac * cfg.learning_rate
-            seed = None if self._seeded else cfg.seed * 10_000
-            self._seeded = True
+            seed = None if id(envs) in self._seeded else cfg.seed * 10_000
+            self._seeded.add(id(envs))
             # grouped: the iteration's scenarios, one per group, from the run's seed and the update count
-            episodes, steps = self.play(self.envs, cfg.episodes_per_iter, seed=seed, group_size=cfg.group_size,
+            episodes, steps = self.play(envs, cfg.episodes_per_iter, seed=seed, group_size=cfg.group_size,
                                         scenario_seed=derive_seed(cfg.seed, self.updates))
             curriculum = self.assign_curriculum(episodes) if self.curriculum else None
             self.env_steps += steps
             agent_dec = [d for ep in episodes for d in ep["traj"].get(AGENT, [])]
             self.agent_steps += len(agent_dec)
             stats = {name: self.update(name, b) for name, b in self.batches(episodes).items()}
+            iteration = self.updates
             self.updates += 1
             if self.pools and self.updates % self.pools[0].snapshot_every == 0:
                 self.snapshot_user()
             user_dec = [d for ep in episodes for a, ds in ep["traj"].items() if a != AGENT for d in ds]
             row = {
-                "iteration": it, "agent_steps": self.agent_steps, "env_steps": self.env_steps,
+                "iteration": iteration, "agent_steps": self.agent_steps, "env_steps": self.env_steps,
                 "return": float(np.mean([ep["return"] for ep in episodes])),
                 "policy_entropy": float(np.mean([d["ent"] for d in agent_dec])),
                 "user_entropy": float(np.mean([d["ent"] for d in user_dec])) if user_dec else float("nan"),
@@ -638,10 +653,17 @@ class PPOTrainer:
                 row["pool_entries"] = len(self.pools[0].entries)
                 row["live_user_episode_frac"] = float(np.mean([any(a != AGENT and ds for a, ds in ep["traj"].items())
                                                                for ep in episodes]))
-            history.append(row)
-            if callback:
-                callback(row)
-            it += 1
+        return row
+
+    def train(self, callback: Callable[[dict], None] | None = None) -> list[dict]:
+        """``step()`` (the config's simulator) until ``cfg.total_steps`` persuader decisions. After each
+        iteration ``callback`` (if given) receives that iteration's log row; the rows are returned."""
+        history = []
+        with self.training_threads():
+            while self.agent_steps < self.cfg.total_steps:
+                history.append(self.step())
+                if callback:
+                    callback(history[-1])
         return history
 
     def snapshot_user(self) -> PolicySnapshot:

@@ -1,5 +1,6 @@
-"""The batched engines: Persuasion for Good (``P4GVecEnv``) and CooperBench (``CooperBenchVecEnv``), whose rules
-are arrays, and tau^2-bench's act game (``Tau2VecEnv``), whose rules stay each slot's scalar game."""
+"""The batched engines: Persuasion for Good (``P4GVecEnv``), CooperBench (``CooperBenchVecEnv``) and tau^2-bench's
+act game (``Tau2VecEnv``), each game's rules as arrays over the slots (tau2's over each task compiled once,
+``scope_envs.games.tau2.compiled``)."""
 
 from __future__ import annotations
 

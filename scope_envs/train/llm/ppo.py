@@ -64,6 +64,7 @@ from torch import nn
 
 from scope_envs.agents.llm.templates import render, takes_tools
 from scope_envs.core.rewards import SIMULATOR_REWARDS
+from scope_envs.train.advantage import gae
 from scope_envs.train.groups import (
     agent_score,
     by_group,
@@ -768,23 +769,19 @@ def kl_estimate(logp, ref_logp, estimator):
     return k3.clamp(-10.0, 10.0) if estimator == "low_var_kl" else k3
 
 
-def gae(rewards, values, mask, gamma, lam, bootstrap=None):
-    """GAE over each row's masked positions only (the trained tokens). After the last one the return is 0
-    (the episode ended) or, for a row cut short, ``bootstrap[row]``: the value where it was cut."""
+def token_gae(rewards, values, mask, gamma, lam, bootstrap=None):
+    """GAE (``scope_envs.train.advantage.gae``, in float64) over each row's masked positions only (the trained
+    tokens). After the last one the return is 0 (the episode ended) or, for a row cut short, ``bootstrap[row]``:
+    the value where it was cut. Returns the advantages and the returns (advantages + values), as ``rewards``."""
     adv = torch.zeros_like(rewards)
     r_all, v_all, m_all = (x.detach().cpu().double().numpy() for x in (rewards, values, mask))
-    for i in range(rewards.shape[0]):
-        idx = np.flatnonzero(m_all[i] > 0)
-        if not len(idx):
-            continue
-        r, v = r_all[i, idx], v_all[i, idx]
-        next_v = np.append(v[1:], float(bootstrap[i]) if bootstrap is not None else 0.0)
-        delta = r + gamma * next_v - v
-        out, last = np.empty_like(delta), 0.0
-        for k in range(len(idx) - 1, -1, -1):  # a scalar loop over the row's trained tokens
-            last = delta[k] + gamma * lam * last
-            out[k] = last
-        adv[i, torch.from_numpy(idx).to(adv.device)] = torch.from_numpy(out).to(adv)
+    rows = [np.flatnonzero(m > 0) for m in m_all]
+    after = None if bootstrap is None else [float(b) for b in bootstrap]
+    out = gae([r[idx] for r, idx in zip(r_all, rows)], [v[idx] for v, idx in zip(v_all, rows)], gamma, lam, after,
+              dtype=np.float64)
+    for i, (idx, a) in enumerate(zip(rows, out)):
+        if len(idx):
+            adv[i, torch.from_numpy(idx).to(adv.device)] = torch.from_numpy(a).to(adv)
     return adv, adv + values
 
 
@@ -831,7 +828,7 @@ def ppo_update(cfg: Config, learner: Learner, traces: list[Trace], kl_coef: floa
             bootstrap = torch.where(at >= 0, values_all.gather(1, at.clamp(min=0)[:, None]).squeeze(1),
                                     torch.zeros_like(at, dtype=values_all.dtype))
             values = values_all[:, :-1] * mask
-            adv, returns = gae(rewards, values, mask, cfg.gamma, cfg.lam, bootstrap)
+            adv, returns = token_gae(rewards, values, mask, cfg.gamma, cfg.lam, bootstrap)
             if cfg.whiten and mask.sum() > 1:
                 mu, var = masked_mean(adv, mask), masked_mean((adv - masked_mean(adv, mask)) ** 2, mask)
                 adv = (adv - mu) * torch.rsqrt(var + 1e-8) * mask

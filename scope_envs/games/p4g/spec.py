@@ -1,0 +1,31 @@
+"""Persuasion for Good as the rest of the package sees it: its players, metric, budgets and dials (``GameSpec``)."""
+
+from scope_envs.games.spec import GameSpec
+
+SPEC = GameSpec(
+    name="p4g",
+    factory="scope_envs.regimes:make_p4g",
+    order=0,
+    reference="scope_envs.agents.p4g:ReferencePersuadee",
+    collapsed="scope_envs.agents.p4g:CollapsedPersuadee",
+    human_proxy="scope_envs.agents.p4g:HumanProxyPersuadee",
+    rotation="scope_envs.agents.p4g:rotation_members",
+    card="scope_envs.games.p4g.personas:persona",
+    split_sizes="scope_envs.games.p4g.personas:SPLIT_SIZES",
+    modal_card="scope_envs.games.p4g.personas:default_persona",
+    role_label="persuader",
+    metric_label="mean donation ($)",
+    eval_episodes_min=4672,
+    seeds_min=26,
+    variants="scope_envs.games.p4g.human_proxy:VARIANTS",
+    family_key=1,
+    cooperation=(1.0, 0.5),  # added to the willingness logit (the frozen simulator's: 1.0)
+    probe_agent="scope_envs.agents.p4g:EmpiricalPersuader",
+    probe_explores=False,  # it samples the real persuaders' per-turn strategy mix: its states vary already
+    concede=("agree_donation", "positive_reaction", "confirm_donation"),
+    cooperation_outcome=("intended", 0.0, "states a gift above $0"),
+    real_dialogues="scope_envs.games.p4g.fit:check_data",
+    served_agent="scope_envs.agents.p4g:ScriptedPersuader",
+    validate="scope_envs.validate.p4g:validate",
+    out_of_sample="scope_envs.validate.p4g_holdout:out_of_sample",
+)

@@ -1,0 +1,86 @@
+"""The registry of games (``scope_envs.games``): each game's ``GameSpec``, found, ordered and loadable."""
+
+import dataclasses
+
+import pytest
+
+import scope_envs
+from scope_envs import games
+from scope_envs.games import GameSpec, game_names, game_spec, load, register_game
+from scope_envs.registry import REGIMES
+
+PATH_FIELDS = ("factory", "reference", "collapsed", "human_proxy", "rotation", "card", "split_sizes", "modal_card",
+               "variants", "report", "data", "probe_agent", "probe_text_agent", "real_dialogues", "served_agent",
+               "validate", "out_of_sample")
+
+
+def test_the_built_in_games_are_found_in_their_declared_order():
+    assert game_names()[:3] == ("p4g", "cooperbench", "tau2")
+    assert [game_spec(g).order for g in game_names()] == sorted(game_spec(g).order for g in game_names())
+
+
+def test_an_unknown_game_is_named_with_the_known_ones():
+    with pytest.raises(KeyError) as raised:
+        game_spec("chess")
+    assert str(raised.value) == "unknown game 'chess'; the games are " + ", ".join(game_names())
+    with pytest.raises(ValueError, match="unknown game 'chess'"):  # a bad argument, where callers catch those
+        game_spec("chess")
+
+
+@pytest.mark.parametrize("game", ["p4g", "cooperbench", "tau2"])
+def test_every_path_a_built_in_spec_names_loads(game):
+    spec = game_spec(game)
+    for field in PATH_FIELDS:
+        path = getattr(spec, field)
+        if path:
+            assert load(path) is not None, f"{game}.{field}: {path}"
+    sizes, card = load(spec.split_sizes), load(spec.card)
+    assert card("train", 0).split == "train" and card("heldout", sizes["heldout"] - 1).split == "heldout"
+    sim = load(spec.collapsed)(sharpening=2.0, **{spec.card_keyword: card("train", 1)}, cooperation=0.1,
+                               calibration_noise=0.25, name="x")
+    assert sim.sharpening == 2.0 and sim.cooperation == 0.1
+
+
+def test_every_game_has_every_regime_registered():
+    for game in game_names():
+        assert {f"{game}-{r}" for r in REGIMES} <= set(scope_envs.registry)
+
+
+def test_register_game_refuses_a_second_spec_under_a_name_and_anything_but_a_spec():
+    spec = game_spec("p4g")
+    assert register_game(spec) is spec  # the same declaration again: nothing changes
+    with pytest.raises(ValueError, match="'p4g' is already registered"):
+        register_game(dataclasses.replace(spec, order=99))
+    with pytest.raises(TypeError, match="GameSpec"):
+        register_game({"name": "dict"})
+
+
+def test_a_spec_checks_its_name_and_card_keyword():
+    base = dict(factory="m:f", order=0, reference="m:a", collapsed="m:a", human_proxy="m:a", rotation="m:a",
+                card="m:a", split_sizes="m:a", modal_card="m:a")
+    with pytest.raises(ValueError, match="lowercase"):
+        GameSpec(name="Two Words", **base)
+    with pytest.raises(ValueError, match="card_keyword"):
+        GameSpec(name="g", card_keyword="card", **base)
+    with pytest.raises(ValueError, match="module:attribute"):
+        load("no colon")
+
+
+def test_a_listener_hears_every_game_once_and_each_one_registered_later(monkeypatch):
+    monkeypatch.setattr(games, "_specs", dict(games._specs))
+    monkeypatch.setattr(games, "_listeners", [])
+    heard = []
+    games.on_register(lambda spec: heard.append(spec.name))
+    assert heard == list(game_names())
+    new = dataclasses.replace(game_spec("p4g"), name="p4g_copy", order=50)
+    register_game(new)
+    assert heard == [*game_names()[:-1], "p4g_copy"] and game_names()[-1] == "p4g_copy"
+
+
+def test_a_module_in_the_environment_variable_that_is_not_there_is_named(monkeypatch):
+    monkeypatch.setattr(games, "_specs", {})
+    monkeypatch.setattr(games, "_listeners", [])
+    monkeypatch.setattr(games, "_discovered", False)
+    monkeypatch.setenv(games.ENV_VAR, "no_such_game_module_here")
+    with pytest.raises(ValueError, match="SCOPE_ENVS_GAMES: no module 'no_such_game_module_here'"):
+        game_names()
