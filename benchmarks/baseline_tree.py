@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -38,6 +39,17 @@ def export(rev: str, into: str | Path) -> Path:
         if (into / folder).resolve() != target.resolve():
             (into / folder).rename(target)
     return into
+
+
+def child_output(cmd: list[str], env: dict, what: str, cwd=None) -> str:
+    """The standard output of the child process ``cmd``; one that fails ends the calling script with ``what``
+    failed, its exit status and the end of its standard error (never a bare ``CalledProcessError``, which
+    would lose the child's own error)."""
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=cwd)
+    if done.returncode != 0:
+        tail = "\n".join((done.stderr.strip() or done.stdout.strip()).splitlines()[-15:])
+        raise SystemExit(f"{Path(sys.argv[0]).name}: {what} failed with exit {done.returncode}:\n{tail}")
+    return done.stdout
 
 
 def output_path(text: str) -> Path:

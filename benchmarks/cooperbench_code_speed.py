@@ -21,13 +21,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
+from baseline_tree import child_output
 from scope_envs.agents.cooperbench import ScriptedTeammate
 from scope_envs.arguments import count
 
@@ -91,8 +91,8 @@ def main(argv=None):
             runs.append(time.perf_counter() - start)
             assert run.passed, run.summary()
             start = time.perf_counter()
-            subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *command], cwd=checkout,
-                           env=env, capture_output=True, check=True)
+            child_output([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *command], env,
+                         "the plain pytest run of the task's tests", cwd=checkout)
             plain.append(time.perf_counter() - start)
             for i in range(n_pairs):  # each seed deals a pair; rounds cover them all
                 seconds, n = code_episode(uncached, r * n_pairs + i)

@@ -22,13 +22,12 @@ import argparse
 import hashlib
 import json
 import os
-import subprocess
 import sys
 import time
 
 import numpy as np
 
-from scope_envs.arguments import count, existing_dir
+from baseline_tree import child_output
 
 GAMES = ("p4g", "cooperbench")
 # left out of a record's digest: its timings, and its fingerprint (hashes of the code itself, which any edit moves)
@@ -70,15 +69,16 @@ def one_round(games) -> dict:
 
 
 def main() -> None:
+    if sys.argv[1:2] == ["--one"]:  # a child process, under either tree: one round, JSON out
+        print(json.dumps(one_round(sys.argv[sys.argv.index("--games") + 1:])))
+        return
+    from scope_envs.arguments import count, existing_dir  # (this tree's; not imported under --baseline's)
+
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rounds", type=count(MAX_ROUNDS), default=5, help=f"paired rounds (at most {MAX_ROUNDS})")
     ap.add_argument("--games", nargs="+", default=list(GAMES), choices=GAMES)
     ap.add_argument("--baseline", metavar="DIR", type=existing_dir, help="paired rounds against the code in DIR (on PYTHONPATH)")
-    ap.add_argument("--one", action="store_true", help=argparse.SUPPRESS)  # a child process: one round, JSON out
     args = ap.parse_args()
-    if args.one:
-        print(json.dumps(one_round(args.games)))
-        return
     codes = ("baseline", "current") if args.baseline else ("current",)
     load_before = os.getloadavg()
     runs: dict[str, list[dict]] = {c: [] for c in codes}
@@ -89,7 +89,7 @@ def main() -> None:
             if code == "baseline":
                 env["PYTHONPATH"] = args.baseline
             cmd = [sys.executable, __file__, "--one", "--games", *args.games]
-            out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout
+            out = child_output(cmd, env, f"the {code} code's round")
             runs[code].append(json.loads(out.strip().splitlines()[-1]))
     result: dict = {"rounds": args.rounds}
     for game in args.games:

@@ -9,7 +9,7 @@ the source of its game and of the engine, so any edit there (a comment, a moved 
 ``--against`` refuse the reference. When the same grid played on both trees gives identical records (every
 (game, method, seed) of ``same_numbers.py``, training included, timings aside), the edit changed none of the
 episodes, and rebuilding the references would only spend hours to write the same numbers. This script then
-replaces, in every run record under ``benchmarks/results/`` whose fingerprint is the old tree's, the ``code``
+replaces, in every run record under ``benchmarks/results/`` (a ``runs/`` folder or a packed file) whose fingerprint is the old tree's, the ``code``
 and ``engine`` hashes with the new tree's. It refuses when any record differs, when anything else in the
 fingerprint moved (the version, the protocol's constants, the data played), or when the two files were played
 at other sizes. Each record is rewritten atomically; what was changed is printed per folder.
@@ -23,6 +23,7 @@ import os
 import sys
 from pathlib import Path
 
+from scope_envs.bench import records
 from scope_envs.files import write_json
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -63,20 +64,26 @@ def check(before: str, after: str) -> dict[str, tuple[dict, dict]]:
 
 
 def restamp(pairs: dict[str, tuple[dict, dict]], root: Path, dry_run: bool) -> dict[str, int]:
-    """Rewrite every record under ``root`` carrying an old fingerprint; counts per folder."""
+    """Rewrite every record under ``root`` carrying an old fingerprint, in the form it is kept in (``runs/`` or
+    the packed file); counts per folder."""
     counts: dict[str, int] = {}
-    for path in sorted(root.rglob("runs/*.json")):
-        record = json.loads(path.read_text())
-        result = record.get("result", {}) if isinstance(record, dict) else {}
-        game = record.get("task", {}).get("game") if isinstance(record, dict) else None
-        if game not in pairs or result.get("fingerprint") != pairs[game][0]:
+    found = {p.parent for p in root.rglob("runs") if p.is_dir()} | {p.parent for p in root.rglob(records.PACKED)}
+    for folder in sorted(found):
+        kept = list(records.read(folder))
+        moved = [name for name, record in kept if record["task"].get("game") in pairs
+                 and record["result"].get("fingerprint") == pairs[record["task"]["game"]][0]]
+        if not moved:
             continue
-        folder = str(path.parent.parent.relative_to(root))
-        counts[folder] = counts.get(folder, 0) + 1
+        counts[str(folder.relative_to(root))] = len(moved)
         if dry_run:
             continue
-        result["fingerprint"] = pairs[game][1]
-        write_json(path, record)  # as the benchmark writes its records
+        for name, record in kept:
+            if name in moved:
+                record["result"]["fingerprint"] = pairs[record["task"]["game"]][1]
+                if (folder / "runs").is_dir():
+                    write_json(folder / "runs" / f"{name}.json", record)  # as the benchmark writes its records
+        if not (folder / "runs").is_dir():
+            records.write_packed(folder, kept)
     return counts
 
 

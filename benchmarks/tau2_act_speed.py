@@ -157,8 +157,9 @@ def paired(args) -> None:
     """``--baseline DIR``: this script's one-round figures for the code in DIR (on ``PYTHONPATH``, e.g. a
     ``git archive HEAD`` copy) and for the working tree, alternating, ``--rounds`` pairs; the medians and
     the median of the pairs' ratios."""
-    import subprocess
     import sys
+
+    from baseline_tree import child_output
 
     cmd = [sys.executable, __file__, "--env", args.env, "--steps", str(args.steps), "--rounds", "1"]
     cmd += ["--embedded"] if args.embedded else []
@@ -171,7 +172,7 @@ def paired(args) -> None:
             env.pop("PYTHONPATH", None)
             if name == "baseline":
                 env["PYTHONPATH"] = args.baseline
-            out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout
+            out = child_output(cmd, env, f"the {name} code's round")
             runs[name].append(json.loads(out.strip().splitlines()[-1]))
     result = {"env": args.env, "data": "embedded" if args.embedded else "real", "steps": args.steps,
               "pairs": args.rounds, "trainer": "cold (first in a fresh process)" if args.trainer_first else "warm"}

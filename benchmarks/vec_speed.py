@@ -39,7 +39,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -51,8 +50,7 @@ from pettingzoo.classic import rps_v2
 from threadpoolctl import threadpool_limits
 
 import scope_envs
-from baseline_tree import REPO, ExportError, export
-from scope_envs.arguments import count
+from baseline_tree import REPO, ExportError, child_output, export
 from scope_envs.train.act_ppo import PPOConfig, PPOTrainer, evaluate
 
 
@@ -132,15 +130,33 @@ def trainer_figures(game: str, decisions: int, seed: int, baseline: bool) -> dic
 
 
 def in_fresh_process(tree: Path, game: str, decisions: int, seed: int, baseline: bool) -> dict[str, float]:
-    """``trainer_figures`` in a fresh Python with ``tree`` first on its path."""
-    cmd = [sys.executable, __file__, "--measure-trainer", game, "--steps", str(decisions), "--seed", str(seed)]
-    cmd += ["--baseline-tree"] if baseline else []
+    """``trainer_figures`` in a fresh Python with ``tree`` first on its path (``measure_trainer``); a child that
+    fails ends this script with its error (``child_output``)."""
+    cmd = [sys.executable, __file__, MEASURE, game, str(decisions), str(seed)] + (["baseline"] if baseline else [])
     env = {**os.environ, "PYTHONPATH": str(tree)}
-    out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout
+    which = "the baseline's" if baseline else "this tree's"
+    out = child_output(cmd, env, f"{which} trainer process ({tree}, {game})")
     return json.loads(out.strip().splitlines()[-1])
 
 
+MEASURE = "--measure-trainer"  # the fresh process's first argument
+
+
+def measure_trainer(argv: list[str]) -> None:
+    """The fresh process of ``in_fresh_process``: ``GAME DECISIONS SEED [baseline]``. It runs under either tree's
+    ``scope_envs``, so it reads its arguments without this tree's argument types."""
+    game, decisions, seed = argv[0], int(argv[1]), int(argv[2])
+    torch.set_num_threads(1)
+    threadpool_limits(1)
+    print(json.dumps(trainer_figures(game, decisions, seed, baseline=argv[3:] == ["baseline"])))
+
+
 def main(argv=None) -> None:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == [MEASURE]:
+        return measure_trainer(argv[1:])
+    from scope_envs.arguments import count  # (this tree's; not imported in a baseline revision's process)
+
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--games", nargs="+", default=list(GAMES), choices=GAMES)
     ap.add_argument("--num-envs", type=count(16_384), default=256, help="slots of the batched env")
@@ -156,9 +172,6 @@ def main(argv=None) -> None:
                          "issue 17 was filed)")
     ap.add_argument("--env-only", action="store_true",
                     help="measure the envs only (batched, fast, rps_v2, scalar), not the trainer or evaluate")
-    ap.add_argument("--measure-trainer", choices=["p4g", "cooperbench"], help=argparse.SUPPRESS)
-    ap.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
-    ap.add_argument("--baseline-tree", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     for name in ("num_envs", "vec_steps", "scalar_steps", "steps", "rounds"):
         if not 1 <= getattr(args, name) <= 10**7:
@@ -167,9 +180,6 @@ def main(argv=None) -> None:
         ap.error(f"argument --warmup: must be in [0, 1000000], got {args.warmup}")
     torch.set_num_threads(1)
     threadpool_limits(1)
-    if args.measure_trainer:  # a fresh process of in_fresh_process
-        print(json.dumps(trainer_figures(args.measure_trainer, args.steps, args.seed, args.baseline_tree)))
-        return
     if not args.env_only:
         tmp = tempfile.TemporaryDirectory(prefix="vec_speed_baseline_")  # removed when main returns
         try:

@@ -122,9 +122,12 @@ def output_dir(text: str) -> str:
     """An output folder that can be created and written: not a file, not under a file, no name longer than the
     file system allows, not on a read-only file system, not where the file system takes no new names (``/proc``).
     Nothing is left here (``scope_envs.files.check_output_dir`` creates it when the work starts): the one probe,
-    the folder's first missing part or a file in it, is removed at once; an empty string is the current folder."""
+    the folder's first missing part or a file in it, is removed at once. An empty string is refused (an unset
+    shell variable, ``--out "$OUT"``, would otherwise write into the working folder): ``.`` names that one."""
     import os
 
+    if not text:
+        raise argparse.ArgumentTypeError('an empty folder name; give a folder ("." for the working folder)')
     if "\0" in text:
         raise argparse.ArgumentTypeError("a folder name cannot hold a NUL character")
     path = Path(text or ".")

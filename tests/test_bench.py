@@ -23,6 +23,7 @@ def tau2_source() -> str:
     return resolve_data_dir()[1]
 
 
+@pytest.mark.slow
 def test_bench_end_to_end(tmp_path):
     out = tmp_path / "res"
     main(["bench", "--steps", "300", "--seeds", "2", "--eval-episodes", "40", "--out", str(out)])

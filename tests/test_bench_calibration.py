@@ -100,6 +100,7 @@ def test_calibration_rejects_the_benchmarks_own_rows(capsys):
     assert e.value.code == 2 and "--methods" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_a_small_calibration_run_writes_its_outputs_and_learns(tmp_path):
     """End to end on p4g: every cell, the files, the known answers judged; and the ceiling (PPO against the
     users' own model) beats uniform play against those users on held-out cards — training learned."""

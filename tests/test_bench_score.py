@@ -1,5 +1,6 @@
 """scope-envs score: a saved policy, an SB3 .zip, a file.py:NAME factory and an LLM endpoint, each scored by one
-command, by the benchmark's protocol, in a band (scope_envs.bench.score)."""
+command, by the benchmark's protocol, in a band; a learned user (--seat user_0) diagnosed, with what is and is not
+measured said (scope_envs.bench.score)."""
 
 import json
 import subprocess
@@ -271,3 +272,131 @@ def test_a_mistake_in_the_users_policy_is_said_in_one_line(tmp_path, capsys):
     err = refused(capsys, "--policy", str(tmp_path / "p4g-trainer"), "--game", "cooperbench", "--against", "none",
                   "--out", str(tmp_path / "o"))
     assert "was trained on p4g-frozen, a game other than --game cooperbench" in err
+
+
+# ------------------------------------------------------------------------------------------------ a learned user
+USER_DESIGN = ("--episodes", "16", "--probe-episodes", "4", "--bootstrap", "20", "--seed", "3")
+
+
+@pytest.fixture(scope="module")
+def sb3_models(tmp_path_factory):
+    """A user_0 model of p4g-cotrain trained for a few hundred steps on its SingleAgentView (the persuader
+    uniform), and an untrained agent_0 model: ``(user.zip, agent.zip)``."""
+    import numpy as np
+
+    sb3 = pytest.importorskip("sb3_contrib")
+    import scope_envs
+    from scope_envs.integrations.sb3 import sb3_vec_env
+    from scope_envs.wrappers import SingleAgentView
+
+    folder = tmp_path_factory.mktemp("sb3")
+    rng = np.random.default_rng(0)
+    view = SingleAgentView(scope_envs.make("p4g-cotrain"), "user_0",
+                           others={"agent_0": lambda obs: int(rng.choice(np.flatnonzero(obs["action_mask"])))})
+    sb3.MaskablePPO("MultiInputPolicy", view, n_steps=64, batch_size=64, learning_rate=3e-3, seed=0,
+                    device="cpu").learn(320).save(folder / "user.zip")
+    sb3.MaskablePPO("MlpPolicy", sb3_vec_env("p4g-frozen", num_envs=2), n_steps=16, batch_size=32, seed=0,
+                    device="cpu").save(folder / "agent.zip")
+    return folder / "user.zip", folder / "agent.zip"
+
+
+def test_a_learned_user_is_diagnosed_and_says_what_it_measures(sb3_models, tmp_path, capsys):
+    """``score --seat user_0`` on a trained SB3 user: the diagnosis's numbers in range, the fixed agent's success on
+    four sides, what is and is not measured said on stdout and in both files; beside a uniform random user's
+    diagnosis on the same design, the user's own numbers differ and the reference's are the very same."""
+    import numpy as np
+
+    from scope_envs.bench.score import measure_user
+    from scope_envs.core.simulator import Simulator
+    from scope_envs.diagnose import measures
+
+    user_zip, _ = sb3_models
+    score("--seat", "user_0", "--policy", str(user_zip), "--game", "p4g", *USER_DESIGN, "--out", str(tmp_path / "u"))
+    stdout = capsys.readouterr().out
+    result = json.loads((tmp_path / "u" / "score.json").read_text())
+    md = (tmp_path / "u" / "score.md").read_text()
+    for text in (stdout, md):
+        assert "diagnosed, not scored against human proxies" in text and "What it does not:" in text
+        assert "no persona sensitivity" in text and "| sharpening (vs reference model) |" in text
+    assert result["seat"] == "user_0" and result["not_measured"] and result["measures"]
+    d = result["diagnosis"]
+    assert d["fit"] == "exact" and d["design"]["episodes"] == 16 and d["design"]["probe_episodes"] == 4
+    assert measures.S_MIN <= d["sharpening"]["value"] <= measures.S_MAX
+    for block in (d["coverage"]["acts"], d["coverage"]["paths"], d["cooperation"]["rate"],
+                  d["cooperation"]["outcome"]["rate"]):
+        assert 0.0 <= block["value"] <= 1.0 and block["ci"][0] <= block["value"] <= block["ci"][1]
+    assert d["coverage"]["entropy_ratio"]["value"] > 0 and -1.0 <= d["cooperation"]["bias"]["value"] <= 1.0
+    assert d["persona_sensitivity"] is None and "real" not in d
+    sides = result["fixed_agent"]["success"]
+    assert set(sides) == {"learned user", "reference model", "frozen simulator", "held-out human proxies"}
+    assert all(v["mean"] >= 0.0 and v["se"] >= 0.0 for v in sides.values())
+
+    class Uniform(Simulator):
+        name = "uniform"
+
+        def distribution(self, view):
+            return np.asarray(view.legal, float) / np.sum(view.legal)
+
+    rand = measure_user(Uniform(), "p4g", episodes=16, probe_episodes=4, bootstrap=20, seed=3)
+    r = rand["diagnosis"]
+    # the simulator's own numbers move with the user
+    assert d["coverage"]["entropy_ratio"]["value"] != r["coverage"]["entropy_ratio"]["value"]
+    assert d["sharpening"]["kl_reference"] != r["sharpening"]["kl_reference"]
+    assert (d["cooperation"]["rate"]["value"], sides["learned user"]["mean"]) != \
+        (r["cooperation"]["rate"]["value"], rand["fixed_agent"]["success"]["learned user"]["mean"])
+    # the reference's side is played on the same seeds whoever is diagnosed: the very same numbers
+    assert d["cooperation"]["reference_rate"] == r["cooperation"]["reference_rate"]
+    assert d["coverage"]["acts"]["modes"] == r["coverage"]["acts"]["modes"]
+    for side in ("reference model", "frozen simulator", "held-out human proxies"):
+        assert sides[side] == rand["fixed_agent"]["success"][side]
+
+
+def test_a_saved_cotrain_trainer_gives_its_user(tmp_path):
+    """A saved trainer's user_0 network as a Simulator: its distribution is the network's masked softmax."""
+    import numpy as np
+
+    import scope_envs
+    from scope_envs.bench.policies import load_user
+
+    PPOTrainer(PPOConfig(env_id="p4g-cotrain", seed=0, total_steps=64, user_init="random")).save(tmp_path / "co")
+    user = load_user(str(tmp_path / "co"), "p4g", "user_0")
+    env = scope_envs.make("p4g-frozen", user=user)
+    env.reset(seed=0)
+    view = env.unwrapped.view(env.unwrapped.game.user_role, observation=True)
+    p = user.distribution(view)
+    assert p.shape == view.legal.shape and np.isclose(p.sum(), 1.0) and not p[~view.legal].any()
+
+
+def test_a_learned_user_that_cannot_be_scored_is_refused(sb3_models, tmp_path, capsys, nothing_played,
+                                                         monkeypatch):
+    """A model of the other seat or game, a seat the game's ids lack, a policy of another kind, a trainer without
+    the seat, an option a learned user does not read: one line, exit 2, before anything is played."""
+    from scope_envs.bench import score as score_module
+
+    monkeypatch.setattr(score_module, "measure_user", lambda *a, **k: pytest.fail("the user was diagnosed"))
+    user_zip, agent_zip = sb3_models
+    PPOTrainer(PPOConfig(env_id="p4g-frozen", seed=0, total_steps=64)).save(tmp_path / "frozen")
+    out = ("--out", str(tmp_path / "o"))
+    for argv, said in (
+            (["--seat", "user_0", "--policy", str(agent_zip), "--game", "p4g"],
+             "argument --policy: " + f"{agent_zip} reads observations of width 77 and has 18 acts; p4g's user_0 "
+                                     "has 93 and 28 (the shape of agent_0: a model of that seat?)"),
+            (["--seat", "user_0", "--policy", str(user_zip), "--game", "tau2"],
+             "tau2's user_0 has 60 and 14 (no seat of this game has it: a model of another game?)"),
+            (["--policy", str(user_zip), "--game", "p4g"], "a learned user is scored with --seat user_N"),
+            (["--seat", "user_9", "--policy", str(user_zip), "--game", "p4g"],
+             "argument --seat: p4g's ids have the seats agent_0, user_0, user_1, user_2, user_3; 'user_9' is none"),
+            (["--seat", "user_0", "--policy", "mine.py:make", "--game", "p4g"],
+             "argument --policy: mine.py:make: a learned user is an SB3 .zip"),
+            (["--seat", "user_0", "--policy", str(tmp_path / "frozen"), "--game", "p4g"],
+             "was trained on p4g-frozen, whose learned seats are agent_0: it has no user_0"),
+            (["--seat", "user_0", "--policy", str(user_zip), "--game", "p4g", "--seeds", "3"],
+             "argument --seeds: only with --surface act and --seat agent_0 (this is --seat user_0)"),
+            (["--seat", "user_0", "--policy", str(user_zip), "--game", "p4g", "--against", "none"],
+             "a learned user is diagnosed, not placed in a band"),
+            (["--seat", "user_0", "--policy", str(user_zip), "--game", "p4g", "--surface", "text"],
+             "argument --seat: --surface text scores agent_0 only"),
+            (["--policy", str(agent_zip), "--game", "p4g", "--bootstrap", "5"],
+             "argument --bootstrap: only with a user seat (--seat user_0, ...)")):
+        err = refused(capsys, *argv, *out)
+        assert said in err.strip().splitlines()[-1], err  # the usage, then the one line that says why

@@ -149,6 +149,7 @@ def test_claims_are_judged_again_under_each_variant_with_its_own_ceiling(monkeyp
     assert "| 2a | yes | no |" in md
 
 
+@pytest.mark.slow
 def test_bench_sensitivity_end_to_end(tmp_path):
     import json
 

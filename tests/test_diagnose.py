@@ -40,6 +40,7 @@ def test_a_sharpened_reference_is_diagnosed_at_its_sharpening(reports, game):
     assert reports[game, "sharpened:3"]["sharpening"]["explained"] == pytest.approx(1.0, abs=1e-4)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("game, truth", [("p4g", 3.0), ("p4g", 1.0), ("tau2", 3.0)])
 def test_the_black_box_fit_finds_the_sharpening_from_sampled_answers(game, truth):
     r = diagnose(game, f"sharpened:{truth:g}", sampled=True, samples=8, **SMALL)

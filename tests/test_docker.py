@@ -15,6 +15,7 @@ ROOT = Path(__file__).resolve().parents[1]
 needs_openenv()
 
 
+@pytest.mark.slow
 def test_manifest_app_serves_an_id_and_passes_openenv_validation():
     import yaml
     from openenv.cli._validation import validate_running_environment
@@ -42,6 +43,7 @@ def test_manifest_app_serves_an_id_and_passes_openenv_validation():
         stop(proc)
 
 
+@pytest.mark.slow
 def test_asgi_refuses_a_missing_id():
     out = subprocess.run([sys.executable, "-c", "import scope_envs.serve.asgi"], capture_output=True, text=True,
                          env={k: v for k, v in os.environ.items() if k != "SCOPE_ENV_ID"}, timeout=300)

@@ -84,3 +84,21 @@ def test_a_module_in_the_environment_variable_that_is_not_there_is_named(monkeyp
     monkeypatch.setenv(games.ENV_VAR, "no_such_game_module_here")
     with pytest.raises(ValueError, match="SCOPE_ENVS_GAMES: no module 'no_such_game_module_here'"):
         game_names()
+
+
+def test_an_installed_distribution_declares_its_game_by_entry_point(monkeypatch, tmp_path):
+    """A distribution's ``scope_envs.games`` entry point names its spec module; the game is then found as the
+    built-in ones are."""
+    (tmp_path / "fake_game_spec.py").write_text(
+        "import dataclasses\nfrom scope_envs.games.p4g.spec import SPEC as P4G\n"
+        "SPEC = dataclasses.replace(P4G, name='fakegame', order=99)\n")
+    info = tmp_path / "fake_game-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: fake-game\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[scope_envs.games]\nfakegame = fake_game_spec\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(games, "_specs", {})
+    monkeypatch.setattr(games, "_listeners", [])
+    monkeypatch.setattr(games, "_discovered", False)
+    assert game_names()[-1] == "fakegame" and game_spec("fakegame").order == 99
+    assert game_names()[:3] == ("p4g", "cooperbench", "tau2")

@@ -37,6 +37,7 @@ def mean_donation(env, policy, seeds):
     return float(np.mean(out))
 
 
+@pytest.mark.slow
 def test_maskable_ppo_learns_against_the_frozen_simulator():
     pytest.importorskip("sb3_contrib")
     from sb3_contrib import MaskablePPO

@@ -84,6 +84,7 @@ class Returns(BaseCallback):
         return True
 
 
+@pytest.mark.slow
 def test_maskable_ppo_learns_on_the_mix():
     """The mean return of the last 100 finished episodes is above that of the first 100 (fixed seed)."""
     venv = VecMonitor(sb3_mixed_vec_env(IDS, num_envs=12))

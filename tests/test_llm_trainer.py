@@ -255,6 +255,7 @@ def test_grpo_defaults_and_the_asymmetric_clip():
     assert big.item() == 10.0 and kl_estimate(torch.tensor([0.3]), torch.tensor([0.1]), "low_var_kl").item() > 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("algo", ["ppo", "grpo"])
 def test_the_toy_reward_rises(tmp_path, tiny_dir, algo):
     """Issue 30, defect 7: each algorithm learns llm-toy at its defaults (lr, KL, epochs, minibatch, clip);

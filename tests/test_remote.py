@@ -303,3 +303,17 @@ def test_reset_after_an_idle_timeout_opens_a_new_session():
         finally:
             for env in (stepper, resetter, fresh):
                 env.close()
+
+
+def test_a_refused_batched_step_leaves_the_remote_batch_as_it_was():
+    """Over the batched endpoint as in process: a step refused (422, ValueError) for one seat's illegal act moved no
+    other seat, so the twin that never sent it stays alike (tests/test_vec.py)."""
+    from test_vec import assert_a_refused_step_changes_nothing
+
+    with serving("tau2-cotrain") as url:
+        twins = [RemoteVecEnv(url, num_envs=16) for _ in range(2)]
+        try:
+            assert_a_refused_step_changes_nothing(twins)
+        finally:
+            for v in twins:
+                v.close()

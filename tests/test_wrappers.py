@@ -240,6 +240,7 @@ while True:
 """
 
 
+@pytest.mark.slow
 def test_record_transcripts_killed_mid_write_stay_readable_and_appendable(tmp_path):
     from scope_envs.wrappers import TornTranscriptWarning
 

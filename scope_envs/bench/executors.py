@@ -41,6 +41,7 @@ import traceback
 from pathlib import Path
 
 from scope_envs.files import OutputError, write_json
+from scope_envs.files import write_atomic as write_text
 
 EXECUTORS = ("local", "ray")
 ATTEMPTS = 2  # a failed run is tried once more, then reported
@@ -50,13 +51,37 @@ class ExecutorUnavailable(RuntimeError):
     """The executor cannot start: no Ray installed, or no Ray cluster at the address."""
 
 
+class Failed(str):
+    """A failed try's traceback; ``retry`` False where another try would fail the same way (a plug-in's own
+    error, ``PluginError``: the same seed raises again), True where the infrastructure failed (a lost worker)."""
+
+    retry = True
+
+
+def failed_try(error: BaseException) -> Failed:
+    from scope_envs.bench.loading import PluginError
+
+    text = Failed(traceback.format_exc())
+    text.retry = not isinstance(error, PluginError)
+    return text
+
+
 class BenchFailure(RuntimeError):
-    """Some runs failed twice; every other run finished and was written. ``failed``: name -> error."""
+    """Some runs failed (a plug-in's own error at once, any other twice); every other run finished and was
+    written. ``failed``: name -> error."""
 
     def __init__(self, failed: dict[str, str], out: Path):
         self.failed = failed
-        lines = "\n".join(f"  {name}: {error.strip().splitlines()[-1]}" for name, error in failed.items())
-        super().__init__(f"{len(failed)} run(s) failed twice:\n{lines}\nthe other runs are in {out / 'runs'}; "
+
+        def line(name, error):
+            if getattr(error, "retry", True):
+                return f"  {name}: {error.strip().splitlines()[-1]} (failed twice: retried once, as a lost worker " \
+                       "or another failure outside the method may not recur)"
+            return f"  {name}: {error.strip().splitlines()[-1]} (the method's own error: not retried; traceback " \
+                   f"in {out / 'runs' / name}.error.txt)"
+
+        lines = "\n".join(line(name, error) for name, error in failed.items())
+        super().__init__(f"{len(failed)} run(s) failed:\n{lines}\nthe other runs are in {out / 'runs'}; "
                          f"rerun with --resume to run only the failed ones")
 
 
@@ -119,8 +144,8 @@ def attempt(task: dict) -> tuple[bool, object]:
             return True, methods.run_one(**task)
         module, _, name = runner.partition(":")
         return True, getattr(importlib.import_module(module), name)(**task)
-    except Exception:  # noqa: BLE001  (any run's error is retried, then reported by name: BenchFailure)
-        return False, traceback.format_exc()
+    except Exception as e:  # noqa: BLE001  (retried unless a plug-in's own, then reported by name: BenchFailure)
+        return False, failed_try(e)
 
 
 # ----------------------------------------------------------------------------- executors
@@ -197,8 +222,17 @@ class RayExecutor:
                 ray.init(num_cpus=self.jobs or os.cpu_count() or 1, **kwargs)
             else:
                 ray.init(address=self.address, **kwargs)
-        except (ConnectionError, TimeoutError, ValueError) as e:
-            raise ExecutorUnavailable(f"could not start or join Ray at {self.address or 'this machine'}: {e}") from e
+        except Exception as e:  # noqa: BLE001  (Ray raises a bare Exception when its node times out at start-up)
+            try:
+                ray.shutdown()  # whatever part of a local Ray did start
+            except Exception:  # noqa: BLE001
+                pass
+            first = (str(e).strip().splitlines() or [type(e).__name__])[0][:300]
+            where, hint = (("start Ray on this machine", "rerun with --executor local, or start Ray yourself "
+                            "(`ray start --head`) and pass --address auto") if self.address is None else
+                           (f"join Ray at {self.address}", "check the cluster (`ray status` on its head), or rerun "
+                            "with --executor local"))
+            raise ExecutorUnavailable(f"--executor ray: could not {where} ({first}); {hint}") from None
         cpus = int(ray.cluster_resources().get("CPU", 1))
         self.slots = max(1, min(self.jobs or cpus, cpus))
         self._remote = ray.remote(num_cpus=1, max_retries=0)(attempt)
@@ -399,13 +433,16 @@ def execute(tasks: list[dict], out, *, executor: str = "local", jobs: int | None
                 name = run_name(task)
                 if ok:
                     write_atomic(runs_dir / f"{name}.json", {"task": task, "result": value})
+                    (runs_dir / f"{name}.error.txt").unlink(missing_ok=True)  # an earlier try's, now fixed
                     results[name] = value
                     bar.update(len(results), list(in_flight.values()), queued, len(failed), name,
                                value.get("wall_s", 0.0), task)
-                elif tries[name] < ATTEMPTS:
+                elif tries[name] < ATTEMPTS and getattr(value, "retry", True):
                     queued.insert(0, task)
                 else:
-                    failed[name] = str(value)
+                    failed[name] = value
+                    if not getattr(value, "retry", True):  # the method's traceback, kept for its author
+                        write_text(runs_dir / f"{name}.error.txt", str(value))
                     bar.update(len(results), list(in_flight.values()), queued, len(failed))
     finally:
         bar.close()

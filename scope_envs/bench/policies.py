@@ -13,6 +13,10 @@ by its networks, drawing from an evaluation's own generator (``rollout.evaluatio
 learning curve's points included) never touches the trainer's stream. ``load(spec)`` reads a saved policy for
 ``scope-envs score``: a ``PPOTrainer.save`` folder, an SB3 ``.zip``, or ``file.py:NAME`` / ``module:NAME`` (a
 policy, a class or function returning one, or a method's ``Trained``).
+
+``load_user(spec, game, seat)`` reads a learned user for ``scope-envs score --seat user_0``: an SB3 ``.zip`` of a
+model trained on that seat's ``SingleAgentView`` (``LearnedUser``) or a saved trainer's network of that seat,
+each a ``Simulator`` that ``scope_envs.diagnose`` measures as it measures any simulator.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from scope_envs.bench.loading import PluginError, load_object
+from scope_envs.core.simulator import Simulator, View
 from scope_envs.train.policy import Decisions, Policy, UniformPolicy
 
 SB3_KEY = 0x736233  # an SB3 adapter's generator: [SB3_KEY, seed]
@@ -65,7 +70,22 @@ class SB3Policy:
     def reseeded(self, seed: int) -> SB3Policy:
         return SB3Policy(self.model, seed)
 
+    @property
+    def obs_size(self) -> int | None:
+        """The width of the observation the model reads (its ``observation`` key's, or its flat Box's)."""
+        space = self.model.observation_space
+        space = space["observation"] if self.keys else space
+        shape = getattr(space, "shape", None)
+        return int(shape[0]) if shape else None
+
     def act(self, obs: np.ndarray, mask: np.ndarray, greedy: bool = False) -> Decisions:
+        logp, values = self.log_probabilities(obs, mask)
+        d = _sample(logp, self.rng, greedy)
+        return Decisions(d.actions, d.logp, values, d.entropy)
+
+    def log_probabilities(self, obs: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+        """The model's log-probabilities over the legal acts of each row (-inf on the illegal ones) and its
+        critic's values (None without a critic): the distribution ``act`` samples, read whole (``LearnedUser``)."""
         import torch
 
         mask = np.asarray(mask, bool)
@@ -82,9 +102,7 @@ class SB3Policy:
             logits = policy.get_distribution(x).distribution.logits.cpu().numpy().astype(np.float64)
             values = policy.predict_values(x).cpu().numpy()[:, 0] if hasattr(policy, "predict_values") else None
         logits = np.where(mask, logits, -np.inf)
-        logp = logits - np.logaddexp.reduce(logits, axis=1, keepdims=True)
-        d = _sample(logp, self.rng, greedy)
-        return Decisions(d.actions, d.logp, values, d.entropy)
+        return logits - np.logaddexp.reduce(logits, axis=1, keepdims=True), values
 
 
 def checked_acts(actions, mask: np.ndarray, who: str) -> np.ndarray:
@@ -302,3 +320,105 @@ def load_sb3(path: Path):
         except Exception as e:  # noqa: BLE001  (the other class may read it)
             errors.append(f"{cls.__name__}: {type(e).__name__}: {e}")
     raise ValueError(f"--policy {path}: not a MaskablePPO or PPO file ({'; '.join(errors)})")
+
+
+# ------------------------------------------------------------------------------------------------ learned users
+class LearnedUser(Simulator):
+    """A learned user seat's policy as a ``Simulator``, so that ``scope_envs.diagnose`` measures it as any
+    simulator: its distribution at a view is the policy's masked softmax over the act surface's observation of
+    the user role (``wants_observation``), the input it was trained on (``SingleAgentView``'s ``observation``).
+    ``log_probabilities(obs, mask)`` gives rows of log-probabilities (-inf on illegal acts), as
+    ``SB3Policy.log_probabilities`` does. It plays whatever card the episode deals, as it did in training."""
+
+    wants_observation = True
+
+    def __init__(self, log_probabilities, name: str):
+        self.log_probabilities, self.name = log_probabilities, name
+
+    def distribution(self, view: View) -> np.ndarray:
+        if view.observation is None:
+            raise ValueError("a learned user needs views with the act surface's observation (wants_observation)")
+        legal = np.asarray(view.legal, bool)
+        logp, _ = self.log_probabilities(np.asarray(view.observation, np.float32)[None], legal[None])
+        p = np.where(legal, np.exp(logp[0]), 0.0)
+        return p / p.sum()
+
+
+class SeatError(ValueError):
+    """A seat none of the game's ids has (the command line's ``--seat``)."""
+
+
+def seat_spaces(game: str) -> dict[str, tuple[int, int]]:
+    """Every seat the ids of ``game`` have (``agent_0``, ``user_0`` of ``-cotrain``, ``user_0..`` of
+    ``-population``), with its observation width and number of acts."""
+    import scope_envs
+
+    out: dict[str, tuple[int, int]] = {}
+    for env_id, spec in scope_envs.registry.items():
+        if spec.game != game:
+            continue
+        env = scope_envs.make(env_id)
+        for seat in env.possible_agents:
+            out.setdefault(seat, (int(env.observation_space(seat)["observation"].shape[0]),
+                                  int(env.action_space(seat).n)))
+    return dict(sorted(out.items()))
+
+
+def check_seat(model: SB3Policy, spec: str, game: str, seat: str, spaces: dict | None = None) -> None:
+    """``ValueError`` when the SB3 model ``model`` (read from ``spec``) cannot play ``seat`` of ``game``: its
+    observation width or number of acts differs from the seat's, said with the seat whose shape it has, if any
+    (a model of another seat, or of another game). Seats of one shape (cooperbench's) cannot be told apart."""
+    spaces = seat_spaces(game) if spaces is None else spaces
+    theirs = (model.obs_size, model.n_acts)
+    if theirs != spaces[seat]:
+        same = [s for s, shape in spaces.items() if shape == theirs]
+        hint = f" (the shape of {', '.join(same)}: a model of {'that seat' if len(same) == 1 else 'one of them'}?)" \
+            if same else \
+            " (no seat of this game has it: a model of another game?)"
+        raise ValueError(f"{spec} reads observations of width {model.obs_size} and has {model.n_acts} acts; "
+                         f"{game}'s {seat} has {spaces[seat][0]} and {spaces[seat][1]}{hint}")
+
+
+def load_user(spec: str, game: str, seat: str) -> Simulator:
+    """A learned user of ``seat`` on ``game`` as a ``Simulator`` (``LearnedUser``, or the package's
+    ``PolicySnapshot`` of a saved trainer's network): an SB3 ``.zip`` of a model trained on that seat's
+    ``SingleAgentView``, or a ``PPOTrainer.save`` folder whose training env had the seat. ``ValueError`` naming
+    what is wrong: no such file, a model for another seat or game (its observation width or acts differ), a
+    trainer of another game or without the seat, a policy of another kind."""
+    spaces = seat_spaces(game)
+    if seat not in spaces:
+        raise SeatError(f"{game}'s ids have the seats {', '.join(spaces)}; {seat!r} is none of them")
+    path = Path(spec).expanduser()
+    if path.is_dir():
+        import argparse
+
+        from scope_envs.arguments import saved_trainer
+        from scope_envs.train.act_ppo import PolicySnapshot, PPOTrainer
+
+        try:
+            saved_trainer(spec)
+        except argparse.ArgumentTypeError as e:
+            raise ValueError(str(e)) from None
+        trainer = PPOTrainer.load(path)
+        trained_on = trainer.cfg.env_id
+        if trained_on.split("-")[0] != game:
+            raise ValueError(f"{spec} was trained on {trained_on}, a game other than --game {game}")
+        if seat not in trainer.seat:
+            raise ValueError(f"{spec} was trained on {trained_on}, whose learned seats are "
+                             f"{', '.join(sorted(trainer.seat))}: it has no {seat} (a learned user comes from a "
+                             f"-cotrain or -population id)")
+        user = PolicySnapshot(trainer.learners[trainer.seat[seat]], selfplay=trainer.cfg.selfplay)
+        user.name = f"{seat} of {path.name}"
+        return user
+    if spec.endswith(".zip"):
+        if not path.is_file():
+            raise ValueError(f"{spec}: no such file")
+        try:
+            model = SB3Policy(load_sb3(path))
+        except TypeError as e:
+            raise ValueError(f"{spec}: {e}") from None
+        check_seat(model, spec, game, seat, spaces)
+        return LearnedUser(model.log_probabilities, f"{seat} of {path.name}")
+    raise ValueError(f"{spec}: a learned user is an SB3 .zip (trained on the seat's SingleAgentView) or a saved "
+                     "trainer folder (PPOTrainer.save of a -cotrain or -population run); a Simulator class in a "
+                     "file is diagnosed by scope-envs diagnose --simulator FILE.py:CLASS")

@@ -120,15 +120,17 @@ def side_seeds(seed: int) -> dict:
             "panel": panel_seeds(seed)}
 
 
-def play(trained, env, episodes: int, seed: int, num_envs: int = 64, **env_kwargs) -> dict:
+def play(trained, env, episodes: int, seed: int, num_envs: int = 64, evaluate=None, **env_kwargs) -> dict:
     """One side: ``episodes`` episodes of ``env`` (an id, or a factory of envs) with ``trained.players(seed)``;
-    ``rollout.evaluate``'s summary (success, outcome, policy_entropy, sim_entropy, zero_score_frac, returns)."""
-    from scope_envs.train import act_ppo  # its evaluate (rollout.evaluate), looked up at call time: tests count calls
+    ``evaluate``'s summary (success, outcome, policy_entropy, sim_entropy, zero_score_frac, returns).
+    ``evaluate``: the function that plays them (default ``scope_envs.train.rollout.evaluate``)."""
+    from scope_envs.train.rollout import evaluate as play_episodes
 
-    return act_ppo.evaluate(trained.players(seed), env, episodes, seed=seed, num_envs=num_envs, **env_kwargs)
+    evaluate = play_episodes if evaluate is None else evaluate
+    return evaluate(trained.players(seed), env, episodes, seed=seed, num_envs=num_envs, **env_kwargs)
 
 
-def evaluate_panel(trained, game: str, episodes: int, seed: int) -> dict:
+def evaluate_panel(trained, game: str, episodes: int, seed: int, evaluate=None) -> dict:
     """``agent_0`` against each of the six held-out panel families, ``episodes`` episodes each (the table above)."""
     import scope_envs
     from scope_envs.agents.families import panel, panel_env
@@ -139,7 +141,7 @@ def evaluate_panel(trained, game: str, episodes: int, seed: int) -> dict:
         def factory(member=member):  # a fresh game (default arguments, as <game>-heldout) per env
             return panel_env(scope_envs.make(f"{game}-heldout").unwrapped.game, member)
 
-        per.append(play(trained, factory, episodes, s)["success"])
+        per.append(play(trained, factory, episodes, s, evaluate=evaluate)["success"])
     return {"success": float(np.mean(per)), "per_family": per, "families": [m.name for m in members]}
 
 
@@ -158,7 +160,7 @@ def _specs(game: str, train_envs) -> list[tuple[str, dict]]:
 
 def evaluate_policy(policy, game: str, seed: int, *, train_envs=None, eval_episodes: int | None = None,
                     heldout_episodes: int | None = None, sensitivity: bool = False, assumptions: str | None = None,
-                    method: str = "policy") -> dict:
+                    method: str = "policy", evaluate=None) -> dict:
     """Evaluate ``policy`` on the four sides for run seed ``seed`` (the module docstring) and return the run
     record's evaluation part: ``game``, ``method``, ``seed``, ``metrics``, ``outcomes`` (train, heldout, reference),
     ``panel`` (families, episodes per family, seeds); ``train_simulators`` where there are several.
@@ -168,7 +170,7 @@ def evaluate_policy(policy, game: str, seed: int, *, train_envs=None, eval_episo
     default ``<game>-frozen``). ``eval_episodes`` (default: the default preset's, 500) and ``heldout_episodes``
     (default: ``max(eval_episodes, EVAL_EPISODES_MIN[game])``). ``sensitivity``: also the held-out side under
     each variant of the proxies' assumptions. ``assumptions``: a sensitivity ceiling's variant (train and
-    held-out sides under it; no panel)."""
+    held-out sides under it; no panel). ``evaluate``: what plays each side's episodes (``play``'s)."""
     import scope_envs
 
     if f"{game}-heldout" not in scope_envs.registry:
@@ -179,8 +181,9 @@ def evaluate_policy(policy, game: str, seed: int, *, train_envs=None, eval_episo
     n_heldout = heldout_episodes_for(game, n_train) if heldout_episodes is None else heldout_episodes
     variant = {} if assumptions is None else {"assumptions": assumptions}
     seeds = side_seeds(seed)
-    sides = [play(trained, env_id, n_train, seeds["train"], eval_envs(n_train), **kwargs) for env_id, kwargs in specs]
-    ho = play(trained, f"{game}-heldout", n_heldout, seeds["heldout"], eval_envs(n_heldout), **variant)
+    sides = [play(trained, env_id, n_train, seeds["train"], eval_envs(n_train), evaluate, **kwargs)
+             for env_id, kwargs in specs]
+    ho = play(trained, f"{game}-heldout", n_heldout, seeds["heldout"], eval_envs(n_heldout), evaluate, **variant)
     tr = sides[0] if len(sides) == 1 else {
         "success": float(np.mean([s["success"] for s in sides])),
         "outcome": {k: float(np.mean([s["outcome"][k] for s in sides])) for k in sides[0]["outcome"]},
@@ -188,9 +191,10 @@ def evaluate_policy(policy, game: str, seed: int, *, train_envs=None, eval_episo
     if variant:  # a sensitivity ceiling: its held-out score under its own variant is all that is read
         return {"game": game, "method": method, "seed": seed, "assumptions": assumptions,
                 "metrics": {"train_success": tr["success"], "heldout_success": ho["success"]}}
-    ref = play(trained, f"{game}-heldout", n_heldout, seeds["heldout"], eval_envs(n_heldout), behaviour="reference")
+    ref = play(trained, f"{game}-heldout", n_heldout, seeds["heldout"], eval_envs(n_heldout), evaluate,
+               behaviour="reference")
     n_panel = panel_episodes(n_heldout)
-    pa = evaluate_panel(trained, game, n_panel, seed)
+    pa = evaluate_panel(trained, game, n_panel, seed, evaluate)
     metrics = {"train_success": tr["success"], "heldout_success": ho["success"], "gap": tr["success"] - ho["success"],
                "policy_entropy": tr["policy_entropy"], "sim_entropy": tr["sim_entropy"],
                "train_zero_score_frac": tr["zero_score_frac"],
@@ -199,7 +203,8 @@ def evaluate_policy(policy, game: str, seed: int, *, train_envs=None, eval_episo
                "misspecification_gap": ref["success"] - ho["success"]}
     if sensitivity:  # the same policy and held-out seeds under each named variant of the proxies' assumptions
         metrics["sensitivity"] = {v: play(trained, f"{game}-heldout", n_heldout, seeds["heldout"],
-                                          eval_envs(n_heldout), assumptions=v)["success"] for v in variants(game)}
+                                          eval_envs(n_heldout), evaluate, assumptions=v)["success"]
+                                     for v in variants(game)}
     record = {"game": game, "method": method, "seed": seed, "metrics": metrics,
               "outcomes": {"train": tr["outcome"], "heldout": ho["outcome"], "reference": ref["outcome"]},
               "panel": {"families": pa["families"], "episodes_per_family": n_panel, "seeds": panel_seeds(seed)}}

@@ -33,6 +33,8 @@ import sys
 from functools import lru_cache
 from pathlib import Path
 
+from scope_envs.bench import records
+
 PACKAGE = Path(__file__).resolve().parents[1]  # scope_envs/
 REPO = PACKAGE.parent
 # a named reference's folders: reference-sb3's SB3 rows are read with the default reference (its band, random and
@@ -185,10 +187,11 @@ def _report_row(report: Path, key: str) -> str | None:
 
 # ------------------------------------------------------------------------------------------------ reference folders
 def folders(against: str) -> list[Path]:
-    """The folders ``--against`` names: a known reference's, or a path; each must hold ``runs/``."""
+    """The folders ``--against`` names: a known reference's, or a path; each must hold run records (``runs/``, or
+    the packed ``runs.jsonl.gz`` of a committed reference: ``scope_envs.bench.records``)."""
     paths = [REPO / p for p in REFERENCES[against]] if against in REFERENCES else [Path(against).expanduser()]
     for path in paths:
-        if not (path / "runs").is_dir():
+        if not records.has_records(path):
             hint = (" (the committed references are made by the commands in benchmarks/README.md, 'Benchmark "
                     "your algorithm')" if against in REFERENCES else "")
             raise ReferenceMismatch(f"--against {against}: {path} has no runs/ folder of run records{hint}")
@@ -201,21 +204,20 @@ def folder(against: str) -> Path:
 
 
 def read_records(path: Path | list[Path]) -> list[dict]:
-    """Every ``{task, result}`` record in ``path/runs`` (of every folder, the first one's where two hold a run;
+    """Every ``{task, result}`` record of ``path`` (of every folder, the first one's where two hold a run;
     sensitivity ceilings left out)."""
     out, seen = [], set()
-    for file in [f for p in ([path] if isinstance(path, Path) else path) for f in sorted((p / "runs").glob("*.json"))]:
-        if file.name in seen:
-            continue
-        seen.add(file.name)
+    for p in [path] if isinstance(path, Path) else path:
         try:
-            data = json.loads(file.read_text())
-        except (OSError, ValueError) as e:
-            raise ReferenceMismatch(f"{file}: not a run record ({type(e).__name__}: {e})") from None
-        if not isinstance(data, dict) or not {"task", "result"} <= set(data):
-            raise ReferenceMismatch(f"{file}: not a {{task, result}} run record")
-        if not data["task"].get("assumptions"):
-            out.append(data)
+            found = list(records.read(p))
+        except records.RecordError as e:
+            raise ReferenceMismatch(str(e)) from None
+        for name, data in found:
+            if name in seen:
+                continue
+            seen.add(name)
+            if not data["task"].get("assumptions"):
+                out.append(data)
     return out
 
 

@@ -30,6 +30,20 @@ LLM placed above ``ceiling`` writes better than the best act-level strategy rend
 text surface shares the act surface's state (``legal``, ``features``, ``realize``): p4g; elsewhere the rows say
 why they are absent. ``normalized = (x - floor) / (ceiling - floor)`` on held-out success.
 
+**A learned user** (``--seat user_0``, or another user seat of the game's ``-cotrain`` / ``-population`` ids):
+``--policy`` is an SB3 ``.zip`` of a model trained on that seat's ``SingleAgentView`` (``examples/cotrain_sb3.py``
+saves one) or a saved trainer folder whose training env had the seat. A user seat has no ground truth: nothing
+says how a user *should* play, so a learned user is not scored against the held-out human proxies. It is
+*diagnosed*: wrapped as a ``Simulator`` (``policies.load_user``) and passed through ``scope_envs.diagnose``'s
+measures, the ones ``scope-envs diagnose`` reports for any simulator (fitted sharpening against the game's
+training-side reference model, mode coverage and entropy ratios, cooperation bias; each with a 95% cluster-
+bootstrap CI), and a fixed agent (the diagnosis's probe agent) plays ``--episodes`` episodes against it, against
+the reference model, the frozen simulator and the held-out human proxies: how much a fixed strategy is paid
+in each world (``fixed_agent``), not a grade of the user. Persona sensitivity is not measured: the learned user
+reads its card only through the observation the env computes from the dealt card, which the persona probe's
+swapped cards do not change. The ``agent_0`` trained against the user is scored by ``bench`` (its row) or by
+``score --seat agent_0``.
+
 Writes ``score.json`` and ``score.md`` to ``--out``.
 """
 
@@ -69,6 +83,11 @@ def score_act(spec: str, game: str, seeds: int = 1, against: str | None = "refer
         policy = policies.load(spec)
     except (ValueError, TypeError) as e:
         raise ScoreError("--policy", str(e)) from None
+    if isinstance(policy, policies.SB3Policy):  # a model of the user seat, or of another game: said before playing
+        try:
+            policies.check_seat(policy, spec, game, "agent_0")
+        except ValueError as e:
+            raise ScoreError("--policy", f"{e}; a learned user is scored with --seat user_N") from None
     trained_on = getattr(getattr(policy, "trainer", None), "cfg", None)
     if trained_on is not None and trained_on.env_id.split("-")[0] != game:
         raise ScoreError("--policy", f"{spec} was trained on {trained_on.env_id}, a game other than --game {game}")
@@ -326,8 +345,129 @@ def score_text(spec: str, game: str, seed: int = 0, episodes: int = TEXT_EPISODE
     return result
 
 
+# ------------------------------------------------------------------------------------------------ a learned user
+USER_MEASURES = ("sharpening: the maximum-likelihood exponent s of pi ∝ ref^s for its answers at fixed probe "
+                 "states (1: the game's training-side reference model; above 1: sharper, a collapsed user)",
+                 "mode coverage: the share of the reference's reply modes (acts, act paths) it ever produces, and "
+                 "its reply and path entropy over the reference's",
+                 "cooperation bias: its conceding rate minus the reference's, and its episodes' cooperation "
+                 "outcome beside the reference's",
+                 "fixed agent: the success of one fixed agent (the diagnosis's probe agent) against it, against "
+                 "the reference model, the frozen simulator and the held-out human proxies")
+USER_NOT_MEASURED = ("no score against human proxies: a user seat has no ground truth, so a learned user is "
+                     "diagnosed, not graded (the fixed agent's success against the proxies is where that agent "
+                     "stands there, not the user's score)",
+                     "no persona sensitivity: the learned user reads its card only through the observation the env "
+                     "computes from the dealt card, which the persona probe's swapped cards do not change",
+                     "no real-dialogue numbers (diagnose --data): the real dialogues' states carry no act-surface "
+                     "observation for a network to read",
+                     "not the agent_0 trained against it: bench scores that row (or score --seat agent_0 on a "
+                     "saved trainer)")
+
+
+def score_user(spec: str, game: str, seat: str, episodes: int | None = None, probe_episodes: int | None = None,
+               bootstrap: int | None = None, seed: int = 0, progress: bool = True) -> dict:
+    """A learned user's score (the module docstring): ``policies.load_user`` then ``measure_user``."""
+    from scope_envs.bench import policies
+
+    try:
+        user = policies.load_user(spec, game, seat)
+    except policies.SeatError as e:
+        raise ScoreError("--seat", str(e)) from None
+    except (ValueError, TypeError) as e:
+        raise ScoreError("--policy", str(e)) from None
+    return {"surface": "act", "seat": seat, "game": game, "policy": spec,
+            **measure_user(user, game, episodes, probe_episodes, bootstrap, seed, progress)}
+
+
+def measure_user(user, game: str, episodes: int | None = None, probe_episodes: int | None = None,
+                 bootstrap: int | None = None, seed: int = 0, progress: bool = False) -> dict:
+    """The diagnosis of the ``Simulator`` ``user`` (``scope_envs.diagnose.diagnose``, no persona probe: see
+    ``USER_NOT_MEASURED``) and a fixed agent's success against it and the comparison users. ``None`` counts take
+    ``diagnose``'s defaults."""
+    import inspect
+
+    from scope_envs.diagnose.diagnosis import DiagnoseError, diagnose
+    from scope_envs.diagnose.report import clean
+
+    defaults = inspect.signature(diagnose).parameters
+    episodes = defaults["episodes"].default if episodes is None else episodes
+    probe_episodes = defaults["probe_episodes"].default if probe_episodes is None else probe_episodes
+    bootstrap = defaults["bootstrap"].default if bootstrap is None else bootstrap
+    try:
+        diagnosis = diagnose(game, user, probe_episodes=probe_episodes, episodes=episodes, bootstrap=bootstrap,
+                             seed=seed, cards=0, persona_states=0, progress=progress)
+    except DiagnoseError as e:
+        raise ValueError(f"the learned user could not be diagnosed: {e}") from None
+    return {"measures": list(USER_MEASURES), "not_measured": list(USER_NOT_MEASURED), "diagnosis": clean(diagnosis),
+            "fixed_agent": fixed_agent_success(game, user, episodes, seed)}
+
+
+def fixed_agent_success(game: str, user, episodes: int, seed: int) -> dict:
+    """The game's success metric of the diagnosis's fixed probe agent (``diagnose.probes.ProbeAgent``), mean and
+    standard error over ``episodes`` episodes (seeds ``seed..``), against ``user`` and the game's reference
+    model and frozen simulator on train cards (``<game>-frozen`` with that user), and against the held-out human
+    proxies (``<game>-heldout``)."""
+    import scope_envs
+    from scope_envs.diagnose import probes, specs
+    from scope_envs.games import game_spec
+
+    spec = game_spec(game)
+    named = spec.probe_agent.rpartition(":")[2].partition("(")[0]
+    sides = {"learned user": ("frozen", user), "reference model": ("frozen", specs.reference(game)),
+             "frozen simulator": ("frozen", specs.builtin(game, "frozen")),
+             "held-out human proxies": ("heldout", None)}
+    out = {"agent": f"the diagnosis's probe agent, {named}"
+                    + (f" (a uniform legal act with probability {probes.EXPLORE})" if spec.probe_explores else ""),
+           "metric": None, "episodes": episodes, "success": {}}
+    for name, (regime, sim) in sides.items():
+        env = scope_envs.make(f"{game}-{regime}", **({} if sim is None else {"user": sim}))
+        agent = probes.ProbeAgent(game, env, False)
+        rng = np.random.default_rng([seed, 4])  # diagnose's own episodes' agent stream: the same episodes
+        g = env.unwrapped.game
+        out["metric"] = g.success_metric
+        values = []
+        for ep in range(episodes):
+            probes.run_episode(env, agent, seed + ep, rng)
+            values.append(float(g.outcome()[g.success_metric]))
+        se = float(np.std(values, ddof=1) / np.sqrt(len(values))) if len(values) > 1 else None
+        out["success"][name] = {"mean": float(np.mean(values)), "se": se}
+    return out
+
+
+def user_markdown(result: dict) -> str:
+    from scope_envs.diagnose.report import rows
+
+    d = result["diagnosis"]
+    design = d["design"]
+    lines = [f"# scope-envs score: a learned {result['seat']} ({result['policy']}) on {result['game']}", "",
+             "A user seat has no ground truth, so a learned user is **diagnosed, not scored against human "
+             "proxies**: wrapped as a Simulator and measured as `scope-envs diagnose` measures any simulator "
+             f"({d['fit']} fit, {design['probe_states']} probe states from {design['probe_episodes']} probe "
+             f"episodes, {design['episodes']} episodes of its own, 95% cluster-bootstrap CIs of "
+             f"{design['bootstrap']} replicates; reference: the game's training-side reference model).", "",
+             "What this measures:", *(f"- {m}" for m in result["measures"]), "", "What it does not:",
+             *(f"- {m}" for m in result["not_measured"]), "",
+             "| number | value [95% CI] | reading |", "| --- | --- | --- |",
+             *(f"| {a} | {b} | {c} |" for a, b, c in rows(d)), ""]
+    fa = result["fixed_agent"]
+    lines += [f"Fixed agent: {fa['agent']}; {fa['metric']} over {fa['episodes']} episodes (mean ± s.e.):", "",
+              "| against | success |", "| --- | --- |"]
+    for name, v in fa["success"].items():
+        se = "" if v["se"] is None else f" ± {v['se']:.3f}"
+        lines.append(f"| {name} | {v['mean']:.3f}{se} |")
+    lines += ["", "One fixed strategy's pay in four worlds: against the learned user beside against the reference "
+                  "model is how much this user pays that strategy more (or less) than the training-side model "
+                  "does; the held-out row is where the same strategy stands with the proxies, not a grade of the "
+                  "user."]
+    return "\n".join(lines) + "\n"
+
+
 # ------------------------------------------------------------------------------------------------ output
 def markdown(result: dict) -> str:
+    if result.get("seat", "agent_0") != "agent_0":
+        return user_markdown(result)
+
     def f(x):
         return "—" if x is None else f"{x:.3f}"
 
@@ -375,48 +515,82 @@ def add_parser(subparsers) -> None:
     from scope_envs.arguments import count, game_name, output_dir, saved_trainer
 
     p = subparsers.add_parser("score", help="score one policy (saved, SB3 .zip, file.py:NAME, or an LLM on the "
-                                            "text surface) by the benchmark's protocol, in a band")
+                                            "text surface) by the benchmark's protocol, in a band; or diagnose a "
+                                            "learned user (--seat user_0)",
+                              description="Scores agent_0's policy by the benchmark's protocol, in the reference's "
+                                          "band (the default seat), or, with --seat user_0, a learned user: a user "
+                                          "seat has no ground truth, so it is not scored against the held-out "
+                                          "human proxies but diagnosed as scope-envs diagnose diagnoses any "
+                                          "simulator (sharpening, mode coverage, cooperation bias, with 95% CIs), "
+                                          "with a fixed agent's success against it beside the same agent's "
+                                          "against the reference model, the frozen simulator and the held-out "
+                                          "proxies; persona sensitivity is not measured for it.")
     p.add_argument("--policy", required=True, help="a saved trainer folder, an SB3 .zip, file.py:NAME / module:NAME; "
                                                    "on the text surface also a model folder, vllm:DIR, "
                                                    "openai:BASE_URL#MODEL, or the rows floor / ceiling")
     p.add_argument("--game", type=game_name, required=True)
+    p.add_argument("--seat", default="agent_0",
+                   help="the seat --policy plays: agent_0 (the default: scored in the band) or a user seat of the "
+                        "game's -cotrain / -population ids (user_0, ...: a learned user, diagnosed; --policy is then "
+                        "an SB3 .zip trained on that seat's SingleAgentView or a saved trainer with the seat)")
     p.add_argument("--surface", choices=("act", "text"), default="act")
     p.add_argument("--seeds", type=count(MAX_SEEDS), default=1, help=f"act: seeds 0..N-1 (at most {MAX_SEEDS})")
     p.add_argument("--against", default="reference", help="act: the reference giving the band (reference, "
                                                           "reference-sb3 or an --out folder; 'none' for no band)")
     p.add_argument("--episodes", type=count(MAX_EPISODES), default=None,
                    help=f"text: episodes per side (default {TEXT_EPISODES}); act: the evaluation episodes of both "
-                        f"sides (default: the protocol's); at most {MAX_EPISODES:_}")
+                        f"sides (default: the protocol's); a user seat: the episodes it plays in its diagnosis and "
+                        f"the fixed agent's per side (default: scope-envs diagnose's); at most {MAX_EPISODES:_}")
+    p.add_argument("--probe-episodes", type=count(10_000), default=None,
+                   help="a user seat: the diagnosis's reference-driven probe episodes (default: scope-envs "
+                        "diagnose's; at most 10_000)")
+    p.add_argument("--bootstrap", type=count(100_000, low=0), default=None,
+                   help="a user seat: bootstrap replicates of the diagnosis's CIs (0: none; default: scope-envs "
+                        "diagnose's; at most 100_000)")
     p.add_argument("--panel", action="append", default=None, metavar="builtin|FILE",
                    help="text: 'builtin' (the six held-out families, the default) and/or an eval-llm panel file")
     p.add_argument("--ceiling-steps", type=count(MAX_STEPS), default=None,
                    help="text: the ceiling's training decisions (default ORACLE_BUDGET x the preset's steps)")
     p.add_argument("--ceiling", type=saved_trainer, default=None,
                    help="text: a saved trainer folder (PPOTrainer.save) to use as the ceiling instead")
-    p.add_argument("--seed", type=count(2**31 - 1, low=0), default=0, help="text: the run seed of the episodes")
+    p.add_argument("--seed", type=count(2**31 - 1, low=0), default=0,
+                   help="text, a user seat: the run seed of the episodes")
     p.add_argument("--max-new-tokens", type=count(32_768), default=128, help="text: per message (at most 32_768)")
     p.add_argument("--out", type=output_dir, default="runs/score",
                    help="score.json and score.md go here (default: ./runs/score)")
     p.set_defaults(func=main, parser=p)
 
 
-# the options only one surface reads (--episodes and --out serve both)
-SURFACE_OPTIONS = {"seeds": "act", "against": "act", "panel": "text", "ceiling_steps": "text", "ceiling": "text",
-                   "seed": "text", "max_new_tokens": "text"}
+# what a score reads: agent_0 on the act surface ("act"), on the text surface ("text"), or a learned user
+# ("user"); the options only some of them read (--episodes and --out serve all three)
+READ_BY = {"seeds": ("act",), "against": ("act",), "panel": ("text",), "ceiling_steps": ("text",),
+           "ceiling": ("text",), "seed": ("text", "user"), "max_new_tokens": ("text",), "probe_episodes": ("user",),
+           "bootstrap": ("user",)}
+KIND_NAMES = {"act": "--surface act and --seat agent_0", "text": "--surface text",
+              "user": "a user seat (--seat user_0, ...)"}
 
 
 def main(args: argparse.Namespace) -> None:
     from scope_envs.files import check_output_dir, write_atomic, write_json
 
     t0 = time.perf_counter()
-    for dest, surface in SURFACE_OPTIONS.items():  # an option of the other surface would be ignored: refused
-        if getattr(args, dest) != args.parser.get_default(dest) and args.surface != surface:
-            why = "; it always plays the built-in panel" if dest == "panel" else ""
-            args.parser.error(f"argument --{dest.replace('_', '-')}: only with --surface {surface} "
-                              f"(this is --surface {args.surface}{why})")
+    kind = "text" if args.surface == "text" else "act" if args.seat == "agent_0" else "user"
+    if args.surface == "text" and args.seat != "agent_0":
+        args.parser.error(f"argument --seat: --surface text scores agent_0 only; a learned user ({args.seat}) is "
+                          "diagnosed on the act surface (leave out --surface)")
+    for dest, readers in READ_BY.items():  # an option this score does not read would be ignored: refused
+        if getattr(args, dest) != args.parser.get_default(dest) and kind not in readers:
+            why = "; it always plays the built-in panel" if dest == "panel" else \
+                "; a learned user is diagnosed, not placed in a band" if kind == "user" and dest == "against" else ""
+            this = f"--seat {args.seat}" if kind == "user" else f"--surface {args.surface}"
+            args.parser.error(f"argument --{dest.replace('_', '-')}: only with "
+                              f"{' or '.join(KIND_NAMES[k] for k in readers)} (this is {this}{why})")
     try:
         out = check_output_dir(args.out)
-        if args.surface == "act":
+        if kind == "user":
+            result = score_user(args.policy, args.game, args.seat, args.episodes, args.probe_episodes,
+                                args.bootstrap, args.seed)
+        elif args.surface == "act":
             result = score_act(args.policy, args.game, args.seeds, None if args.against == "none" else args.against,
                                eval_episodes=args.episodes, heldout_episodes=args.episodes)
         else:

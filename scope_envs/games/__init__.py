@@ -3,8 +3,8 @@
 ``game_spec(name)`` is a game's spec, ``game_names()`` the games in their declared order, ``register_game(spec)``
 adds one. The built-in games are found, not listed: every subpackage ``scope_envs/games/<g>/`` with a
 ``spec.py`` holding ``SPEC``. A game kept outside the package is declared the same way in a module of its own
-(``SPEC = GameSpec(...)``) and named in the environment variable ``SCOPE_ENVS_GAMES`` (module names, comma
-separated): every process that imports ``scope_envs`` — the benchmark's worker processes too — then finds it
+(``SPEC = GameSpec(...)``), named by its distribution's entry point in the group ``scope_envs.games`` or in the
+environment variable ``SCOPE_ENVS_GAMES`` (module names, comma separated): every process that imports ``scope_envs`` — the benchmark's worker processes too — then finds it
 (docs/adding-a-game.md). ``on_register(fn)`` calls ``fn(spec)`` for every game, those declared later included:
 ``scope_envs.regimes`` registers each game's ``<g>-<regime>`` ids that way.
 """
@@ -12,6 +12,7 @@ separated): every process that imports ``scope_envs`` — the benchmark's worker
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
 import os
 import pkgutil
 from typing import Callable
@@ -21,6 +22,7 @@ from scope_envs.games.spec import GameSpec, build, load
 __all__ = ["GameSpec", "build", "game_names", "game_spec", "load", "on_register", "register_game"]
 
 ENV_VAR = "SCOPE_ENVS_GAMES"
+ENTRY_POINTS = "scope_envs.games"
 _specs: dict[str, GameSpec] = {}
 _listeners: list[Callable[[GameSpec], None]] = []
 _discovered = False
@@ -56,6 +58,9 @@ def _discover() -> None:
         return
     _discovered = True
     modules = [f"{__name__}.{m.name}.spec" for m in pkgutil.iter_modules(__path__) if m.ispkg]
+    # an installed distribution declares its games as setuptools entry points (``scope_envs.games``: a name =
+    # its spec module), as gymnasium's and pettingzoo's plug-ins do; SCOPE_ENVS_GAMES names modules on the path
+    modules += [ep.value.split(":")[0] for ep in importlib.metadata.entry_points(group=ENTRY_POINTS)]
     modules += [m.strip() for m in os.environ.get(ENV_VAR, "").split(",") if m.strip()]
     found = []
     for module in modules:

@@ -1,8 +1,11 @@
 """The served app: OpenEnv's own FastAPI app for one id, plus the scope routes and the protocol's edges.
 
-``create_app(id, ...)`` builds the app with OpenEnv's ``create_app`` (its ``/ws`` sessions, ``/reset``,
-``/step``, ``/state``, ``/health``, ``/schema``, ``/metadata``; its session limit and idle timeout) over
+``create_app(id, ...)`` builds the app with OpenEnv's server (its ``/ws`` sessions, ``/reset``, ``/step``,
+``/state``, ``/health``, ``/schema``, ``/metadata``, ``/mcp``; its session limit and idle timeout) over
 ``ScopeEnvironment`` and the typed models of ``scope_envs.serve.models``, then adds:
+
+* each ``/ws`` and ``/mcp`` session held by the connection that created or attached it, and the idle timeout
+  for attached sessions too (``scope_envs.serve.sessions``);
 
 * ``GET /scope/spec``: the id, surface, possible agents and their roles and spaces (what the package's
   client builds its PettingZoo spaces from), the server's boot id and limits;
@@ -21,7 +24,9 @@ import asyncio
 import functools
 import json
 import math
+import os
 import re
+import sys
 import uuid
 from typing import Optional
 
@@ -30,7 +35,6 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from gymnasium import spaces
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from openenv.core.env_server.http_server import create_app as openenv_create_app
 from openenv.core.env_server.types import ConcurrencyConfig
 
 import scope_envs
@@ -40,6 +44,8 @@ from scope_envs.serve.environment import (MAX_SEED, RESET_OPTIONS, ScopeEnvironm
 from scope_envs.serve.errors import BadRequest, ProtocolError
 from scope_envs.serve.llm import ServedLLM, UserLLMError, UserLLMOptions, check_regime
 from scope_envs.serve.models import ScopeAction, ScopeObservation, ScopeState
+from scope_envs.serve.rpc import INVALID_REQUEST, MCP_PATH, rpc_error
+from scope_envs.serve.sessions import ScopeEnvServer, SessionGuard
 from scope_envs.serve.vec import VecSessions, register_vec_routes
 
 DEFAULT_MAX_SESSIONS = 64
@@ -73,7 +79,11 @@ NO_TASK_API = ("this server has no task API (splits, tasks): a scope env's episo
 # the protocol errors' codes (scope_envs.serve.errors); OpenEnv's WebSocket loop sends them as EXECUTION_ERROR
 # with the code at the head of the message, and the app puts the code in the frame's data.code
 PROTOCOL_CODES = frozenset({"BAD_REQUEST", "NO_EPISODE", "EPISODE_OVER", "SESSION_LOST", "UNKNOWN_SESSION",
-                            "CAPACITY_REACHED"})
+                            "SESSION_IN_USE", "CAPACITY_REACHED"})
+# Python reads an integer of at most this many digits (json.loads raises past it): such a literal is refused
+# naming where it is, never passed on (OpenEnv's /ws loop would end the session on it)
+MAX_INT_DIGITS = sys.get_int_max_str_digits() or None
+_LONG_DIGITS = re.compile(rb"[0-9]{%d}" % (MAX_INT_DIGITS + 1)) if MAX_INT_DIGITS else None
 
 
 def wire_text(value, limit: int = 200) -> str:
@@ -92,6 +102,9 @@ def json_problem(value, path=(), depth=0) -> Optional[str]:
     naming where; ``None`` when it is fine."""
     if depth > MAX_JSON_DEPTH:
         return f"{_where(path)}: nested deeper than {MAX_JSON_DEPTH} levels"
+    if isinstance(value, _LongInt):
+        return (f"{_where(path)}: an integer of {value.digits} digits (at most {MAX_INT_DIGITS} are read; the "
+                "protocol's integers fit in 64 bits)")
     if isinstance(value, str):
         try:
             value.encode("utf-8")
@@ -118,8 +131,9 @@ def json_problem(value, path=(), depth=0) -> Optional[str]:
 
 def parse_problem(raw) -> Optional[str]:
     """``json_problem`` of a raw JSON document; ``None`` also when it is not JSON (the app answers that)."""
-    if isinstance(raw, (bytes, bytearray)) and not _MAYBE_SURROGATE.search(raw) and raw.count(b"[") + raw.count(b"{") <= MAX_JSON_DEPTH:
-        return None  # the fast path: no escaped surrogate and too few brackets to nest too deep
+    if (isinstance(raw, (bytes, bytearray)) and not _MAYBE_SURROGATE.search(raw)
+            and raw.count(b"[") + raw.count(b"{") <= MAX_JSON_DEPTH and not (_LONG_DIGITS and _LONG_DIGITS.search(raw))):
+        return None  # the fast path: no escaped surrogate, too few brackets to nest too deep, no overlong integer
     value, problem = _parsed(raw)
     return problem if problem or value is _NOT_JSON else json_problem(value)
 
@@ -127,14 +141,36 @@ def parse_problem(raw) -> Optional[str]:
 _NOT_JSON = object()
 
 
+class _LongInt:
+    """An integer literal past ``MAX_INT_DIGITS`` where ``_parsed`` found it (its digits counted, not read)."""
+
+    __slots__ = ("digits",)
+
+    def __init__(self, digits: int):
+        self.digits = digits
+
+
+def _int_or_long(text: str):
+    digits = len(text) - text.startswith("-")
+    return _LongInt(digits) if MAX_INT_DIGITS and digits > MAX_INT_DIGITS else int(text)
+
+
 def _parsed(raw) -> tuple:
     """``(value, problem)`` of a raw JSON document: ``_NOT_JSON`` where it is not JSON (the app answers that), a
-    problem where it nests too deep for the parser."""
+    problem where it nests too deep for the parser or holds an integer too long to read (naming where)."""
     try:
         return json.loads(raw), None
     except RecursionError:
         return _NOT_JSON, f"the message: nested deeper than {MAX_JSON_DEPTH} levels"
-    except (ValueError, TypeError):
+    except json.JSONDecodeError:
+        return _NOT_JSON, None
+    except ValueError:  # (an integer past Python's limit on digits, else bytes that are not UTF-8)
+        try:
+            value = json.loads(raw, parse_int=_int_or_long)
+        except (ValueError, TypeError, RecursionError):
+            return _NOT_JSON, None
+        return _NOT_JSON, json_problem(value)
+    except TypeError:
         return _NOT_JSON, None
 
 
@@ -205,7 +241,8 @@ class BodyLimit:
 
     async def __call__(self, scope, receive, send):
         if scope["type"] == "websocket":
-            return await self.app(scope, self._frames(receive, send), self._errors(send))
+            rpc = scope.get("path") == MCP_PATH
+            return await self.app(scope, self._frames(receive, send, rpc), self._errors(send))
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         if _TASK_PATH.fullmatch(scope.get("path", "")):
@@ -250,7 +287,9 @@ class BodyLimit:
 
         await self.app(scope, replay, send)
 
-    def _frames(self, receive, send):
+    def _frames(self, receive, send, rpc: bool = False):
+        """The socket's frames, a bad one answered here (on ``/mcp``, whose frames are JSON-RPC requests, as a
+        JSON-RPC error; their form is ``scope_envs.serve.rpc``'s to check)."""
         async def checked():
             while True:
                 message = await receive()
@@ -259,11 +298,14 @@ class BodyLimit:
                 raw = message.get("text")
                 if raw is None:
                     raw = message.get("bytes")
-                problem = _frame_problem(raw)
+                problem = _frame_problem(raw, shape=not rpc)
                 if problem is None:
                     return message
-                frame = json.dumps({"type": "error", "data": {"message": f"BAD_REQUEST: {problem}",
-                                                              "code": "BAD_REQUEST"}})
+                if rpc:
+                    frame = json.dumps(rpc_error(None, INVALID_REQUEST, problem, "BAD_REQUEST"))
+                else:
+                    frame = json.dumps({"type": "error", "data": {"message": f"BAD_REQUEST: {problem}",
+                                                                  "code": "BAD_REQUEST"}})
                 await send({"type": "websocket.send", "text": frame})
 
         return checked
@@ -291,12 +333,15 @@ def _json_kind(value) -> str:
             type(None): "null"}.get(type(value), type(value).__name__)
 
 
-def _frame_problem(raw) -> Optional[str]:
+def _frame_problem(raw, shape: bool = True) -> Optional[str]:
+    """Why a WebSocket frame cannot go on; ``shape``: a ``/ws`` frame, which must be ``{"type", "data": {...}}``."""
     if raw is None:
         return None
     value, problem = _parsed(raw)
     if problem or value is _NOT_JSON:  # (not JSON: OpenEnv answers INVALID_JSON)
         return problem
+    if not shape:
+        return json_problem(value)
     if not isinstance(value, dict):
         return f'a message is a JSON object {{"type": ..., "data": {{...}}}}, got {_json_kind(value)}'
     if "data" in value and value["data"] is not None and not isinstance(value["data"], dict):
@@ -400,11 +445,12 @@ def create_app(env_id: str, surface: str = "act", kwargs: Optional[dict] = None,
     }
     probe.close()
 
-    app = openenv_create_app(
+    app = FastAPI(title=f"scope-envs: {env_id} ({surface})")
+    server = ScopeEnvServer(
         functools.partial(ScopeEnvironment, config), ScopeAction, ScopeObservation, env_name=env_id,
         concurrency_config=ConcurrencyConfig(max_concurrent_envs=max_sessions, session_timeout=idle_timeout),
         state_cls=ScopeState)
-    app.title = f"scope-envs: {env_id} ({surface})"
+    server.register_routes(app, mode=os.environ.get("OPENENV_MODE", "simulation"))  # (as OpenEnv's create_app)
 
     @app.exception_handler(ProtocolError)
     async def protocol_error(request: Request, exc: ProtocolError):
@@ -446,6 +492,7 @@ def create_app(env_id: str, surface: str = "act", kwargs: Optional[dict] = None,
 
     app.router.on_startup.append(start_reaper)
     app.router.on_shutdown.append(stop_reaper)
+    app.add_middleware(SessionGuard, server=server)  # (inside the body limit: it reads bodies already checked)
     app.add_middleware(BodyLimit, limit=max_body_bytes, timeout=body_timeout)
     app.state.scope_spec = spec
     app.state.vec_sessions = vec_sessions

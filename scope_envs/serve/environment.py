@@ -35,6 +35,7 @@ from openenv.core.env_server.types import EnvironmentMetadata
 
 import scope_envs
 from scope_envs.core.simulator import Simulator
+from scope_envs.games import build, game_names, game_spec, load
 from scope_envs.serve.codec import jsonable
 from scope_envs.serve.errors import BadRequest, EpisodeOver, NoEpisode, SessionLost
 from scope_envs.serve.llm import SeatedLLM, ServedLLM, UserLLMError
@@ -68,20 +69,11 @@ class ServeConfig:
 def seat_players(env) -> dict[str, Simulator]:
     """The server's players for each role: the game's scripted agent and its built-in frozen simulator."""
     game = env.unwrapped.game
-    if game.name == "p4g":
-        from scope_envs.agents.p4g import CollapsedPersuadee, ScriptedPersuader
-
-        agent, user = ScriptedPersuader(), CollapsedPersuadee()
-    elif game.name == "cooperbench" and type(game).__module__.endswith("cooperbench.game"):
-        from scope_envs.agents.cooperbench import CollapsedPartner, ScriptedTeammate
-
-        agent, user = ScriptedTeammate(), CollapsedPartner()
-    elif game.name == "tau2":
-        from scope_envs.agents.tau2 import CollapsedUser, OracleAgent
-
-        agent, user = OracleAgent(game), CollapsedUser()
-    else:
+    spec = game_spec(game.name) if game.name in game_names() else None
+    if spec is None or spec.served_agent is None or \
+            (spec.served_game_module is not None and type(game).__module__ != spec.served_game_module):
         return {}
+    agent, user = build(spec.served_agent, game=game), load(spec.collapsed)()
     return {game.agent_role: agent, game.user_role: user}
 
 

@@ -46,5 +46,11 @@ class UnknownSession(ProtocolError):
     status_code, code = 404, "UNKNOWN_SESSION"
 
 
+class SessionInUse(ProtocolError):
+    """A session held by another connection: the one that created it, or the /ws socket attached to it."""
+
+    status_code, code = 409, "SESSION_IN_USE"
+
+
 class AtCapacity(ProtocolError):
     status_code, code = 429, "CAPACITY_REACHED"

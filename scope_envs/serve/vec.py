@@ -166,8 +166,13 @@ def _reset(session: VecSession, req: ResetRequest) -> dict:
         raise BadRequest(f"options must be a dict or a list of {n}, got {len(req.options)}")
     for i, o in enumerate(opts):  # a key the env does not read is refused, naming it (check_options)
         check_options(o, f"options[{i}]" if isinstance(req.options, list) else "options")
-    if req.slots is not None and not all(0 <= s < n for s in req.slots):
-        raise BadRequest(f"slots must be indices in [0, {n})")
+    if req.slots is not None:  # (before any work: a list of a million slots costs only this check)
+        if len(req.slots) > n:
+            raise BadRequest(f"slots: {len(req.slots)} slots listed, this session has {n}")
+        if not all(0 <= s < n for s in req.slots):
+            raise BadRequest(f"slots must be indices in [0, {n})")
+        if len(set(req.slots)) != len(req.slots):
+            raise BadRequest("slots: a slot is listed more than once; list each slot to reset once")
     try:
         obs, infos = vec.reset(seed=req.seed, options=req.options, slots=req.slots)
     except (ValueError, TypeError) as e:

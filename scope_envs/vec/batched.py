@@ -59,7 +59,7 @@ class BatchedVecEnv(VecBase):
         self._users = self.possible_agents[1:]  # the learnable users' agents, user_j at j
         self._agent_index = {a: j for j, a in enumerate(self._users)}
         self.member = np.zeros(n, np.int64)
-        # the user seat's occupant, as the first ``ROSTER`` fields (fast mode deals them in one write): its
+        # the user seat's occupant, as the first ``ROSTER`` fields (dealing from integers writes them at once): its
         # batched reply model (``_kinds``; -1: ask it), the learnable user_j in it (-1: a simulator), whether
         # its follow_through is its own (p4g's human proxy: the gap)
         self._seated = np.tile(ROSTER_EMPTY[: FOLLOWS + 1], (n, 1))
@@ -358,8 +358,9 @@ class BatchedVecEnv(VecBase):
                 self.deal_many(idx[mine], self._one_split or SPLITS[c + len(SPLITS)], None, rows)
 
     def _rosters(self, idx: np.ndarray) -> list[int]:
-        """Fast mode: the (slot, member) arrays of these slots, rebuilt where the env's members changed (a
-        checkpoint pool's snapshot joins through ``set_members``, a new list); returns those slots."""
+        """The (slot, member) arrays of these slots, which both modes deal from (``_start_fast`` and exact mode's
+        ``_start_drawn``), rebuilt where the env's members changed (a checkpoint pool's snapshot joins
+        through ``set_members``, a new list); returns those slots."""
         envs, known = self._u, self._m_ref
         changed = [i for i in idx.tolist() if envs[i].members is not known[i]]
         for i in changed:
@@ -400,15 +401,19 @@ class BatchedVecEnv(VecBase):
         if self._masks is None:
             raise ValueError("step() called before reset(); call reset(seed=...) first")
         active, live = self._active, ~self.idle
+        # every seat's acts are read and checked before any is applied: a step that raises leaves the batch as it was
+        moves = []
         acting = (active == 0).nonzero()[0]
         if len(acting):
-            self._apply(0, acting, self._read(actions, AGENT, acting, 0))
+            moves.append((0, acting, self._read(actions, AGENT, acting, 0)))
         users = active == 1
         if self._users and np.count_nonzero(users):
             for j, agent in enumerate(self._users):
                 idx = (users & (self.seat == j)).nonzero()[0]
                 if len(idx):
-                    self._apply(1, idx, self._read(actions, agent, idx, 1))
+                    moves.append((1, idx, self._read(actions, agent, idx, 1)))
+        for role, idx, acts in moves:
+            self._apply(role, idx, acts)
         self._run_simulators()
         ended = (b.done & live).nonzero()[0]
         agents = self.possible_agents

@@ -1,0 +1,64 @@
+"""A benchmark folder's run records (scope_envs.bench.records): runs/ and the packed file read the same."""
+
+import gzip
+import json
+
+import pytest
+
+from scope_envs.bench import records, reference
+from scope_envs.files import write_json
+
+
+def _folder(tmp_path, n=3):
+    out = tmp_path / "ref"
+    (out / "runs").mkdir(parents=True)
+    for seed in range(n):
+        write_json(out / "runs" / f"p4g-frozen-{seed}.json",
+                   {"task": {"game": "p4g", "method": "frozen", "seed": seed},
+                    "result": {"metrics": {"heldout_success": 0.1 * seed}, "wall_s": 1.5}})
+    return out
+
+
+def test_packing_keeps_every_record_and_reads_the_same(tmp_path):
+    out = _folder(tmp_path)
+    before = list(records.read(out))
+    assert records.pack(out) == 3
+    assert not (out / "runs").exists() and (out / records.PACKED).is_file()
+    assert list(records.read(out)) == before == sorted(before, key=lambda r: r[0])
+    assert reference.read_records(out) == [r for _, r in before]
+
+
+def test_packing_the_same_records_twice_gives_the_same_bytes(tmp_path):
+    a, b = _folder(tmp_path / "a"), _folder(tmp_path / "b")
+    records.pack(a), records.pack(b)
+    assert (a / records.PACKED).read_bytes() == (b / records.PACKED).read_bytes()  # no timestamp inside
+
+
+def test_a_damaged_packed_file_is_named(tmp_path):
+    out = _folder(tmp_path)
+    records.pack(out)
+    (out / records.PACKED).write_bytes(gzip.compress(b'{"name": "x", "task": {}}\nnot json\n'))
+    with pytest.raises(records.RecordError, match=r"runs.jsonl.gz: line 1: not a \{task, result\}"):
+        list(records.read(out))
+    (out / records.PACKED).write_bytes(b"not gzip")
+    with pytest.raises(reference.ReferenceMismatch, match="not a packed file of run records"):
+        reference.read_records(out)
+
+
+def test_a_folder_without_records_is_refused_by_against(tmp_path):
+    with pytest.raises(reference.ReferenceMismatch, match="has no runs/ folder"):
+        reference.folders(str(tmp_path))
+    out = _folder(tmp_path)
+    records.pack(out)
+    assert reference.folders(str(out)) == [out]
+
+
+def test_the_command_packs_and_refuses_a_folder_without_runs(tmp_path, capsys):
+    out = _folder(tmp_path)
+    records.main([str(out)])
+    assert f"packed 3 records into {out / records.PACKED}" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as e:
+        records.main([str(out)])
+    assert e.value.code == 2 and "has no runs/ folder" in capsys.readouterr().err
+    lines = gzip.decompress((out / records.PACKED).read_bytes()).decode().splitlines()
+    assert [json.loads(line)["name"] for line in lines] == [f"p4g-frozen-{s}" for s in range(3)]

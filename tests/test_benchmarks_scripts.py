@@ -1,0 +1,58 @@
+"""Every script under ``benchmarks/`` runs: its ``--help``, and where it has a reduced size, a tiny run of it, exit 0
+and no traceback; a child process that fails ends the script with the child's own error (``baseline_tree``'s
+``child_output``), and ``vec_speed.py``'s baseline process imports nothing this tree alone has (its run with the
+baseline trainer, marked slow). (Bad arguments: tests/test_benchmarks_args.py.)"""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPTS = sorted(p.stem for p in (ROOT / "benchmarks").glob("*.py"))
+
+TINY = [  # (script, a run at a reduced size of its documented command line)
+    ("env_speed", ["--steps", "50", "--rounds", "1"]),
+    ("hostile_text", ["--lengths", "100"]),
+    ("oracle_budget", ["p4g", "200"]),
+    ("tau2_calculate", ["--rounds", "1", "--repeats", "5"]),
+    ("vec_speed", ["--games", "p4g", "--env-only", "--rounds", "1", "--vec-steps", "3", "--scalar-steps", "50",
+                   "--num-envs", "4"]),
+    pytest.param("vec_speed", ["--games", "p4g", "--rounds", "1", "--steps", "64", "--vec-steps", "3",
+                               "--scalar-steps", "50", "--num-envs", "4"], marks=pytest.mark.slow,
+                 id="vec_speed-with-its-baseline-trainer"),  # exports the baseline revision: needs git history
+]
+
+
+def run(script: str, *argv: str, cwd) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(ROOT / "benchmarks" / f"{script}.py"), *argv], capture_output=True,
+                          text=True, timeout=600, cwd=cwd)
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_every_script_answers_help(script, tmp_path):
+    done = run(script, "--help", cwd=tmp_path)
+    assert done.returncode == 0 and "usage:" in done.stdout, (done.returncode, done.stderr[-2000:])
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("script, argv", TINY)
+def test_a_tiny_run_of_each_script_runs(script, argv, tmp_path):
+    done = run(script, *argv, cwd=tmp_path)
+    assert done.returncode == 0, (done.returncode, done.stderr[-3000:])
+    assert "Traceback" not in done.stderr and done.stdout.strip()
+
+
+def test_a_failing_child_ends_the_script_with_the_childs_error():
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        from baseline_tree import child_output
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    cmd = [sys.executable, "-c", "import sys; print('partial'); sys.exit('ImportError: cannot import name count')"]
+    with pytest.raises(SystemExit) as e:
+        child_output(cmd, {}, "the baseline's round")
+    assert "the baseline's round failed with exit 1" in str(e.value) and "cannot import name count" in str(e.value)
+    assert child_output([sys.executable, "-c", "print(42)"], {}, "a child").strip() == "42"
+
