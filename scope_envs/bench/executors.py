@@ -197,8 +197,17 @@ class LocalExecutor:
         return out
 
     def close(self):
+        """End the pool now. Its workers are ended too: a run still in flight (after Ctrl-C or SIGTERM) would
+        otherwise hold the exit until it finished, as the interpreter joins a pool's workers at exit."""
         if self._pool is not None:
-            self._pool.shutdown(wait=False, cancel_futures=True)
+            end = getattr(self._pool, "terminate_workers", None)  # Python 3.14's; before it, each process
+            if end is not None:
+                end()
+            else:  # (read before shutdown, which forgets them)
+                workers = list((getattr(self._pool, "_processes", None) or {}).values())
+                self._pool.shutdown(wait=False, cancel_futures=True)
+                for process in workers:
+                    process.terminate()
 
 
 class RayExecutor:
