@@ -321,7 +321,7 @@ def test_the_module_example_runs():
 
 
 
-def assert_a_refused_step_changes_nothing(twins):
+def assert_a_refused_step_changes_nothing(twins, which: int = 0):
     """Two vec envs of tau2 (whose slots are at different turns) reset and stepped alike until the agent is to move
     in some slots and the user in others; a step of the first whose user acts are illegal raises, and then the
     same legal step gives both the same observations, turns and rewards (the agent's acts were not applied)."""
@@ -337,7 +337,7 @@ def assert_a_refused_step_changes_nothing(twins):
         pytest.fail("no step found with the agent to move in some slots and the user in others")
     legal = {a: np.array([rng.choice(np.flatnonzero(m)) for m in obs[a]["action_mask"]]) for a in obs}
     masked = legal["user_0"].copy()
-    j = int(np.flatnonzero(infos["active"]["user_0"])[0])
+    j = int(np.flatnonzero(infos["active"]["user_0"])[which])  # which of the user's slots gets a masked act
     masked[j] = int(np.flatnonzero(obs["user_0"]["action_mask"][j] == 0)[0])
     with pytest.raises(ValueError, match="user_0"):
         twins[0].step({**legal, "user_0": masked})
@@ -353,3 +353,13 @@ def test_a_refused_step_leaves_the_batch_as_it_was():
     """Every seat's acts are checked before any is applied (``BatchedVecEnv.step``); over the server:
     tests/test_remote.py."""
     assert_a_refused_step_changes_nothing([scope_envs.make_vec("tau2-cotrain", num_envs=16) for _ in range(2)])
+
+
+def test_a_refused_step_leaves_the_loop_of_scalar_envs_as_it_was():
+    """The loop over scalar envs (``LoopVecEnv``, the path for what the batched engines do not cover) checks every
+    slot's acts before it steps any slot, as the batched engine does."""
+    from scope_envs.vec import LoopVecEnv, vectorize
+
+    twins = [vectorize([scope_envs.make("tau2-cotrain") for _ in range(16)], batched=False) for _ in range(2)]
+    assert all(isinstance(v, LoopVecEnv) for v in twins)
+    assert_a_refused_step_changes_nothing(twins, which=-1)  # the last: the loop reaches it after the others

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from scope_envs.core.env import AGENT, DialogueParallelEnv
+from scope_envs.core.game import InGameError
 from scope_envs.train.groups import agent_score
 
 
@@ -118,11 +119,12 @@ class LoopVecEnv(VecBase):
         truncs = {a: np.zeros(n, bool) for a in agents}
         final: list = [None] * n
         columns: dict[str, list] = {}  # each agent's actions as Python numbers, converted once per step
+        acts: list = [None] * n
         for i in range(n):
             if self.idle[i]:
                 continue
             env = self.envs[i]
-            act = {}
+            act = acts[i] = {}
             for a in env.agents:
                 if self._infos[i][a]["active"]:
                     col = columns.get(a)
@@ -131,6 +133,16 @@ class LoopVecEnv(VecBase):
                     act[a] = int(col[i])
                 else:
                     act[a] = 0
+            if type(env) is DialogueParallelEnv:  # every slot's acts checked before any slot moves
+                for a, value in act.items():
+                    try:
+                        env.surface.parse(a, env._role[a], value, self._infos[i][a]["active"])
+                    except InGameError:
+                        pass  # malformed model output is an in-game error of that slot's turn, not a refusal
+        for i in range(n):
+            if self.idle[i]:
+                continue
+            env, act = self.envs[i], acts[i]
             if type(env) is DialogueParallelEnv:
                 # an unwrapped env skips building its full infos: of a step's infos this engine reads only
                 # "active" (a wrapper's step may read or add to them, so a wrapped env steps in full)
