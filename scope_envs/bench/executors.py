@@ -170,7 +170,15 @@ class LocalExecutor:
             handle = object()
             self._pending.append((handle, task))
             return handle
-        return self._pool.submit(attempt, task)
+        from concurrent.futures import Future
+        from concurrent.futures.process import BrokenProcessPool
+
+        try:
+            return self._pool.submit(attempt, task)
+        except BrokenProcessPool as e:  # a worker died since the last wait: this try fails with the pool, which
+            failed = Future()  # the next wait replaces
+            failed.set_exception(e)
+            return failed
 
     def wait(self, handles: list) -> list[tuple[object, tuple[bool, object]]]:
         if self._pool is None:
@@ -200,14 +208,16 @@ class LocalExecutor:
         """End the pool now. Its workers are ended too: a run still in flight (after Ctrl-C or SIGTERM) would
         otherwise hold the exit until it finished, as the interpreter joins a pool's workers at exit."""
         if self._pool is not None:
-            end = getattr(self._pool, "terminate_workers", None)  # Python 3.14's; before it, each process
+            end = getattr(self._pool, "kill_workers", None)  # Python 3.14's; before it, each process
             if end is not None:
                 end()
             else:  # (read before shutdown, which forgets them)
                 workers = list((getattr(self._pool, "_processes", None) or {}).values())
                 self._pool.shutdown(wait=False, cancel_futures=True)
+                for process in workers:  # SIGKILL: a worker holds nothing to clean up (the driver writes the runs)
+                    process.kill()
                 for process in workers:
-                    process.terminate()
+                    process.join(timeout=10)
 
 
 class RayExecutor:
