@@ -190,12 +190,15 @@ def test_an_entrant_at_fewer_seeds_meets_every_reference_seed(three_seed_referen
         assert 0 < row["power"] < 1 and row["mde"] > 0
     c = v["collapse"]
     assert c["cost"] == split_ref["cost"]["mean"] and c["cost_ci"] == split_ref["cost"]["ci"]
-    assert c["share"] == pytest.approx(c["diff"] / c["cost"]) and len(c["share_ci"]) == 2
+    if c["costs"]:
+        assert c["share"] == pytest.approx(c["diff"] / c["cost"]) and len(c["share_ci"]) == 2
+    else:
+        assert c["share"] is None and c["share_ci"] is None
     tail = stdout[stdout.index("p4g: first_legal, held-out success"):]
     assert "### " not in tail and "| method |" not in stdout  # the summary, not the report
     assert "vs frozen: " in tail and "p_Holm" in tail and "power: detects" in tail and "2 vs 3 seeds" in tail
     assert "collapse: cost at this budget" in tail and "share of it" in tail
-    assert ("not evidence about collapse" in tail) == c["includes_zero"]
+    assert ("not evidence about collapse" in tail) == (not c["costs"])
     assert tail.rstrip().endswith(f"the whole report: {out.resolve() / 'report.md'}")
     assert "## The entrants' verdicts" in (out / "report.md").read_text()
 
@@ -215,6 +218,11 @@ def test_the_collapse_sentence_follows_the_cost_ci():
     said = entrants.summary({"p4g": {"mine": {**base, "collapse": flat}}}, "r.md")
     assert "not evidence about collapse" in said and "not evidence" not in entrants.summary(
         {"p4g": {"mine": {**base, "collapse": hurts}}}, "r.md")
+    # a cost below 0 (the collapsed simulator trained better) has no share to recover, and says why
+    helps = entrants.collapse(table, "mine", {"mean": -0.07, "ci": [-0.09, -0.05], "hurts": False}, "ref_users")
+    assert not helps["includes_zero"] and not helps["costs"] and helps["share"] is None
+    said = entrants.summary({"p4g": {"mine": {**base, "collapse": helps}}}, "r.md")
+    assert "share of it n/a" in said and "the cost is below 0" in said and "not evidence about collapse" in said
 
 
 def test_bench_help_names_each_default(capsys):

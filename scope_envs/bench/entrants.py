@@ -169,9 +169,12 @@ def collapse(table: dict, entrant: str, cost: dict | None, key: str) -> dict:
     lo, hi = cost["ci"]
     includes_zero = not (_finite(lo) and _finite(hi)) or lo <= 0 <= hi
     diff = float(x.mean() - base.mean())
-    return {"cost": cost["mean"], "cost_ci": [lo, hi], "includes_zero": bool(includes_zero), "diff": diff,
-            "share": diff / cost["mean"] if cost["mean"] != 0 else None,
-            "share_ci": list(bootstrap_share_ci(x, base, top))}
+    # a share is read only of a cost that is there: of a negative one (the collapsed simulator trained better
+    # than the defect-free one) "recovering" it would mean doing worse than frozen
+    costs = not includes_zero and lo > 0
+    return {"cost": cost["mean"], "cost_ci": [lo, hi], "includes_zero": bool(includes_zero), "costs": bool(costs),
+            "diff": diff, "share": diff / cost["mean"] if costs else None,
+            "share_ci": list(bootstrap_share_ci(x, base, top)) if costs else None}
 
 
 def verdicts(results: dict, stats_by_game_: dict, splits: dict, key: str) -> dict:
@@ -232,7 +235,7 @@ def summary(verdicts_: dict, report: str) -> str:
             if "absent" in c:
                 lines.append(f"  collapse: {c['absent']}")
             else:
-                share = "n/a (the cost is 0)" if c["share"] is None else \
+                share = "n/a (no cost to share)" if c["share"] is None else \
                     f"{c['share']:+.2f}, {LEVEL:.0%} CI {_interval(c['share_ci'], '+.2f')}"
                 lines.append(f"  collapse: cost at this budget (uncollapsed − frozen on the reference model's users) "
                              f"{c['cost']:+.3f}, {LEVEL:.0%} CI {_interval(c['cost_ci'])}; "
@@ -240,6 +243,10 @@ def summary(verdicts_: dict, report: str) -> str:
                 if c["includes_zero"]:
                     lines.append("    the cost's CI includes 0: collapse costs nothing measurable at this budget, so "
                                  "beating frozen here is not evidence about collapse")
+                elif not c.get("costs", True):
+                    lines.append("    the cost is below 0: the collapsed simulator trained better than the "
+                                 "defect-free one at this budget, so beating frozen here is not evidence about "
+                                 "collapse")
     lines.append(f"the whole report: {report}")
     return "\n".join(lines) + "\n"
 
