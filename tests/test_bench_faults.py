@@ -97,6 +97,12 @@ def test_workers_end_when_the_bench_is_killed(tmp_path):
     assert not left, f"workers {left} outlived their killed parent"
 
 
+def _ctrl_c_as_in_a_terminal():
+    """A job a non-interactive shell started in the background inherits SIGINT ignored (POSIX), and so would the
+    bench under such a test run: the bench is given Ctrl-C's default disposition, as a terminal's process has."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
@@ -107,7 +113,7 @@ def test_ctrl_c_or_sigterm_is_one_line_that_says_how_to_resume(tmp_path, signum)
     proc = subprocess.Popen([sys.executable, "-m", "scope_envs.cli", "bench", "--games", "p4g", "--methods", "frozen",
                              "--seeds", "2", "--steps", "5000000", "--eval-episodes", "4", "--jobs", "2",
                              "--out", str(out)], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True)
+                            text=True, start_new_session=True, preexec_fn=_ctrl_c_as_in_a_terminal)
     try:
         deadline = time.time() + 60
         while time.time() < deadline and len(children(proc.pid)) < 2:
