@@ -9,8 +9,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PHASE="${1:-all}"  # install | test | all (.ci/run installs in the background while the main suite runs)
 case "$PHASE" in install|test|all) ;; *) echo "usage: $0 [install|test|all]" >&2; exit 2;; esac
+VENV="${VENV:-.venv-verifiers}"
 if [ "$PHASE" != test ]; then
-    VENV="${VENV:-.venv-verifiers}"
     python3 -m venv "$VENV"
     "$VENV"/bin/pip install -q torch==2.13.0
     "$VENV"/bin/pip install -q -e ".[llm]" "pytest>=7" "verifiers==0.4.0" uv
