@@ -6,6 +6,10 @@
   (``cooperation`` added to its willingness) and typicality bias: its replies
   are the reference distribution sharpened by ``sharpening > 1``. Its verbalized
   top-k reports the *unsharpened* reference with calibration noise.
+* ``GroundedPersuadee``: a frozen simulator fitted to the training part of the
+  real dialogues (``games.p4g.grounded``: the real reply frequencies given the
+  persuader's act and the turn's phase, stated amounts and follow-through),
+  playing the card the episode deals. The user of ``p4g-grounded``.
 * ``HumanProxyPersuadee``: the held-out human-proxy behaviour model, playing the
   card the episode deals. Evaluation only.
 * ``EmpiricalPersuader``: replays the per-turn strategy frequencies of the real
@@ -42,6 +46,25 @@ class CollapsedPersuadee(ReferencePersuadee):
                  calibration_noise: float = 0.25, name: str = "collapsed", *, gamma: float | None = None):
         super().__init__(sharpening_of(sharpening, gamma, 3.0), persona or personas.default_persona(),
                          calibration_noise, name, cooperation=cooperation)
+
+
+class GroundedPersuadee(Simulator):
+    """The persuadee fitted to the training part of the real dialogues, playing the dealt card; ``params``: a dict
+    of ``grounded_params.json``'s form (default: the committed one)."""
+
+    persona = None
+
+    def __init__(self, params: dict | None = None, name: str = "grounded"):
+        from scope_envs.games.p4g import grounded
+
+        self.model = grounded.model() if params is None else grounded.GroundedModel(params)
+        self.name = name
+
+    def distribution(self, view: View) -> np.ndarray:
+        return self.model.reply_distribution(view.persona, view.history, view.legal)
+
+    def follow_through(self, intended, rng):
+        return self.model.follow_through(intended, rng)
 
 
 class HumanProxyPersuadee(Simulator):

@@ -97,8 +97,17 @@ def cmd_demo(args) -> None:
 
 
 def cmd_bench(args) -> None:
-    from scope_envs import bench
+    from scope_envs import bench, kernels
 
+    try:  # before any run: the records then do not depend on this CPU's vector width (scope_envs.kernels); only
+        # from the command line (a caller that passed main() its arguments keeps its process as it is)
+        if args.command_line:
+            kernels.pin_or_restart()
+        else:
+            kernels.level()
+    except kernels.KernelLevelError as e:  # a mistyped setting, said as argparse says one (exit 2)
+        print(f"scope-envs bench: error: {e}", file=sys.stderr)
+        sys.exit(2)
     bench.main(args)
 
 
@@ -183,7 +192,11 @@ def main(argv=None) -> None:
     d.set_defaults(func=cmd_demo)
     from scope_envs.bench import add_arguments as bench_arguments
 
-    b = sub.add_parser("bench", help="the simulator-collapse benchmark: train per method, evaluate vs held-out users")
+    b = sub.add_parser("bench", help="the simulator-collapse benchmark: train per method, evaluate vs held-out users",
+                       epilog="Kernels: a run pins numpy's, OpenBLAS's, torch's and MKL's kernels to the x86-64 "
+                              "baseline, so that its records are the same on any x86-64 CPU (it restarts itself "
+                              "with them once); SCOPE_ENVS_KERNELS=native leaves each library at this CPU's width "
+                              "(scope_envs/kernels.py, docs/benchmark.md).")
     bench_arguments(b)
     from scope_envs.bench.entrants import add_arguments as entrant_arguments
 
@@ -271,6 +284,7 @@ def main(argv=None) -> None:
 
     serve_parser(sub)  # every id as a server (scope_envs.serve; needs scope-envs[serve])
     args = ap.parse_args(argv)
+    args.command_line = argv is None
     with stopped_in_one_line(args):
         args.func(args)
 

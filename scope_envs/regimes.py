@@ -25,6 +25,13 @@ then. Its other option, ``assumptions``, switches the behaviour model's untestab
 assumptions to a named variant (``VARIANTS`` of ``games.p4g.human_proxy`` and
 ``games.tau2.human_proxy``; the cooperbench proxy has none). ``rotation`` takes
 ``users=[...]``, your own simulators to rotate over, in place of the game's members.
+
+``grounded`` is a regime only some games have (``registry.GAME_REGIMES``): the user seat is held by a frozen
+simulator fitted to the *training part* of the game's real dialogues (``GameSpec.grounded``; p4g's
+``GroundedPersuadee``, ``games/p4g/grounded.py``), on train personas. It takes no option. Its id,
+``<game>-grounded``, is registered only for a game that declares that simulator, so the other games' ids,
+and everything that loops over ``REGIMES``, stay as they were.
+
 This module registers every id; it sits above the games, the players and the
 wrappers and is imported by ``scope_envs`` itself.
 """
@@ -40,7 +47,7 @@ from scope_envs.core.game import Game
 from scope_envs.core.simulator import Simulator
 from scope_envs.core.surfaces import MAX_MESSAGE_CHARS
 from scope_envs.games import GameSpec, load, on_register
-from scope_envs.registry import REGIMES, register
+from scope_envs.registry import GAME_REGIMES, REGIMES, register
 from scope_envs.wrappers import CheckpointPool, SimulatorPopulation, VerbalizedSampling
 from scope_envs.wrappers.verbalized import VS_OPTIONS
 
@@ -52,6 +59,7 @@ REGIME_KWARGS = {
     "cotrain": set(),
     "population": {"members", "schedule", "pool_size", "snapshot_every", "pool_sample"},
     "heldout": {"personas", "assumptions", "behaviour"},
+    "grounded": set(),
 }
 SHARPENING = 3.0  # the frozen simulator's sharpening exponent (``sharpening=``; ``gamma=`` is its deprecated name)
 HELDOUT_PERSONAS = ("heldout", "train")  # the heldout regime's ``personas``: which split's cards/tasks it deals
@@ -74,14 +82,15 @@ def build(
     rotation: Callable[[], list[Simulator]],
     heldout: Callable[[], Simulator],
     reference: Callable[[], Simulator] | None = None,
+    grounded: Callable[[], Simulator] | None = None,
     surface: str = "act",
     render_mode: str | None = None,
     max_errors: int = 3,
     max_message_chars: int = MAX_MESSAGE_CHARS,
     **options,
 ):
-    if regime not in REGIMES:
-        raise ValueError(f"regime must be one of {REGIMES}, got {regime!r}")
+    if regime not in REGIMES + GAME_REGIMES:
+        raise ValueError(f"regime must be one of {REGIMES + GAME_REGIMES}, got {regime!r}")
     unknown = set(options) - REGIME_KWARGS[regime]
     if unknown:
         raise ValueError(
@@ -103,6 +112,11 @@ def build(
 
     if regime == "frozen":
         return env([user or frozen()])
+    if regime == "grounded":  # the simulator fitted to the training part of the real dialogues, on train cards
+        if grounded is None:
+            raise ValueError(f"this game ({game.name}) has no user simulator fitted to real dialogues "
+                             "(GameSpec.grounded), so no grounded regime")
+        return env([grounded()])
     if regime == "vs":
         # selection="random"|"prob": SCOPE's verbalized-sampling draw (k=5 candidates, uniform or by stated
         # probability floored at 1e-6), in place of weight_mode; None (default): weight_mode decides
@@ -177,8 +191,9 @@ def make_p4g(regime: str, surface: str = "act", *, max_turns: int = 10, user_rew
 
     return build(regime, P4GGame(max_turns=max_turns, user_reward=user_reward, target_var=target_var, width=width),
                  frozen=lambda: players.CollapsedPersuadee(sharpening), rotation=players.rotation_members,
-                 heldout=players.HumanProxyPersuadee, reference=players.ReferencePersuadee, surface=surface,
-                 render_mode=render_mode, max_errors=max_errors, **options)
+                 heldout=players.HumanProxyPersuadee, reference=players.ReferencePersuadee,
+                 grounded=players.GroundedPersuadee, surface=surface, render_mode=render_mode, max_errors=max_errors,
+                 **options)
 
 
 def make_cooperbench(regime: str, surface: str = "act", *, max_turns: int | None = None,
@@ -236,8 +251,10 @@ def _make(factory: str, regime: str, **kwargs):
 
 
 def register_ids(spec: GameSpec) -> None:
-    """Register ``<game>-<regime>`` for every regime of a declared game; its factory is imported when one is made."""
-    for regime in REGIMES:
+    """Register ``<game>-<regime>`` for every regime of a declared game, and ``<game>-grounded`` when the game declares
+    a grounded simulator; its factory is imported when one is made."""
+    regimes = REGIMES + (("grounded",) if spec.grounded else ())
+    for regime in regimes:
         register(f"{spec.name}-{regime}", functools.partial(_make, spec.factory, regime), game=spec.name, regime=regime)
 
 

@@ -16,6 +16,13 @@ TINY = [  # (script, a run at a reduced size of its documented command line)
     ("env_speed", ["--steps", "50", "--rounds", "1"]),
     ("hostile_text", ["--lengths", "100"]),
     ("oracle_budget", ["p4g", "200", "--out", "{tmp}"]),  # never the committed results folder
+    ("plateau_budget", ["--games", "tau2", "--rows", "uncollapsed", "--seeds", "1", "--eval-episodes", "8",
+                        "--base", "200", "--max-rung", "0", "--jobs", "1", "--out", "{tmp}"]),
+    ("collapse_design", ["--games", "p4g", "--seeds", "2", "--steps", "200", "--eval-episodes", "8", "--jobs", "1",
+                         "--out", "{tmp}"]),
+    ("kernel_speed", ["--runs", "p4g:frozen", "--steps", "200", "--eval-episodes", "8", "--rounds", "1",
+                      "--out", "{tmp}/k.json"]),
+    ("slot_scaling", ["--games", "p4g", "--slots", "64", "--rounds", "1", "--out", "{tmp}/s.json"]),
     ("tau2_calculate", ["--rounds", "1", "--repeats", "5"]),
     ("vec_speed", ["--games", "p4g", "--env-only", "--rounds", "1", "--vec-steps", "3", "--scalar-steps", "50",
                    "--num-envs", "4"]),

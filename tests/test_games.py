@@ -9,9 +9,9 @@ from scope_envs import games
 from scope_envs.games import GameSpec, game_names, game_spec, load, register_game
 from scope_envs.registry import REGIMES
 
-PATH_FIELDS = ("factory", "reference", "collapsed", "human_proxy", "rotation", "card", "split_sizes", "modal_card",
-               "variants", "report", "data", "probe_agent", "probe_text_agent", "real_dialogues", "served_agent",
-               "validate", "out_of_sample")
+PATH_FIELDS = ("factory", "reference", "collapsed", "human_proxy", "rotation", "grounded", "card", "split_sizes",
+               "modal_card", "variants", "report", "data", "probe_agent", "probe_text_agent", "real_dialogues",
+               "served_agent", "validate", "out_of_sample")
 
 
 def test_the_built_in_games_are_found_in_their_declared_order():

@@ -7,7 +7,7 @@ import scope_envs
 from scope_envs.agents.p4g import CollapsedPersuadee, rotation_members
 from scope_envs.games.p4g import human_proxy, personas
 
-TRAINING_REGIMES = ("frozen", "vs", "rotation", "cotrain", "population")
+TRAINING_REGIMES = ("frozen", "vs", "rotation", "cotrain", "population", "grounded")
 
 
 def test_persona_splits_are_disjoint():

@@ -14,6 +14,9 @@ dial                     the training simulator
 ``coverage-few``         a few fixed cards: each episode deals one of the game's first three train cards
 ``cooperation-default``  the frozen simulator's over-cooperation bias (each game's own)
 ``combined``             all of them at their defaults: today's frozen simulator
+``homogeneous``          the few fixed cards, sharpened and over-cooperative as the frozen simulator is:
+                         the homogeneous "easy mode" user that aligned LLM users are measured to be
+                         (arXiv 2603.11245), the collapsed design declared for issue 46 (below)
 =======================  ==========================================================================
 
 Every method is trained against each dial, with the default preset's budget (tau2's scaled, as in the
@@ -42,6 +45,14 @@ written down first). band = ceiling − floor; gap(d) = frozen@none − frozen@d
   recovered(rotation, d) < 0.5 on the sharpening dials.
 
 K3-K5 are judged only on dials whose gap K2 found (otherwise: not judged, no gap to recover).
+
+**A collapsed simulator that costs** (issue 46; declared 2026-12-04, before any run of these dials at the
+plateau budgets and before any held-out run): at each game's plateau budget (``scope_envs.bench.budgets``), the
+game's collapsed simulator must open a gap of at least ``GAP_SHARE`` of the band with its CI above 0 (K2 on its
+dial). Today's frozen simulator (``combined``) is kept where it does; where it does not, the design is
+``homogeneous``, the same defects on a few fixed cards instead of the one modal card. Which dial each game's
+frozen simulator is, and the runs that chose it, are in ``benchmarks/results/collapse_design/``
+(``benchmarks/collapse_design.py``); the benchmark's frozen rows take it with the rebuild of the references.
 Outputs (``OUT``): ``calibration.json``, ``calibration.md``, ``calibration_<game>.png``, ``runs/``.
 """
 
@@ -64,6 +75,7 @@ DIALS = {  # name -> (sharpening, coverage, cooperation)
     "coverage-few": (1.0, "few", "none"),
     "cooperation-default": (1.0, "dealt", "default"),
     "combined": ("default", "modal", "default"),
+    "homogeneous": ("default", "few", "default"),
 }
 DIAL_METHODS = ("frozen", "vs", "rotation")  # trained against each dial
 OWN_USER_METHODS = ("cotrain", "population", "selfplay")  # a learned user: one per game, read against every dial
@@ -301,8 +313,10 @@ def figure(out: Path, game: str, a: dict) -> None:
     from scope_envs.files import save_figure
 
     dials = list(a["dials"])
-    methods = [*DIAL_METHODS[1:], *OWN_USER_METHODS]
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4))
+    methods = [m for m in (*DIAL_METHODS[1:], *OWN_USER_METHODS)
+               if any(m in a["dials"][d]["recovered"] for d in dials)]  # a part of the grid: those it ran
+    fig, axes = plt.subplots(1, 2 if methods else 1, figsize=(12 if methods else 6, 4), squeeze=False)
+    ax1 = axes[0, 0]
     band = a["band"] if a["band"] and a["band"] > 0 else np.nan
     gaps = [a["dials"][d]["gap"] / band for d in dials]
     err = np.array([[a["dials"][d]["gap"] - a["dials"][d]["ci"][0], a["dials"][d]["ci"][1] - a["dials"][d]["gap"]]
@@ -312,6 +326,12 @@ def figure(out: Path, game: str, a: dict) -> None:
     ax1.set_xticks(range(len(dials)), dials, rotation=30, ha="right")
     ax1.set_ylabel("frozen@none − frozen@dial\n(share of the band, 95% CI)")
     ax1.set_title(f"{game}: the gap each defect opens")
+    if not methods:
+        fig.tight_layout()
+        save_figure(fig, out / f"calibration_{game}.png", dpi=110)
+        plt.close(fig)
+        return
+    ax2 = axes[0, 1]
     width = 0.8 / len(methods)
     for j, m in enumerate(methods):
         rows = [a["dials"][d]["recovered"].get(m) or {} for d in dials]
@@ -332,9 +352,12 @@ def figure(out: Path, game: str, a: dict) -> None:
     plt.close(fig)
 
 
-def run(games, seeds: int | None = None, steps: int | None = None, eval_episodes: int | None = None,
-        out="results-calibration", jobs: int | None = None, progress: bool = True, resume: bool = False) -> dict:
-    """Run the calibration grid and write its outputs; returns calibration.json's dict."""
+def run(games, seeds: int | None = None, steps: int | dict | None = None, eval_episodes: int | None = None,
+        out="results-calibration", jobs: int | None = None, progress: bool = True, resume: bool = False,
+        only_dials=None, methods=None) -> dict:
+    """Run the calibration grid and write its outputs; returns calibration.json's dict. ``steps``: one budget for
+    every game, or a budget per game (default: each game's preset budget). ``only_dials``/``methods``: a part of
+    the grid (those dials, those of ``DIAL_METHODS`` and ``OWN_USER_METHODS``; the floor and the ceiling always)."""
     import os
 
     from scope_envs.bench.executors import execute
@@ -345,9 +368,18 @@ def run(games, seeds: int | None = None, steps: int | None = None, eval_episodes
     check_output_dir(out / "runs")
     seeds = DEFAULT_SEEDS if seeds is None else seeds
     episodes = EVAL_EPISODES if eval_episodes is None else eval_episodes
-    budget = {g: steps if steps is not None else preset_steps(g) for g in games}
+    budget = {g: (steps.get(g, preset_steps(g)) if isinstance(steps, dict) else steps) if steps is not None
+              else preset_steps(g) for g in games}
+    for name in only_dials or ():
+        if name not in DIALS:
+            raise ValueError(f"dial must be one of {list(DIALS)}, got {name!r}")
+
+    def wanted(m, d):
+        return m in (FLOOR, CEILING) or ((methods is None or m in methods)
+                                         and (only_dials is None or d is None or d in only_dials))
+
     tasks = [dict(game=g, method=cell_name(m, d), seed=s, steps=budget[g], eval_episodes=episodes, dial=d,
-                  runner=RUNNER) for g in games for m, d in cells(g) for s in range(seeds)]
+                  runner=RUNNER) for g in games for m, d in cells(g) if wanted(m, d) for s in range(seeds)]
     tasks.sort(key=lambda t: -(5 if t["method"] == CEILING else 4 if t["method"] == "population" else 1))
     jobs = max(1, min(jobs or os.cpu_count() or 1, len(tasks)))
     t0 = time.perf_counter()

@@ -18,6 +18,12 @@ training-side model (``<game>-frozen`` with ``user="reference"``: the reference 
 train card, no cooperation bias): what frozen would reach if its simulator had no defect. It is the top of the
 *collapse* part of the gap (``scope_envs.bench.split``); like the floor and the ceiling it is never judged.
 
+A row outside the default grid, ``grounded`` (``EXTRA_METHODS``, run by name: ``--methods grounded``), is PPO with
+``frozen``'s config and budget against ``<game>-grounded``: the frozen simulator fitted to the *training part* of the
+game's real dialogues (p4g's ``GroundedPersuadee``, ``scope_envs/games/p4g/grounded.py``; a game without one is a
+``ValueError``). It is a candidate method like ``frozen``: what training against logs of real people, rather than a
+collapsed prompted simulator, buys on the held-out side.
+
 Every run is evaluated on four sides (``scope_envs.bench.protocol``), the same seeds for every method (common
 random numbers): ``train_success`` against the training simulator (seeds ``1_000_000 + 1000 * seed + i``),
 ``heldout_success`` against the held-out human proxies (``2_000_000 + 1000 * seed + i``), ``reference_success``
@@ -53,8 +59,11 @@ from scope_envs.train.groups import GROUP_FRACTIONS
 # the floor and the ceiling first (measurement rows: see the module docstring), then the methods
 METHODS = ("random", "oracle", "uncollapsed", "untrained", "frozen", "vs", "rotation", "cotrain", "population", "selfplay")
 # runnable by name, not in the default grid: K co-trained users with a diversity term (this
-# benchmark's population before SCOPE's checkpoint pool, kept so its old results can be reproduced)
-EXTRA_METHODS = ("population_members",)
+# benchmark's population before SCOPE's checkpoint pool, kept so its old results can be reproduced), and
+# ``grounded``: frozen's config and budget against ``<game>-grounded``, the frozen simulator fitted to the training
+# part of the game's real dialogues (GameSpec.grounded; p4g only). It joins the default grid when the committed
+# references are rebuilt.
+EXTRA_METHODS = ("population_members", "grounded")
 LEARNED_USER = ("cotrain", "population", "population_members", "selfplay")
 # the default run gives each game max(the preset's seeds, SEEDS_MIN[game]) seeds, so that its confirmatory MDE (power
 # 0.8, Holm over the family) is at most SEEDS_MDE_FRACTION of its band, from the per-seed sd of the committed default
@@ -85,6 +94,10 @@ def method_setup(game: str, method: str, user_reward: str | None = None, advanta
     ``frozen``'s config). ``random`` and ``untrained`` get ``frozen``'s env and are not trained."""
     if method not in METHODS + EXTRA_METHODS:
         raise ValueError(f"method must be one of {METHODS + EXTRA_METHODS}, got {method!r}")
+    if method == "grounded" and game_spec(game).grounded is None:
+        grounded = [g for g in GAMES if game_spec(g).grounded]
+        raise ValueError(f"method 'grounded' needs a user simulator fitted to the game's real dialogues "
+                         f"(GameSpec.grounded): {game} has none (only {', '.join(grounded) or 'no game'} has)")
     regime = {"random": "frozen", "untrained": "frozen", "selfplay": "cotrain", "population_members": "population",
               "oracle": "heldout", "uncollapsed": "frozen"}.get(method, method)
     # oracle: the held-out behaviour model on TRAIN personas/tasks (the ceiling; measurement only)

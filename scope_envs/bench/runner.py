@@ -118,8 +118,10 @@ def machine() -> str:
     numpys = [i for i in libs if f"{os.sep}numpy" in i.get("filepath", "")] or libs
     blas = next((f"{i.get('internal_api', '?')} {i.get('version') or ''}, {i.get('architecture') or '?'} kernels"
                  for i in numpys), "no BLAS found")
+    from scope_envs import kernels
+
     return (f"{cpu}, {os.cpu_count()} CPUs; numpy {np.__version__} ({blas.replace(' ,', ',')}); "
-            f"torch {torch.__version__} ({torch.backends.cpu.get_cpu_capability()} kernels)")
+            f"torch {torch.__version__} ({torch.backends.cpu.get_cpu_capability()} kernels); {kernels.describe()}")
 
 
 def run(games=GAMES, methods=METHODS, seeds=None, steps=None, eval_episodes=None, full=False, out="results",

@@ -9,7 +9,9 @@ A spec is one of
   nothing else), ``rotation:I`` (member ``I`` of the ``<game>-rotation`` default roster),
   ``family:I`` (train-stream family ``I`` of ``scope_envs.agents.families``, SCOPE's ensemble),
   ``panel:I`` (held-out panel family ``I``; evaluation only) and ``human_proxy`` (the held-out
-  behaviour model; evaluation only);
+  behaviour model; evaluation only); for a game that declares one (``GameSpec.grounded``: p4g),
+  ``grounded``, the frozen simulator fitted to the training part of the real dialogues (the
+  ``<game>-grounded`` user), listed beside ``frozen``;
 * ``path/to/file.py:ClassName``: a ``Simulator`` subclass defined in that file, built with no arguments;
 * ``openai:BASE_URL#MODEL``: an LLM behind an OpenAI-compatible chat endpoint, as an ``LLMPlayer`` on the
   text surface (its messages are read with the game's NLU);
@@ -70,7 +72,9 @@ def names(game: str) -> list[str]:
     from scope_envs.agents.families import DEFAULT_K, PANEL_SIZE
 
     rotation = len(players(game).rotation())
-    return (["frozen", "reference", "sharpened:3", f"cooperative:{game_spec(game).cooperation[0]:g}", "human_proxy"]
+    grounded = ["grounded"] if game_spec(game).grounded else []
+    return (["frozen", *grounded, "reference", "sharpened:3", f"cooperative:{game_spec(game).cooperation[0]:g}",
+             "human_proxy"]
             + [f"rotation:{i}" for i in range(rotation)] + [f"family:{i}" for i in range(DEFAULT_K["train"])]
             + [f"panel:{i}" for i in range(PANEL_SIZE)])
 
@@ -119,6 +123,8 @@ def builtin(game: str, spec: str) -> Simulator | None:
     p = players(game)
     if kind in ("frozen", "collapsed") and not arg:
         return p.frozen()
+    if kind == "grounded" and not arg and game_spec(game).grounded:
+        return load(game_spec(game).grounded)()
     if kind == "reference" and not arg:
         return reference(game)
     if kind == "sharpened" and arg:

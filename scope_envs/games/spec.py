@@ -43,6 +43,12 @@ class GameSpec:
     modal_card: str
     card_keyword: str = "persona"
 
+    # -- a frozen user simulator fitted to the training part of the game's real dialogues, built with no argument
+    # (None: the game has none). It holds the user seat of ``<game>-grounded`` (train cards; registered only for a
+    # game that declares one), the benchmark's ``grounded`` row trains against it, and diagnose names it
+    # ``grounded``
+    grounded: str | None = None
+
     # -- the metric: what agent_0 is (the report's "agent_0 = the ...") and the success metric's label
     role_label: str = "agent"
     metric_label: str = "success"

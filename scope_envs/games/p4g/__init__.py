@@ -70,6 +70,8 @@ Users
     ``reference.py``: what a language model knows of persuadees (training side).
     ``human_proxy.py``: the held-out behaviour model, evaluation only; its
     docstring lists what was fitted to the data and what is assumed.
+    ``grounded.py``: a frozen simulator fitted to the training part of the real
+    dialogues (``people.py``'s split), the user of ``p4g-grounded``.
     Built-in players in ``scope_envs.agents.p4g``.
 
 Arguments
@@ -93,4 +95,6 @@ Version history
     now ``zero_sum``, same formula. The default (``mixed``) is unchanged.
     v0.3 (same ids): ``heldout`` takes ``assumptions=`` (the proxies' assumption switches); the default
     is today's proxy, bit for bit.
+    v0.4 (same ids): a new id, ``p4g-grounded`` (the grounded simulator on train personas); every other id's
+    episodes are unchanged.
 """

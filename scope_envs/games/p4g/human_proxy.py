@@ -148,15 +148,22 @@ def stated_distribution() -> np.ndarray:
 
 def follow_through(intended: float, rng: np.random.Generator) -> float:
     """The intention-action gap, with the real rates."""
-    gap = params()["gap"]
+    return gap_draw(params()["gap"], params()["amounts"]["given_give"], intended, rng)
+
+
+def gap_draw(gap: dict, gifts, intended: float, rng: np.random.Generator, cap: float | None = None) -> float:
+    """The form of the intention-action gap, given its rates (``gap``) and the frequencies of the positive gifts
+    (``gifts``, by amount bin): who stated more than $0 gives nothing, exactly that, or its median fraction (at
+    most ``cap``); who stated $0 gives anyway at the real share, a gift drawn from ``gifts``."""
     if intended > 0:
         u = rng.random()
         if u < gap["p_zero_if_intended"]:
             return 0.0
         if u < gap["p_zero_if_intended"] + gap["p_exact_if_intended"]:
             return intended
-        return round(intended * gap["ratio_if_other_median"], 2)
+        gift = round(intended * gap["ratio_if_other_median"], 2)
+        return gift if cap is None else min(gift, cap)
     if rng.random() < gap["p_give_if_intended_zero"]:
-        gifts = np.array(params()["amounts"]["given_give"])
+        gifts = np.asarray(gifts, dtype=float)
         return dialogue_acts.AMOUNT_BINS[int(rng.choice(len(gifts), p=gifts / gifts.sum()))]
     return 0.0

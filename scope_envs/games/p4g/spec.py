@@ -10,6 +10,7 @@ SPEC = GameSpec(
     collapsed="scope_envs.agents.p4g:CollapsedPersuadee",
     human_proxy="scope_envs.agents.p4g:HumanProxyPersuadee",
     rotation="scope_envs.agents.p4g:rotation_members",
+    grounded="scope_envs.agents.p4g:GroundedPersuadee",  # fitted to the training part (games/p4g/grounded.py)
     card="scope_envs.games.p4g.personas:persona",
     split_sizes="scope_envs.games.p4g.personas:SPLIT_SIZES",
     modal_card="scope_envs.games.p4g.personas:default_persona",

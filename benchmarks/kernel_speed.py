@@ -1,0 +1,92 @@
+"""What the portable kernels cost: one benchmark run, trained and evaluated under each kernel level.
+
+``scope-envs bench`` pins numpy's, OpenBLAS's, ATen's and MKL's kernels to the x86-64 baseline
+(``scope_envs.kernels``, level ``portable``) so that records travel between CPUs. This times the same runs
+(``methods.run_one``: a trained row with a learned user, whose behaviour clone runs in torch, and one without)
+in a fresh process per level, the levels alternating over ``--rounds``, and reports the wall time of each
+level and its ratio to the baseline, ``native`` (each library at this CPU's width), with
+whether each level's records equal the baseline's.
+
+    python benchmarks/kernel_speed.py
+    python benchmarks/kernel_speed.py --runs p4g:frozen --steps 2000 --rounds 1 --out /tmp/k.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from scope_envs import kernels
+from scope_envs.arguments import count, output_file
+from scope_envs.files import write_json
+
+OUT = Path(__file__).resolve().parent / "results" / "kernel_speed.json"
+BASELINE = "native"
+CHILD = """
+import json, sys, time
+from scope_envs import kernels
+from scope_envs.bench.methods import run_one
+game, method, steps, episodes = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+t0 = time.perf_counter()
+record = run_one(game, method, 0, steps, episodes, 0, 10)
+wall = time.perf_counter() - t0
+print(json.dumps({"wall_s": wall, "metrics": record["metrics"], "kernels": kernels.describe(),
+                  "in_effect": kernels.in_effect(kernels.level())}))
+"""
+
+
+def child(level: str, game: str, method: str, steps: int, episodes: int) -> dict:
+    env = {k: v for k, v in os.environ.items() if k not in kernels.PORTABLE}
+    env.update(kernels.settings(level), **{kernels.LEVEL_VARIABLE: level})
+    done = subprocess.run([sys.executable, "-c", CHILD, game, method, str(steps), str(episodes)], env=env,
+                          capture_output=True, text=True, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def run_spec(text: str) -> tuple[str, str]:
+    game, _, method = text.partition(":")
+    if not method:
+        raise argparse.ArgumentTypeError(f"expected GAME:METHOD (e.g. p4g:cotrain), got {text!r}")
+    return game, method
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", nargs="+", type=run_spec, default=[("p4g", "cotrain"), ("cooperbench", "frozen")],
+                    help="GAME:METHOD runs to time (default p4g:cotrain cooperbench:frozen)")
+    ap.add_argument("--steps", type=count(10_000_000), default=20_000, help="decisions per run (at most 10_000_000)")
+    ap.add_argument("--eval-episodes", type=count(100_000), default=500, help="episodes per side (at most 100_000)")
+    ap.add_argument("--rounds", type=count(100), default=2, help="rounds, the levels alternating (at most 100)")
+    ap.add_argument("--out", type=output_file, default=OUT)
+    args = ap.parse_args()
+    rows = []
+    for game, method in args.runs:
+        times = {level: [] for level in kernels.LEVELS}
+        records = {}
+        for _ in range(args.rounds):
+            for level in (BASELINE, *(lv for lv in kernels.LEVELS if lv != BASELINE)):
+                r = child(level, game, method, args.steps, args.eval_episodes)
+                times[level].append(r["wall_s"])
+                records[level] = r
+        wall = {lv: float(np.median(t)) for lv, t in times.items()}
+        row = {"run": f"{game}:{method}", "wall_s": wall,
+               "ratio": {lv: wall[lv] / wall[BASELINE] for lv in wall},
+               "same_record_as_native": {lv: records[lv]["metrics"] == records[BASELINE]["metrics"] for lv in wall},
+               "kernels": {lv: records[lv]["kernels"] for lv in records},
+               "in_effect": {lv: records[lv]["in_effect"] for lv in records}}
+        rows.append(row)
+        print(f"{row['run']}: " + ", ".join(f"{lv} {wall[lv]:.1f} s ({row['ratio'][lv]:.2f}x)" for lv in wall),
+              flush=True)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    write_json(args.out, {"steps": args.steps, "eval_episodes": args.eval_episodes, "rounds": args.rounds,
+                          "baseline": BASELINE, "rows": rows})
+
+
+if __name__ == "__main__":
+    main()
