@@ -11,6 +11,7 @@ declared in ``calibration.py`` before this ran: keep ``combined`` where it opens
 Outputs: ``OUT/calibration.{json,md}``, a figure per game, ``OUT/collapse_design.json`` (the choice per game).
 
     python benchmarks/collapse_design.py
+    python benchmarks/collapse_design.py --games p4g --world no-interactions      # the design's sensitivity
     python benchmarks/collapse_design.py --games p4g --seeds 2 --steps 2000 --out /tmp/cd
 """
 
@@ -24,6 +25,7 @@ from pathlib import Path
 from scope_envs.arguments import count, game_name, output_path
 from scope_envs.bench import calibration
 from scope_envs.bench.presets import GAMES
+from scope_envs.games import game_spec, load
 from scope_envs.files import write_json
 
 HERE = Path(__file__).resolve().parent
@@ -58,16 +60,29 @@ def main() -> None:
                     help="one budget for every game instead of the plateau budgets (a quick check of this script)")
     ap.add_argument("--eval-episodes", type=count(100_000), default=calibration.EVAL_EPISODES)
     ap.add_argument("--jobs", type=count(256), default=os.cpu_count() or 1)
+    ap.add_argument("--world", default=None,
+                    help="a variant of the games' training-side world (GameSpec.worlds; p4g: no-interactions), "
+                         "users and simulators alike: the design's sensitivity to that assumption (default: as "
+                         "shipped; the output goes to OUT-<world>)")
     ap.add_argument("--resume", action="store_true")
     ap.add_argument("--out", type=output_path, default=OUT)
     args = ap.parse_args()
+    if args.world is not None:
+        for game in args.games:
+            spec = game_spec(game)
+            names = () if spec.worlds is None else load(spec.worlds.rsplit(":", 1)[0] + ":WORLDS")
+            if args.world not in names:
+                ap.error(f"argument --world: {game} has no world {args.world!r} (its worlds: "
+                         f"{', '.join(names) or 'none'})")
+        if args.out == OUT:
+            args.out = OUT.with_name(f"{OUT.name}-{args.world}")
     steps = args.steps if args.steps is not None else plateau_budgets(PLATEAU)
     analysis = calibration.run(args.games, seeds=args.seeds, steps=steps, eval_episodes=args.eval_episodes,
                                out=args.out, jobs=args.jobs, resume=args.resume,
-                               only_dials=["none", *DESIGNS], methods=("frozen",))
+                               only_dials=["none", *DESIGNS], methods=("frozen",), world=args.world)
     choice = choose(analysis)
     write_json(args.out / "collapse_design.json", {"steps": steps, "seeds": args.seeds, "designs": list(DESIGNS),
-                                                   "games": choice})
+                                                   "world": args.world or "as shipped", "games": choice})
     print((args.out / "calibration.md").read_text())
     for game, c in choice.items():
         shares = ", ".join(f"{d} {s:+.2f}" if s is not None else f"{d} n/a" for d, s in c["gap_share"].items())

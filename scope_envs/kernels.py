@@ -40,8 +40,6 @@ PORTABLE = {
     "MKL_CBWR": "COMPATIBLE",
     "ONEDNN_MAX_CPU_ISA": "SSE41",
 }
-
-
 AVX2 = {
     "NPY_DISABLE_CPU_FEATURES": "X86_V4 AVX512_ICL AVX512_SPR",  # numpy's dispatch targets above X86_V3
     "OPENBLAS_CORETYPE": "Haswell",
@@ -100,11 +98,12 @@ def pin_or_restart() -> str:
     without them, replace this process by the same command with them (``os.execve``; the command line and the
     rest of the environment kept). Returns the level. A level that cannot take (the restarted process still
     differs) is left as it is: ``describe`` says what runs."""
+    restarted = os.environ.pop(RESTARTED, None)  # (not left to the processes this one starts)
     name = level()
     wanted = settings(name)
     if not wanted or all(os.environ.get(k) == v for k, v in wanted.items()):
         return name
-    restart = loaded_before_set(wanted) and not os.environ.get(RESTARTED)
+    restart = loaded_before_set(wanted) and not restarted
     os.environ.update(wanted)
     if restart:
         sys.stdout.flush()

@@ -116,3 +116,32 @@ def test_a_small_calibration_run_writes_its_outputs_and_learns(tmp_path):
     assert game["ceiling"] > game["floor"]
     assert (out / "calibration_p4g.png").stat().st_size > 1000
     assert "K3" in (out / "calibration.md").read_text()
+
+
+def test_the_homogeneous_dial_is_the_frozen_defects_on_the_few_cards():
+    from scope_envs.agents.p4g import CollapsedPersuadee
+
+    sims = cal.simulators("p4g", "homogeneous")
+    few = cal.simulators("p4g", "coverage-few")
+    assert len(sims) == 3 and [s.persona for s in sims] == [s.persona for s in few]
+    assert {(s.sharpening, s.cooperation) for s in sims} == {(CollapsedPersuadee().sharpening,
+                                                              CollapsedPersuadee().cooperation)}
+
+
+def test_a_world_variant_moves_the_users_and_the_simulators_and_fitted_puts_it_back():
+    """p4g's persona x act interactions switched off, in this process, for every model that reads them."""
+    from scope_envs.games.p4g import personas, reference
+
+    fitted = reference.act_effects(personas.persona("train", 3))
+    try:
+        cal.use_world("p4g", "no-interactions")
+        off = reference.act_effects(personas.persona("train", 3))
+        main_effects = personas.params()["strategy_effects"]["coef"]
+        assert off == {a: main_effects[a] for a in main_effects} and off != fitted
+    finally:
+        cal.use_world("p4g", "fitted")
+    assert reference.act_effects(personas.persona("train", 3)) == fitted
+    with pytest.raises(ValueError, match="p4g world must be one of"):
+        cal.use_world("p4g", "no-cards")
+    with pytest.raises(ValueError, match="tau2 declares no variants of its training-side world"):
+        cal.use_world("tau2", "no-interactions")

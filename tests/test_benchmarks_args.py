@@ -38,6 +38,7 @@ BAD = [
     ("plateau_budget", ["--seeds", "0"], "--seeds", "an integer from 1 to 64"),
     ("plateau_budget", ["--max-rung", "9"], "--max-rung", "an integer from 0 to"),
     ("collapse_design", ["--games", "nosuch"], "--games", "nosuch"),
+    ("collapse_design", ["--games", "tau2", "--world", "no-interactions"], "--world", "tau2 has no world"),
     ("kernel_speed", ["--runs", "p4g"], "--runs", "expected GAME:METHOD"),
     ("slot_scaling", ["--slots", "0"], "--slots", "an integer from 1 to"),
     ("baseline_tree", ["HEAD", "/proc/scope-envs-no-such-folder"], "into", "cannot create"),

@@ -10,7 +10,7 @@ from scope_envs.games import GameSpec, game_names, game_spec, load, register_gam
 from scope_envs.registry import REGIMES
 
 PATH_FIELDS = ("factory", "reference", "collapsed", "human_proxy", "rotation", "grounded", "card", "split_sizes",
-               "modal_card", "variants", "report", "data", "probe_agent", "probe_text_agent", "real_dialogues",
+               "modal_card", "variants", "worlds", "report", "data", "probe_agent", "probe_text_agent", "real_dialogues",
                "served_agent", "validate", "out_of_sample")
 
 

@@ -53,6 +53,12 @@ dial). Today's frozen simulator (``combined``) is kept where it does; where it d
 ``homogeneous``, the same defects on a few fixed cards instead of the one modal card. Which dial each game's
 frozen simulator is, and the runs that chose it, are in ``benchmarks/results/collapse_design/``
 (``benchmarks/collapse_design.py``); the benchmark's frozen rows take it with the rebuild of the references.
+
+**Its sensitivity to the world's weakest assumption** (declared 2026-12-04, before the run): where the game
+declares variants of its training-side world (``GameSpec.worlds``; p4g: its persona x act interactions, whose
+bootstrap intervals exclude zero for one act only, switched off), ``collapse_design.py --world NAME`` repeats the
+design's runs in that world, users and simulators alike. No answer is expected there: whether the design still
+costs without the assumption is reported beside the fitted world's answer, as how much the cost rests on it.
 Outputs (``OUT``): ``calibration.json``, ``calibration.md``, ``calibration_<game>.png``, ``runs/``.
 """
 
@@ -165,8 +171,23 @@ def cell_name(method: str, dial: str | None) -> str:
     return method if dial is None else f"{method}@{dial}"
 
 
-def run_cell(game: str, method: str, seed: int, steps: int, eval_episodes: int, dial: str | None = None) -> dict:
-    """Train one cell for ``seed`` and evaluate it: its run record (``method`` is the cell's name)."""
+def use_world(game: str, world: str | None) -> None:
+    """Put the game's training-side world ``world`` in place in this process (``GameSpec.worlds``; None: as
+    shipped); a game that declares no worlds takes none."""
+    from scope_envs.games import game_spec, load
+
+    spec = game_spec(game)
+    if world is None:
+        return
+    if spec.worlds is None:
+        raise ValueError(f"{game} declares no variants of its training-side world (GameSpec.worlds)")
+    load(spec.worlds)(world)
+
+
+def run_cell(game: str, method: str, seed: int, steps: int, eval_episodes: int, dial: str | None = None,
+             world: str | None = None) -> dict:
+    """Train one cell for ``seed`` and evaluate it: its run record (``method`` is the cell's name). ``world``: a
+    variant of the game's training-side world (``use_world``), for users and simulators alike."""
     import torch
     from threadpoolctl import threadpool_limits
 
@@ -177,6 +198,7 @@ def run_cell(game: str, method: str, seed: int, steps: int, eval_episodes: int, 
 
     torch.set_num_threads(1)  # one thread per run: the runs are the parallelism (as methods.run_one)
     threadpool_limits(1)
+    use_world(game, world)
     t0 = time.perf_counter()
     base = method.split("@")[0]
     env_id, kwargs = train_env(game, base, dial)
@@ -190,7 +212,8 @@ def run_cell(game: str, method: str, seed: int, steps: int, eval_episodes: int, 
     tr = play(players, env_id, eval_episodes, seeds["train"], eval_envs(eval_episodes), **kwargs)
     ho = play(players, f"{game}-heldout", eval_episodes, seeds["heldout"], eval_envs(eval_episodes),
               behaviour="reference")
-    return {"game": game, "method": method, "seed": seed, "dial": dial,
+    use_world(game, None if world is None else "fitted")  # a worker runs the next cell in the shipped world
+    return {"game": game, "method": method, "seed": seed, "dial": dial, **({"world": world} if world else {}),
             "metrics": {"train_success": tr["success"], "heldout_success": ho["success"],
                         "policy_entropy": tr["policy_entropy"], "sim_entropy": tr["sim_entropy"]},
             "agent_steps": trainer.agent_steps, "wall_s": time.perf_counter() - t0}
@@ -354,10 +377,11 @@ def figure(out: Path, game: str, a: dict) -> None:
 
 def run(games, seeds: int | None = None, steps: int | dict | None = None, eval_episodes: int | None = None,
         out="results-calibration", jobs: int | None = None, progress: bool = True, resume: bool = False,
-        only_dials=None, methods=None) -> dict:
+        only_dials=None, methods=None, world: str | None = None) -> dict:
     """Run the calibration grid and write its outputs; returns calibration.json's dict. ``steps``: one budget for
     every game, or a budget per game (default: each game's preset budget). ``only_dials``/``methods``: a part of
-    the grid (those dials, those of ``DIAL_METHODS`` and ``OWN_USER_METHODS``; the floor and the ceiling always)."""
+    the grid (those dials, those of ``DIAL_METHODS`` and ``OWN_USER_METHODS``; the floor and the ceiling always).
+    ``world``: every cell in that variant of the game's training-side world (``use_world``)."""
     import os
 
     from scope_envs.bench.executors import execute
@@ -379,12 +403,13 @@ def run(games, seeds: int | None = None, steps: int | dict | None = None, eval_e
                                          and (only_dials is None or d is None or d in only_dials))
 
     tasks = [dict(game=g, method=cell_name(m, d), seed=s, steps=budget[g], eval_episodes=episodes, dial=d,
-                  runner=RUNNER) for g in games for m, d in cells(g) if wanted(m, d) for s in range(seeds)]
+                  runner=RUNNER, **({"world": world} if world else {}))
+             for g in games for m, d in cells(g) if wanted(m, d) for s in range(seeds)]
     tasks.sort(key=lambda t: -(5 if t["method"] == CEILING else 4 if t["method"] == "population" else 1))
     jobs = max(1, min(jobs or os.cpu_count() or 1, len(tasks)))
     t0 = time.perf_counter()
     runs, jobs = execute(tasks, out, jobs=jobs, resume=resume, progress=progress)
-    settings = {"seeds": seeds, "steps": budget, "eval_episodes": episodes, "jobs": jobs,
+    settings = {"seeds": seeds, "steps": budget, "eval_episodes": episodes, "jobs": jobs, **({"world": world} if world else {}),
                 "wall_s": round(time.perf_counter() - t0, 1)}
     analysis = analyse(runs)
     write_json(out / "calibration.json", {"settings": settings, "dials": {d: list(v) for d, v in DIALS.items()},

@@ -95,6 +95,28 @@ def act_effects(persona: Persona) -> dict[str, float]:
     return {a: coef[a] + inter.get(a, 0.0) * dev for a in coef}
 
 
+# The training-side world's assumption that the data can least support: the persona x act interactions (their
+# bootstrap intervals exclude zero for one act only). "no-interactions" sets them all to zero (an act then moves
+# every card alike; the card's propensity and way of talking stay): the calibration's sensitivity to it.
+WORLDS = ("fitted", "no-interactions")
+_SHIPPED: list = []  # the shipped parameters, kept the first time a world is put in place
+
+
+def use_world(name: str) -> None:
+    """Put the world ``name`` (``WORLDS``) in place in this process: the parameters every p4g model reads
+    (``personas.set_params``); "fitted" puts the shipped ones back."""
+    if name not in WORLDS:
+        raise ValueError(f"p4g world must be one of {WORLDS}, got {name!r}")
+    if not _SHIPPED:
+        _SHIPPED.append(params())
+    shipped = _SHIPPED[0]
+    if name == "fitted":
+        personas.set_params(shipped)
+        return
+    inter = dict(shipped["strategy_interactions"], coef={a: 0.0 for a in shipped["strategy_interactions"]["coef"]})
+    personas.set_params({**shipped, "strategy_interactions": inter})
+
+
 def willingness(persona: Persona, history) -> float:
     effect = act_effects(persona)
     return propensity_logit(persona) + calibration("reference_offset") + sum(effect[a] for a in persuader_acts(history))

@@ -19,6 +19,7 @@ SPEC = GameSpec(
     eval_episodes_min=4672,
     seeds_min=26,
     variants="scope_envs.games.p4g.human_proxy:VARIANTS",
+    worlds="scope_envs.games.p4g.reference:use_world",
     family_key=1,
     cooperation=(1.0, 0.5),  # added to the willingness logit (the frozen simulator's: 1.0)
     probe_agent="scope_envs.agents.p4g:EmpiricalPersuader",
