@@ -57,6 +57,26 @@ def run(game: str, row: str, rung: int, budget: int, seed: int, eval_episodes: i
             "train_success": side["success"], "agent_steps": trainer.agent_steps, "wall_s": time.perf_counter() - t0}
 
 
+def kept_runs(out) -> list:
+    """The runs a resumed search keeps: the packed file's and those in ``runs/`` (a search killed after packing
+    holds both)."""
+    kept = {}
+    if (out / records.PACKED).is_file():
+        kept.update(records.read(out) if not (out / "runs").is_dir() else _packed_only(out))
+    if (out / "runs").is_dir():
+        kept.update(records.read(out))
+    return list(kept.items())
+
+
+def _packed_only(out):
+    """The packed file's records where a ``runs/`` folder beside it would hide them from ``records.read``."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        shutil.copy(out / records.PACKED, Path(tmp) / records.PACKED)
+        return list(records.read(Path(tmp)))
+
+
 def as_record(rec: dict) -> dict:
     """A run as the benchmark's records hold one: what was asked, what came out."""
     return {"task": {k: rec[k] for k in ("game", "row", "rung", "budget", "seed", "eval_episodes")}, "result": rec}
@@ -160,8 +180,8 @@ def main() -> None:
     args = ap.parse_args()
     (args.out / "runs").mkdir(parents=True, exist_ok=True)
     searches = {(g, r): Search(g, r, args.seeds, args.base, args.max_rung) for g in args.games for r in args.rows}
-    if args.resume and records.has_records(args.out):
-        for _, data in records.read(args.out):
+    if args.resume:
+        for _, data in kept_runs(args.out):
             rec = data["result"]
             s = searches.get((rec["game"], rec["row"]))
             if s is not None and rec["eval_episodes"] == args.eval_episodes and rec["seed"] < args.seeds:
@@ -203,7 +223,7 @@ def main() -> None:
     answers = [s.answer() for s in searches.values()]
     chosen = derived_budgets(answers)
     settings = {"base": args.base or "each game's preset budget", "max_rung": args.max_rung, "seeds": args.seeds, "eval_episodes": args.eval_episodes, "jobs": args.jobs,
-                "wall_s": round(time.perf_counter() - t0, 1)}
+                "wall_s": round(time.perf_counter() - t0, 1), "resumed": bool(args.resume)}  # (this invocation's time)
     write_json(args.out / "plateau_budget.json", {"rule": {"share": budgets.PLATEAU_SHARE,
                                                             "factor": budgets.PLATEAU_FACTOR,
                                                             "ladder_step": budgets.LADDER_STEP,
