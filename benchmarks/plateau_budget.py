@@ -60,21 +60,9 @@ def run(game: str, row: str, rung: int, budget: int, seed: int, eval_episodes: i
 def kept_runs(out) -> list:
     """The runs a resumed search keeps: the packed file's and those in ``runs/`` (a search killed after packing
     holds both)."""
-    kept = {}
-    if (out / records.PACKED).is_file():
-        kept.update(records.read(out) if not (out / "runs").is_dir() else _packed_only(out))
-    if (out / "runs").is_dir():
-        kept.update(records.read(out))
+    kept = dict(records.read_packed(out)) if (out / records.PACKED).is_file() else {}
+    kept.update(records.read_runs(out))
     return list(kept.items())
-
-
-def _packed_only(out):
-    """The packed file's records where a ``runs/`` folder beside it would hide them from ``records.read``."""
-    import tempfile
-
-    with tempfile.TemporaryDirectory() as tmp:
-        shutil.copy(out / records.PACKED, Path(tmp) / records.PACKED)
-        return list(records.read(Path(tmp)))
 
 
 def as_record(rec: dict) -> dict:

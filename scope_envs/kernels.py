@@ -32,22 +32,16 @@ import sys
 LEVEL_VARIABLE = "SCOPE_ENVS_KERNELS"
 LEVELS = ("portable", "avx2", "native")
 DEFAULT_LEVEL = "portable"
-RESTARTED = "SCOPE_ENVS_KERNELS_RESTARTED"  # set on the restart, so that a pin that does not take is said once
-PORTABLE = {
-    "NPY_DISABLE_CPU_FEATURES": "X86_V3 X86_V4 AVX512_ICL AVX512_SPR",  # numpy's dispatch targets above X86_V2
-    "OPENBLAS_CORETYPE": "Nehalem",
-    "ATEN_CPU_CAPABILITY": "default",
-    "MKL_CBWR": "COMPATIBLE",
-    "ONEDNN_MAX_CPU_ISA": "SSE41",
+PINNED = LEVELS[:2]  # the levels that pin, in the order of PINS' values
+# each variable that caps a library's kernels: (the library that reads it when it loads, its value at each of PINNED)
+PINS = {
+    # numpy's dispatch targets above X86_V2 / above X86_V3
+    "NPY_DISABLE_CPU_FEATURES": ("numpy", ("X86_V3 X86_V4 AVX512_ICL AVX512_SPR", "X86_V4 AVX512_ICL AVX512_SPR")),
+    "OPENBLAS_CORETYPE": ("numpy", ("Nehalem", "Haswell")),
+    "ATEN_CPU_CAPABILITY": ("torch", ("default", "avx2")),
+    "MKL_CBWR": ("torch", ("COMPATIBLE", "AVX2")),
+    "ONEDNN_MAX_CPU_ISA": ("torch", ("SSE41", "AVX2")),
 }
-AVX2 = {
-    "NPY_DISABLE_CPU_FEATURES": "X86_V4 AVX512_ICL AVX512_SPR",  # numpy's dispatch targets above X86_V3
-    "OPENBLAS_CORETYPE": "Haswell",
-    "ATEN_CPU_CAPABILITY": "avx2",
-    "MKL_CBWR": "AVX2",
-    "ONEDNN_MAX_CPU_ISA": "AVX2",
-}
-PINS = {"portable": PORTABLE, "avx2": AVX2}
 
 
 class KernelLevelError(ValueError):
@@ -70,7 +64,7 @@ def settings(name: str) -> dict[str, str]:
         return {}
     if name == "avx2" and not _has_avx2():  # its kernels would not run here (OpenBLAS's Haswell: illegal instructions)
         raise KernelLevelError(f"{LEVEL_VARIABLE}=avx2: this CPU has no AVX2 and FMA; use portable (any x86-64 CPU)")
-    return dict(PINS[name])
+    return {variable: values[PINNED.index(name)] for variable, (_, values) in PINS.items()}
 
 
 def _has_avx2() -> bool:
@@ -86,54 +80,41 @@ def _x86() -> bool:
 
 
 def loaded_before_set(wanted: dict[str, str]) -> bool:
-    """Whether this process must start again for ``wanted`` to take: a variable differs from it, and a library
+    """Whether this process must start again for ``wanted`` to take: a variable differs from it, and the library
     that reads it at load has loaded already."""
-    readers = {"NPY_DISABLE_CPU_FEATURES": "numpy", "OPENBLAS_CORETYPE": "numpy", "ATEN_CPU_CAPABILITY": "torch",
-               "MKL_CBWR": "torch", "ONEDNN_MAX_CPU_ISA": "torch"}
-    return any(os.environ.get(k) != v and readers.get(k, "numpy") in sys.modules for k, v in wanted.items())
+    return any(os.environ.get(k) != v and PINS[k][0] in sys.modules for k, v in wanted.items())
 
 
 def pin_or_restart() -> str:
     """Pin this process's kernels to the asked level: set the variables, and where numpy or torch already loaded
     without them, replace this process by the same command with them (``os.execve``; the command line and the
-    rest of the environment kept). Returns the level. A level that cannot take (the restarted process still
-    differs) is left as it is: ``describe`` says what runs."""
-    restarted = os.environ.pop(RESTARTED, None)  # (not left to the processes this one starts)
+    rest of the environment kept; the new process finds them set and goes on). Returns the level."""
     name = level()
     wanted = settings(name)
-    if not wanted or all(os.environ.get(k) == v for k, v in wanted.items()):
+    if all(os.environ.get(k) == v for k, v in wanted.items()):
         return name
-    restart = loaded_before_set(wanted) and not restarted
+    restart = loaded_before_set(wanted)
     os.environ.update(wanted)
     if restart:
         sys.stdout.flush()
         sys.stderr.flush()
-        os.environ[RESTARTED] = "1"
         argv = list(getattr(sys, "orig_argv", [])) or [sys.executable, *sys.argv]
         os.execve(sys.executable, [sys.executable, *argv[1:]], dict(os.environ))
     return name
 
 
 def describe() -> str:
-    """The kernels this process runs: the level asked for and, for each library, the width it chose."""
-    import numpy as np
+    """The level asked for, whether it took, and the two choices the report's machine line does not name otherwise
+    (it names OpenBLAS's and ATen's kernels): numpy's widest dispatch target and MKL's code path."""
     from numpy._core._multiarray_umath import __cpu_dispatch__, __cpu_features__
-    from threadpoolctl import threadpool_info
 
     numpy_width = [f for f in __cpu_dispatch__ if __cpu_features__.get(f)] or ["baseline"]
-    blas = next((i.get("architecture") or "?" for i in threadpool_info()
-                 if i.get("user_api") == "blas" and f"{os.sep}numpy" in i.get("filepath", "")), "?")
-    parts = [f"numpy {np.__version__} ({numpy_width[-1]})", f"OpenBLAS {blas}"]
-    if "torch" in sys.modules:
-        import torch
-
-        parts.append(f"torch ATen {torch.backends.cpu.get_cpu_capability()}, MKL {os.environ.get('MKL_CBWR', 'auto')}")
     try:
         asked = level()
-        held = "" if asked == "native" or in_effect(asked) else " asked, not in effect (numpy or torch loaded first)"
+        held = "" if in_effect(asked) else " asked, not in effect (numpy or torch loaded first)"
     except KernelLevelError as e:
         asked, held = "?", f" ({e})"
-    return f"{asked} kernels{held}: " + ", ".join(parts)
+    return f"{asked} kernels{held}: numpy dispatch {numpy_width[-1]}, MKL {os.environ.get('MKL_CBWR', 'auto')}"
 
 
 def in_effect(name: str = "portable") -> bool:

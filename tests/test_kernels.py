@@ -20,8 +20,7 @@ GRID = ["--games", "p4g", "--methods", "cotrain", "--seeds", "1", "--steps", "60
 
 
 def clean_env(**extra) -> dict:
-    env = {k: v for k, v in os.environ.items() if k not in kernels.PORTABLE and k != kernels.RESTARTED
-           and k != kernels.LEVEL_VARIABLE}
+    env = {k: v for k, v in os.environ.items() if k not in kernels.PINS and k != kernels.LEVEL_VARIABLE}
     return {**env, **extra}
 
 

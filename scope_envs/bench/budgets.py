@@ -17,7 +17,6 @@ So a game's default budget is not chosen, it is derived, on the training side on
 * **At the plateau**: the smallest rung ``B`` whose score is at least ``PLATEAU_SHARE`` of the score at
   ``PLATEAU_FACTOR x B``. Rungs are tried from the bottom; the search stops at ``MAX_RUNG`` (then the
   budget is reported as not at its plateau, and the rung used is said).
-
 * **The ceiling trains at least as long as the methods**: its budget is the larger of its own plateau budget and
   the methods' (``ceiling_budget``). A ceiling whose own curve levels off early (cooperbench's: 20k decisions by
   the rule, its training-side success flat from 20k to 100k) would otherwise train on less than the rows it bounds

@@ -171,17 +171,28 @@ def cell_name(method: str, dial: str | None) -> str:
     return method if dial is None else f"{method}@{dial}"
 
 
-def use_world(game: str, world: str | None) -> None:
-    """Put the game's training-side world ``world`` in place in this process (``GameSpec.worlds``; None: as
-    shipped); a game that declares no worlds takes none."""
+def world_names(game: str) -> tuple[str, ...]:
+    """The variants of the game's training-side world (``GameSpec.worlds``; () where it declares none)."""
     from scope_envs.games import game_spec, load
 
     spec = game_spec(game)
-    if world is None:
-        return
+    return () if spec.worlds is None else tuple(load(spec.worlds))
+
+
+def use_world(game: str, world: str | None) -> None:
+    """Put the game's training-side world ``world`` in place in this process; None: as shipped (its "fitted"
+    world, where it declares worlds), so that no cell inherits the world of the one before it."""
+    from scope_envs.games import game_spec, load
+
+    spec = game_spec(game)
     if spec.worlds is None:
-        raise ValueError(f"{game} declares no variants of its training-side world (GameSpec.worlds)")
-    load(spec.worlds)(world)
+        if world is not None:
+            raise ValueError(f"{game} declares no variants of its training-side world (GameSpec.worlds)")
+        return
+    worlds = load(spec.worlds)
+    if (world or "fitted") not in worlds:
+        raise ValueError(f"{game} world must be one of {tuple(worlds)}, got {world!r}")
+    worlds[world or "fitted"]()
 
 
 def run_cell(game: str, method: str, seed: int, steps: int, eval_episodes: int, dial: str | None = None,
@@ -212,7 +223,6 @@ def run_cell(game: str, method: str, seed: int, steps: int, eval_episodes: int, 
     tr = play(players, env_id, eval_episodes, seeds["train"], eval_envs(eval_episodes), **kwargs)
     ho = play(players, f"{game}-heldout", eval_episodes, seeds["heldout"], eval_envs(eval_episodes),
               behaviour="reference")
-    use_world(game, None if world is None else "fitted")  # a worker runs the next cell in the shipped world
     return {"game": game, "method": method, "seed": seed, "dial": dial, **({"world": world} if world else {}),
             "metrics": {"train_success": tr["success"], "heldout_success": ho["success"],
                         "policy_entropy": tr["policy_entropy"], "sim_entropy": tr["sim_entropy"]},
@@ -392,8 +402,9 @@ def run(games, seeds: int | None = None, steps: int | dict | None = None, eval_e
     check_output_dir(out / "runs")
     seeds = DEFAULT_SEEDS if seeds is None else seeds
     episodes = EVAL_EPISODES if eval_episodes is None else eval_episodes
-    budget = {g: (steps.get(g, preset_steps(g)) if isinstance(steps, dict) else steps) if steps is not None
-              else preset_steps(g) for g in games}
+    if not isinstance(steps, dict):
+        steps = {} if steps is None else dict.fromkeys(games, steps)
+    budget = {g: steps.get(g, preset_steps(g)) for g in games}
     for name in only_dials or ():
         if name not in DIALS:
             raise ValueError(f"dial must be one of {list(DIALS)}, got {name!r}")

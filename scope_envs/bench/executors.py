@@ -236,7 +236,7 @@ class RayExecutor:
         from scope_envs import kernels
 
         # the workers load numpy and torch with the driver's kernel pins (scope_envs.kernels)
-        pins = {k: os.environ[k] for k in kernels.PORTABLE if k in os.environ}
+        pins = {k: os.environ[k] for k in kernels.PINS if k in os.environ}
         kwargs = {"include_dashboard": False, "log_to_driver": False, "configure_logging": False,
                   **({"runtime_env": {"env_vars": pins}} if pins else {})}
         if self.address not in (None, "auto"):

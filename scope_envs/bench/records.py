@@ -38,14 +38,21 @@ def has_records(folder: Path) -> bool:
 def read(folder: Path) -> Iterator[tuple[str, dict]]:
     """``(name, {task, result})`` for every record of ``folder``, by name: its ``runs/`` folder where it has one,
     else its packed file."""
-    if (folder / "runs").is_dir():
-        for file in sorted((folder / "runs").glob("*.json")):
-            try:
-                data = json.loads(file.read_text())
-            except (OSError, ValueError) as e:
-                raise RecordError(f"{file}: not a run record ({type(e).__name__}: {e})") from None
-            yield file.stem, _checked(data, file)
-        return
+    yield from read_runs(folder) if (folder / "runs").is_dir() else read_packed(folder)
+
+
+def read_runs(folder: Path) -> Iterator[tuple[str, dict]]:
+    """``(name, {task, result})`` for every file of ``folder/runs``, by name."""
+    for file in sorted((folder / "runs").glob("*.json")):
+        try:
+            data = json.loads(file.read_text())
+        except (OSError, ValueError) as e:
+            raise RecordError(f"{file}: not a run record ({type(e).__name__}: {e})") from None
+        yield file.stem, _checked(data, file)
+
+
+def read_packed(folder: Path) -> Iterator[tuple[str, dict]]:
+    """``(name, {task, result})`` for every line of ``folder/runs.jsonl.gz``, by name."""
     path = folder / PACKED
     try:
         with gzip.open(path, "rt", encoding="utf-8") as f:

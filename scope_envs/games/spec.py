@@ -62,9 +62,9 @@ class GameSpec:
     eval_episodes_min: int = 0
     seeds_min: int = 0
     variants: str | None = None
-    # the training-side world's own untestable assumptions as named variants: ``use_world(name)`` puts the world of
-    # that name in place in this process ("fitted": as shipped); None: the game declares none (the calibration's
-    # sensitivity of its known answers, ``benchmarks/collapse_design.py --world``)
+    # the training-side world's own untestable assumptions as named variants: a mapping from a name to the function
+    # that puts that world in place in this process, "fitted" (as shipped) among them; None: the game declares none
+    # (the calibration's sensitivity of its known answers, ``benchmarks/collapse_design.py --world``)
     worlds: str | None = None
     report: str | None = None
     data: str | None = None

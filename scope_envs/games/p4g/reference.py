@@ -38,6 +38,8 @@ It reads nothing of the held-out behaviour model (``human_proxy``).
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from scope_envs.core.game import Persona, Turn
@@ -98,23 +100,24 @@ def act_effects(persona: Persona) -> dict[str, float]:
 # The training-side world's assumption that the data can least support: the persona x act interactions (their
 # bootstrap intervals exclude zero for one act only). "no-interactions" sets them all to zero (an act then moves
 # every card alike; the card's propensity and way of talking stay): the calibration's sensitivity to it.
-WORLDS = ("fitted", "no-interactions")
 _SHIPPED: list = []  # the shipped parameters, kept the first time a world is put in place
 
 
-def use_world(name: str) -> None:
-    """Put the world ``name`` (``WORLDS``) in place in this process: the parameters every p4g model reads
-    (``personas.set_params``); "fitted" puts the shipped ones back."""
-    if name not in WORLDS:
-        raise ValueError(f"p4g world must be one of {WORLDS}, got {name!r}")
+def _use_world(name: str) -> None:
+    """Put the world ``name`` in place in this process: the parameters every p4g model reads
+    (``personas.set_params``); "fitted" puts the shipped ones back (nothing to do where they are in place)."""
     if not _SHIPPED:
         _SHIPPED.append(params())
     shipped = _SHIPPED[0]
     if name == "fitted":
-        personas.set_params(shipped)
+        if params() is not shipped:
+            personas.set_params(shipped)
         return
     inter = dict(shipped["strategy_interactions"], coef={a: 0.0 for a in shipped["strategy_interactions"]["coef"]})
     personas.set_params({**shipped, "strategy_interactions": inter})
+
+
+WORLDS = {name: functools.partial(_use_world, name) for name in ("fitted", "no-interactions")}
 
 
 def willingness(persona: Persona, history) -> float:
