@@ -41,7 +41,7 @@ from scope_envs.arguments import count, output_path
 from scope_envs.bench.methods import (
     EVAL_SE_FRACTION,
     GAMES,
-    ORACLE_BUDGET,
+    ceiling_steps,
     method_setup,
     preset_steps,
 )
@@ -56,7 +56,7 @@ def episode_sd(game: str, episodes: int, row: str) -> tuple[float, float]:
     """Mean and per-episode sd of the held-out success metric of one of the band's rows (64 envs, as
     ``evaluate``)."""
     env_id, kwargs, overrides = method_setup(game, row)
-    steps = preset_steps(game) * ORACLE_BUDGET if row == "oracle" else 0
+    steps = ceiling_steps(game, preset_steps(game)) if row == "oracle" else 0
     trainer = PPOTrainer(PPOConfig(env_id=env_id, env_kwargs=kwargs, total_steps=steps, seed=0, **overrides))
     trainer.train()
     envs = [scope_envs.make(f"{game}-heldout") for _ in range(64)]

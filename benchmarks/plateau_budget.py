@@ -26,8 +26,9 @@ import numpy as np
 from tqdm import tqdm
 
 from scope_envs.arguments import count, game_name, output_path
+from scope_envs.games import game_spec
 from scope_envs.bench import budgets, records
-from scope_envs.bench.presets import GAMES, preset_steps
+from scope_envs.bench.presets import GAMES
 from scope_envs.files import write_atomic, write_json
 
 OUT = Path(__file__).resolve().parent / "results" / "plateau_budget"
@@ -79,7 +80,7 @@ class Search:
 
     def __init__(self, game: str, row: str, seeds: int, base: int | None = None, max_rung: int = budgets.MAX_RUNG):
         self.game, self.row, self.seeds, self.max_rung = game, row, seeds, max_rung
-        self.base = preset_steps(game) if base is None else base
+        self.base = game_spec(game).ladder_base if base is None else base
         self.done: dict[tuple, dict] = {}  # (rung or None, seed) -> record
         self.waiting: set[tuple] = set()
 
@@ -158,7 +159,7 @@ def main() -> None:
                     help=f"training-side episodes per run (default {EVAL_EPISODES}; at most 100_000)")
     ap.add_argument("--jobs", type=count(256), default=os.cpu_count() or 1, help="worker processes (at most 256)")
     ap.add_argument("--base", type=count(10_000_000), default=None,
-                    help="the ladder's first rung for every game (default: each game's preset budget; a smaller "
+                    help="the ladder's first rung for every game (default: each game's GameSpec.ladder_base, its budget before the rule; a smaller "
                          "one makes a quick check of this script, not the rule's answer)")
     ap.add_argument("--max-rung", type=count(budgets.MAX_RUNG, low=0), default=budgets.MAX_RUNG,
                     help=f"the highest rung judged (default: the rule's {budgets.MAX_RUNG}; a lower one is a quick "

@@ -6,6 +6,12 @@ say) in place of the game's built-in frozen simulator, or ``"reference"``, the
 game's reference model itself (sharpening 1, the dealt card, no cooperation bias:
 a simulator without collapse, the benchmark's ``uncollapsed`` row).
 
+The game's built-in frozen simulator is its collapsed simulator (``GameSpec.collapsed``: sharpened, over-cooperative)
+on the modal card, or, where the game declares ``GameSpec.frozen_cards = k``, the same simulator on each of the first
+k train cards, one dealt per episode (the calibration's ``homogeneous`` design: the homogeneous "easy mode" user,
+chosen where the modal card's collapse costs nothing at the plateau, ``scope_envs.bench.calibration``). ``vs``
+verbalizes whichever of them holds the seat.
+
 ``heldout`` puts the held-out human-proxy behaviour model in the user seat and
 deals held-out personas/tasks (``split="heldout"``): for evaluation only. Its one
 option, ``personas="train"``, keeps that behaviour model but deals the *train*
@@ -74,6 +80,19 @@ def seat_reference(reference, game, asked: str):
     return reference()
 
 
+def frozen_members(game: Game, frozen: Callable[..., Simulator]) -> list[Simulator]:
+    """The game's built-in frozen simulator(s): ``frozen()`` on its modal card, or on each of the first
+    ``GameSpec.frozen_cards`` train cards (see the module docstring)."""
+    from scope_envs.games import game_names, game_spec
+
+    spec = game_spec(game.name) if game.name in game_names() else None
+    if spec is None or not spec.frozen_cards:
+        return [frozen()]
+    card = load(spec.card)
+    cards = [card("train", i) for i in range(spec.frozen_cards)]
+    return [frozen(**{spec.card_keyword: c}, name=f"collapsed-{c.id}") for c in cards]
+
+
 def build(
     regime: str,
     game: Game,
@@ -110,8 +129,15 @@ def build(
                                    render_mode=render_mode, max_errors=max_errors,
                                    max_message_chars=max_message_chars)
 
+    def collapsed():
+        """The frozen (and vs) regime's env: the user's simulator, or the game's collapsed one(s)."""
+        if user is not None:
+            return env([user])
+        members = frozen_members(game, frozen)
+        return env(members) if len(members) == 1 else SimulatorPopulation(env(members[:1]), members)
+
     if regime == "frozen":
-        return env([user or frozen()])
+        return collapsed()
     if regime == "grounded":  # the simulator fitted to the training part of the real dialogues, on train cards
         if grounded is None:
             raise ValueError(f"this game ({game.name}) has no user simulator fitted to real dialogues "
@@ -120,7 +146,7 @@ def build(
     if regime == "vs":
         # selection="random"|"prob": SCOPE's verbalized-sampling draw (k=5 candidates, uniform or by stated
         # probability floored at 1e-6), in place of weight_mode; None (default): weight_mode decides
-        return VerbalizedSampling(env([user or frozen()]), **options)
+        return VerbalizedSampling(collapsed(), **options)
     if regime == "rotation":
         # families=K: the first K train-stream families of scope_envs.agents.families (seed family_seed);
         # None (default): the game's rotation_members. SCOPE's ensemble: families=3, schedule="index"
@@ -190,7 +216,7 @@ def make_p4g(regime: str, surface: str = "act", *, max_turns: int = 10, user_rew
     from scope_envs.games.p4g.game import P4GGame
 
     return build(regime, P4GGame(max_turns=max_turns, user_reward=user_reward, target_var=target_var, width=width),
-                 frozen=lambda: players.CollapsedPersuadee(sharpening), rotation=players.rotation_members,
+                 frozen=lambda **card: players.CollapsedPersuadee(sharpening, **card), rotation=players.rotation_members,
                  heldout=players.HumanProxyPersuadee, reference=players.ReferencePersuadee,
                  grounded=players.GroundedPersuadee, surface=surface, render_mode=render_mode, max_errors=max_errors,
                  **options)
@@ -222,7 +248,7 @@ def make_cooperbench(regime: str, surface: str = "act", *, max_turns: int | None
 
     game = CooperBenchGame(max_turns=12 if max_turns is None else max_turns, user_reward=user_reward, target_var=target_var, width=width)
     return build(regime, game,
-                 frozen=lambda: players.CollapsedPartner(sharpening), rotation=players.rotation_members,
+                 frozen=lambda **card: players.CollapsedPartner(sharpening, **card), rotation=players.rotation_members,
                  heldout=players.HumanProxyPartner, reference=players.ReferencePartner, surface=surface,
                  render_mode=render_mode, max_errors=max_errors, **options)
 
@@ -241,7 +267,7 @@ def make_tau2(regime: str, surface: str = "act", *, domain=("airline", "retail",
         from scope_envs.games.tau2.text_game import Tau2TextGame as GameClass
     game = GameClass(domain, data_dir, max_steps=max_steps, max_tool_errors=max_tool_errors, judge=judge,
                      user_reward=user_reward, target_var=target_var, width=width)
-    return build(regime, game, frozen=lambda: players.CollapsedUser(sharpening), rotation=players.rotation_members,
+    return build(regime, game, frozen=lambda **card: players.CollapsedUser(sharpening, **card), rotation=players.rotation_members,
                  heldout=players.HumanProxyUser, reference=players.ReferenceUser, surface=surface, render_mode=render_mode,
                  max_errors=max_errors, **options)
 

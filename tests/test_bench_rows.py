@@ -1,5 +1,8 @@
 """The benchmark's band rows (``random``, the floor; ``oracle``, the ceiling) and its held-out simulator panel."""
 
+import json
+from pathlib import Path
+
 import numpy as np
 import pytest
 from scope_envs.agents.families import PANEL_SIZE
@@ -14,6 +17,7 @@ from scope_envs.bench.methods import (
     panel_seeds,
     run_one,
 )
+from scope_envs.games import game_spec
 from scope_envs.train.act_ppo import NetworkPolicy, PPOConfig, PPOTrainer, evaluate
 
 GAMES = ("p4g", "cooperbench", "tau2")
@@ -180,7 +184,7 @@ def test_evaluate_takes_an_env_factory():
 
 
 def test_the_ceiling_trains_to_its_own_larger_budget(monkeypatch):
-    """The oracle gets ORACLE_BUDGET x the methods' budget (to its plateau); every method gets the budget."""
+    """Below the plateau the oracle gets ORACLE_BUDGET x the methods' budget; every method gets the budget."""
     budgets = {}
 
     def train(self, callback=None):
@@ -190,8 +194,22 @@ def test_the_ceiling_trains_to_its_own_larger_budget(monkeypatch):
     monkeypatch.setattr(PPOTrainer, "train", train)
     for m in ("oracle", "frozen"):
         run_one("p4g", m, 0, **TINY)
-    assert methods.ORACLE_BUDGET > 1
+    assert methods.ORACLE_BUDGET > 1 and TINY["steps"] < game_spec("p4g").budget
     assert budgets == {"p4g-heldout": methods.ORACLE_BUDGET * TINY["steps"], "p4g-frozen": TINY["steps"]}
+
+
+@pytest.mark.parametrize("game", GAMES)
+def test_the_default_preset_trains_at_the_plateau_rules_budgets(game):
+    """The default preset's budgets are the plateau rule's committed answers (benchmarks/plateau_budget.py), the
+    ceiling's never below the methods'; the full preset's ceiling follows the same rule above the plateau."""
+    answers = json.loads((Path(__file__).parents[1] / "benchmarks" / "results" / "plateau_budget" /
+                          "plateau_budget.json").read_text())["budgets"][game]
+    assert methods.preset_steps(game) == answers["methods"]
+    assert methods.ceiling_steps(game, methods.preset_steps(game)) == answers["ceiling"]
+    full = methods.preset_steps(game, "full")
+    assert methods.ceiling_steps(game, full) >= full
+    if full >= game_spec(game).budget:
+        assert methods.ceiling_steps(game, full) == max(answers["ceiling"], full)
 
 
 def test_evaluation_episodes_follow_the_declared_rule():

@@ -443,14 +443,18 @@ def test_batched_rollouts_replay_the_scalar_envs():
 
 
 # ---------------------------------------------------------------------------------------- bench and diagnose
-def test_the_grounded_row_is_p4g_only_and_outside_the_default_grid():
-    from scope_envs.bench.methods import EXTRA_METHODS, METHODS, method_setup
+def test_the_grounded_row_is_in_the_default_grid_of_p4g_only(tmp_path):
+    from scope_envs.bench.methods import METHODS, available, method_setup
+    from scope_envs.bench.runner import run
 
-    assert "grounded" in EXTRA_METHODS and "grounded" not in METHODS
+    assert "grounded" in METHODS and available("p4g", "grounded")
     assert method_setup("p4g", "grounded") == ("p4g-grounded", {}, method_setup("p4g", "frozen")[2])
     for game in ("cooperbench", "tau2"):
+        assert not available(game, "grounded")
         with pytest.raises(ValueError, match=f"{game} has none"):
             method_setup(game, "grounded")
+    with pytest.raises(ValueError, match="row of none of"):
+        run(games=["tau2"], methods=["grounded"], seeds=1, steps=100, out=tmp_path / "x", progress=False)
 
 
 def test_a_one_seed_grounded_row_runs_end_to_end(tmp_path):

@@ -9,7 +9,7 @@ So a game's default budget is not chosen, it is derived, on the training side on
   (``oracle``) gets the same rule on its own training env (the held-out behaviour model on *train*
   cards, the one env it trains on).
 * **The ladder**: budgets ``base x LADDER_STEP ** k`` (``base``: the game's budget before this rule,
-  ``presets.preset_steps``; rounded to a thousand decisions), so that ``PLATEAU_FACTOR`` times a rung is two
+  ``GameSpec.ladder_base``; rounded to a thousand decisions), so that ``PLATEAU_FACTOR`` times a rung is two
   rungs up and every run serves two comparisons.
 * **The score** of a budget: the mean over ``PLATEAU_SEEDS`` seeds of the run's training-side success
   (``eval_episodes`` episodes against the env it trained on, the benchmark's train-side seeds), above

@@ -13,7 +13,7 @@ dial                     the training simulator
 ``coverage-modal``       always the game's modal card (the frozen simulator's)
 ``coverage-few``         a few fixed cards: each episode deals one of the game's first three train cards
 ``cooperation-default``  the frozen simulator's over-cooperation bias (each game's own)
-``combined``             all of them at their defaults: today's frozen simulator
+``combined``             all of them at their defaults: the collapsed simulator on its modal card
 ``homogeneous``          the few fixed cards, sharpened and over-cooperative as the frozen simulator is:
                          the homogeneous "easy mode" user that aligned LLM users are measured to be
                          (arXiv 2603.11245), the collapsed design declared for issue 46 (below)
@@ -26,7 +26,7 @@ re-dealt each of the game's four rotation cards, its sharpening and bias kept: r
 coverage, applied to the dial). ``cotrain``, ``population`` (SCOPE's checkpoint pool) and ``selfplay``
 train a user of their own, so they do not depend on the dial: they are trained once per game and read against
 every dial. The **floor** is uniform play; the **ceiling** is PPO against the users' own model (train cards)
-with ``ORACLE_BUDGET`` times the budget (to its plateau). Each cell is evaluated on ``eval_episodes`` episodes
+with its own plateau budget (``presets.ceiling_steps``). Each cell is evaluated on ``eval_episodes`` episodes
 against its training simulator (``train_success``) and against the reference users on held-out cards
 (``heldout_success`` in its run record: *held-out cards*, not the held-out proxies).
 
@@ -202,7 +202,7 @@ def run_cell(game: str, method: str, seed: int, steps: int, eval_episodes: int, 
     import torch
     from threadpoolctl import threadpool_limits
 
-    from scope_envs.bench.methods import ORACLE_BUDGET, method_setup
+    from scope_envs.bench.methods import ceiling_steps, method_setup
     from scope_envs.bench.policies import TrainerPlayers
     from scope_envs.bench.protocol import eval_envs, play, side_seeds
     from scope_envs.train.act_ppo import PPOConfig, PPOTrainer
@@ -214,7 +214,7 @@ def run_cell(game: str, method: str, seed: int, steps: int, eval_episodes: int, 
     base = method.split("@")[0]
     env_id, kwargs = train_env(game, base, dial)
     overrides = method_setup(game, base)[2] if base in OWN_USER_METHODS else {}
-    budget = 0 if base == FLOOR else steps * (ORACLE_BUDGET if base == CEILING else 1)
+    budget = 0 if base == FLOOR else ceiling_steps(game, steps) if base == CEILING else steps
     trainer = PPOTrainer(PPOConfig(env_id=env_id, env_kwargs=kwargs, seed=seed, total_steps=budget, **overrides))
     if budget:
         trainer.train()

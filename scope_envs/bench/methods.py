@@ -6,7 +6,7 @@ The first two rows of every game are its band (docs/architecture.md §4, "The be
   (``evaluate(..., uniform=True)``, ``scope_envs.train.policy.UniformPolicy``); no training (0 decisions),
   the network is built but never read. Its "train" side is ``<game>-frozen``, as for ``untrained``.
 * ``oracle`` — the ceiling, human-aware RL's "PPO with the human proxy": PPO with ``frozen``'s config and
-  ``ORACLE_BUDGET`` times its budget (trained to its plateau), on ``<game>-heldout`` with ``personas="train"``
+  its own plateau budget (``presets.ceiling_steps``), on ``<game>-heldout`` with ``personas="train"``
   (the held-out human-proxy behaviour model in the user seat, dealing *train* personas/tasks only). It is an upper bound for measurement only and the
   one place where anything is trained against the held-out behaviour model; no held-out persona or task is
   ever dealt to it (tests/test_bench_rows.py), and it is no candidate method: the methods are compared with
@@ -52,18 +52,17 @@ from scope_envs.bench.protocol import (  # the evaluation protocol's constants l
     panel_seeds,
     variants,
 )
-from scope_envs.bench.presets import GAMES, PRESETS, preset_steps  # noqa: F401  (the bench's names for them)
+from scope_envs.bench.presets import GAMES, ORACLE_BUDGET, PRESETS, ceiling_steps, preset_steps  # noqa: F401
 from scope_envs.games import game_spec
 from scope_envs.train.groups import GROUP_FRACTIONS
 
 # the floor and the ceiling first (measurement rows: see the module docstring), then the methods
-METHODS = ("random", "oracle", "uncollapsed", "untrained", "frozen", "vs", "rotation", "cotrain", "population", "selfplay")
-# runnable by name, not in the default grid: K co-trained users with a diversity term (this
-# benchmark's population before SCOPE's checkpoint pool, kept so its old results can be reproduced), and
-# ``grounded``: frozen's config and budget against ``<game>-grounded``, the frozen simulator fitted to the training
-# part of the game's real dialogues (GameSpec.grounded; p4g only). It joins the default grid when the committed
-# references are rebuilt.
-EXTRA_METHODS = ("population_members", "grounded")
+# (``grounded`` only on a game with real dialogues to fit: ``available``)
+METHODS = ("random", "oracle", "uncollapsed", "untrained", "frozen", "grounded", "vs", "rotation", "cotrain",
+           "population", "selfplay")
+# runnable by name, not in the default grid: K co-trained users with a diversity term (this benchmark's population
+# before SCOPE's checkpoint pool, kept so its old results can be reproduced)
+EXTRA_METHODS = ("population_members",)
 LEARNED_USER = ("cotrain", "population", "population_members", "selfplay")
 # the default run gives each game max(the preset's seeds, SEEDS_MIN[game]) seeds, so that its confirmatory MDE (power
 # 0.8, Holm over the family) is at most SEEDS_MDE_FRACTION of its band, from the per-seed sd of the committed default
@@ -81,10 +80,12 @@ METRICS = ("train_success", "heldout_success", "gap", "policy_entropy", "sim_ent
 # rough relative run time, to start the slow runs first
 COST = {"oracle": 5, "population": 4, "vs": 1.3, "random": 0.1}
 UNTRAINED = ("random", "untrained")  # no training: total_steps = 0
-# the ceiling trains to its plateau, not to the methods' budget: at 20k decisions its training-side return
-# (train scenarios; no held-out number read) was still rising on p4g and cooperbench, and levels off by ~5x
-# (benchmarks/oracle_budget.py, benchmarks/results/oracle_budget/). Set before any run with it.
-ORACLE_BUDGET = 5
+
+
+def available(game: str, method: str) -> bool:
+    """Whether ``method`` is a row of ``game``: ``grounded`` needs a simulator fitted to the game's real dialogues
+    (``GameSpec.grounded``); every other row exists on every game."""
+    return method != "grounded" or game_spec(game).grounded is not None
 
 
 def method_setup(game: str, method: str, user_reward: str | None = None, advantage: str = "gae",
@@ -94,7 +95,7 @@ def method_setup(game: str, method: str, user_reward: str | None = None, advanta
     ``frozen``'s config). ``random`` and ``untrained`` get ``frozen``'s env and are not trained."""
     if method not in METHODS + EXTRA_METHODS:
         raise ValueError(f"method must be one of {METHODS + EXTRA_METHODS}, got {method!r}")
-    if method == "grounded" and game_spec(game).grounded is None:
+    if not available(game, method):
         grounded = [g for g in GAMES if game_spec(g).grounded]
         raise ValueError(f"method 'grounded' needs a user simulator fitted to the game's real dialogues "
                          f"(GameSpec.grounded): {game} has none (only {', '.join(grounded) or 'no game'} has)")
@@ -127,7 +128,7 @@ class PPOMethod:
     """A built-in row as a plug-in (``scope_envs.bench.plugins``): the package's act-level PPO
     (``scope_envs.train.act_ppo``) on the method's regime (``method_setup``: env id, kwargs, PPOConfig overrides).
     ``random`` and ``untrained`` train for 0 decisions (``random`` then plays ``UniformPolicy``); ``oracle`` gets
-    ``ORACLE_BUDGET`` times the budget. The co-trained user of ``cotrain``/``population`` is a second seat."""
+    its own plateau budget (``ceiling_steps``). The co-trained user of ``cotrain``/``population`` is a second seat."""
 
     builtin = True  # run_method gives it the run's options and its own budget
 
@@ -140,8 +141,12 @@ class PPOMethod:
                                              o.get("group_size", 1))
         return [(env_id, env_kwargs)]
 
-    def budget(self, steps: int) -> int:
-        return 0 if self.name in UNTRAINED else steps * (ORACLE_BUDGET if self.name == "oracle" else 1)
+    def budget(self, game: str, steps: int) -> int:
+        """This row's decisions on ``game`` when the methods train ``steps``: none for the untrained rows, the
+        ceiling's own budget for ``oracle`` (``ceiling_steps``)."""
+        if self.name in UNTRAINED:
+            return 0
+        return ceiling_steps(game, steps) if self.name == "oracle" else steps
 
     def train(self, ctx):
         from scope_envs.bench.policies import Trained, TrainerPlayers

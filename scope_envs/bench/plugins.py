@@ -265,7 +265,7 @@ def run_method(method, game: str, seed: int, steps: int, eval_episodes: int, cur
     specs = method.train_envs(game, options) if builtin_row else env_specs(method, game)
     if assumptions is not None:
         specs = [(env_id, {**kwargs, "assumptions": assumptions}) for env_id, kwargs in specs]
-    budget = method.budget(steps) if builtin_row else steps
+    budget = method.budget(game, steps) if builtin_row else steps
     books = Budget(method.name, budget)
     curve = protocol.Curve(game, seed, specs, budget, curve_points, curve_episodes,
                            heldout_kwargs={"assumptions": assumptions} if assumptions else {})

@@ -10,15 +10,28 @@ from scope_envs.games import game_names, game_spec
 GAMES = game_names()  # every registered game, in declared order (scope_envs.games)
 PRESETS = {
     # 8 seeds (issue 17; 3 until 2026-11-30), raised per game by the seeds rule (SEEDS_MIN)
-    "default": {"seeds": 8, "steps": 20_000, "eval_episodes": EVAL_EPISODES, "curve_points": 4, "curve_episodes": 100,
-                # each game's GameSpec.steps_scale, where it is not 1 (tau2: it learns in ~8k decisions)
-                "steps_scale": {g: game_spec(g).steps_scale for g in GAMES if game_spec(g).steps_scale != 1.0}},
+    # the default preset's budget is each game's by the plateau rule (GameSpec.budget, scope_envs.bench.budgets)
+    "default": {"seeds": 8, "steps": "plateau", "eval_episodes": EVAL_EPISODES, "curve_points": 4, "curve_episodes": 100},
     "full": {"seeds": 8, "steps": 100_000, "eval_episodes": 3000, "curve_points": 10, "curve_episodes": 300},
 }
+ORACLE_BUDGET = 5  # the ceiling's budget over the methods' in a run below the plateau (``ceiling_steps``)
 
 
 def preset_steps(game: str, preset: str = "default") -> int:
-    """A preset's training budget for ``game``, in decisions of agent_0: its ``steps`` times the game's
-    ``steps_scale`` (1 where it has none)."""
-    p = PRESETS[preset]
-    return int(p["steps"] * p.get("steps_scale", {}).get(game, 1.0))
+    """A preset's training budget for ``game``, in decisions of agent_0: the default preset's is the game's
+    plateau budget (``GameSpec.budget``), the full preset's its ``steps``."""
+    steps = PRESETS[preset]["steps"]
+    return game_spec(game).budget if steps == "plateau" else steps
+
+
+def ceiling_steps(game: str, steps: int) -> int:
+    """The ceiling's (``oracle``'s) budget in a run whose methods train ``steps`` decisions on ``game``. At or above
+    the methods' plateau budget, the ceiling's own plateau budget, never less than the methods'
+    (``budgets.ceiling_budget``); below it (a quick run, at no plateau anyway), ``ORACLE_BUDGET`` times ``steps``,
+    capped at the ceiling's plateau budget."""
+    from scope_envs.bench.budgets import ceiling_budget
+
+    spec = game_spec(game)
+    if steps >= spec.budget:
+        return ceiling_budget(spec.ceiling_budget, steps)
+    return min(ORACLE_BUDGET * steps, spec.ceiling_budget)

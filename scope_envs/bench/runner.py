@@ -23,6 +23,7 @@ from scope_envs.bench.methods import (
     METHODS,
     PRESETS,
     heldout_episodes_for,
+    available,
     preset_steps,
 )
 from scope_envs.bench.plots import plot
@@ -154,7 +155,11 @@ def run(games=GAMES, methods=METHODS, seeds=None, steps=None, eval_episodes=None
             raise ValueError(f"unknown game {game!r}; known games: {known}")
     out = check_output_dir(out)  # a file in the way, a read-only disk: said now, before any run
     check_output_dir(out / "runs")
-    settings.pop("steps_scale", None)  # the preset's budgets per game (preset_steps); --steps is exact
+    for method in methods:
+        if not any(available(g, method) for g in games):
+            raise ValueError(f"method {method!r} is a row of none of {list(games)}"
+                             + ("" if method != "grounded" else
+                                " (it needs a simulator fitted to the game's real dialogues: GameSpec.grounded)"))
     # the preset's held-out evaluation, raised per game to the measurement-resolution rule; --eval-episodes is
     # exact (both sides)
     floor = eval_episodes is None and not smoke
@@ -168,7 +173,8 @@ def run(games=GAMES, methods=METHODS, seeds=None, steps=None, eval_episodes=None
                   heldout_episodes=heldout_episodes_for(g, settings["eval_episodes"]) if floor
                   else settings["eval_episodes"],
                   curve_points=settings["curve_points"], curve_episodes=settings["curve_episodes"], **scope)
-             for g in games for m in methods for s in range(max(settings["seeds"], seeds_min.get(g, 0)))]
+             for g in games for m in methods if available(g, m)
+             for s in range(max(settings["seeds"], seeds_min.get(g, 0)))]
     if sensitivity:  # each variant's own ceiling: the oracle retrained under it (bench.sensitivity)
         from scope_envs.bench.methods import variants
 

@@ -20,8 +20,8 @@ protocol's (``protocol.side_seeds``). Two rows bound it, played on the very same
 * ``floor`` — uniform legal play in words: a uniform draw over agent_0's legal acts, rendered by the game's
   realizer (the act level's floor, ``random``, speaking);
 * ``ceiling`` — the act level's ceiling in words: PPO trained against the held-out behaviour model on *train*
-  personas (the ``oracle`` row's recipe, ``--ceiling-steps`` decisions, default the preset's
-  ``ORACLE_BUDGET`` x 20,000), its acts rendered by the realizer.
+  personas (the ``oracle`` row's recipe, ``--ceiling-steps`` decisions, default the default
+  preset's ceiling budget, ``presets.ceiling_steps``), its acts rendered by the realizer.
 
 Why these: they keep the act level's meaning of the band — no strategy at all, and the best strategy the
 package can train from the training-side knowledge of the held-out model — and they speak through the same
@@ -280,7 +280,7 @@ def score_text(spec: str, game: str, seed: int = 0, episodes: int = TEXT_EPISODE
     from tqdm import tqdm
 
     from scope_envs.bench import policies
-    from scope_envs.bench.methods import ORACLE_BUDGET, PRESETS
+    from scope_envs.bench.methods import ceiling_steps as default_ceiling_steps, preset_steps
     from scope_envs.train.policy import UniformPolicy
 
     builtin_panel = "builtin" in panels
@@ -314,7 +314,7 @@ def score_text(spec: str, game: str, seed: int = 0, episodes: int = TEXT_EPISODE
         else:
             rows["floor"] = text_sides(ActInWords(UniformPolicy(seed=seed), "floor"), game, seed, episodes,
                                        builtin_panel, bar)
-            steps = ceiling_steps or ORACLE_BUDGET * PRESETS["default"]["steps"]
+            steps = ceiling_steps or default_ceiling_steps(game, preset_steps(game))
             rows["ceiling"] = text_sides(ActInWords(ceiling_policy(game, seed, steps, ceiling), "ceiling"), game,
                                          seed, episodes, builtin_panel, bar)
             rows["ceiling"]["decisions"] = None if ceiling else steps
@@ -550,7 +550,7 @@ def add_parser(subparsers) -> None:
     p.add_argument("--panel", action="append", default=None, metavar="builtin|FILE",
                    help="text: 'builtin' (the six held-out families, the default) and/or an eval-llm panel file")
     p.add_argument("--ceiling-steps", type=count(MAX_STEPS), default=None,
-                   help="text: the ceiling's training decisions (default ORACLE_BUDGET x the preset's steps)")
+                   help="text: the ceiling's training decisions (default: the default preset's ceiling budget for the game)")
     p.add_argument("--ceiling", type=saved_trainer, default=None,
                    help="text: a saved trainer folder (PPOTrainer.save) to use as the ceiling instead")
     p.add_argument("--seed", type=count(2**31 - 1, low=0), default=0,

@@ -53,12 +53,19 @@ class GameSpec:
     role_label: str = "agent"
     metric_label: str = "success"
 
-    # -- the benchmark: the default preset's budget scale, the held-out side's episode floor and the default run's
+    # -- the benchmark: the plateau rule's ladder base (the default budget before the rule) and its answers, the
+    # methods' budget and the ceiling's at the default preset (bench.budgets, benchmarks/plateau_budget.py); the
+    # frozen regime's simulator: 0, the collapsed simulator on its modal card (the calibration's ``combined``), or
+    # k, its defects on the first k train cards dealt in turn (``homogeneous``: bench.calibration's design rule);
+    # the held-out side's episode floor and the default run's
     # seed floor (bench.protocol, bench.methods: derived by their rules before the run that uses them); the held-out
     # proxies' assumption variants (an ordered mapping with "default"; bench --sensitivity); the report's section of
     # the game's own figures, report(results, runs, game) -> lines; the data the game plays, data() -> the
     # fingerprint's {"source", "detail", "sha256"} (None: the package's own files, in the code hash)
-    steps_scale: float = 1.0
+    ladder_base: int = 20_000
+    budget: int = 20_000
+    ceiling_budget: int = 100_000
+    frozen_cards: int = 0
     eval_episodes_min: int = 0
     seeds_min: int = 0
     variants: str | None = None

@@ -1,0 +1,54 @@
+"""``scope_envs.regimes``: the frozen regime's built-in simulator follows the game's declared collapse design."""
+
+import numpy as np
+import pytest
+
+import scope_envs
+from scope_envs.bench import calibration
+from scope_envs.games import game_names, game_spec, load
+from scope_envs.train.act_ppo import PPOConfig, PPOTrainer
+
+
+@pytest.mark.parametrize("game", game_names())
+def test_the_frozen_seat_holds_the_declared_design(game):
+    """0 frozen cards: the collapsed simulator on the modal card; k: the collapsed simulator on the first k train
+    cards, each dealt in some episode, and vs verbalizes the same members."""
+    spec = game_spec(game)
+    env = scope_envs.make(f"{game}-frozen")
+    members = env.unwrapped.members
+    collapsed = load(spec.collapsed)
+    assert all(type(m) is collapsed for m in members)
+    if not spec.frozen_cards:
+        assert len(members) == 1
+        return
+    card = load(spec.card)
+    assert [getattr(m, spec.card_keyword).id for m in members] == [card("train", i).id
+                                                                   for i in range(spec.frozen_cards)]
+    seen = set()
+    for seed in range(20):
+        env.reset(seed=seed)
+        seen.add(env.unwrapped.game.persona.id)
+    assert seen == {getattr(m, spec.card_keyword).id for m in members}
+    vs = scope_envs.make(f"{game}-vs")
+    assert [m.name for m in vs.unwrapped.members] == [m.name for m in members]
+
+
+def test_p4g_frozen_is_the_calibrations_homogeneous_design():
+    """p4g declares the homogeneous design (the modal card's collapse costs nothing at its plateau): its frozen
+    row trains exactly as the calibration's ``frozen@homogeneous`` cell, and differently from ``combined``."""
+    assert game_spec("p4g").frozen_cards == 3
+
+    def trained(env_id, kwargs):
+        trainer = PPOTrainer(PPOConfig(env_id=env_id, env_kwargs=kwargs, seed=4, total_steps=1500))
+        trainer.train()
+        return np.concatenate([p.detach().numpy().ravel() for p in trainer.learners["agent_0"].parameters()])
+
+    frozen = trained("p4g-frozen", {})
+    assert np.array_equal(frozen, trained(*calibration.train_env("p4g", "frozen", "homogeneous")))
+    assert not np.array_equal(frozen, trained(*calibration.train_env("p4g", "frozen", "combined")))
+
+
+def test_a_users_simulator_replaces_the_whole_design():
+    user = load(game_spec("p4g").reference)()
+    env = scope_envs.make("p4g-frozen", user=user)
+    assert env.unwrapped.members == [user]
