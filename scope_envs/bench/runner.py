@@ -146,13 +146,15 @@ def run(games=GAMES, methods=METHODS, seeds=None, steps=None, eval_episodes=None
         settings["eval_episodes"] = min(settings["eval_episodes"], SMOKE_EVAL_EPISODES)
         settings["curve_episodes"] = min(settings["curve_episodes"], 50)
         settings["curve_points"] = min(settings["curve_points"], 3)
-    for key in ("seeds", "steps", "eval_episodes"):
+    for key in ("seeds", "eval_episodes") + (("steps",) if steps is not None else ()):  # (the preset's: per game)
         if not isinstance(settings[key], int) or settings[key] < 1:
             raise ValueError(f"{key} must be a positive int, got {settings[key]!r}")
     for game in games:
         if f"{game}-heldout" not in scope_envs.registry:
             known = sorted({s.game for s in scope_envs.registry.values()})
             raise ValueError(f"unknown game {game!r}; known games: {known}")
+    if steps is None:  # the preset's budget per game (the default preset's: each game's plateau budget)
+        settings["steps"] = {g: preset_steps(g, "full" if full else "default") for g in games}
     out = check_output_dir(out)  # a file in the way, a read-only disk: said now, before any run
     check_output_dir(out / "runs")
     for method in methods:
@@ -167,8 +169,7 @@ def run(games=GAMES, methods=METHODS, seeds=None, steps=None, eval_episodes=None
     seeds_min = SEEDS_MIN if seeds is None and not full and not smoke else {}
     scope = {"user_reward": user_reward, "advantage": advantage, "group_size": group_size,
              **({"sensitivity": True} if sensitivity else {})}
-    tasks = [dict(game=g, method=m, seed=s, steps=preset_steps(g, "full" if full else "default") if steps is None
-                  else steps,
+    tasks = [dict(game=g, method=m, seed=s, steps=settings["steps"][g] if steps is None else steps,
                   eval_episodes=settings["eval_episodes"],
                   heldout_episodes=heldout_episodes_for(g, settings["eval_episodes"]) if floor
                   else settings["eval_episodes"],
