@@ -13,6 +13,11 @@ replaces, in every run record under ``benchmarks/results/`` (a ``runs/`` folder 
 and ``engine`` hashes with the new tree's. It refuses when any record differs, when anything else in the
 fingerprint moved (the version, the protocol's constants, the data played), or when the two files were played
 at other sizes. Each record is rewritten atomically; what was changed is printed per folder.
+
+``--rebuilt GAME-ROW ...``: the rows an edit changed on purpose (a game's new frozen simulator, say), which are
+rebuilt rather than carried over: their records are left out of the comparison and keep their old fingerprint
+(a plug-in row on a changed env, ``p4g-frozen-sb3``, must be named too: ``same_numbers.py`` plays the built-in
+rows only). The script prints how many it left, per folder, for the rebuild to replace.
 """
 
 from __future__ import annotations
@@ -43,10 +48,14 @@ def fingerprints(path: str) -> tuple[dict, dict]:
     return records, by_game
 
 
-def check(before: str, after: str) -> dict[str, tuple[dict, dict]]:
-    """Each game's (old, new) fingerprint, once the two files prove the numbers unchanged."""
+def check(before: str, after: str, rebuilt: frozenset = frozenset()) -> dict[str, tuple[dict, dict]]:
+    """Each game's (old, new) fingerprint, once the two files prove the numbers unchanged outside the ``rebuilt``
+    rows (``game-method``)."""
     old_records, old = fingerprints(before)
     new_records, new = fingerprints(after)
+    for runs in (old_records, new_records):
+        for name in [k for k, r in runs.items() if f"{r['game']}-{r['method']}" in rebuilt]:
+            del runs[name]
     if set(old_records) != set(new_records):
         sys.exit(f"restamp: the files hold different runs ({len(old_records)} and {len(new_records)})")
     differ = sorted(k for k in old_records if old_records[k] != new_records[k])
@@ -63,15 +72,21 @@ def check(before: str, after: str) -> dict[str, tuple[dict, dict]]:
     return pairs
 
 
-def restamp(pairs: dict[str, tuple[dict, dict]], root: Path, dry_run: bool) -> dict[str, int]:
+def restamp(pairs: dict[str, tuple[dict, dict]], root: Path, dry_run: bool,
+            rebuilt: frozenset = frozenset()) -> tuple[dict[str, int], dict[str, int]]:
     """Rewrite every record under ``root`` carrying an old fingerprint, in the form it is kept in (``runs/`` or
-    the packed file); counts per folder."""
+    the packed file), but those of the ``rebuilt`` rows; (restamped, left for the rebuild) counts per folder."""
     counts: dict[str, int] = {}
+    left: dict[str, int] = {}
     found = {p.parent for p in root.rglob("runs") if p.is_dir()} | {p.parent for p in root.rglob(records.PACKED)}
     for folder in sorted(found):
         kept = list(records.read(folder))
-        moved = [name for name, record in kept if record["task"].get("game") in pairs
-                 and record["result"].get("fingerprint") == pairs[record["task"]["game"]][0]]
+        old = [name for name, record in kept if record["task"].get("game") in pairs
+               and record["result"].get("fingerprint") == pairs[record["task"]["game"]][0]]
+        by_name = dict(kept)
+        moved = [n for n in old if f"{by_name[n]['task']['game']}-{by_name[n]['task']['method']}" not in rebuilt]
+        if len(moved) < len(old):
+            left[str(folder.relative_to(root))] = len(old) - len(moved)
         if not moved:
             continue
         counts[str(folder.relative_to(root))] = len(moved)
@@ -84,7 +99,7 @@ def restamp(pairs: dict[str, tuple[dict, dict]], root: Path, dry_run: bool) -> d
                     write_json(folder / "runs" / f"{name}.json", record)  # as the benchmark writes its records
         if not (folder / "runs").is_dir():
             records.write_packed(folder, kept)
-    return counts
+    return counts, left
 
 
 def main(argv=None) -> None:
@@ -93,16 +108,21 @@ def main(argv=None) -> None:
     ap.add_argument("after", help="same_numbers.py run's file from this tree")
     ap.add_argument("--results", type=Path, default=RESULTS, help="the folder of references (default: %(default)s)")
     ap.add_argument("--dry-run", action="store_true", help="say what would be rewritten, rewrite nothing")
+    ap.add_argument("--rebuilt", nargs="+", default=[], metavar="GAME-ROW",
+                    help="rows changed on purpose and rebuilt, not carried over (e.g. p4g-frozen p4g-frozen-sb3)")
     args = ap.parse_args(argv)
     for path in (args.before, args.after):
         if not os.path.isfile(path):
             ap.error(f"argument {path}: no such file")
     if not args.results.is_dir():
         ap.error(f"argument --results: {args.results} is not a folder")
-    counts = restamp(check(args.before, args.after), args.results, args.dry_run)
+    rebuilt = frozenset(args.rebuilt)
+    counts, left = restamp(check(args.before, args.after, rebuilt), args.results, args.dry_run, rebuilt)
     verb = "would restamp" if args.dry_run else "restamped"
     for folder, n in counts.items():
         print(f"{verb} {n} records in {folder}")
+    for folder, n in left.items():
+        print(f"left {n} records of the rebuilt rows in {folder}: rebuild them")
     if not counts:
         print("no record carries the old fingerprint")
 

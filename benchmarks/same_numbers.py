@@ -47,9 +47,10 @@ def digest(record: dict) -> str:
 def run(args) -> None:
     from tqdm import tqdm
 
-    from scope_envs.bench.methods import GAMES, METHODS
+    from scope_envs.bench.methods import GAMES, METHODS, available
 
-    tasks = [(g, m, s, args.steps) for g in args.games or GAMES for m in METHODS for s in range(args.seeds)]
+    tasks = [(g, m, s, args.steps) for g in args.games or GAMES for m in METHODS if available(g, m)
+             for s in range(args.seeds)]
     records = {}
     with ProcessPoolExecutor(args.jobs) as pool:
         for name, record in tqdm(pool.map(one, tasks), total=len(tasks), desc="runs"):

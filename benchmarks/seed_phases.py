@@ -52,7 +52,7 @@ def main(argv=None) -> None:
     ap.add_argument("--seed", type=count(1000, low=0), default=0)
     args = ap.parse_args(argv)
 
-    from scope_envs.bench.methods import METHODS, PRESETS, preset_steps, run_one
+    from scope_envs.bench.methods import METHODS, PRESETS, available, preset_steps, run_one
     from scope_envs.bench.protocol import heldout_episodes_for
 
     preset = PRESETS["default"]
@@ -63,7 +63,7 @@ def main(argv=None) -> None:
     rows = {}
     profile = cProfile.Profile()
     t0 = time.perf_counter()
-    for method in METHODS:
+    for method in [m for m in METHODS if available(args.game, m)]:
         profile.enable()
         try:
             rows[method] = round(run_one(args.game, method, args.seed, **settings)["wall_s"], 2)

@@ -42,6 +42,7 @@ import numpy as np
 from scope_envs.arguments import output_file
 from scope_envs.bench import stats
 from scope_envs.bench.methods import PRESETS, heldout_episodes_for, preset_steps
+from scope_envs.games import game_spec
 from scope_envs.bench.methods import SEEDS_MDE_FRACTION as FRACTION  # the MDE the rule allows, a fraction of the band
 
 REPO = Path(__file__).resolve().parents[1]
@@ -69,11 +70,13 @@ def git_show(rev: str, path: str) -> str:
     return out.stdout
 
 
-def expected_settings() -> dict[str, str]:
-    """The rows of report.md's settings table that today's default preset writes."""
+def expected_settings(today: bool = False) -> dict[str, str]:
+    """The rows of report.md's settings table that the default preset the ``RUNS`` were made with writes: its
+    budgets before the plateau rule (``GameSpec.ladder_base``), today's evaluation; ``today``: today's preset
+    (its plateau budgets), for runs made at it (``--runs``)."""
     p = PRESETS["default"]
     games = ("p4g", "cooperbench", "tau2")
-    steps = {g: preset_steps(g) for g in games}
+    steps = {g: preset_steps(g) if today else game_spec(g).ladder_base for g in games}
     return {"steps": ", ".join(f"{g} {steps[g]}" for g in games),
             "eval_episodes": ", ".join(f"{g} {p['eval_episodes']}" for g in games),
             "heldout_episodes": ", ".join(f"{g} {heldout_episodes_for(g, p['eval_episodes'])}" for g in games)}
@@ -89,9 +92,9 @@ def report_settings(rev: str) -> dict[str, str]:
     return rows
 
 
-def check_settings(rev: str) -> None:
+def check_settings(rev: str, today: bool = False) -> None:
     rows = report_settings(rev)
-    for key, value in expected_settings().items():
+    for key, value in expected_settings(today).items():
         if rows.get(key) != value:
             raise RuntimeError(f"{rev}: report.md has {key} = {rows.get(key)!r}, today's default is {value!r}")
 
@@ -179,14 +182,17 @@ def main(argv=None) -> None:
     ap.add_argument("--tau2-speedup", type=float, default=1.0,
                     help="tau2's run clocks divided by this in the wall estimate (the batched engine's measured "
                          "factor on tau2's benchmark runs; default 1: the committed clocks as they are)")
+    ap.add_argument("--runs", nargs="+", default=None, metavar="REV",
+                    help="read the committed default runs of these revisions instead, made at today's default preset "
+                         "(default: RUNS, the runs that sized SEEDS_MIN, made before the plateau rule)")
     ap.add_argument("--out", type=output_file, default=None, help="also write the JSON here (atomically)")
     args = ap.parse_args(argv)
     if not 0.1 <= args.tau2_speedup <= 100:
         ap.error(f"argument --tau2-speedup: must be in [0.1, 100], got {args.tau2_speedup}")
     runs = {}
     try:
-        for rev in RUNS:
-            check_settings(rev)
+        for rev in args.runs or RUNS:
+            check_settings(rev, today=args.runs is not None)
             runs[rev] = json.loads(git_show(rev, f"{RESULTS}/results.json"))
         clock = run_clocks(CLOCK_RUN)
     except (RuntimeError, subprocess.CalledProcessError) as e:
@@ -196,7 +202,7 @@ def main(argv=None) -> None:
     seeds = {g: max(preset, r["seeds"]) for g, r in per_game.items()}
     out = {"rule": f"smallest n with MDE(n) x sd <= {FRACTION:.0%} of the band (power {stats.POWER}, alpha "
                    f"{stats.ALPHA}/m, Holm's first step); the run uses max(preset {preset}, n)",
-           "runs": list(RUNS), "games": per_game, "seeds_min": {g: r["seeds"] for g, r in per_game.items()},
+           "runs": list(args.runs or RUNS), "games": per_game, "seeds_min": {g: r["seeds"] for g, r in per_game.items()},
            "default_seeds": seeds, "estimate": wall_estimate(seeds, args.tau2_speedup, clock),
            "estimate_at_8": wall_estimate({g: preset for g in seeds}, args.tau2_speedup, clock)}
     text = json.dumps(out, indent=1)

@@ -26,10 +26,11 @@ import numpy as np
 
 def main(argv=None) -> None:
     from scope_envs.arguments import seed
-    from scope_envs.bench.methods import METHODS, PRESETS, preset_steps, run_one
+    from scope_envs.bench.methods import METHODS, PRESETS, available, preset_steps, run_one
 
+    methods = [m for m in METHODS if available("tau2", m)]
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
+    ap.add_argument("--methods", nargs="+", default=methods, choices=methods)
     ap.add_argument("--rounds", type=int, default=2, help="pairs of runs per method (1-10; the oracle: 1)")
     ap.add_argument("--seed", type=seed, default=0, help="0 to 2**32-1")
     args = ap.parse_args(argv)

@@ -48,7 +48,7 @@ def test_card_z_is_the_standardized_card():
 
 @pytest.mark.parametrize("env_id", ["p4g-frozen", "p4g-cotrain", "cooperbench-heldout"])
 def test_act_spaces_built_on_first_use(env_id):
-    env = scope_envs.make(env_id)
+    env = scope_envs.make(env_id).unwrapped
     env.reset(seed=3)
     for agent in env.possible_agents:
         role = env._agent_role(agent)
@@ -64,7 +64,7 @@ def test_act_spaces_built_on_first_use(env_id):
 
 
 def test_unseeded_env_generator_made_once():
-    env = scope_envs.make("p4g-frozen")
+    env = scope_envs.make("p4g-frozen").unwrapped
     assert "_rng" not in vars(env)
     rng = env._rng
     assert isinstance(rng, np.random.Generator) and env._rng is rng

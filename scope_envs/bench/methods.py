@@ -18,10 +18,10 @@ training-side model (``<game>-frozen`` with ``user="reference"``: the reference 
 train card, no cooperation bias): what frozen would reach if its simulator had no defect. It is the top of the
 *collapse* part of the gap (``scope_envs.bench.split``); like the floor and the ceiling it is never judged.
 
-A row outside the default grid, ``grounded`` (``EXTRA_METHODS``, run by name: ``--methods grounded``), is PPO with
+The row ``grounded``, in the default grid of a game with real dialogues to fit (``available``: p4g), is PPO with
 ``frozen``'s config and budget against ``<game>-grounded``: the frozen simulator fitted to the *training part* of the
-game's real dialogues (p4g's ``GroundedPersuadee``, ``scope_envs/games/p4g/grounded.py``; a game without one is a
-``ValueError``). It is a candidate method like ``frozen``: what training against logs of real people, rather than a
+game's real dialogues (p4g's ``GroundedPersuadee``, ``scope_envs/games/p4g/grounded.py``; asked of a game without
+one, a ``ValueError``). It is a candidate method like ``frozen``: what training against logs of real people, rather than a
 collapsed prompted simulator, buys on the held-out side.
 
 Every run is evaluated on four sides (``scope_envs.bench.protocol``), the same seeds for every method (common

@@ -204,9 +204,9 @@ def parse(raw: dict, folder: Path) -> StudyConfig:
             raise ConfigError(f"conditions[{i}] ({c['name']}): train must be a {game}-<regime> env id, got {train!r}")
         method = policy.get("method")
         if method is not None:
-            from scope_envs.bench.methods import EXTRA_METHODS, METHODS
+            from scope_envs.bench.methods import EXTRA_METHODS, METHODS, available
 
-            trained = [m for m in METHODS + EXTRA_METHODS if m != "random"]  # random plays no network
+            trained = [m for m in METHODS + EXTRA_METHODS if m != "random" and available(game, m)]  # random: no network
             if method not in trained:
                 raise ConfigError(f"conditions[{i}] ({c['name']}): method must be one of {trained}, got {method!r}")
         path = policy.get("path")
