@@ -103,7 +103,7 @@ def test_the_report_shows_the_entrant_with_its_ci_and_its_own_tests(tmp_path):
     assert "[" in row and "### New entrants" in text and "| dr | frozen |" in text
     start = text.index("### Confirmatory")
     conf = text[start:text.index("\n### ", start)]
-    assert "| dr |" not in conf and "m = 6" in conf
+    assert "| dr |" not in conf and "m = 7" in conf  # frozen against p4g's seven methods, grounded among them
     assert not re.search(r"\bdr\b", text[text.index("### The paper's claims"):])  # claims: built-in rows only
 
 
@@ -233,4 +233,4 @@ def test_bench_help_names_each_default(capsys):
     text = " ".join(capsys.readouterr().out.split())
     assert "default: ./results" in text and "--print-report" in text
     assert "p4g 26, cooperbench 16, tau2 15" in text and "SEEDS_MIN" in text
-    assert "p4g 20_000, cooperbench 20_000, tau2 8_000" in text and "presets.py" in text
+    assert "p4g 20_000, cooperbench 20_000, tau2 40_000" in text and "presets.py" in text
