@@ -31,6 +31,7 @@ tau2's runs).
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import math
 import subprocess
@@ -40,26 +41,21 @@ from pathlib import Path
 import numpy as np
 
 from scope_envs.arguments import output_file
-from scope_envs.bench import stats
+from scope_envs.bench import records, stats
 from scope_envs.bench.methods import PRESETS, heldout_episodes_for, preset_steps
-from scope_envs.games import game_spec
 from scope_envs.bench.methods import SEEDS_MDE_FRACTION as FRACTION  # the MDE the rule allows, a fraction of the band
 
 REPO = Path(__file__).resolve().parents[1]
-# the committed default runs on today's worlds and settings: the two runs on the worlds of issue 28 (2026-12-02).
-# The worlds changed every game's spreads and bands (cooperbench's band halved), so the runs before them (d8fa6d4,
-# f744487, 2765775) no longer say how today's methods spread
-RUNS = ("4a8c844", "987def4")
-# the runs that sized today's SEEDS_MIN. A rerun at the same settings (5cfe0d0, and the committed run of 07:42 UTC)
-# reproduces the instrument; it does not resize it, or every rerun would move the preset by a seed: fed those two as
-# well, the rule gives p4g 25, cooperbench 16, tau2 15 (the preset's 26, 16, 15 are at least that). The inputs change
-# with the worlds or the settings
+# the committed default run at today's preset: the first at the plateau budgets (issue 46), with p4g's homogeneous
+# frozen simulator and its grounded row, 26 / 16 / 15 seeds (the rule's answer on the runs before it: 4a8c844 and
+# 987def4, at 20,000 / 20,000 / 8,000 decisions). The inputs change with the worlds or the settings; a rerun at the
+# same settings reproduces the instrument and is not fed back
+RUNS = ("74bf4448",)
 RESULTS = "benchmarks/results/default"
 # the wall-time estimate reads each game's run clocks (``wall_s`` of its run records) and seeds from this run: the
-# committed default run of the VM the 10-minute target was measured on (2da55d0, tau2's engine as arrays; before it
-# 004355c, and until 2026-12-02 08:40 UTC 987def4, the previous VM). The run committed after it (the snapshots
-# batched) has the same records but ran on a VM that took 1.7x as long per job: its clocks would say that VM's speed
-CLOCK_RUN, CLOCK_JOBS = "2da55d0", 2
+# rebuilt default run at the plateau budgets (VM-A; for parts of it a third and fourth process shared the two cores,
+# so its clocks overstate a quiet machine's)
+CLOCK_RUN, CLOCK_JOBS = "74bf4448", 2
 MAX_SEEDS = 200
 
 
@@ -70,13 +66,11 @@ def git_show(rev: str, path: str) -> str:
     return out.stdout
 
 
-def expected_settings(today: bool = False) -> dict[str, str]:
-    """The rows of report.md's settings table that the default preset the ``RUNS`` were made with writes: its
-    budgets before the plateau rule (``GameSpec.ladder_base``), today's evaluation; ``today``: today's preset
-    (its plateau budgets), for runs made at it (``--runs``)."""
+def expected_settings() -> dict[str, str]:
+    """The rows of report.md's settings table that today's default preset writes."""
     p = PRESETS["default"]
     games = ("p4g", "cooperbench", "tau2")
-    steps = {g: preset_steps(g) if today else game_spec(g).ladder_base for g in games}
+    steps = {g: preset_steps(g) for g in games}
     return {"steps": ", ".join(f"{g} {steps[g]}" for g in games),
             "eval_episodes": ", ".join(f"{g} {p['eval_episodes']}" for g in games),
             "heldout_episodes": ", ".join(f"{g} {heldout_episodes_for(g, p['eval_episodes'])}" for g in games)}
@@ -92,9 +86,9 @@ def report_settings(rev: str) -> dict[str, str]:
     return rows
 
 
-def check_settings(rev: str, today: bool = False) -> None:
+def check_settings(rev: str) -> None:
     rows = report_settings(rev)
-    for key, value in expected_settings(today).items():
+    for key, value in expected_settings().items():
         if rows.get(key) != value:
             raise RuntimeError(f"{rev}: report.md has {key} = {rows.get(key)!r}, today's default is {value!r}")
 
@@ -150,12 +144,12 @@ def rule(runs: dict[str, dict]) -> dict:
 def run_clocks(rev: str) -> tuple[dict[str, float], dict[str, int], float]:
     """Per game, the summed run clocks (``wall_s``) and the seeds of the committed run at ``rev``, and its wall
     time (``report.md``'s ``wall time`` row, seconds)."""
-    listing = subprocess.run(["git", "-C", str(REPO), "ls-tree", "--name-only", f"{rev}:{RESULTS}/runs"],
-                             capture_output=True, text=True, check=True).stdout.split()
+    packed = subprocess.run(["git", "-C", str(REPO), "show", f"{rev}:{RESULTS}/{records.PACKED}"],
+                            capture_output=True, check=True).stdout  # the records as the reference keeps them
     clocks: dict[str, float] = {}
     seeds: dict[str, set] = {}
-    for name in listing:
-        result = json.loads(git_show(rev, f"{RESULTS}/runs/{name}"))["result"]
+    for line in gzip.decompress(packed).decode().splitlines():
+        result = json.loads(line)["result"]
         clocks[result["game"]] = clocks.get(result["game"], 0.0) + result["wall_s"]
         seeds.setdefault(result["game"], set()).add(result["seed"])
     wall = report_settings(rev).get("wall time")
@@ -183,8 +177,8 @@ def main(argv=None) -> None:
                     help="tau2's run clocks divided by this in the wall estimate (the batched engine's measured "
                          "factor on tau2's benchmark runs; default 1: the committed clocks as they are)")
     ap.add_argument("--runs", nargs="+", default=None, metavar="REV",
-                    help="read the committed default runs of these revisions instead, made at today's default preset "
-                         "(default: RUNS, the runs that sized SEEDS_MIN, made before the plateau rule)")
+                    help="read the committed default runs of these revisions instead of RUNS (made at today's "
+                         "default preset)")
     ap.add_argument("--out", type=output_file, default=None, help="also write the JSON here (atomically)")
     args = ap.parse_args(argv)
     if not 0.1 <= args.tau2_speedup <= 100:
@@ -192,7 +186,7 @@ def main(argv=None) -> None:
     runs = {}
     try:
         for rev in args.runs or RUNS:
-            check_settings(rev, today=args.runs is not None)
+            check_settings(rev)
             runs[rev] = json.loads(git_show(rev, f"{RESULTS}/results.json"))
         clock = run_clocks(CLOCK_RUN)
     except (RuntimeError, subprocess.CalledProcessError) as e:

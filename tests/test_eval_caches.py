@@ -14,7 +14,7 @@ from scope_envs.core.surfaces import FEATURE_BOUND
 from scope_envs.games.cooperbench import styles, world
 from scope_envs.games.cooperbench.batched import R, coins
 from scope_envs.games.p4g import personas
-from scope_envs.games.p4g.game import card_z
+from scope_envs.games.p4g.batched import CARD_SCALARS, N_PERSUADER_ACTS, card_row
 from scope_envs.train.policy import UniformPolicy
 from scope_envs.train.rollout import AGENT, agent_entropies, collect
 
@@ -39,11 +39,11 @@ def test_coins_are_their_definition():
                     assert type(got[k]) is type(v) and np.array_equal(got[k], v) and np.shape(got[k]) == np.shape(v)
 
 
-def test_card_z_is_the_standardized_card():
+def test_a_cards_row_holds_the_standardized_card_and_is_cached():
+    first = len(CARD_SCALARS) + 2 * N_PERSUADER_ACTS
     for p in [personas.default_persona()] + [personas.persona("heldout", i) for i in range(0, 500, 50)]:
         want = np.clip(personas.standardize(p), -4, 4).astype(np.float32)
-        assert card_z(p).dtype == np.float32 and np.array_equal(card_z(p), want)
-        assert card_z(p) is card_z(p) and not card_z(p).flags.writeable
+        assert np.array_equal(card_row(p)[first:-3], want) and card_row(p) is card_row(p)
 
 
 @pytest.mark.parametrize("env_id", ["p4g-frozen", "p4g-cotrain", "cooperbench-heldout"])

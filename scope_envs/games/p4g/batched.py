@@ -1,14 +1,10 @@
-"""Persuasion for Good for N episodes at once: the game's state as arrays, the users' replies as matrices.
+"""Persuasion for Good for N episodes at once: the game's rules on arrays, the users' replies as matrices.
 
-``P4GBatch`` holds N games (slots) and steps any subset of them with numpy. It is
-the batched engine under ``scope_envs.make_vec`` and follows ``P4GGame`` (and the
-reference and human-proxy reply models) operation for operation, in the same
-floating-point order, so that the same seeds give the same trajectories:
-``tests/test_vec.py`` plays every p4g id both ways and compares every
-observation, mask, reward and outcome. Dealing (the card) stays with the scalar
-game (``P4GGame.sample_persona``); who plays the user, and their generators, stay
-with the vec env. The vec env's fast mode deals from ``split_cards``: every card
-of a split as one row of floats (``card_row``), so N cards are N indices.
+``P4GBatch`` holds N games (slots) and steps any subset of them with numpy. It is the one definition of the
+game's rules: ``P4GGame`` (the env's game) is a batch of one with the transcript on top, and the batched engine
+under ``scope_envs.make_vec`` steps N. Dealing (the card) is ``personas.sample``; who plays the user, and their
+generators, stay with the env. The vec env's fast mode deals from ``split_cards``: every card of a split as one
+row of floats (``card_row``), so N cards are N indices.
 
 Reply models computed here for all slots at once:
 
@@ -30,9 +26,13 @@ from __future__ import annotations
 import numpy as np
 
 from scope_envs.core.game import Persona
-from scope_envs.core.rewards import SIMULATOR_REWARDS
+from scope_envs.core.rewards import SIMULATOR_REWARDS, simulator_reward
 from scope_envs.games.p4g import dialogue_acts, human_proxy, personas, reference
-from scope_envs.games.p4g.game import N_PERSUADEE_ACTS, N_PERSUADER_ACTS
+
+PERSUADER, PERSUADEE = ROLES = ("persuader", "persuadee")
+# ``zero_sum`` is v0's ``adversarial`` (minus the gift in dollars); ``adversarial`` is now SCOPE's 1 - score
+USER_REWARDS = ("mixed", "persona", "zero_sum") + SIMULATOR_REWARDS
+N_PERSUADER_ACTS, N_PERSUADEE_ACTS = len(dialogue_acts.PERSUADER_ACTS), len(dialogue_acts.PERSUADEE_ACTS)
 
 FIRST_AMOUNT = dialogue_acts.FIRST_AMOUNT
 CLOSE = dialogue_acts.PERSUADER_INDEX["close"]
@@ -170,7 +170,7 @@ def _card_terms(persona: Persona) -> dict:
 class P4GBatch:
     """N Persuasion-for-Good games; roles are 0 (persuader) and 1 (persuadee)."""
 
-    roles = ("persuader", "persuadee")
+    roles = ROLES
     n_acts = (N_PERSUADER_ACTS, N_PERSUADEE_ACTS)
     # the turn order the vec env may rely on: the persuader opens, and the persuadee replies once per turn
     user_opens, user_replies_once = False, True
@@ -331,9 +331,7 @@ class P4GBatch:
         if not users:
             return actual, None
         if mode in SIMULATOR_REWARDS:
-            score = self.agent_score(idx)
-            user = {"adversarial": 1.0 - score, "cooperative": score, "curriculum": np.zeros(len(idx))}[mode]
-            return actual, user
+            return actual, simulator_reward(mode, self.agent_score(idx)) + np.zeros(len(idx))
         persona_term = -np.abs(self.intended(idx) - self.expected[idx])
         user = {"zero_sum": -actual, "persona": persona_term, "mixed": 0.5 * persona_term - 0.5 * actual}[mode]
         return actual, user
