@@ -232,5 +232,5 @@ def test_bench_help_names_each_default(capsys):
         main(["bench", "--help"])
     text = " ".join(capsys.readouterr().out.split())
     assert "default: ./results" in text and "--print-report" in text
-    assert "p4g 26, cooperbench 16, tau2 15" in text and "SEEDS_MIN" in text
+    assert "p4g 18, cooperbench 22, tau2 8" in text and "SEEDS_MIN" in text
     assert "p4g 20_000, cooperbench 20_000, tau2 40_000" in text and "presets.py" in text
