@@ -23,7 +23,9 @@ from scope_envs.bench.methods import (
     METHODS,
     PRESETS,
     heldout_episodes_for,
+    ORACLE_BUDGET,
     available,
+    ceiling_steps,
     preset_steps,
 )
 from scope_envs.bench.plots import plot
@@ -53,6 +55,7 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS + EXTRA_METHODS)
     seeds = ", ".join(f"{g} {max(PRESETS['default']['seeds'], SEEDS_MIN.get(g, 0))}" for g in GAMES)
     steps = ", ".join(f"{g} {preset_steps(g):_}" for g in GAMES)
+    ceilings = ", ".join(f"{g} {ceiling_steps(g, preset_steps(g)):_}" for g in GAMES)
     ap.add_argument("--seeds", type=count(MAX_SEEDS), default=None,
                     help=f"number of seeds (0..N-1; at most {MAX_SEEDS}). Default: the default preset's per game, "
                          f"{seeds} (its {PRESETS['default']['seeds']} seeds raised by the seeds rule, SEEDS_MIN in "
@@ -61,8 +64,10 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
                          "reference's rows keep all their seeds, whatever this says")
     ap.add_argument("--steps", type=count(MAX_STEPS), default=None,
                     help=f"training budget per run, in decisions of agent_0 (at most {MAX_STEPS:_}). Default: the "
-                         f"preset's per game, {steps} (preset_steps in scope_envs/bench/presets.py); --full: "
-                         f"{PRESETS['full']['steps']:_} per game")
+                         f"preset's per game, {steps}: the plateau rule's budgets, cooperbench's below its plateau (GameSpec.budget; "
+                         f"preset_steps in scope_envs/bench/presets.py); --full: {PRESETS['full']['steps']:_} per "
+                         f"game. The ceiling (oracle) trains its own plateau budget, {ceilings}; below a game's "
+                         f"plateau, {ORACLE_BUDGET}x --steps, at most that (presets.ceiling_steps)")
     ap.add_argument("--eval-episodes", type=count(MAX_EVAL_EPISODES), default=None,
                     help="evaluation episodes per side (default: the preset's, with the held-out side raised per game "
                          "by the evaluation rule, EVAL_EPISODES_MIN; a smoke run, --steps below "
