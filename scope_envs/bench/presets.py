@@ -4,6 +4,7 @@ preset (the runner, the methods, a reference's rebuild hint) imports it without 
 
 from __future__ import annotations
 
+from scope_envs.bench.budgets import ceiling_budget
 from scope_envs.bench.protocol import EVAL_EPISODES
 from scope_envs.games import game_names, game_spec
 
@@ -29,8 +30,6 @@ def ceiling_steps(game: str, steps: int) -> int:
     the methods' plateau budget, the ceiling's own plateau budget, never less than the methods'
     (``budgets.ceiling_budget``); below it (a quick run, at no plateau anyway), ``ORACLE_BUDGET`` times ``steps``,
     capped at the ceiling's plateau budget."""
-    from scope_envs.bench.budgets import ceiling_budget
-
     spec = game_spec(game)
     if steps >= spec.budget:
         return ceiling_budget(spec.ceiling_budget, steps)
