@@ -13,7 +13,7 @@ from scope_envs.train.act_ppo import (
     PPOTrainer,
     find_pool,
 )
-from scope_envs.train.groups import group_advantages
+from scope_envs.train.groups import by_group, group_advantages
 from scope_envs.train.rollout import rollout_diagnostics
 
 torch.set_num_threads(1)
@@ -161,10 +161,12 @@ def test_the_pool_gets_a_snapshot_every_snapshot_every_updates():
         assert per_env == [min(1 + updates // 2, 3)] * 8  # the live user plus the snapshots, at most pool_size
     assert all(p.entries == trainer.pools[0].entries for p in trainer.pools)
     assert all(isinstance(s, PolicySnapshot) for s in trainer.pools[0].snapshots)
-    episodes, _ = trainer.play(trainer.envs, 32, seed=9, group_size=8)
+    episodes, _ = trainer.play(trainer.envs, 96, seed=9, group_size=8)
     by_snapshot = [ep for ep in episodes if "user_0" not in ep["traj"]]
     assert by_snapshot and all(ep["user_acts"] for ep in by_snapshot)  # a snapshot played; no user decisions
     assert len(by_snapshot) < len(episodes)
+    for group in by_group(episodes).values():  # a group's scenario picks its user: one for all its episodes
+        assert len({"user_0" in ep["traj"] for ep in group}) == 1
 
 
 def test_grpo_learns_on_a_fixed_seed():

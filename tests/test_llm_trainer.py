@@ -288,8 +288,8 @@ def test_a_group_shares_its_scenario_not_its_episode_seed(tmp_path, tiny_dir):
     their own dialogue randomness; the same agent lines then draw different simulator replies."""
     from scope_envs.train.llm import ppo
 
-    # (p4g-frozen deals its three collapsed members per episode, each on its own card: grounded deals the card)
-    cfg = _cfg(tmp_path, env="p4g-grounded", algo="grpo", groups=2, group_size=4, env_kwargs={"max_turns": 3})
+    # (p4g-frozen's three collapsed members hold a card each: the group's scenario picks the member, and so the card)
+    cfg = _cfg(tmp_path, env="p4g-frozen", algo="grpo", groups=2, group_size=4, env_kwargs={"max_turns": 3})
     learners = _learners(cfg)
     learners["agent"].engine = ScriptedEngine(learners["agent"].tokenizer, [
         "Hello! Would you consider a donation to Save the Children?"])

@@ -22,7 +22,11 @@ with or given (wrappers supply them; they never patch the env):
 
 ``reset(seed, options={"scenario_seed": s})`` deals the card (and task) from
 ``s`` and everything else from ``seed``: a *group* of episodes on one scenario,
-as GRPO plays them, with independent dialogue randomness.
+as GRPO plays them, with independent dialogue randomness. The member in the
+user seat is part of the scenario: it is picked from ``member_generator(s)``
+(a schedule that picks by episode, not by its generator, still decides by
+itself), so a group meets one simulator, and with it one card where the
+members hold cards of their own (p4g's frozen simulator, a rotation).
 """
 
 from __future__ import annotations
@@ -40,6 +44,13 @@ from scope_envs.core.surfaces import (MAX_MESSAGE_CHARS, SURFACES, TextSurface, 
 
 AGENT = "agent_0"
 LEARNABLE = "learnable"
+MEMBER_STREAM = 0x6D656D62  # keys a scenario seed's member pick apart from its card's draws
+
+
+def member_generator(scenario_seed: int | None, rng: np.random.Generator) -> np.random.Generator:
+    """The generator an episode's member is picked from: the env's own, or under a scenario seed one of the
+    scenario's, so that the episodes of a group meet the same member."""
+    return rng if scenario_seed is None else np.random.default_rng([MEMBER_STREAM, scenario_seed])
 _UNSET = object()  # "work the speaker out" (None is a speaker value: nobody's turn)
 
 
@@ -155,12 +166,12 @@ class DialogueParallelEnv(ParallelEnv):
         if options.get("reset_schedule"):
             self.schedule.reset()
         self._started = True
-        self.member = self.schedule.pick(len(self.members), self._rng)
+        scenario = options.get("scenario_seed")
+        self.member = self.schedule.pick(len(self.members), member_generator(scenario, self._rng))
         self._agent_return = 0.0
         sim = self.simulator
         persona = sim.persona if sim is not None and sim.persona is not None else None
         if persona is None:  # a scenario seed deals the same card (and task) to every episode given it
-            scenario = options.get("scenario_seed")
             rng = self._rng if scenario is None else np.random.default_rng(scenario)
             persona = self.game.sample_persona(rng, self.split)
         self.game.user_player = sim

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from scope_envs.core.env import AGENT, LEARNABLE, DirectAnswer
+from scope_envs.core.env import AGENT, LEARNABLE, DirectAnswer, member_generator
 from scope_envs.core.game import Turn
 from scope_envs.core.simulator import Simulator, View
 from scope_envs.core.surfaces import FEATURE_BOUND
@@ -217,8 +217,9 @@ class BatchedVecEnv(VecBase):
                 env.schedule.reset()
             env._started = True
             rng = env._rng
-            env.member = member = env.schedule.pick(len(env.members), rng)
-            cards.append(self._deal_one(i, member, opt.get("scenario_seed") if opt else None, rng))
+            scenario_seed = opt.get("scenario_seed") if opt else None
+            env.member = member = env.schedule.pick(len(env.members), member_generator(scenario_seed, rng))
+            cards.append(self._deal_one(i, member, scenario_seed, rng))
             agent = env.member_agent[member]
             sim = env.game.user_player
             members.append(member)
@@ -254,7 +255,7 @@ class BatchedVecEnv(VecBase):
                 scenario_seed = opt.get("scenario_seed")
             env._started = True
             rng = env._rng
-            env.member = m = env.schedule.pick(count[j], rng)
+            env.member = m = env.schedule.pick(count[j], member_generator(scenario_seed, rng))
             member[j] = m
             if ask[j][m]:  # its view reads the scalar game
                 asked.append(j)
@@ -320,9 +321,12 @@ class BatchedVecEnv(VecBase):
             many = count > 1
             if np.count_nonzero(many):
                 member[many] = rng.integers(count[many])
+            for j, i in enumerate(idx.tolist()):  # a group's scenario picks its member (DialogueParallelEnv.reset)
+                if i in scenario:
+                    member[j] = self._u[i].schedule.pick(int(count[j]), member_generator(scenario[i], rng))
         else:
-            member = np.array([self._u[i].schedule.pick(c, rng) for i, c in zip(idx.tolist(), count.tolist())],
-                              np.int64)
+            member = np.array([self._u[i].schedule.pick(c, member_generator(scenario.get(i), rng))
+                               for i, c in zip(idx.tolist(), count.tolist())], np.int64)
         self.member[idx] = member
         drawn = self._roster[idx, member]  # every field of the members drawn, (slots, ROSTER)
         self._seated[idx] = drawn[:, : FOLLOWS + 1]
