@@ -216,7 +216,8 @@ def make_p4g(regime: str, surface: str = "act", *, max_turns: int = 10, user_rew
     from scope_envs.games.p4g.game import P4GGame
 
     return build(regime, P4GGame(max_turns=max_turns, user_reward=user_reward, target_var=target_var, width=width),
-                 frozen=lambda **card: players.CollapsedPersuadee(sharpening, **card), rotation=players.rotation_members,
+                 frozen=lambda **card: players.CollapsedPersuadee(sharpening, **card),
+                 rotation=players.rotation_members,
                  heldout=players.HumanProxyPersuadee, reference=players.ReferencePersuadee,
                  grounded=players.GroundedPersuadee, surface=surface, render_mode=render_mode, max_errors=max_errors,
                  **options)
@@ -248,7 +249,8 @@ def make_cooperbench(regime: str, surface: str = "act", *, max_turns: int | None
 
     game = CooperBenchGame(max_turns=12 if max_turns is None else max_turns, user_reward=user_reward, target_var=target_var, width=width)
     return build(regime, game,
-                 frozen=lambda **card: players.CollapsedPartner(sharpening, **card), rotation=players.rotation_members,
+                 frozen=lambda **card: players.CollapsedPartner(sharpening, **card),
+                 rotation=players.rotation_members,
                  heldout=players.HumanProxyPartner, reference=players.ReferencePartner, surface=surface,
                  render_mode=render_mode, max_errors=max_errors, **options)
 
@@ -267,7 +269,8 @@ def make_tau2(regime: str, surface: str = "act", *, domain=("airline", "retail",
         from scope_envs.games.tau2.text_game import Tau2TextGame as GameClass
     game = GameClass(domain, data_dir, max_steps=max_steps, max_tool_errors=max_tool_errors, judge=judge,
                      user_reward=user_reward, target_var=target_var, width=width)
-    return build(regime, game, frozen=lambda **card: players.CollapsedUser(sharpening, **card), rotation=players.rotation_members,
+    return build(regime, game, frozen=lambda **card: players.CollapsedUser(sharpening, **card),
+                 rotation=players.rotation_members,
                  heldout=players.HumanProxyUser, reference=players.ReferenceUser, surface=surface, render_mode=render_mode,
                  max_errors=max_errors, **options)
 

@@ -457,6 +457,16 @@ def test_the_grounded_row_is_in_the_default_grid_of_p4g_only(tmp_path):
         run(games=["tau2"], methods=["grounded"], seeds=1, steps=100, out=tmp_path / "x", progress=False)
 
 
+def test_the_cli_refuses_a_grounded_row_on_a_game_without_one(tmp_path, capsys):
+    from scope_envs.cli import main
+
+    with pytest.raises(SystemExit) as e:
+        main(["bench", "--games", "tau2", "--methods", "grounded", "--out", str(tmp_path / "x")])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert "argument --methods" in err and "tau2 has none" in err and "Traceback" not in err
+
+
 def test_a_one_seed_grounded_row_runs_end_to_end(tmp_path):
     from scope_envs.cli import main
 

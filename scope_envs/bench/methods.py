@@ -88,6 +88,15 @@ def available(game: str, method: str) -> bool:
     return method != "grounded" or game_spec(game).grounded is not None
 
 
+def require_row(method: str, games) -> None:
+    """A ``ValueError`` unless ``method`` is a row of at least one of ``games`` (``available``)."""
+    if not any(available(g, method) for g in games):
+        grounded = [g for g in GAMES if game_spec(g).grounded]
+        raise ValueError(f"method {method!r} is a row of none of {list(games)}: it needs a user simulator fitted to "
+                         f"the game's real dialogues (GameSpec.grounded): {', '.join(games)} has none (only "
+                         f"{', '.join(grounded) or 'no game'} has)")
+
+
 def method_setup(game: str, method: str, user_reward: str | None = None, advantage: str = "gae",
                  group_size: int = 1) -> tuple[str, dict, dict]:
     """(training env id, env kwargs, PPOConfig overrides) of a method. ``user_reward`` goes to the methods
@@ -95,10 +104,7 @@ def method_setup(game: str, method: str, user_reward: str | None = None, advanta
     ``frozen``'s config). ``random`` and ``untrained`` get ``frozen``'s env and are not trained."""
     if method not in METHODS + EXTRA_METHODS:
         raise ValueError(f"method must be one of {METHODS + EXTRA_METHODS}, got {method!r}")
-    if not available(game, method):
-        grounded = [g for g in GAMES if game_spec(g).grounded]
-        raise ValueError(f"method 'grounded' needs a user simulator fitted to the game's real dialogues "
-                         f"(GameSpec.grounded): {game} has none (only {', '.join(grounded) or 'no game'} has)")
+    require_row(method, [game])
     regime = {"random": "frozen", "untrained": "frozen", "selfplay": "cotrain", "population_members": "population",
               "oracle": "heldout", "uncollapsed": "frozen"}.get(method, method)
     # oracle: the held-out behaviour model on TRAIN personas/tasks (the ceiling; measurement only)

@@ -21,12 +21,13 @@ from scope_envs.bench.methods import (
     SEEDS_MIN,
     GAMES,
     METHODS,
-    PRESETS,
-    heldout_episodes_for,
     ORACLE_BUDGET,
+    PRESETS,
     available,
     ceiling_steps,
+    heldout_episodes_for,
     preset_steps,
+    require_row,
 )
 from scope_envs.bench.plots import plot
 from scope_envs.bench.report import write_report
@@ -64,8 +65,8 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
                          "reference's rows keep all their seeds, whatever this says")
     ap.add_argument("--steps", type=count(MAX_STEPS), default=None,
                     help=f"training budget per run, in decisions of agent_0 (at most {MAX_STEPS:_}). Default: the "
-                         f"preset's per game, {steps}: the plateau rule's budgets, cooperbench's below its plateau (GameSpec.budget; "
-                         f"preset_steps in scope_envs/bench/presets.py); --full: {PRESETS['full']['steps']:_} per "
+                         f"preset's per game, {steps}: the plateau rule's budgets, cooperbench's below its plateau "
+                         f"(GameSpec.budget; preset_steps in scope_envs/bench/presets.py); --full: {PRESETS['full']['steps']:_} per "
                          f"game. The ceiling (oracle) trains its own plateau budget, {ceilings}; below a game's "
                          f"plateau, {ORACLE_BUDGET}x --steps, at most that (presets.ceiling_steps)")
     ap.add_argument("--eval-episodes", type=count(MAX_EVAL_EPISODES), default=None,
@@ -163,10 +164,7 @@ def run(games=GAMES, methods=METHODS, seeds=None, steps=None, eval_episodes=None
     out = check_output_dir(out)  # a file in the way, a read-only disk: said now, before any run
     check_output_dir(out / "runs")
     for method in methods if list(methods) != list(METHODS) else ():  # rows asked for by name
-        if not any(available(g, method) for g in games):
-            raise ValueError(f"method {method!r} is a row of none of {list(games)}"
-                             + ("" if method != "grounded" else
-                                " (it needs a simulator fitted to the game's real dialogues: GameSpec.grounded)"))
+        require_row(method, games)
     # the preset's held-out evaluation, raised per game to the measurement-resolution rule; --eval-episodes is
     # exact (both sides)
     floor = eval_episodes is None and not smoke
@@ -271,6 +269,11 @@ def main(args: argparse.Namespace) -> None:
         if twice:
             args.parser.error(f"argument --{option}: {', '.join(twice)} given twice (each is run once; name it once)")
     entrants.check_arguments(args)  # --method, --against, --confirmatory (argparse errors)
+    for method in args.methods if args.methods != list(METHODS) else ():  # a row no game asked for has
+        try:
+            require_row(method, args.games)
+        except ValueError as e:
+            args.parser.error(f"argument --methods: {e}")
     if args.group_size < 2 and (args.advantage == "grpo" or args.user_reward == "curriculum"):
         args.parser.error(f"argument --group-size: must be >= 2 with --advantage grpo or --user-reward curriculum, "
                           f"got {args.group_size}")

@@ -44,6 +44,7 @@ from scope_envs.core.surfaces import (MAX_MESSAGE_CHARS, SURFACES, TextSurface, 
 
 AGENT = "agent_0"
 LEARNABLE = "learnable"
+_UNSET = object()  # "work the speaker out" (None is a speaker value: nobody's turn)
 MEMBER_STREAM = 0x6D656D62  # keys a scenario seed's member pick apart from its card's draws
 
 
@@ -51,7 +52,6 @@ def member_generator(scenario_seed: int | None, rng: np.random.Generator) -> np.
     """The generator an episode's member is picked from: the env's own, or under a scenario seed one of the
     scenario's, so that the episodes of a group meet the same member."""
     return rng if scenario_seed is None else np.random.default_rng([MEMBER_STREAM, scenario_seed])
-_UNSET = object()  # "work the speaker out" (None is a speaker value: nobody's turn)
 
 
 class DirectAnswer:

@@ -56,7 +56,7 @@ class GameSpec:
     # -- the benchmark: the plateau rule's ladder base (the default budget before the rule) and its answers, the
     # methods' budget and the ceiling's at the default preset (bench.budgets, benchmarks/plateau_budget.py); the
     # frozen regime's simulator: 0, the collapsed simulator on its modal card (the calibration's ``combined``), or
-    # k, its defects on the first k train cards dealt in turn (``homogeneous``: bench.calibration's design rule);
+    # k, its defects on the first k train cards, one dealt per episode (``homogeneous``: the calibration's rule);
     # the held-out side's episode floor and the default run's
     # seed floor (bench.protocol, bench.methods: derived by their rules before the run that uses them); the held-out
     # proxies' assumption variants (an ordered mapping with "default"; bench --sensitivity); the report's section of

@@ -321,9 +321,9 @@ class BatchedVecEnv(VecBase):
             many = count > 1
             if np.count_nonzero(many):
                 member[many] = rng.integers(count[many])
-            for j, i in enumerate(idx.tolist()):  # a group's scenario picks its member (DialogueParallelEnv.reset)
-                if i in scenario:
-                    member[j] = self._u[i].schedule.pick(int(count[j]), member_generator(scenario[i], rng))
+            for j in np.flatnonzero(np.isin(idx, list(scenario))).tolist() if scenario else ():
+                i = int(idx[j])  # a group's scenario picks its member (DialogueParallelEnv.reset)
+                member[j] = self._u[i].schedule.pick(int(count[j]), member_generator(scenario[i], rng))
         else:
             member = np.array([self._u[i].schedule.pick(c, member_generator(scenario.get(i), rng))
                                for i, c in zip(idx.tolist(), count.tolist())], np.int64)
