@@ -4,7 +4,8 @@ comparisons can see 15% of its band.
 The rule (declared before any run that uses its numbers; ``scope_envs.bench.methods.SEEDS_MIN`` holds its output):
 
 * **What is resolved.** A game's confirmatory family compares each method with ``frozen`` on held-out success
-  (Welch's t, Holm over the family's m = 6 comparisons). Its minimum detectable effect (``stats.mde``: power 0.8,
+  (Welch's t, Holm over the family's m comparisons: the larger of the family in ``RUNS`` and the default grid's
+  today, ``grid_family``, so a row added to the grid raises m). Its minimum detectable effect (``stats.mde``: power 0.8,
   two-sided alpha 0.05 / m, Holm's strictest step, at n seeds per arm, noncentral t) times the per-seed sd is the
   smallest true difference the instrument reliably sees. The rule asks for MDE <= ``FRACTION`` (15%) of the band
   (the ceiling ``oracle`` minus the floor ``random`` on held-out success).
@@ -42,7 +43,7 @@ import numpy as np
 
 from scope_envs.arguments import output_file
 from scope_envs.bench import records, stats
-from scope_envs.bench.methods import PRESETS, heldout_episodes_for, preset_steps
+from scope_envs.bench.methods import METHODS, PRESETS, available, heldout_episodes_for, preset_steps
 from scope_envs.bench.methods import SEEDS_MDE_FRACTION as FRACTION  # the MDE the rule allows, a fraction of the band
 
 REPO = Path(__file__).resolve().parents[1]
@@ -117,11 +118,16 @@ def smallest(n_ok) -> int:
     return MAX_SEEDS
 
 
+def grid_family(game: str) -> int:
+    """The size of ``game``'s confirmatory family in today's default grid: its methods compared with frozen."""
+    return sum(available(game, m) and m not in stats.REFERENCE and m != stats.BASELINE for m in METHODS)
+
+
 def rule(runs: dict[str, dict]) -> dict:
     """The rule's inputs and output per game, from ``runs`` (revision -> its results.json)."""
     out = {}
     for game in ("p4g", "cooperbench", "tau2"):
-        arms, diffs, bands, family = [], [], [], 0
+        arms, diffs, bands, family = [], [], [], grid_family(game)
         for results in runs.values():
             table = results[game]
             fam = stats.confirmatory_family(table)

@@ -9,7 +9,7 @@ import torch
 
 from scope_envs import bench
 from scope_envs.cli import main
-from scope_envs.bench.methods import available
+from scope_envs.bench.methods import REALISM_METRICS, REALISM_ROWS, available
 
 KEYS = {"train_success", "heldout_success", "gap", "per_seed", "policy_entropy", "sim_entropy", "train_zero_score_frac",
         "panel_success", "normalized", "recovered", "reference_success", "collapse_gap", "misspecification_gap"}
@@ -34,14 +34,15 @@ def test_bench_end_to_end(tmp_path):
     for game in bench.GAMES:
         assert set(results[game]) == {m for m in bench.METHODS if available(game, m)}  # grounded: p4g's only
         for method, entry in results[game].items():
-            assert set(entry) == KEYS | {"data"} | (IMPROVEMENT if method != "frozen" else set()), method
+            own = set(REALISM_METRICS) if method in REALISM_ROWS else set()
+            assert set(entry) == KEYS | {"data"} | own | (IMPROVEMENT if method != "frozen" else set()), method
             # what the row played is named: tau2's task source (the real split, or the announced fallback)
             assert entry["data"]["source"] == ("package" if game != "tau2" else tau2_source()), (game, entry["data"])
             lo, hi = entry["heldout_iqm_ci"]
             assert lo <= entry["heldout_iqm"] <= hi
             assert set(entry["per_seed"]) == {"0", "1"}
             for seed in entry["per_seed"].values():
-                assert set(seed) == SEED_KEYS
+                assert set(seed) == SEED_KEYS | own
                 assert seed["gap"] == pytest.approx(seed["train_success"] - seed["heldout_success"])
                 assert 0 <= seed["heldout_success"] <= top[game]
             assert entry["gap"] == pytest.approx(np.mean([s["gap"] for s in entry["per_seed"].values()]))

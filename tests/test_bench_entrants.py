@@ -103,7 +103,7 @@ def test_the_report_shows_the_entrant_with_its_ci_and_its_own_tests(tmp_path):
     assert "[" in row and "### New entrants" in text and "| dr | frozen |" in text
     start = text.index("### Confirmatory")
     conf = text[start:text.index("\n### ", start)]
-    assert "| dr |" not in conf and "m = 7" in conf  # frozen against p4g's seven methods, grounded among them
+    assert "| dr |" not in conf and "m = 9" in conf  # frozen against p4g's nine methods: grounded and the realism rows among them
     assert not re.search(r"\bdr\b", text[text.index("### The paper's claims"):])  # claims: built-in rows only
 
 
@@ -232,5 +232,7 @@ def test_bench_help_names_each_default(capsys):
         main(["bench", "--help"])
     text = " ".join(capsys.readouterr().out.split())
     assert "default: ./results" in text and "--print-report" in text
-    assert "p4g 18, cooperbench 22, tau2 8" in text and "SEEDS_MIN" in text
+    from scope_envs.bench.methods import SEEDS_MIN
+
+    assert ", ".join(f"{g} {n}" for g, n in SEEDS_MIN.items()) in text and "SEEDS_MIN" in text
     assert "p4g 20_000, cooperbench 20_000, tau2 40_000" in text and "presets.py" in text

@@ -23,6 +23,8 @@ BAD = [
     ("tau2_act_speed", ["--fingerprint", "-1"], "--fingerprint", "an integer from 1 to"),
     ("tau2_calculate", ["--repeats", "0"], "--repeats", "an integer from 1 to"),
     ("cooperbench_code_speed", ["--rounds", "0"], "--rounds", "an integer from 1 to"),
+    ("realism_known_answers", ["--seeds", "0"], "--seeds", "an integer from 1 to"),
+    ("realism_known_answers", ["--game", "tau2"], "--game", "invalid choice"),
     ("hostile_text", ["--lengths", "100", "-5"], "--lengths", "an integer from 1 to"),
     ("tau2_speed", ["--domains", "nosuch"], "--domains", "invalid choice"),
     ("tau2_speed", ["--repeat", "0"], "--repeat", "an integer from 1 to"),

@@ -38,6 +38,29 @@ def test_merge_equals_git_merge_file(tmp_path):
                 assert git.stdout == clean[path]
 
 
+def test_the_games_merge_is_the_worlds_text_merge():
+    """The rules' array merge (``CooperBenchBatch``) ends every episode as ``world.merge`` and
+    ``world.feature_done`` on the branches' text: the same conflicts and the same finished features."""
+    from scope_envs.games.cooperbench.batched import CooperBenchBatch
+
+    rng = np.random.default_rng(1)
+    n, regions = 300, world.N_REGIONS
+    batch = CooperBenchBatch(n)
+    needs = rng.random((n, 2, regions)) < 0.3
+    batch.reset_needs(np.arange(n), needs, np.full(n, 0.5))
+    batch.edits[:] = rng.choice(3, size=(n, 2, regions), p=[0.5, 0.3, 0.2])  # none, own feature, combined
+    batch._finish(np.arange(n))
+    for i in range(n):
+        written = [{r: ((feature,) if code == 1 else (feature, other)) for r, code in enumerate(batch.edits[i, role])
+                    if code} for role, (feature, other) in enumerate((("A", "B"), ("B", "A")))]
+        merged, conflicts = world.merge(*written)
+        done = [world.feature_done(merged, conflicts, frozenset(np.flatnonzero(needs[i, role]).tolist()), f)
+                for role, f in enumerate("AB")]
+        assert batch.result["conflicts"][i] == len(conflicts)
+        assert (batch.result["teammate_feature"][i], batch.result["partner_feature"][i]) == tuple(map(float, done))
+        assert batch.result["success"][i] == float(all(done) and not conflicts)
+
+
 def play(env_id, teammate, partner=None, episodes=60, **kw):
     env = scope_envs.make(env_id, **kw)
     rng = np.random.default_rng(0)

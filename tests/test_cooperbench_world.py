@@ -107,7 +107,8 @@ def test_a_leader_that_ignores_claims_and_a_quiet_card_need_opposite_teammates()
 def test_the_held_out_proxys_sampled_rules_are_unchanged_by_the_reference_needs():
     """The quiet cards' needs are the reference's (expected mode); sampled mode has none of them."""
     quiet = card("quiet", talk=0.2)
-    assert styles.leaves_shared(quiet, sampled=False) and not styles.leaves_shared(quiet, sampled=True)
+    talk = quiet.traits["talk"]
+    assert styles.leaves_shared(talk, sampled=False) and not styles.leaves_shared(talk, sampled=True)
 
 
 def best_response(partner):

@@ -12,7 +12,8 @@ from gymnasium import spaces
 import scope_envs
 from scope_envs.core.surfaces import FEATURE_BOUND
 from scope_envs.games.cooperbench import styles, world
-from scope_envs.games.cooperbench.batched import R, coins
+from scope_envs.games.cooperbench.batched import R
+from scope_envs.games.cooperbench.styles import coins
 from scope_envs.games.p4g import personas
 from scope_envs.games.p4g.batched import CARD_SCALARS, N_PERSUADER_ACTS, card_row
 from scope_envs.train.policy import UniformPolicy

@@ -59,6 +59,15 @@ declares variants of its training-side world (``GameSpec.worlds``; p4g: its pers
 bootstrap intervals exclude zero for one act only, switched off), ``collapse_design.py --world NAME`` repeats the
 design's runs in that world, users and simulators alike. No answer is expected there: whether the design still
 costs without the assumption is reported beside the fitted world's answer, as how much the cost rests on it.
+**A simulator grounded in real people** (issue 49; declared 2026-12-04, before the first run of these answers
+and before any held-out run of the realism rows; training side only, ``scope_envs.bench.realism``): **R1** the
+grounded simulator on the game's modal card, sharpened by the frozen simulator's exponent (a fitted user collapsed
+as a prompted LLM collapses), is diagnosed collapsed: diagnose's sharpening CI lies above the grounded simulator's
+and its persona-sensitivity CI below it; **R2** a co-trained user paid for realism (``cotrain-realism``), started
+from the behaviour clone of the frozen simulator, ends nearer the training part's real reply pairs than it started
+and nearer than ``cotrain``'s user after the same budget (95% bootstrap CIs over seeds below 0), the distance read
+against the game's fixed probe agent. ``benchmarks/realism_known_answers.py`` runs them (``benchmarks/results/realism/``).
+
 Outputs (``OUT``): ``calibration.json``, ``calibration.md``, ``calibration_<game>.png``, ``runs/``.
 """
 

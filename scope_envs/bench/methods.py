@@ -24,6 +24,13 @@ game's real dialogues (p4g's ``GroundedPersuadee``, ``scope_envs/games/p4g/groun
 one, a ``ValueError``). It is a candidate method like ``frozen``: what training against logs of real people, rather than a
 collapsed prompted simulator, buys on the held-out side.
 
+The rows ``cotrain-realism`` and ``population-realism``, in the default grid of a game with real dialogues to ground
+in (``GameSpec.realism``: p4g), are ``cotrain`` and ``population`` with the user paid for realism
+(``user_reward="realism"``, ``scope_envs.train.realism``): a discriminator, trained as training goes on the training
+part's real reply pairs, pays each reply its log-odds of being a real person's. Their run records add the
+discriminator's accuracies over training (``REALISM_LOG``) and the user's distance to the real pairs at the start
+and the end of training, against the game's probe agent (``bench.realism.realism_metrics``).
+
 Every run is evaluated on four sides (``scope_envs.bench.protocol``), the same seeds for every method (common
 random numbers): ``train_success`` against the training simulator (seeds ``1_000_000 + 1000 * seed + i``),
 ``heldout_success`` against the held-out human proxies (``2_000_000 + 1000 * seed + i``), ``reference_success``
@@ -59,11 +66,13 @@ from scope_envs.train.groups import GROUP_FRACTIONS
 # the floor and the ceiling first (measurement rows: see the module docstring), then the methods
 # (``grounded`` only on a game with real dialogues to fit: ``available``)
 METHODS = ("random", "oracle", "uncollapsed", "untrained", "frozen", "grounded", "vs", "rotation", "cotrain",
-           "population", "selfplay")
+           "population", "cotrain-realism", "population-realism", "selfplay")
+# a learned user paid for realism (``GameSpec.realism`` games only): the row -> its regime
+REALISM_ROWS = {"cotrain-realism": "cotrain", "population-realism": "population"}
 # runnable by name, not in the default grid: K co-trained users with a diversity term (this benchmark's population
 # before SCOPE's checkpoint pool, kept so its old results can be reproduced)
 EXTRA_METHODS = ("population_members",)
-LEARNED_USER = ("cotrain", "population", "population_members", "selfplay")
+LEARNED_USER = ("cotrain", "population", "population_members", "selfplay", *REALISM_ROWS)
 # the default run gives each game max(the preset's seeds, SEEDS_MIN[game]) seeds, so that its confirmatory MDE (power
 # 0.8, Holm over the family) is at most SEEDS_MDE_FRACTION of its band, from the per-seed sd of the committed default
 # runs (rule and inputs: benchmarks/seeds_rule.py; declared, and these numbers derived, before the run that uses
@@ -76,25 +85,34 @@ DIVERSITY_COEF = 0.02  # set a priori, never tuned (docs/architecture.md §4)
 DIAGNOSTICS = GROUP_FRACTIONS  # grouped runs only: the fractions of groups (scope_envs.train.groups)
 METRICS = ("train_success", "heldout_success", "gap", "policy_entropy", "sim_entropy", "train_zero_score_frac",
            "panel_success", "reference_success", "collapse_gap", "misspecification_gap")
-# run metrics also hold ``panel_per_family`` (a list of six: not averaged here)
+# run metrics also hold ``panel_per_family`` (a list of six: not averaged here), and a realism row's own figures
+REALISM_METRICS = ("realism_distance_start", "realism_distance_end", "discriminator_accuracy_end",
+                   "discriminator_held_back_accuracy_end")
 # rough relative run time, to start the slow runs first
-COST = {"oracle": 5, "population": 4, "vs": 1.3, "random": 0.1}
+COST = {"oracle": 5, "population": 4, "population-realism": 4, "vs": 1.3, "random": 0.1}
 UNTRAINED = ("random", "untrained")  # no training: total_steps = 0
 
 
 def available(game: str, method: str) -> bool:
     """Whether ``method`` is a row of ``game``: ``grounded`` needs a simulator fitted to the game's real dialogues
-    (``GameSpec.grounded``); every other row exists on every game."""
-    return method != "grounded" or game_spec(game).grounded is not None
+    (``GameSpec.grounded``), the realism rows real reply pairs to tell users from (``GameSpec.realism``); every other
+    row exists on every game."""
+    if method == "grounded":
+        return game_spec(game).grounded is not None
+    if method in REALISM_ROWS:
+        return game_spec(game).realism is not None
+    return True
 
 
 def require_row(method: str, games) -> None:
     """A ``ValueError`` unless ``method`` is a row of at least one of ``games`` (``available``)."""
     if not any(available(g, method) for g in games):
-        grounded = [g for g in GAMES if game_spec(g).grounded]
-        raise ValueError(f"method {method!r} is a row of none of {list(games)}: it needs a user simulator fitted to "
-                         f"the game's real dialogues (GameSpec.grounded): {', '.join(games)} has none (only "
-                         f"{', '.join(grounded) or 'no game'} has)")
+        having = [g for g in GAMES if available(g, method)]
+        need = "a user simulator fitted to" if method == "grounded" else "real reply pairs from"
+        field = "GameSpec.grounded" if method == "grounded" else "GameSpec.realism"
+        raise ValueError(f"method {method!r} is a row of none of {list(games)}: it needs {need} the game's real "
+                         f"dialogues ({field}): {', '.join(games)} has none (only {', '.join(having) or 'no game'} "
+                         f"has)")
 
 
 def method_setup(game: str, method: str, user_reward: str | None = None, advantage: str = "gae",
@@ -106,11 +124,14 @@ def method_setup(game: str, method: str, user_reward: str | None = None, advanta
         raise ValueError(f"method must be one of {METHODS + EXTRA_METHODS}, got {method!r}")
     require_row(method, [game])
     regime = {"random": "frozen", "untrained": "frozen", "selfplay": "cotrain", "population_members": "population",
-              "oracle": "heldout", "uncollapsed": "frozen"}.get(method, method)
+              "oracle": "heldout", "uncollapsed": "frozen", **REALISM_ROWS}.get(method, method)
     # oracle: the held-out behaviour model on TRAIN personas/tasks (the ceiling; measurement only)
     env_kwargs = {"population": dict(POOL), "population_members": {"members": POPULATION_MEMBERS},
-                  "oracle": {"personas": "train"}, "uncollapsed": {"user": "reference"}}.get(method, {})
-    if user_reward is not None and method in LEARNED_USER:
+                  "oracle": {"personas": "train"}, "uncollapsed": {"user": "reference"},
+                  "population-realism": dict(POOL)}.get(method, {})
+    if method in REALISM_ROWS:  # the row is its user reward: --user-reward does not replace it
+        env_kwargs["user_reward"] = "realism"
+    elif user_reward is not None and method in LEARNED_USER:
         env_kwargs["user_reward"] = user_reward
     overrides = {"selfplay": method == "selfplay",
                  "diversity_coef": DIVERSITY_COEF if method == "population_members" else 0.0}
@@ -168,7 +189,15 @@ class PPOMethod:
         ctx.progress(0, players)
         history = trainer.train(lambda row: ctx.progress(row["agent_steps"], players)) if ctx.budget else []
         return Trained(policy=players, agent_steps=trainer.agent_steps, env_steps=trainer.env_steps,
-                       history=history)
+                       history=history, metrics=self.own_metrics(trainer, ctx))
+
+    def own_metrics(self, trainer, ctx) -> dict:
+        """The row's own figures for its record: a realism row's user distance (``bench.realism.realism_metrics``)."""
+        if self.name not in REALISM_ROWS:
+            return {}
+        from scope_envs.bench.realism import realism_metrics
+
+        return realism_metrics(trainer, ctx.game, ctx.seed)
 
 
 def builtin() -> dict[str, PPOMethod]:

@@ -61,6 +61,7 @@ import numpy as np
 from scope_envs.bench.loading import PluginError, is_file_spec, load_object
 from scope_envs.bench.policies import Trained, check_policy, reseeded
 from scope_envs.train.groups import GROUP_FRACTIONS
+from scope_envs.train.realism import REALISM_LOG
 
 ENTRY_POINT_GROUP = "scope_envs.methods"
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")  # a row name is also part of a file name
@@ -297,8 +298,12 @@ def run_method(method, game: str, seed: int, steps: int, eval_episodes: int, cur
     record["metrics"].update({k: float(np.mean([r[k] for r in last])) for k in GROUP_FRACTIONS
                               if last and k in last[0]})
     record["curve"] = curve.points
-    record["training"] = [{k: r[k] for k in ("agent_steps", "return", "policy_entropy", "user_entropy", *GROUP_FRACTIONS)
-                           if k in r} for r in history]
+    kept = ("agent_steps", "return", "policy_entropy", "user_entropy", *GROUP_FRACTIONS, *REALISM_LOG)
+    record["training"] = [{k: r[k] for k in kept if k in r} for r in history]
+    if history and REALISM_LOG[0] in history[0]:  # a realism-paid user: its discriminator at the end of training
+        record["metrics"].update({f"{k}_end": float(np.mean([r[k] for r in last])) for k in REALISM_LOG
+                                  if k.startswith("discriminator")})  # the user's distance: ``Trained.metrics``
+    record["metrics"].update({k: float(v) for k, v in trained.metrics.items()})
     record["agent_steps"] = trained.agent_steps
     record["env_steps"] = trained.env_steps
     record["env_steps_per_s"] = trained.env_steps / max(train_time, 1e-9) if budget and trained.env_steps else 0.0

@@ -216,13 +216,15 @@ class Trained:
     simulators (a co-trained user: the train side is evaluated with it in the user seat); ``agent_steps``
     the decisions of agent_0 it trained with (default: the last ``progress`` count), ``env_steps``, and
     ``history``, its log rows (dicts; the benchmark keeps ``agent_steps``, ``return``, entropies and the
-    grouped diagnostics from them)."""
+    grouped diagnostics from them); ``metrics``, figures of the method's own that its run record's metrics keep
+    (numbers by name)."""
 
     policy: Any
     seats: dict = field(default_factory=dict)
     agent_steps: int | None = None
     env_steps: int = 0
     history: list = field(default_factory=list)
+    metrics: dict = field(default_factory=dict)
 
     def players(self, seed: int) -> dict:
         """Every seat's policy for one evaluation side with seed ``seed``: each drawing from a stream of that

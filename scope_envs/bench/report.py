@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from scope_envs.bench.methods import DIAGNOSTICS
+from scope_envs.bench.methods import DIAGNOSTICS, REALISM_METRICS
 from scope_envs.bench.stats import (ALPHA, BASELINE, BOOT_RESAMPLES, BOOT_SEED, CEILING, CLAIM_DEFINITIONS, CLAIMS,
                                     FLOOR, LEVEL, PANEL, PANEL_FAMILIES, POWER, SUCCESS, aggregate, game_claims,
                                     game_stats)
@@ -171,6 +171,23 @@ def panel_families(game: str, table: dict, runs: list[dict]) -> list[str]:
     return lines
 
 
+def realism_lines(game: str, table: dict) -> list[str]:
+    """The realism-paid users' own figures (``methods.REALISM_METRICS``), mean over seeds: the discriminator's
+    accuracy in the final quarter of training, on its fit fold and on the held-back real persuadees, and the
+    user's distance to the training part's real reply pairs at the start of training and at its end."""
+    rows = {m: e for m, e in table.items() if all(k in e for k in REALISM_METRICS)}
+    if not rows:
+        return []
+    return ["", "### Realism-paid users (the discriminator in the final quarter of training; the user's distance to "
+                "the training part's real reply pairs, Jensen-Shannon bits, replying to the probe agent at the start "
+                "and the end of training)", "",
+            "| method | discriminator accuracy | on held-back real persuadees | distance at start | at end | seeds |",
+            "|---|---|---|---|---|---|",
+            *(f"| {m} | {e['discriminator_accuracy_end']:.3f} | {e['discriminator_held_back_accuracy_end']:.3f} | "
+              f"{e['realism_distance_start']:.3f} | {e['realism_distance_end']:.3f} | {len(e['per_seed'])} |"
+              for m, e in rows.items())]
+
+
 def game_section(game: str, table: dict, results: dict, runs: list[dict], st: dict, game_claims_: list[dict]) -> list:
     unit = LABELS.get(game, "success")
     b = st["band"]
@@ -247,6 +264,7 @@ def game_section(game: str, table: dict, results: dict, runs: list[dict], st: di
                   "| method | zero-variance groups | all-fail groups | all-success groups |", "|---|---|---|---|",
                   *(f"| {mt} | {table[mt]['zero_std_group_frac']:.3f} | {table[mt]['all_fail_group_frac']:.3f} | "
                     f"{table[mt]['all_success_group_frac']:.3f} |" for mt in grouped)]
+    lines += realism_lines(game, table)
     extras = game_spec(game).report if game in game_names() else None  # the game's own figures (GameSpec.report)
     if extras:
         lines += ["", *load(extras)(results, runs, game)]

@@ -39,7 +39,7 @@ import math
 
 import numpy as np
 
-from scope_envs.bench.methods import DIAGNOSTICS, EXTRA_METHODS, METHODS, METRICS
+from scope_envs.bench.methods import DIAGNOSTICS, EXTRA_METHODS, METHODS, METRICS, REALISM_METRICS
 
 FLOOR, CEILING, BASELINE = "random", "oracle", "frozen"
 UNCOLLAPSED = "uncollapsed"  # PPO against the users' own training-side model: the top of the collapse part
@@ -399,7 +399,7 @@ def summarize(runs: list[dict]) -> dict:
     for game in out.values():
         for entry in game.values():
             seeds = entry["per_seed"].values()
-            for k in METRICS + DIAGNOSTICS:  # panel_per_family (a list per seed) stays per seed
+            for k in METRICS + DIAGNOSTICS + REALISM_METRICS:  # panel_per_family (a list per seed) stays per seed
                 if all(k in s for s in seeds):
                     entry[k] = float(np.mean([s[k] for s in seeds]))
     normalize(out)

@@ -13,6 +13,12 @@
 
     >>> [round(curriculum_reward([1.0] * k + [0.0] * (8 - k)), 3) for k in range(5)]
     [0.044, 0.372, 0.823, 0.988, 1.0]
+
+The realism rewards are ours (issue 49), for a game with real dialogues to ground in (``GameSpec.realism``):
+``realism`` pays the user, per reply, a discriminator's log-odds that the reply is a real person's
+(``scope_envs.train.realism``); ``realism_mixed`` pays half of that and half of the game's default user
+reward. The discriminator is trained as training goes, so the env pays 0 (``realism``) or the default's half
+(``realism_mixed``) and the trainer pays the rest (``REALISM_REWARDS``: each mode's weight of the realism term).
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 SIMULATOR_REWARDS = ("adversarial", "cooperative", "curriculum")
+REALISM_REWARDS = {"realism": 1.0, "realism_mixed": 0.5}
 TARGET_VAR, WIDTH = 0.25, 0.02  # SCOPE's defaults: the variance of a 50% success rate
 
 

@@ -48,6 +48,11 @@ class GameSpec:
     # game that declares one), the benchmark's ``grounded`` row trains against it, and diagnose names it
     # ``grounded``
     grounded: str | None = None
+    # -- the training part's real reply pairs a realism-paid user is told apart from (``user_reward="realism"``,
+    # ``scope_envs.train.realism``), built with no argument: an object with ``fit`` and ``held_back`` (count
+    # tables of one shape), ``shape`` and ``cells(agent_acts, user_acts)`` -> an episode's flat cell indices (None:
+    # the game has no real dialogues, and no realism reward)
+    realism: str | None = None
 
     # -- the metric: what agent_0 is (the report's "agent_0 = the ...") and the success metric's label
     role_label: str = "agent"

@@ -202,19 +202,7 @@ class CooperBenchVecEnv(BatchedVecEnv):
         return self.batch.decide(idx, legal, self.traits[idx], {k: v[idx] for k, v in self.coins.items()})
 
     def public_private(self, i, role):
-        b, other, names = self.batch, 1 - role, self.role_names
-        regions = [frozenset(np.flatnonzero(row).tolist()) for row in (b.needs[i, role], b.known[i, role],
-                                                                        b.claims[i, other], b.claims[i, role])]
-        feature = ("A",) if role == 0 else ("B",)
-        edits = {int(r): (feature if code == 1 else ("A", "B")) for r, code in enumerate(b.edits[i, role].tolist())
-                 if code}
-        public = {"turns": dict(zip(names, b.turns[i].tolist())),
-                  "submitted": dict(zip(names, map(bool, b.submitted[i])))}
-        private = {"task": self.task_id[i], "needs": regions[0], "known": regions[1], "partner_claims": regions[2],
-                   "own_claims": regions[3], "edits": edits, "asked": bool(b.asked[i, role]),
-                   "announced": bool(b.announced[i, role]), "reported": bool(b.reported[i, role]),
-                   "partner_done": bool(b.reported[i, other] or b.submitted[i, other]), "turn": int(b.turns[i, role])}
-        return public, private
+        return self.batch.public(i), self.batch.private(i, role, self.task_id[i])
 
 
 def slot_traits(sim, persona) -> list:

@@ -85,7 +85,7 @@ Version history
     ``curriculum`` (options ``target_var``, ``width``); v0's ``adversarial`` (minus the agent's reward) is
     now ``zero_sum``, same formula. The default (``persona``) is unchanged.
     v0.3 (same ids; issue 28, a world in which collapse can hurt): the game rule: a combined edit carries
-    the writer's own feature's line first (``CooperBenchGame.written``), so two combined edits of one
+    the writer's own feature's line first (``batched.PARTNER_CONTENT``), so two combined edits of one
     region conflict (before, they were identical and "both integrate everything" was safe against every
     partner). The training-side reference (``styles.decide`` in expected mode): a commitment (respect a
     claim, keep one's own) takes its likelier side instead of holding whenever its chance is above 0, and

@@ -1,23 +1,22 @@
 """CooperBench for N episodes at once: the game's state as arrays, the partner styles' policy as matrices.
 
-``CooperBenchBatch`` holds N games (slots) and steps any subset of them with numpy, following
-``CooperBenchGame`` (turns, claims, questions, the three-way merge with writer-ordered combined edits) and
-``styles.decide`` (the partner policy: expected, with the reference's card needs, or with its coins flipped)
-operation for operation, so that the same seeds give the same trajectories (``tests/test_vec.py`` plays
-every cooperbench id both ways). Dealing (the style card and the task) stays with the scalar game; the vec
-env (``scope_envs.vec``) passes each slot's task and the style's traits in. Roles are 0 (``teammate``,
-feature A) and 1 (``partner``, feature B). The vec env's fast mode deals from ``split_styles`` and
-``split_tasks``: a split's cards and tasks as arrays, so N deals are N pairs of indices.
+``CooperBenchBatch`` holds N games (slots) and steps any subset of them with numpy. It is the one definition of
+the game's rules (turns, claims, questions, the three-way merge with writer-ordered combined edits, the
+rewards): ``CooperBenchGame`` (the env's game) is a batch of one with the transcript and the task on top, and
+the batched engine under ``scope_envs.make_vec`` steps N. The partner styles' policy is ``styles.policy``, on
+arrays too. Dealing (the style card and the task) stays with the game; the vec env (``scope_envs.vec``)
+passes each slot's task and the style's traits in. Roles are 0 (``teammate``, feature A) and 1 (``partner``,
+feature B). The vec env's fast mode deals from ``split_styles`` and ``split_tasks``: a split's cards and tasks
+as arrays, so N deals are N pairs of indices.
 """
 
 from __future__ import annotations
 
 import functools
-import zlib
 
 import numpy as np
 
-from scope_envs.core.rewards import SIMULATOR_REWARDS
+from scope_envs.core.rewards import SIMULATOR_REWARDS, simulator_reward
 from scope_envs.games.cooperbench import styles, world
 from scope_envs.games.cooperbench.dialogue_acts import (
     ACTS,
@@ -28,10 +27,15 @@ from scope_envs.games.cooperbench.dialogue_acts import (
     INDEX,
     MESSAGES,
 )
-from scope_envs.games.cooperbench.game import OWN_BONUS, TEAM_BONUS
 from scope_envs.games.cooperbench.styles import TRAITS
 from scope_envs.games.cooperbench.world import N_REGIONS
 
+TEAMMATE, PARTNER = ROLES = ("teammate", "partner")
+FEATURE = {TEAMMATE: "A", PARTNER: "B"}
+# ``zero_sum`` is v0's ``adversarial`` (minus the agent's reward); ``adversarial`` is now SCOPE's 1 - score
+USER_REWARDS = ("persona", "mixed", "zero_sum") + SIMULATOR_REWARDS
+TEAM_BONUS, OWN_BONUS = 1.0, 0.5
+OUTCOMES = ("success", "teammate_feature", "partner_feature", "conflicts", "merge_conflict", "message_share")
 N_ACTS = len(ACTS)
 R = N_REGIONS
 ANNOUNCE, REPORT, ASK, ANSWER, DECLINE = (INDEX[m] for m in MESSAGES)
@@ -46,30 +50,6 @@ REGION = (np.arange(N_ACTS) - 1) % R
 # written by the partner (B first; ``world.edited_region``): 3 and 4 differ, so they conflict
 TEAMMATE_CONTENT, PARTNER_CONTENT = np.array([0, 1, 3]), np.array([0, 2, 4])
 HAS_A, HAS_B = np.array([False, True, False, True, True]), np.array([False, False, True, True, True])
-
-
-@functools.cache
-def _coin_keys(max_turns: int) -> tuple[list[bytes], dict]:
-    """``coins``' keys in order, as the bytes that follow the style and task in ``repr((style_id, task, *key))``
-    (``", 'answer', 3)"``), and where each entry's run of keys lies in that order (a slice; an index for a scalar)."""
-    runs = {"answer": [("answer", t) for t in range(max_turns + 1)], "announce": [("announce",)],
-            **{name: [(name, r) for r in range(R)] for name in ("respect", "keep", "claim")}, "report": [("report",)]}
-    tails, where = [], {}
-    for name, keys in runs.items():
-        where[name] = len(tails) if name in ("announce", "report") else slice(len(tails), len(tails) + len(keys))
-        tails += [("".join(f", {part!r}" for part in key) + ")").encode() for key in keys]
-    return tails, where
-
-
-@functools.lru_cache(maxsize=65536)
-def coins(style_id: str, task: str, max_turns: int) -> dict[str, np.ndarray]:
-    """The uniforms behind ``styles.coin`` in sampled mode for one (style, task): every key a decision can
-    ask (``coin`` is ``u < p`` with this ``u``): ``zlib.crc32(repr((style_id, task, *key)).encode()) / 2**32``,
-    each CRC continued from the one of the shared head ``(style_id, task``. Cached: read it, never write to it."""
-    tails, where = _coin_keys(max_turns)
-    head = zlib.crc32(f"({style_id!r}, {task!r}".encode())
-    u = np.array([zlib.crc32(tail, head) for tail in tails]) / 2**32
-    return {name: float(u[w]) if isinstance(w, int) else u[w] for name, w in where.items()}
 
 
 @functools.cache
@@ -101,7 +81,7 @@ def split_tasks(split: str) -> dict:
 
 
 class CooperBenchBatch:
-    roles = ("teammate", "partner")
+    roles = ROLES
     n_acts = (N_ACTS, N_ACTS)
     # the turn order the vec env may rely on: the teammate opens; the partner moves again once it submitted
     user_opens, user_replies_once = False, False
@@ -125,8 +105,7 @@ class CooperBenchBatch:
         self.next = np.zeros(n, np.int64)
         self.done = np.zeros(n, bool)
         self.talk = np.full(n, 0.5)  # the card's ``talk`` (the persona user reward)
-        self.result = {k: np.zeros(n) for k in ("success", "teammate_feature", "partner_feature", "conflicts",
-                                                 "merge_conflict", "message_share")}
+        self.result = {k: np.zeros(n) for k in OUTCOMES}
         self._noop = [np.eye(N_ACTS, dtype=bool)[0]] * 2
 
     def reset(self, idx: np.ndarray, cards: list[dict]) -> None:
@@ -152,8 +131,8 @@ class CooperBenchBatch:
             v[idx] = 0.0
 
     def coins(self, style_id: str, task: str) -> dict[str, np.ndarray]:
-        """``coins`` of one (style, task) at this batch's ``max_turns``."""
-        return coins(style_id, task, self.max_turns)
+        """``styles.coins`` of one (style, task) at this batch's ``max_turns``."""
+        return styles.coins(style_id, task, self.max_turns)
 
     def active(self) -> np.ndarray:
         return np.where(self.done, -1, self.next)
@@ -250,90 +229,65 @@ class CooperBenchBatch:
     def outcome(self, idx) -> dict[str, np.ndarray]:
         return {k: v[idx] for k, v in self.result.items()}
 
-    def _agent_reward(self, idx):
-        return TEAM_BONUS * self.result["success"][idx] + OWN_BONUS * self.result["teammate_feature"][idx]
-
     def agent_score(self, idx) -> np.ndarray:
-        return self._agent_reward(idx) / (TEAM_BONUS + OWN_BONUS)
+        return teammate_score(self.outcome(idx))
 
     def rewards(self, idx, users: bool = True) -> tuple[np.ndarray, np.ndarray | None]:
         """The finished slots' (teammate, partner) rewards; ``users=False``: the teammate's only (None for the
         partner: no learnable user to pay)."""
-        agent = self._agent_reward(idx)
-        mode = self.user_reward
-        if not users:
-            return agent, None
-        if mode in SIMULATOR_REWARDS:
-            score = self.agent_score(idx)
-            return agent, {"adversarial": 1.0 - score, "cooperative": score, "curriculum": np.zeros(len(idx))}[mode]
-        team = TEAM_BONUS * self.result["success"][idx]
-        talk = np.abs(self.result["message_share"][idx] - self.talk[idx])
-        persona = team + OWN_BONUS * self.result["partner_feature"][idx] - talk
-        return agent, {"zero_sum": -agent, "persona": persona, "mixed": 0.5 * persona - 0.5 * agent}[mode]
+        return rewards(self.outcome(idx), self.talk[idx], self.user_reward if users else None)
 
-    # -- the partner styles' policy ----------------------------------------------------------------
+    def public(self, i: int) -> dict:
+        """``game.info()`` of slot ``i``: each role's turns and whether it submitted."""
+        return {"turns": dict(zip(ROLES, self.turns[i].tolist())),
+                "submitted": dict(zip(ROLES, map(bool, self.submitted[i])))}
+
+    def private(self, i: int, role: int, task: str) -> dict:
+        """``game.private(role)`` of slot ``i`` playing task ``task``: what that teammate knows."""
+        other = 1 - role
+        needs, known, partner_claims, own_claims = (
+            frozenset(np.flatnonzero(row).tolist())
+            for row in (self.needs[i, role], self.known[i, role], self.claims[i, other], self.claims[i, role]))
+        own = (FEATURE[ROLES[role]],)
+        edits = {int(r): (own if code == 1 else ("A", "B")) for r, code in enumerate(self.edits[i, role].tolist())
+                 if code}
+        return {"task": task, "needs": needs, "known": known, "partner_claims": partner_claims,
+                "own_claims": own_claims, "edits": edits, "asked": bool(self.asked[i, role]),
+                "announced": bool(self.announced[i, role]), "reported": bool(self.reported[i, role]),
+                "partner_done": bool(self.reported[i, other] or self.submitted[i, other]),
+                "turn": int(self.turns[i, role])}
+
     def decide(self, idx, legal, traits: np.ndarray, u: dict | None, role: int = 1) -> np.ndarray:
-        """``styles.decide`` for ``role`` in slots ``idx``: ``traits`` (k, 5) in ``TRAITS`` order; ``u`` the
-        slots' coin uniforms (``coins`` stacked: each key an array over the slots) in sampled mode, or None
-        in expected mode (every coin its probability)."""
-        k, other = len(idx), 1 - role
-        t = {name: traits[:, j] for j, name in enumerate(TRAITS)}
-        p = np.zeros((k, N_ACTS))
-        mass = np.ones(k)
-        rows = np.arange(k)
+        """``styles.policy`` for ``role`` in slots ``idx``: ``traits`` (k, 5) in ``TRAITS`` order; ``u`` the
+        slots' coin uniforms (``styles.coins`` stacked: each key an array over the slots) in sampled mode, or
+        None in expected mode (every coin its probability)."""
+        other = 1 - role
+        view = {"asked": self.asked[idx, role], "turn": self.turns[idx, role], "reported": self.reported[idx, role],
+                "needs": self.needs[idx, role], "known": self.known[idx, role], "edits": self.edits[idx, role],
+                "own_claims": self.claims[idx, role], "partner_claims": self.claims[idx, other]}
+        return styles.policy(view, legal, traits, u)
 
-        def put(act, q, where=None):  # ``put`` of styles.decide, in the rows ``where``
-            nonlocal mass
-            ok = legal[:, act] if isinstance(act, int) else legal[rows, act]
-            if where is not None:
-                ok = ok & where
-            if not ok.any():
-                return
-            qo = q if np.ndim(q) == 0 else q[ok]
-            if isinstance(act, int):
-                p[ok, act] += mass[ok] * qo
-            else:
-                p[rows[ok], act[ok]] += mass[ok] * qo
-            mass = np.where(ok, mass * (1.0 - q), mass)
 
-        def coin(prob, uniform):  # ``styles.coin``: the probability, or whether its coin came up
-            return prob if u is None else (uniform < prob).astype(float)
+def teammate_reward(result: dict) -> np.ndarray:
+    """The teammate's reward from the episodes' ``result`` (arrays by ``OUTCOMES``): team success + its own
+    feature's bonus."""
+    return TEAM_BONUS * result["success"] + OWN_BONUS * result["teammate_feature"]
 
-        asked, turn = self.asked[idx, role], self.turns[idx, role]
-        put(ANSWER, coin(t["answer"], None if u is None else u["answer"][rows, turn]), asked)
-        put(ANNOUNCE, coin(t["announce"], None if u is None else u["announce"]), turn == 0)
-        needs, known = self.needs[idx, role], self.known[idx, role]
-        edits = self.edits[idx, role]
-        partner_claims, own_claims = self.claims[idx, other], self.claims[idx, role]
-        respect = coin(t["respect"][:, None], None if u is None else u["respect"])
-        keep = coin(t["keep"][:, None], None if u is None else u["keep"])
-        # ``styles.leaves_shared``: the reference's quiet cards wait for their teammate on shared regions, and
-        # one that got a claim works alone (plans as if told nothing, ignores claims); never in sampled mode
-        leaves = (t["talk"] < 0.5) if u is None else np.zeros(k, bool)
-        alone = leaves & partner_claims.any(1)
-        known = known & ~alone[:, None]
-        skip = (edits > 0) & ((edits == 2) | ~known)
-        skip |= known & ~own_claims & leaves[:, None]
-        skip |= partner_claims & (respect >= 0.5) & ~alone[:, None]  # ``styles.gate``: its likelier side
-        skip |= own_claims & (keep < 0.5)
-        todo = needs & ~skip
-        claim = todo & known & ~own_claims & ~partner_claims
-        if claim.any():
-            talk = coin(t["talk"][:, None], None if u is None else u["claim"])
-            talk = np.broadcast_to(talk, (k, R))
-            for r in np.flatnonzero(claim.any(0)).tolist():  # in region order, as the regions are put
-                put(CLAIM + r, talk[:, r], claim[:, r])
-        has = todo.any(1)
-        first = todo.argmax(1)
-        if has.any():
-            put(np.where(known[rows, first], COMBINED, EDIT) + first, 1.0, has)
-        if not has.all():
-            put(REPORT, coin(t["talk"], None if u is None else u["report"]), ~has & ~self.reported[idx, role])
-            put(SUBMIT, 1.0, ~has)
-        put(WAIT, 1.0)
-        total = p.sum(1, keepdims=True)
-        empty = total[:, 0] == 0
-        if empty.any():
-            p[empty] = legal[empty]
-            total[empty] = p[empty].sum(1, keepdims=True)
-        return p / total
+
+def teammate_score(result: dict) -> np.ndarray:
+    """The teammate's reward over its maximum (``TEAM_BONUS + OWN_BONUS``), in [0, 1]."""
+    return teammate_reward(result) / (TEAM_BONUS + OWN_BONUS)
+
+
+def rewards(result: dict, talk: np.ndarray, user_reward: str | None) -> tuple[np.ndarray, np.ndarray | None]:
+    """The finished episodes' (teammate, partner) rewards from their ``result`` and the partner cards' ``talk``,
+    the partner paid by ``user_reward`` (None: the teammate's only)."""
+    agent = teammate_reward(result)
+    if user_reward is None:
+        return agent, None
+    if user_reward in SIMULATOR_REWARDS:
+        score = teammate_score(result)
+        return agent, simulator_reward(user_reward, score) + np.zeros_like(score)
+    persona = TEAM_BONUS * result["success"] + OWN_BONUS * result["partner_feature"] \
+        - np.abs(result["message_share"] - talk)
+    return agent, {"zero_sum": -agent, "persona": persona, "mixed": 0.5 * persona - 0.5 * agent}[user_reward]

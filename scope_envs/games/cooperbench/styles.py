@@ -49,6 +49,7 @@ import numpy as np
 
 from scope_envs.core.game import Persona
 from scope_envs.games.cooperbench.dialogue_acts import CLAIM, COMBINED, EDIT, INDEX
+from scope_envs.games.cooperbench.world import N_REGIONS
 
 TRAITS = ("announce", "answer", "keep", "respect", "talk")
 ARCHETYPES = {
@@ -91,80 +92,151 @@ def default_persona() -> Persona:
 
 
 def coin(p: float, sampled: bool, *key) -> float:
+    """A reply's coin: its probability ``p`` (expected mode), or whether the coin of ``key`` came up (sampled
+    mode: ``u < p``, ``u`` the CRC-32 of ``repr(key)`` over 2**32, so a persona flips it once per key)."""
     if not sampled:
         return p
     u = zlib.crc32(repr(key).encode()) / 2**32
     return float(u < p)
 
 
-def gate(p: float, sampled: bool, *key) -> bool:
-    """A yes/no commitment of the card (respect a claim, keep one's own): sampled, its coin (``coin``);
-    expected, its likelier side (``p >= 0.5``). A commitment is a branch, not a share of one reply's mass,
-    so the reference plays the card's typical commitment, the same all episode: an ignorer ignores claims,
-    a claim-breaker drops its own. (Until v0.3 the expected mode took any chance above 0 as certain, so
-    every reference partner respected claims and kept its own, whatever its card said.)"""
-    return coin(p, sampled, *key) >= 0.5  # a sampled coin is 0 or 1: the same test in both modes
+@functools.cache
+def _coin_keys(max_turns: int) -> tuple[list[bytes], dict]:
+    """``coins``' keys in order, as the bytes that follow the style and task in ``repr((style_id, task, *key))``
+    (``", 'answer', 3)"``), and where each entry's run of keys lies in that order (a slice; an index for a scalar)."""
+    runs = {"answer": [("answer", t) for t in range(max_turns + 1)], "announce": [("announce",)],
+            **{name: [(name, r) for r in range(N_REGIONS)] for name in ("respect", "keep", "claim")},
+            "report": [("report",)]}
+    tails, where = [], {}
+    for name, keys in runs.items():
+        where[name] = len(tails) if name in ("announce", "report") else slice(len(tails), len(tails) + len(keys))
+        tails += [("".join(f", {part!r}" for part in key) + ")").encode() for key in keys]
+    return tails, where
 
 
-def leaves_shared(style: Persona, sampled: bool) -> bool:
-    """Whether a partner of this card leaves the regions it knows both features need to its teammate
+@functools.lru_cache(maxsize=65536)
+def coins(style_id: str, task: str, max_turns: int) -> dict[str, np.ndarray | float]:
+    """The uniforms behind ``coin`` in sampled mode for one (style, task): every key a decision can ask up to
+    turn ``max_turns`` (``coin`` is ``u < p`` with this ``u``): ``zlib.crc32(repr((style_id, task, *key)).encode())
+    / 2**32``, each CRC continued from the one of the shared head ``(style_id, task``. Cached: read, never write."""
+    tails, where = _coin_keys(max_turns)
+    head = zlib.crc32(f"({style_id!r}, {task!r}".encode())
+    u = np.array([zlib.crc32(tail, head) for tail in tails]) / 2**32
+    return {name: float(u[w]) if isinstance(w, int) else u[w] for name, w in where.items()}
+
+
+def gate(p, sampled: bool):
+    """A yes/no commitment of the card (respect a claim, keep one's own), from ``p`` its chance (expected mode)
+    or its coin (sampled mode, 0 or 1): its likelier side, ``p >= 0.5``, the same test in both modes. A commitment
+    is a branch, not a share of one reply's mass, so the reference plays the card's typical commitment, the same
+    all episode: an ignorer ignores claims, a claim-breaker drops its own. (Until v0.3 the expected mode took any
+    chance above 0 as certain, so every reference partner respected claims and kept its own.)"""
+    return p >= 0.5
+
+
+def leaves_shared(talk, sampled: bool):
+    """Whether a partner of this ``talk`` leaves the regions it knows both features need to its teammate
     (unless it claimed them itself): in the reference model (expected mode), a card that does not take the
     lead (``talk`` below 1/2) waits for its teammate to integrate the shared work; a leader (``talk`` 1/2
     and above) claims and integrates it. Under the one-owner merge rule (``world.merge``) a leader needs
     its teammate to yield a shared region or to claim it first, and a card that leaves it needs its teammate
     to integrate it. Such a quiet card is also derailed by chatter: once its teammate has claimed a region,
-    it stops waiting on the thread and does its own feature alone (``decide``: its own change in every
+    it stops waiting on the thread and does its own feature alone (``policy``: its own change in every
     region it needs, whatever it was told or asked to leave), so a claim, harmless to a leader, costs the
     shared regions with it. The sampled mode (the held-out human proxy) keeps v0's rule: every partner integrates
     what it knows is shared (the held-out behaviour model is not changed while training-side worlds are
     designed)."""
-    return not sampled and style.traits["talk"] < 0.5
+    return np.logical_and(not sampled, np.asarray(talk) < 0.5)
+
+
+def policy(view: dict, legal: np.ndarray, traits: np.ndarray, u: dict | None) -> np.ndarray:
+    """The style policy for k teammates at once, the one definition of how a card plays: probabilities (k, acts).
+
+    ``view``: each teammate's side as arrays, ``asked`` and ``reported`` (k,), ``turn`` (k,), ``needs``,
+    ``known``, ``own_claims`` and ``partner_claims`` (k, regions) bool, ``edits`` (k, regions) 0 none, 1 its
+    own feature's change, 2 both; ``legal`` (k, acts); ``traits`` (k, 5) in ``TRAITS`` order; ``u`` the coin
+    uniforms (``coins`` stacked: each key an array over the k) in sampled mode, or None in expected mode
+    (every coin its probability). Acts are put in order, each taking ``q`` of the mass still unspent:
+    answer a pending question, announce on the first turn, claim the shared regions it will do, edit the
+    first region left (combined where it is shared), else report and submit; then wait."""
+    k = len(legal)
+    t = {name: traits[:, j] for j, name in enumerate(TRAITS)}
+    p = np.zeros((k, legal.shape[1]))
+    mass = np.ones(k)
+    rows = np.arange(k)
+
+    def put(act, q, where=None):
+        nonlocal mass
+        ok = legal[:, act] if isinstance(act, int) else legal[rows, act]
+        if where is not None:
+            ok = ok & where
+        if not ok.any():
+            return
+        qo = q if np.ndim(q) == 0 else q[ok]
+        if isinstance(act, int):
+            p[ok, act] += mass[ok] * qo
+        else:
+            p[rows[ok], act[ok]] += mass[ok] * qo
+        mass = np.where(ok, mass * (1.0 - q), mass)
+
+    def flip(prob, uniform):  # ``coin`` on arrays: the probability, or whether its coin came up
+        return prob if u is None else (uniform < prob).astype(float)
+
+    asked, turn = view["asked"], view["turn"]
+    put(INDEX["answer"], flip(t["answer"], None if u is None else u["answer"][rows, turn]), asked)
+    put(INDEX["announce_plan"], flip(t["announce"], None if u is None else u["announce"]), turn == 0)
+    needs, edits = view["needs"], view["edits"]
+    partner_claims, own_claims = view["partner_claims"], view["own_claims"]
+    respect = flip(t["respect"][:, None], None if u is None else u["respect"])
+    keep = flip(t["keep"][:, None], None if u is None else u["keep"])
+    leaves = leaves_shared(t["talk"], u is not None)
+    alone = leaves & partner_claims.any(1)  # derailed by a claim: plans as if told nothing, ignores claims
+    known = view["known"] & ~alone[:, None]
+    skip = (edits > 0) & ((edits == 2) | ~known)
+    skip |= known & ~own_claims & leaves[:, None]
+    skip |= partner_claims & gate(respect, u is not None) & ~alone[:, None]
+    skip |= own_claims & ~gate(keep, u is not None)
+    todo = needs & ~skip
+    claim = todo & known & ~own_claims & ~partner_claims
+    if claim.any():  # claim the shared regions it will do, before doing them, in region order
+        talk = np.broadcast_to(flip(t["talk"][:, None], None if u is None else u["claim"]), (k, N_REGIONS))
+        for r in np.flatnonzero(claim.any(0)).tolist():
+            put(CLAIM + r, talk[:, r], claim[:, r])
+    has = todo.any(1)
+    first = todo.argmax(1)
+    if has.any():
+        put(np.where(known[rows, first], COMBINED, EDIT) + first, 1.0, has)
+    if not has.all():
+        put(INDEX["report_done"], flip(t["talk"], None if u is None else u["report"]), ~has & ~view["reported"])
+        put(INDEX["submit"], 1.0, ~has)
+    put(INDEX["wait"], 1.0)
+    total = p.sum(1, keepdims=True)
+    empty = total[:, 0] == 0
+    if empty.any():
+        p[empty] = legal[empty]
+        total[empty] = p[empty].sum(1, keepdims=True)
+    return p / total
+
+
+def regions_row(regions) -> np.ndarray:
+    """A set of regions as one row of flags."""
+    row = np.zeros((1, N_REGIONS), bool)
+    row[0, list(regions)] = True
+    return row
 
 
 def decide(style: Persona, private: dict, legal: np.ndarray, sampled: bool) -> np.ndarray:
-    """Probabilities over the game's acts for a teammate of this style."""
-    t = style.traits
-    p = np.zeros(len(legal))
-    mass = 1.0
-
-    def put(act: int, q: float) -> None:
-        nonlocal mass
-        if legal[act]:
-            p[act] += mass * q
-            mass *= 1.0 - q
-
-    key = (style.id, private["task"])
-    if private["asked"]:
-        put(INDEX["answer"], coin(t["answer"], sampled, *key, "answer", private["turn"]))
-    if private["turn"] == 0:
-        put(INDEX["announce_plan"], coin(t["announce"], sampled, *key, "announce"))
-    todo = []
-    leaves = leaves_shared(style, sampled)
-    alone = leaves and bool(private["partner_claims"])  # derailed by a claim (``leaves_shared``)
-    known = frozenset() if alone else private["known"]  # working alone, it plans as if told nothing
-    for r in sorted(private["needs"]):
-        done = private["edits"].get(r)
-        shared = r in known
-        if done and (len(done) == 2 or not shared):
-            continue
-        if shared and leaves and r not in private["own_claims"]:
-            continue
-        if not alone and r in private["partner_claims"] and gate(t["respect"], sampled, *key, "respect", r):
-            continue
-        if r in private["own_claims"] and not gate(t["keep"], sampled, *key, "keep", r):
-            continue
-        todo.append(r)
-    for r in todo:  # claim the shared regions it will do, before doing them
-        if r in known and r not in private["own_claims"] and r not in private["partner_claims"]:
-            put(CLAIM + r, coin(t["talk"], sampled, *key, "claim", r))
-    if todo:
-        r = todo[0]
-        put((COMBINED if r in known else EDIT) + r, 1.0)
-    else:
-        if not private["reported"]:
-            put(INDEX["report_done"], coin(t["talk"], sampled, *key, "report"))
-        put(INDEX["submit"], 1.0)
-    put(INDEX["wait"], 1.0)
-    if p.sum() == 0:
-        p = legal.astype(float)
-    return p / p.sum()
+    """Probabilities over the game's acts for a teammate of this style, from its ``game.private`` view:
+    ``policy`` on a batch of one."""
+    edits = np.zeros((1, N_REGIONS), np.int64)
+    for r, features in private["edits"].items():
+        edits[0, r] = len(features)
+    view = {"asked": np.array([private["asked"]]), "turn": np.array([private["turn"]]),
+            "reported": np.array([private["reported"]]), "needs": regions_row(private["needs"]),
+            "known": regions_row(private["known"]), "own_claims": regions_row(private["own_claims"]),
+            "partner_claims": regions_row(private["partner_claims"]), "edits": edits}
+    u = None
+    if sampled:
+        u = {key: np.asarray(value)[None] for key, value in coins(style.id, private["task"], private["turn"]).items()}
+    traits = np.array([[style.traits[name] for name in TRAITS]])
+    return policy(view, np.asarray(legal, bool)[None], traits, u)[0]

@@ -56,7 +56,12 @@ Rewards (at the end)
     population variance of the group's scores (``curriculum_reward``);
     ``target_var`` (0.25) and ``width`` (0.02) are game options, kept on
     ``env.unwrapped.game`` for the trainer; they are an error with any other
-    ``user_reward``.
+    ``user_reward``;
+    ours, grounded in the real dialogues (``realism.py``, ``scope_envs.train.realism``):
+    ``realism``: 0 per episode; the trainer pays each reply a discriminator's
+    log-odds that a real persuadee of the training part would have said it,
+    the discriminator trained as training goes (GAIL-style);
+    ``realism_mixed``: half ``mixed`` (paid by the env), half ``realism``.
     SCOPE trains its P4G persuadee with ``adversarial`` (1 - r). The default
     stays ``mixed``, what the benchmark has always used, so that its numbers
     do not move; pass ``user_reward="adversarial"`` to train as SCOPE does.

@@ -26,12 +26,12 @@ from __future__ import annotations
 import numpy as np
 
 from scope_envs.core.game import Persona
-from scope_envs.core.rewards import SIMULATOR_REWARDS, simulator_reward
+from scope_envs.core.rewards import REALISM_REWARDS, SIMULATOR_REWARDS, simulator_reward
 from scope_envs.games.p4g import dialogue_acts, human_proxy, personas, reference
 
 PERSUADER, PERSUADEE = ROLES = ("persuader", "persuadee")
 # ``zero_sum`` is v0's ``adversarial`` (minus the gift in dollars); ``adversarial`` is now SCOPE's 1 - score
-USER_REWARDS = ("mixed", "persona", "zero_sum") + SIMULATOR_REWARDS
+USER_REWARDS = ("mixed", "persona", "zero_sum") + SIMULATOR_REWARDS + tuple(REALISM_REWARDS)
 N_PERSUADER_ACTS, N_PERSUADEE_ACTS = len(dialogue_acts.PERSUADER_ACTS), len(dialogue_acts.PERSUADEE_ACTS)
 
 FIRST_AMOUNT = dialogue_acts.FIRST_AMOUNT
@@ -333,7 +333,10 @@ class P4GBatch:
         if mode in SIMULATOR_REWARDS:
             return actual, simulator_reward(mode, self.agent_score(idx)) + np.zeros(len(idx))
         persona_term = -np.abs(self.intended(idx) - self.expected[idx])
-        user = {"zero_sum": -actual, "persona": persona_term, "mixed": 0.5 * persona_term - 0.5 * actual}[mode]
+        mixed = 0.5 * persona_term - 0.5 * actual
+        # realism: the trainer pays the discriminator's term, the env the rest of the default's (``mixed``) share
+        user = {"zero_sum": -actual, "persona": persona_term, "mixed": mixed, "realism": np.zeros(len(idx)),
+                "realism_mixed": (1.0 - REALISM_REWARDS["realism_mixed"]) * mixed}[mode]
         return actual, user
 
     # -- the users' replies ------------------------------------------------------------------------

@@ -105,6 +105,7 @@ from scope_envs.games.p4g.fit import (COLUMNS, FILES, MAX_DOLLARS, NUMERIC, PERS
                                       _logistic, _num, _softmax_tilt, check_data, response_act)
 from scope_envs.games.p4g.people import HELDOUT, HELDOUT_SHARE, SALT, TRAIN, split_of
 from scope_envs.games.p4g.personas import decision_lean
+from scope_envs.games.p4g.realism import SHAPE as PAIRS_SHAPE, TURN_EDGES as PAIRS_EDGES, RealPairs, pair_tables
 
 PARAMS = Path(__file__).with_name("grounded_params.json")
 TURN_EDGES = (1, 3, 7)  # phases of the 0-based turn index: opening (0), early (1-2), middle (3-6), late (7+)
@@ -430,6 +431,7 @@ def fit(data_dir) -> dict:
                     "card": reply_tilt(pairs, table, part)},
         "stated": stated_model(part, stated, unstated, gap),
         "follow_through": gap,
+        "pairs": pair_tables(pairs, part.person),  # realism.py: what a realism-paid user is told apart from
     })
 
 
@@ -507,6 +509,17 @@ def model() -> GroundedModel:
     return GroundedModel(params())
 
 
+@functools.lru_cache(maxsize=1)
+def real_pairs() -> RealPairs:
+    """The training part's reply pairs, by fold, from the committed parameters (``realism.py``; built once)."""
+    block = params().get("pairs")
+    if block is None or tuple(block["shape"]) != PAIRS_SHAPE or tuple(block["turn_edges"]) != PAIRS_EDGES \
+            or PAIRS_EDGES != TURN_EDGES:
+        raise ValueError("grounded_params.json holds no reply pairs of this act set: refit it "
+                         "(python -m scope_envs.games.p4g.grounded --data ../shared/data/p4g)")
+    return RealPairs(np.array(block["fit"]["counts"], float), np.array(block["held_back"]["counts"], float))
+
+
 # -- the command -----------------------------------------------------------------------------------------------
 def summary(p: dict) -> str:
     s, r, st, g = p["source"], p["replies"], p["stated"], p["follow_through"]
@@ -523,6 +536,9 @@ def summary(p: dict) -> str:
         f"follow-through: P(0 | stated > 0) {g['p_zero_if_intended']:.2f}, P(exact) {g['p_exact_if_intended']:.2f}, "
         f"median ratio otherwise {g['ratio_if_other_median']:.2f}, P(give | stated 0) "
         f"{g['p_give_if_intended_zero']:.2f}",
+        "realism folds: " + ", ".join(f"{fold} {p['pairs'][fold]['persuadees']} persuadees, "
+                                      f"{int(np.sum(p['pairs'][fold]['counts']))} pairs"
+                                      for fold in ("fit", "held_back")),
     ])
 
 

@@ -23,12 +23,8 @@ from scope_envs.games.cooperbench.code.sandbox import (
     unshare_prefix,
 )
 from scope_envs.games.cooperbench.code.workspace import Escape, Refused, Worktree
-from scope_envs.games.cooperbench.game import (
-    PARTNER,
-    TEAMMATE,
-    USER_REWARDS,
-    CooperBenchGame,
-)
+from scope_envs.games.cooperbench import batched
+from scope_envs.games.cooperbench.batched import PARTNER, TEAMMATE, USER_REWARDS
 from scope_envs.games.tau2.text_protocol import call_text, parse
 
 MAX_TURNS = 30
@@ -90,10 +86,6 @@ class CodeGame(Game):
     user_role = PARTNER
     success_metric = "success"
     success_label = "cooperative success rate"
-    # the act-level game's reward definitions, the very functions (team success + own feature; the partner's modes)
-    rewards = CooperBenchGame.rewards
-    _agent_reward = CooperBenchGame._agent_reward
-    agent_score = CooperBenchGame.agent_score
 
     def __init__(self, tasks: str | None = None, data_dir=None, *, max_turns: int = MAX_TURNS,
                  user_reward: str = "persona", target_var: float | None = None, width: float | None = None,
@@ -306,6 +298,20 @@ class CodeGame(Game):
             base.update(tests_run=float(self.tests_run), test_timeouts=float(self.test_timeouts),
                         tool_errors=float(self.tool_errors), escapes_refused=float(self.escapes_refused))
         return self.result or base
+
+    def rewards(self):
+        """The act-level game's rewards (``batched.rewards``: team success + own feature; the partner's modes)."""
+        if self.result is None:
+            return {TEAMMATE: 0.0, PARTNER: 0.0}
+        result = {key: np.array([self.result[key]]) for key in batched.OUTCOMES}
+        agent, user = batched.rewards(result, np.array([self.persona.traits.get("talk", 0.5)]), self.user_reward)
+        return {TEAMMATE: float(agent[0]), PARTNER: float(user[0])}
+
+    def agent_score(self) -> float:
+        """The teammate's reward over its maximum, in [0, 1]; 0 before the end."""
+        if self.result is None:
+            return 0.0
+        return float(batched.teammate_score({key: np.array([self.result[key]]) for key in batched.OUTCOMES})[0])
 
     def info(self):
         return {"turns": dict(self.turns), "submitted": dict(self.submitted), "task": self.pair.id}
