@@ -217,8 +217,8 @@ def main(argv=None) -> None:
     t.add_argument("--pool-size", type=count(1024), default=None, help="population: live user + snapshots (5; at most 1024)")
     t.add_argument("--snapshot-every", type=count(100_000), default=None, help="population: updates per snapshot (4; at most 100_000)")
     t.add_argument("--pool-sample", choices=["uniform", "latest"], default=None, help="population: the draw per batch")
-    t.add_argument("--user-reward", choices=["adversarial", "cooperative", "curriculum"], default=None,
-                   help="the trained user's reward (the act level's definitions)")
+    t.add_argument("--user-reward", choices=["adversarial", "cooperative", "curriculum", "realism", "realism_mixed"],
+                   default=None, help="the trained user's reward (the act level's definitions; realism: p4g only)")
     t.add_argument("--lora", action="store_true")
     t.add_argument("--lora-r", type=count(1024), default=8, help="LoRA rank (at most 1024)")
     t.add_argument("--engine", choices=["hf", "vllm"], default="hf",

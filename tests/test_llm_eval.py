@@ -162,6 +162,8 @@ BAD_TRAIN = [
     (["--mode", "cotrain", "--user-reward", "curriculum", "--group-size", "1", "--env", "p4g-cotrain"],
      "--group-size", "group"),
     (["--mode", "cotrain", "--env", "p4g-cotrain", "--env-kwargs", '{"turns": 3}'], "--env-kwargs", "turns"),
+    (["--mode", "cotrain", "--env", "cooperbench-cotrain", "--user-reward", "realism"], "--user-reward",
+     "user_reward must be one of"),  # a game without real dialogues pays no realism
     (["--mode", "cotrain", "--env", "p4g-frozen"], "--env", "p4g-cotrain"),
     (["--mode", "agent", "--env", "p4g-cotrain"], "--env", "p4g-frozen"),
     (["--engine", "vllm", "--lora", "--lora-r", "24"], "--lora-r", "vLLM serves LoRA ranks"),

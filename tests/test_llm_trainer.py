@@ -513,6 +513,32 @@ def test_curriculum_user_reward_is_paid_per_group(tmp_path, tiny_dir):
         assert all(u.rewards[u._last_turn_end] == pytest.approx(u.episode_return) for u in users)
 
 
+def test_realism_user_reward_is_paid_from_the_games_acts(tmp_path, tiny_dir):
+    """The LLM user paid for realism: each finished episode's user trace gets the discriminator's mean log-odds of
+    its replies, as the game read them; a game without real dialogues refuses the reward before any rollout."""
+    from scope_envs.train.llm import ppo
+
+    cfg = _cfg(tmp_path, env="p4g-cotrain", mode="cotrain", user_reward="realism", env_kwargs={"max_turns": 2},
+               groups=2, group_size=1, max_new_tokens=4)
+    learners = _learners(cfg)
+    learners["user"].engine = ScriptedEngine(learners["user"].tokenizer, ["Hello there.", "[DONATE $1] Goodbye!"])
+    envs = [ppo.make_env_factory(cfg)() for _ in range(2)]
+    assert all(e.unwrapped.game.user_reward == "realism" for e in envs)
+    traces, _stats = ppo.rollout(cfg, envs, learners, seed=0, rng=np.random.default_rng(0))
+    users = [t for t in traces if t.agent == "user_0"]
+    assert users and all(t.acts is not None and len(t.acts[1]) >= 1 for t in users)
+    assert all(t.episode_return == 0.0 for t in users)  # the env pays nothing under realism
+    discriminator, pairs, weight = ppo.realism_setup(cfg, envs[0].unwrapped.game)
+    row = ppo.pay_realism(traces, discriminator, pairs, weight)
+    assert 0.0 <= row["discriminator_held_back_accuracy"] <= 1.0 and np.isfinite(row["realism_distance"])
+    for t in users:
+        c = pairs.cells(*t.acts)
+        assert t.episode_return == pytest.approx(float(discriminator.rewards(c[c >= 0]).mean()))
+        assert t.rewards[t._last_turn_end] == pytest.approx(t.episode_return)
+    with pytest.raises(ValueError, match="real dialogues"):
+        ppo.realism_setup(cfg, scope_envs.make("cooperbench-cotrain").unwrapped.game)
+
+
 def test_user_reward_needs_a_trained_user_and_curriculum_needs_groups():
     from scope_envs.train.llm.ppo import Config
 

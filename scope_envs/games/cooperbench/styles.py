@@ -17,7 +17,8 @@ personas come from disjoint seed streams, and held-out ones are jittered more
 widely (held-out parameters). The modal ``default`` persona has every
 probability at the archetypes' mean.
 
-``decide`` turns a style and a view into act probabilities. In *expected*
+``policy`` turns styles and views into act probabilities, for any number of
+teammates at once (``decide``: one, from its ``game.private`` view). In *expected*
 mode (the training-side reference policy, which collapsed simulators sharpen)
 every reply's coin is its probability and every commitment (``gate``: respect a
 claim, keep one's own) takes its likelier side; in *sampled* mode (the held-out
@@ -125,9 +126,9 @@ def coins(style_id: str, task: str, max_turns: int) -> dict[str, np.ndarray | fl
     return {name: float(u[w]) if isinstance(w, int) else u[w] for name, w in where.items()}
 
 
-def gate(p, sampled: bool):
+def gate(p):
     """A yes/no commitment of the card (respect a claim, keep one's own), from ``p`` its chance (expected mode)
-    or its coin (sampled mode, 0 or 1): its likelier side, ``p >= 0.5``, the same test in both modes. A commitment
+    or its coin (sampled mode, 0 or 1): its likelier side, ``p >= 0.5``, one test for both modes. A commitment
     is a branch, not a share of one reply's mass, so the reference plays the card's typical commitment, the same
     all episode: an ignorer ignores claims, a claim-breaker drops its own. (Until v0.3 the expected mode took any
     chance above 0 as certain, so every reference partner respected claims and kept its own.)"""
@@ -194,8 +195,8 @@ def policy(view: dict, legal: np.ndarray, traits: np.ndarray, u: dict | None) ->
     known = view["known"] & ~alone[:, None]
     skip = (edits > 0) & ((edits == 2) | ~known)
     skip |= known & ~own_claims & leaves[:, None]
-    skip |= partner_claims & gate(respect, u is not None) & ~alone[:, None]
-    skip |= own_claims & ~gate(keep, u is not None)
+    skip |= partner_claims & gate(respect) & ~alone[:, None]
+    skip |= own_claims & ~gate(keep)
     todo = needs & ~skip
     claim = todo & known & ~own_claims & ~partner_claims
     if claim.any():  # claim the shared regions it will do, before doing them, in region order

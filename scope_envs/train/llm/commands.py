@@ -93,6 +93,8 @@ def train_llm(args) -> None:
     except ValueError as e:
         raise UsageError(_flag(str(e)), str(e)) from None
     if cfg.env != "llm-toy":  # the env and its options are checked before any model loads
+        if cfg.user_reward is not None:  # a reward the game does not pay is --user-reward's mistake
+            check_env_kwargs(cfg.env, {**cfg.env_kwargs, "user_reward": cfg.user_reward}, "--user-reward")
         live = check_env_kwargs(cfg.env, ppo.env_kwargs(cfg))
         trained = {"agent_0"} | ({"user_0"} if cfg.mode in ("cotrain", "population") else set()) | (
             {f"user_{k}" for k in range(cfg.members)} if cfg.mode == "members" else set())

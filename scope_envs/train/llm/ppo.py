@@ -37,7 +37,10 @@ Reads top to bottom: config -> token traces -> learners -> rollout -> advantages
   (K user adapters on one base model, one drawn per episode by the env).
 * ``user_reward``: the trained user's reward, with the act level's definitions
   (``scope_envs.core.rewards``): ``adversarial`` and ``cooperative`` are paid by the
-  game, ``curriculum`` by the trainer over each group.
+  game, ``curriculum`` by the trainer over each group, ``realism`` (and
+  ``realism_mixed``) by the trainer's discriminator of the game's real reply pairs
+  (``scope_envs.train.realism``), each episode on the user's last turn: the mean
+  log-odds of its replies, read from the game's acts (the NLU's reading of its text).
 * Generation: ``transformers.generate`` (``engine="hf"``, CPU or GPU, on the very
   weights being trained) or vLLM (``engine="vllm"``, GPU; weights, or LoRA adapters,
   pushed into the engine after each update, prefix cache reset) — one code path.
@@ -63,7 +66,7 @@ import torch
 from torch import nn
 
 from scope_envs.agents.llm.templates import render, takes_tools
-from scope_envs.core.rewards import SIMULATOR_REWARDS
+from scope_envs.core.rewards import REALISM_REWARDS, SIMULATOR_REWARDS
 from scope_envs.train.advantage import gae
 from scope_envs.train.groups import (
     agent_score,
@@ -81,6 +84,7 @@ MODES = ("agent", "cotrain", "population", "members")
 KL_ESTIMATORS = ("k1", "k3", "low_var_kl")
 POOL_SAMPLES = ("uniform", "latest")
 OLD_LOGPROBS = ("trainer", "engine")
+USER_REWARDS = SIMULATOR_REWARDS + tuple(REALISM_REWARDS)  # the trained user's rewards the trainer can pay
 DTYPES = ("float32", "bfloat16")
 RANDOM = "random:"  # a model spec: random weights from a directory's config (see load_model)
 FROZEN_USER = "frozen_user"  # the metrics' name for a frozen LLM user's generation (agent mode, user_model)
@@ -100,7 +104,8 @@ class Config:
     pool_size: int = 5  # population: the live user and up to pool_size - 1 snapshots (SCOPE: 5)
     snapshot_every: int = 4  # population: updates between snapshots (SCOPE: 4)
     pool_sample: str = "uniform"  # population: uniform over the pool, or latest (the live user)
-    user_reward: str | None = None  # adversarial | cooperative | curriculum (None: the game's default)
+    user_reward: str | None = None  # adversarial | cooperative | curriculum | realism | realism_mixed (None: the
+    # game's default)
     lora: bool = False
     lora_r: int = 8
     lora_alpha: int = 16
@@ -193,8 +198,8 @@ class Config:
         if self.mode == "population" and not self.lora:
             raise ValueError("mode 'population' keeps the user's snapshots as LoRA adapters: pass lora=True (--lora)")
         if self.user_reward is not None:
-            if self.user_reward not in SIMULATOR_REWARDS:
-                raise ValueError(f"user_reward must be one of {SIMULATOR_REWARDS}, got {self.user_reward!r}")
+            if self.user_reward not in USER_REWARDS:
+                raise ValueError(f"user_reward must be one of {USER_REWARDS}, got {self.user_reward!r}")
             if self.mode == "agent":
                 raise ValueError("user_reward pays a trained user: use mode cotrain, population or members")
             if self.user_reward == "curriculum" and self.group_size < 2:
@@ -236,6 +241,7 @@ class Trace:
     episode_return: float = 0.0
     cut: bool = False  # its episode outgrew max_len: the return is not final
     score: float | None = None  # the game's agent_score() at the end (None: cut, or the game has none)
+    acts: tuple | None = None  # the episode's (agent's acts, user's acts) as the game read them, at its end
     template_fallbacks: int = 0  # turns whose glue the template could not render as a prefix extension
     _pending: float = 0.0
     _last_reply: dict | None = None
@@ -642,10 +648,13 @@ def rollout(cfg: Config, envs: list, learners: dict[str, Learner], seed: int, rn
                     e["traces"][agent].add_reward(float(r))
             if not e["env"].agents:
                 e["score"] = agent_score(e["env"].unwrapped.game)
+                e["acts"] = tuple([t.act for t in game.history if t.role == role]
+                                  for role in (game.agent_role, game.user_role))
     for e in episodes:
         for t in e["traces"].values():
             t.cut = bool(e.get("cut"))
             t.score = None if t.cut else e.get("score")
+            t.acts = None if t.cut else e.get("acts")
     traces = [t for e in episodes for t in e["traces"].values() if t.turns > 0]
     if users is not None:  # the frozen user's share, as its batching backend counted it
         gen_tokens[FROZEN_USER] += users.tokens - user_tokens
@@ -685,6 +694,43 @@ def pay_curriculum(traces: list[Trace], game) -> dict[int, float]:
         if t.role == "user" and not t.cut and t.group in values:
             t.add_reward(values[t.group])
     return values
+
+
+def realism_setup(cfg: Config, game) -> tuple | None:
+    """(discriminator, the game's real pairs, the realism term's weight) where the user is paid for realism, else
+    None; a ``ValueError`` for a game with no real dialogues to ground in (``GameSpec.realism``)."""
+    if cfg.user_reward not in REALISM_REWARDS:
+        return None
+    from scope_envs.games import game_spec
+    from scope_envs.games.spec import build
+    from scope_envs.train.realism import Discriminator
+
+    spec = game_spec(game.name)
+    if spec.realism is None:
+        raise ValueError(f"user_reward={cfg.user_reward!r} needs a game with real dialogues to ground in "
+                         f"(GameSpec.realism); {game.name!r} has none")
+    pairs = build(spec.realism)
+    return Discriminator(pairs.shape), pairs, REALISM_REWARDS[cfg.user_reward]
+
+
+def pay_realism(traces: list[Trace], discriminator, pairs, weight: float) -> dict[str, float]:
+    """The realism user reward (``scope_envs.train.realism``): the discriminator scored on the held-back real pairs
+    against this batch's user replies, fitted on the fit fold against them, then each user trace paid ``weight``
+    times the mean clipped log-odds of its replies, on its last turn; cut episodes are not paid. Returns the
+    batch's figures (as the act-level trainer's log rows name them)."""
+    from scope_envs.train.realism import distance, table
+
+    users = [(t, pairs.cells(*t.acts)) for t in traces if t.role == "user" and t.acts is not None]
+    fake = table([c for _, c in users], pairs.shape)
+    held_back = discriminator.accuracy(pairs.held_back, fake)
+    loss = discriminator.fit(pairs.fit, fake)
+    for t, c in users:
+        replies = c[c >= 0]
+        if len(replies):
+            t.add_reward(weight * float(discriminator.rewards(replies).mean()))
+    return {"discriminator_loss": loss, "discriminator_accuracy": discriminator.accuracy(pairs.fit, fake),
+            "discriminator_held_back_accuracy": held_back,
+            "realism_distance": distance(pairs.fit + pairs.held_back, fake)}
 
 
 # ----------------------------------------------------------------------------- the update
@@ -942,6 +988,7 @@ def train(cfg: Config, make_env: Callable | None = None, learners: dict[str, Lea
                            np.random.default_rng(cfg.seed + 17),
                            on_snapshot=(lambda name: register_adapter(user, name, out)) if cfg.engine == "vllm"
                            else None)
+    realism = realism_setup(cfg, envs[0].unwrapped.game)
     history = []
     metrics_path = out / "metrics.jsonl"
     metrics_path.write_text("")
@@ -956,6 +1003,8 @@ def train(cfg: Config, make_env: Callable | None = None, learners: dict[str, Lea
                 seats = {"user_0": dataclasses.replace(learners["user"], name=entry, adapter=entry)}
         traces, rs = rollout(cfg, envs, learners, seed=cfg.seed * 100003 + update * 1009, rng=rng, seats=seats)
         curriculum = pay_curriculum(traces, envs[0].unwrapped.game) if cfg.user_reward == "curriculum" else None
+        if realism is not None:
+            row.update(pay_realism(traces, *realism))
         t_roll = time.perf_counter() - t0
         row.update({"episodes": rs["episodes"], "cut_episodes": rs["cut"], "kl_coef": kl_ctls[first].coef,
                     "tokens_per_s": rs["gen_tokens"] / max(rs["gen_time"], 1e-9), "gen_tokens": rs["gen_tokens"],
