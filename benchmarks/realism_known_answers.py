@@ -21,11 +21,11 @@ import numpy as np
 
 from scope_envs.arguments import count, output_dir
 from scope_envs.bench.methods import method_setup
-from scope_envs.bench.realism import DISTANCE_EPISODES, distance_to_real, r1_collapsed_copy
+from scope_envs.bench.realism import DISTANCE_EPISODES, r1_collapsed_copy, user_distance
 from scope_envs.bench.stats import bootstrap_ci
 from scope_envs.files import write_atomic, write_json
 from scope_envs.games import game_names, game_spec
-from scope_envs.train.act_ppo import PPOConfig, PPOTrainer, PolicySnapshot
+from scope_envs.train.act_ppo import PPOConfig, PPOTrainer
 
 OUT = Path(__file__).resolve().parent / "results" / "realism"
 
@@ -38,11 +38,10 @@ def r2_seed(game: str, seed: int, steps: int, episodes: int = DISTANCE_EPISODES)
         env_id, env_kwargs, overrides = method_setup(game, method)
         trainer = PPOTrainer(PPOConfig(env_id=env_id, env_kwargs=env_kwargs, seed=seed, total_steps=steps,
                                        **overrides))
-        user = next(a for a in trainer.envs[0].possible_agents if a != "agent_0")
         if "start" not in out:  # the same behaviour clone for both rows (same seed, same frozen simulator)
-            out["start"] = distance_to_real(game, PolicySnapshot(trainer.init[trainer.seat[user]]), episodes, seed)
+            out["start"] = user_distance(trainer, game, seed, episodes, start=True)
         history = trainer.train()
-        out[method] = distance_to_real(game, PolicySnapshot(trainer.learners[trainer.seat[user]]), episodes, seed)
+        out[method] = user_distance(trainer, game, seed, episodes)
         if method == "cotrain-realism":
             out["held_back_accuracy_end"] = float(np.mean([r["discriminator_held_back_accuracy"]
                                                            for r in history[-max(1, len(history) // 4):]]))

@@ -517,6 +517,7 @@ def test_realism_user_reward_is_paid_from_the_games_acts(tmp_path, tiny_dir):
     """The LLM user paid for realism: each finished episode's user trace gets the discriminator's mean log-odds of
     its replies, as the game read them; a game without real dialogues refuses the reward before any rollout."""
     from scope_envs.train.llm import ppo
+    from scope_envs.train.realism import Realism
 
     cfg = _cfg(tmp_path, env="p4g-cotrain", mode="cotrain", user_reward="realism", env_kwargs={"max_turns": 2},
                groups=2, group_size=1, max_new_tokens=4)
@@ -528,15 +529,15 @@ def test_realism_user_reward_is_paid_from_the_games_acts(tmp_path, tiny_dir):
     users = [t for t in traces if t.agent == "user_0"]
     assert users and all(t.acts is not None and len(t.acts[1]) >= 1 for t in users)
     assert all(t.episode_return == 0.0 for t in users)  # the env pays nothing under realism
-    discriminator, pairs, weight = ppo.realism_setup(cfg, envs[0].unwrapped.game)
-    row = ppo.pay_realism(traces, discriminator, pairs, weight)
+    realism = Realism.for_game(envs[0].unwrapped.game, cfg.user_reward)
+    row = ppo.pay_realism(traces, realism)
     assert 0.0 <= row["discriminator_held_back_accuracy"] <= 1.0 and np.isfinite(row["realism_distance"])
     for t in users:
-        c = pairs.cells(*t.acts)
-        assert t.episode_return == pytest.approx(float(discriminator.rewards(c[c >= 0]).mean()))
+        c = realism.pairs.cells(*t.acts)
+        assert t.episode_return == pytest.approx(float(realism.discriminator.rewards(c[c >= 0]).mean()))
         assert t.rewards[t._last_turn_end] == pytest.approx(t.episode_return)
     with pytest.raises(ValueError, match="real dialogues"):
-        ppo.realism_setup(cfg, scope_envs.make("cooperbench-cotrain").unwrapped.game)
+        Realism.for_game(scope_envs.make("cooperbench-cotrain").unwrapped.game, "realism")
 
 
 def test_user_reward_needs_a_trained_user_and_curriculum_needs_groups():

@@ -45,14 +45,13 @@ def test_a_realism_paid_user_started_from_the_collapsed_simulator_ends_closer_to
     """Issue 49's known answer R2, at a test's budget and one seed: the co-trained persuadee starts as a clone of
     p4g's frozen (collapsed) simulator and, paid only for realism, its replies to the probe agent move towards the
     training part's real ones; the discriminator tells the real held-back persuadees from it better than chance."""
-    from scope_envs.bench.realism import distance_to_real
-    from scope_envs.train.act_ppo import PolicySnapshot
+    from scope_envs.bench.realism import user_distance
 
     trainer = PPOTrainer(PPOConfig(env_id="p4g-cotrain", env_kwargs={"user_reward": "realism"}, seed=0,
                                    total_steps=8000))
-    start = distance_to_real("p4g", PolicySnapshot(trainer.init["user_0"]), episodes=300)
+    start = user_distance(trainer, "p4g", seed=0, episodes=300, start=True)
     rows = trainer.train()
-    end = distance_to_real("p4g", PolicySnapshot(trainer.learners["user_0"]), episodes=300)
+    end = user_distance(trainer, "p4g", seed=0, episodes=300)
     assert end < start - 0.02, (start, end)
     assert rows[0]["discriminator_held_back_accuracy"] == 0.5  # scored before its first fit: every cell at 0
     assert np.mean([r["discriminator_held_back_accuracy"] for r in rows[1:]]) > 0.6

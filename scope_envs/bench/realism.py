@@ -105,13 +105,17 @@ def r1_collapsed_copy(game: str, **diagnose_options) -> dict:
     return out
 
 
-def realism_metrics(trainer, game: str, seed: int) -> dict:
-    """A realism row's user against the probe agent: the distance to the training part's real reply pairs of its
-    first user network at the start of training (the behaviour clone) and at the end. Training side only: the
-    probe agent plays train cards."""
+def user_distance(trainer, game: str, seed: int, episodes: int = DISTANCE_EPISODES, start: bool = False) -> float:
+    """``distance_to_real`` of a trainer's first co-trained user network: as it is now, or (``start``) as it began
+    training (the behaviour clone, kept as ``trainer.init``). Training side only: the probe agent plays train
+    cards."""
     from scope_envs.train.act_ppo import PolicySnapshot
 
-    user = next(a for a in trainer.envs[0].possible_agents if a != "agent_0")
-    net = trainer.seat[user]
-    return {"realism_distance_start": distance_to_real(game, PolicySnapshot(trainer.init[net]), seed=seed),
-            "realism_distance_end": distance_to_real(game, PolicySnapshot(trainer.learners[net]), seed=seed)}
+    net = trainer.seat[next(a for a in trainer.envs[0].possible_agents if a != "agent_0")]
+    return distance_to_real(game, PolicySnapshot((trainer.init if start else trainer.learners)[net]), episodes, seed)
+
+
+def realism_metrics(trainer, game: str, seed: int) -> dict:
+    """A realism row's record figures: its user's distance to the real pairs at the start of training and now."""
+    return {"realism_distance_start": user_distance(trainer, game, seed, start=True),
+            "realism_distance_end": user_distance(trainer, game, seed)}

@@ -61,11 +61,8 @@ from scope_envs.train.numpy_ac import (
     normalize,
     views_like,
 )
-from scope_envs.core.rewards import REALISM_REWARDS
-from scope_envs.games import game_spec
-from scope_envs.games.spec import build
 from scope_envs.train.policy import Decisions
-from scope_envs.train.realism import Discriminator, distance as realism_distance, table as realism_table
+from scope_envs.train.realism import Realism
 from scope_envs.train.rollout import Rollout, UniformAgent, collect, evaluate, evaluation_rng, rollout_diagnostics
 from scope_envs.vec import BATCHED_KWARGS, vectorize
 from scope_envs.wrappers import CheckpointPool
@@ -278,7 +275,8 @@ class PPOTrainer:
     ``learners`` maps a learner name (``agent_0``, ``user_0``.., or ``shared`` in
     selfplay) to its network; ``seat`` maps each live agent to its learner. ``pools``: each env's
     ``CheckpointPool`` (empty unless the env is one); ``curriculum``: the user is paid SCOPE's
-    group curriculum reward; ``discriminator``: the realism reward's (None unless the user is paid for realism).
+    group curriculum reward; ``realism``: the realism reward (``scope_envs.train.realism.Realism``; None unless the
+    user is paid for realism).
     ``agent_steps``, ``env_steps`` and ``updates`` count agent_0's decisions, env
     steps and iterations so far.
     """
@@ -309,16 +307,8 @@ class PPOTrainer:
                                  f"be >= 2 with user_reward='curriculum', got group_size={cfg.group_size}")
             # the curriculum's (target_var, width), as the game checked them; raises where it has no agent_score
             self.curriculum_setting = curriculum_setting(game) if self.curriculum else None
-            # the realism user reward (scope_envs.train.realism): its weight, the game's real pairs, the discriminator
-            self.realism_weight = REALISM_REWARDS.get(getattr(game, "user_reward", None), 0.0) if users else 0.0
-            self.real_pairs = self.discriminator = None
-            if self.realism_weight:
-                spec = game_spec(game.name)
-                if spec.realism is None:
-                    raise ValueError(f"user_reward={game.user_reward!r} needs a game with real dialogues to ground "
-                                     f"in (GameSpec.realism); {game.name!r} has none")
-                self.real_pairs = build(spec.realism)
-                self.discriminator = Discriminator(self.real_pairs.shape)
+            # the realism user reward (scope_envs.train.realism): None unless the user is paid for realism
+            self.realism = Realism.for_game(game, getattr(game, "user_reward", None)) if users else None
             pools = [find_pool(e) for e in self.envs]
             self.pools: list[CheckpointPool] = pools if all(p is not None for p in pools) else []
             self.dims = {a: env.observation_space(a)["observation"].shape[0] for a in env.possible_agents}
@@ -416,31 +406,23 @@ class PPOTrainer:
         return [values[g] for g in sorted(values)]
 
     def assign_realism(self, episodes: list[dict]) -> dict:
-        """The realism user reward (``scope_envs.train.realism``): the discriminator checked on the held-back real
-        pairs against this iteration's replies, then fitted on the fit fold against them; each user decision is
-        then credited its own reply's clipped log-odds, weighted, over the episode's number of replies. Returns the
-        iteration's figures for the log row."""
-        cells, paid = [], []
+        """The realism user reward (``scope_envs.train.realism``): the discriminator updated on this iteration's
+        replies (``Realism.update``), then each user decision credited its own reply's clipped log-odds, weighted,
+        over the episode's number of replies. Returns the iteration's figures for the log row."""
+        paid = []
         for ep in episodes:
             agent_acts = [d["a"] for d in ep["traj"].get(AGENT, [])]
             for seat, decisions in ep["traj"].items():
                 if seat != AGENT and decisions:
-                    c = self.real_pairs.cells(agent_acts, [d["a"] for d in decisions])
-                    cells.append(c)
-                    paid.append((decisions, c))
-        fake = realism_table(cells, self.real_pairs.shape)
-        held_back = self.discriminator.accuracy(self.real_pairs.held_back, fake)
-        loss = self.discriminator.fit(self.real_pairs.fit, fake)
+                    paid.append((decisions, self.realism.pairs.cells(agent_acts, [d["a"] for d in decisions])))
+        figures = self.realism.update([c for _, c in paid])
         for decisions, c in paid:
             replies = np.flatnonzero(c >= 0)
             if len(replies):
-                paid_each = self.realism_weight * self.discriminator.rewards(c[replies]) / len(replies)
+                paid_each = self.realism.weight * self.realism.discriminator.rewards(c[replies]) / len(replies)
                 for j, r in zip(replies.tolist(), paid_each.tolist()):
                     decisions[j]["r"] += r
-        return {"discriminator_loss": loss,
-                "discriminator_accuracy": self.discriminator.accuracy(self.real_pairs.fit, fake),
-                "discriminator_held_back_accuracy": held_back,
-                "realism_distance": realism_distance(self.real_pairs.fit + self.real_pairs.held_back, fake)}
+        return figures
 
     # -- learning --------------------------------------------------------------------
     def reward_to_go(self, decisions: list[dict]) -> np.ndarray:
@@ -671,7 +653,7 @@ class PPOTrainer:
             episodes, steps = self.play(envs, cfg.episodes_per_iter, seed=seed, group_size=cfg.group_size,
                                         scenario_seed=derive_seed(cfg.seed, self.updates))
             curriculum = self.assign_curriculum(episodes) if self.curriculum else None
-            realism = self.assign_realism(episodes) if self.discriminator is not None else None
+            realism = self.assign_realism(episodes) if self.realism is not None else None
             self.env_steps += steps
             agent_dec = [d for ep in episodes for d in ep["traj"].get(AGENT, [])]
             self.agent_steps += len(agent_dec)

@@ -33,12 +33,48 @@ from __future__ import annotations
 
 import numpy as np
 
-from scope_envs.core.rewards import REALISM_REWARDS  # noqa: F401  (the modes and their weights, with the others)
+from scope_envs.core.rewards import REALISM_REWARDS
 from scope_envs.train.numpy_ac import Adam
 
 REWARD_CLIP = 5.0
-# the trainer's log row of a realism-paid run (``PPOTrainer.assign_realism``), which the benchmark's records keep
+# the trainer's log row of a realism-paid run (``Realism.update``), which the benchmark's records keep
 REALISM_LOG = ("discriminator_accuracy", "discriminator_held_back_accuracy", "realism_distance")
+
+
+class Realism:
+    """What a trainer needs to pay a user for realism: the game's real pairs (``GameSpec.realism``), the
+    discriminator, and the realism term's ``weight`` (``REALISM_REWARDS``). Both trainers (the act-level PPO and
+    the LLM one) hold one and differ only in how they credit a reply's reward."""
+
+    def __init__(self, pairs, weight: float):
+        self.pairs, self.weight = pairs, weight
+        self.discriminator = Discriminator(pairs.shape)
+
+    @classmethod
+    def for_game(cls, game, user_reward: str | None) -> Realism | None:
+        """The realism reward of ``game`` under ``user_reward``, or None when that is not a realism mode; a
+        ``ValueError`` for a game with no real dialogues to ground in."""
+        if user_reward not in REALISM_REWARDS:
+            return None
+        from scope_envs.games import game_spec
+        from scope_envs.games.spec import build
+
+        spec = game_spec(game.name)
+        if spec.realism is None:
+            raise ValueError(f"user_reward={user_reward!r} needs a game with real dialogues to ground in "
+                             f"(GameSpec.realism); {game.name!r} has none")
+        return cls(build(spec.realism), REALISM_REWARDS[user_reward])
+
+    def update(self, cells: list[np.ndarray]) -> dict[str, float]:
+        """One iteration's discriminator: scored on the held-back real pairs against the users' pairs ``cells``
+        (each episode's, as ``pairs.cells`` gives them), then fitted on the fit fold against them. Returns the
+        iteration's figures (``REALISM_LOG`` and the loss)."""
+        fake = table(cells, self.pairs.shape)
+        held_back = self.discriminator.accuracy(self.pairs.held_back, fake)
+        loss = self.discriminator.fit(self.pairs.fit, fake)
+        return {"discriminator_loss": loss, "discriminator_accuracy": self.discriminator.accuracy(self.pairs.fit, fake),
+                "discriminator_held_back_accuracy": held_back,
+                "realism_distance": distance(self.pairs.fit + self.pairs.held_back, fake)}
 
 
 class Discriminator:

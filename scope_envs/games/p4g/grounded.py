@@ -105,10 +105,9 @@ from scope_envs.games.p4g.fit import (COLUMNS, FILES, MAX_DOLLARS, NUMERIC, PERS
                                       _logistic, _num, _softmax_tilt, check_data, response_act)
 from scope_envs.games.p4g.people import HELDOUT, HELDOUT_SHARE, SALT, TRAIN, split_of
 from scope_envs.games.p4g.personas import decision_lean
-from scope_envs.games.p4g.realism import SHAPE as PAIRS_SHAPE, TURN_EDGES as PAIRS_EDGES, RealPairs, pair_tables
+from scope_envs.games.p4g.realism import SHAPE as PAIRS_SHAPE, TURN_EDGES, RealPairs, pair_tables, phase
 
 PARAMS = Path(__file__).with_name("grounded_params.json")
-TURN_EDGES = (1, 3, 7)  # phases of the 0-based turn index: opening (0), early (1-2), middle (3-6), late (7+)
 PHASES = ("opening", "early", "middle", "late")
 PRIOR = 5.0  # pseudo-replies drawing a context towards its parent (P(reply | act) towards the marginal, ...)
 ALPHA = 0.5  # add-0.5, as fit.py's tables: the reply marginal and the positive stated bins
@@ -224,11 +223,6 @@ def check_training_only(part: TrainingPart) -> None:
 
 
 # -- the fit ---------------------------------------------------------------------------------------------------------
-def phase(turn: int) -> int:
-    """The phase (index into ``PHASES``) of a 0-based turn index."""
-    return sum(turn >= edge for edge in TURN_EDGES)
-
-
 def _pairs(part: TrainingPart) -> list[tuple[str, int, str, str]]:
     """``(persuader act, phase, reply, dialogue)`` for every turn with both a labelled act and a labelled reply."""
     return [(t["er"][-1], phase(turn), t["ee"][0], d)
@@ -513,8 +507,7 @@ def model() -> GroundedModel:
 def real_pairs() -> RealPairs:
     """The training part's reply pairs, by fold, from the committed parameters (``realism.py``; built once)."""
     block = params().get("pairs")
-    if block is None or tuple(block["shape"]) != PAIRS_SHAPE or tuple(block["turn_edges"]) != PAIRS_EDGES \
-            or PAIRS_EDGES != TURN_EDGES:
+    if block is None or tuple(block["shape"]) != PAIRS_SHAPE or tuple(block["turn_edges"]) != TURN_EDGES:
         raise ValueError("grounded_params.json holds no reply pairs of this act set: refit it "
                          "(python -m scope_envs.games.p4g.grounded --data ../shared/data/p4g)")
     return RealPairs(np.array(block["fit"]["counts"], float), np.array(block["held_back"]["counts"], float))

@@ -30,12 +30,18 @@ from scope_envs.games.p4g.fit import RESPONSE_ACTS
 FOLD_SALT = "scope-envs/p4g/realism-held-back"
 HELD_BACK_SHARE = 0.25
 FOLDS = ("fit", "held_back")
-N_REPLIES = len(dialogue_acts.PERSUADEE_VERBAL) + 1  # ``fit.RESPONSE_ACTS``: the verbal acts, then provide_amount
-SHAPE = (len(dialogue_acts.PERSUADER_ACTS), 4, N_REPLIES)  # (persuader act, phase, reply); the no-op row stays 0
+TURN_EDGES = (1, 3, 7)  # phases of the 0-based turn index: opening (0), early (1-2), middle (3-6), late (7+)
+N_REPLIES = len(RESPONSE_ACTS)  # the verbal acts, then provide_amount
+SHAPE = (len(dialogue_acts.PERSUADER_ACTS), len(TURN_EDGES) + 1, N_REPLIES)  # (persuader act, phase, reply); the
+# no-op row stays 0
 # a game's persuadee act -> its reply index: the verbal acts in order, every amount one ``provide_amount``; no-op -1
 REPLY_OF_ACT = np.array([-1, *range(len(dialogue_acts.PERSUADEE_VERBAL)),
                          *[N_REPLIES - 1] * len(dialogue_acts.AMOUNT_ACTS)])
-TURN_EDGES = (1, 3, 7)  # ``grounded.TURN_EDGES`` (``grounded.real_pairs`` checks the committed tables')
+
+
+def phase(turn: int) -> int:
+    """The phase of a 0-based turn index (the index into ``grounded.PHASES``)."""
+    return sum(turn >= edge for edge in TURN_EDGES)
 
 
 def fold_of(person_id: str) -> str:
@@ -74,7 +80,7 @@ class RealPairs:
         out = np.full(len(user_acts), -1, np.int64)
         k = min(len(agent_acts), len(user_acts))
         reply = REPLY_OF_ACT[user_acts[:k]]
-        phase = (np.arange(k)[:, None] >= np.array(TURN_EDGES)).sum(1)
+        phases = np.array([phase(turn) for turn in range(k)], np.int64)
         keep = np.flatnonzero(reply >= 0)
-        out[keep] = np.ravel_multi_index((agent_acts[keep], phase[keep], reply[keep]), SHAPE)
+        out[keep] = np.ravel_multi_index((agent_acts[keep], phases[keep], reply[keep]), SHAPE)
         return out

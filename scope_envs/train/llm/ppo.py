@@ -78,6 +78,7 @@ from scope_envs.train.groups import (
     group_diagnostics,
     scenario_options,
 )
+from scope_envs.train.realism import Realism
 
 ALGOS = ("ppo", "grpo")
 MODES = ("agent", "cotrain", "population", "members")
@@ -696,41 +697,18 @@ def pay_curriculum(traces: list[Trace], game) -> dict[int, float]:
     return values
 
 
-def realism_setup(cfg: Config, game) -> tuple | None:
-    """(discriminator, the game's real pairs, the realism term's weight) where the user is paid for realism, else
-    None; a ``ValueError`` for a game with no real dialogues to ground in (``GameSpec.realism``)."""
-    if cfg.user_reward not in REALISM_REWARDS:
-        return None
-    from scope_envs.games import game_spec
-    from scope_envs.games.spec import build
-    from scope_envs.train.realism import Discriminator
-
-    spec = game_spec(game.name)
-    if spec.realism is None:
-        raise ValueError(f"user_reward={cfg.user_reward!r} needs a game with real dialogues to ground in "
-                         f"(GameSpec.realism); {game.name!r} has none")
-    pairs = build(spec.realism)
-    return Discriminator(pairs.shape), pairs, REALISM_REWARDS[cfg.user_reward]
-
-
-def pay_realism(traces: list[Trace], discriminator, pairs, weight: float) -> dict[str, float]:
-    """The realism user reward (``scope_envs.train.realism``): the discriminator scored on the held-back real pairs
-    against this batch's user replies, fitted on the fit fold against them, then each user trace paid ``weight``
-    times the mean clipped log-odds of its replies, on its last turn; cut episodes are not paid. Returns the
-    batch's figures (as the act-level trainer's log rows name them)."""
-    from scope_envs.train.realism import distance, table
-
-    users = [(t, pairs.cells(*t.acts)) for t in traces if t.role == "user" and t.acts is not None]
-    fake = table([c for _, c in users], pairs.shape)
-    held_back = discriminator.accuracy(pairs.held_back, fake)
-    loss = discriminator.fit(pairs.fit, fake)
+def pay_realism(traces: list[Trace], realism) -> dict[str, float]:
+    """The realism user reward (``scope_envs.train.realism``): the discriminator updated on this batch's user
+    replies (``Realism.update``), then each user trace paid the weighted mean clipped log-odds of its replies, on its
+    last turn; cut episodes are not paid. Returns the batch's figures (as the act-level trainer's log rows name
+    them)."""
+    users = [(t, realism.pairs.cells(*t.acts)) for t in traces if t.role == "user" and t.acts is not None]
+    figures = realism.update([c for _, c in users])
     for t, c in users:
         replies = c[c >= 0]
         if len(replies):
-            t.add_reward(weight * float(discriminator.rewards(replies).mean()))
-    return {"discriminator_loss": loss, "discriminator_accuracy": discriminator.accuracy(pairs.fit, fake),
-            "discriminator_held_back_accuracy": held_back,
-            "realism_distance": distance(pairs.fit + pairs.held_back, fake)}
+            t.add_reward(realism.weight * float(realism.discriminator.rewards(replies).mean()))
+    return figures
 
 
 # ----------------------------------------------------------------------------- the update
@@ -988,7 +966,7 @@ def train(cfg: Config, make_env: Callable | None = None, learners: dict[str, Lea
                            np.random.default_rng(cfg.seed + 17),
                            on_snapshot=(lambda name: register_adapter(user, name, out)) if cfg.engine == "vllm"
                            else None)
-    realism = realism_setup(cfg, envs[0].unwrapped.game)
+    realism = Realism.for_game(envs[0].unwrapped.game, cfg.user_reward)
     history = []
     metrics_path = out / "metrics.jsonl"
     metrics_path.write_text("")
@@ -1004,7 +982,7 @@ def train(cfg: Config, make_env: Callable | None = None, learners: dict[str, Lea
         traces, rs = rollout(cfg, envs, learners, seed=cfg.seed * 100003 + update * 1009, rng=rng, seats=seats)
         curriculum = pay_curriculum(traces, envs[0].unwrapped.game) if cfg.user_reward == "curriculum" else None
         if realism is not None:
-            row.update(pay_realism(traces, *realism))
+            row.update(pay_realism(traces, realism))
         t_roll = time.perf_counter() - t0
         row.update({"episodes": rs["episodes"], "cut_episodes": rs["cut"], "kl_coef": kl_ctls[first].coef,
                     "tokens_per_s": rs["gen_tokens"] / max(rs["gen_time"], 1e-9), "gen_tokens": rs["gen_tokens"],
