@@ -164,3 +164,38 @@ def test_bench_sensitivity_end_to_end(tmp_path):
     rows = json.loads((tmp_path / "sensitivity.json").read_text())
     assert {r["variant"] for r in rows} == {"default", *sensitivity.variants("p4g")}
     assert "Sensitivity" in (tmp_path / "report.md").read_text()
+
+
+def test_bench_world_trains_in_the_variant_and_leaves_the_worker_as_shipped():
+    """``scope-envs bench --world no-interactions``: the run trains and is judged in p4g's world without its persona x
+    act interactions, says so in its record, and the process is back in the shipped world afterwards."""
+    from scope_envs.bench.methods import run_one
+    from scope_envs.games.p4g import personas
+
+    def interactions():
+        return sum(abs(v) for v in personas.params()["strategy_interactions"]["coef"].values())
+
+    shipped = interactions()
+    assert shipped > 0
+    kwargs = dict(game="p4g", method="uncollapsed", seed=0, steps=600, eval_episodes=60, curve_points=2,
+                  curve_episodes=20)
+    plain, varied = run_one(**kwargs), run_one(**kwargs, world="no-interactions")
+    assert "world" not in plain and varied["world"] == "no-interactions"
+    assert interactions() == shipped
+    # the simulator it trained against and the reference users it was judged on moved; the held-out proxies did not
+    assert plain["metrics"]["train_success"] != varied["metrics"]["train_success"]
+    again = run_one(**kwargs)  # the next run in this worker is the shipped world's again
+    assert [again["metrics"][k] for k in ("train_success", "heldout_success")] == \
+        [plain["metrics"][k] for k in ("train_success", "heldout_success")]
+
+
+@pytest.mark.parametrize("extra", [[], ["--against", "."]])
+def test_bench_world_is_refused_where_a_game_lacks_it_or_with_a_reference(extra, tmp_path):
+    import subprocess
+    import sys
+
+    games = [] if not extra else ["--games", "p4g"]
+    done = subprocess.run([sys.executable, "-m", "scope_envs.cli", "bench", "--world", "no-interactions", *games,
+                           *extra, "--out", str(tmp_path)], capture_output=True, text=True)
+    assert done.returncode == 2 and "--world" in done.stderr.splitlines()[-1], done.stderr
+    assert not (tmp_path / "runs").exists()

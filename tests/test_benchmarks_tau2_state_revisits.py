@@ -10,15 +10,15 @@ import pytest
 from bench_fixtures import load_script
 
 import scope_envs
+from scope_envs.games.tau2.user_state import state_row
 
 
 def answers(game) -> tuple:
-    from scope_envs.games.tau2.batched import user_state_row
     from scope_envs.games.tau2.game import AGENT, USER
 
     # the user's own features read its card, which the key leaves out (the probe counts it apart)
     return (game.features(AGENT).tobytes(), game.legal(AGENT).tobytes(), game.legal(USER).tobytes(),
-            tuple(user_state_row(game)), tuple(sorted(game.outcome().items())), game.active_role())
+            tuple(state_row(game.user_state())), tuple(sorted(game.outcome().items())), game.active_role())
 
 
 def revisits(env_id: str, key, answer, seed: int) -> int:

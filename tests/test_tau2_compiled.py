@@ -8,8 +8,9 @@ import pytest
 from test_vec import assert_same, play
 
 import scope_envs
+from scope_envs.games.tau2.user_state import state_row
 from scope_envs.core.game import Persona
-from scope_envs.games.tau2.batched import Tau2Batch, user_state_row
+from scope_envs.games.tau2.batched import Tau2Batch
 from scope_envs.games.tau2.compiled import TASKS
 from scope_envs.games.tau2.data import load_domain
 from scope_envs.games.tau2.game import AGENT, USER
@@ -30,7 +31,7 @@ def from_game(game) -> tuple:
     """The same, from the scalar game."""
     cands = tuple(tuple(c.key() for c in game.candidates()[k]) for k in ("read", "write", "phone"))
     return (game.features(AGENT).tobytes(), game.legal(AGENT).tobytes(), game.legal(USER).tobytes(),
-            tuple(float(v) for v in user_state_row(game)), cands)
+            tuple(float(v) for v in state_row(game.user_state())), cands)
 
 
 @pytest.mark.parametrize("env_id", ["tau2-frozen", "tau2-heldout", "tau2-cotrain"])

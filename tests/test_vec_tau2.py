@@ -1,14 +1,11 @@
 """The batched tau2 act engine (``Tau2VecEnv``, ``scope_envs.games.tau2.batched``): N slots stepped together play
 the same episodes as N scalar envs seeded alike, bit for bit, on every tau2 regime, the benchmark's held-out
-panel, the real tau^2-bench tasks, truncating step limits and users asked slot by slot; its reply models equal
-the scalar ones row for row, the fallbacks included."""
+panel, the real tau^2-bench tasks, truncating step limits and users asked slot by slot."""
 
-import numpy as np
 import pytest
 from test_vec import ViewReader, assert_same, play
 
 import scope_envs
-from scope_envs.games.tau2 import batched, behaviour, human_proxy
 from scope_envs.vec import LoopVecEnv, Tau2VecEnv, vectorize
 
 
@@ -82,63 +79,3 @@ def test_make_vec_takes_the_game_options_and_keeps_the_text_surface_on_the_loop(
     assert {e.unwrapped.game.domains for e in vec.envs} == {("airline",)}
     assert isinstance(scope_envs.make_vec("tau2-frozen", num_envs=2, surface="text"), LoopVecEnv)
     assert isinstance(scope_envs.make_vec("tau2-heldout", num_envs=2, assumptions="no_slips"), LoopVecEnv)
-
-
-def scalar_reference(traits, st, legal):
-    return behaviour.reference_distribution(traits, st, legal)
-
-
-def random_states(rng, rows):
-    """Dialogue states that reach every branch of the reply models (and their fallbacks)."""
-    out = []
-    for _ in range(rows):
-        st = {"first_turn": rng.random() < 0.15, "transfer_pending": rng.random() < 0.05,
-              "satisfied": rng.random() < 0.1, "agent_msgs": int(rng.integers(0, 40)),
-              "instructed": rng.random() < 0.1,
-              "confirm_target": rng.choice([None, None, None, "decoy", "real"]),
-              "decoy_kind": rng.choice([None, "forbidden", "mind_change"]),
-              "asked_slot": rng.choice([None, None, "user_id", "email", "record_id", "details"]),
-              "tool_errors": int(rng.integers(0, 6)), "episode_seed": int(rng.integers(2**31)),
-              "denied": int(rng.integers(0, 3)), "insisted": int(rng.integers(0, 5))}
-        for k in ("slipped", "stated", "details_given", "identity_given", "asked", "has_question", "decoy_open"):
-            st[k] = float(rng.random() < 0.5)
-        st["real_pending"] = bool(rng.random() < 0.5)
-        out.append(st)
-    return out
-
-
-class FakeGame:
-    """What ``user_state_row`` reads of a game."""
-
-    def __init__(self, st):
-        self.st = st
-        self.goal = type("Goal", (), {"decoy_kind": st["decoy_kind"]})()
-
-    def user_state(self):
-        return self.st
-
-
-def test_the_reply_models_equal_the_scalar_ones_row_for_row():
-    rng = np.random.default_rng(0)
-    rows = 3000
-    states = random_states(rng, rows)
-    cards = [behaviour.card(rng.choice(["train", "heldout"]), int(rng.integers(500))).traits for _ in range(rows)]
-    legal = rng.random((rows, len(batched.USER_ACTS))) < 0.5
-    legal[:, 0] = False
-    legal[rng.random(rows) < 0.05] = False  # no legal act: the degenerate fallback
-    legal[rng.random(rows) < 0.05, 0] = True
-    st = np.array([batched.user_state_row(FakeGame(s)) for s in states], float)
-    t = np.array([[c[k] for k in batched.TRAITS] for c in cards])
-    ok = legal.any(1)
-    got = batched.reference_distribution(t[ok], st[ok], legal[ok])
-    want = np.array([scalar_reference(c, s, m) for c, s, m, o in zip(cards, states, legal, ok) if o])
-    np.testing.assert_array_equal(got, want)
-    coins = np.array([[human_proxy._coin(s["episode_seed"], "slip", c["slip"]),
-                       human_proxy._coin(s["episode_seed"], "mind", c["mind_change"])] for c, s in zip(cards, states)])
-    got = batched.proxy_distribution(t[ok], st[ok], coins[ok], legal[ok])
-    want = np.array([human_proxy.distribution(c, s, m) for c, s, m, o in zip(cards, states, legal, ok) if o])
-    np.testing.assert_array_equal(got, want)
-    # the comparison can fail: one coefficient off in the vectorized model is seen
-    moved = [dict(c, disclose=min(1.0, c["disclose"] + 1e-3)) for c in cards]
-    want = np.array([scalar_reference(c, s, m) for c, s, m, o in zip(moved, states, legal, ok) if o])
-    assert not np.array_equal(batched.reference_distribution(t[ok], st[ok], legal[ok]), want)

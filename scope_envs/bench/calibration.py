@@ -73,6 +73,8 @@ Outputs (``OUT``): ``calibration.json``, ``calibration.md``, ``calibration_<game
 
 from __future__ import annotations
 
+from scope_envs.bench.worlds import use_world, world_names  # noqa: F401 (world_names: the scripts read it here)
+
 import inspect
 import time
 from pathlib import Path
@@ -178,30 +180,6 @@ def cells(game: str) -> list[tuple[str, str | None]]:
 
 def cell_name(method: str, dial: str | None) -> str:
     return method if dial is None else f"{method}@{dial}"
-
-
-def world_names(game: str) -> tuple[str, ...]:
-    """The variants of the game's training-side world (``GameSpec.worlds``; () where it declares none)."""
-    from scope_envs.games import game_spec, load
-
-    spec = game_spec(game)
-    return () if spec.worlds is None else tuple(load(spec.worlds))
-
-
-def use_world(game: str, world: str | None) -> None:
-    """Put the game's training-side world ``world`` in place in this process; None: as shipped (its "fitted"
-    world, where it declares worlds), so that no cell inherits the world of the one before it."""
-    from scope_envs.games import game_spec, load
-
-    spec = game_spec(game)
-    if spec.worlds is None:
-        if world is not None:
-            raise ValueError(f"{game} declares no variants of its training-side world (GameSpec.worlds)")
-        return
-    worlds = load(spec.worlds)
-    if (world or "fitted") not in worlds:
-        raise ValueError(f"{game} world must be one of {tuple(worlds)}, got {world!r}")
-    worlds[world or "fitted"]()
 
 
 def run_cell(game: str, method: str, seed: int, steps: int, eval_episodes: int, dial: str | None = None,

@@ -208,7 +208,7 @@ def builtin() -> dict[str, PPOMethod]:
 def run_one(game: str, method: str, seed: int, steps: int, eval_episodes: int, curve_points: int,
             curve_episodes: int, user_reward: str | None = None, advantage: str = "gae", group_size: int = 1,
             sensitivity: bool = False, assumptions: str | None = None, heldout_episodes: int | None = None,
-            plugin: str | None = None) -> dict:
+            plugin: str | None = None, world: str | None = None) -> dict:
     """Train one (game, method, seed) and evaluate it; the held-out side only ever measures (``oracle``,
     the ceiling, trains against the held-out behaviour model on train scenarios: see the module docstring).
 
@@ -219,7 +219,9 @@ def run_one(game: str, method: str, seed: int, steps: int, eval_episodes: int, c
     (``EVAL_EPISODES_MIN``); the train side plays ``eval_episodes``.
     ``sensitivity``: also evaluate on held-out users under each assumption variant (``bench.sensitivity``).
     ``assumptions`` (``oracle`` only): train and evaluate the ceiling under that variant of the proxies'
-    assumptions, the ceiling of the sensitivity run's re-judged claims."""
+    assumptions, the ceiling of the sensitivity run's re-judged claims.
+    ``world``: train and evaluate in that variant of the game's training-side world (``GameSpec.worlds``; the
+    held-out proxies as shipped); the record says which."""
     import torch
     from threadpoolctl import threadpool_limits
 
@@ -237,10 +239,18 @@ def run_one(game: str, method: str, seed: int, steps: int, eval_episodes: int, c
         row = plugins.load(plugin, builtin())
         if row.name != method:
             raise plugins.PluginError(f"--method {plugin}: its name is {row.name!r}, the run's is {method!r}")
-    return plugins.run_method(row, game, seed, steps, eval_episodes, curve_points, curve_episodes,
-                              heldout_episodes=eval_episodes if heldout_episodes is None else heldout_episodes,
-                              options={"user_reward": user_reward, "advantage": advantage, "group_size": group_size},
-                              sensitivity=sensitivity, assumptions=assumptions)
+    from scope_envs.bench.worlds import use_world
+
+    use_world(game, world)  # (None: as shipped, so that a worker's next run does not inherit this one's)
+    try:
+        record = plugins.run_method(row, game, seed, steps, eval_episodes, curve_points, curve_episodes,
+                                    heldout_episodes=eval_episodes if heldout_episodes is None else heldout_episodes,
+                                    options={"user_reward": user_reward, "advantage": advantage,
+                                             "group_size": group_size},
+                                    sensitivity=sensitivity, assumptions=assumptions)
+    finally:
+        use_world(game, None)
+    return record if world is None else {**record, "world": world}
 
 
 def _run_task(task):

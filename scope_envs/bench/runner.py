@@ -91,6 +91,12 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--sensitivity", action="store_true",
                     help="also re-evaluate every trained policy under each variant of the held-out proxies' "
                          "assumptions and judge the claims under each (sensitivity.json, sensitivity.md)")
+    ap.add_argument("--world", default=None, choices=all_worlds(),
+                    help="train and evaluate every run in this variant of its game's training-side world "
+                         "(GameSpec.worlds; p4g's no-interactions: its persona x act interactions, which its data "
+                         "supports least, set to zero), simulators and reference users alike; the held-out "
+                         "proxies are as shipped. The verdicts' sensitivity to that assumption; every game of "
+                         "--games must declare the world")
     ap.add_argument("--calibration", action="store_true",
                     help="run the known-answer calibration instead (scope_envs.bench.calibration): the users are "
                          "each game's reference model on held-out cards, the training simulator has one defect at a "
@@ -102,6 +108,23 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--print-report", action="store_true",
                     help="also print the whole report.md (by default the output ends with a short summary per game "
                          "and the report's path)")
+
+
+def all_worlds() -> list[str]:
+    """Every variant world some game declares, "fitted" (as shipped) left out."""
+    from scope_envs.bench.worlds import world_names
+
+    return sorted({w for g in GAMES for w in world_names(g)} - {"fitted"})
+
+
+def check_world(world: str | None, games) -> None:
+    """ValueError unless every game of ``games`` declares ``world`` (None: nothing to check)."""
+    from scope_envs.bench.worlds import world_names
+
+    missing = [g for g in games if world not in world_names(g)]
+    if world is not None and missing:
+        raise ValueError(f"{', '.join(missing)} declare(s) no world {world!r} (GameSpec.worlds); "
+                         f"run the games that do: {', '.join(g for g in GAMES if world in world_names(g))}")
 
 
 def machine() -> str:
@@ -133,15 +156,20 @@ def machine() -> str:
 
 def run(games=GAMES, methods=METHODS, seeds=None, steps=None, eval_episodes=None, full=False, out="results",
         jobs=None, progress=True, user_reward=None, advantage="gae", group_size=1, sensitivity=False,
-        executor="local", address=None, resume=False, plugins=(), against=None, confirmatory=None) -> dict:
+        executor="local", address=None, resume=False, plugins=(), against=None, confirmatory=None,
+        world=None) -> dict:
     """Run the benchmark and write its outputs; returns the results.json dict. Each run is also written to
-    ``out/runs/`` as it finishes; ``executor``/``address``/``resume``: see ``scope_envs.bench.executors``."""
+    ``out/runs/`` as it finishes; ``executor``/``address``/``resume``: see ``scope_envs.bench.executors``;
+    ``world``: a variant of each game's training-side world to train and evaluate every run in (``--world``)."""
     import scope_envs
 
     if advantage not in ("gae", "grpo"):
         raise ValueError(f"advantage must be 'gae' or 'grpo', got {advantage!r}")
     if group_size < 2 and (advantage == "grpo" or user_reward == "curriculum"):
         raise ValueError(f"group_size must be >= 2 with advantage='grpo' or user_reward='curriculum', got {group_size}")
+    check_world(world, games)
+    if world is not None and against is not None:
+        raise ValueError("world: a reference was trained in the shipped world; run the variant on its own")
 
     settings = dict(PRESETS["full" if full else "default"])
     for key, value in (("seeds", seeds), ("steps", steps), ("eval_episodes", eval_episodes)):
@@ -171,7 +199,7 @@ def run(games=GAMES, methods=METHODS, seeds=None, steps=None, eval_episodes=None
     # the default preset's seeds, raised per game to the seeds rule's; --seeds is exact
     seeds_min = SEEDS_MIN if seeds is None and not full and not smoke else {}
     scope = {"user_reward": user_reward, "advantage": advantage, "group_size": group_size,
-             **({"sensitivity": True} if sensitivity else {})}
+             **({"sensitivity": True} if sensitivity else {}), **({"world": world} if world else {})}
     tasks = [dict(game=g, method=m, seed=s, steps=settings["steps"][g] if steps is None else steps,
                   eval_episodes=settings["eval_episodes"],
                   heldout_episodes=heldout_episodes_for(g, settings["eval_episodes"]) if floor
@@ -216,7 +244,8 @@ def run(games=GAMES, methods=METHODS, seeds=None, steps=None, eval_episodes=None
     rows = list(dict.fromkeys(m for table in results.values() for m in table))  # the reference's and the new ones
     write_report(out, results, runs, {**settings, **per_game, "games": list(games), "methods": rows, "jobs": jobs,
                                       "user_reward": user_reward or "each game's default", "advantage": advantage,
-                                      "group_size": group_size, **reference.settings_rows(games, against),
+                                      "group_size": group_size, **({"world": world} if world else {}),
+                                      **reference.settings_rows(games, against),
                                       "machine": machine()}, wall,
                  stats_by_game, trained_here=runs[len(reference_runs):])
     plot(out, runs)
@@ -242,6 +271,7 @@ def calibrate(args: argparse.Namespace, t0: float) -> None:
     for flag, used in (("--method", getattr(args, "method", None)), ("--against", getattr(args, "against", None)),
                        ("--methods", args.methods != list(METHODS)), ("--full", args.full),
                        ("--sensitivity", args.sensitivity), ("--executor", args.executor != "local"),
+                       ("--world", args.world),
                        ("--user-reward", args.user_reward), ("--advantage", args.advantage != "gae"),
                        ("--group-size", args.group_size != 1)):
         if used:
@@ -268,6 +298,14 @@ def main(args: argparse.Namespace) -> None:
         twice = sorted({v for v in values if values.count(v) > 1})
         if twice:
             args.parser.error(f"argument --{option}: {', '.join(twice)} given twice (each is run once; name it once)")
+    if args.world is not None:
+        try:
+            check_world(args.world, args.games)
+        except ValueError as e:
+            args.parser.error(f"argument --world: {e}")
+        if getattr(args, "against", None):
+            args.parser.error("argument --world: not with --against (the reference was trained in the shipped "
+                              "world; run the variant's rows on their own)")
     entrants.check_arguments(args)  # --method, --against, --confirmatory (argparse errors)
     for method in args.methods if args.methods != list(METHODS) else ():  # a row no game asked for has
         try:
@@ -289,7 +327,7 @@ def main(args: argparse.Namespace) -> None:
             user_reward=args.user_reward, advantage=args.advantage, group_size=args.group_size,
             sensitivity=args.sensitivity, executor=args.executor, address=args.address, resume=args.resume,
             plugins=getattr(args, "method", None) or (), against=getattr(args, "against", None),
-            confirmatory=getattr(args, "confirmatory", None))
+            confirmatory=getattr(args, "confirmatory", None), world=args.world)
     except ReferenceMismatch as e:  # --against a reference made with other settings or other code
         args.parser.error(f"argument --against: {e}")
     except (BenchFailure, ExecutorUnavailable, OutputError) as e:  # failed runs (named), no Ray, a bad folder

@@ -99,22 +99,12 @@ class Tau2Spec:
         """The act surface's mask on the text game: a lookup / confirm / execute / instruct act is legal only
         where the dialogue has grounded that candidate (as ``Tau2ActGame.legal``); never the text-only
         ``tool_call``."""
-        from scope_envs.games.tau2.dialogue_acts import (
-            AGENT_ACTS,
-            AGENT_INDEX,
-            K_PHONE,
-            K_READ,
-            K_WRITE,
-        )
+        from scope_envs.games.tau2.act_game import narrow_agent_acts, present
+        from scope_envs.games.tau2.dialogue_acts import AGENT_ACTS
 
         mask = game.legal(game.agent_role)[:len(AGENT_ACTS)].copy()
-        c = game.candidates()
-        for kind, names, k_max in (("read", ("lookup",), K_READ), ("write", ("confirm", "execute"), K_WRITE),
-                                   ("phone", ("instruct",), K_PHONE)):
-            for name in names:
-                for j in range(k_max):
-                    mask[AGENT_INDEX[f"{name}:{j}"]] &= j < len(c[kind])
-        return mask
+        reads, writes, phones = present(game.candidates())
+        return narrow_agent_acts(mask[None], reads, writes, writes, phones)[0]
 
     def realize(self, game, act: int, rng: np.random.Generator) -> str:
         """A lookup / execute act is the candidate's tool call (JSON, run on the world); others are words."""

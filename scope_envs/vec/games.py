@@ -214,7 +214,7 @@ def slot_traits(sim, persona) -> list:
 def rule_traits(style, cooperation: float, persona) -> list:
     """``slot_traits`` of a user whose ``traits_rule`` is (``style``, ``cooperation``)."""
     from scope_envs.agents.tau2 import cooperative_traits  # players sit above games: here, not in games/
-    from scope_envs.games.tau2.batched import TRAITS
+    from scope_envs.games.tau2.user_state import TRAITS
 
     traits = style.traits if style is not None else persona.traits
     if cooperation:

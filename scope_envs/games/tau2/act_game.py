@@ -27,26 +27,35 @@ from scope_envs.core.game import InGameError
 from scope_envs.games.tau2 import realize
 from scope_envs.games.tau2.dialogue_acts import (
     AGENT_ACTS,
-    AGENT_INDEX,
+    CONFIRM,
+    EXECUTE,
+    INSTRUCT,
     K_PHONE,
     K_READ,
     K_WRITE,
+    LOOKUP,
     USER_ACTS,
 )
 from scope_envs.games.tau2.game import AGENT, USER, Tau2Game, Tau2Turn
 
 
-def _slot_masks(names: tuple[str, ...], slots: int) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
-    """The act indices of ``name:j`` for each name and j < ``slots``, and for each candidate count k the values
-    they take in the mask (``j < k``)."""
-    idx = np.array([AGENT_INDEX[f"{name}:{j}"] for name in names for j in range(slots)])
-    vals = tuple(np.array([j < k for _ in names for j in range(slots)]) for k in range(slots + 1))
-    return idx, vals
+def narrow_agent_acts(mask: np.ndarray, reads: np.ndarray, writes: np.ndarray, confirmed: np.ndarray,
+                      phones: np.ndarray) -> np.ndarray:
+    """Rows of the agent's turn masks narrowed, in place, to its candidates: an act naming candidate j is legal
+    while there is one (``reads``, ``writes``, ``phones``: (rows, K) flags), and no write without the customer's
+    yes to that very call (``confirmed``: (rows, K_WRITE))."""
+    mask[:, LOOKUP: LOOKUP + K_READ] &= reads
+    mask[:, CONFIRM: CONFIRM + K_WRITE] &= writes
+    mask[:, EXECUTE: EXECUTE + K_WRITE] &= writes & confirmed
+    mask[:, INSTRUCT: INSTRUCT + K_PHONE] &= phones
+    return mask
 
 
-# candidate kind -> the acts that name its slots (``legal`` sets them with one assignment per kind)
-SLOT_ACTS = {"read": _slot_masks(("lookup",), K_READ), "write": _slot_masks(("confirm", "execute"), K_WRITE),
-             "phone": _slot_masks(("instruct",), K_PHONE)}
+def present(candidates: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One game's ``candidates()`` as ``narrow_agent_acts``'s flags, a row each: read, write, phone slot j
+    holds a candidate."""
+    return tuple(np.array([[j < len(candidates[kind]) for j in range(k)]])
+                 for kind, k in (("read", K_READ), ("write", K_WRITE), ("phone", K_PHONE)))
 
 
 class Tau2ActGame(Tau2Game):
@@ -67,11 +76,10 @@ class Tau2ActGame(Tau2Game):
         if role != AGENT or role != self.active_role():
             return mask
         c = self.candidates()
-        for kind, (idx, vals) in SLOT_ACTS.items():
-            mask[idx] = vals[len(c[kind])]
-        for j, call in enumerate(c["write"]):  # no write without the customer's yes to that very call
-            mask[AGENT_INDEX[f"execute:{j}"]] &= call.key() in self.confirmed
-        return mask
+        reads, writes, phones = present(c)
+        confirmed = writes.copy()
+        confirmed[0, :len(c["write"])] = [call.key() in self.confirmed for call in c["write"]]
+        return narrow_agent_acts(mask[None], reads, writes, confirmed, phones)[0]
 
     def understand(self, role, text):
         raise InGameError("the tau2 act game reads acts, not text")

@@ -1,5 +1,5 @@
 """tau^2-bench's act game for N episodes at once, as arrays: the batch of the vec engine
-(``scope_envs.vec.games.Tau2VecEnv``), and the built-in users' reply models as arrays.
+(``scope_envs.vec.games.Tau2VecEnv``).
 
 ``Tau2Batch`` holds every slot's dialogue state as arrays (the calls made, what was revealed, the confirmations
 as bits; the counters and flags as numbers) over its task compiled into tables (``compiled.py``). The rules of
@@ -10,13 +10,10 @@ a write, the evaluation) the compiled task asks the world once per state and kee
 views of users asked slot by slot read it). ``tests/test_vec_tau2.py`` holds the engine to the scalar envs bit for
 bit on every regime, the panel and the real tau^2-bench tasks.
 
-The users' reply models are computed for all slots at once from the dialogue state (``user_states``), operation
-for operation as ``behaviour.reference_distribution`` and ``human_proxy.distribution`` compute them, so that the
-same seeds give the same episodes:
-
-* ``reference_reply``: ``ReferenceUser.reference`` (the collapsed user, the rotation members and the panel's
-  families: each slot's card, or its simulator's style card, moved toward the modal card by its cooperation);
-* ``human_proxy_reply``: ``human_proxy.distribution`` at its default assumptions.
+The built-in users reply through the same array rules as a scalar user, for all slots at once
+(``user_states``): ``reference_reply`` is ``behaviour.reference_policy`` (the collapsed user, the rotation members
+and the panel's families: each slot's card, or its simulator's style card, moved toward the modal card by its
+cooperation), ``human_proxy_reply`` is ``human_proxy.proxy_policy`` at its default assumptions.
 """
 
 from __future__ import annotations
@@ -26,61 +23,50 @@ import functools
 import numpy as np
 
 from scope_envs.core.game import Drawn
-from scope_envs.core.rewards import SIMULATOR_REWARDS, simulator_reward
 from scope_envs.games.tau2 import human_proxy
 from scope_envs.games.tau2.behaviour import TRAITS as CARD_TRAITS
-from scope_envs.games.tau2.behaviour import SPLIT_SIZES, VOLUNTEER, card, default_card
+from scope_envs.games.tau2.behaviour import SPLIT_SIZES, card, default_card, reference_policy
 from scope_envs.games.tau2.compiled import MAX_CALLS, TASKS
-from scope_envs.games.tau2.data import DOMAINS
 from scope_envs.games.tau2.dialogue_acts import (
     AGENT_ACTS,
     AGENT_INDEX,
+    CONFIRM,
+    EXECUTE,
     IDENTITY_SLOTS,
+    INSTRUCT,
     K_PHONE,
     K_READ,
     K_WRITE,
+    LOOKUP,
+    REQUEST,
     REQUEST_SLOTS,
     USER_ACTS,
     USER_INDEX,
 )
-from scope_envs.games.tau2.game import AGENT, USER, Tau2Game
+from scope_envs.games.tau2.act_game import narrow_agent_acts
+from scope_envs.games.tau2.game import (
+    AGENT,
+    USER,
+    Tau2Game,
+    agent_features,
+    columns,
+    narrow_user_acts,
+    outcomes,
+    user_features,
+    user_rewards,
+)
+from scope_envs.games.tau2.human_proxy import proxy_policy
+from scope_envs.games.tau2.user_state import TRAITS
 
 N_AGENT = len(AGENT_ACTS)
 A = AGENT_INDEX
-LOOKUP, CONFIRM, EXECUTE, INSTRUCT = A["lookup:0"], A["confirm:0"], A["execute:0"], A["instruct:0"]
-REQUEST = A[f"request:{REQUEST_SLOTS[0]}"]  # (each kind's acts are consecutive)
 ENDS = (None, "agent_stop", "user_stop", "max_steps", "too_many_errors")  # ``termination`` codes
 # BITS[k] = 1 << k, and BITS[-1] = 0: a call index of -1 (none) has no bit
 BITS = np.append(np.left_shift(np.uint64(1), np.arange(MAX_CALLS, dtype=np.uint64)), np.uint64(0))
-EYE_DOMAIN, EYE_AGENT, EYE_USER = np.eye(len(DOMAINS)), np.eye(len(AGENT_ACTS)), np.eye(len(USER_ACTS))  # one-hots
 
 ROLES = (AGENT, USER)
 N_USER = len(USER_ACTS)
 U = USER_INDEX
-IDENTITY_ASKS = ("user_id", "email", "name_zip", "phone")
-RECORD_ASKS = ("record_id", "details")
-# the traits a reply model reads, as columns of ``Tau2Batch.traits``
-TRAITS = ("disclose", "patience", "insist", "comply", "mind_change", "slip")
-T = {t: j for j, t in enumerate(TRAITS)}
-# the dialogue-state fields the reply models read (``Tau2Game.user_state``), as columns of ``user_states``
-STATE = ("transfer_pending", "first_turn", "satisfied", "agent_msgs", "instructed", "confirm_decoy", "confirm_real",
-         "decoy_mind", "decoy_forbidden", "ask_identity", "ask_record", "slipped", "stated", "details_given",
-         "identity_given", "asked", "has_question", "denied", "insisted", "decoy_open", "real_pending",
-         "tool_errors")
-S = {k: j for j, k in enumerate(STATE)}
-
-
-def user_state_row(game) -> list:
-    """``game.user_state()`` as the numbers of ``STATE`` (the labels as flags): the one definition of what a user
-    knows is ``Tau2Game.user_state``, read here as every simulator reads it."""
-    g = game.goal
-    st = game.user_state()
-    target, slot = st["confirm_target"], st["asked_slot"]
-    return [st["transfer_pending"], st["first_turn"], st["satisfied"], st["agent_msgs"], st["instructed"],
-            target == "decoy", target == "real", g.decoy_kind == "mind_change", g.decoy_kind == "forbidden",
-            slot in IDENTITY_ASKS, slot in RECORD_ASKS, st["slipped"], st["stated"], st["details_given"],
-            st["identity_given"], st["asked"], st["has_question"], st["denied"], st["insisted"], st["decoy_open"],
-            st["real_pending"], st["tool_errors"]]
 
 
 def card_rows(personas) -> tuple[np.ndarray, list]:
@@ -121,17 +107,6 @@ def _first(seq: np.ndarray, ok: np.ndarray, k: int) -> np.ndarray:
     rows, cols = np.nonzero(ok & (rank < k))
     out = np.full((len(seq), k), -1, np.int64)
     out[rows, rank[rows, cols]] = seq[rows, cols]
-    return out
-
-
-def _columns(n: int, cols: list) -> np.ndarray:
-    """The pieces side by side as float64 columns (a piece: (n,) or (n, k), of any dtype)."""
-    out = np.empty((n, sum(1 if c.ndim == 1 else c.shape[1] for c in cols)))
-    j = 0
-    for c in cols:
-        k = 1 if c.ndim == 1 else c.shape[1]
-        out[:, j: j + k] = c if k > 1 else c[:, None]
-        j += k
     return out
 
 
@@ -316,23 +291,12 @@ class Tau2Batch:
         t, r = self.tasks, self.task
         if role == 0:
             reads, writes, phones = self.candidates()
-            # the acts naming candidate j: legal while there is one
-            out[:, LOOKUP: LOOKUP + K_READ] &= reads >= 0
-            out[:, CONFIRM: CONFIRM + K_WRITE] &= writes >= 0
-            # no write without the customer's yes to that very call
-            out[:, EXECUTE: EXECUTE + K_WRITE] &= (writes >= 0) & ((self.confirmed[:, None] & _bit(writes)) != 0)
-            out[:, INSTRUCT: INSTRUCT + K_PHONE] &= phones >= 0
-            return out
-        ident = t.has_identity[r]
-        out[:, U["inform_identity"]] &= ident
-        out[:, U["inform_slip"]] &= ident & (self.slips == 0) & t.slippable[r]
-        out[:, U["inform_details"]] &= t.has_details[r]
-        out[:, U["insist"]] &= (t.decoy_kind[r] == 1) & self.decoy_stated
-        out[:, U["change_mind"]] &= (t.decoy_kind[r] == 2) & ~self.decoy_retracted
-        out[:, U["ask_question"]] &= t.has_questions[r]
-        out[:, U["phone_action"]] &= self.instructed >= 0
-        out[:, U["transfer"]] &= self.transfer_pending
-        return out
+            return narrow_agent_acts(out, reads >= 0, writes >= 0, (self.confirmed[:, None] & _bit(writes)) != 0,
+                                     phones >= 0)
+        kind = t.decoy_kind[r]
+        return narrow_user_acts(out, t.has_identity[r], (self.slips == 0) & t.slippable[r], t.has_details[r],
+                                (kind == 1) & self.decoy_stated, (kind == 2) & ~self.decoy_retracted,
+                                t.has_questions[r], self.instructed >= 0, self.transfer_pending)
 
     def _satisfied(self) -> np.ndarray:
         """``Tau2Game.satisfied`` of every slot."""
@@ -347,33 +311,28 @@ class Tau2Batch:
     def features(self, role: int) -> np.ndarray:
         """Every slot's features of ``role`` (``Tau2Game.features``, in its float32 values)."""
         t, r, n = self.tasks, self.task, self.n
-        dom = EYE_DOMAIN[t.domain[r]]
         if role == 0:
             reads, writes, phones = self.candidates()
             pol = np.zeros((n, K_WRITE))
             i, j = np.nonzero(writes >= 0)
             if len(i):
                 pol[i, j] = t.policy_flags(r[i], self.trail[i], self.ident[i], writes[i, j])
-            confirmed = (self.confirmed[:, None] & _bit(writes)) != 0
-            cols = [dom, self.steps / self.max_steps, self.tool_errors / self.max_tool_errors, self.agent_msgs / 30,
-                    self.told > 0, self.ident_any, self.last_err, self.stated, self.details_given, self.asked,
-                    self.answered, reads >= 0, writes >= 0, confirmed, pol, phones >= 0, self.instructed >= 0,
-                    np.minimum(1.0, _popcount(self.called) / 10), self.denied > 0, self.transfer_pending,
-                    self.next == 0, EYE_USER[self.last[:, 1]]]
-        else:  # as ``Tau2Game.features``: what the user knows (``user_states``), its card and its goal's shape
-            st = self.user_states(np.arange(n))
-            s = lambda k: st[:, S[k]]  # noqa: E731
-            cols = [dom, self.card, t.n_requests[r], t.n_phones[r], s("has_question"), s("decoy_forbidden"),
-                    s("decoy_mind"), t.has_identity[r], s("first_turn"), s("satisfied"),
-                    np.minimum(1.0, s("agent_msgs") / 30), s("instructed"), s("confirm_decoy"), s("confirm_real"),
-                    s("ask_identity"), s("ask_record"), s("slipped"), s("stated"), s("details_given"),
-                    s("identity_given"), s("asked"), self.answered, np.minimum(1.0, s("denied") / 3),
-                    np.minimum(1.0, s("insisted") / 3), s("decoy_open"), self.decoy_retracted, s("real_pending"),
-                    s("transfer_pending"), self.next == 1, EYE_AGENT[self.last[:, 0]]]
-        return _columns(n, cols).astype(np.float32)
+            return agent_features(
+                n, domain=t.domain[r], steps=self.steps, max_steps=self.max_steps, tool_errors=self.tool_errors,
+                max_tool_errors=self.max_tool_errors, agent_msgs=self.agent_msgs, told=self.told > 0,
+                identified=self.ident_any, last_err=self.last_err, stated=self.stated,
+                details_given=self.details_given, asked=self.asked, answered=self.answered, reads=reads >= 0,
+                writes=writes >= 0, confirmed=(self.confirmed[:, None] & _bit(writes)) != 0, policy=pol,
+                phones=phones >= 0, instructed=self.instructed >= 0, calls=_popcount(self.called),
+                denied=self.denied, transfer_pending=self.transfer_pending, to_move=self.next == 0,
+                last_user=self.last[:, 1])
+        return user_features(
+            n, domain=t.domain[r], card=self.card, requests=t.n_requests[r], phone_actions=t.n_phones[r],
+            has_identity=t.has_identity[r], st=self.user_states(np.arange(n)), answered=self.answered,
+            decoy_retracted=self.decoy_retracted, to_move=self.next == 1, last_agent=self.last[:, 0])
 
     def user_states(self, idx: np.ndarray) -> np.ndarray:
-        """``batched.user_state_row`` of slots ``idx``, (rows, ``batched.STATE``)."""
+        """``user_state.state_row`` of slots ``idx``, (rows, ``user_state.STATE``)."""
         t, r = self.tasks, self.task[idx]
         slot = self.asked_slot[idx]
         kind = t.decoy_kind[r]
@@ -383,17 +342,14 @@ class Tau2Batch:
                 self.stated[idx], self.details_given[idx], self.n_told[idx] > 0, self.asked[idx],
                 t.has_questions[r], self.denied[idx], self.insisted[idx],
                 self.decoy_stated[idx] & ~self.decoy_retracted[idx], self._real_pending()[idx], self.tool_errors[idx]]
-        return _columns(len(idx), cols)
+        return columns(len(idx), cols)
 
     def reference_reply(self, idx: np.ndarray, legal: np.ndarray) -> np.ndarray:
-        return reference_distribution(self.traits[idx], self.user_states(idx), legal)
+        return reference_policy(self.traits[idx], self.user_states(idx), legal)
 
     def human_proxy_reply(self, idx: np.ndarray, legal: np.ndarray) -> np.ndarray:
         t = self.traits[idx]
-        coins = np.array([[human_proxy._coin(s, "slip", slip), human_proxy._coin(s, "mind", mind)] for s, slip, mind
-                          in zip(self.episode_seed[idx].tolist(), t[:, T["slip"]].tolist(),
-                                 t[:, T["mind_change"]].tolist())], bool).reshape(len(idx), 2)
-        return proxy_distribution(t, self.user_states(idx), coins, legal)
+        return proxy_policy(t, self.user_states(idx), human_proxy.coins(self.episode_seed[idx], t), legal)
 
     # -- the turns -----------------------------------------------------------------------------------------
     def _calls(self, idx: np.ndarray, us: np.ndarray) -> None:
@@ -596,17 +552,8 @@ class Tau2Batch:
     def outcome(self, idx) -> dict[str, np.ndarray]:
         """``Tau2Game.outcome`` of the slots ``idx``, key by key."""
         idx = np.asarray(idx)
-        r = self.reward[idx]
-        success = (r >= 1.0).astype(float)
-        dom = self.tasks.domain[self.task[idx]]
-        out = {"reward": r.copy(), "success": success, "steps": self.steps[idx].astype(float),
-               "tool_errors": self.tool_errors[idx].astype(float),
-               "policy_violations": self.violations[idx].astype(float), "done": self.done[idx].astype(float),
-               "decoy_executed": self.decoy_executed[idx].astype(float), "slips": self.slips[idx].astype(float)}
-        for j, d in enumerate(DOMAINS[:3]):
-            out[d] = (dom == j).astype(float)
-            out[f"{d}_success"] = ((dom == j) & (r >= 1.0)).astype(float)
-        return out
+        return outcomes(self.reward[idx], self.steps[idx], self.tool_errors[idx], self.violations[idx],
+                        self.done[idx], self.decoy_executed[idx], self.slips[idx], self.tasks.domain[self.task[idx]])
 
     def agent_score(self, idx) -> np.ndarray:
         return np.clip(self.reward[np.asarray(idx)], 0.0, 1.0)
@@ -617,16 +564,8 @@ class Tau2Batch:
         agent = self.reward[idx].copy()
         if not users:
             return agent, None
-        mode, out = self.user_reward, []
-        for i, r in zip(idx.tolist(), agent.tolist()):
-            if mode in SIMULATOR_REWARDS:
-                out.append(simulator_reward(mode, min(max(r, 0.0), 1.0)))
-                continue
-            msgs = int(self.user_msgs[i])
-            persona = r - 0.5 * abs(int(self.inform_alls[i]) / max(1, msgs) - float(self.disclose[i])) if msgs else r
-            out.append({"shared": r, "zero": 0.0, "persona": persona, "zero_sum": -r,
-                        "mixed": 0.5 * persona - 0.5 * r}[mode])
-        return agent, np.array(out, float)
+        return agent, user_rewards(self.user_reward, agent, self.user_msgs[idx], self.inform_alls[idx],
+                                   self.disclose[idx])
 
     def user_acts(self, i: int) -> list[int]:
         """The user's acts of slot ``i``'s episode, its opening's included (``final_info``)."""
@@ -634,146 +573,4 @@ class Tau2Batch:
         return self.tasks.tables[self.task[i]].user_acts0 + log[log[:, 0] == 1, 1].tolist()
 
 
-def _patience(t: np.ndarray) -> np.ndarray:
-    """``behaviour.patience_turns``: ``int(4 + 26 * patience)`` (the traits are >= 0: truncation is floor)."""
-    return np.floor(4 + 26 * t[:, T["patience"]])
-
-
-def _pow(x: np.ndarray, e: float) -> np.ndarray:
-    """``x ** e`` element by element as Python computes it (C's ``pow``; numpy may take another route, such as
-    ``sqrt`` for 0.5, whose last bit can differ)."""
-    return np.array([v ** e for v in x.tolist()], float)
-
-
-def _branches(st: np.ndarray, conditions: list) -> list:
-    """The if/elif chain's branches as disjoint masks: each condition where no earlier one held."""
-    taken = np.zeros(len(st), bool)
-    out = []
-    for c in conditions:
-        mine = c & ~taken
-        taken |= mine
-        out.append(mine)
-    out.append(~taken)  # the final else
-    return out
-
-
-def reference_distribution(t: np.ndarray, st: np.ndarray, legal: np.ndarray) -> np.ndarray:
-    """``behaviour.reference_distribution`` for rows of traits ``t`` (``TRAITS``) and states ``st``
-    (``STATE``): each branch's weights by the same operations in the same order."""
-    rows = len(st)
-    w = np.zeros((rows, N_USER))
-    f = lambda k: st[:, S[k]]  # noqa: E731
-    tr = lambda k: t[:, T[k]]  # noqa: E731
-    patience = _patience(t)
-    denied_forbidden = (f("denied") != 0) & (f("decoy_forbidden") != 0)
-    (transfer, first, satisfied, impatient, instructed, decoy, real, identity, record, insist,
-     rest) = _branches(st, [f("transfer_pending") != 0, f("first_turn") != 0, f("satisfied") != 0,
-                            f("agent_msgs") > patience, f("instructed") != 0, f("confirm_decoy") != 0,
-                            f("confirm_real") != 0, f("ask_identity") != 0, f("ask_record") != 0, denied_forbidden])
-
-    def put(mask, act, values):
-        if mask.any():
-            w[mask, U[act]] = values[mask] if isinstance(values, np.ndarray) else values
-
-    put(transfer, "transfer", 1.0)
-    put(first, "inform_all", 0.05 + tr("disclose"))
-    put(first, "state_request", 1.05 - tr("disclose"))
-    put(first, "change_mind", 0.5 * tr("mind_change"))
-    put(satisfied, "stop", 1.0)
-    put(satisfied, "ask_question", 0.2 * (1 - f("asked")))
-    put(impatient, "stop", 1.0)
-    put(instructed, "phone_action", 0.1 + tr("comply"))
-    put(instructed, "deny", 0.3 * (1 - tr("comply")))
-    mind = decoy & (f("decoy_mind") != 0)
-    put(mind, "change_mind", 0.2 + tr("mind_change"))
-    put(mind, "confirm", 0.2 * (1 - tr("mind_change")))
-    put(decoy & ~mind, "confirm", 1.0)
-    put(real, "confirm", 0.2 + tr("comply"))
-    put(real, "deny", 0.2 * (1 - tr("comply")))
-    slip = 0.8 * tr("slip") * (1 - f("slipped"))
-    put(identity, "inform_identity", 1.0 - slip)
-    put(identity, "inform_slip", slip)
-    put(identity, "inform_all", 0.3 * tr("disclose"))
-    put(record, "inform_details", 1.0)
-    put(record, "state_request", 0.3 * (1 - f("stated")))
-    put(insist, "insist", tr("insist") * np.maximum(0.0, 1 - 0.3 * f("insisted")))
-    put(insist, "stop", 0.3 * (1 - tr("insist")) * (f("real_pending") == 0))
-    put(insist, "state_request", 0.3 * f("real_pending"))
-    put(rest, "state_request", 0.6 * (1 - f("stated")) + 0.1)
-    put(rest, "inform_details", VOLUNTEER * tr("disclose") * (1 - f("details_given")))
-    put(rest, "inform_identity", VOLUNTEER * tr("disclose") * (1 - f("identity_given")))
-    put(rest, "ask_question", 0.3 * f("has_question") * (1 - f("asked")))
-    put(rest, "change_mind", 0.3 * tr("mind_change") * f("decoy_open"))
-    put(rest, "stop", 0.05 * f("agent_msgs") / np.maximum(1, patience))
-    w = np.where(legal, w, 0.0)
-    total = w.sum(1, keepdims=True)
-    empty = total[:, 0] <= 0
-    if empty.any():  # no legal act has weight: uniform over the legal ones, the stop act at 0.1 beside others
-        fallback = legal[empty].astype(float)
-        stop = legal[empty, U["stop"]] & (legal[empty].sum(1) > 1)
-        fallback[stop, U["stop"]] = 0.1
-        w[empty] = fallback
-        total[empty, 0] = fallback.sum(1)
-    return w / total
-
-
-def proxy_distribution(t: np.ndarray, st: np.ndarray, coins: np.ndarray, legal: np.ndarray) -> np.ndarray:
-    """``human_proxy.distribution`` (default assumptions) for rows of traits, states and the episode's two
-    coins (slips, changes its mind), by the same operations in the same order."""
-    rows = len(st)
-    w = np.zeros((rows, N_USER))
-    f = lambda k: st[:, S[k]]  # noqa: E731
-    tr = lambda k: t[:, T[k]]  # noqa: E731
-    patience = _patience(t) - 2 * f("tool_errors")
-    slips, changes = coins[:, 0], coins[:, 1]
-    denied_forbidden = (f("denied") != 0) & (f("decoy_forbidden") != 0)
-    (transfer, first, stop, instructed, decoy, real, identity, record, insist,
-     rest) = _branches(st, [f("transfer_pending") != 0, f("first_turn") != 0,
-                            (f("satisfied") != 0) | (f("agent_msgs") > patience), f("instructed") != 0,
-                            f("confirm_decoy") != 0, f("confirm_real") != 0, f("ask_identity") != 0,
-                            f("ask_record") != 0, denied_forbidden])
-
-    def put(mask, act, values):
-        if mask.any():
-            w[mask, U[act]] = values[mask] if isinstance(values, np.ndarray) else values
-
-    put(transfer, "transfer", 1.0)
-    mind_first = first & changes & (f("decoy_mind") != 0)
-    put(mind_first, "change_mind", 1.0)
-    disclose2 = _pow(tr("disclose"), 2)
-    put(first & ~mind_first, "inform_all", disclose2)
-    put(first & ~mind_first, "state_request", 1 - disclose2 + 0.05)
-    put(stop, "stop", 1.0)
-    root = _pow(tr("comply"), 0.5)
-    put(instructed, "phone_action", root)
-    put(instructed, "deny", 1 - root + 0.02)
-    mind = decoy & (f("decoy_mind") != 0)
-    put(mind, "change_mind", 1.0)
-    put(decoy & ~mind, "confirm", 1.0)
-    put(real, "confirm", 1.0)
-    put(real, "deny", 0.15 * (1 - tr("comply")))
-    slip_now = identity & slips & (f("slipped") == 0)
-    put(slip_now, "inform_slip", 1.0)
-    put(identity & ~slip_now, "inform_identity", 1.0)
-    put(identity & ~slip_now, "state_request", 0.2 * (1 - tr("disclose")) * (1 - f("stated")))
-    put(record, "inform_details", 0.6 + 0.4 * tr("disclose"))
-    put(record, "ask_question", 0.2 * f("has_question") * (1 - f("asked")))
-    keeps = f("insisted") < 1 + 3 * tr("insist")
-    put(insist, "insist", tr("insist") * keeps)
-    put(insist, "state_request", 0.5 * f("real_pending"))
-    put(insist, "stop", (1 - tr("insist")) * (f("real_pending") == 0) + 0.1 * ~keeps)
-    put(rest, "state_request", 0.5 * (1 - f("stated")) + 0.15)
-    put(rest, "ask_question", 0.4 * f("has_question") * (1 - f("asked")))
-    put(rest, "inform_details", 0.15 * (1 - f("details_given")) * tr("disclose"))
-    put(rest, "change_mind", 0.5 * changes * f("decoy_open"))
-    put(rest, "stop", 0.1 * f("agent_msgs") / np.maximum(1, patience))
-    w = np.where(legal, w, 0.0)
-    total = w.sum(1, keepdims=True)
-    empty = total[:, 0] <= 0
-    if empty.any():
-        w[empty] = legal[empty]
-        total[empty, 0] = legal[empty].sum(1)
-    return w / total
-
-
-__all__ = ["Tau2Batch", "proxy_distribution", "reference_distribution", "user_state_row"]
+__all__ = ["Tau2Batch", "card_rows", "card_table"]

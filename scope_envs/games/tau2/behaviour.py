@@ -16,8 +16,9 @@ Cards of a split are drawn from seeded streams keyed by ``(split key, index)``:
 discloses everything, never insists, always complies, never changes its mind,
 never slips, is endlessly patient — tau^2-bench's over-cooperative LLM user.
 
-``reference_distribution`` is the training-side user model (the reference that
-collapsed simulators sharpen). The held-out behaviour model is in
+``reference_policy`` is the training-side user model (the reference that
+collapsed simulators sharpen), one array rule over rows of users (``user_state.py``);
+``reference_distribution`` asks it for one user. The held-out behaviour model is in
 ``human_proxy.py`` and is evaluation-only.
 
 The cards need different agent moves (issue 28 §1; declared in the design note before any held-out number was
@@ -37,6 +38,7 @@ import numpy as np
 
 from scope_envs.core.game import Persona
 from scope_envs.games.tau2.dialogue_acts import USER_ACTS, USER_INDEX
+from scope_envs.games.tau2.user_state import S, Weights, branches, one_row, patience_turns
 
 TRAITS = ("disclose", "patience", "insist", "comply", "mind_change", "slip", "verbose")
 SPLIT_KEYS = {"train": 7_301, "heldout": 9_403}
@@ -45,7 +47,6 @@ SPLIT_SIZES = {"train": 1000, "heldout": 500}
 PRIOR = {"disclose": (1.2, 1.2), "patience": (1.5, 1.5), "insist": (1.0, 1.5), "comply": (2.5, 1.0),
          "mind_change": (1.0, 2.0), "slip": (1.0, 2.5), "verbose": (1.2, 1.2)}
 VOLUNTEER = 0.4  # weight of volunteering the identity / the details unasked, per unit of ``disclose``
-
 
 
 @functools.lru_cache(maxsize=4096)
@@ -71,64 +72,72 @@ def default_card() -> Persona:
     return Persona("default-modal", "default", traits, {})
 
 
-def patience_turns(traits: dict) -> int:
-    return int(4 + 26 * traits["patience"])
-
-
 def reference_distribution(traits: dict, st: dict, legal: np.ndarray) -> np.ndarray:
-    """The reference user's next act, from its card and what it knows of the dialogue (``st``)."""
-    # weights in a list, one array at the end: asked at every user turn, and a numpy scalar store per act costs
-    # more than the arithmetic (the array, its sum and the division are the same as numpy's, bit for bit)
-    w = [0.0] * len(USER_ACTS)
-    t = traits
-    if st["transfer_pending"]:
-        w[USER_INDEX["transfer"]] = 1.0
-    elif st["first_turn"]:
-        w[USER_INDEX["inform_all"]] = 0.05 + t["disclose"]
-        w[USER_INDEX["state_request"]] = 1.05 - t["disclose"]
-        w[USER_INDEX["change_mind"]] = 0.5 * t["mind_change"]
-    elif st["satisfied"]:
-        w[USER_INDEX["stop"]] = 1.0
-        w[USER_INDEX["ask_question"]] = 0.2 * (1 - st["asked"])
-    elif st["agent_msgs"] > patience_turns(t):
-        w[USER_INDEX["stop"]] = 1.0
-    elif st["instructed"]:
-        w[USER_INDEX["phone_action"]] = 0.1 + t["comply"]
-        w[USER_INDEX["deny"]] = 0.3 * (1 - t["comply"])
-    elif st["confirm_target"] == "decoy":
-        if st["decoy_kind"] == "mind_change":
-            w[USER_INDEX["change_mind"]] = 0.2 + t["mind_change"]
-            w[USER_INDEX["confirm"]] = 0.2 * (1 - t["mind_change"])
-        else:
-            w[USER_INDEX["confirm"]] = 1.0
-    elif st["confirm_target"] == "real":
-        w[USER_INDEX["confirm"]] = 0.2 + t["comply"]
-        w[USER_INDEX["deny"]] = 0.2 * (1 - t["comply"])
-    elif st["asked_slot"] in ("user_id", "email", "name_zip", "phone"):
-        w[USER_INDEX["inform_identity"]] = 1.0 - 0.8 * t["slip"] * (1 - st["slipped"])
-        w[USER_INDEX["inform_slip"]] = 0.8 * t["slip"] * (1 - st["slipped"])
-        w[USER_INDEX["inform_all"]] = 0.3 * t["disclose"]
-    elif st["asked_slot"] in ("record_id", "details"):
-        w[USER_INDEX["inform_details"]] = 1.0
-        w[USER_INDEX["state_request"]] = 0.3 * (1 - st["stated"])
-    elif st["denied"] and st["decoy_kind"] == "forbidden":
-        w[USER_INDEX["insist"]] = t["insist"] * max(0.0, 1 - 0.3 * st["insisted"])
-        w[USER_INDEX["stop"]] = 0.3 * (1 - t["insist"]) * (not st["real_pending"])
-        w[USER_INDEX["state_request"]] = 0.3 * st["real_pending"]
-    else:
-        w[USER_INDEX["state_request"]] = 0.6 * (1 - st["stated"]) + 0.1
+    """The reference user's next act, from its card and what it knows of the dialogue (``st``): a batch of one of
+    ``reference_policy``."""
+    t, row = one_row(traits, st)
+    return reference_policy(t, row, np.asarray(legal, bool)[None])[0]
+
+
+def reference_policy(t: np.ndarray, st: np.ndarray, legal: np.ndarray) -> np.ndarray:
+    """The reference user's next-act distributions for rows of traits ``t`` (``user_state.TRAITS``), states ``st``
+    (``user_state.STATE``) and legal masks ``legal``: the first branch that holds sets the weights."""
+    rows = len(st)
+    w = np.zeros((rows, len(USER_ACTS)))
+    patience = patience_turns(t)
+    f = lambda k: st[:, S[k]]  # noqa: E731
+    (transfer, first, satisfied, impatient, instructed, decoy, real, identity, record, insist,
+     rest) = branches(rows, [f("transfer_pending") != 0, f("first_turn") != 0, f("satisfied") != 0,
+                             f("agent_msgs") > patience, f("instructed") != 0, f("confirm_decoy") != 0,
+                             f("confirm_real") != 0, f("ask_identity") != 0, f("ask_record") != 0,
+                             (f("denied") != 0) & (f("decoy_forbidden") != 0)])
+    weigh = Weights(w, t, st)
+    if weigh.on(transfer):
+        weigh(transfer=1.0)
+    if weigh.on(first):
+        tr = weigh.trait
+        weigh(inform_all=0.05 + tr("disclose"), state_request=1.05 - tr("disclose"),
+              change_mind=0.5 * tr("mind_change"))
+    if weigh.on(satisfied):
+        weigh(stop=1.0, ask_question=0.2 * (1 - weigh.state("asked")))
+    if weigh.on(impatient):
+        weigh(stop=1.0)
+    if weigh.on(instructed):
+        weigh(phone_action=0.1 + weigh.trait("comply"), deny=0.3 * (1 - weigh.trait("comply")))
+    mind = decoy & (f("decoy_mind") != 0)
+    if weigh.on(mind):
+        weigh(change_mind=0.2 + weigh.trait("mind_change"), confirm=0.2 * (1 - weigh.trait("mind_change")))
+    if weigh.on(decoy & ~mind):
+        weigh(confirm=1.0)
+    if weigh.on(real):
+        weigh(confirm=0.2 + weigh.trait("comply"), deny=0.2 * (1 - weigh.trait("comply")))
+    if weigh.on(identity):
+        slip = 0.8 * weigh.trait("slip") * (1 - weigh.state("slipped"))
+        weigh(inform_identity=1.0 - slip, inform_slip=slip, inform_all=0.3 * weigh.trait("disclose"))
+    if weigh.on(record):
+        weigh(inform_details=1.0, state_request=0.3 * (1 - weigh.state("stated")))
+    if weigh.on(insist):
+        tr, sf = weigh.trait, weigh.state
+        weigh(insist=tr("insist") * np.maximum(0.0, 1 - 0.3 * sf("insisted")),
+              stop=0.3 * (1 - tr("insist")) * (sf("real_pending") == 0), state_request=0.3 * sf("real_pending"))
+    if weigh.on(rest):
+        tr, sf = weigh.trait, weigh.state
         # volunteered, unasked: in proportion to the card's openness (a reserved customer gives its identity and
-        # its ids only when asked for them); 0.4 keeps the population's mean (E[disclose] = 0.5) at the card-free 0.2
-        w[USER_INDEX["inform_details"]] = VOLUNTEER * t["disclose"] * (1 - st["details_given"])
-        w[USER_INDEX["inform_identity"]] = VOLUNTEER * t["disclose"] * (1 - st["identity_given"])
-        w[USER_INDEX["ask_question"]] = 0.3 * st["has_question"] * (1 - st["asked"])
-        w[USER_INDEX["change_mind"]] = 0.3 * t["mind_change"] * st["decoy_open"]
-        w[USER_INDEX["stop"]] = 0.05 * st["agent_msgs"] / max(1, patience_turns(t))
-    w = np.array([float(x) if ok else 0.0 for x, ok in zip(w, legal.tolist())])
-    total = w.sum()
-    if total <= 0:
-        w = np.where(legal, 1.0, 0.0)
-        if legal[USER_INDEX["stop"]] and legal.sum() > 1:
-            w[USER_INDEX["stop"]] = 0.1
-        total = w.sum()
+        # its ids only when asked for them); 0.4 keeps the population's mean (E[disclose] = 0.5) at the card-free
+        # 0.2
+        weigh(state_request=0.6 * (1 - sf("stated")) + 0.1,
+              inform_details=VOLUNTEER * tr("disclose") * (1 - sf("details_given")),
+              inform_identity=VOLUNTEER * tr("disclose") * (1 - sf("identity_given")),
+              ask_question=0.3 * sf("has_question") * (1 - sf("asked")),
+              change_mind=0.3 * tr("mind_change") * sf("decoy_open"),
+              stop=0.05 * sf("agent_msgs") / np.maximum(1, patience[rest]))
+    w = np.where(legal, w, 0.0)
+    total = w.sum(1, keepdims=True)
+    empty = total[:, 0] <= 0
+    if empty.any():  # no legal act has weight: uniform over the legal ones, the stop act at 0.1 beside others
+        fallback = legal[empty].astype(float)
+        stop = legal[empty, USER_INDEX["stop"]] & (legal[empty].sum(1) > 1)
+        fallback[stop, USER_INDEX["stop"]] = 0.1
+        w[empty] = fallback
+        total[empty, 0] = fallback.sum(1)
     return w / total

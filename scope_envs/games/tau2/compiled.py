@@ -362,7 +362,7 @@ class Tasks:
         "decoy_kind": ((), np.int64, 0), "has_identity": ((), bool, False), "slippable": ((), bool, False),
         "has_details": ((), bool, False), "has_questions": ((), bool, False), "needs_none": ((), bool, False),
         "lookup_bits": ((), np.uint64, 0), "request_bits": ((), np.uint64, 0), "phone_bits": ((), np.uint64, 0),
-        "n_requests": ((), np.float64, 0.0), "n_phones": ((), np.float64, 0.0), "first_identity": ((), np.int64, -1),
+        "n_requests": ((), np.int64, 0), "n_phones": ((), np.int64, 0), "first_identity": ((), np.int64, -1),
         "slot_digit": ((len(IDENTITY_SLOTS),), bool, False), "in_identity": ((len(IDENTITY_SLOTS),), bool, False),
         "steps0": ((), np.int64, 0), "length0": ((), np.int64, 0), "next0": ((), np.int64, 0),
         "last_err0": ((), bool, False), "violations0": ((), np.int64, 0),
@@ -472,7 +472,7 @@ class Tasks:
         self.lookup_bits[r] = _bits(t.index[c.key()] for c in g.lookups)  # (a goal may list a lookup twice)
         self.request_bits[r] = _bits(t.index[k] for k in g.real_request_keys)
         self.phone_bits[r] = _bits(t.index[k] for k in g.phone_key_set)
-        self.n_requests[r], self.n_phones[r] = min(1.0, len(g.requests) / 5), min(1.0, len(g.phone_actions) / 5)
+        self.n_requests[r], self.n_phones[r] = len(g.requests), len(g.phone_actions)
         self.first_identity[r] = t.identity_order[0] if t.identity_order else -1
         self.slot_digit[r] = t.slot_digit
         self.in_identity[r] = [s in g.identity for s in IDENTITY_SLOTS]

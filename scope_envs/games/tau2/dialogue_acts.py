@@ -38,6 +38,9 @@ AGENT_ACTS = ("noop", "greet", *(f"request:{s}" for s in REQUEST_SLOTS), *(f"loo
               *(f"confirm:{j}" for j in range(K_WRITE)), *(f"execute:{j}" for j in range(K_WRITE)),
               *(f"instruct:{j}" for j in range(K_PHONE)), "answer", "deny", "transfer", "end")
 AGENT_INDEX = {a: i for i, a in enumerate(AGENT_ACTS)}
+# the first act of each kind that names a candidate slot or a requested slot (each kind's acts are consecutive)
+LOOKUP, CONFIRM, EXECUTE, INSTRUCT = (AGENT_INDEX[f"{k}:0"] for k in ("lookup", "confirm", "execute", "instruct"))
+REQUEST = AGENT_INDEX[f"request:{REQUEST_SLOTS[0]}"]
 
 AGENT_TEXT_ACTS = (*AGENT_ACTS, "tool_call")
 AGENT_TEXT_INDEX = {a: i for i, a in enumerate(AGENT_TEXT_ACTS)}

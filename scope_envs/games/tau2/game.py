@@ -66,6 +66,7 @@ from scope_envs.games.tau2.dialogue_acts import (
 )
 from scope_envs.games.tau2.evaluate import evaluate
 from scope_envs.games.tau2.goals import IDENTITY_READS, Call, goal_for
+from scope_envs.games.tau2.user_state import S, state_row
 from scope_envs.games.tau2.world import World
 
 AGENT, USER = "agent", "user"
@@ -73,12 +74,7 @@ AGENT, USER = "agent", "user"
 # ``shared`` equals ``cooperative`` here (both pay the task reward, the agent's score).
 USER_REWARDS = ("shared", "zero", "persona", "zero_sum", "mixed") + SIMULATOR_REWARDS
 TRUNCATIONS = ("max_steps", "too_many_errors")
-# the agent's "candidate j present" features for each number of candidates (``features`` looks them up)
-_PRESENT = {k: tuple(tuple(float(j < n) for j in range(k)) for n in range(k + 1)) for k in (K_READ, K_WRITE, K_PHONE)}
-# the one-hot parts of the features (domain, the other role's last act), looked up rather than built per step
-_DOMAIN_ONE_HOT = {d: tuple(float(d == e) for e in DOMAINS) for d in DOMAINS}
-_LAST_USER = tuple(tuple(float(i == j) for j in range(len(USER_ACTS))) for i in range(len(USER_ACTS)))
-_LAST_AGENT = tuple(tuple(float(i == j) for j in range(len(AGENT_ACTS))) for i in range(len(AGENT_ACTS)))
+EYE_DOMAIN, EYE_AGENT, EYE_USER = np.eye(len(DOMAINS)), np.eye(len(AGENT_ACTS)), np.eye(len(USER_ACTS))  # one-hots
 POLICY_BUDGET = 8000  # characters of policy kept at the top of the agent's observation; the full text is in infos
 # act numbers of the turns replayed from a task's message history (kept as the first release recorded them)
 REPLAYED_MESSAGE, REPLAYED_TOOL_CALL = 1, 2
@@ -98,6 +94,90 @@ USER_INSTRUCTIONS = (
 )
 USER_TOOL_NOTE = ("You can act on your phone with tool calls written as JSON {\"name\": \"<tool>\", \"arguments\": "
                   "{...}} (tools in infos['tools']); a call's result comes back to you before the agent speaks. ")
+
+
+def user_rewards(mode: str, reward: np.ndarray, user_msgs: np.ndarray, inform_alls: np.ndarray,
+                 disclose: np.ndarray) -> np.ndarray:
+    """The user seat's reward of finished episodes (rows) under ``user_reward`` ``mode``, from each one's task
+    reward (what the agent is paid), the user's messages, how many of them told everything at once and its card's
+    ``disclose`` (the ``persona`` reward: the task reward less half the gap between the two shares)."""
+    if mode in SIMULATOR_REWARDS:
+        return np.broadcast_to(simulator_reward(mode, np.clip(reward, 0.0, 1.0)), reward.shape).astype(float)
+    persona = np.where(user_msgs > 0, reward - 0.5 * np.abs(inform_alls / np.maximum(1, user_msgs) - disclose),
+                       reward)
+    return {"shared": reward, "zero": np.zeros(reward.shape), "persona": persona, "zero_sum": -reward,
+            "mixed": 0.5 * persona - 0.5 * reward}[mode].astype(float)
+
+
+def narrow_user_acts(mask: np.ndarray, identity, slip, details, insist, change_mind, question, phone,
+                     transfer) -> np.ndarray:
+    """Rows of the user's turn masks narrowed, in place, to the acts its goal and the dialogue allow; each flag an
+    array with a row each: the goal names an identity; a slip is still possible (none yet, and the identity has a
+    digit to mistype); the goal has details; a forbidden decoy was stated (something to insist on); a mind-change
+    decoy not yet retracted; the goal has questions; the agent instructed a phone action; a transfer is pending."""
+    for act, ok in (("inform_identity", identity), ("inform_slip", identity & slip), ("inform_details", details),
+                    ("insist", insist), ("change_mind", change_mind), ("ask_question", question),
+                    ("phone_action", phone), ("transfer", transfer)):
+        mask[:, USER_INDEX[act]] &= ok
+    return mask
+
+
+def columns(n: int, cols: list) -> np.ndarray:
+    """The pieces side by side as float64 columns: a piece is (n, k), or one column ((n,), or a number)."""
+    widths = [c.shape[1] if getattr(c, "ndim", 0) == 2 else 0 for c in cols]  # 0: one column
+    out = np.empty((n, sum(widths) + widths.count(0)))
+    j = 0
+    for c, k in zip(cols, widths):
+        if k:
+            out[:, j: j + k] = c
+            j += k
+        else:
+            out[:, j] = c
+            j += 1
+    return out
+
+
+def agent_features(n: int, *, domain, steps, max_steps, tool_errors, max_tool_errors, agent_msgs, told, identified,
+                   last_err, stated, details_given, asked, answered, reads, writes, confirmed, policy, phones,
+                   instructed, calls, denied, transfer_pending, to_move, last_user) -> np.ndarray:
+    """The agent's observation of ``n`` dialogues (the module's 48 floats; each argument an array with a row
+    each): the domain, the turn and error budgets used, the identity slots told and whether a user was identified,
+    the last call's error, the request, details, question and answer flags, the read / write / phone candidate
+    slots filled (a write's confirmation and its policy check beside it), an instruction pending, the calls made,
+    a refusal, a transfer, whose turn it is and the user's last act."""
+    return columns(n, [EYE_DOMAIN[domain], steps / max_steps, tool_errors / max_tool_errors, agent_msgs / 30, told,
+                       identified, last_err, stated, details_given, asked, answered, reads, writes, confirmed, policy,
+                       phones, instructed, np.minimum(1.0, calls / 10), denied > 0, transfer_pending, to_move,
+                       EYE_USER[last_user]]).astype(np.float32)
+
+
+def user_features(n: int, *, domain, card, requests, phone_actions, has_identity, st, answered, decoy_retracted,
+                  to_move, last_agent) -> np.ndarray:
+    """The user's observation of ``n`` dialogues (the module's 55 floats): the domain, its card
+    (``behaviour.TRAITS``), its goal's shape (requests and phone actions, counted), what it knows of the dialogue
+    (``st``: rows of ``user_state.STATE``), whose turn it is and the agent's last act."""
+    s = lambda *keys: st[:, [S[k] for k in keys]] if len(keys) > 1 else st[:, S[keys[0]]]  # noqa: E731
+    return columns(n, [EYE_DOMAIN[domain], card, np.minimum(1.0, requests / 5), np.minimum(1.0, phone_actions / 5),
+                       s("has_question", "decoy_forbidden", "decoy_mind"), has_identity, s("first_turn", "satisfied"),
+                       np.minimum(1.0, s("agent_msgs") / 30),
+                       s("instructed", "confirm_decoy", "confirm_real", "ask_identity", "ask_record", "slipped",
+                         "stated", "details_given", "identity_given", "asked"), answered,
+                       np.minimum(1.0, s("denied", "insisted") / 3), s("decoy_open"), decoy_retracted,
+                       s("real_pending", "transfer_pending"), to_move, EYE_AGENT[last_agent]]).astype(np.float32)
+
+
+def outcomes(reward, steps, tool_errors, violations, done, decoy_executed, slips, domain) -> dict[str, np.ndarray]:
+    """The outcome metrics of episodes (rows; ``domain`` an index of ``DOMAINS``): the task reward and success
+    (a reward of 1), the turns and tool errors spent, the policy violations, whether it is over, whether the decoy
+    was written, the user's slips, and each domain's share and successes."""
+    success = reward >= 1.0
+    out = {"reward": reward.astype(float), "success": success.astype(float), "steps": steps.astype(float),
+           "tool_errors": tool_errors.astype(float), "policy_violations": violations.astype(float),
+           "done": done.astype(float), "decoy_executed": decoy_executed.astype(float), "slips": slips.astype(float)}
+    for j, d in enumerate(DOMAINS[:3]):
+        out[d] = (domain == j).astype(float)
+        out[f"{d}_success"] = ((domain == j) & success).astype(float)
+    return out
 
 
 def scenario(domain: str, task_id: str, card: Persona, split: str) -> Persona:
@@ -394,26 +474,22 @@ class Tau2Game(Game):
             return type(self), role, False
         if role != USER:
             return type(self), role, True
+        return (type(self), role, True, *self._user_allows())
+
+    def _user_allows(self) -> tuple:
+        """``narrow_user_acts``'s flags for this episode's user, now."""
         g = self.goal
-        return (type(self), role, True, bool(g.identity), bool(not self.slips and g.slippable), bool(g.details),
-                g.decoy_kind == "forbidden" and self.decoy_stated, g.decoy_kind == "mind_change" and not
-                self.decoy_retracted, bool(g.questions), self.instructed is not None, bool(self.transfer_pending))
+        return (bool(g.identity), bool(not self.slips and g.slippable), bool(g.details),
+                g.decoy_kind == "forbidden" and self.decoy_stated,
+                g.decoy_kind == "mind_change" and not self.decoy_retracted, bool(g.questions),
+                self.instructed is not None, bool(self.transfer_pending))
 
     def _legal_mask(self, role):
         """The legal mask computed from the state (``legal`` looks it up by ``_legal_key``)."""
         mask = super().legal(role)  # the turn-taking mask; the user's acts are narrowed to what its goal allows
         if role != USER or role != self.active_role():
             return mask
-        g = self.goal
-        mask[USER_INDEX["inform_identity"]] = mask[USER_INDEX["inform_slip"]] = bool(g.identity)
-        mask[USER_INDEX["inform_slip"]] &= not self.slips and g.slippable
-        mask[USER_INDEX["inform_details"]] = bool(g.details)
-        mask[USER_INDEX["insist"]] = g.decoy_kind == "forbidden" and self.decoy_stated
-        mask[USER_INDEX["change_mind"]] = g.decoy_kind == "mind_change" and not self.decoy_retracted
-        mask[USER_INDEX["ask_question"]] = bool(g.questions)
-        mask[USER_INDEX["phone_action"]] = self.instructed is not None
-        mask[USER_INDEX["transfer"]] = self.transfer_pending
-        return mask
+        return narrow_user_acts(mask[None], *(np.array([flag]) for flag in self._user_allows()))[0]
 
     def apply(self, role: str, act: int, text: str = "") -> None:
         if self.termination is not None:
@@ -534,14 +610,12 @@ class Tau2Game(Game):
     def outcome(self):
         # read at every step (the env's infos) and fixed between turns: built once per turn, copied out
         if self._outcome is None:
-            r = self.reward_info["reward"] if self.reward_info else 0.0
-            out = {"reward": r, "success": float(r >= 1.0), "steps": self.steps, "tool_errors": self.tool_errors,
-                   "policy_violations": len(self.world.violations), "done": float(self.termination is not None),
-                   "decoy_executed": float(self.decoy_executed), "slips": float(self.slips)}
-            for d in DOMAINS[:3]:
-                out[d] = float(self.domain == d)
-                out[f"{d}_success"] = float(self.domain == d and r >= 1.0)
-            self._outcome = out
+            one = lambda v: np.array([v])  # noqa: E731
+            rows = outcomes(one(self.reward_info["reward"] if self.reward_info else 0.0), one(self.steps),
+                            one(self.tool_errors), one(len(self.world.violations)),
+                            one(self.termination is not None), one(self.decoy_executed), one(self.slips),
+                            one(DOMAINS.index(self.domain)))
+            self._outcome = {k: float(v[0]) for k, v in rows.items()}
         return dict(self._outcome)
 
     def agent_score(self) -> float:
@@ -550,13 +624,9 @@ class Tau2Game(Game):
 
     def rewards(self):
         r = self.reward_info["reward"] if self.reward_info else 0.0
-        if self.user_reward in SIMULATOR_REWARDS:
-            return {AGENT: r, USER: simulator_reward(self.user_reward, self.agent_score())}
-        persona = r - 0.5 * abs(self.inform_alls / max(1, self.user_msgs) - self.traits.get("disclose", 1.0)) \
-            if self.user_msgs else r
-        user = {"shared": r, "zero": 0.0, "persona": persona, "zero_sum": -r,
-                "mixed": 0.5 * persona - 0.5 * r}[self.user_reward]
-        return {AGENT: r, USER: user}
+        user = user_rewards(self.user_reward, np.array([r]), np.array([self.user_msgs]),
+                            np.array([self.inform_alls]), np.array([self.traits.get("disclose", 1.0)]))
+        return {AGENT: r, USER: float(user[0])}
 
     # ------------------------------------------------------------ features
     def user_state(self) -> dict:
@@ -574,39 +644,31 @@ class Tau2Game(Game):
         }
 
     def features(self, role):
-        dom = _DOMAIN_ONE_HOT[self.domain]
+        # a batch of one: numbers for the one-column pieces, rows of one for the others
+        domain = [DOMAINS.index(self.domain)]
         if role == AGENT:
             c = self.candidates()
-            writes, world = c["write"], self.world
-            last_user = _LAST_USER[self.last[USER]]
-            pol, confirmed = [0.0] * K_WRITE, [0.0] * K_WRITE
-            for j, call in enumerate(writes[:K_WRITE]):
-                confirmed[j] = float(call.key() in self.confirmed)
-                pol[j] = self._policy_flag(call)
-            last_err = float(bool(self.history) and self.history[-1].error)
-            told = self.told
-            f = [*dom, self.steps / self.max_steps, self.tool_errors / self.max_tool_errors, self.agent_msgs / 30,
-                 *[float(s in told) for s in IDENTITY_SLOTS], float(bool(world.identified)), last_err,
-                 float(self.stated), float(self.details_given), float(self.asked), float(self.answered),
-                 *_PRESENT[K_READ][len(c["read"])], *_PRESENT[K_WRITE][len(writes)], *confirmed,
-                 *pol, *_PRESENT[K_PHONE][len(c["phone"])], float(self.instructed is not None),
-                 min(1.0, len(self.done) / 10), float(self.denied > 0), float(self.transfer_pending),
-                 float(self._next == AGENT), *last_user]
-            return np.array(f, np.float32)
-        st = self.user_state()
+            reads, writes, phones = (np.array([[j < len(c[kind]) for j in range(k)]]) for kind, k in
+                                     (("read", K_READ), ("write", K_WRITE), ("phone", K_PHONE)))
+            confirmed, policy = np.zeros((1, K_WRITE), bool), np.zeros((1, K_WRITE))
+            for j, call in enumerate(c["write"]):
+                confirmed[0, j] = call.key() in self.confirmed
+                policy[0, j] = self._policy_flag(call)
+            return agent_features(
+                1, domain=domain, steps=self.steps, max_steps=self.max_steps, tool_errors=self.tool_errors,
+                max_tool_errors=self.max_tool_errors, agent_msgs=self.agent_msgs,
+                told=np.array([[s in self.told for s in IDENTITY_SLOTS]]), identified=bool(self.world.identified),
+                last_err=bool(self.history) and self.history[-1].error, stated=self.stated,
+                details_given=self.details_given, asked=self.asked, answered=self.answered, reads=reads,
+                writes=writes, confirmed=confirmed, policy=policy, phones=phones,
+                instructed=self.instructed is not None, calls=len(self.done), denied=self.denied,
+                transfer_pending=self.transfer_pending, to_move=self._next == AGENT, last_user=[self.last[USER]])[0]
         g = self.goal
-        last_agent = _LAST_AGENT[self.last[AGENT]]
-        f = [*dom, *(self.traits.get(t, 0.0) for t in behaviour.TRAITS),
-             min(1.0, len(g.requests) / 5), min(1.0, len(g.phone_actions) / 5), float(bool(g.questions)),
-             float(g.decoy_kind == "forbidden"), float(g.decoy_kind == "mind_change"), float(bool(g.identity)),
-             float(st["first_turn"]), float(st["satisfied"]), min(1.0, self.agent_msgs / 30),
-             float(st["instructed"]), float(st["confirm_target"] == "decoy"), float(st["confirm_target"] == "real"),
-             float(self.asked_slot in IDENTITY_SLOTS), float(self.asked_slot in ("record_id", "details")),
-             st["slipped"], st["stated"], st["details_given"], st["identity_given"], st["asked"],
-             float(self.answered), min(1.0, self.denied / 3), min(1.0, self.insisted / 3), st["decoy_open"],
-             float(self.decoy_retracted), float(st["real_pending"]), float(self.transfer_pending),
-             float(self._next == USER), *last_agent]
-        return np.array(f, np.float32)
+        return user_features(
+            1, domain=domain, card=np.array([[self.traits.get(t, 0.0) for t in behaviour.TRAITS]]),
+            requests=len(g.requests), phone_actions=len(g.phone_actions), has_identity=bool(g.identity),
+            st=np.array([state_row(self.user_state())], float), answered=self.answered,
+            decoy_retracted=self.decoy_retracted, to_move=self._next == USER, last_agent=[self.last[AGENT]])[0]
 
     def _policy_flag(self, call: Call) -> float:
         """1.0 when ``call`` would break the domain's checkable policy now (or the check fails), else 0.0.

@@ -31,8 +31,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from scope_envs.core.assumptions import check_magnitudes, resolve
-from scope_envs.games.tau2.behaviour import patience_turns
-from scope_envs.games.tau2.dialogue_acts import USER_ACTS, USER_INDEX
+from scope_envs.games.tau2.dialogue_acts import USER_ACTS
+from scope_envs.games.tau2.user_state import S, T, Weights, branches, one_row, patience_turns, python_pow
 
 
 @dataclass(frozen=True)
@@ -76,53 +76,85 @@ def _coin_draw(seed: int, what: str) -> float:
     return np.random.default_rng(h).random()
 
 
+def coins(seeds, traits: np.ndarray, assumptions: Assumptions = DEFAULT) -> np.ndarray:
+    """Each episode's two coins (it slips; it changes its mind), for episode seeds ``seeds`` and rows of
+    ``user_state.TRAITS``: (rows, 2) bools."""
+    a = assumptions
+    return np.array([[_coin(s, "slip", slip * a.slips), _coin(s, "mind", mind * a.retractions)]
+                     for s, slip, mind in zip(np.asarray(seeds).tolist(), traits[:, T["slip"]].tolist(),
+                                              traits[:, T["mind_change"]].tolist())], bool).reshape(len(traits), 2)
+
+
 def distribution(traits: dict, st: dict, legal: np.ndarray, assumptions: Assumptions = DEFAULT) -> np.ndarray:
-    t, seed, a = traits, st["episode_seed"], assumptions
-    w = np.zeros(len(USER_ACTS))
-    patience = patience_turns(t) - 2 * st["tool_errors"]
-    if a.patience != 1.0:  # scaled only when switched, so that the default's arithmetic stays bit for bit
-        patience = a.patience * patience
-    slips = _coin(seed, "slip", t["slip"] * a.slips)
-    changes = _coin(seed, "mind", t["mind_change"] * a.retractions)
-    if st["transfer_pending"]:
-        w[USER_INDEX["transfer"]] = 1.0
-    elif st["first_turn"]:
-        if changes and st["decoy_kind"] == "mind_change":
-            w[USER_INDEX["change_mind"]] = 1.0
-        else:
-            w[USER_INDEX["inform_all"]] = t["disclose"] ** 2
-            w[USER_INDEX["state_request"]] = 1 - t["disclose"] ** 2 + 0.05
-    elif st["satisfied"] or st["agent_msgs"] > patience:
-        w[USER_INDEX["stop"]] = 1.0
-    elif st["instructed"]:
-        w[USER_INDEX["phone_action"]] = t["comply"] ** 0.5
-        w[USER_INDEX["deny"]] = 1 - t["comply"] ** 0.5 + 0.02
-    elif st["confirm_target"] == "decoy":
-        w[USER_INDEX["change_mind" if st["decoy_kind"] == "mind_change" else "confirm"]] = 1.0
-    elif st["confirm_target"] == "real":
-        w[USER_INDEX["confirm"]] = 1.0
-        w[USER_INDEX["deny"]] = 0.15 * (1 - t["comply"])
-    elif st["asked_slot"] in ("user_id", "email", "name_zip", "phone"):
-        if slips and not st["slipped"]:
-            w[USER_INDEX["inform_slip"]] = 1.0
-        else:
-            w[USER_INDEX["inform_identity"]] = 1.0
-            w[USER_INDEX["state_request"]] = 0.2 * (1 - t["disclose"]) * (1 - st["stated"])
-    elif st["asked_slot"] in ("record_id", "details"):
-        w[USER_INDEX["inform_details"]] = 0.6 + 0.4 * t["disclose"]
-        w[USER_INDEX["ask_question"]] = 0.2 * st["has_question"] * (1 - st["asked"])
-    elif st["denied"] and st["decoy_kind"] == "forbidden":
-        keeps = st["insisted"] < 1 + 3 * t["insist"]
-        w[USER_INDEX["insist"]] = t["insist"] * keeps
-        w[USER_INDEX["state_request"]] = 0.5 * st["real_pending"]
-        w[USER_INDEX["stop"]] = (1 - t["insist"]) * (not st["real_pending"]) + 0.1 * (not keeps)
-    else:
-        w[USER_INDEX["state_request"]] = 0.5 * (1 - st["stated"]) + 0.15
-        w[USER_INDEX["ask_question"]] = 0.4 * st["has_question"] * (1 - st["asked"])
-        w[USER_INDEX["inform_details"]] = 0.15 * (1 - st["details_given"]) * t["disclose"]
-        w[USER_INDEX["change_mind"]] = 0.5 * changes * st["decoy_open"]
-        w[USER_INDEX["stop"]] = 0.1 * st["agent_msgs"] / max(1, patience)
+    """The held-out user's next act: a batch of one of ``proxy_policy``."""
+    t, row = one_row(traits, st)
+    flips = coins([st["episode_seed"]], t, assumptions)
+    return proxy_policy(t, row, flips, np.asarray(legal, bool)[None], assumptions)[0]
+
+
+def proxy_policy(t: np.ndarray, st: np.ndarray, flips: np.ndarray, legal: np.ndarray,
+                 assumptions: Assumptions = DEFAULT) -> np.ndarray:
+    """The held-out users' next-act distributions for rows of traits ``t`` (``user_state.TRAITS``), states ``st``
+    (``user_state.STATE``), their episodes' ``coins`` and legal masks: the first branch that holds sets the
+    weights."""
+    rows = len(st)
+    w = np.zeros((rows, len(USER_ACTS)))
+    f = lambda k: st[:, S[k]]  # noqa: E731
+    patience = patience_turns(t) - 2 * f("tool_errors")
+    if assumptions.patience != 1.0:  # scaled only when switched, so that the default's arithmetic stays as it was
+        patience = assumptions.patience * patience
+    slips, changes = flips[:, 0], flips[:, 1]
+    (transfer, first, stop, instructed, decoy, real, identity, record, insist,
+     rest) = branches(rows, [f("transfer_pending") != 0, f("first_turn") != 0,
+                             (f("satisfied") != 0) | (f("agent_msgs") > patience), f("instructed") != 0,
+                             f("confirm_decoy") != 0, f("confirm_real") != 0, f("ask_identity") != 0,
+                             f("ask_record") != 0, (f("denied") != 0) & (f("decoy_forbidden") != 0)])
+    weigh = Weights(w, t, st)
+    if weigh.on(transfer):
+        weigh(transfer=1.0)
+    mind_first = first & changes & (f("decoy_mind") != 0)
+    if weigh.on(mind_first):
+        weigh(change_mind=1.0)
+    if weigh.on(first & ~mind_first):
+        disclose2 = python_pow(weigh.trait("disclose"), 2)
+        weigh(inform_all=disclose2, state_request=1 - disclose2 + 0.05)
+    if weigh.on(stop):
+        weigh(stop=1.0)
+    if weigh.on(instructed):
+        root = python_pow(weigh.trait("comply"), 0.5)
+        weigh(phone_action=root, deny=1 - root + 0.02)
+    mind = decoy & (f("decoy_mind") != 0)
+    if weigh.on(mind):
+        weigh(change_mind=1.0)
+    if weigh.on(decoy & ~mind):
+        weigh(confirm=1.0)
+    if weigh.on(real):
+        weigh(confirm=1.0, deny=0.15 * (1 - weigh.trait("comply")))
+    slip_now = identity & slips & (f("slipped") == 0)
+    if weigh.on(slip_now):
+        weigh(inform_slip=1.0)
+    if weigh.on(identity & ~slip_now):
+        weigh(inform_identity=1.0,
+              state_request=0.2 * (1 - weigh.trait("disclose")) * (1 - weigh.state("stated")))
+    if weigh.on(record):
+        weigh(inform_details=0.6 + 0.4 * weigh.trait("disclose"),
+              ask_question=0.2 * weigh.state("has_question") * (1 - weigh.state("asked")))
+    if weigh.on(insist):
+        tr, sf = weigh.trait, weigh.state
+        keeps = sf("insisted") < 1 + 3 * tr("insist")
+        weigh(insist=tr("insist") * keeps, state_request=0.5 * sf("real_pending"),
+              stop=(1 - tr("insist")) * (sf("real_pending") == 0) + 0.1 * ~keeps)
+    if weigh.on(rest):
+        tr, sf = weigh.trait, weigh.state
+        weigh(state_request=0.5 * (1 - sf("stated")) + 0.15,
+              ask_question=0.4 * sf("has_question") * (1 - sf("asked")),
+              inform_details=0.15 * (1 - sf("details_given")) * tr("disclose"),
+              change_mind=0.5 * changes[rest] * sf("decoy_open"),
+              stop=0.1 * sf("agent_msgs") / np.maximum(1, patience[rest]))
     w = np.where(legal, w, 0.0)
-    if w.sum() <= 0:
-        w = np.where(legal, 1.0, 0.0)
-    return w / w.sum()
+    total = w.sum(1, keepdims=True)
+    empty = total[:, 0] <= 0
+    if empty.any():  # no legal act has weight: uniform over the legal ones
+        w[empty] = legal[empty]
+        total[empty, 0] = legal[empty].sum(1)
+    return w / total
