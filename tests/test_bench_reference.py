@@ -161,6 +161,11 @@ def test_refusals_name_what_differs_and_how_to_rebuild(tiny_reference, plugin, t
     assert "data: the reference played 'embedded synthetic tasks'" in refused(REFERENCE_ARGS, tampered)
     err = refused(REFERENCE_ARGS, tmp_path / "nowhere")
     assert "has no runs/ folder" in err
+    # a reference trained in another world (bench --world) is not the shipped world's
+    data["result"]["fingerprint"]["data"] = reference.fingerprint("p4g")["data"]
+    data["task"]["world"] = "no-interactions"
+    path.write_text(json.dumps(data))
+    assert 'setting world is "no-interactions" / null in the reference, null here' in refused(REFERENCE_ARGS, tampered)
 
 
 def test_the_data_each_game_plays_is_named(monkeypatch, capsys):

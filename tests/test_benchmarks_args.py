@@ -31,6 +31,7 @@ BAD = [
     ("eval_episodes", ["--episodes", "1"], "--episodes", "an integer from 2 to"),
     ("oracle_budget", ["p4g", "0"], "steps", "an integer from 1 to"),
     ("p4g_out_of_sample", ["--replications", "1001"], "--replications", "an integer from 1 to 1_000"),
+    ("p4g_split_fit", ["--episodes", "0"], "--episodes", "an integer from 1 to"),
     ("user_reward_ablation", ["--seeds", "1001"], "--seeds", "an integer from 1 to 1_000"),
     ("tau2_bench_engine", ["--seed", "-1"], "--seed", "an integer from 0 to"),
     ("study_load", ["--deadline", "-1"], "--deadline", "positive"),

@@ -43,7 +43,7 @@ REFERENCES = {"reference": ("benchmarks/results/default",),
               "reference-sb3": ("benchmarks/results/reference-sb3", "benchmarks/results/default")}
 # the settings a reference's records must share with the new run (the run's task, minus who and which seed)
 SETTINGS = ("steps", "eval_episodes", "heldout_episodes", "curve_points", "curve_episodes", "user_reward",
-            "advantage", "group_size", "sensitivity")
+            "advantage", "group_size", "sensitivity", "world")
 ENGINE = ("core", "registry.py", "regimes.py", "vec", "train/rollout.py", "train/policy.py", "bench/protocol.py",
           "agents", "wrappers")
 
@@ -272,7 +272,7 @@ def rebuild_hint(against: str, path: Path, tasks: list[dict], records: list[dict
                 f"reference's rows are taken whole), or make a reference with yours: scope-envs bench {_bench_flags(tasks)} --out my-reference, "
                 "then --against my-reference")
     if against == "reference":
-        make = f"scope-envs bench --out {own} (the default preset: 10-18 min on 2 cores, by the CPU)"
+        make = f"scope-envs bench --out {own} (the default preset: about 40 min on 2 cores)"
     elif against == "reference-sb3":
         rows = " ".join(f"--method scope_envs.bench.sb3_methods:{name}" for name in SB3_ROWS)
         return (f"the SB3 reference was made by other code; to compare with the SB3 rows, make the default reference "
