@@ -25,6 +25,7 @@ from pathlib import Path
 from scope_envs.arguments import count, game_name, output_path
 from scope_envs.bench import calibration
 from scope_envs.bench.presets import GAMES
+from scope_envs.bench.worlds import world_names
 from scope_envs.files import write_json
 
 HERE = Path(__file__).resolve().parent
@@ -68,7 +69,7 @@ def main() -> None:
     args = ap.parse_args()
     if args.world is not None:
         for game in args.games:
-            names = calibration.world_names(game)
+            names = world_names(game)
             if args.world not in names:
                 ap.error(f"argument --world: {game} has no world {args.world!r} (its worlds: "
                          f"{', '.join(names) or 'none'})")

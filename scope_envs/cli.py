@@ -19,6 +19,7 @@ import numpy as np
 import scope_envs
 from scope_envs.arguments import (count, env_id, existing_dir, float_below, json_object, model_source,
                                   nonnegative_float, output_dir, positive_float, seed, torch_device)
+from scope_envs.core.rewards import TRAINED_USER_REWARDS
 from scope_envs.games import game_names, game_spec, load
 from scope_envs.registry import REGIME_AGENTS
 
@@ -217,8 +218,7 @@ def main(argv=None) -> None:
     t.add_argument("--pool-size", type=count(1024), default=None, help="population: live user + snapshots (5; at most 1024)")
     t.add_argument("--snapshot-every", type=count(100_000), default=None, help="population: updates per snapshot (4; at most 100_000)")
     t.add_argument("--pool-sample", choices=["uniform", "latest"], default=None, help="population: the draw per batch")
-    t.add_argument("--user-reward", choices=["adversarial", "cooperative", "curriculum", "realism", "realism_mixed"],
-                   default=None, help="the trained user's reward (the act level's definitions; realism: p4g only)")
+    t.add_argument("--user-reward", choices=TRAINED_USER_REWARDS, default=None, help="the trained user's reward (the act level's definitions; realism: p4g only)")
     t.add_argument("--lora", action="store_true")
     t.add_argument("--lora-r", type=count(1024), default=8, help="LoRA rank (at most 1024)")
     t.add_argument("--engine", choices=["hf", "vllm"], default="hf",

@@ -73,14 +73,13 @@ Outputs (``OUT``): ``calibration.json``, ``calibration.md``, ``calibration_<game
 
 from __future__ import annotations
 
-from scope_envs.bench.worlds import use_world, world_names  # noqa: F401 (world_names: the scripts read it here)
-
 import inspect
 import time
 from pathlib import Path
 
 import numpy as np
 
+from scope_envs.bench.worlds import use_world
 from scope_envs.core.simulator import Simulator
 
 STRONG_SHARPENING = 6.0

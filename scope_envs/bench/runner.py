@@ -121,8 +121,10 @@ def check_world(world: str | None, games) -> None:
     """ValueError unless every game of ``games`` declares ``world`` (None: nothing to check)."""
     from scope_envs.bench.worlds import world_names
 
+    if world is None:
+        return
     missing = [g for g in games if world not in world_names(g)]
-    if world is not None and missing:
+    if missing:
         raise ValueError(f"{', '.join(missing)} declare(s) no world {world!r} (GameSpec.worlds); "
                          f"run the games that do: {', '.join(g for g in GAMES if world in world_names(g))}")
 

@@ -27,6 +27,7 @@ import numpy as np
 
 SIMULATOR_REWARDS = ("adversarial", "cooperative", "curriculum")
 REALISM_REWARDS = {"realism": 1.0, "realism_mixed": 0.5}
+TRAINED_USER_REWARDS = SIMULATOR_REWARDS + tuple(REALISM_REWARDS)  # what a trainer can pay its trained user
 TARGET_VAR, WIDTH = 0.25, 0.02  # SCOPE's defaults: the variance of a 50% success rate
 
 

@@ -99,11 +99,12 @@ class Tau2Spec:
         """The act surface's mask on the text game: a lookup / confirm / execute / instruct act is legal only
         where the dialogue has grounded that candidate (as ``Tau2ActGame.legal``); never the text-only
         ``tool_call``."""
-        from scope_envs.games.tau2.act_game import narrow_agent_acts, present
+        from scope_envs.games.tau2.act_game import narrow_agent_acts
         from scope_envs.games.tau2.dialogue_acts import AGENT_ACTS
+        from scope_envs.games.tau2.game import candidate_slots
 
         mask = game.legal(game.agent_role)[:len(AGENT_ACTS)].copy()
-        reads, writes, phones = present(game.candidates())
+        reads, writes, phones = candidate_slots(game.candidates())
         return narrow_agent_acts(mask[None], reads, writes, writes, phones)[0]
 
     def realize(self, game, act: int, rng: np.random.Generator) -> str:

@@ -36,7 +36,7 @@ from scope_envs.games.tau2.dialogue_acts import (
     LOOKUP,
     USER_ACTS,
 )
-from scope_envs.games.tau2.game import AGENT, USER, Tau2Game, Tau2Turn
+from scope_envs.games.tau2.game import AGENT, USER, Tau2Game, Tau2Turn, candidate_slots
 
 
 def narrow_agent_acts(mask: np.ndarray, reads: np.ndarray, writes: np.ndarray, confirmed: np.ndarray,
@@ -49,13 +49,6 @@ def narrow_agent_acts(mask: np.ndarray, reads: np.ndarray, writes: np.ndarray, c
     mask[:, EXECUTE: EXECUTE + K_WRITE] &= writes & confirmed
     mask[:, INSTRUCT: INSTRUCT + K_PHONE] &= phones
     return mask
-
-
-def present(candidates: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """One game's ``candidates()`` as ``narrow_agent_acts``'s flags, a row each: read, write, phone slot j
-    holds a candidate."""
-    return tuple(np.array([[j < len(candidates[kind]) for j in range(k)]])
-                 for kind, k in (("read", K_READ), ("write", K_WRITE), ("phone", K_PHONE)))
 
 
 class Tau2ActGame(Tau2Game):
@@ -76,10 +69,8 @@ class Tau2ActGame(Tau2Game):
         if role != AGENT or role != self.active_role():
             return mask
         c = self.candidates()
-        reads, writes, phones = present(c)
-        confirmed = writes.copy()
-        confirmed[0, :len(c["write"])] = [call.key() in self.confirmed for call in c["write"]]
-        return narrow_agent_acts(mask[None], reads, writes, confirmed, phones)[0]
+        reads, writes, phones = candidate_slots(c)
+        return narrow_agent_acts(mask[None], reads, writes, self.confirmed_slots(c["write"]), phones)[0]
 
     def understand(self, role, text):
         raise InGameError("the tau2 act game reads acts, not text")

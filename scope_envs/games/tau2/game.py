@@ -122,6 +122,12 @@ def narrow_user_acts(mask: np.ndarray, identity, slip, details, insist, change_m
     return mask
 
 
+def candidate_slots(candidates: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One game's ``candidates()`` as flags, a row each: read, write, phone slot j holds a candidate."""
+    return tuple(np.array([[j < len(candidates[kind]) for j in range(k)]])
+                 for kind, k in (("read", K_READ), ("write", K_WRITE), ("phone", K_PHONE)))
+
+
 def columns(n: int, cols: list) -> np.ndarray:
     """The pieces side by side as float64 columns: a piece is (n, k), or one column ((n,), or a number)."""
     widths = [c.shape[1] if getattr(c, "ndim", 0) == 2 else 0 for c in cols]  # 0: one column
@@ -648,12 +654,10 @@ class Tau2Game(Game):
         domain = [DOMAINS.index(self.domain)]
         if role == AGENT:
             c = self.candidates()
-            reads, writes, phones = (np.array([[j < len(c[kind]) for j in range(k)]]) for kind, k in
-                                     (("read", K_READ), ("write", K_WRITE), ("phone", K_PHONE)))
-            confirmed, policy = np.zeros((1, K_WRITE), bool), np.zeros((1, K_WRITE))
-            for j, call in enumerate(c["write"]):
-                confirmed[0, j] = call.key() in self.confirmed
-                policy[0, j] = self._policy_flag(call)
+            reads, writes, phones = candidate_slots(c)
+            policy = np.zeros((1, K_WRITE))
+            policy[0, :len(c["write"])] = [self._policy_flag(call) for call in c["write"]]
+            confirmed = self.confirmed_slots(c["write"])
             return agent_features(
                 1, domain=domain, steps=self.steps, max_steps=self.max_steps, tool_errors=self.tool_errors,
                 max_tool_errors=self.max_tool_errors, agent_msgs=self.agent_msgs,
@@ -669,6 +673,12 @@ class Tau2Game(Game):
             requests=len(g.requests), phone_actions=len(g.phone_actions), has_identity=bool(g.identity),
             st=np.array([state_row(self.user_state())], float), answered=self.answered,
             decoy_retracted=self.decoy_retracted, to_move=self._next == USER, last_agent=[self.last[AGENT]])[0]
+
+    def confirmed_slots(self, writes: list[Call]) -> np.ndarray:
+        """Which write candidate slots (``writes``, this turn's) the user confirmed: a row of ``K_WRITE`` flags."""
+        row = np.zeros((1, K_WRITE), bool)
+        row[0, :len(writes)] = [call.key() in self.confirmed for call in writes]
+        return row
 
     def _policy_flag(self, call: Call) -> float:
         """1.0 when ``call`` would break the domain's checkable policy now (or the check fails), else 0.0.

@@ -66,7 +66,7 @@ import torch
 from torch import nn
 
 from scope_envs.agents.llm.templates import render, takes_tools
-from scope_envs.core.rewards import REALISM_REWARDS, SIMULATOR_REWARDS
+from scope_envs.core.rewards import TRAINED_USER_REWARDS
 from scope_envs.train.advantage import gae
 from scope_envs.train.groups import (
     agent_score,
@@ -85,7 +85,7 @@ MODES = ("agent", "cotrain", "population", "members")
 KL_ESTIMATORS = ("k1", "k3", "low_var_kl")
 POOL_SAMPLES = ("uniform", "latest")
 OLD_LOGPROBS = ("trainer", "engine")
-USER_REWARDS = SIMULATOR_REWARDS + tuple(REALISM_REWARDS)  # the trained user's rewards the trainer can pay
+USER_REWARDS = TRAINED_USER_REWARDS
 DTYPES = ("float32", "bfloat16")
 RANDOM = "random:"  # a model spec: random weights from a directory's config (see load_model)
 FROZEN_USER = "frozen_user"  # the metrics' name for a frozen LLM user's generation (agent mode, user_model)

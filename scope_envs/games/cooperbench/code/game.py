@@ -299,19 +299,23 @@ class CodeGame(Game):
                         tool_errors=float(self.tool_errors), escapes_refused=float(self.escapes_refused))
         return self.result or base
 
+    def _result_row(self) -> dict[str, np.ndarray]:
+        """The finished episode's outcome as the batch's rewards read it: each key a row of one."""
+        return {key: np.array([self.result[key]]) for key in batched.OUTCOMES}
+
     def rewards(self):
         """The act-level game's rewards (``batched.rewards``: team success + own feature; the partner's modes)."""
         if self.result is None:
             return {TEAMMATE: 0.0, PARTNER: 0.0}
-        result = {key: np.array([self.result[key]]) for key in batched.OUTCOMES}
-        agent, user = batched.rewards(result, np.array([self.persona.traits.get("talk", 0.5)]), self.user_reward)
+        agent, user = batched.rewards(self._result_row(), np.array([self.persona.traits.get("talk", 0.5)]),
+                                      self.user_reward)
         return {TEAMMATE: float(agent[0]), PARTNER: float(user[0])}
 
     def agent_score(self) -> float:
         """The teammate's reward over its maximum, in [0, 1]; 0 before the end."""
         if self.result is None:
             return 0.0
-        return float(batched.teammate_score({key: np.array([self.result[key]]) for key in batched.OUTCOMES})[0])
+        return float(batched.teammate_score(self._result_row())[0])
 
     def info(self):
         return {"turns": dict(self.turns), "submitted": dict(self.submitted), "task": self.pair.id}
