@@ -4,7 +4,8 @@
     python benchmarks/same_numbers.py run --seeds 1 --steps 3000 --out after.json    # on the new tree
     python benchmarks/same_numbers.py compare before.json after.json
 
-``run`` plays every (game, method, seed) of the default grid through ``scope_envs.bench.methods.run_one``
+``run`` plays every (game, method, seed) of the default grid through ``scope_envs.bench.methods.run_one`` (with
+``--together``, each row's seeds through ``run_seeds``, as ``scope-envs bench --seed-block`` does)
 (``--steps`` decisions, the quick evaluation sizes ``scope-envs bench --seeds N --steps S`` uses: 200
 episodes per side, 3 curve points of 50) and writes the run records with their timing fields removed, in one
 JSON file with the digest of each record. The records are what ``results.json`` and ``claims.json`` are
@@ -24,20 +25,35 @@ import sys
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-TIMING = ("wall_s", "env_steps_per_s")
+TIMING = ("wall_s", "env_steps_per_s", "trained_with")  # what the runs' timing (or a block's size) sets
 SUCCESS = ("train_success", "heldout_success", "panel_success")
 MAX_SEEDS, MAX_STEPS, MAX_JOBS = 20, 200_000, 64
+
+
+SIZES = {"eval_episodes": 200, "curve_points": 3, "curve_episodes": 50, "heldout_episodes": 200}
+
+
+def kept(record: dict) -> tuple[str, dict]:
+    for key in TIMING:
+        record.pop(key, None)
+    return f"{record['game']}-{record['method']}-{record['seed']}", json.loads(json.dumps(record, sort_keys=True,
+                                                                                          default=float))
 
 
 def one(task: tuple[str, str, int, int]) -> tuple[str, dict]:
     from scope_envs.bench.methods import run_one
 
     game, method, seed, steps = task
-    record = run_one(game, method, seed, steps=steps, eval_episodes=200, curve_points=3, curve_episodes=50,
-                     heldout_episodes=200)
-    for key in TIMING:
-        record.pop(key, None)
-    return f"{game}-{method}-{seed}", json.loads(json.dumps(record, sort_keys=True, default=float))
+    return kept(run_one(game, method, seed, steps=steps, **SIZES))
+
+
+def row(task: tuple[str, str, int, int]) -> list[tuple[str, dict]]:
+    """A row's seeds trained and evaluated as one computation (``methods.run_seeds``, ``--together``)."""
+    from scope_envs.bench.methods import run_seeds
+
+    game, method, seeds, steps = task
+    return [kept(r) for r in run_seeds([dict(game=game, method=method, seed=s, steps=steps, **SIZES)
+                                        for s in range(seeds)])]
 
 
 def digest(record: dict) -> str:
@@ -49,12 +65,17 @@ def run(args) -> None:
 
     from scope_envs.bench.methods import GAMES, METHODS, available
 
-    tasks = [(g, m, s, args.steps) for g in args.games or GAMES for m in METHODS if available(g, m)
-             for s in range(args.seeds)]
+    rows = [(g, m) for g in args.games or GAMES for m in METHODS if available(g, m)]
     records = {}
     with ProcessPoolExecutor(args.jobs) as pool:
-        for name, record in tqdm(pool.map(one, tasks), total=len(tasks), desc="runs"):
-            records[name] = record
+        if args.together:
+            for done in tqdm(pool.map(row, [(g, m, args.seeds, args.steps) for g, m in rows]), total=len(rows),
+                             desc="rows"):
+                records.update(done)
+        else:
+            tasks = [(g, m, s, args.steps) for g, m in rows for s in range(args.seeds)]
+            for name, record in tqdm(pool.map(one, tasks), total=len(tasks), desc="runs"):
+                records[name] = record
     out = {"seeds": args.seeds, "steps": args.steps, "digests": {k: digest(r) for k, r in records.items()},
            "records": records}
     args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -110,6 +131,9 @@ def main(argv=None) -> None:
     r.add_argument("--steps", type=bounded(MAX_STEPS), default=3000)
     r.add_argument("--games", nargs="+", choices=["p4g", "cooperbench", "tau2"])
     r.add_argument("--jobs", type=bounded(MAX_JOBS), default=2)
+    r.add_argument("--together", action="store_true",
+                   help="each row's seeds as one computation (methods.run_seeds, scope-envs bench --seed-block), "
+                        "not one run_one each; a tree without it runs as it can")
     r.add_argument("--out", type=output_file, required=True, help="the JSON file to write")
     c = sub.add_parser("compare", help="compare two files written by run")
     c.add_argument("before")

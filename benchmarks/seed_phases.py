@@ -2,8 +2,8 @@
 
 Runs every method of ``--game`` at seed ``--seed`` with the default preset's settings (``run_one``, as a worker of
 ``scope-envs bench`` runs them, after one small warm-up run so that imports are not counted) under ``cProfile``
-and reads the cumulative time of: the evaluation protocol (``protocol.play``: the four final sides and the
-learning-curve points), the training rollouts (``PPOTrainer.play``), the PPO update (``update``), building its
+and reads the cumulative time of: the evaluation protocol (``protocol.play_seeds``: the four final sides and the
+learning-curve points), the training rollouts (``train.seeds.rollouts``), the PPO update (``update``), building its
 batches (``batches``) and the learned users' behaviour cloning. The phases are disjoint; their sum is close to the
 rows' total. The profiler patches nothing, and slows Python-heavy code more than numpy-heavy code: read the
 phases as shares of the profiled total (``shares``), not as the unprofiled seconds.
@@ -23,7 +23,7 @@ from pathlib import Path
 from scope_envs.arguments import count, game_name
 
 # phase -> (the file its function is defined in, relative to scope_envs/, the function's name)
-PHASES = {"evaluation": ("bench/protocol.py", "play"), "training rollouts": ("train/act_ppo.py", "play"),
+PHASES = {"evaluation": ("bench/protocol.py", "play_seeds"), "training rollouts": ("train/seeds.py", "rollouts"),
           "update": ("train/act_ppo.py", "update"), "batches": ("train/act_ppo.py", "batches"),
           "behaviour cloning": ("train/behaviour_clone.py", "behaviour_clone")}
 

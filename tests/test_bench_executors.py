@@ -24,7 +24,7 @@ from scope_envs.bench.stats import summarize
 from scope_envs.cli import main
 
 TINY = {"steps": 64, "eval_episodes": 4, "curve_points": 1, "curve_episodes": 4}
-TIMING = ("wall_s", "env_steps_per_s")
+TIMING = ("wall_s", "env_steps_per_s", "trained_with")  # what a run trained in a block may differ in
 
 
 def grid(methods_=("random", "frozen"), seeds=(0,), game="p4g"):
@@ -62,10 +62,11 @@ def calls(calls_dir: Path) -> list[str]:
 
 @pytest.mark.slow
 def test_ray_writes_what_the_local_executor_writes(tmp_path):
+    """Ray's tasks as blocks of a row's two seeds, the local executor's one seed each: the same runs."""
     pytest.importorskip("ray")
-    tasks = grid()
+    tasks = grid(seeds=(0, 1))
     local, _ = execute(tasks, tmp_path / "local", executor="local", jobs=1, progress=False)
-    ray_runs, slots = execute(tasks, tmp_path / "ray", executor="ray", jobs=2, progress=False)
+    ray_runs, slots = execute(tasks, tmp_path / "ray", executor="ray", jobs=2, progress=False, seed_block=2)
     assert slots == 2
     assert [without_timing(r) for r in ray_runs] == [without_timing(r) for r in local]
     for task in tasks:  # and the files hold the same runs
@@ -73,7 +74,8 @@ def test_ray_writes_what_the_local_executor_writes(tmp_path):
                 for side in ("local", "ray"))
         assert a["task"] == b["task"] and without_timing(a["result"]) == without_timing(b["result"])
     assert json.dumps(summarize(ray_runs)) == json.dumps(summarize(local))
-    assert local[1]["training"], "frozen trained: the comparison covers a training run"
+    assert local[2]["training"], "frozen trained: the comparison covers a training run"
+    assert ray_runs[2]["trained_with"] == 2 and "trained_with" not in local[2]
 
 
 @pytest.mark.parametrize("jobs", [1, 2])
@@ -220,3 +222,66 @@ def test_ray_failing_to_start_is_one_line_naming_the_executor(tmp_path, monkeypa
     assert "\n" not in message and "--executor ray" in message and "--executor local" in message, message
     assert "timed out during startup" in message and "Traceback" not in capsys.readouterr().err
     assert not list(tmp_path.glob("runs/*.json"))
+
+
+# ---------------------------------------------------------------------------- a row's seeds in blocks
+def test_blocks_split_a_rows_seeds_and_leave_other_tasks_alone():
+    rows = grid(("random", "frozen"), seeds=range(5))
+    other = [dict(rows[0], seed=9, plugin="x.py:M", method="m"), dict(rows[0], seed=9, assumptions="no_slips",
+             method="oracle"), dict(rows[0], seed=9, runner="mod:fn")]
+    parts = executors.blocks(rows + other, 2)
+    assert [[t["seed"] for t in p] for p in parts] == [[0], [1, 2], [3, 4], [0], [1, 2], [3, 4], [9], [9], [9]]
+    assert [p[0]["method"] for p in parts[:6]] == ["random"] * 3 + ["frozen"] * 3
+    assert [[t["seed"] for t in p] for p in executors.blocks(rows, 8)] == [list(range(5))] * 2
+    assert all(len(p) == 1 for p in executors.blocks(rows, 1))
+    # a task that differs in more than its seed is another row
+    odd = executors.blocks([rows[0], dict(rows[1], eval_episodes=8)], 8)
+    assert [len(p) for p in odd] == [1, 1]
+
+
+def test_a_rows_seeds_in_one_block_write_the_runs_they_write_alone(tmp_path):
+    """Real runs: blocks of a row's seeds (trained and evaluated as one computation) give each seed the record it
+    gets as its own task, written run by run, and say how many trained together."""
+    tasks = grid(("frozen", "cotrain"), seeds=(0, 1, 2))
+    alone, _ = execute(tasks, tmp_path / "alone", jobs=1, progress=False)
+    together, _ = execute(tasks, tmp_path / "together", jobs=2, progress=False, seed_block=3)
+    assert [without_timing(r) for r in together] == [without_timing(r) for r in alone]
+    assert {r["trained_with"] for r in together} == {3} and all("trained_with" not in r for r in alone)
+    assert sorted(p.name for p in (tmp_path / "together" / "runs").iterdir()) == \
+        sorted(f"{run_name(t)}.json" for t in tasks)
+
+
+def test_a_failed_block_is_tried_again_seed_by_seed(tmp_path, monkeypatch):
+    calls_dir = tmp_path / "calls"
+    calls_dir.mkdir()
+    blocks_tried = []
+
+    def run_seeds(tasks):
+        blocks_tried.append([t["seed"] for t in tasks])
+        raise RuntimeError("the block's worker failed")
+
+    monkeypatch.setattr(methods, "run_seeds", run_seeds)
+    monkeypatch.setattr(methods, "run_one", fake_run_one(calls_dir, {"p4g-frozen-1": "always"}))
+    with pytest.raises(BenchFailure) as e:
+        execute(grid(("frozen",), seeds=(0, 1, 2)), tmp_path / "out", jobs=1, progress=False, seed_block=3)
+    assert blocks_tried == [[0, 1, 2]]  # once as a block, then each seed on its own (one more try each)
+    assert calls(calls_dir) == ["p4g-frozen-0.0", "p4g-frozen-1.0", "p4g-frozen-2.0"]
+    assert list(e.value.failed) == ["p4g-frozen-1"]
+    assert sorted(p.name for p in (tmp_path / "out" / "runs").iterdir()) == ["p4g-frozen-0.json", "p4g-frozen-2.json"]
+
+
+def test_resume_blocks_only_the_seeds_still_to_run(tmp_path, monkeypatch):
+    calls_dir = tmp_path / "calls"
+    calls_dir.mkdir()
+    monkeypatch.setattr(methods, "run_one", fake_run_one(calls_dir))
+    tasks = grid(("frozen",), seeds=range(4))
+    execute(tasks[1:3], tmp_path / "out", jobs=1, progress=False)
+    blocks_run = []
+
+    def run_seeds(block):
+        blocks_run.append([t["seed"] for t in block])
+        return [methods.run_one(**t) for t in block]
+
+    monkeypatch.setattr(methods, "run_seeds", run_seeds)
+    runs, _ = execute(tasks, tmp_path / "out", jobs=1, progress=False, resume=True, seed_block=4)
+    assert blocks_run == [[0, 3]] and [r["seed"] for r in runs] == [0, 1, 2, 3]

@@ -19,6 +19,7 @@ from scope_envs.bench.methods import (
 )
 from scope_envs.games import game_spec
 from scope_envs.train.act_ppo import NetworkPolicy, PPOConfig, PPOTrainer, evaluate
+from scope_envs.train import seeds
 
 GAMES = ("p4g", "cooperbench", "tau2")
 TOP = {"p4g": 2.0, "cooperbench": 1.0, "tau2": 1.0}
@@ -187,11 +188,11 @@ def test_the_ceiling_trains_to_its_own_larger_budget(monkeypatch):
     """Below the plateau the oracle gets ORACLE_BUDGET x the methods' budget; every method gets the budget."""
     budgets = {}
 
-    def train(self, callback=None):
-        budgets[self.cfg.env_id] = self.cfg.total_steps
-        return []
+    def train_seeds(trainers, callback=None):
+        budgets.update({t.cfg.env_id: t.cfg.total_steps for t in trainers})
+        return [[] for _ in trainers]
 
-    monkeypatch.setattr(PPOTrainer, "train", train)
+    monkeypatch.setattr(seeds, "train_seeds", train_seeds)
     for m in ("oracle", "frozen"):
         run_one("p4g", m, 0, **TINY)
     assert methods.ORACLE_BUDGET > 1 and TINY["steps"] < game_spec("p4g").budget

@@ -283,7 +283,7 @@ def test_runner_writes_claims_json_and_report(tmp_path, monkeypatch):
     monkeypatch.setattr(runner, "plot", lambda out, runs: None)
     out = tmp_path / "res"
     runner.run(games=["p4g"], methods=list(per), seeds=3, steps=100, eval_episodes=10, out=out, jobs=1,
-               progress=False)
+               progress=False, seed_block=1)  # one run_one per seed (a block would train for real)
     results = json.loads((out / "results.json").read_text())
     assert set(results["p4g"]) == set(per)  # game -> method -> metrics
     assert results["p4g"]["vs"]["normalized"] == pytest.approx((0.61 - 0.06) / 0.75)

@@ -24,6 +24,8 @@ BAD = [
     (["bench", "--user-reward", "kind"], "--user-reward", "invalid choice"),
     (["bench", "--advantage", "td"], "--advantage", "invalid choice"),
     (["bench", "--group-size", "0"], "--group-size", "an integer from 1 to"),
+    (["bench", "--seed-block", "0"], "--seed-block", "an integer from 1 to"),
+    (["bench", "--seed-block", "1001"], "--seed-block", "an integer from 1 to 1_000"),
     (["validate", "tau2", "--data", "/nonexistent"], "--data", "no such directory"),
     (["validate", "p4g", "--data", "/nonexistent"], "--data", "no such directory"),
     (["validate", "tau2", "--episodes", "10"], "--episodes", "not used by 'validate tau2'"),

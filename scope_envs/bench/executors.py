@@ -1,6 +1,8 @@
 """Where the benchmark's runs execute: worker processes on this machine, or a Ray cluster.
 
-Each (game, method, seed) run — ``scope_envs.bench.methods.run_one`` — is one task. ``execute`` hands the
+Each (game, method, seed) run — ``scope_envs.bench.methods.run_one`` — is one task. With ``--seed-block K`` the
+seeds of a built-in row go to a worker as blocks of up to K, trained as one computation (``methods.run_seeds``,
+``scope_envs.train.seeds``: each seed's record the one it gets alone), and written run by run. ``execute`` hands the
 grid to an executor and keeps the books the same way for both:
 
 * ``local`` — ``--jobs`` forked worker processes on this machine (one: in this process). Needs nothing.
@@ -132,12 +134,15 @@ def end_with_parent(parent: int) -> None:
     threading.Thread(target=watch, name="end-with-parent", daemon=True).start()
 
 
-def attempt(task: dict) -> tuple[bool, object]:
-    """Run one task (``methods.run_one``, or the function its ``runner`` names as ``"module:function"``); (True,
-    result) or (False, the traceback). Never raises, so a pool is never broken by a run's exception."""
+def attempt(task: dict | list[dict]) -> tuple[bool, object]:
+    """Run one task (``methods.run_one``, or the function its ``runner`` names as ``"module:function"``), or a
+    block of one row's seeds (a list: ``methods.run_seeds``, their results in a list); (True, result) or (False,
+    the traceback). Never raises, so a pool is never broken by a run's exception."""
     from scope_envs.bench import methods  # looked up at call time: tests swap run_one
 
     try:
+        if isinstance(task, list):
+            return True, methods.run_seeds(task)
         task = dict(task)
         runner = task.pop("runner", None)  # "module:function" of another grid (the calibration's cells)
         if runner is None:
@@ -419,11 +424,34 @@ def finished_runs(out: Path, tasks: list[dict], report=None) -> dict[str, dict]:
     return found
 
 
+def blocks(tasks: list[dict], seed_block: int) -> list[list[dict]]:
+    """The submissions of ``tasks``: the seeds of one built-in row (``methods.together``; tasks equal but for
+    their seed) in near-equal blocks of at most ``seed_block``, each at its row's first task; any other task alone."""
+    from scope_envs.bench.methods import together
+
+    rows: dict[str, list[dict]] = {}
+    order: list[str] = []
+    for i, task in enumerate(tasks):
+        key = json.dumps({k: v for k, v in task.items() if k != "seed"}, sort_keys=True) if together(task) else str(i)
+        if key not in rows:
+            rows[key] = []
+            order.append(key)
+        rows[key].append(task)
+    out = []
+    for key in order:
+        row = rows[key]
+        parts = -(-len(row) // max(1, seed_block))
+        out += [row[j * len(row) // parts : (j + 1) * len(row) // parts] for j in range(parts)]
+    return out
+
+
 def execute(tasks: list[dict], out, *, executor: str = "local", jobs: int | None = None, address: str | None = None,
-            resume: bool = False, progress: bool = True) -> tuple[list[dict], int]:
+            resume: bool = False, progress: bool = True, seed_block: int = 1) -> tuple[list[dict], int]:
     """Run ``tasks`` (dicts of ``run_one`` arguments), writing each to ``out/runs/``; returns the results in
     the order of ``tasks`` and the number of runs that could be in flight at once. Raises ``BenchFailure``
-    naming the runs that failed twice, after every other run is written."""
+    naming the runs that failed twice, after every other run is written. ``seed_block`` > 1: a built-in row's
+    seeds still to run go as blocks of up to that many (``blocks``), each trained as one computation
+    (``methods.run_seeds``) and written run by run; a block that fails is tried again seed by seed."""
     out = Path(out)
     runs_dir = out / "runs"
     runs_dir.mkdir(parents=True, exist_ok=True)
@@ -438,36 +466,45 @@ def execute(tasks: list[dict], out, *, executor: str = "local", jobs: int | None
             raise OutputError(f"{path}: not a file (the run's file belongs here); remove it")
     for stale in runs_dir.glob(".*.tmp"):  # a temporary file left by a killed process: never a result
         stale.unlink(missing_ok=True)
-    queued = [t for t in tasks if run_name(t) not in results]
+    queued = blocks([t for t in tasks if run_name(t) not in results], seed_block)  # each a list of tasks
     ex = make_executor(executor, jobs, address)
     ex.start()
     bar = Progress(len(tasks), len(results), ex.slots, progress)
-    tries = {run_name(t): 0 for t in queued}
+    tries = {run_name(t): 0 for part in queued for t in part}
     failed: dict[str, str] = {}
-    in_flight: dict = {}  # handle -> task
+    in_flight: dict = {}  # handle -> its tasks
+
+    def flat(parts):
+        return [t for part in parts for t in part]
+
     try:
         while queued or in_flight:
             while queued and len(in_flight) < ex.slots:
-                task = queued.pop(0)
-                tries[run_name(task)] += 1
-                in_flight[ex.submit(task)] = task
-            bar.update(len(results), list(in_flight.values()), queued, len(failed))
+                part = queued.pop(0)
+                for task in part:
+                    tries[run_name(task)] += 1
+                in_flight[ex.submit(part if len(part) > 1 else part[0])] = part
+            bar.update(len(results), flat(in_flight.values()), flat(queued), len(failed))
             for handle, (ok, value) in ex.wait(list(in_flight)):
-                task = in_flight.pop(handle)
-                name = run_name(task)
+                part = in_flight.pop(handle)
                 if ok:
-                    write_atomic(runs_dir / f"{name}.json", {"task": task, "result": value})
-                    (runs_dir / f"{name}.error.txt").unlink(missing_ok=True)  # an earlier try's, now fixed
-                    results[name] = value
-                    bar.update(len(results), list(in_flight.values()), queued, len(failed), name,
-                               value.get("wall_s", 0.0), task)
-                elif tries[name] < ATTEMPTS and getattr(value, "retry", True):
-                    queued.insert(0, task)
+                    for task, result in zip(part, value if len(part) > 1 else [value]):
+                        name = run_name(task)
+                        write_atomic(runs_dir / f"{name}.json", {"task": task, "result": result})
+                        (runs_dir / f"{name}.error.txt").unlink(missing_ok=True)  # an earlier try's, now fixed
+                        results[name] = result
+                        bar.update(len(results), flat(in_flight.values()), flat(queued), len(failed), name,
+                                   result.get("wall_s", 0.0), task)
+                elif len(part) > 1:  # the block's seeds again, one by one (its tries count for each)
+                    queued[:0] = [[task] for task in part]
+                elif tries[run_name(part[0])] < ATTEMPTS and getattr(value, "retry", True):
+                    queued.insert(0, part)
                 else:
+                    name = run_name(part[0])
                     failed[name] = value
                     if not getattr(value, "retry", True):  # the method's traceback, kept for its author
                         write_text(runs_dir / f"{name}.error.txt", str(value))
-                    bar.update(len(results), list(in_flight.values()), queued, len(failed))
+                    bar.update(len(results), flat(in_flight.values()), flat(queued), len(failed))
     finally:
         bar.close()
         ex.close()

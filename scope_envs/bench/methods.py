@@ -176,20 +176,28 @@ class PPOMethod:
         return ceiling_steps(game, steps) if self.name == "oracle" else steps
 
     def train(self, ctx):
+        return self.train_seeds([ctx])[0]
+
+    def train_seeds(self, ctxs: list) -> list:
+        """Train the row on each context's seed, all seeds as one computation (``scope_envs.train.seeds``: one
+        vec env of their slots, each seed's training exactly its training alone); one ``Trained`` per context."""
         from scope_envs.bench.policies import Trained, TrainerPlayers
         from scope_envs.train.act_ppo import PPOConfig, PPOTrainer
+        from scope_envs.train.seeds import train_seeds
 
-        o = ctx.options
-        env_id, env_kwargs, overrides = method_setup(ctx.game, self.name, o.get("user_reward"),
+        o = ctxs[0].options
+        env_id, env_kwargs, overrides = method_setup(ctxs[0].game, self.name, o.get("user_reward"),
                                                      o.get("advantage", "gae"), o.get("group_size", 1))
         env_kwargs.update(o.get("env_kwargs", {}))  # a sensitivity ceiling's assumptions
-        trainer = PPOTrainer(PPOConfig(env_id=env_id, env_kwargs=env_kwargs, seed=ctx.seed,
-                                       total_steps=ctx.budget, **overrides))
-        players = TrainerPlayers(trainer, uniform=self.name == "random")
-        ctx.progress(0, players)
-        history = trainer.train(lambda row: ctx.progress(row["agent_steps"], players)) if ctx.budget else []
-        return Trained(policy=players, agent_steps=trainer.agent_steps, env_steps=trainer.env_steps,
-                       history=history, metrics=self.own_metrics(trainer, ctx))
+        trainers = [PPOTrainer(PPOConfig(env_id=env_id, env_kwargs=env_kwargs, seed=ctx.seed, total_steps=ctx.budget,
+                                         **overrides)) for ctx in ctxs]
+        players = [TrainerPlayers(t, uniform=self.name == "random") for t in trainers]
+        for ctx, p in zip(ctxs, players):
+            ctx.progress(0, p)
+        histories = train_seeds(trainers, lambda k, row: ctxs[k].progress(row["agent_steps"], players[k]))
+        return [Trained(policy=p, agent_steps=t.agent_steps, env_steps=t.env_steps, history=h,
+                        metrics=self.own_metrics(t, ctx))
+                for ctx, t, p, h in zip(ctxs, trainers, players, histories)]
 
     def own_metrics(self, trainer, ctx) -> dict:
         """The row's own figures for its record: a realism row's user distance (``bench.realism.realism_metrics``)."""
@@ -222,6 +230,16 @@ def run_one(game: str, method: str, seed: int, steps: int, eval_episodes: int, c
     assumptions, the ceiling of the sensitivity run's re-judged claims.
     ``world``: train and evaluate in that variant of the game's training-side world (``GameSpec.worlds``; the
     held-out proxies as shipped); the record says which."""
+    return run_row(game, method, [seed], steps, eval_episodes, curve_points, curve_episodes, user_reward, advantage,
+                   group_size, sensitivity, assumptions, heldout_episodes, plugin, world)[0]
+
+
+def run_row(game: str, method: str, seeds: list[int], steps: int, eval_episodes: int, curve_points: int,
+            curve_episodes: int, user_reward: str | None = None, advantage: str = "gae", group_size: int = 1,
+            sensitivity: bool = False, assumptions: str | None = None, heldout_episodes: int | None = None,
+            plugin: str | None = None, world: str | None = None) -> list[dict]:
+    """``run_one`` for each of ``seeds`` (one record each, in order); a built-in row trains them as one computation
+    (``plugins.run_method_seeds``)."""
     import torch
     from threadpoolctl import threadpool_limits
 
@@ -243,15 +261,30 @@ def run_one(game: str, method: str, seed: int, steps: int, eval_episodes: int, c
 
     use_world(game, world)  # (None: as shipped, so that a worker's next run does not inherit this one's)
     try:
-        record = plugins.run_method(row, game, seed, steps, eval_episodes, curve_points, curve_episodes,
-                                    heldout_episodes=eval_episodes if heldout_episodes is None else heldout_episodes,
-                                    options={"user_reward": user_reward, "advantage": advantage,
-                                             "group_size": group_size},
-                                    sensitivity=sensitivity, assumptions=assumptions)
+        records = plugins.run_method_seeds(
+            row, game, list(seeds), steps, eval_episodes, curve_points, curve_episodes,
+            heldout_episodes=eval_episodes if heldout_episodes is None else heldout_episodes,
+            options={"user_reward": user_reward, "advantage": advantage, "group_size": group_size},
+            sensitivity=sensitivity, assumptions=assumptions)
     finally:
         use_world(game, None)
-    return record if world is None else {**record, "world": world}
+    return records if world is None else [{**r, "world": world} for r in records]
 
 
-def _run_task(task):
-    return run_one(**task)
+def together(task: dict) -> bool:
+    """Whether a task may train in a block with its row's other seeds (``run_seeds``): a built-in row (not a
+    plug-in's), not a sensitivity ceiling, not another grid's cell."""
+    return task.get("plugin") is None and task.get("assumptions") is None and "runner" not in task \
+        and task.get("method") in METHODS + EXTRA_METHODS
+
+
+def run_seeds(tasks: list[dict]) -> list[dict]:
+    """``run_one`` of each task, in order, where the tasks are one row's seeds (``together``; they differ in
+    ``seed`` alone): trained as one computation (``PPOMethod.train_seeds``), each record the one ``run_one`` gives
+    but for its timing and ``trained_with``. One task is ``run_one``'s."""
+    if len(tasks) == 1:
+        return [run_one(**tasks[0])]
+    rest = [{k: v for k, v in t.items() if k != "seed"} for t in tasks]
+    if any(r != rest[0] for r in rest) or not all(together(t) for t in tasks):
+        raise ValueError("run_seeds runs the seeds of one built-in row: its tasks may differ in their seed alone")
+    return run_row(seeds=[t["seed"] for t in tasks], **rest[0])

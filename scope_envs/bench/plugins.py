@@ -254,6 +254,18 @@ def run_method(method, game: str, seed: int, steps: int, eval_episodes: int, cur
                assumptions: str | None = None) -> dict:
     """Train ``method`` (an object of the protocol) for one (game, seed) and evaluate it by the protocol
     (``scope_envs.bench.protocol``): the run record ``methods.run_one`` returns."""
+    return run_method_seeds(method, game, [seed], steps, eval_episodes, curve_points, curve_episodes,
+                            heldout_episodes, options, sensitivity, assumptions)[0]
+
+
+def run_method_seeds(method, game: str, seeds: list[int], steps: int, eval_episodes: int, curve_points: int,
+                     curve_episodes: int, heldout_episodes: int | None = None, options: dict | None = None,
+                     sensitivity: bool = False, assumptions: str | None = None) -> list[dict]:
+    """``run_method`` for each of ``seeds``, one record each, in order. A method with ``train_seeds(ctxs)`` (the
+    built-in rows: ``methods.PPOMethod``, ``scope_envs.train.seeds``) trains them as one computation, each seed
+    exactly as alone; any other trains them one after another. A seed's record then says ``"trained_with"`` (the
+    seeds trained together) and its ``wall_s`` counts its share of their training and evaluation. Their
+    evaluation is one computation too (``protocol.evaluate_policies``)."""
     from scope_envs.bench import protocol
 
     t0 = time.perf_counter()
@@ -267,32 +279,65 @@ def run_method(method, game: str, seed: int, steps: int, eval_episodes: int, cur
     if assumptions is not None:
         specs = [(env_id, {**kwargs, "assumptions": assumptions}) for env_id, kwargs in specs]
     budget = method.budget(game, steps) if builtin_row else steps
-    books = Budget(method.name, budget)
-    curve = protocol.Curve(game, seed, specs, budget, curve_points, curve_episodes,
-                           heldout_kwargs={"assumptions": assumptions} if assumptions else {})
 
-    def progress(decisions, policy):
-        books.report(decisions)
-        curve.at(int(decisions), check_policy(policy, method.name))
+    def context(seed: int) -> tuple[TrainContext, Budget, protocol.Curve]:
+        books = Budget(method.name, budget)
+        curve = protocol.Curve(game, seed, specs, budget, curve_points, curve_episodes,
+                               heldout_kwargs={"assumptions": assumptions} if assumptions else {})
 
-    ctx = TrainContext(game=game, seed=seed, budget=budget, progress=progress, options=options)
-    try:
-        result = method.train(ctx)
-    except PluginError:
-        raise
-    except Exception as e:
-        if builtin_row:
+        def progress(decisions, policy):
+            books.report(decisions)
+            curve.at(int(decisions), check_policy(policy, method.name))
+
+        return TrainContext(game=game, seed=seed, budget=budget, progress=progress, options=options), books, curve
+
+    def guarded(train, arg):
+        try:
+            return train(arg)
+        except PluginError:
             raise
-        raise PluginFailure(f"method {method.name!r} raised in train at {raised_at(e, method)}: "
-                            f"{type(e).__name__}: {e}") from e
-    trained = books.close(check_policy(result, method.name))
-    train_time = time.perf_counter() - t0
-    record = protocol.evaluate_policy(trained, game, seed, train_envs=specs, eval_episodes=eval_episodes,
-                                      heldout_episodes=heldout_episodes, sensitivity=sensitivity,
-                                      assumptions=assumptions, method=method.name)
-    if assumptions is not None:
-        record["wall_s"] = time.perf_counter() - t0
-        return record
+        except Exception as e:
+            if builtin_row:
+                raise
+            raise PluginFailure(f"method {method.name!r} raised in {train.__name__} at {raised_at(e, method)}: "
+                                f"{type(e).__name__}: {e}") from e
+
+    runs = [context(seed) for seed in seeds]
+    together = len(seeds) > 1 and callable(getattr(method, "train_seeds", None))
+    if together:
+        results = list(guarded(method.train_seeds, [ctx for ctx, _, _ in runs]))
+        if len(results) != len(seeds):
+            raise PluginError(f"method {method.name!r}: train_seeds returned {len(results)} results for "
+                              f"{len(seeds)} seeds")
+        train_times = [(time.perf_counter() - t0) / len(seeds)] * len(seeds)
+    else:
+        results, train_times = [], []
+        for ctx, _, _ in runs:
+            t1 = time.perf_counter()
+            results.append(guarded(method.train, ctx))
+            train_times.append(time.perf_counter() - t1 + (t1 - t0 if not train_times else 0.0))
+    from scope_envs.bench.reference import fingerprint
+
+    t1 = time.perf_counter()
+    trained = [books.close(check_policy(result, method.name)) for (_, books, _), result in zip(runs, results)]
+    records = protocol.evaluate_policies(trained, game, list(seeds), train_envs=specs, eval_episodes=eval_episodes,
+                                         heldout_episodes=heldout_episodes, sensitivity=sensitivity,
+                                         assumptions=assumptions, method=method.name)
+    eval_time = (time.perf_counter() - t1) / len(seeds)
+    for (ctx, _, curve), done, record, train_time in zip(runs, trained, records, train_times):
+        if assumptions is None:
+            training_record(record, done, curve, ctx.budget, train_time)
+        record["wall_s"] = train_time + eval_time
+        if assumptions is None:
+            record["fingerprint"] = fingerprint(game)  # what determined these episodes (--against checks it)
+        if together:
+            record["trained_with"] = len(seeds)
+    return records
+
+
+def training_record(record: dict, trained: Trained, curve, budget: int, train_time: float) -> None:
+    """Add to a seed's evaluation record what its training says: the collapse diagnostics, the learning curve, the
+    training log, the row's own figures and the counts."""
     history = trained.history
     last = history[-max(1, len(history) // 4):]  # collapse diagnostics: the final quarter of training
     record["metrics"].update({k: float(np.mean([r[k] for r in last])) for k in GROUP_FRACTIONS
@@ -307,8 +352,3 @@ def run_method(method, game: str, seed: int, steps: int, eval_episodes: int, cur
     record["agent_steps"] = trained.agent_steps
     record["env_steps"] = trained.env_steps
     record["env_steps_per_s"] = trained.env_steps / max(train_time, 1e-9) if budget and trained.env_steps else 0.0
-    record["wall_s"] = time.perf_counter() - t0
-    from scope_envs.bench.reference import fingerprint
-
-    record["fingerprint"] = fingerprint(game)  # what determined these episodes (--against checks it)
-    return record

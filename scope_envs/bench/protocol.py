@@ -124,25 +124,43 @@ def play(trained, env, episodes: int, seed: int, num_envs: int = 64, evaluate=No
     """One side: ``episodes`` episodes of ``env`` (an id, or a factory of envs) with ``trained.players(seed)``;
     ``evaluate``'s summary (success, outcome, policy_entropy, sim_entropy, zero_score_frac, returns).
     ``evaluate``: the function that plays them (default ``scope_envs.train.rollout.evaluate``)."""
-    from scope_envs.train.rollout import evaluate as play_episodes
+    return play_seeds([trained], env, episodes, [seed], num_envs, evaluate, **env_kwargs)[0]
 
-    evaluate = play_episodes if evaluate is None else evaluate
-    return evaluate(trained.players(seed), env, episodes, seed=seed, num_envs=num_envs, **env_kwargs)
+
+def play_seeds(trained: list, env, episodes: int, seeds: list[int], num_envs: int = 64, evaluate=None,
+               **env_kwargs) -> list[dict]:
+    """``play`` of each (trained, seed) pair, in order: by default all as one computation
+    (``rollout.evaluate_seeds``, each summary the one it gets alone); with ``evaluate``, one call each."""
+    from scope_envs.train.rollout import evaluate_seeds
+
+    if evaluate is not None:
+        return [evaluate(t.players(s), env, episodes, seed=s, num_envs=num_envs, **env_kwargs)
+                for t, s in zip(trained, seeds)]
+    return evaluate_seeds([t.players(s) for t, s in zip(trained, seeds)], env, episodes, list(seeds), num_envs,
+                          **env_kwargs)
 
 
 def evaluate_panel(trained, game: str, episodes: int, seed: int, evaluate=None) -> dict:
     """``agent_0`` against each of the six held-out panel families, ``episodes`` episodes each (the table above)."""
+    return panel_seeds_of([trained], game, episodes, [seed], evaluate)[0]
+
+
+def panel_seeds_of(trained: list, game: str, episodes: int, seeds: list[int], evaluate=None) -> list[dict]:
+    """``evaluate_panel`` of each (trained, seed) pair, in order, each family's sides played together
+    (``play_seeds``)."""
     import scope_envs
     from scope_envs.agents.families import panel, panel_env
 
     members = panel(game)  # stateless simulators: one each, shared by that family's eval envs
-    per = []
-    for member, s in zip(members, panel_seeds(seed)):
+    per = []  # per family, each seed's success
+    for j, member in enumerate(members):
         def factory(member=member):  # a fresh game (default arguments, as <game>-heldout) per env
             return panel_env(scope_envs.make(f"{game}-heldout").unwrapped.game, member)
 
-        per.append(play(trained, factory, episodes, s, evaluate=evaluate)["success"])
-    return {"success": float(np.mean(per)), "per_family": per, "families": [m.name for m in members]}
+        per.append([r["success"] for r in play_seeds(trained, factory, episodes, [panel_seeds(s)[j] for s in seeds],
+                                                     evaluate=evaluate)])
+    return [{"success": float(np.mean(col)), "per_family": list(col), "families": [m.name for m in members]}
+            for col in zip(*per)]
 
 
 def _as_trained(policy):
@@ -171,46 +189,70 @@ def evaluate_policy(policy, game: str, seed: int, *, train_envs=None, eval_episo
     (default: ``max(eval_episodes, EVAL_EPISODES_MIN[game])``). ``sensitivity``: also the held-out side under
     each variant of the proxies' assumptions. ``assumptions``: a sensitivity ceiling's variant (train and
     held-out sides under it; no panel). ``evaluate``: what plays each side's episodes (``play``'s)."""
+    return evaluate_policies([policy], game, [seed], train_envs=train_envs, eval_episodes=eval_episodes,
+                             heldout_episodes=heldout_episodes, sensitivity=sensitivity, assumptions=assumptions,
+                             method=method, evaluate=evaluate)[0]
+
+
+def evaluate_policies(policies: list, game: str, seeds: list[int], *, train_envs=None,
+                      eval_episodes: int | None = None, heldout_episodes: int | None = None,
+                      sensitivity: bool = False, assumptions: str | None = None, method: str = "policy",
+                      evaluate=None) -> list[dict]:
+    """``evaluate_policy`` of each (policy, seed) pair, in order, each side played for all of them at once
+    (``play_seeds``): a row's seeds evaluated as one computation, each record the one it gets alone."""
     import scope_envs
 
     if f"{game}-heldout" not in scope_envs.registry:
         raise ValueError(f"unknown game {game!r}")
-    trained = _as_trained(policy)
+    trained = [_as_trained(p) for p in policies]
     specs = _specs(game, train_envs)
     n_train = EVAL_EPISODES if eval_episodes is None else eval_episodes
     n_heldout = heldout_episodes_for(game, n_train) if heldout_episodes is None else heldout_episodes
     variant = {} if assumptions is None else {"assumptions": assumptions}
-    seeds = side_seeds(seed)
-    sides = [play(trained, env_id, n_train, seeds["train"], eval_envs(n_train), evaluate, **kwargs)
-             for env_id, kwargs in specs]
-    ho = play(trained, f"{game}-heldout", n_heldout, seeds["heldout"], eval_envs(n_heldout), evaluate, **variant)
-    tr = sides[0] if len(sides) == 1 else {
-        "success": float(np.mean([s["success"] for s in sides])),
-        "outcome": {k: float(np.mean([s["outcome"][k] for s in sides])) for k in sides[0]["outcome"]},
-        **{k: float(np.mean([s[k] for s in sides])) for k in ("policy_entropy", "sim_entropy", "zero_score_frac")}}
-    if variant:  # a sensitivity ceiling: its held-out score under its own variant is all that is read
-        return {"game": game, "method": method, "seed": seed, "assumptions": assumptions,
-                "metrics": {"train_success": tr["success"], "heldout_success": ho["success"]}}
-    ref = play(trained, f"{game}-heldout", n_heldout, seeds["heldout"], eval_envs(n_heldout), evaluate,
-               behaviour="reference")
-    n_panel = panel_episodes(n_heldout)
-    pa = evaluate_panel(trained, game, n_panel, seed, evaluate)
-    metrics = {"train_success": tr["success"], "heldout_success": ho["success"], "gap": tr["success"] - ho["success"],
-               "policy_entropy": tr["policy_entropy"], "sim_entropy": tr["sim_entropy"],
-               "train_zero_score_frac": tr["zero_score_frac"],
-               "panel_success": pa["success"], "panel_per_family": pa["per_family"],
-               "reference_success": ref["success"], "collapse_gap": tr["success"] - ref["success"],
-               "misspecification_gap": ref["success"] - ho["success"]}
-    if sensitivity:  # the same policy and held-out seeds under each named variant of the proxies' assumptions
-        metrics["sensitivity"] = {v: play(trained, f"{game}-heldout", n_heldout, seeds["heldout"],
-                                          eval_envs(n_heldout), evaluate, assumptions=v)["success"]
-                                     for v in variants(game)}
-    record = {"game": game, "method": method, "seed": seed, "metrics": metrics,
-              "outcomes": {"train": tr["outcome"], "heldout": ho["outcome"], "reference": ref["outcome"]},
-              "panel": {"families": pa["families"], "episodes_per_family": n_panel, "seeds": panel_seeds(seed)}}
-    if len(sides) > 1:
-        record["train_simulators"] = [{"env": env_id, "success": s["success"]} for (env_id, _), s in zip(specs, sides)]
-    return record
+    seeds = list(seeds)
+    side = [side_seeds(s) for s in seeds]
+
+    def both(env, episodes, key, **kwargs):
+        return play_seeds(trained, env, episodes, [d[key] for d in side], eval_envs(episodes), evaluate, **kwargs)
+
+    by_sim = [both(env_id, n_train, "train", **kwargs) for env_id, kwargs in specs]  # [simulator][seed]
+    hos = both(f"{game}-heldout", n_heldout, "heldout", **variant)
+    if not variant:
+        refs = both(f"{game}-heldout", n_heldout, "heldout", behaviour="reference")
+        n_panel = panel_episodes(n_heldout)
+        panels = panel_seeds_of(trained, game, n_panel, seeds, evaluate)
+        if sensitivity:  # the same policy and held-out seeds under each named variant of the proxies' assumptions
+            by_variant = {v: both(f"{game}-heldout", n_heldout, "heldout", assumptions=v) for v in variants(game)}
+    records = []
+    for k, seed in enumerate(seeds):
+        sides, ho = [sim[k] for sim in by_sim], hos[k]
+        tr = sides[0] if len(sides) == 1 else {
+            "success": float(np.mean([s["success"] for s in sides])),
+            "outcome": {key: float(np.mean([s["outcome"][key] for s in sides])) for key in sides[0]["outcome"]},
+            **{key: float(np.mean([s[key] for s in sides]))
+               for key in ("policy_entropy", "sim_entropy", "zero_score_frac")}}
+        if variant:  # a sensitivity ceiling: its held-out score under its own variant is all that is read
+            records.append({"game": game, "method": method, "seed": seed, "assumptions": assumptions,
+                            "metrics": {"train_success": tr["success"], "heldout_success": ho["success"]}})
+            continue
+        ref, pa = refs[k], panels[k]
+        metrics = {"train_success": tr["success"], "heldout_success": ho["success"],
+                   "gap": tr["success"] - ho["success"],
+                   "policy_entropy": tr["policy_entropy"], "sim_entropy": tr["sim_entropy"],
+                   "train_zero_score_frac": tr["zero_score_frac"],
+                   "panel_success": pa["success"], "panel_per_family": pa["per_family"],
+                   "reference_success": ref["success"], "collapse_gap": tr["success"] - ref["success"],
+                   "misspecification_gap": ref["success"] - ho["success"]}
+        if sensitivity:
+            metrics["sensitivity"] = {v: by_variant[v][k]["success"] for v in variants(game)}
+        record = {"game": game, "method": method, "seed": seed, "metrics": metrics,
+                  "outcomes": {"train": tr["outcome"], "heldout": ho["outcome"], "reference": ref["outcome"]},
+                  "panel": {"families": pa["families"], "episodes_per_family": n_panel, "seeds": panel_seeds(seed)}}
+        if len(sides) > 1:
+            record["train_simulators"] = [{"env": env_id, "success": s["success"]}
+                                          for (env_id, _), s in zip(specs, sides)]
+        records.append(record)
+    return records
 
 
 class Curve:

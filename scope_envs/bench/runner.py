@@ -40,6 +40,7 @@ MAX_STEPS = 100_000_000
 MAX_EVAL_EPISODES = 1_000_000
 MAX_JOBS = 1024
 MAX_GROUP_SIZE = 256
+SEED_BLOCK = 8  # seeds of a row per task by default (--seed-block)
 # a smoke run (--steps below SMOKE_STEPS, no --eval-episodes) keeps its evaluation small too
 SMOKE_STEPS = 5000
 SMOKE_EVAL_EPISODES = 200
@@ -81,6 +82,10 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--address", default=None, type=ray_address,
                     help="with --executor ray: the cluster to join (auto, ray://HOST:PORT, HOST:PORT); "
                          "default: start a local Ray on this machine")
+    ap.add_argument("--seed-block", type=count(MAX_SEEDS), default=SEED_BLOCK,
+                    help=f"train a built-in row's seeds as one computation, in blocks of up to this many (default "
+                         f"{SEED_BLOCK}; 1: each seed its own task; at most {MAX_SEEDS}). A seed's record is the one it "
+                         "gets alone; a block is one task of --jobs or of a Ray cluster")
     ap.add_argument("--resume", action="store_true",
                     help="keep the runs already written to OUT/runs (same settings) and run only the others")
     ap.add_argument("--user-reward", default=None, choices=SIMULATOR_REWARDS,
@@ -159,10 +164,11 @@ def machine() -> str:
 def run(games=GAMES, methods=METHODS, seeds=None, steps=None, eval_episodes=None, full=False, out="results",
         jobs=None, progress=True, user_reward=None, advantage="gae", group_size=1, sensitivity=False,
         executor="local", address=None, resume=False, plugins=(), against=None, confirmatory=None,
-        world=None) -> dict:
+        world=None, seed_block=SEED_BLOCK) -> dict:
     """Run the benchmark and write its outputs; returns the results.json dict. Each run is also written to
     ``out/runs/`` as it finishes; ``executor``/``address``/``resume``: see ``scope_envs.bench.executors``;
-    ``world``: a variant of each game's training-side world to train and evaluate every run in (``--world``)."""
+    ``world``: a variant of each game's training-side world to train and evaluate every run in (``--world``);
+    ``seed_block``: a built-in row's seeds trained as one computation, in blocks of up to that many (``--seed-block``)."""
     import scope_envs
 
     if advantage not in ("gae", "grpo"):
@@ -222,7 +228,8 @@ def run(games=GAMES, methods=METHODS, seeds=None, steps=None, eval_episodes=None
     if executor == "local":
         jobs = max(1, min(jobs or os.cpu_count() or 1, len(tasks)))
     t0 = time.perf_counter()
-    runs, jobs = execute(tasks, out, executor=executor, jobs=jobs, address=address, resume=resume, progress=progress)
+    runs, jobs = execute(tasks, out, executor=executor, jobs=jobs, address=address, resume=resume, progress=progress,
+                         seed_block=seed_block)
     wall = time.perf_counter() - t0  # with resume: this session's part only
     variant_ceilings = [r for r in runs if r.get("assumptions")]
     runs = reference_runs + [r for r in runs if not r.get("assumptions")]
@@ -273,7 +280,7 @@ def calibrate(args: argparse.Namespace, t0: float) -> None:
     for flag, used in (("--method", getattr(args, "method", None)), ("--against", getattr(args, "against", None)),
                        ("--methods", args.methods != list(METHODS)), ("--full", args.full),
                        ("--sensitivity", args.sensitivity), ("--executor", args.executor != "local"),
-                       ("--world", args.world),
+                       ("--world", args.world), ("--seed-block", args.seed_block != SEED_BLOCK),
                        ("--user-reward", args.user_reward), ("--advantage", args.advantage != "gae"),
                        ("--group-size", args.group_size != 1)):
         if used:
@@ -329,7 +336,7 @@ def main(args: argparse.Namespace) -> None:
             user_reward=args.user_reward, advantage=args.advantage, group_size=args.group_size,
             sensitivity=args.sensitivity, executor=args.executor, address=args.address, resume=args.resume,
             plugins=getattr(args, "method", None) or (), against=getattr(args, "against", None),
-            confirmatory=getattr(args, "confirmatory", None), world=args.world)
+            confirmatory=getattr(args, "confirmatory", None), world=args.world, seed_block=args.seed_block)
     except ReferenceMismatch as e:  # --against a reference made with other settings or other code
         args.parser.error(f"argument --against: {e}")
     except (BenchFailure, ExecutorUnavailable, OutputError) as e:  # failed runs (named), no Ray, a bad folder

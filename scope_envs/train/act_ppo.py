@@ -63,7 +63,15 @@ from scope_envs.train.numpy_ac import (
 )
 from scope_envs.train.policy import Decisions
 from scope_envs.train.realism import Realism
-from scope_envs.train.rollout import Rollout, UniformAgent, collect, evaluate, evaluation_rng, rollout_diagnostics
+from scope_envs.train.rollout import (
+    Block,
+    Rollout,
+    UniformAgent,
+    collect,
+    evaluate,
+    evaluation_rng,
+    rollout_diagnostics,
+)
 from scope_envs.vec import BATCHED_KWARGS, vectorize
 from scope_envs.wrappers import CheckpointPool
 
@@ -639,19 +647,35 @@ class PPOTrainer:
         observation sizes, act counts and user reward. A curriculum over simulators is then a loop over
         ``step`` that picks ``env`` each iteration (docs/trainers.md). The learning rate anneals over
         ``total_steps`` as in ``train`` (to 0 at the budget); ``step`` does not stop there, its caller does."""
-        cfg = self.cfg
         with self.training_threads():
             envs = self.training_envs(env)
             t0 = time.perf_counter()
-            if cfg.anneal_lr and cfg.total_steps > 0:  # a budget of 0 has nothing to anneal over
-                frac = max(0.0, 1.0 - self.agent_steps / cfg.total_steps)
-                for opt in self.optimizers.values():
-                    opt.lr = frac * cfg.learning_rate
-            seed = None if id(envs) in self._seeded else cfg.seed * 10_000
-            self._seeded.add(id(envs))
-            # grouped: the iteration's scenarios, one per group, from the run's seed and the update count
-            episodes, steps = self.play(envs, cfg.episodes_per_iter, seed=seed, group_size=cfg.group_size,
-                                        scenario_seed=derive_seed(cfg.seed, self.updates))
+            block = self.next_block(envs)
+            rollout = self.play(envs, block.n_episodes, seed=block.seed, group_size=block.group_size,
+                                scenario_seed=block.scenario_seed)
+            return self.learn(rollout, t0)
+
+    def next_block(self, envs: list) -> Block:
+        """What this iteration plays on the training env set ``envs`` (``rollout.Block``: the trainer's policies,
+        ``episodes_per_iter`` episodes, the set's seed on its first iteration, the iteration's scenarios), with
+        the learning rate annealed to it. ``step`` plays it alone; ``scope_envs.train.seeds`` beside other seeds'."""
+        cfg = self.cfg
+        if cfg.anneal_lr and cfg.total_steps > 0:  # a budget of 0 has nothing to anneal over
+            frac = max(0.0, 1.0 - self.agent_steps / cfg.total_steps)
+            for opt in self.optimizers.values():
+                opt.lr = frac * cfg.learning_rate
+        seed = None if id(envs) in self._seeded else cfg.seed * 10_000
+        self._seeded.add(id(envs))
+        # grouped: the iteration's scenarios, one per group, from the run's seed and the update count
+        return Block(self.policies, cfg.episodes_per_iter, seed, cfg.group_size, derive_seed(cfg.seed, self.updates))
+
+    def learn(self, rollout: Rollout, t0: float) -> dict:
+        """The rest of an iteration, from its episodes (``rollout``, played from ``next_block``; ``t0``: when
+        the iteration began): the user rewards of the group or the discriminator, the advantages, the update
+        of every learner, the checkpoint pool's snapshot. Returns the iteration's log row."""
+        cfg = self.cfg
+        episodes, steps = rollout
+        with self.training_threads():
             curriculum = self.assign_curriculum(episodes) if self.curriculum else None
             realism = self.assign_realism(episodes) if self.realism is not None else None
             self.env_steps += steps

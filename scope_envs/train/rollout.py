@@ -11,6 +11,10 @@ policy that satisfies the protocol of ``scope_envs.train.policy``::
     >>> len(episodes), sorted(episodes[0])
     (6, ['agent_score', 'group', 'outcome', 'persona', 'return', 'traj', 'user_acts'])
 
+``collect_blocks(vec, blocks)`` plays several ``Block``s of one vec env's slots at once, each as ``collect`` plays a
+vec env of its own (the seed axis: a row's seeds in one computation, ``scope_envs.train.seeds``), and
+``evaluate_seeds`` evaluates several policies so.
+
 Episode ``e`` starts in the first slot free after episodes ``< e`` started (slot ``i`` takes episode ``i``
 first, seeded ``seed + i``), as N scalar envs stepped in lockstep would deal them. Every step each policy is
 asked once, for the rows of all the slots where one of its seats moves, in slot order; policies are asked
@@ -51,6 +55,19 @@ def encode_rows(policy, seat: str, x: np.ndarray, m: np.ndarray) -> tuple[np.nda
     return encode(seat, x, m) if encode is not None else (x, m.astype(bool))
 
 
+class Block(NamedTuple):
+    """One share of a vec env's slots, played as ``collect`` plays a vec env of its own (``collect_blocks``):
+    ``slots`` (a range of the vec env's slots; None: all of them), the seats' ``policies``, ``n_episodes``,
+    ``seed`` (slot ``start + i`` seeded ``seed + i``), ``group_size`` and ``scenario_seed``."""
+
+    policies: Mapping[str, Policy]
+    n_episodes: int
+    seed: int | None = None
+    group_size: int = 1
+    scenario_seed: int | None = None
+    slots: range | None = None
+
+
 def collect(vec, policies: Mapping[str, Policy], n_episodes: int, seed: int | None = None, greedy: bool = False,
             group_size: int = 1, scenario_seed: int | None = None, decisions: bool = True) -> Rollout:
     """Play ``n_episodes`` whole episodes on ``vec`` (a vec env of ``scope_envs.vec``), each seat in
@@ -58,55 +75,98 @@ def collect(vec, policies: Mapping[str, Policy], n_episodes: int, seed: int | No
     ``decisions=False`` (what an evaluation reads): the episodes keep no ``traj``, and hold ``entropies``
     instead, agent_0's per-decision ``ent`` in order; the same episodes, ``return`` included (the same
     sum of the same credited rewards), without a dict per decision."""
-    if group_size > 1:
-        if n_episodes % group_size:
-            raise ValueError(f"n_episodes must be a multiple of group_size, got {n_episodes} and {group_size}")
-        scenario_seed = seed if scenario_seed is None else scenario_seed
-        if scenario_seed is None:
-            raise ValueError("grouped play needs a seed or a scenario_seed to derive the groups' scenarios from")
-    agents = vec.possible_agents
-    missing = [a for a in agents if a not in policies]
-    if missing:
-        raise ValueError(f"every live seat needs a policy: none for {missing} (policies for {sorted(policies)})")
+    return collect_blocks(vec, [Block(policies, n_episodes, seed, group_size, scenario_seed)], greedy, decisions)[0]
+
+
+def check_blocks(vec, blocks: list[Block]) -> list[range]:
+    """Each block's slots (a range), after the blocks' ``ValueError``s: disjoint ranges of the vec env's
+    slots, a policy for every live seat, grouped play with whole groups and a seed to deal them from."""
     n = vec.num_envs
+    ranges, taken = [], np.zeros(n, bool)
+    for b in blocks:
+        slots = range(n) if b.slots is None else b.slots
+        if not isinstance(slots, range) or slots.step != 1 or not len(slots) or slots.start < 0 or slots.stop > n:
+            raise ValueError(f"a block's slots must be a non-empty range of the vec env's {n} slots, got {slots!r}")
+        if taken[slots.start : slots.stop].any():
+            raise ValueError(f"blocks must not share slots: {slots!r} overlaps another block")
+        taken[slots.start : slots.stop] = True
+        ranges.append(slots)
+        if b.group_size > 1:
+            if b.n_episodes % b.group_size:
+                raise ValueError(f"n_episodes must be a multiple of group_size, got {b.n_episodes} and "
+                                 f"{b.group_size}")
+            if (b.seed if b.scenario_seed is None else b.scenario_seed) is None:
+                raise ValueError("grouped play needs a seed or a scenario_seed to derive the groups' scenarios from")
+        missing = [a for a in vec.possible_agents if a not in b.policies]
+        if missing:
+            raise ValueError(f"every live seat needs a policy: none for {missing} (policies for {sorted(b.policies)})")
+    return ranges
+
+
+def collect_blocks(vec, blocks: list[Block], greedy: bool = False, decisions: bool = True) -> list[Rollout]:
+    """``collect`` for several blocks of one vec env's slots at once: each block plays its own episodes with its
+    own policies in its own slots, stepped together (one ``vec.step`` a step for all of them), and gets the
+    ``Rollout`` it would get from ``collect`` on a vec env of its slots alone. A block's episodes depend on no
+    other block where the vec env's slots do not (exact mode: each slot its own generator) and its policies are
+    its own objects (a policy is asked once per block, for that block's rows). This is the seed axis of the
+    trainer (``scope_envs.train.seeds``): S seeds' rollouts as one computation."""
+    ranges = check_blocks(vec, blocks)
+    n = vec.num_envs
+    agents = vec.possible_agents
+    block_of = np.full(n, -1, np.int64)
+    for k, slots in enumerate(ranges):
+        block_of[slots.start : slots.stop] = k
+    whole = len(ranges) == 1 and len(ranges[0]) == n  # one block of every slot: no slot to sort into blocks
     traj: list[dict] = [{} for _ in range(n)]
     # decisions=False: per slot, agent_0's per-decision entropies and credited rewards (its traj's "ent" and "r")
     ents: list[list] = [[] for _ in range(n)]
     credit: list[list] = [[] for _ in range(n)]
     group: list[int | None] = [None] * n
     ended_group: list[int | None] = [None] * n
-    episodes: list[dict] = []
-
-    first = min(n, n_episodes)
-    started = first
-    for i in range(first):
-        group[i] = i // group_size
+    episodes: list[list[dict]] = [[] for _ in blocks]
+    steps = [0] * len(blocks)
+    scenario = [b.seed if b.scenario_seed is None and b.group_size > 1 else b.scenario_seed for b in blocks]
+    started = [min(len(r), b.n_episodes) for b, r in zip(blocks, ranges)]
+    seeds: list[int | None] = [None] * n
+    options: list[dict] = [{} for _ in range(n)]
+    first: list[int] = []
+    for k, (b, slots) in enumerate(zip(blocks, ranges)):
+        for i in range(len(slots)):
+            seeds[slots.start + i] = None if b.seed is None else b.seed + i
+            if i < started[k]:
+                group[slots.start + i] = i // b.group_size
+                options[slots.start + i] = scenario_options(scenario[k], i, b.group_size)
+                first.append(slots.start + i)
 
     def next_episode(slot: int) -> dict | None:
-        nonlocal started
+        k = int(block_of[slot])
         ended_group[slot] = group[slot]
-        if started >= n_episodes:
+        if k < 0 or started[k] >= blocks[k].n_episodes:
             return None
-        group[slot] = started // group_size
-        started += 1
-        return scenario_options(scenario_seed, started - 1, group_size)
+        group[slot] = started[k] // blocks[k].group_size
+        started[k] += 1
+        return scenario_options(scenario[k], started[k] - 1, blocks[k].group_size)
 
     vec.next_episode = next_episode
-    obs, infos = vec.reset(seed=None if seed is None else [seed + i for i in range(n)],
-                           options=[scenario_options(scenario_seed, i, group_size) for i in range(first)]
-                           + [{}] * (n - first), slots=range(first))
-    steps = 0
+    obs, infos = vec.reset(seed=seeds, options=options, slots=first)
     while not vec.idle.all():
-        steps += int((~vec.idle).sum())
+        if whole:
+            steps[0] += int((~vec.idle).sum())
+        else:
+            for k, count in zip(*np.unique(block_of[~vec.idle], return_counts=True)):
+                steps[int(k)] += int(count)
         actions = {a: np.zeros(n, np.int64) for a in agents}
-        parts: dict[int, list] = {}  # id(policy) -> [(seat, its moving slots)]
+        parts: dict[tuple[int, int], list] = {}  # (block, id(policy)) -> [(seat, its moving slots)]
         for a in agents:
-            slots = np.flatnonzero(infos["active"][a])
-            if len(slots):
-                parts.setdefault(id(policies[a]), []).append((a, slots))
-        # one call per policy, in the order of its first slot
-        for part in sorted(parts.values(), key=lambda p: min(int(s[0]) for _, s in p)):
-            policy = policies[part[0][0]]
+            moving = np.flatnonzero(infos["active"][a])
+            if not len(moving):
+                continue
+            for k in [0] if whole else np.unique(block_of[moving]).tolist():
+                slots = moving if whole else moving[block_of[moving] == k]
+                parts.setdefault((k, id(blocks[k].policies[a])), []).append((a, slots))
+        # one call per policy and block, in the order of its first slot
+        for (k, _), part in sorted(parts.items(), key=lambda kp: min(int(s[0]) for _, s in kp[1])):
+            policy = blocks[k].policies[part[0][0]]
             rows = [(a, slots, *encode_rows(policy, a, obs[a]["observation"][slots], obs[a]["action_mask"][slots]))
                     for a, slots in part]
             if len(rows) == 1:
@@ -116,7 +176,7 @@ def collect(vec, policies: Mapping[str, Policy], n_episodes: int, seed: int | No
                 slots = np.concatenate([r[1] for r in rows])
                 order = np.argsort(slots, kind="stable")
                 seat_of = [a for r in rows for a in [r[0]] * len(r[1])]
-                seat_of = [seat_of[k] for k in order]
+                seat_of = [seat_of[o] for o in order]
                 slots, x, m = slots[order], np.concatenate([r[2] for r in rows])[order], \
                     np.concatenate([r[3] for r in rows])[order]
             d: Decisions = policy.act(x, m, greedy)
@@ -167,8 +227,8 @@ def collect(vec, policies: Mapping[str, Policy], n_episodes: int, seed: int | No
                 episode = {**head, "outcome": {k: col[j] for k, col in columns.items()},
                            "user_acts": list(final["user_acts"][slot]), "group": ended_group[slot],
                            "agent_score": None if np.isnan(score) else score, "persona": final["persona"][slot]}
-                episodes.append(episode)
-    return Rollout(episodes, steps)
+                episodes[block_of[slot]].append(episode)
+    return [Rollout(e, st) for e, st in zip(episodes, steps)]
 
 
 # -- what a rollout tells ------------------------------------------------------------------
@@ -245,27 +305,47 @@ def evaluate(player, env_id: str | Callable[[], object], episodes: int = 500, se
     then). ``uniform=True``: ``agent_0`` plays uniformly at random over its legal acts instead of its network
     (``UniformPolicy``, drawing from a generator seeded by ``seed``): the random-play floor. A policy without
     entropies (a scripted one) gives ``policy_entropy`` NaN."""
+    return evaluate_seeds([player], env_id, episodes, [seed], num_envs, greedy, uniform, **env_kwargs)[0]
+
+
+def evaluate_seeds(players: list, env_id: str | Callable[[], object], episodes: int, seeds: list[int],
+                   num_envs: int = 64, greedy: bool = False, uniform: bool = False, **env_kwargs) -> list[dict]:
+    """``evaluate(players[k], env_id, episodes, seeds[k], ...)`` for every k, in order, played as one computation:
+    each pair in its own block of one vec env's slots (``collect_blocks``), so each summary is the one ``evaluate``
+    gives it alone (the benchmark evaluates a row's seeds so, ``scope_envs.bench.protocol``)."""
+    if len(players) != len(seeds) or not players:
+        raise ValueError(f"evaluate_seeds needs one seed per player, got {len(players)} players and {len(seeds)} seeds")
+    n, total = num_envs, num_envs * len(players)
     if callable(env_id):
         if env_kwargs:
             raise ValueError(f"env_kwargs go with an env id, not with an env factory; got {sorted(env_kwargs)}")
-        envs = [env_id() for _ in range(num_envs)]
+        envs = [env_id() for _ in range(total)]
     else:
-        envs = [scope_envs.make(env_id, **env_kwargs) for _ in range(num_envs)]
-    policies = evaluation_policies(player, seed)
+        envs = [scope_envs.make(env_id, **env_kwargs) for _ in range(total)]
+    policies = [evaluation_policies(player, seed) for player, seed in zip(players, seeds)]
     if uniform:
-        policies[AGENT] = UniformPolicy(seed)
-    cfg = getattr(player, "cfg", None)
+        for pol, seed in zip(policies, seeds):
+            pol[AGENT] = UniformPolicy(seed)
+    cfg = getattr(players[0], "cfg", None)
     batched = (cfg is None or cfg.batched) and not set(env_kwargs) - BATCHED_KWARGS  # else the loop engine
-    if hasattr(player, "play"):  # a trainer: its play (benchmarks/vec_speed.py counts the steps there)
-        eps, _ = player.play(envs, episodes, seed=seed, greedy=greedy, batched=batched, policies=policies)
+    if len(players) == 1 and hasattr(players[0], "play"):  # a trainer: its play (vec_speed.py counts the steps there)
+        rollouts = [players[0].play(envs, episodes, seed=seeds[0], greedy=greedy, batched=batched,
+                                    policies=policies[0])]
     else:
-        eps, _ = collect(vectorize(envs, batched=batched), policies, episodes, seed, greedy, decisions=False)
+        blocks = [Block(pol, episodes, seed, slots=range(k * n, (k + 1) * n))
+                  for k, (pol, seed) in enumerate(zip(policies, seeds))]
+        rollouts = collect_blocks(vectorize(envs, batched=batched), blocks, greedy, decisions=False)
+    return [summary(episodes, envs[0]) for episodes, _ in rollouts]
+
+
+def summary(eps: list[dict], env) -> dict:
+    """``evaluate``'s figures of the episodes ``eps`` of ``env``'s id."""
     returns = np.array([e["return"] for e in eps])
-    n_user = envs[0].action_space(envs[0].possible_agents[-1]).n if len(envs[0].possible_agents) > 1 else None
+    n_user = env.action_space(env.possible_agents[-1]).n if len(env.possible_agents) > 1 else None
     user_acts = np.array([a for e in eps for a in e["user_acts"]], int)
     counts = np.bincount(user_acts, minlength=n_user or 1)
     outcome = {k: float(np.mean([e["outcome"][k] for e in eps])) for k in eps[0]["outcome"]}
-    metric = envs[0].unwrapped.game.success_metric
+    metric = env.unwrapped.game.success_metric
     return {
         "success": outcome[metric] if metric else float(returns.mean()),
         "outcome": outcome,

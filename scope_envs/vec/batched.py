@@ -191,7 +191,7 @@ class BatchedVecEnv(VecBase):
         self._default_schedules = all(type(u.schedule) is FirstOrUniform for u in self._u)
         self._split_code = np.array([SPLITS.index(u.split) for u in self._u], np.int64)
         self._one_split = SPLITS[self._split_code[0]] if (self._split_code == self._split_code[0]).all() else None
-        self._start(slots, opts)
+        self._start(slots, [opts[i] for i in slots])  # _start's options go with its slots, in order
         self._run_simulators()
         return self._observe(), self._infos()
 
