@@ -81,69 +81,55 @@ def row_tasks(game: str, method: str, seeds: int, steps: int) -> list[dict]:
                  curve_points=preset["curve_points"], curve_episodes=preset["curve_episodes"]) for s in range(seeds)]
 
 
-def timed(alone, together, rounds: int) -> tuple[float, float]:
-    """Median seconds of ``alone()`` and ``together()`` over alternating rounds; each returns what it made, and
-    the two must agree."""
-    a, b = [], []
+def compare(alone, together, rounds: int) -> tuple[float, float]:
+    """Median seconds of ``alone()`` and ``together()`` over ``rounds`` alternating rounds. Each returns what it
+    made and the seconds it took; the two must make the same."""
+    times = {"alone": [], "together": []}
     for r in range(rounds):
         made = {}
-        for way, fn, times in (("alone", alone, a), ("together", together, b))[:: 1 if r % 2 == 0 else -1]:
-            t0 = time.perf_counter()
-            made[way] = fn()
-            times.append(time.perf_counter() - t0)
+        for way in ("alone", "together") if r % 2 == 0 else ("together", "alone"):
+            made[way], seconds = (alone if way == "alone" else together)()
+            times[way].append(seconds)
         if made["alone"] != made["together"]:
             raise AssertionError("a seed run together differs from the seed run alone")
-    return float(np.median(a)), float(np.median(b))
+    return float(np.median(times["alone"])), float(np.median(times["together"]))
+
+
+def clocked(fn) -> tuple[object, float]:
+    t0 = time.perf_counter()
+    made = fn()
+    return made, time.perf_counter() - t0
 
 
 def row_speed(game: str, method: str, seeds: int, steps: int, rounds: int, whole: bool) -> dict:
     """A row's training (and with ``whole``, its runs: training, curves and evaluation) one seed after another
     and together: median seconds of ``rounds`` alternating rounds."""
-    decisions = []
+    decisions = 0
 
-    def networks(trainers):
-        decisions[:] = [sum(t.agent_steps for t in trainers)]
-        return [np.concatenate([p.ravel() for p in t.params["agent_0"]]).tobytes() for t in trainers]
-
-    def train_alone():
+    def training(train):
+        """The trainers built (a learned user's behaviour clone is not timed), then trained by ``train``."""
+        nonlocal decisions
         trainers = row_trainers(game, method, seeds, steps)
-        t0 = time.perf_counter()
-        for t in trainers:
-            t.train()
-        return networks(trainers), time.perf_counter() - t0
+        _, seconds = clocked(lambda: train(trainers))
+        decisions = sum(t.agent_steps for t in trainers)
+        return [np.concatenate([p.ravel() for p in t.params["agent_0"]]).tobytes() for t in trainers], seconds
 
-    def train_together():
-        trainers = row_trainers(game, method, seeds, steps)
-        t0 = time.perf_counter()
-        train_seeds(trainers)
-        return networks(trainers), time.perf_counter() - t0
-
-    # the trainers' construction (a learned user's behaviour clone) is not the training: timed inside
-    spent = {"alone": [], "together": []}
-
-    def only_training(way, fn):
-        def run():
-            made, seconds = fn()
-            spent[way].append(seconds)
-            return made
-        return run
-
-    timed(only_training("alone", train_alone), only_training("together", train_together), rounds)
-    a, b = float(np.median(spent["alone"])), float(np.median(spent["together"]))
-    out = {"game": game, "method": method, "seeds": seeds, "steps": steps, "rounds": rounds, "decisions": decisions[0],
+    a, b = compare(lambda: training(lambda ts: [t.train() for t in ts]), lambda: training(train_seeds), rounds)
+    out = {"game": game, "method": method, "seeds": seeds, "steps": steps, "rounds": rounds, "decisions": decisions,
            "training_alone_s": round(a, 3), "training_together_s": round(b, 3),
-           "training_alone_decisions_per_core_s": round(decisions[0] / a),
-           "training_together_decisions_per_core_s": round(decisions[0] / b), "training_ratio": round(a / b, 3)}
+           "training_alone_decisions_per_core_s": round(decisions / a),
+           "training_together_decisions_per_core_s": round(decisions / b), "training_ratio": round(a / b, 3)}
     if whole:
         tasks = row_tasks(game, method, seeds, steps)
 
         def same(records):
             return [json.dumps({k: v for k, v in r.items() if k not in TIMING}, sort_keys=True) for r in records]
 
-        a, b = timed(lambda: same([run_one(**t) for t in tasks]), lambda: same(run_seeds(tasks)), rounds)
+        a, b = compare(lambda: clocked(lambda: same([run_one(**t) for t in tasks])),
+                       lambda: clocked(lambda: same(run_seeds(tasks))), rounds)
         out.update({"row_alone_s": round(a, 3), "row_together_s": round(b, 3),
-                    "row_alone_decisions_per_core_s": round(decisions[0] / a),
-                    "row_together_decisions_per_core_s": round(decisions[0] / b), "row_ratio": round(a / b, 3)})
+                    "row_alone_decisions_per_core_s": round(decisions / a),
+                    "row_together_decisions_per_core_s": round(decisions / b), "row_ratio": round(a / b, 3)})
     return out
 
 

@@ -285,3 +285,18 @@ def test_resume_blocks_only_the_seeds_still_to_run(tmp_path, monkeypatch):
     monkeypatch.setattr(methods, "run_seeds", run_seeds)
     runs, _ = execute(tasks, tmp_path / "out", jobs=1, progress=False, resume=True, seed_block=4)
     assert blocks_run == [[0, 3]] and [r["seed"] for r in runs] == [0, 1, 2, 3]
+
+
+def test_the_eta_scales_finished_runs_by_their_cost_before_a_row_has_finished():
+    """Early in a grid only the slow rows (the ceilings, first in the queue) have finished: a row with none
+    finished is expected to take their seconds per unit of cost times its own cost, not their seconds."""
+    bar = executors.Progress(total=4, already=0, slots=1, enabled=False)
+    bar.update(1, [], [], 0, "p4g-oracle-0", 50.0, {"game": "p4g", "method": "oracle"})
+    assert bar.expected({"game": "p4g", "method": "oracle"}) == 50.0
+    assert bar.expected({"game": "p4g", "method": "frozen"}) == pytest.approx(50.0 / executors.cost(
+        {"method": "oracle"}))
+    assert bar.expected({"game": "p4g", "method": "random"}) < bar.expected({"game": "p4g", "method": "frozen"})
+    bar.update(2, [], [], 0, "tau2-frozen-0", 30.0, {"game": "tau2", "method": "frozen"})
+    assert bar.expected({"game": "tau2", "method": "vs"}) == pytest.approx(30.0 * executors.cost({"method": "vs"}))
+    assert bar.expected({"game": "cooperbench", "method": "frozen"}) == pytest.approx((10.0 + 30.0) / 2)
+    bar.close()

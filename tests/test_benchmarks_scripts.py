@@ -24,6 +24,8 @@ TINY = [  # (script, a run at a reduced size of its documented command line)
                       "--out", "{tmp}/k.json"]),
     ("slot_scaling", ["--games", "p4g", "--slots", "64", "--rounds", "1", "--out", "{tmp}/s.json"]),
     ("tau2_calculate", ["--rounds", "1", "--repeats", "5"]),
+    ("trainer_speed", ["--seeds", "2", "--games", "p4g", "--methods", "cotrain", "--steps", "300", "--rounds", "1",
+                       "--whole", "--out", "{tmp}/t.json"]),  # also asserts the seeds' runs equal alone and together
     ("vec_speed", ["--games", "p4g", "--env-only", "--rounds", "1", "--vec-steps", "3", "--scalar-steps", "50",
                    "--num-envs", "4"]),
     pytest.param("vec_speed", ["--games", "p4g", "--rounds", "1", "--steps", "64", "--vec-steps", "3",

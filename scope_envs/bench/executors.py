@@ -309,8 +309,10 @@ def make_executor(executor: str, jobs: int | None, address: str | None):
 class Progress:
     """finished / running / queued / failed, and an ETA, on a tqdm line.
 
-    A run's expected time is the mean of the finished runs of its game and method, else of its method, else of
-    all; the ETA spreads the queued runs (and half of each running one) over the runs in flight at once."""
+    A run's expected time is the mean of the finished runs of its game and method; before any has finished, the
+    finished runs' seconds per unit of their rough cost (``cost``: an oracle run is five units), of its game where
+    it has some, times its own cost. The ETA spreads the queued runs (and half of each running one) over the runs in
+    flight at once."""
 
     def __init__(self, total: int, already: int, slots: int, enabled: bool):
         from tqdm import tqdm
@@ -324,11 +326,11 @@ class Progress:
         same = self.walls.get((task["game"], task["method"]))
         if same:
             return sum(same) / len(same)
-        method = [w for (_, m), ws in self.walls.items() if m == task["method"] for w in ws]
-        if method:
-            return sum(method) / len(method)
-        every = [w for ws in self.walls.values() for w in ws]
-        return sum(every) / len(every)
+        def per_unit(game=None):  # the finished runs' seconds per unit of cost, of one game or of all
+            return [w / cost({"method": m}) for (g, m), ws in self.walls.items() if game in (None, g) for w in ws]
+
+        units = per_unit(task["game"]) or per_unit()
+        return sum(units) / len(units) * cost(task)
 
     def update(self, finished: int, running: list[dict], queued: list[dict], failed: int, last: str | None = None,
                wall: float | None = None, task: dict | None = None):
