@@ -142,10 +142,10 @@ def play_seeds(trained: list, env, episodes: int, seeds: list[int], num_envs: in
 
 def evaluate_panel(trained, game: str, episodes: int, seed: int, evaluate=None) -> dict:
     """``agent_0`` against each of the six held-out panel families, ``episodes`` episodes each (the table above)."""
-    return panel_seeds_of([trained], game, episodes, [seed], evaluate)[0]
+    return evaluate_panels([trained], game, episodes, [seed], evaluate)[0]
 
 
-def panel_seeds_of(trained: list, game: str, episodes: int, seeds: list[int], evaluate=None) -> list[dict]:
+def evaluate_panels(trained: list, game: str, episodes: int, seeds: list[int], evaluate=None) -> list[dict]:
     """``evaluate_panel`` of each (trained, seed) pair, in order, each family's sides played together
     (``play_seeds``)."""
     import scope_envs
@@ -212,17 +212,18 @@ def evaluate_policies(policies: list, game: str, seeds: list[int], *, train_envs
     seeds = list(seeds)
     side = [side_seeds(s) for s in seeds]
 
-    def both(env, episodes, key, **kwargs):
+    def every_seed(env, episodes, key, **kwargs):  # one side for every seed at once
         return play_seeds(trained, env, episodes, [d[key] for d in side], eval_envs(episodes), evaluate, **kwargs)
 
-    by_sim = [both(env_id, n_train, "train", **kwargs) for env_id, kwargs in specs]  # [simulator][seed]
-    hos = both(f"{game}-heldout", n_heldout, "heldout", **variant)
+    by_sim = [every_seed(env_id, n_train, "train", **kwargs) for env_id, kwargs in specs]  # [simulator][seed]
+    hos = every_seed(f"{game}-heldout", n_heldout, "heldout", **variant)
     if not variant:
-        refs = both(f"{game}-heldout", n_heldout, "heldout", behaviour="reference")
+        refs = every_seed(f"{game}-heldout", n_heldout, "heldout", behaviour="reference")
         n_panel = panel_episodes(n_heldout)
-        panels = panel_seeds_of(trained, game, n_panel, seeds, evaluate)
+        panels = evaluate_panels(trained, game, n_panel, seeds, evaluate)
         if sensitivity:  # the same policy and held-out seeds under each named variant of the proxies' assumptions
-            by_variant = {v: both(f"{game}-heldout", n_heldout, "heldout", assumptions=v) for v in variants(game)}
+            by_variant = {v: every_seed(f"{game}-heldout", n_heldout, "heldout", assumptions=v)
+                          for v in variants(game)}
     records = []
     for k, seed in enumerate(seeds):
         sides, ho = [sim[k] for sim in by_sim], hos[k]
