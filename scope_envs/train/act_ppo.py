@@ -374,6 +374,12 @@ class PPOTrainer:
                       for name in self.learners}
         return {seat: by_learner[name] for seat, name in self.seat.items()}
 
+    @property
+    def batched_engine(self) -> bool:
+        """Whether its training envs step on the batched engine: the config's ``batched``, unless its
+        ``env_kwargs`` hold an option that engine does not know (then the loop engine)."""
+        return self.cfg.batched and not set(self.cfg.env_kwargs) - BATCHED_KWARGS
+
     def play(self, envs, n_episodes: int, seed: int | None = None, greedy: bool = False, group_size: int = 1,
              scenario_seed: int | None = None, batched: bool | None = None,
              policies: dict | None = None) -> Rollout:
@@ -385,9 +391,8 @@ class PPOTrainer:
         the loop engine (``LoopVecEnv``); the episodes are the same either way (tests/test_vec.py).
         ``group_size``, ``scenario_seed``: grouped play (``collect``). Returns the finished episodes and the
         number of env steps taken."""
-        cfg = self.cfg
         if batched is None:
-            batched = cfg.batched and not set(cfg.env_kwargs) - BATCHED_KWARGS
+            batched = self.batched_engine
         if any(envs is own for own in self.env_sets()):  # training envs: one vec env over them per engine, kept
             key = (id(envs), batched)
             if key not in self._vecs:

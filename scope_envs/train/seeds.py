@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable
 
 from scope_envs.train.rollout import Rollout, collect_blocks
-from scope_envs.vec import BATCHED_KWARGS, vectorize
+from scope_envs.vec import vectorize
 
 MAX_SEEDS = 4096  # seeds trained together (a vec env of MAX_SEEDS x num_envs slots)
 
@@ -62,9 +62,7 @@ def train_seeds(trainers: list, callback: Callable[[int, dict], None] | None = N
     played together. After each iteration ``callback(k, row)`` (if given) receives trainer ``k``'s log row, in
     trainer order. Returns each trainer's log rows, as its ``train()`` would."""
     check_together(trainers)
-    cfg = trainers[0].cfg
-    batched = cfg.batched and not set(cfg.env_kwargs) - BATCHED_KWARGS
-    vec = vectorize([env for t in trainers for env in t.envs], batched=batched)
+    vec = vectorize([env for t in trainers for env in t.envs], batched=trainers[0].batched_engine)
     histories: list[list[dict]] = [[] for _ in trainers]
     with contextlib.ExitStack() as stack:
         for t in trainers:
