@@ -18,6 +18,7 @@ BAD = [
     ("trainer_speed", ["--env", "p4g-frozen", "nosuch"], "--env", "unknown environment id 'nosuch'"),
     ("trainer_speed", ["--rounds", "0"], "--rounds", "an integer from 1 to"),
     ("trainer_speed", ["--seeds", "0"], "--seeds", "an integer from 1 to"),
+    ("trainer_speed", ["--seeds", "2", "--fast", "--whole"], "--fast", "not --whole"),
     ("vec_speed", ["--num-envs", "0"], "--num-envs", "an integer from 1 to"),
     ("vec_speed", ["--rounds", "1000"], "--rounds", "an integer from 1 to 100"),
     ("tau2_act_speed", ["--env", "nosuch"], "--env", "unknown environment id 'nosuch'"),

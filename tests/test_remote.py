@@ -136,6 +136,26 @@ def test_vec_env_is_make_vec(frozen_url):
         remote.step(acts)
 
 
+def test_fast_mode_streams_travel(frozen_url):
+    """Fast mode's streams (``reset(streams=)``) reach the server: two streams of four slots step as they step
+    locally, and a bad ``streams`` is refused naming it."""
+    remote = RemoteVecEnv(frozen_url, num_envs=8, exact=False)
+    local = scope_envs.make_vec("p4g-frozen", num_envs=8, exact=False)
+    streams = [0] * 4 + [4] * 4
+    (ro, _), (lo, _) = remote.reset(seed=list(range(8)), streams=streams), local.reset(seed=list(range(8)),
+                                                                                       streams=streams)
+    assert not remote.exact and same(ro, lo)
+    rng = np.random.default_rng(0)
+    for _ in range(30):
+        acts = {"agent_0": np.array([rng.choice(np.flatnonzero(m)) for m in lo["agent_0"]["action_mask"]])}
+        r, l = remote.step(acts), local.step(acts)
+        assert same(r[:4], l[:4])
+        lo = l[0]
+    with pytest.raises(ValueError, match="streams"):
+        remote.reset(seed=0, streams=[0] * 7 + [9])
+    remote.close()
+
+
 def test_sb3_maskable_ppo_on_the_remote_vec_env(frozen_url):
     pytest.importorskip("sb3_contrib")
     from sb3_contrib import MaskablePPO

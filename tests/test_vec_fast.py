@@ -218,6 +218,33 @@ def test_fast_mode_keeps_the_vec_api(env_id, kwargs):
         assert sum(env.unwrapped.schedule.episode_index for env in fast.envs) == 8 + finals
 
 
+@pytest.mark.parametrize("env_id,kwargs", [("p4g-vs", {"k": 3}), ("p4g-rotation", {"families": 3}),
+                                            ("cooperbench-rotation", {}), ("tau2-rotation", {}), ("tau2-heldout", {})])
+def test_a_stream_plays_as_a_vec_env_of_its_own(env_id, kwargs):
+    """``reset(streams=)``: the slots of a stream draw from its own generator, seeded by their seeds, so that
+    stream 4's slots play the episodes a vec env of those slots alone plays, whatever the other stream's seeds."""
+    def trace_of(vec, seeds, streams, slots):
+        obs, infos = vec.reset(seed=seeds, streams=streams)
+        out = []
+        for t in range(60):
+            # each slot's act from its own mask and turn, so that the acts depend on no other slot
+            acts = {a: np.array([np.flatnonzero(m)[(t + i % 4) % max(1, np.count_nonzero(m))]
+                                 for i, m in enumerate(o["action_mask"])]) for a, o in obs.items()}
+            obs, rewards, _, _, infos = vec.step(acts)
+            out.append((obs["agent_0"]["observation"][slots].copy(), rewards["agent_0"][slots].copy(),
+                        infos["member"][slots].copy(), infos["_final_info"][slots].copy()))
+        return out
+
+    alone = trace_of(scope_envs.make_vec(env_id, num_envs=4, exact=False, **kwargs), [50, 51, 52, 53], None,
+                     slice(None))
+    shared = scope_envs.make_vec(env_id, num_envs=8, exact=False, **kwargs)
+    for others in ([0, 1, 2, 3], [7, 7, 7, 7]):
+        assert same(alone, trace_of(shared, others + [50, 51, 52, 53], [0] * 4 + [4] * 4, slice(4, 8)))
+    assert not same(alone, trace_of(shared, [0, 1, 2, 3, 60, 61, 62, 63], [0] * 4 + [4] * 4, slice(4, 8)))
+    with pytest.raises(ValueError, match="streams must be 8 labels"):
+        shared.reset(seed=0, streams=[0] * 7)
+
+
 def test_configurations_without_a_batched_engine_run_exact():
     vec = scope_envs.make_vec("p4g-frozen", num_envs=3, surface="text", exact=False)
     assert isinstance(vec, LoopVecEnv) and vec.exact

@@ -5,7 +5,8 @@ steps all N slots, with ``make_vec``'s API (a leading batch axis, auto-reset in 
 arrays packed (``scope_envs.serve.codec``). Routes, all JSON over HTTP:
 
 * ``POST /scope/vec`` ``{"num_envs": N, "exact": true}`` → ``{"session_id", ...}``
-* ``POST /scope/vec/{id}/reset`` ``{"seed": s | [s_0..], "options": {...} | [...], "slots": [...]}`` → ``{obs, infos}``
+* ``POST /scope/vec/{id}/reset`` ``{"seed": s | [s_0..], "options": {...} | [...], "slots": [...],
+  "streams": [...]}`` → ``{obs, infos}`` (``streams``: fast mode's generator of each slot, ``BatchedVecEnv.reset``)
 * ``POST /scope/vec/{id}/step`` ``{"actions": {agent: packed int array (N,)}, "final_obs": false}``
   → ``{obs, rewards, terminations, truncations, infos}``
 * ``POST /scope/vec/{id}/snapshot`` ``{"snapshot": {...}}``: add a user policy to every slot's checkpoint pool
@@ -50,6 +51,7 @@ class ResetRequest(BaseModel):
     seed: Optional[Union[StrictInt, List[StrictInt]]] = None
     options: Optional[Union[Dict[str, Any], List[Optional[Dict[str, Any]]]]] = None
     slots: Optional[List[StrictInt]] = None
+    streams: Optional[List[StrictInt]] = None
 
 
 class StepRequest(BaseModel):
@@ -173,8 +175,10 @@ def _reset(session: VecSession, req: ResetRequest) -> dict:
             raise BadRequest(f"slots must be indices in [0, {n})")
         if len(set(req.slots)) != len(req.slots):
             raise BadRequest("slots: a slot is listed more than once; list each slot to reset once")
+    if req.streams is not None and (len(req.streams) != n or not all(0 <= s <= n for s in req.streams)):
+        raise BadRequest(f"streams must be {n} labels in [0, {n}], one per slot")
     try:
-        obs, infos = vec.reset(seed=req.seed, options=req.options, slots=req.slots)
+        obs, infos = vec.reset(seed=req.seed, options=req.options, slots=req.slots, streams=req.streams)
     except (ValueError, TypeError) as e:
         raise BadRequest(str(e)) from None
     session.started = True

@@ -67,6 +67,11 @@ class Block(NamedTuple):
     scenario_seed: int | None = None
     slots: range | None = None
 
+    @property
+    def group_scenario_seed(self) -> int | None:
+        """The seed its groups' scenarios derive from: ``scenario_seed``, else in grouped play ``seed``."""
+        return self.seed if self.scenario_seed is None and self.group_size > 1 else self.scenario_seed
+
 
 def collect(vec, policies: Mapping[str, Policy], n_episodes: int, seed: int | None = None, greedy: bool = False,
             group_size: int = 1, scenario_seed: int | None = None, decisions: bool = True) -> Rollout:
@@ -95,7 +100,7 @@ def check_blocks(vec, blocks: list[Block]) -> list[range]:
             if b.n_episodes % b.group_size:
                 raise ValueError(f"n_episodes must be a multiple of group_size, got {b.n_episodes} and "
                                  f"{b.group_size}")
-            if (b.seed if b.scenario_seed is None else b.scenario_seed) is None:
+            if b.group_scenario_seed is None:
                 raise ValueError("grouped play needs a seed or a scenario_seed to derive the groups' scenarios from")
         missing = [a for a in vec.possible_agents if a not in b.policies]
         if missing:
@@ -107,8 +112,8 @@ def collect_blocks(vec, blocks: list[Block], greedy: bool = False, decisions: bo
     """``collect`` for several blocks of one vec env's slots at once: each block plays its own episodes with its
     own policies in its own slots, stepped together (one ``vec.step`` a step for all of them), and gets the
     ``Rollout`` it would get from ``collect`` on a vec env of its slots alone. A block's episodes depend on no
-    other block where the vec env's slots do not (exact mode: each slot its own generator) and its policies are
-    its own objects (a policy is asked once per block, for that block's rows). This is the seed axis of the
+    other block: in exact mode each slot draws from its own generator, in fast mode each block from its own
+    stream (``BatchedVecEnv.reset(streams=)``); and its policies are its own objects (a policy is asked once per block, for that block's rows). This is the seed axis of the
     trainer (``scope_envs.train.seeds``): S seeds' rollouts as one computation."""
     ranges = check_blocks(vec, blocks)
     n = vec.num_envs
@@ -125,7 +130,7 @@ def collect_blocks(vec, blocks: list[Block], greedy: bool = False, decisions: bo
     ended_group: list[int | None] = [None] * n
     episodes: list[list[dict]] = [[] for _ in blocks]
     steps = [0] * len(blocks)
-    scenario = [b.seed if b.scenario_seed is None and b.group_size > 1 else b.scenario_seed for b in blocks]
+    scenario = [b.group_scenario_seed for b in blocks]
     started = [min(len(r), b.n_episodes) for b, r in zip(blocks, ranges)]
     seeds: list[int | None] = [None] * n
     options: list[dict] = [{} for _ in range(n)]
@@ -148,7 +153,10 @@ def collect_blocks(vec, blocks: list[Block], greedy: bool = False, decisions: bo
         return scenario_options(scenario[k], started[k] - 1, blocks[k].group_size)
 
     vec.next_episode = next_episode
-    obs, infos = vec.reset(seed=seeds, options=options, slots=first)
+    # fast mode: each block draws from a generator of its own (a stream), seeded by its slots' seeds and
+    # labelled by its first slot, so that it keeps its generator while other blocks come and go
+    streams = None if vec.exact else [n if k < 0 else ranges[k].start for k in block_of.tolist()]
+    obs, infos = vec.reset(seed=seeds, options=options, slots=first, streams=streams)
     while not vec.idle.all():
         if whole:
             steps[0] += int((~vec.idle).sum())
@@ -334,7 +342,8 @@ def evaluate_seeds(players: list, env_id: str | Callable[[], object], episodes: 
     else:
         blocks = [Block(pol, episodes, seed, slots=range(k * n, (k + 1) * n))
                   for k, (pol, seed) in enumerate(zip(policies, seeds))]
-        rollouts = collect_blocks(vectorize(envs, batched=batched), blocks, greedy, decisions=False)
+        exact = getattr(cfg, "exact", True)
+        rollouts = collect_blocks(vectorize(envs, batched=batched, exact=exact), blocks, greedy, decisions=False)
     return [summary(episodes, envs[0]) for episodes, _ in rollouts]
 
 

@@ -43,7 +43,7 @@ def check_together(trainers: list) -> None:
         raise ValueError("each trainer may appear once")
     first = trainers[0].cfg
     for t in trainers[1:]:
-        differs = [k for k in ("env_id", "env_kwargs", "num_envs", "episodes_per_iter", "batched", "threads")
+        differs = [k for k in ("env_id", "env_kwargs", "num_envs", "episodes_per_iter", "batched", "exact", "threads")
                    if getattr(t.cfg, k) != getattr(first, k)]
         if differs:
             raise ValueError(f"trainers that train together share one vec env: their configs differ in {differs}")
@@ -62,7 +62,8 @@ def train_seeds(trainers: list, callback: Callable[[int, dict], None] | None = N
     played together. After each iteration ``callback(k, row)`` (if given) receives trainer ``k``'s log row, in
     trainer order. Returns each trainer's log rows, as its ``train()`` would."""
     check_together(trainers)
-    vec = vectorize([env for t in trainers for env in t.envs], batched=trainers[0].batched_engine)
+    vec = vectorize([env for t in trainers for env in t.envs], batched=trainers[0].batched_engine,
+                    exact=trainers[0].cfg.exact)
     histories: list[list[dict]] = [[] for _ in trainers]
     with contextlib.ExitStack() as stack:
         for t in trainers:

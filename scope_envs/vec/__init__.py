@@ -52,7 +52,10 @@ cooperbench task) drawn as indices into the split with the card's terms read fro
 split, the member picked at once where the schedule is the default one (a single member, or uniform over
 the roster). What keeps per-slot state still runs per slot, on the shared generator: ``MemberSchedule``
 (rotation and population schedules), a checkpoint pool's pick, simulators asked slot by slot (pool
-snapshots, custom users), ``scenario_seed`` options, the human proxy's follow-through. Episodes are then not those of N scalar envs seeded alike, but they are drawn from the
+snapshots, custom users), ``scenario_seed`` options, the human proxy's follow-through. ``reset(seed, streams=)``
+splits the slots into streams, a generator each, seeded by its own slots' seeds: a stream's episodes are then
+those of a vec env of its slots alone, whatever the other streams do (``collect_blocks`` gives each block, a
+seed of a row, its stream). Episodes are not those of N scalar envs seeded alike, but they are drawn from the
 same distribution: tests/test_vec_fast.py compares 10,000 episodes of each mode per id (outcomes, lengths,
 the user's acts) and shows the comparison rejects a perturbed engine. Fast mode applies to the batched
 engines only; an id or option that loops over scalar envs (``LoopVecEnv``) runs exact, with no error

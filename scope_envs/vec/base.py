@@ -101,7 +101,8 @@ def _stack_final(records: list) -> dict:
 class LoopVecEnv(VecBase):
     """N scalar envs behind the vec API (the path for what the batched engines do not cover)."""
 
-    def reset(self, seed=None, options=None, slots=None):
+    def reset(self, seed=None, options=None, slots=None, streams=None):
+        """``streams`` is fast mode's (``BatchedVecEnv.reset``): each scalar env draws from its own generator."""
         slots, seeds, opts = self._reset_args(seed, options, slots)
         n = self.num_envs
         self._obs, self._infos = [None] * n, [None] * n

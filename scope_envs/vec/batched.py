@@ -49,7 +49,10 @@ class BatchedVecEnv(VecBase):
     def __init__(self, envs, exact: bool = True):
         super().__init__(envs)
         self.exact = exact
-        self._rng = np.random.default_rng()  # fast mode's one generator (exact mode: each slot's env._rng)
+        # fast mode's generators by stream label, and each slot's label (``reset(streams=)``; exact mode: each
+        # slot's env._rng)
+        self._rngs = {0: np.random.default_rng()}
+        self.stream = np.zeros(self.num_envs, np.int64)
         game = self.envs[0].unwrapped.game
         self.batch = self.make_batch(game)
         self.batch.track_proxy = False  # until a slot's member is the held-out proxy (``_kind``)
@@ -95,10 +98,12 @@ class BatchedVecEnv(VecBase):
         batch's card."""
         raise NotImplementedError
 
-    def deal_many(self, idx: np.ndarray, split: str | None, persona=None, drawn: np.ndarray | None = None) -> None:
+    def deal_many(self, idx: np.ndarray, split: str | None, persona=None, drawn: np.ndarray | None = None,
+                  rng: np.random.Generator | None = None) -> None:
         """New games in slots ``idx`` on personas of ``split`` (the cards read from the split's arrays), or all on
         ``persona``, the members' own; sets ``persona`` and ``persona_id``. Fast mode draws the personas (and
-        any task) from the shared generator; exact mode gives ``drawn``, a row per slot of ``draw``."""
+        any task) from ``rng``, the slots' stream's generator; exact mode gives ``drawn``, a row per slot of
+        ``draw``."""
         raise NotImplementedError
 
     def draws_by_index(self) -> bool:
@@ -175,17 +180,20 @@ class BatchedVecEnv(VecBase):
         raise NotImplementedError
 
     # -- episodes -------------------------------------------------------------------------------------
-    def reset(self, seed=None, options=None, slots=None):
+    def reset(self, seed=None, options=None, slots=None, streams=None):
+        """``streams``: fast mode's generator of each slot, a label in [0, num_envs] per slot (default: as the
+        last reset set them, at first one stream for all); the slots of a label share a generator. Each stream
+        draws for its own slots only, is seeded from their seeds alone and keeps its generator while its label
+        stays, so a stream's episodes depend on no other stream's (the seed axis: a row's seeds in one vec env,
+        ``scope_envs.train.rollout.collect_blocks``). Exact mode ignores it: each slot is its own stream."""
         slots, seeds, opts = self._reset_args(seed, options, slots)
         self.idle[:] = True
         if self.exact:
             for i in slots:
                 if seeds[i] is not None:
                     self._u[i]._rng = np.random.default_rng(seeds[i])
-        elif isinstance(seed, (int, np.integer)):
-            self._rng = np.random.default_rng(int(seed))
-        elif seed is not None and all(s is not None for s in seeds):
-            self._rng = np.random.default_rng([int(s) for s in seeds])
+        else:
+            self._seed_streams(seed, seeds, streams)
         from scope_envs.core.env import FirstOrUniform
 
         self._default_schedules = all(type(u.schedule) is FirstOrUniform for u in self._u)
@@ -194,6 +202,60 @@ class BatchedVecEnv(VecBase):
         self._start(slots, [opts[i] for i in slots])  # _start's options go with its slots, in order
         self._run_simulators()
         return self._observe(), self._infos()
+
+    def _seed_streams(self, seed, seeds: list, streams) -> None:
+        """Fast mode's generators: one stream (seeded by an int ``seed``, else by every slot's seed), or one per
+        label of ``streams``, each seeded by its slots' seeds. A stream without a seed for every slot keeps the
+        generator its label had (a new label: an unseeded one)."""
+        if streams is not None:
+            label = np.asarray(streams, np.int64)
+            if label.shape != (self.num_envs,) or (len(label) and (label.min() < 0 or label.max() > self.num_envs)):
+                raise ValueError(f"streams must be {self.num_envs} labels in [0, {self.num_envs}], one per slot")
+            self._rngs = {g: self._rngs.get(g) or np.random.default_rng() for g in np.unique(label).tolist()}
+            self.stream = label
+        if len(self._rngs) == 1 and isinstance(seed, (int, np.integer)):
+            self._rngs[next(iter(self._rngs))] = np.random.default_rng(int(seed))
+            return
+        for g in self._rngs:
+            mine = [seeds[i] for i in np.flatnonzero(self.stream == g).tolist()]
+            if mine and all(s is not None for s in mine):
+                self._rngs[g] = np.random.default_rng([int(s) for s in mine])
+
+    def rng_of(self, i: int) -> np.random.Generator:
+        """The generator slot ``i`` draws from: its scalar env's (exact mode) or its stream's (fast mode)."""
+        return self._u[i]._rng if self.exact else self._rngs[int(self.stream[i])]
+
+    def by_stream(self, idx: np.ndarray) -> list[tuple[np.random.Generator, np.ndarray | slice]]:
+        """Fast mode: (generator, which of ``idx``) for each stream among slots ``idx``, in label order; each
+        stream draws for its own slots, in their order."""
+        if len(self._rngs) == 1:
+            return [(next(iter(self._rngs.values())), slice(None))]
+        stream = self.stream[idx]
+        if not len(stream) or (stream == stream[0]).all():
+            return [(self._rngs[int(stream[0]) if len(stream) else next(iter(self._rngs))], slice(None))]
+        return [(self._rngs[g], stream == g) for g in np.unique(stream).tolist()]
+
+    def uniforms(self, idx: np.ndarray, width: int | None = None, normal: bool = False) -> np.ndarray:
+        """Fast mode: a uniform (``width`` of them, or standard normals) for each of slots ``idx``, each drawn
+        from its stream's generator."""
+        shape = (len(idx),) if width is None else (len(idx), width)
+        out = np.empty(shape)
+        for rng, mine in self.by_stream(idx):
+            k = len(idx) if isinstance(mine, slice) else int(np.count_nonzero(mine))
+            size = k if width is None else (k, width)
+            out[mine] = rng.standard_normal(size) if normal else rng.random(size)
+        return out
+
+    def integers(self, idx: np.ndarray, high) -> np.ndarray:
+        """Fast mode: an integer in [0, ``high``) (one bound, or one per slot) for each of slots ``idx``, from its
+        stream's generator."""
+        out = np.empty(len(idx), np.int64)
+        for rng, mine in self.by_stream(idx):
+            if np.ndim(high):
+                out[mine] = rng.integers(high[mine])
+            else:
+                out[mine] = rng.integers(high, size=len(idx) if isinstance(mine, slice) else np.count_nonzero(mine))
+        return out
 
     def _start(self, slots: list[int], options: list[dict] | None) -> None:
         """``DialogueParallelEnv.reset`` of these slots: each one's generator, schedule and dealing."""
@@ -300,12 +362,12 @@ class BatchedVecEnv(VecBase):
         return self.deal(i, env, sim, persona, rng)
 
     def _start_fast(self, slots: list[int], options: list[dict] | None) -> None:
-        """``_start`` on the shared generator: members, personas (and tasks) and cards drawn for all these
-        slots at once; per slot only what keeps per-slot state (see the module)."""
+        """``_start`` on the streams' generators: members, personas (and tasks) and cards drawn for all these
+        slots at once (each stream's for its slots); per slot only what keeps per-slot state (see the module)."""
         idx = slots = np.asarray(slots, np.int64)
         if not len(idx):
             return
-        rng = self._rng
+        rng_of = self.rng_of
         scenario: dict[int, int] = {}
         for j, opt in enumerate(options or ()):
             if opt and j < len(idx):
@@ -320,12 +382,12 @@ class BatchedVecEnv(VecBase):
             member = np.zeros(len(idx), np.int64)
             many = count > 1
             if np.count_nonzero(many):
-                member[many] = rng.integers(count[many])
+                member[many] = self.integers(idx[many], count[many])
             for j in np.flatnonzero(np.isin(idx, list(scenario))).tolist() if scenario else ():
                 i = int(idx[j])  # a group's scenario picks its member (DialogueParallelEnv.reset)
-                member[j] = self._u[i].schedule.pick(int(count[j]), member_generator(scenario[i], rng))
+                member[j] = self._u[i].schedule.pick(int(count[j]), member_generator(scenario[i], rng_of(i)))
         else:
-            member = np.array([self._u[i].schedule.pick(c, member_generator(scenario.get(i), rng))
+            member = np.array([self._u[i].schedule.pick(c, member_generator(scenario.get(i), rng_of(i)))
                                for i, c in zip(idx.tolist(), count.tolist())], np.int64)
         self.member[idx] = member
         drawn = self._roster[idx, member]  # every field of the members drawn, (slots, ROSTER)
@@ -337,7 +399,7 @@ class BatchedVecEnv(VecBase):
             slow |= np.isin(idx, list(scenario))
         if np.count_nonzero(slow):
             ones = idx[slow]
-            cards = [self._deal_one(i, m, scenario.get(i), rng) for i, m in zip(ones.tolist(), member[slow].tolist())]
+            cards = [self._deal_one(i, m, scenario.get(i), rng_of(i)) for i, m in zip(ones.tolist(), member[slow].tolist())]
             self.batch.reset(ones, cards)
             idx, drawn = idx[~slow], drawn[~slow]
         self._deal_groups(idx, drawn[:, OWN])
@@ -346,20 +408,25 @@ class BatchedVecEnv(VecBase):
     def _deal_groups(self, idx: np.ndarray, own: np.ndarray, drawn: np.ndarray | None = None) -> None:
         """``deal_many`` for slots ``idx`` a group at a time: the members' own persona (``own``: its code into
         ``_own``, -1 for none; the frozen simulators play their own default persona), else each split's, in
-        that order (fast mode draws from one generator in it). ``drawn``: exact mode's rows of ``draw``."""
+        that order, within each stream in stream order (fast mode: each group draws from its stream's
+        generator). ``drawn``: exact mode's rows of ``draw``."""
         if not len(idx):
             return
         # a split's code below the own personas' (split - len(SPLITS): negative), so the splits come first
         code = own if self._one_split is not None else \
             np.where(own >= 0, own, self._split_code[idx] - len(SPLITS))
-        groups = [(int(code[0]), slice(None))] if (code == code[0]).all() else \
-            [(c, code == c) for c in np.unique(code).tolist()]
-        for c, mine in groups:
-            rows = None if drawn is None else drawn[mine]
-            if c >= 0:
-                self.deal_many(idx[mine], None, self._own[c], rows)
-            else:
-                self.deal_many(idx[mine], self._one_split or SPLITS[c + len(SPLITS)], None, rows)
+        parts = [(None, slice(None))] if self.exact else self.by_stream(idx)
+        for rng, part in parts:
+            where = np.arange(len(idx))[part]
+            c_part = code[where]
+            groups = [(int(c_part[0]), where)] if (c_part == c_part[0]).all() else \
+                [(c, where[c_part == c]) for c in np.unique(c_part).tolist()]
+            for c, mine in groups:
+                rows = None if drawn is None else drawn[mine]
+                if c >= 0:
+                    self.deal_many(idx[mine], None, self._own[c], rows, rng)
+                else:
+                    self.deal_many(idx[mine], self._one_split or SPLITS[c + len(SPLITS)], None, rows, rng)
 
     def _rosters(self, idx: np.ndarray) -> list[int]:
         """The (slot, member) arrays of these slots, which both modes deal from (``_start_fast`` and exact mode's
@@ -541,9 +608,12 @@ class BatchedVecEnv(VecBase):
                 elif self.exact:
                     p = self.reply(self._kinds[code], idx, legal[idx])
                     acts = choice_rows(p, self._uniforms(idx))
-                else:  # one draw for all the slots
-                    mine = legal if len(idx) == len(legal) else legal[idx]  # (all slots: no copy)
-                    acts = self._draw(self.reply_weights(self._kinds[code], idx, mine), mine)
+                else:  # one draw for all the slots of a stream (a product over more rows may round otherwise)
+                    acts = np.empty(len(idx), np.int64)
+                    for _, part in self.by_stream(idx):
+                        sub = idx[part]
+                        mine = legal if len(sub) == len(legal) else legal[sub]  # (all slots: no copy)
+                        acts[part] = self._draw(self.reply_weights(self._kinds[code], sub, mine), mine, sub)
                 self._apply(1, idx, acts)
             if b.user_replies_once:  # the agent moves next (or the game is over) in every slot
                 return
@@ -552,7 +622,7 @@ class BatchedVecEnv(VecBase):
         """``VerbalizedSampler`` on ``SharpenedReference.verbalize`` in slots ``idx``: the stated probabilities,
         candidates and ``candidate_weights`` as arrays over the slots, in the scalar path's floating-point order.
         Exact mode: each slot's generator gives its ``standard_normal`` noise, then the uniform that
-        ``Generator.choice`` draws (``choice_rows``); fast mode: the shared one."""
+        ``Generator.choice`` draws (``choice_rows``); fast mode: each slot's stream's."""
         _, _, _, noise, options = kind
         p = self.reference(kind, idx, legal)
         rows, width = p.shape
@@ -560,7 +630,7 @@ class BatchedVecEnv(VecBase):
             rngs = [self._u[i]._rng for i in idx.tolist()]
             z = np.array([r.standard_normal(width) for r in rngs]).reshape(rows, width)
         else:
-            z = self._rng.standard_normal((rows, width))
+            z = self.uniforms(idx, width, normal=True)
         stated = p * np.exp(noise * z)
         stated = stated / stated.sum(1, keepdims=True)
         probs, acts, count = verbalized_candidates(stated, legal, options.k, options.tail)
@@ -570,13 +640,13 @@ class BatchedVecEnv(VecBase):
         if self.exact:
             u = np.array([r.random() if c else np.nan for r, c in zip(rngs, count.tolist())])
         else:
-            u = self._rng.random(rows)
+            u = self.uniforms(idx)
         chosen = choice_rows(w[live], u[live])  # the trailing zeros leave a row's running sums as they are
         out = np.empty(rows, np.int64)
         out[live] = acts[live][np.arange(len(chosen)), chosen]
         for j in np.flatnonzero(empty).tolist():
             i = int(idx[j])
-            rng = rngs[j] if self.exact else self._rng
+            rng = rngs[j] if self.exact else self.rng_of(i)
             out[j] = int(DirectAnswer()(self.seated(i), self.view(i, 1, legal[j]), rng)[0])
         return out
 
@@ -593,16 +663,23 @@ class BatchedVecEnv(VecBase):
             if self.exact:
                 out[rows] = choice_rows(p, self._uniforms(idx[rows]))
             else:
-                out[rows] = self._draw(p, legal[rows])
+                out[rows] = self._draw(p, legal[rows], idx[rows])
         return out
 
     def _uniforms(self, idx: np.ndarray) -> np.ndarray:
         """Exact mode: one uniform from each of slots ``idx``'s own generators (the draw ``Simulator.act`` makes)."""
         return np.array([self._u[i]._rng.random() for i in idx.tolist()])
 
-    def _draw(self, w: np.ndarray, legal: np.ndarray) -> np.ndarray:
-        """Fast mode: an act for each row of weights ``w`` (rows, acts), by inverse-CDF sampling on the shared
-        generator (the weights need no normalizing); uniform over the row's legal acts where none has mass."""
+    def _draw(self, w: np.ndarray, legal: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        """Fast mode: an act for each row of weights ``w`` (rows, acts) of slots ``idx``, by inverse-CDF sampling
+        on the slots' streams (the weights need no normalizing); uniform over the row's legal acts where none
+        has mass."""
+        streams = self.by_stream(idx)
+        if len(streams) > 1:  # each stream's rows alone: their running sums are one product (see below)
+            acts = np.empty(len(w), np.int64)
+            for _, part in streams:
+                acts[part] = self._draw(w[part], legal[part], idx[part])
+            return acts
         tril = self._tril(w.shape[1])
         # the running sums as one product (faster than cumsum), acts by rows: the count below adds whole rows
         cdf = tril @ w.T
@@ -610,7 +687,7 @@ class BatchedVecEnv(VecBase):
         if not total.all():  # no legal act has mass: uniform over the legal ones (``normalize``)
             none = total == 0
             cdf[:, none] = tril @ legal[none].T
-        below = cdf <= self._rng.random(len(w)) * total
+        below = cdf <= self.uniforms(idx) * total
         # how many running sums each draw passes is the act (bytes add up without a cast)
         acts = np.add.reduce(below.view(np.uint8), 0, dtype=np.uint8 if len(cdf) < 256 else np.int64)
         return acts.astype(np.int64)
@@ -629,13 +706,12 @@ class BatchedVecEnv(VecBase):
         """One slot's simulator turn through the scalar env's own sampler (``DialogueParallelEnv._run_simulator``)."""
         env = self._u[i]
         sim = self.seated(i)
-        rng = env._rng if self.exact else self._rng
-        choice, _ = env.user_sampler(sim, self.view(i, 1, legal, sim.wants_observation), rng)
+        choice, _ = env.user_sampler(sim, self.view(i, 1, legal, sim.wants_observation), self.rng_of(i))
         return int(choice)
 
     def seated(self, i: int) -> Simulator:
-        """The simulator in slot ``i``'s user seat: the member drawn for its episode (fast mode draws it on the
-        shared generator and leaves the scalar env's ``member``, hence its ``simulator``, as it was)."""
+        """The simulator in slot ``i``'s user seat: the member drawn for its episode (fast mode draws it on its
+        stream's generator and leaves the scalar env's ``member``, hence its ``simulator``, as it was)."""
         return self._u[i].members[self.member[i]]
 
     def view(self, i: int, role: int, legal: np.ndarray, observation: bool = False) -> View:

@@ -33,14 +33,14 @@ class P4GVecEnv(BatchedVecEnv):
             env.game.reset(persona, rng)
         return card_row(persona)
 
-    def deal_many(self, idx, split, persona=None, drawn=None):
+    def deal_many(self, idx, split, persona=None, drawn=None, rng=None):
         if persona is not None:
             self.batch.reset(idx, card_row(persona))
             self.persona[idx], self.persona_id[idx] = persona, persona.id
             return
         table = split_cards(split)
         # ``personas.sample``, all at once
-        pick = self._rng.integers(len(table["ids"]), size=len(idx)) if drawn is None else drawn[:, 0]
+        pick = rng.integers(len(table["ids"]), size=len(idx)) if drawn is None else drawn[:, 0]
         self.batch.reset(idx, table["rows"][pick])
         self.persona[idx], self.persona_id[idx] = table["personas"][pick], table["ids"][pick]
 
@@ -54,7 +54,7 @@ class P4GVecEnv(BatchedVecEnv):
         super().sync_scalar(i)
         game = self._u[i].game
         if game.persona is not self.persona[i]:
-            game.reset(self.persona[i], self._u[i]._rng if self.exact else self._rng)
+            game.reset(self.persona[i], self.rng_of(i))
 
     def simulators(self):
         from scope_envs.agents.p4g import HumanProxyPersuadee, ReferencePersuadee
@@ -85,8 +85,7 @@ class P4GVecEnv(BatchedVecEnv):
         follows = self.follows[ended]
         for j in (follows.nonzero()[0].tolist() if np.count_nonzero(follows) else ()):
             i = int(ended[j])
-            rng = self._u[i]._rng if self.exact else self._rng
-            actual[j] = float(self.seated(i).follow_through(float(actual[j]), rng))
+            actual[j] = float(self.seated(i).follow_through(float(actual[j]), self.rng_of(i)))
         b.settle(ended, actual)
 
     def public_private(self, i, role):
@@ -128,7 +127,7 @@ class CooperBenchVecEnv(BatchedVecEnv):
                 self.coins[k][i] = v
         return {"needs": game.task.needs, "talk": persona.traits.get("talk", 0.5)}
 
-    def deal_many(self, idx, split, persona=None, drawn=None):
+    def deal_many(self, idx, split, persona=None, drawn=None, rng=None):
         from scope_envs.games.cooperbench.batched import (
             split_styles,
             split_tasks,
@@ -136,7 +135,7 @@ class CooperBenchVecEnv(BatchedVecEnv):
         )
         from scope_envs.games.cooperbench.game import task_split
 
-        rng, given = self._rng, drawn
+        given = drawn
         if persona is None:
             styles = split_styles(split)
             # ``styles.sample``, all at once
@@ -289,11 +288,11 @@ class Tau2VecEnv(BatchedVecEnv):
             hit = self._traits[key] = (style, card, slot_traits(sim, card))
         return hit[2]
 
-    def deal_many(self, idx, split, persona=None, drawn=None):
+    def deal_many(self, idx, split, persona=None, drawn=None, rng=None):
         from scope_envs.games.tau2.batched import card_rows, card_table
         from scope_envs.games.tau2.behaviour import card, card_split
 
-        rng, k, side = self._rng, len(idx), card_split(split)
+        k, side = len(idx), card_split(split)
         cards = rows = None
         game = self._u[int(idx[0])].game
         if persona is not None:  # a simulator's own card: every slot plays it
