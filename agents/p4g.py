@@ -90,10 +90,18 @@ class HumanProxyPersuadee(Simulator):
 
 
 class EmpiricalPersuader(Simulator):
+    """The real persuaders' per-turn strategy frequencies, as ``part`` of the people split fitted them: the
+    training side's (the calibration of the reference, diagnose's probe) or the held-out side's (validate)."""
+
     name = "empirical_persuader"
 
+    def __init__(self, part: str = "train"):
+        if part not in personas.PARTS:
+            raise ValueError(f"part must be one of {personas.PARTS}, got {part!r}")
+        self.part = part
+
     def distribution(self, view: View) -> np.ndarray:
-        emp = personas.params()["empirical_persuader"]
+        emp = personas.params(self.part)["empirical_persuader"]
         turn = min(view.public["persuader_turns"], len(emp["by_turn"]) - 1)
         p = np.zeros(len(dialogue_acts.PERSUADER_ACTS))
         for name, q in zip(emp["acts"], emp["by_turn"][turn]):

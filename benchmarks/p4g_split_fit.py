@@ -64,7 +64,7 @@ def run(data: Path, episodes: int, validate_episodes: int, seed: int) -> dict:
     from scope_envs.games.p4g import personas
     from scope_envs.games.p4g.people import HELDOUT
 
-    shipped = personas.params()
+    shipped = personas.params("heldout")
     fits = {"all people (as shipped)": fit_on(data, None), "held-out part": fit_on(data, HELDOUT)}
     target = fits["held-out part"]["real"]
     out = {"data": str(data), "target": {k: target[k] for k in (*TOLERANCE, "n")}, "tolerance": TOLERANCE,

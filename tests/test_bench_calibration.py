@@ -136,7 +136,7 @@ def test_a_world_variant_moves_the_users_and_the_simulators_and_fitted_puts_it_b
     try:
         cal.use_world("p4g", "no-interactions")
         off = reference.act_effects(personas.persona("train", 3))
-        main_effects = personas.params()["strategy_effects"]["coef"]
+        main_effects = personas.params("train")["strategy_effects"]["coef"]
         assert off == {a: main_effects[a] for a in main_effects} and off != fitted
     finally:
         cal.use_world("p4g", "fitted")

@@ -46,7 +46,7 @@ def test_p4g_switches_change_willingness_as_declared():
     from scope_envs.games.p4g.personas import persona
 
     card = persona("heldout", 3)
-    coef = p4g_proxy.params()["strategy_effects"]["coef"]
+    coef = p4g_proxy.params(p4g_proxy.PART)["strategy_effects"]["coef"]
 
     def w(acts, variant):
         history = [Turn("persuader", PERSUADER_INDEX[a]) for a in acts]
@@ -173,7 +173,7 @@ def test_bench_world_trains_in_the_variant_and_leaves_the_worker_as_shipped():
     from scope_envs.games.p4g import personas
 
     def interactions():
-        return sum(abs(v) for v in personas.params()["strategy_interactions"]["coef"].values())
+        return sum(abs(v) for v in personas.params("train")["strategy_interactions"]["coef"].values())
 
     shipped = interactions()
     assert shipped > 0

@@ -12,9 +12,9 @@ from scope_envs.games.p4g import personas
 
 def test_both_fits_are_checked_against_the_held_out_part(p4g_data, tmp_path):
     script = load_script("p4g_split_fit")
-    shipped = personas.params()
+    shipped = personas.params("heldout")
     script.main(["--data", str(p4g_data), "--episodes", "10", "--validate-episodes", "40", "--out", str(tmp_path)])
-    assert personas.params() is shipped  # the shipped parameters are back in place
+    assert personas.params("heldout") is shipped  # the shipped parameters are back in place
     report = json.loads((tmp_path / "p4g_split_fit.json").read_text())
     every, held = report["fits"]["all people (as shipped)"], report["fits"]["held-out part"]
     # the held-out part's fit reads about half the people, and is the target's own

@@ -43,7 +43,7 @@ def test_coins_are_their_definition():
 def test_a_cards_row_holds_the_standardized_card_and_is_cached():
     first = len(CARD_SCALARS) + 2 * N_PERSUADER_ACTS
     for p in [personas.default_persona()] + [personas.persona("heldout", i) for i in range(0, 500, 50)]:
-        want = np.clip(personas.standardize(p), -4, 4).astype(np.float32)
+        want = np.clip(personas.standardize(p, "train"), -4, 4).astype(np.float32)
         assert np.array_equal(card_row(p)[first:-3], want) and card_row(p) is card_row(p)
 
 

@@ -167,7 +167,7 @@ def test_script_writes_out_and_leaves_the_packaged_file_alone(fitted, tmp_path, 
     from scope_envs.validate.p4g import fit_command as main
 
     monkeypatch.chdir(tmp_path)
-    before, shipped_params = _packaged_state(), personas.params()
+    before, shipped_params = _packaged_state(), personas.params("train")
     try:
         main(["--data", str(DATA), "--no-calibrate"])
         written = json.loads((tmp_path / "p4g_params.json").read_text())

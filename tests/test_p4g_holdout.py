@@ -116,19 +116,19 @@ def test_noise_floor_is_real_fit_part_against_real_test_part(report, dialogues, 
 
 
 def test_params_are_the_refit_ones_during_the_run_and_restored_after(dialogues, monkeypatch):
-    shipped = personas.params()
+    shipped = personas.params("heldout")
     test = {d: dialogues[d] for d in p4g_holdout.folds(dialogues)[1][:3]}
     seen = []
     real_replay = p4g_holdout.replay
 
     def spy(record, persona, user, rng):
-        seen.append(personas.params()["strategy_effects"]["n_dialogues"])
-        assert personas.params()["calibration"] == shipped["calibration"]
+        seen.append(personas.params("heldout")["strategy_effects"]["n_dialogues"])
+        assert personas.params("heldout")["calibration"] == shipped["calibration"]
         return real_replay(record, persona, user, rng)
 
     monkeypatch.setattr(p4g_holdout, "replay", spy)
     f = p4g_holdout.run_fold(DATA, {**dialogues}, list(test), 1, ("human_proxy",), 2, p4g_holdout.SEED)
-    assert personas.params() is shipped
+    assert personas.params("heldout") is shipped
     assert seen and set(seen) == {len(dialogues) - len(test)}
     assert f["n_test"] == 3
 
@@ -138,7 +138,7 @@ def test_params_are_the_refit_ones_during_the_run_and_restored_after(dialogues, 
     monkeypatch.setattr(p4g_holdout, "replay", boom)
     with pytest.raises(RuntimeError, match="simulator failed"):
         p4g_holdout.run_fold(DATA, dialogues, list(test), 1, ("human_proxy",), 1, p4g_holdout.SEED)
-    assert personas.params() is shipped
+    assert personas.params("heldout") is shipped
 
 
 def test_replay_follows_the_real_persuader_and_ends_by_the_rules(dialogues):

@@ -34,7 +34,7 @@ def test_the_best_act_differs_between_a_rational_and_an_intuitive_card():
     assert personas.decision_lean(rational.traits) == 1.0 and personas.decision_lean(intuitive.traits) == -1.0
     assert _best_act(rational) != _best_act(intuitive)
     # the same act moves the two cards by different amounts wherever its interaction is not zero
-    inter = personas.params()["strategy_interactions"]["coef"]
+    inter = personas.params("train")["strategy_interactions"]["coef"]
     a = max(inter, key=lambda k: abs(inter[k]))
     assert reference.act_effects(rational)[a] != pytest.approx(reference.act_effects(intuitive)[a], abs=0.5)
 
@@ -42,7 +42,7 @@ def test_the_best_act_differs_between_a_rational_and_an_intuitive_card():
 def test_willingness_sums_the_cards_own_act_effects_and_the_engine_uses_the_same_floats():
     card = _cards("heldout", lean_at_most=-0.5)[0]
     effects = reference.act_effects(card)
-    p = personas.params()
+    p = personas.params("train")
     dev = personas.decision_lean(card.traits) - p["strategy_interactions"]["centre"]
     for a, e in effects.items():
         assert e == p["strategy_effects"]["coef"][a] + p["strategy_interactions"]["coef"][a] * dev
@@ -62,7 +62,7 @@ def test_the_shipped_card_terms_are_what_fit_derives(key):
     from scope_envs.games.p4g.fit import fit
 
     fitted = fit(DATA)[key]
-    shipped = personas.params()[key]
+    shipped = personas.params("train")[key]
     assert set(fitted) == set(shipped) and fitted["supported"] == shipped["supported"]
     for a, g in fitted["coef"].items():
         assert g == pytest.approx(shipped["coef"][a], abs=2e-6)
@@ -70,7 +70,7 @@ def test_the_shipped_card_terms_are_what_fit_derives(key):
         assert lo <= g <= hi
         assert (a in fitted["supported"]) == (lo > 0 or hi < 0)
     assert fitted["centre"] == pytest.approx(shipped["centre"], abs=1e-6)
-    assert shipped["centre"] == personas.params()["strategy_interactions"]["centre"]  # one lean centre
+    assert shipped["centre"] == personas.params("train")["strategy_interactions"]["centre"]  # one lean centre
 
 
 def test_the_card_shows_in_its_replies():

@@ -24,7 +24,7 @@ def test_validate_with_real_data_uses_the_data(p4g_data, capsys):
     assert set(report) >= {"real", "simulated"}
     for key in ("mean_donation", "give_rate", "mean_intended", "mean_actual"):
         assert key in report["real"] and key in report["simulated"]
-        assert report["real"][key] == pytest.approx(personas.params()["real"][key], abs=1e-6)
+        assert report["real"][key] == pytest.approx(personas.params("heldout")["real"][key], abs=1e-6)
 
 
 def test_cli_list_names_every_id(capsys):

@@ -300,15 +300,16 @@ def test_batched_tables_follow_set_params():
 
     from scope_envs.games.p4g import batched, personas
 
-    shipped = personas.params()
+    shipped = personas.params("train")
     new = copy.deepcopy(shipped)
     new["strategy_effects"]["coef"]["thank"] += 1.0
     try:
         personas.set_params(new)
-        assert batched.tables()["coef"]["thank"] == pytest.approx(shipped["strategy_effects"]["coef"]["thank"] + 1.0)
+        want = shipped["strategy_effects"]["coef"]["thank"] + 1.0
+        assert batched.tables("train")["coef"]["thank"] == pytest.approx(want)
     finally:
         personas.set_params(shipped)
-    assert batched.tables()["coef"]["thank"] == shipped["strategy_effects"]["coef"]["thank"]
+    assert batched.tables("train")["coef"]["thank"] == shipped["strategy_effects"]["coef"]["thank"]
 
 
 def test_the_module_example_runs():

@@ -52,7 +52,7 @@ def validate(data_dir: str | os.PathLike | None = None, episodes: int = 2000, se
         raise ValueError(f"episodes must be >= 1, got {episodes}")
     with data_errors(data_dir):
         real = real_statistics(data_dir)
-    sim = statistics(play(HumanProxyPersuadee(), EmpiricalPersuader(), "heldout", episodes, seed))
+    sim = statistics(play(HumanProxyPersuadee(), EmpiricalPersuader("heldout"), "heldout", episodes, seed))
     return compare(real, {**sim, "population": "heldout human proxies", "persuader": "empirical"})
 
 

@@ -233,7 +233,7 @@ def run_fold(data_dir, dialogues: dict, test_ids, fold: int, simulators, replica
     fit_records = {d: rec for d, rec in dialogues.items() if d not in test_set}
     acts = testable_acts(test_records)
     truth = real(test_records)
-    shipped = personas.params()
+    shipped = personas.params("heldout")  # the proxies' fit; the refit stands in for it in every part
     holdout = holdout_of(test_set, person or {})
     refit = fit(data_dir, holdout=holdout)
     report = {

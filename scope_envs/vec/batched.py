@@ -235,7 +235,7 @@ class BatchedVecEnv(VecBase):
             return [(self._rngs[int(stream[0]) if len(stream) else next(iter(self._rngs))], slice(None))]
         return [(self._rngs[g], stream == g) for g in np.unique(stream).tolist()]
 
-    def uniforms(self, idx: np.ndarray, width: int | None = None, normal: bool = False) -> np.ndarray:
+    def stream_draws(self, idx: np.ndarray, width: int | None = None, normal: bool = False) -> np.ndarray:
         """Fast mode: a uniform (``width`` of them, or standard normals) for each of slots ``idx``, each drawn
         from its stream's generator."""
         shape = (len(idx),) if width is None else (len(idx), width)
@@ -630,7 +630,7 @@ class BatchedVecEnv(VecBase):
             rngs = [self._u[i]._rng for i in idx.tolist()]
             z = np.array([r.standard_normal(width) for r in rngs]).reshape(rows, width)
         else:
-            z = self.uniforms(idx, width, normal=True)
+            z = self.stream_draws(idx, width, normal=True)
         stated = p * np.exp(noise * z)
         stated = stated / stated.sum(1, keepdims=True)
         probs, acts, count = verbalized_candidates(stated, legal, options.k, options.tail)
@@ -640,7 +640,7 @@ class BatchedVecEnv(VecBase):
         if self.exact:
             u = np.array([r.random() if c else np.nan for r, c in zip(rngs, count.tolist())])
         else:
-            u = self.uniforms(idx)
+            u = self.stream_draws(idx)
         chosen = choice_rows(w[live], u[live])  # the trailing zeros leave a row's running sums as they are
         out = np.empty(rows, np.int64)
         out[live] = acts[live][np.arange(len(chosen)), chosen]
@@ -687,7 +687,7 @@ class BatchedVecEnv(VecBase):
         if not total.all():  # no legal act has mass: uniform over the legal ones (``normalize``)
             none = total == 0
             cdf[:, none] = tril @ legal[none].T
-        below = cdf <= self.uniforms(idx) * total
+        below = cdf <= self.stream_draws(idx) * total
         # how many running sums each draw passes is the act (bytes add up without a cast)
         acts = np.add.reduce(below.view(np.uint8), 0, dtype=np.uint8 if len(cdf) < 256 else np.int64)
         return acts.astype(np.int64)

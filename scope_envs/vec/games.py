@@ -31,14 +31,14 @@ class P4GVecEnv(BatchedVecEnv):
     def deal(self, i, env, sim, persona, rng):
         if env.game.persona is not persona:  # p4g's reset draws nothing: the scalar game keeps the card in step
             env.game.reset(persona, rng)
-        return card_row(persona)
+        return card_row(persona, self.batch.track_proxy)  # (the held-out terms only where a proxy may play)
 
     def deal_many(self, idx, split, persona=None, drawn=None, rng=None):
         if persona is not None:
-            self.batch.reset(idx, card_row(persona))
+            self.batch.reset(idx, card_row(persona, self.batch.track_proxy))
             self.persona[idx], self.persona_id[idx] = persona, persona.id
             return
-        table = split_cards(split)
+        table = split_cards(split, self.batch.track_proxy)
         # ``personas.sample``, all at once
         pick = rng.integers(len(table["ids"]), size=len(idx)) if drawn is None else drawn[:, 0]
         self.batch.reset(idx, table["rows"][pick])

@@ -62,15 +62,17 @@ PERSUASION = np.isin(np.arange(N_PERSUADER_ACTS), [dialogue_acts.PERSUADER_INDEX
 REQUESTS = np.isin(np.arange(N_PERSUADER_ACTS), [dialogue_acts.PERSUADER_INDEX[a] for a in human_proxy.REQUESTS])
 
 
-_TABLES: list = [None, None]  # (the params dict they were built from, the tables)
+_TABLES: dict = {}  # part -> (the params dict they were built from, the tables)
 
 
-def tables() -> dict:
-    """The fitted parameters as arrays indexed by act, rebuilt whenever ``personas.set_params`` swapped them."""
-    p = personas.params()
-    if _TABLES[0] is not p:
-        _TABLES[:] = [p, _build_tables(p)]
-    return _TABLES[1]
+def tables(part: str) -> dict:
+    """``part``'s fitted parameters (``personas.params``) as arrays indexed by act, rebuilt whenever
+    ``personas.set_params`` swapped them."""
+    p = personas.params(part)
+    hit = _TABLES.get(part)
+    if hit is None or hit[0] is not p:
+        hit = _TABLES[part] = (p, _build_tables(p))
+    return hit[1]
 
 
 def _build_tables(p: dict) -> dict:
@@ -96,74 +98,88 @@ def _build_tables(p: dict) -> dict:
     }
 
 
-_CARDS: dict = {}  # id(card) -> (card, its terms, its row): cards are immutable and mostly cached objects
+# (id(card), with the proxy's terms) -> (card, its terms, its row): cards are immutable and mostly cached objects
+_CARDS: dict = {}
 
 # a card's terms as one row (``card_row``), so that dealing N cards is one gather and one write
 CARD_SCALARS = ("reference", "proxy", "push", "expected_gift", "lean_deviation")
 # the scalars, "moderated", "ref_effects", "z", then the game's floats as a new game starts on the card: the gift
 # (0), the reference model's summed act effects (0), the human proxy's willingness ("proxy")
 CARD_WIDTH = len(CARD_SCALARS) + 2 * N_PERSUADER_ACTS + 25 + 3
+# the held-out side's terms of a card dealt where no human proxy plays: nothing of the held-out part is read
+NO_PROXY = {"proxy": 0.0, "push": 0.0, "moderated": np.zeros(N_PERSUADER_ACTS)}
 
 
-def _cached(persona: Persona) -> tuple:
-    hit = _CARDS.get(id(persona))
+def _cached(persona: Persona, proxy: bool) -> tuple:
+    key = (id(persona), proxy)
+    hit = _CARDS.get(key)
     if hit is None or hit[0] is not persona:
         if len(_CARDS) > 8192:
             _CARDS.clear()
-        terms = _card_terms(persona)
+        terms = {**_card_terms(persona), **(_proxy_terms(persona) if proxy else NO_PROXY)}
         row = np.concatenate([[terms[k] for k in CARD_SCALARS], terms["moderated"], terms["ref_effects"], terms["z"],
                               [0.0, 0.0, terms["proxy"]]])
-        hit = _CARDS[id(persona)] = (persona, terms, row)
+        hit = _CARDS[key] = (persona, terms, row)
     return hit
 
 
 def card_terms(persona: Persona) -> dict:
     """What the rules and the reply models read from a card, computed by the scalar code once per card."""
-    return _cached(persona)[1]
+    return _cached(persona, True)[1]
 
 
-def card_row(persona: Persona) -> np.ndarray:
+def card_row(persona: Persona, proxy: bool = True) -> np.ndarray:
     """``card_terms`` as one row of ``CARD_WIDTH`` floats (``P4GBatch.reset``'s cards), with the floats a new
-    game starts from; "z" is float32 in ``card_terms``, exactly representable here."""
-    return _cached(persona)[2]
+    game starts from; "z" is float32 in ``card_terms``, exactly representable here. ``proxy=False``: the
+    human proxy's terms left at zero (``NO_PROXY``), for a batch that does not track it."""
+    return _cached(persona, proxy)[2]
 
 
-_SPLITS: dict = {}  # split -> (the params dict they were built from, the split's cards)
+_SPLITS: dict = {}  # (split, with the proxy's terms) -> (the parameters they were built from, the split's cards)
 
 
-def split_cards(split: str) -> dict:
+def split_cards(split: str, proxy: bool = True) -> dict:
     """Every card of ``split`` (``personas.persona(split, i)``, i in order): ``personas`` and ``ids`` (object
-    arrays) and ``rows`` (``card_row`` of each); rebuilt whenever ``personas.set_params`` swapped the
-    parameters."""
-    p = personas.params()
-    hit = _SPLITS.get(split)
-    if hit is None or hit[0] is not p:
+    arrays) and ``rows`` (``card_row(card, proxy)`` of each); rebuilt whenever ``personas.set_params`` swapped
+    the parameters they read."""
+    made_from = (personas.params(split), personas.params("train"), personas.params(human_proxy.PART) if proxy else None)
+    hit = _SPLITS.get((split, proxy))
+    if hit is None or any(x is not y for x, y in zip(hit[0], made_from)):
         people = [personas.persona(split, i) for i in range(personas.SPLIT_SIZES[split])]
         cards = {"personas": np.empty(len(people), object), "ids": np.array([x.id for x in people], object),
-                 "rows": np.array([card_row(x) for x in people])}
+                 "rows": np.array([card_row(x, proxy) for x in people])}
         cards["personas"][:] = people
-        hit = _SPLITS[split] = (p, cards)
+        hit = _SPLITS[(split, proxy)] = (made_from, cards)
     return hit[1]
 
 
 def _card_terms(persona: Persona) -> dict:
-    z = dict(zip(personas.numeric_traits(), np.clip(personas.standardize(persona), -3, 3)))
-    coef = tables()["coef"]
+    """The card's training-side terms: the agent's features ("z") and the reference model's, from the training
+    part's fit."""
+    effects = reference.act_effects(persona)
+    return {
+        "z": np.clip(personas.standardize(persona, "train"), -4, 4).astype(np.float32),
+        "reference": reference.propensity_logit(persona) + reference.calibration("reference_offset"),
+        # the reference model's per-use effect of each act on this card (the same floats as the scalar sum's)
+        "ref_effects": np.array([effects.get(a, 0.0) for a in dialogue_acts.PERSUADER_ACTS]),
+        "expected_gift": reference.expected_gift(persona),
+        "lean_deviation": reference.lean_deviation(persona),  # scales the card's reply tilt (``disclosure``)
+    }
+
+
+def _proxy_terms(persona: Persona) -> dict:
+    """The card's held-out terms: the human proxy's, from the held-out part's fit."""
+    part = human_proxy.PART
+    z = dict(zip(personas.numeric_traits(part), np.clip(personas.standardize(persona, part), -3, 3)))
+    coef = tables(part)["coef"]
     moderated = np.zeros(N_PERSUADER_ACTS)
     for a in np.flatnonzero(PERSUASION).tolist():
         t1, t2 = human_proxy.MODERATORS[dialogue_acts.PERSUADER_ACTS[a]]
         moderated[a] = coef[dialogue_acts.PERSUADER_ACTS[a]] + human_proxy.HETEROGENEITY * (z[t1] + z[t2]) / 2
-    effects = reference.act_effects(persona)
     return {
-        "z": np.clip(personas.standardize(persona), -4, 4).astype(np.float32),
-        "reference": reference.propensity_logit(persona) + reference.calibration("reference_offset"),
-        "proxy": reference.propensity_logit(persona) + human_proxy.calibration("human_proxy_offset"),
+        "proxy": reference.propensity_logit(persona, part) + human_proxy.calibration("human_proxy_offset"),
         "moderated": moderated,  # the human proxy's per-use effect of each persuasion act on this card
-        # the reference model's per-use effect of each act on this card (the same floats as the scalar sum's)
-        "ref_effects": np.array([effects.get(a, 0.0) for a in dialogue_acts.PERSUADER_ACTS]),
         "push": human_proxy.PUSHINESS * (0.5 + human_proxy.reactance(z)),
-        "expected_gift": reference.expected_gift(persona),
-        "lean_deviation": reference.lean_deviation(persona),  # scales the card's reply tilt (``disclosure``)
     }
 
 
@@ -363,19 +379,21 @@ class P4GBatch:
         return (self.ref_base[rows] + self.ref_sum[rows]) + cooperation
 
 
-# each batched reply model's (base gift distribution, neutral willingness, amount shift)
+# the part of the people split whose fit each batched reply model reads, and its (base gift distribution, neutral
+# willingness, amount shift, that part)
+MODEL_PART = {"reference": "train", "human_proxy": human_proxy.PART}
 MODELS = {
-    "reference": lambda: (reference.gift_distribution(), reference.neutral(), 0.0),
+    "reference": lambda: (reference.gift_distribution(), reference.neutral(), 0.0, MODEL_PART["reference"]),
     "human_proxy": lambda: (human_proxy.stated_distribution(), human_proxy.neutral(),
-                            reference.calibration("human_proxy_amount_shift")),
+                            human_proxy.calibration("human_proxy_amount_shift"), MODEL_PART["human_proxy"]),
 }
 
 
-def reply_distribution(w, said, legal, gifts, center, shift, lean_dev=None) -> np.ndarray:
+def reply_distribution(w, said, legal, gifts, center, shift, part, lean_dev=None) -> np.ndarray:
     """``reference.reply_distribution`` for rows of willingness ``w`` after persuader acts ``said``, in its
-    floating-point order (exact mode); ``lean_dev``: each row's card lean deviation, for the reference model's
-    reply tilt (``reference.disclosure``), none for the human proxy."""
-    t = tables()
+    floating-point order (exact mode), on ``part``'s fit; ``lean_dev``: each row's card lean deviation, for the
+    reference model's reply tilt (``reference.disclosure``), none for the human proxy."""
+    t = tables(part)
     dev = w - center
     log_tilt = t["tilt"] * dev[:, None]
     if lean_dev is not None:
@@ -433,11 +451,11 @@ def log_tables(model: str, sharpening: float) -> dict:
     give S = exp(w amount_slope) @ amount_weight. The reference model has a fourth term, the card's lean
     deviation, times each reply act's ``disclosure`` (the amount reply's on every amount). ``massless``: the acts that never get mass (the no-op)."""
     key = (model, float(sharpening))
-    p = personas.params()
+    p = personas.params(MODEL_PART[model])
     hit = _LOGS.get(key)
     if hit is None or hit[0] is not p:
-        t = tables()
-        gifts, center, shift = MODELS[model]()
+        gifts, center, shift, part = MODELS[model]()
+        t = tables(part)
         z = reference.AMOUNT_Z
         tilt = t["tilt"][0]
         with np.errstate(divide="ignore"):  # a zero frequency: -inf, no mass

@@ -25,13 +25,14 @@ REAL_KEYS = ("mean_donation", "give_rate", "mean_intended", "mean_actual", "n")
 
 
 def real_statistics(data_dir: str | os.PathLike | None = None) -> dict:
-    """The real numbers: the shipped ones, or refitted from the P4G csv files in ``data_dir``.
+    """The real numbers: the shipped ones (the held-out part's, which the proxies are checked against), or
+    refitted from the P4G csv files in ``data_dir``.
 
     Raises FileNotFoundError (naming the folder and the file expected) when
     ``data_dir`` does not hold the data.
     """
     if data_dir is None:
-        return personas.params()["real"]
+        return personas.params("heldout")["real"]
     return fit(data_dir)["real"]
 
 

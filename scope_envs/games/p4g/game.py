@@ -56,6 +56,9 @@ class P4GGame(Game):
         self.user_reward = user_reward
         self.target_var, self.width = curriculum_options(user_reward, target_var, width)
         self.batch = P4GBatch(1, max_turns, user_reward)
+        # a human proxy in the seat replies by its own functions (``human_proxy``), so the game's row tracks only
+        # the training side's terms and reads nothing of the held-out part
+        self.batch.track_proxy = False
         self.reset(personas.default_persona(), np.random.default_rng(0))
 
     def acts(self, role):
@@ -68,7 +71,7 @@ class P4GGame(Game):
         self.persona = persona
         self._rng = rng
         self.history = []
-        self.batch.reset(ONE, card_row(persona))
+        self.batch.reset(ONE, card_row(persona, proxy=False))
 
     # the state, read from the batch's row
     @property

@@ -3,7 +3,8 @@
 Only the ``heldout`` regime, ``scope-envs validate`` and the fitting script use
 this module; a test checks that no training regime touches it (docs/architecture.md §4.1).
 
-Fitted to the real data (``params.json``):
+Fitted to the real data, the held-out part of the people split (``personas.params("heldout")``; until the
+references are rebuilt that part reads the fit on everyone, ``params.json``):
   the propensity regression on the survey card, the per-use effect of each
   persuasion act, the reply frequencies and donor valence, the distribution of
   stated amounts, and the gap between stated and actual donation.
@@ -40,7 +41,7 @@ from scope_envs.core.assumptions import check_magnitudes, resolve
 from scope_envs.core.game import Persona
 from scope_envs.games.p4g import dialogue_acts, reference
 from scope_envs.games.p4g.personas import numeric_traits, params, standardize
-from scope_envs.games.p4g.reference import calibration, persuader_acts, propensity_logit
+from scope_envs.games.p4g.reference import persuader_acts, propensity_logit
 
 HETEROGENEITY = 0.25
 PUSHINESS = 0.3
@@ -94,8 +95,15 @@ VARIANTS = {
 }
 
 
+PART = "heldout"  # the people split's part whose fit it reads (``personas.params``)
+
+
+def calibration(key: str) -> float:
+    return reference.calibration(key, PART)
+
+
 def _z(persona: Persona) -> dict[str, float]:
-    return dict(zip(numeric_traits(), np.clip(standardize(persona), -3, 3)))
+    return dict(zip(numeric_traits(PART), np.clip(standardize(persona, PART), -3, 3)))
 
 
 def reactance(z: dict[str, float]) -> float:
@@ -104,23 +112,23 @@ def reactance(z: dict[str, float]) -> float:
 
 
 def neutral() -> float:
-    return params()["propensity"]["intercept"] + calibration("human_proxy_offset")
+    return params(PART)["propensity"]["intercept"] + calibration("human_proxy_offset")
 
 
 def reply_distribution(persona: Persona, history, legal: np.ndarray,
                        assumptions: Assumptions = DEFAULT) -> np.ndarray:
     return reference.reply_distribution(
         willingness(persona, history, assumptions), history, legal, stated_distribution(), neutral(),
-        calibration("human_proxy_amount_shift"),
+        calibration("human_proxy_amount_shift"), part=PART,
     )
 
 
 def willingness(persona: Persona, history, assumptions: Assumptions = DEFAULT) -> float:
     offset = calibration("human_proxy_offset")
-    coef = params()["strategy_effects"]["coef"]
+    coef = params(PART)["strategy_effects"]["coef"]
     moving = PERSUASION if assumptions.moving_acts == "persuasion" else tuple(coef)
     z = _z(persona)
-    w = propensity_logit(persona) + offset
+    w = propensity_logit(persona, PART) + offset
     uses: Counter = Counter()
     for a in persuader_acts(history):
         if a not in moving:
@@ -143,12 +151,12 @@ def assumptions_from(value) -> Assumptions:
 
 def stated_distribution() -> np.ndarray:
     """What real persuadees said they would give (the base of a stated amount)."""
-    return np.array(params()["gap"]["intended_probs"], dtype=float)
+    return np.array(params(PART)["gap"]["intended_probs"], dtype=float)
 
 
 def follow_through(intended: float, rng: np.random.Generator) -> float:
     """The intention-action gap, with the real rates."""
-    return gap_draw(params()["gap"], params()["amounts"]["given_give"], intended, rng)
+    return gap_draw(params(PART)["gap"], params(PART)["amounts"]["given_give"], intended, rng)
 
 
 def gap_draw(gap: dict, gifts, intended: float, rng: np.random.Generator, cap: float | None = None) -> float:

@@ -1,7 +1,7 @@
 """Persuadee personas: synthetic survey cards drawn from the model fitted to P4G's survey.
 
 No real participant's row ships with the package. Persona ``i`` of a split is
-drawn from ``params["persona_model"]`` (means, standard deviations, a correlation
+drawn from its part's ``params(split)["persona_model"]`` (means, standard deviations, a correlation
 Cholesky factor, categorical frequencies) with a generator keyed by
 ``(split key, i)``, so ``train`` and ``heldout`` are disjoint id spaces drawn
 from disjoint seed streams. The ``default`` persona is the modal one: every
@@ -27,21 +27,36 @@ TRAIT_LABELS = {
 }
 
 
-_params: dict | None = None
+# The people split's parts (``people.py``) and the fit each part's models read: the training side's (the reference
+# persuadee and every simulator built on it, the train cards, the agent's card features) "train", the held-out
+# side's (the human proxies, the held-out cards, validate's real numbers) "heldout". Until the references are
+# rebuilt both parts read the fit on everyone; the rebuild gives each part its own file.
+PART_FILES = {"train": "params.json", "heldout": "params.json"}
+PARTS = tuple(PART_FILES)
+
+_params: dict[str, dict] = {}  # part -> the parameters it reads now
+_files: dict[str, dict] = {}  # file -> its parameters, loaded once (parts that read one file share one dict)
 
 
-def params() -> dict:
-    """The shipped fitted parameters (``params.json``), loaded once."""
-    global _params
-    if _params is None:
-        _params = json.loads(resources.files("scope_envs.games.p4g").joinpath("params.json").read_text())
-    return _params
+def params(part: str) -> dict:
+    """The fitted parameters ``part`` of the people split reads (``PART_FILES``; ``set_params`` may swap them)."""
+    if part not in PART_FILES:
+        raise ValueError(f"part must be one of {PARTS}, got {part!r}")
+    if part not in _params:
+        name = PART_FILES[part]
+        if name not in _files:
+            _files[name] = json.loads(resources.files("scope_envs.games.p4g").joinpath(name).read_text())
+        _params[part] = _files[name]
+    return _params[part]
 
 
-def set_params(new: dict) -> None:
-    """Use other parameters (the fitting script calibrates freshly fitted ones)."""
-    global _params
-    _params = new
+def set_params(new: dict, part: str | None = None) -> None:
+    """Use other parameters for ``part`` (None: every part; the fitting scripts calibrate freshly fitted ones,
+    a world swaps the training side's)."""
+    if part is not None and part not in PART_FILES:
+        raise ValueError(f"part must be one of {PARTS}, got {part!r}")
+    for q in PARTS if part is None else (part,):
+        _params[q] = new
     persona.cache_clear()
     default_persona.cache_clear()
 
@@ -56,12 +71,13 @@ def decision_lean(traits) -> float:
     return float(np.clip(traits["rational"] - traits["intuitive"], -LEAN_CLIP, LEAN_CLIP))
 
 
-def numeric_traits() -> list[str]:
-    return params()["persona_model"]["numeric"]
+def numeric_traits(part: str) -> list[str]:
+    return params(part)["persona_model"]["numeric"]
 
 
-def standardize(persona: Persona) -> np.ndarray:
-    pm = params()["persona_model"]
+def standardize(persona: Persona, part: str) -> np.ndarray:
+    """The card's numeric traits standardized by ``part``'s persona model."""
+    pm = params(part)["persona_model"]
     x = np.array([persona.traits[t] for t in pm["numeric"]])
     return (x - np.array(pm["mean"])) / np.array(pm["std"])
 
@@ -72,7 +88,7 @@ def persona(split: str, i: int) -> Persona:
         raise ValueError(f"split must be one of {sorted(SPLIT_KEYS)}, got {split!r}")
     if not 0 <= i < SPLIT_SIZES[split]:
         raise ValueError(f"persona index {i} out of range for split {split!r} ({SPLIT_SIZES[split]})")
-    pm = params()["persona_model"]
+    pm = params(split)["persona_model"]  # a split's cards come from its part's persona model
     rng = np.random.default_rng([SPLIT_KEYS[split], i])
     z = np.array(pm["cholesky"]) @ rng.standard_normal(len(pm["numeric"]))
     x = np.clip(np.array(pm["mean"]) + np.array(pm["std"]) * z, pm["min"], pm["max"])
@@ -95,7 +111,8 @@ def sample(rng: np.random.Generator, split: str) -> Persona:
 
 @functools.lru_cache(maxsize=1)
 def default_persona() -> Persona:
-    pm = params()["persona_model"]
+    """The modal card of the training side's persona model: the frozen simulator's own."""
+    pm = params("train")["persona_model"]
     traits = {t: round(float(m), 2) for t, m in zip(pm["numeric"], pm["mean"])}
     attrs = {f: str(s["values"][int(np.argmax(s["probs"]))]) for f, s in sorted(pm["categorical"].items())}
     return Persona(id="default-modal", split="default", traits=traits, attributes=attrs)

@@ -2,7 +2,9 @@
 
 This is the training-side user model. Collapsed simulators sharpen it, the
 verbalized list reports it, and persona rewards use its card-only propensity.
-It reads nothing of the held-out behaviour model (``human_proxy``).
+It reads nothing of the held-out behaviour model (``human_proxy``), and its
+parameters are the training part's (``personas.params("train")``); the held-out
+proxies call its shared forms with ``part="heldout"``.
 
 * Willingness to give (log-odds) = the propensity regression on the persona
   card + the effect of each persuader act seen so far *on this card*
@@ -59,17 +61,17 @@ def sigmoid(x: float) -> float:
     return float(1.0 / (1.0 + np.exp(-x)))
 
 
-def propensity_logit(persona: Persona) -> float:
-    """Log-odds of giving from the card alone (the data's propensity regression)."""
-    prop = params()["propensity"]
-    z = np.clip(standardize(persona), -4, 4)
-    coef = np.array([prop["coef"][t] for t in params()["persona_model"]["numeric"]])
+def propensity_logit(persona: Persona, part: str = "train") -> float:
+    """Log-odds of giving from the card alone (the data's propensity regression, as ``part`` fitted it)."""
+    prop = params(part)["propensity"]
+    z = np.clip(standardize(persona, part), -4, 4)
+    coef = np.array([prop["coef"][t] for t in params(part)["persona_model"]["numeric"]])
     return float(prop["intercept"] + coef @ z)
 
 
 def expected_gift(persona: Persona) -> float:
     """Expected donation in dollars implied by the card alone."""
-    gifts = np.array(params()["amounts"]["given_give"])
+    gifts = np.array(params("train")["amounts"]["given_give"])
     return sigmoid(propensity_logit(persona)) * float(gifts @ np.array(dialogue_acts.AMOUNT_BINS))
 
 
@@ -77,22 +79,22 @@ def persuader_acts(history: tuple[Turn, ...] | list[Turn]) -> list[str]:
     return [dialogue_acts.PERSUADER_ACTS[t.act] for t in history if t.role == PERSUADER]
 
 
-def calibration(key: str) -> float:
-    return params().get("calibration", {}).get(key, 0.0)
+def calibration(key: str, part: str = "train") -> float:
+    return params(part).get("calibration", {}).get(key, 0.0)
 
 
 def lean_deviation(persona: Persona) -> float:
     """The card's decision lean above the fitted sample's mean lean: what scales its persona x act interactions
     (0 with parameters that have no ``strategy_interactions``)."""
-    inter = params().get("strategy_interactions")
+    inter = params("train").get("strategy_interactions")
     return personas.decision_lean(persona.traits) - inter["centre"] if inter else 0.0
 
 
 def act_effects(persona: Persona) -> dict[str, float]:
     """The change of this card's willingness (log-odds) per use of each persuader act: the main effect plus the
     persona x act interaction times the card's ``lean_deviation``."""
-    coef = params()["strategy_effects"]["coef"]
-    inter = params().get("strategy_interactions", {}).get("coef", {})
+    coef = params("train")["strategy_effects"]["coef"]
+    inter = params("train").get("strategy_interactions", {}).get("coef", {})
     dev = lean_deviation(persona)
     return {a: coef[a] + inter.get(a, 0.0) * dev for a in coef}
 
@@ -104,17 +106,18 @@ _SHIPPED: list = []  # the shipped parameters, kept the first time a world is pu
 
 
 def _use_world(name: str) -> None:
-    """Put the world ``name`` in place in this process: the parameters every p4g model reads
-    (``personas.set_params``); "fitted" puts the shipped ones back (nothing to do where they are in place)."""
+    """Put the world ``name`` in place in this process: the parameters the training side's models read
+    (``personas.set_params(..., "train")``; the held-out side's stay as shipped); "fitted" puts the shipped ones
+    back (nothing to do where they are in place)."""
     if not _SHIPPED:
-        _SHIPPED.append(params())
+        _SHIPPED.append(params("train"))
     shipped = _SHIPPED[0]
     if name == "fitted":
-        if params() is not shipped:
-            personas.set_params(shipped)
+        if params("train") is not shipped:
+            personas.set_params(shipped, "train")
         return
     inter = dict(shipped["strategy_interactions"], coef={a: 0.0 for a in shipped["strategy_interactions"]["coef"]})
-    personas.set_params({**shipped, "strategy_interactions": inter})
+    personas.set_params({**shipped, "strategy_interactions": inter}, "train")
 
 
 WORLDS = {name: functools.partial(_use_world, name) for name in ("fitted", "no-interactions")}
@@ -127,7 +130,7 @@ def willingness(persona: Persona, history) -> float:
 
 def neutral() -> float:
     """The willingness of an average persona before any persuasion."""
-    return params()["propensity"]["intercept"] + calibration("reference_offset")
+    return params("train")["propensity"]["intercept"] + calibration("reference_offset")
 
 
 def amount_probs(w: float, gifts: np.ndarray, center: float, shift: float = 0.0) -> np.ndarray:
@@ -143,22 +146,23 @@ def amount_probs(w: float, gifts: np.ndarray, center: float, shift: float = 0.0)
 def disclosure(persona: Persona) -> np.ndarray:
     """How this card tilts its replies, as log multipliers of the ``responses`` acts: the fitted
     ``reply_disclosure`` times the card's ``lean_deviation`` (zeros with parameters that have none)."""
-    coef = params().get("reply_disclosure", {}).get("coef")
+    coef = params("train").get("reply_disclosure", {}).get("coef")
     if not coef:
-        return np.zeros(len(params()["responses"]["acts"]))
-    return np.array([coef[a] for a in params()["responses"]["acts"]]) * lean_deviation(persona)
+        return np.zeros(len(params("train")["responses"]["acts"]))
+    return np.array([coef[a] for a in params("train")["responses"]["acts"]]) * lean_deviation(persona)
 
 
 def reply_distribution(
     w: float, history, legal: np.ndarray, gifts: np.ndarray, center: float, shift: float = 0.0,
-    tilt: np.ndarray | None = None,
+    tilt: np.ndarray | None = None, part: str = "train",
 ) -> np.ndarray:
     """Probabilities over PERSUADEE_ACTS for a persuadee of willingness ``w`` (``center``: an average one's);
-    ``tilt``: the card's log multipliers of the reply acts (``disclosure``), none for a model without them."""
-    resp = params()["responses"]
+    ``tilt``: the card's log multipliers of the reply acts (``disclosure``), none for a model without them;
+    the reply frequencies and valences ``part`` fitted."""
+    resp = params(part)["responses"]
     said = persuader_acts(history)
     base = np.array(resp["given"][said[-1]] if said else resp["start"])
-    valence = np.array([params()["valence"][a] for a in resp["acts"]])
+    valence = np.array([params(part)["valence"][a] for a in resp["acts"]])
     log_tilt = KAPPA * valence * (w - center)
     if tilt is not None:
         log_tilt = log_tilt + tilt
@@ -173,4 +177,4 @@ def reply_distribution(
 
 
 def gift_distribution() -> np.ndarray:
-    return np.array(params()["amounts"]["given_give"], dtype=float)
+    return np.array(params("train")["amounts"]["given_give"], dtype=float)
