@@ -325,7 +325,7 @@ class RemoteVecEnv:
     def reset(self, seed=None, options=None, slots=None, streams=None):
         body = {"seed": None if seed is None else (int(seed) if np.isscalar(seed) else [int(s) for s in seed]),
                 "options": options, "slots": None if slots is None else [int(s) for s in slots]}
-        if streams is not None:  # (fast mode's; a server before streams refuses the key)
+        if streams is not None:  # fast mode's generators, sent only when given
             body["streams"] = [int(s) for s in streams]
         out = unpack(self._post("reset", body))
         return out["obs"], out["infos"]

@@ -23,7 +23,8 @@ def test_every_docs_link_resolves():
     """A relative link in the README, docs/, tests/README.md or the benchmarks' pages names a file that exists."""
     missing = []
     pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), ROOT / "tests" / "README.md",
-             ROOT / "benchmarks" / "README.md", ROOT / "benchmarks" / "scripts.md", *sorted((ROOT / "benchmarks" / "log").glob("*.md"))]
+             ROOT / "benchmarks" / "README.md", ROOT / "benchmarks" / "scripts.md",
+             *sorted((ROOT / "benchmarks" / "log").glob("*.md"))]
     for page in pages:
         for target in re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", page.read_text()):
             if "://" in target:

@@ -113,8 +113,9 @@ def collect_blocks(vec, blocks: list[Block], greedy: bool = False, decisions: bo
     own policies in its own slots, stepped together (one ``vec.step`` a step for all of them), and gets the
     ``Rollout`` it would get from ``collect`` on a vec env of its slots alone. A block's episodes depend on no
     other block: in exact mode each slot draws from its own generator, in fast mode each block from its own
-    stream (``BatchedVecEnv.reset(streams=)``); and its policies are its own objects (a policy is asked once per block, for that block's rows). This is the seed axis of the
-    trainer (``scope_envs.train.seeds``): S seeds' rollouts as one computation."""
+    stream (``BatchedVecEnv.reset(streams=)``); and its policies are its own objects (a policy is asked once per
+    block, for that block's rows). This is the seed axis of the trainer (``scope_envs.train.seeds``): S seeds'
+    rollouts as one computation."""
     ranges = check_blocks(vec, blocks)
     n = vec.num_envs
     agents = vec.possible_agents

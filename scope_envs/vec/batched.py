@@ -399,7 +399,8 @@ class BatchedVecEnv(VecBase):
             slow |= np.isin(idx, list(scenario))
         if np.count_nonzero(slow):
             ones = idx[slow]
-            cards = [self._deal_one(i, m, scenario.get(i), rng_of(i)) for i, m in zip(ones.tolist(), member[slow].tolist())]
+            cards = [self._deal_one(i, m, scenario.get(i), rng_of(i))
+                     for i, m in zip(ones.tolist(), member[slow].tolist())]
             self.batch.reset(ones, cards)
             idx, drawn = idx[~slow], drawn[~slow]
         self._deal_groups(idx, drawn[:, OWN])
