@@ -33,14 +33,12 @@ TOLERANCE = {"mean_donation": 0.05, "give_rate": 0.05}  # scope-envs validate p4
 
 
 def fit_on(data: Path, part: str | None) -> dict:
-    """The P4G parameters fitted on ``part`` of the people split (None: everyone, as shipped)."""
+    """The P4G parameters fitted on ``part`` of the people split (None: everyone, as shipped), as
+    ``python -m scope_envs.validate.p4g --part`` fits them."""
     from scope_envs.games.p4g.fit import fit
-    from scope_envs.games.p4g.people import HELDOUT, TRAIN, split_people
+    from scope_envs.validate.p4g import other_part
 
-    if part is None:
-        return fit(data)
-    other = TRAIN if part == HELDOUT else HELDOUT
-    return fit(data, holdout=split_people(data).dialogues(other))
+    return fit(data, holdout=other_part(data, part or "everyone"))
 
 
 def check(params: dict, target: dict, episodes: int, validate_episodes: int, seed: int) -> dict:

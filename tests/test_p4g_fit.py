@@ -182,6 +182,35 @@ def test_script_writes_out_and_leaves_the_packaged_file_alone(fitted, tmp_path, 
     assert _packaged_state() == before
 
 
+def test_a_parts_fit_does_not_replace_a_file_another_part_reads(fake_data, tmp_path, monkeypatch, capsys):
+    """``--part train --overwrite-packaged`` while both parts read params.json: exit 2, the file untouched."""
+    from scope_envs.games.p4g import personas
+    from scope_envs.validate.p4g import fit_command as main
+
+    monkeypatch.chdir(tmp_path)
+    assert personas.PART_FILES["train"] == personas.PART_FILES["heldout"] == "params.json"
+    before = _packaged_state()
+    with pytest.raises(SystemExit) as exc:
+        main(["--data", str(fake_data), "--part", "train", "--overwrite-packaged", "--no-calibrate"])
+    assert exc.value.code == 2
+    assert "argument --overwrite-packaged: the heldout part reads params.json too" in capsys.readouterr().err
+    assert _packaged_state() == before
+
+
+@needs_data
+@pytest.mark.parametrize("part,survey_rows", [("train", 524), ("heldout", 493)])
+def test_a_part_is_fitted_on_its_own_people(part, survey_rows, fitted, tmp_path, monkeypatch):
+    """``--part``: the fit reads that part's people only (people.py's counts: 524 and 493 of the 1,017 survey
+    rows), so its real numbers are that part's."""
+    from scope_envs.validate.p4g import fit_command as main
+
+    monkeypatch.chdir(tmp_path)
+    main(["--data", str(DATA), "--part", part, "--no-calibrate", "--out", "part.json"])
+    written = json.loads((tmp_path / "part.json").read_text())
+    assert written["source"]["n_persuadees"] == survey_rows < fitted["source"]["n_persuadees"]
+    assert written["real"]["n"] < fitted["real"]["n"] and written["real"] != fitted["real"]
+
+
 # ----------------------------------------------------------------------------- validation
 
 

@@ -73,6 +73,11 @@ def build_parser() -> argparse.ArgumentParser:
                        help="file to write the parameters to (default: %(default)s in the current folder)")
     where.add_argument("--overwrite-packaged", action="store_true",
                        help=f"write the packaged parameters that the game loads ({PACKAGED}) instead of --out")
+    ap.add_argument("--part", choices=("everyone", "train", "heldout"), default="everyone",
+                    help="fit on this part of the people split only (scope_envs.games.p4g.people; the other part's "
+                         "people dropped, survey rows and all), calibrated to its own real numbers; "
+                         "--overwrite-packaged then writes the file that part reads (personas.PART_FILES) "
+                         "(default: %(default)s, the fit params.json holds)")
     ap.add_argument("--no-calibrate", action="store_true", help="skip simulating the willingness offsets")
     ap.add_argument("--episodes", type=positive_int, default=1000,
                     help="episodes per calibration measurement (default: %(default)s)")
@@ -80,9 +85,19 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def output_path(ap: argparse.ArgumentParser, args: argparse.Namespace) -> Path:
-    """Where to write; refuses the packaged file unless --overwrite-packaged says so."""
+    """Where to write; refuses the packaged file unless --overwrite-packaged says so, and a part's fit over a
+    packaged file another part reads too."""
     if args.overwrite_packaged:
-        return PACKAGED
+        if args.part == "everyone":
+            return PACKAGED
+        from scope_envs.games.p4g import personas
+
+        name = personas.PART_FILES[args.part]
+        shared = [q for q in personas.PARTS if q != args.part and personas.PART_FILES[q] == name]
+        if shared:
+            ap.error(f"argument --overwrite-packaged: the {shared[0]} part reads {name} too "
+                     f"(personas.PART_FILES), so the {args.part} part's fit cannot replace it; write it with --out")
+        return PACKAGED.with_name(name)
     out = args.out
     if out.resolve() == PACKAGED.resolve():
         ap.error(f"argument --out: {out} is the packaged parameter file; pass --overwrite-packaged (without --out) "
@@ -92,6 +107,15 @@ def output_path(ap: argparse.ArgumentParser, args: argparse.Namespace) -> Path:
     if not out.parent.is_dir():
         ap.error(f"argument --out: folder {out.parent} does not exist")
     return out
+
+
+def other_part(data_dir, part: str) -> frozenset[str]:
+    """The dialogues a fit on ``part`` of the people split drops: the other part's (none for "everyone")."""
+    if part == "everyone":
+        return frozenset()
+    from scope_envs.games.p4g.people import HELDOUT, TRAIN, split_people
+
+    return split_people(data_dir).dialogues(TRAIN if part == HELDOUT else HELDOUT)
 
 
 def fit_command(argv=None) -> None:
@@ -110,7 +134,7 @@ def fit_command(argv=None) -> None:
             ap.error(f"argument --out: {out} exists and is not a JSON parameter file; remove it or choose another path")
     try:
         with data_errors(args.data):
-            fitted = fit(args.data)
+            fitted = fit(args.data, holdout=other_part(args.data, args.part))
     except ValueError as e:
         ap.error(f"argument --data: {e}")
     params = {**previous, **fitted}
