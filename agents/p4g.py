@@ -96,9 +96,7 @@ class EmpiricalPersuader(Simulator):
     name = "empirical_persuader"
 
     def __init__(self, part: str = "train"):
-        if part not in personas.PARTS:
-            raise ValueError(f"part must be one of {personas.PARTS}, got {part!r}")
-        self.part = part
+        self.part = personas.check_part(part)
 
     def distribution(self, view: View) -> np.ndarray:
         emp = personas.params(self.part)["empirical_persuader"]

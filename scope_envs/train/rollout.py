@@ -130,7 +130,7 @@ def collect_blocks(vec, blocks: list[Block], greedy: bool = False, decisions: bo
     group: list[int | None] = [None] * n
     ended_group: list[int | None] = [None] * n
     episodes: list[list[dict]] = [[] for _ in blocks]
-    steps = [0] * len(blocks)
+    steps = np.zeros(len(blocks), np.int64)
     scenario = [b.group_scenario_seed for b in blocks]
     started = [min(len(r), b.n_episodes) for b, r in zip(blocks, ranges)]
     seeds: list[int | None] = [None] * n
@@ -159,11 +159,7 @@ def collect_blocks(vec, blocks: list[Block], greedy: bool = False, decisions: bo
     streams = None if vec.exact else [n if k < 0 else ranges[k].start for k in block_of.tolist()]
     obs, infos = vec.reset(seed=seeds, options=options, slots=first, streams=streams)
     while not vec.idle.all():
-        if whole:
-            steps[0] += int((~vec.idle).sum())
-        else:
-            for k, count in zip(*np.unique(block_of[~vec.idle], return_counts=True)):
-                steps[int(k)] += int(count)
+        steps += np.bincount(block_of[~vec.idle], minlength=len(blocks))  # (a live slot is in a block)
         actions = {a: np.zeros(n, np.int64) for a in agents}
         parts: dict[tuple[int, int], list] = {}  # (block, id(policy)) -> [(seat, its moving slots)]
         for a in agents:
@@ -237,7 +233,7 @@ def collect_blocks(vec, blocks: list[Block], greedy: bool = False, decisions: bo
                            "user_acts": list(final["user_acts"][slot]), "group": ended_group[slot],
                            "agent_score": None if np.isnan(score) else score, "persona": final["persona"][slot]}
                 episodes[block_of[slot]].append(episode)
-    return [Rollout(e, st) for e, st in zip(episodes, steps)]
+    return [Rollout(e, st) for e, st in zip(episodes, steps.tolist())]
 
 
 # -- what a rollout tells ------------------------------------------------------------------

@@ -7,7 +7,7 @@ all of them, the engine's per-step cost shared), then updates its own networks (
 Nothing is shared across seeds but the vec env's arrays: each seed keeps its networks, optimiser, generator,
 training envs (their generators, schedules and checkpoint pools) and episodes, so a seed's training is the
 one it gets alone, bit for bit, whichever seeds train beside it (``tests/test_train_seeds.py``: seed 3 alone
-and among eight give the same networks and log rows).
+and among four give the same networks and log rows, in exact and in fast mode).
 
     >>> from scope_envs.train.act_ppo import PPOConfig, PPOTrainer
     >>> trainers = [PPOTrainer(PPOConfig("p4g-frozen", seed=s, total_steps=600, num_envs=8, episodes_per_iter=8))

@@ -116,7 +116,9 @@ def _cached(persona: Persona, proxy: bool) -> tuple:
     if hit is None or hit[0] is not persona:
         if len(_CARDS) > 8192:
             _CARDS.clear()
-        terms = {**_card_terms(persona), **(_proxy_terms(persona) if proxy else NO_PROXY)}
+        other = _CARDS.get((id(persona), not proxy))  # its training-side terms, if the other row has them
+        own = other[1] if other is not None and other[0] is persona else _card_terms(persona)
+        terms = {**own, **(_proxy_terms(persona) if proxy else NO_PROXY)}
         row = np.concatenate([[terms[k] for k in CARD_SCALARS], terms["moderated"], terms["ref_effects"], terms["z"],
                               [0.0, 0.0, terms["proxy"]]])
         hit = _CARDS[key] = (persona, terms, row)

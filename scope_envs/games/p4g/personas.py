@@ -38,11 +38,17 @@ _params: dict[str, dict] = {}  # part -> the parameters it reads now
 _files: dict[str, dict] = {}  # file -> its parameters, loaded once (parts that read one file share one dict)
 
 
-def params(part: str) -> dict:
-    """The fitted parameters ``part`` of the people split reads (``PART_FILES``; ``set_params`` may swap them)."""
+def check_part(part: str) -> str:
+    """``part``, if it names a part of the people split; else the ``ValueError`` naming the parts."""
     if part not in PART_FILES:
         raise ValueError(f"part must be one of {PARTS}, got {part!r}")
+    return part
+
+
+def params(part: str) -> dict:
+    """The fitted parameters ``part`` of the people split reads (``PART_FILES``; ``set_params`` may swap them)."""
     if part not in _params:
+        check_part(part)
         name = PART_FILES[part]
         if name not in _files:
             _files[name] = json.loads(resources.files("scope_envs.games.p4g").joinpath(name).read_text())
@@ -53,9 +59,7 @@ def params(part: str) -> dict:
 def set_params(new: dict, part: str | None = None) -> None:
     """Use other parameters for ``part`` (None: every part; the fitting scripts calibrate freshly fitted ones,
     a world swaps the training side's)."""
-    if part is not None and part not in PART_FILES:
-        raise ValueError(f"part must be one of {PARTS}, got {part!r}")
-    for q in PARTS if part is None else (part,):
+    for q in PARTS if part is None else (check_part(part),):
         _params[q] = new
     persona.cache_clear()
     default_persona.cache_clear()
