@@ -23,8 +23,8 @@ import scope_envs
 from scope_envs.arguments import count, registered_id
 
 
-def measure(env_id: str, num_envs: int, steps: int, warmup: int, exact: bool = True) -> dict:
-    vec = scope_envs.make_vec(env_id, num_envs=num_envs, exact=exact)
+def measure(env_id: str, num_envs: int, steps: int, warmup: int) -> dict:
+    vec = scope_envs.make_vec(env_id, num_envs=num_envs)
     rng = np.random.default_rng(0)
     obs = vec.reset(seed=0)[0]
     spent, made, started = collections.Counter(), collections.Counter(), {}
@@ -45,7 +45,7 @@ def measure(env_id: str, num_envs: int, steps: int, warmup: int, exact: bool = T
     wall = time.perf_counter() - t0 if steps else 0.0
     if steps:
         gc.callbacks.remove(watch)
-    return {"env": env_id, "num_envs": num_envs, "exact": exact, "steps": steps, "warmup": warmup,
+    return {"env": env_id, "num_envs": num_envs, "steps": steps, "warmup": warmup,
             "steps_per_s": round(num_envs * steps / wall), "gc_share": round(sum(spent.values()) / wall, 3),
             "collections": {str(g): {"count": made[g], "s": round(spent[g], 3)} for g in sorted(made)},
             "tracked_objects": len(gc.get_objects())}
@@ -57,10 +57,9 @@ def main(argv=None) -> None:
     ap.add_argument("--num-envs", type=count(4096), default=256, help="slots (at most 4096)")
     ap.add_argument("--steps", type=count(100_000), default=500, help="timed steps (at most 100,000)")
     ap.add_argument("--warmup", type=count(100_000, low=0), default=200, help="untimed steps first (at most 100,000)")
-    ap.add_argument("--fast", action="store_true", help="fast mode (one generator for all slots)")
     args = ap.parse_args(argv)
     before = [round(x, 2) for x in os.getloadavg()]
-    out = measure(args.env, args.num_envs, args.steps, args.warmup, exact=not args.fast)
+    out = measure(args.env, args.num_envs, args.steps, args.warmup)
     print(json.dumps({**out, "load": [before, [round(x, 2) for x in os.getloadavg()]]}, indent=1))
 
 

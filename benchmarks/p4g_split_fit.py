@@ -1,8 +1,8 @@
-"""What the people split costs p4g's held-out proxies (issue 49, item 1), measured before the refit ships.
+"""What the people split costs p4g's held-out proxies (issue 49, item 1).
 
-The held-out human proxies are fitted on all the real persuadees today (``params.json``). Issue 49 refits them on
-the held-out part of the people split (``scope_envs.games.p4g.people``) and re-checks them against that part.
-This script measures the refit without shipping it. It fits the parameters from the P4G csv files (``fit.fit``)
+The held-out human proxies read a fit on the held-out part of the people split alone (``params_heldout.json``,
+``scope_envs.games.p4g.people``), checked against that part. This script measures what that costs against a fit on
+every persuadee. It fits the parameters from the P4G csv files (``fit.fit``)
 on every persuadee, as shipped, and on the held-out part alone (the training part's people dropped, survey rows
 and all). For each fit it then calibrates the proxies and the reference to that fit's own real numbers
 (``calibrate.calibrate``, as ``python -m scope_envs.validate.p4g`` does). Last, it plays the proxies against
@@ -62,19 +62,16 @@ def run(data: Path, episodes: int, validate_episodes: int, seed: int) -> dict:
     from scope_envs.games.p4g import personas
     from scope_envs.games.p4g.people import HELDOUT
 
-    shipped = personas.params("heldout")
     fits = {"all people (as shipped)": fit_on(data, None), "held-out part": fit_on(data, HELDOUT)}
     target = fits["held-out part"]["real"]
     out = {"data": str(data), "target": {k: target[k] for k in (*TOLERANCE, "n")}, "tolerance": TOLERANCE,
            "episodes": episodes, "validate_episodes": validate_episodes, "seed": seed, "fits": {}}
-    try:
+    with personas.params_kept():
         for name, params in fits.items():
             out["fits"][name] = {"survey_rows": params["source"]["n_persuadees"],
                                  "annotated_dialogues": params["strategy_effects"]["n_dialogues"],
                                  "real": {k: params["real"][k] for k in (*TOLERANCE, "n")},
                                  **check(params, target, episodes, validate_episodes, seed)}
-    finally:
-        personas.set_params(shipped)
     return out
 
 

@@ -1,8 +1,8 @@
 """Where a step of the batched tau2 engine goes: milliseconds per step in each part, in one process.
 
 Steps ``make_vec("tau2-frozen", --num-envs)`` with random legal acts (``--warmup`` untimed steps, then ``--steps``
-timed ones) and reads off ``cProfile`` the cumulative time of the engine's parts (nothing is patched): dealing new episodes (``_start``: each slot's
-generator, member and persona, in exact mode one slot at a time), the users' turn (``_run_simulators``: their
+timed ones) and reads off ``cProfile`` the cumulative time of the engine's parts (nothing is patched): dealing new episodes (``_start``: members,
+personas and tasks), the users' turn (``_run_simulators``: their
 legal acts, reply model and draw, and the turn played), the agent's turn (``_apply``), the observation
 (``_observe``: legal masks, candidates, features) and, inside those, the batch's candidates, features, tool calls
 (``_calls``) and reply model. The parts nest (the candidates are inside the observation), so they do not add up;
@@ -57,8 +57,8 @@ def _play(vec, obs, rng, steps: int, profile: cProfile.Profile | None = None):
     return obs
 
 
-def split(num_envs: int, steps: int, warmup: int, exact: bool = True) -> dict:
-    vec = scope_envs.make_vec("tau2-frozen", num_envs=num_envs, exact=exact)
+def split(num_envs: int, steps: int, warmup: int) -> dict:
+    vec = scope_envs.make_vec("tau2-frozen", num_envs=num_envs)
     rng = np.random.default_rng(0)
     obs, _ = vec.reset(seed=0)
     obs = _play(vec, obs, rng, warmup)
@@ -69,7 +69,7 @@ def split(num_envs: int, steps: int, warmup: int, exact: bool = True) -> dict:
     _play(vec, obs, rng, steps, profile)
     spent = part_seconds(profile)
     ms = {k: round(v / steps * 1e3, 3) for k, v in sorted(spent.items(), key=lambda kv: -kv[1])}
-    return {"num_envs": num_envs, "exact": exact, "steps": steps, "warmup": warmup,
+    return {"num_envs": num_envs, "steps": steps, "warmup": warmup,
             "steps_per_s": round(num_envs * steps / wall), "ms_per_step": ms}
 
 
@@ -78,9 +78,8 @@ def main(argv=None) -> None:
     ap.add_argument("--num-envs", type=count(4096), default=256, help="slots of the batched env")
     ap.add_argument("--steps", type=count(100_000), default=200, help="timed steps")
     ap.add_argument("--warmup", type=count(100_000), default=300, help="untimed steps first (the memos fill)")
-    ap.add_argument("--fast", action="store_true", help="fast mode (one generator for all slots)")
     args = ap.parse_args(argv)
-    out = split(args.num_envs, args.steps, args.warmup, exact=not args.fast)
+    out = split(args.num_envs, args.steps, args.warmup)
     print(json.dumps({**out, "load": [round(x, 2) for x in os.getloadavg()]}, indent=1))
 
 

@@ -17,7 +17,6 @@ trainers' construction (a learned user's behaviour clone) not timed; with ``--wh
 seed after seed. Every seed's networks (and records, but for their timing) are checked equal both ways.
 
     python benchmarks/trainer_speed.py --seeds 8 --whole
-    python benchmarks/trainer_speed.py --seeds 8 --fast --out /tmp/fast.json   # fast mode's streams, training only
     python benchmarks/trainer_speed.py --seeds 4 --games p4g --methods frozen cotrain --steps 2000 --out /tmp/t.json
 """
 
@@ -67,10 +66,10 @@ def trainer_steps(env_id: str, n: int, seed: int) -> float:
     return trainer.env_steps / (time.perf_counter() - t0)
 
 
-def row_trainers(game: str, method: str, seeds: int, steps: int, exact: bool = True) -> list[PPOTrainer]:
+def row_trainers(game: str, method: str, seeds: int, steps: int) -> list[PPOTrainer]:
     env_id, kwargs, overrides = method_setup(game, method)
-    return [PPOTrainer(PPOConfig(env_id=env_id, env_kwargs=kwargs, seed=s, total_steps=steps, exact=exact,
-                                 **overrides)) for s in range(seeds)]
+    return [PPOTrainer(PPOConfig(env_id=env_id, env_kwargs=kwargs, seed=s, total_steps=steps, **overrides))
+            for s in range(seeds)]
 
 
 def row_tasks(game: str, method: str, seeds: int, steps: int) -> list[dict]:
@@ -102,22 +101,22 @@ def clocked(fn) -> tuple[object, float]:
     return made, time.perf_counter() - t0
 
 
-def row_speed(game: str, method: str, seeds: int, steps: int, rounds: int, whole: bool, exact: bool = True) -> dict:
+def row_speed(game: str, method: str, seeds: int, steps: int, rounds: int, whole: bool) -> dict:
     """A row's training (and with ``whole``, its runs: training, curves and evaluation) one seed after another
-    and together: median seconds of ``rounds`` alternating rounds; ``exact=False``: training in fast mode."""
+    and together: median seconds of ``rounds`` alternating rounds."""
     decisions = 0
 
     def training(train):
         """The trainers built (a learned user's behaviour clone is not timed), then trained by ``train``."""
         nonlocal decisions
-        trainers = row_trainers(game, method, seeds, steps, exact)
+        trainers = row_trainers(game, method, seeds, steps)
         _, seconds = clocked(lambda: train(trainers))
         decisions = sum(t.agent_steps for t in trainers)
         return [np.concatenate([p.ravel() for p in t.params["agent_0"]]).tobytes() for t in trainers], seconds
 
     a, b = compare(lambda: training(lambda ts: [t.train() for t in ts]), lambda: training(train_seeds), rounds)
     out = {"game": game, "method": method, "seeds": seeds, "steps": steps, "rounds": rounds,
-           "mode": "exact" if exact else "fast", "decisions": decisions,
+           "decisions": decisions,
            "training_alone_s": round(a, 3), "training_together_s": round(b, 3),
            "training_alone_decisions_per_core_s": round(decisions / a),
            "training_together_decisions_per_core_s": round(decisions / b), "training_ratio": round(a / b, 3)}
@@ -151,13 +150,8 @@ def main() -> None:
     ap.add_argument("--whole", action="store_true",
                     help="with --seeds: also time the row's whole runs (training, learning curves and the default "
                          "preset's evaluation: methods.run_one seed after seed against methods.run_seeds)")
-    ap.add_argument("--fast", action="store_true",
-                    help="with --seeds: train both ways on the batched engine's fast mode (PPOConfig(exact=False): "
-                         "each seed's slots a stream of their own); training only, not with --whole")
     ap.add_argument("--out", type=output_file, default=OUT, help=f"with --seeds: the JSON (default {OUT})")
     args = ap.parse_args()
-    if args.fast and (args.whole or args.seeds is None):
-        ap.error("argument --fast: it measures a row's training, so it needs --seeds and not --whole")
     torch.set_num_threads(1)
     threadpool_limits(1)
     if args.seeds is not None:
@@ -165,7 +159,7 @@ def main() -> None:
         for game in args.games:
             for method in args.methods:
                 steps = preset_steps(game) if args.steps is None else args.steps
-                results.append(row_speed(game, method, args.seeds, steps, args.rounds, args.whole, not args.fast))
+                results.append(row_speed(game, method, args.seeds, steps, args.rounds, args.whole))
                 print(json.dumps(results[-1]), flush=True)
         write_json(args.out, {"rows": results, "threads": 1})
         return

@@ -4,9 +4,7 @@ For each game (``p4g``, ``cooperbench``, ``tau2``) it measures, in this process,
 is noisy; medians are reported):
 
 * ``batched_steps_per_s``: env steps/s of ``make_vec("<game>-frozen", num_envs=N)`` (N = 256) with random
-  legal acts (one per slot, drawn for all slots at once), exact mode (the same episodes as N scalar envs);
-* ``fast_batched_steps_per_s``: the same in fast mode (``make_vec(..., exact=False)``: one generator for all
-  slots, the same distribution of episodes; ``tests/test_vec_fast.py``), and ``fast_ratio_vs_rps``;
+  legal acts (one per slot, drawn for all slots at once);
 * ``rps_v2_steps_per_s``: PettingZoo's ``rps_v2`` parallel env with random acts (``benchmarks/env_speed.py``'s
   baseline), and ``ratio_vs_rps``;
 * ``scalar_steps_per_s``: the scalar ``scope_envs.make("<game>-frozen")`` with random legal acts, and
@@ -54,11 +52,11 @@ from baseline_tree import REPO, ExportError, child_output, export
 from scope_envs.train.act_ppo import PPOConfig, PPOTrainer, evaluate
 
 
-def batched_steps(env_id: str, num_envs: int, steps: int, seed: int, exact: bool = True, warmup: int = 0) -> float:
-    """Env steps/s of ``make_vec(env_id, num_envs, exact=exact)``: ``steps`` steps of every slot, random legal
+def batched_steps(env_id: str, num_envs: int, steps: int, seed: int, warmup: int = 0) -> float:
+    """Env steps/s of ``make_vec(env_id, num_envs)``: ``steps`` steps of every slot, random legal
     acts, timed after ``warmup`` untimed steps (a trainer's engine steps on and on: the first steps of a fresh one
     start every slot at once, and tau2's first episodes build their tasks' goals and worlds)."""
-    vec = scope_envs.make_vec(env_id, num_envs=num_envs, exact=exact)
+    vec = scope_envs.make_vec(env_id, num_envs=num_envs)
     rng = np.random.default_rng(seed)
     obs, _ = vec.reset(seed=seed)
     for k in range(warmup + steps):
@@ -171,7 +169,7 @@ def main(argv=None) -> None:
                     help="the git revision whose trainer and evaluation are the baseline (default: main when "
                          "issue 17 was filed)")
     ap.add_argument("--env-only", action="store_true",
-                    help="measure the envs only (batched, fast, rps_v2, scalar), not the trainer or evaluate")
+                    help="measure the envs only (batched, rps_v2, scalar), not the trainer or evaluate")
     args = ap.parse_args(argv)
     for name in ("num_envs", "vec_steps", "scalar_steps", "steps", "rounds"):
         if not 1 <= getattr(args, name) <= 10**7:
@@ -193,8 +191,6 @@ def main(argv=None) -> None:
         for r in range(args.rounds):
             measured = {
                 "batched_steps_per_s": batched_steps(env_id, args.num_envs, args.vec_steps, r, warmup=args.warmup),
-                "fast_batched_steps_per_s": batched_steps(env_id, args.num_envs, args.vec_steps, r, exact=False,
-                                                          warmup=args.warmup),
                 "rps_v2_steps_per_s": scalar_steps(rps_v2.parallel_env(), args.scalar_steps, r, masked=False),
                 "scalar_steps_per_s": scalar_steps(scope_envs.make(env_id), args.scalar_steps, r, masked=True),
             }
@@ -213,11 +209,8 @@ def main(argv=None) -> None:
             "batched_steps_per_s": round(med["batched_steps_per_s"]),
             "rps_v2_steps_per_s": round(med["rps_v2_steps_per_s"]),
             "ratio_vs_rps": round(med["batched_steps_per_s"] / med["rps_v2_steps_per_s"], 2),
-            "fast_batched_steps_per_s": round(med["fast_batched_steps_per_s"]),
-            "fast_ratio_vs_rps": round(med["fast_batched_steps_per_s"] / med["rps_v2_steps_per_s"], 2),
             "scalar_steps_per_s": round(med["scalar_steps_per_s"]),
             "ratio_vs_scalar": round(med["batched_steps_per_s"] / med["scalar_steps_per_s"], 2),
-            "fast_ratio_vs_scalar": round(med["fast_batched_steps_per_s"] / med["scalar_steps_per_s"], 2),
         }
         if args.env_only or game not in TRAINER_GAMES:
             continue

@@ -297,15 +297,15 @@ class RemoteVecEnv:
     scalar envs (a local vec env's ``envs``) stay on the server, so ``SB3VecEnv.get_attr`` reads only the
     adapter's own per-slot values (``action_masks``, ``member``) from it."""
 
-    def __init__(self, base_url: str, num_envs: int = 16, exact: bool = True, timeout: float = 120.0):
+    def __init__(self, base_url: str, num_envs: int = 16, timeout: float = 120.0):
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
         self.spec = fetch_spec(self.base_url)
         self._http = _Http(self.base_url, timeout)
-        opened = self._http("POST", "/scope/vec", {"num_envs": num_envs, "exact": exact})
+        opened = self._http("POST", "/scope/vec", {"num_envs": num_envs})
         self.session_id = opened["session_id"]
         self.num_envs = opened["num_envs"]
-        self.exact = opened["exact"]
+        self.engine = opened["engine"]  # "batched", or "loop": the scalar envs one at a time
         self.possible_agents = list(opened["possible_agents"])
         self._obs_spaces = {a: build_space(self.spec["observation_spaces"][a]) for a in self.possible_agents}
         self._act_spaces = {a: build_space(self.spec["action_spaces"][a]) for a in self.possible_agents}
@@ -325,7 +325,7 @@ class RemoteVecEnv:
     def reset(self, seed=None, options=None, slots=None, streams=None):
         body = {"seed": None if seed is None else (int(seed) if np.isscalar(seed) else [int(s) for s in seed]),
                 "options": options, "slots": None if slots is None else [int(s) for s in slots]}
-        if streams is not None:  # fast mode's generators, sent only when given
+        if streams is not None:  # the slots' generators, sent only when given
             body["streams"] = [int(s) for s in streams]
         out = unpack(self._post("reset", body))
         return out["obs"], out["infos"]

@@ -1,4 +1,5 @@
-"""The shipped P4G parameters are reproducible from the real data and ship no raw rows."""
+"""The shipped P4G parameters (one file per part of the people split) are reproducible from the real data, each
+from its own part's people, and ship no raw rows."""
 
 import json
 import math
@@ -9,11 +10,12 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data" / "p4g"
-PARAMS = ROOT / "scope_envs" / "games" / "p4g" / "params.json"
+PACKAGE = ROOT / "scope_envs" / "games" / "p4g"
+PARTS = {"train": PACKAGE / "params_train.json", "heldout": PACKAGE / "params_heldout.json"}
 
 needs_data = pytest.mark.skipif(
     not (DATA / "full_info.csv").exists(),
-    reason=f"Persuasion-for-Good data not found at {DATA} (needed to refit params.json)",
+    reason=f"Persuasion-for-Good data not found at {DATA} (needed to refit the shipped parameters)",
 )
 
 
@@ -24,9 +26,9 @@ def fitted():
     return fit(DATA)
 
 
-@pytest.fixture(scope="module")
-def shipped():
-    return json.loads(PARAMS.read_text())
+@pytest.fixture(scope="module", params=list(PARTS))
+def part(request):
+    return request.param
 
 
 def _assert_close(a, b, where="params"):
@@ -46,9 +48,18 @@ def _assert_close(a, b, where="params"):
 
 
 @needs_data
-def test_refit_matches_shipped(fitted, shipped):
-    for key, value in fitted.items():  # keys written by other code (calibration, ...) are not ours
-        assert key in shipped, f"params.json lacks {key!r}: rerun python -m scope_envs.validate.p4g"
+def test_refit_matches_shipped(part):
+    """Each part's packaged file is the fit on that part's people alone (``--part``)."""
+    from scope_envs.games.p4g.fit import fit
+    from scope_envs.validate.p4g import other_part
+
+    from scope_envs.games.p4g.personas import PART_FILES
+
+    assert PARTS[part].name == PART_FILES[part]
+    shipped = json.loads(PARTS[part].read_text())
+    refit = fit(DATA, holdout=other_part(DATA, part))
+    for key, value in refit.items():  # keys written by other code (calibration, ...) are not ours
+        assert key in shipped, f"{PARTS[part].name} lacks {key!r}: rerun python -m scope_envs.validate.p4g"
         _assert_close(value, shipped[key], key)
 
 
@@ -79,10 +90,10 @@ def test_facts(fitted):
     assert np.all(np.linalg.eigvalsh(corr) > 0)
 
 
-def test_no_raw_rows_shipped():
-    text = PARAMS.read_text()
-    assert "user_" not in text, "a user id leaked into params.json"
-    assert "_live" not in text, "a dialogue id leaked into params.json"
+def test_no_raw_rows_shipped(part):
+    text = PARTS[part].read_text()
+    assert "user_" not in text, f"a user id leaked into {PARTS[part].name}"
+    assert "_live" not in text, f"a dialogue id leaked into {PARTS[part].name}"
 
 
 # ----------------------------------------------------------------------------- the fitting script
@@ -101,22 +112,23 @@ def fake_data(tmp_path):
 
 
 def _packaged_state():
-    return PARAMS.read_bytes(), PARAMS.stat().st_mtime_ns
+    return [(p.read_bytes(), p.stat().st_mtime_ns) for p in PARTS.values()]
 
 
-def test_default_output_is_not_the_packaged_file(fake_data, tmp_path, monkeypatch):
-    from scope_envs.games.p4g import fit
+def test_default_output_is_not_a_packaged_file(fake_data, tmp_path, monkeypatch):
     from scope_envs.validate import p4g as command
 
     monkeypatch.chdir(tmp_path)
     ap = command.build_parser()
     out = command.output_path(ap, ap.parse_args(["--data", str(fake_data)]))
     assert out.resolve() == tmp_path.resolve() / "p4g_params.json"
-    assert out.resolve() != PARAMS.resolve() and fit.PACKAGED.resolve() == PARAMS.resolve()
-    assert command.output_path(ap, ap.parse_args(["--data", str(fake_data), "--overwrite-packaged"])) == fit.PACKAGED
+    for part, path in PARTS.items():
+        args = ap.parse_args(["--data", str(fake_data), "--part", part, "--overwrite-packaged"])
+        assert command.output_path(ap, args).resolve() == path.resolve()
 
 
-@pytest.mark.parametrize("argv", [["--out", str(PARAMS)], ["--out", "x.json", "--overwrite-packaged"]])
+@pytest.mark.parametrize("argv", [["--out", str(PARTS["train"])], ["--out", str(PARTS["heldout"]), "--part", "heldout"],
+                                  ["--out", "x.json", "--overwrite-packaged"]])
 def test_writing_the_packaged_file_needs_the_flag_alone(argv, fake_data, tmp_path, monkeypatch, capsys):
     from scope_envs.validate.p4g import fit_command as main
 
@@ -167,8 +179,8 @@ def test_script_writes_out_and_leaves_the_packaged_file_alone(fitted, tmp_path, 
     from scope_envs.validate.p4g import fit_command as main
 
     monkeypatch.chdir(tmp_path)
-    before, shipped_params = _packaged_state(), personas.params("train")
-    try:
+    before = _packaged_state()
+    with personas.params_kept():  # calibration installs the parameters it fits
         main(["--data", str(DATA), "--no-calibrate"])
         written = json.loads((tmp_path / "p4g_params.json").read_text())
         assert set(written) == set(fitted) and "calibration" not in written
@@ -177,23 +189,19 @@ def test_script_writes_out_and_leaves_the_packaged_file_alone(fitted, tmp_path, 
         main(["--data", str(DATA), "--out", "calibrated.json", "--episodes", "2"])
         calibrated = json.loads((tmp_path / "calibrated.json").read_text())
         assert calibrated["calibration"]["episodes"] == 2 and calibrated["calibration"]["split"] == "train"
-    finally:
-        personas.set_params(shipped_params)  # calibration installs the parameters it fits
     assert _packaged_state() == before
 
 
-def test_a_parts_fit_does_not_replace_a_file_another_part_reads(fake_data, tmp_path, monkeypatch, capsys):
-    """``--part train --overwrite-packaged`` while both parts read params.json: exit 2, the file untouched."""
-    from scope_envs.games.p4g import personas
+def test_a_fit_on_everyone_replaces_no_packaged_file(fake_data, tmp_path, monkeypatch, capsys):
+    """``--overwrite-packaged`` without ``--part``: no part reads a fit on everyone, so exit 2, the files untouched."""
     from scope_envs.validate.p4g import fit_command as main
 
     monkeypatch.chdir(tmp_path)
-    assert personas.PART_FILES["train"] == personas.PART_FILES["heldout"] == "params.json"
     before = _packaged_state()
     with pytest.raises(SystemExit) as exc:
-        main(["--data", str(fake_data), "--part", "train", "--overwrite-packaged", "--no-calibrate"])
+        main(["--data", str(fake_data), "--overwrite-packaged", "--no-calibrate"])
     assert exc.value.code == 2
-    assert "argument --overwrite-packaged: the heldout part reads params.json too" in capsys.readouterr().err
+    assert "argument --overwrite-packaged: no part of the game reads a fit on everyone" in capsys.readouterr().err
     assert _packaged_state() == before
 
 

@@ -29,6 +29,15 @@ def full():
 
 
 @pytest.fixture(scope="module")
+def heldout_part(dialogues):
+    """The annotated dialogues of the held-out part of the people split: the ones the check reads."""
+    from scope_envs.games.p4g.people import TRAIN, split_people
+
+    training = split_people(DATA).dialogues(TRAIN)
+    return {d: r for d, r in dialogues.items() if d not in training}
+
+
+@pytest.fixture(scope="module")
 def report():
     return p4g_holdout.out_of_sample(DATA, replications=1, simulators=("human_proxy",))
 
@@ -85,7 +94,11 @@ def test_holdout_drops_the_test_people_from_every_table(dialogues, person, full)
     assert fit(DATA, holdout=frozenset(["no such dialogue"])) == full
 
 
-def test_report_shape_and_refit_sizes(report, dialogues):
+def test_report_shape_and_refit_sizes(report, heldout_part, dialogues):
+    """The check reads the held-out part alone: its folds cover that part, and each refit holds the fold's other
+    dialogues of that part, none of the training part's."""
+    assert len(heldout_part) == 128 < len(dialogues)
+    dialogues = heldout_part
     assert report["design"]["n_dialogues"] == len(dialogues)
     assert sum(report["design"]["fold_sizes"]) == len(dialogues)
     for f in report["folds"]:
@@ -98,7 +111,8 @@ def test_report_shape_and_refit_sizes(report, dialogues):
         assert 0 <= sim["give_rate"] <= 1 and 0 <= sim["mean_donation"] <= 2
 
 
-def test_noise_floor_is_real_fit_part_against_real_test_part(report, dialogues, person):
+def test_noise_floor_is_real_fit_part_against_real_test_part(report, heldout_part, person):
+    dialogues = heldout_part
     parts = p4g_holdout.folds(dialogues, person=person)
     for f, test_ids in zip(report["folds"], parts):
         test = {d: dialogues[d] for d in test_ids}

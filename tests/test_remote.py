@@ -136,15 +136,15 @@ def test_vec_env_is_make_vec(frozen_url):
         remote.step(acts)
 
 
-def test_fast_mode_streams_travel(frozen_url):
-    """Fast mode's streams (``reset(streams=)``) reach the server: two streams of four slots step as they step
+def test_streams_travel(frozen_url):
+    """The slots' streams (``reset(streams=)``) reach the server: two streams of four slots step as they step
     locally, and a bad ``streams`` is refused naming it."""
-    remote = RemoteVecEnv(frozen_url, num_envs=8, exact=False)
-    local = scope_envs.make_vec("p4g-frozen", num_envs=8, exact=False)
+    remote = RemoteVecEnv(frozen_url, num_envs=8)
+    local = scope_envs.make_vec("p4g-frozen", num_envs=8)
     streams = [0] * 4 + [4] * 4
     (ro, _), (lo, _) = remote.reset(seed=list(range(8)), streams=streams), local.reset(seed=list(range(8)),
                                                                                        streams=streams)
-    assert not remote.exact and same(ro, lo)
+    assert remote.engine == "batched" and same(ro, lo)
     rng = np.random.default_rng(0)
     for _ in range(30):
         acts = {"agent_0": np.array([rng.choice(np.flatnonzero(m)) for m in lo["agent_0"]["action_mask"]])}

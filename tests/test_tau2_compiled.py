@@ -1,7 +1,6 @@
 """tau2's tasks compiled into tables (``scope_envs.games.tau2.compiled``) and the batch that plays them as arrays
 (``scope_envs.games.tau2.batched.Tau2Batch``), held to the scalar game's rules directly: each slot's state read
-back from the arrays equals what its scalar game, replayed to the same point, computes. (``test_vec_tau2.py``
-holds the whole engine to the scalar envs.)"""
+back from the arrays equals what its scalar game, replayed to the same point, computes."""
 
 import numpy as np
 import pytest
@@ -15,7 +14,7 @@ from scope_envs.games.tau2.compiled import TASKS
 from scope_envs.games.tau2.data import load_domain
 from scope_envs.games.tau2.game import AGENT, USER
 from scope_envs.games.tau2.goals import goal_for
-from scope_envs.vec import LoopVecEnv, Tau2VecEnv, vectorize
+from scope_envs.vec import LoopVecEnv, Tau2VecEnv
 
 
 def read_back(batch: Tau2Batch, i: int) -> tuple:
@@ -34,16 +33,16 @@ def from_game(game) -> tuple:
             tuple(float(v) for v in state_row(game.user_state())), cands)
 
 
-@pytest.mark.parametrize("env_id", ["tau2-frozen", "tau2-heldout", "tau2-cotrain"])
-def test_the_arrays_equal_the_scalar_game_replayed_to_the_same_point(env_id):
-    vec = scope_envs.make_vec(env_id, num_envs=12)
+def arrays_equal_the_scalar_games(vec, steps: int, seed: int, every: int = 7) -> tuple[int, int]:
+    """Random play of ``vec``; every ``every`` steps each live slot's arrays are read back and compared with its
+    scalar game replayed to the same point. Returns (slots checked, episodes ended)."""
     assert isinstance(vec, Tau2VecEnv)
     batch = vec.batch
-    obs, _ = vec.reset(seed=4)
-    rng = np.random.default_rng(4)
+    obs, _ = vec.reset(seed=seed)
+    rng = np.random.default_rng(seed)
     checked = ended = 0
-    for step in range(150):
-        if step % 7 == 0:
+    for step in range(steps):
+        if step % every == 0:
             for i in np.flatnonzero(~batch.done).tolist():
                 game = batch.game(i)  # the slot's acts replayed on its scalar game
                 assert read_back(batch, i) == from_game(game), (step, i)
@@ -53,6 +52,12 @@ def test_the_arrays_equal_the_scalar_game_replayed_to_the_same_point(env_id):
         obs, _, terms, truncs, infos = vec.step(acts)
         ended += int(infos["_final_info"].sum())
     assert checked > 100 and ended > 20
+    return checked, ended
+
+
+@pytest.mark.parametrize("env_id", ["tau2-frozen", "tau2-heldout", "tau2-cotrain"])
+def test_the_arrays_equal_the_scalar_game_replayed_to_the_same_point(env_id):
+    arrays_equal_the_scalar_games(scope_envs.make_vec(env_id, num_envs=12), steps=150, seed=4)
 
 
 def test_a_token_across_the_join_of_two_revealed_texts_is_found():
@@ -112,17 +117,17 @@ def test_an_nl_judge_runs_on_the_loop_engine():
 
 def test_the_engine_is_the_same_with_nothing_kept(monkeypatch):
     """The kept answers are only caches: with none kept (every tool call, policy check, reward and world rebuilt
-    from its trail each time), the engine still replays the scalar envs."""
+    from its trail each time), the engine plays the episodes it plays with them."""
     from scope_envs.games.tau2 import batched, compiled
 
+    kept = play(scope_envs.make_vec("tau2-cotrain", num_envs=8), 150, seed=6)
     monkeypatch.setattr(compiled, "MEMO_SIZE", 0)
     monkeypatch.setattr(compiled, "WORLDS_KEPT", 0)
     monkeypatch.setattr(compiled, "ROWS_KEPT", 0)
     monkeypatch.setattr(batched, "TASKS", compiled.Tasks())  # compiled afresh, under the caps
-    f = lambda: scope_envs.make("tau2-cotrain")  # noqa: E731
-    vec, loop = vectorize([f() for _ in range(8)]), LoopVecEnv([f() for _ in range(8)])
+    vec = scope_envs.make_vec("tau2-cotrain", num_envs=8)
     assert isinstance(vec, Tau2VecEnv)
-    assert_same(play(vec, 150, seed=6), play(loop, 150, seed=6))
+    assert_same(play(vec, 150, seed=6), kept)
     tables = batched.TASKS.tables
     assert tables and all(not (t.answers or t.flags or t.rewards) and len(t.worlds) <= 1 for t in tables)
     kept = batched.TASKS

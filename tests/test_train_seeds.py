@@ -37,15 +37,14 @@ CASES = [("p4g", m) for m in ("frozen", "oracle", "uncollapsed", "vs", "rotation
                                                                  ("tau2", "frozen"), ("tau2", "cotrain")]
 
 
-@pytest.mark.parametrize("exact", [True, False], ids=["exact", "fast"])
 @pytest.mark.parametrize("game,method", CASES)
-def test_a_seed_trains_among_others_as_it_trains_alone(game, method, exact):
+def test_a_seed_trains_among_others_as_it_trains_alone(game, method):
     """Seed 3 among four (its neighbours on other seeds, one of them with half the budget, so that it
-    leaves the vec env midway) ends with the networks, the counts and the log rows of seed 3 alone; in exact
-    mode (each slot its own generator) and in fast mode (each seed's block its own stream)."""
-    alone = trainer(game, method, 3, 900, exact=exact)
+    leaves the vec env midway) ends with the networks, the counts and the log rows of seed 3 alone (each seed's
+    block draws from its own stream)."""
+    alone = trainer(game, method, 3, 900)
     history = alone.train()
-    together = [trainer(game, method, s, 450 if s == 1 else 900, exact=exact) for s in (0, 1, 3, 5)]
+    together = [trainer(game, method, s, 450 if s == 1 else 900) for s in (0, 1, 3, 5)]
     seen = []
     histories = train_seeds(together, callback=lambda k, row: seen.append(k))
     mine = together[2]
@@ -75,14 +74,13 @@ def test_the_shared_rollout_learns():
         assert last > first + 0.2, (first, last)
 
 
-@pytest.mark.parametrize("batched,exact", [(True, True), (True, False), (False, True)],
-                         ids=["exact", "fast", "loop"])
+@pytest.mark.parametrize("batched", [True, False], ids=["batched", "loop"])
 @pytest.mark.parametrize("env_id", ["p4g-frozen", "tau2-rotation"])
-def test_blocks_play_the_episodes_of_their_own_vec_env(env_id, batched, exact):
+def test_blocks_play_the_episodes_of_their_own_vec_env(env_id, batched):
     """``collect_blocks``: each block's episodes (returns, outcomes, acts, groups) equal ``collect``'s on a vec env
     of its slots alone, with blocks of different sizes, episode counts and grouping."""
     def vec(n):
-        return vectorize([scope_envs.make(env_id) for _ in range(n)], batched=batched, exact=exact)
+        return vectorize([scope_envs.make(env_id) for _ in range(n)], batched=batched)
 
     specs = [(4, 10, 100, 1), (6, 3, 200, 1), (4, 8, 300, 2)]  # (slots, episodes, seed, group size)
     blocks, start = [], 0

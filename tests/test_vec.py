@@ -1,6 +1,7 @@
-"""``make_vec``: N episodes stepped together give the same trajectories as N scalar envs seeded alike, on
-every id (the batched p4g engine, and the loop path elsewhere); auto-reset keeps the finished episode's final
-info; illegal acts raise; the Gymnasium vector view; the trainer's batched rollouts train identically."""
+"""``make_vec``: a user asked slot by slot gets the scalar env's view; a pool's snapshots answer all their slots
+at once; auto-reset keeps the finished episode's final info; illegal acts raise and change nothing; the Gymnasium
+vector view. (That the batched episodes are drawn as the scalar envs draw
+theirs: tests/test_vec_distribution.py.)"""
 
 import zlib
 
@@ -13,19 +14,6 @@ from scope_envs.core.simulator import Simulator
 from scope_envs.vec import BatchedVecEnv, GymVectorEnv, LoopVecEnv, vectorize
 
 torch.set_num_threads(1)
-
-REGIMES = scope_envs.REGIMES
-VARIANTS = [  # (id, kwargs): regime options whose members, schedules or samplers differ
-    ("p4g-rotation", {"families": 3, "schedule": "index"}),
-    ("p4g-rotation", {"schedule": "bandit"}),
-    ("p4g-population", {"pool_size": 3}),
-    ("p4g-population", {"members": 3, "schedule": "round_robin"}),
-    ("p4g-vs", {"k": 3, "selection": "random"}),
-    ("p4g-heldout", {"personas": "train"}),
-    ("p4g-frozen", {"sharpening": 5.0, "max_turns": 4}),
-    ("p4g-cotrain", {"user_reward": "adversarial"}),
-]
-
 
 def play(vec, steps: int, seed: int, options=None) -> list:
     """Random legal play, the act of slot i from its own generator; everything observed, in order."""
@@ -67,59 +55,25 @@ def assert_same(a, b):
                 assert u == v
 
 
-def both(envs_factory, n=8):
-    return vectorize([envs_factory() for _ in range(n)]), LoopVecEnv([envs_factory() for _ in range(n)])
-
-
-@pytest.mark.parametrize("env_id,kwargs", [(f"{g}-{r}", {}) for g in ("p4g", "cooperbench") for r in REGIMES]
-                         + VARIANTS + [(e.replace("p4g", "cooperbench"), k) for e, k in VARIANTS[:6]])
-def test_batched_games_replay_the_scalar_envs(env_id, kwargs):
-    vec, scalar = both(lambda: scope_envs.make(env_id, **kwargs))
-    assert isinstance(vec, BatchedVecEnv)
-    assert_same(play(vec, 100, seed=3), play(scalar, 100, seed=3))
-
-
-@pytest.mark.parametrize("drawn", [True, False])
-@pytest.mark.parametrize("env_id", ["p4g-cotrain", "cooperbench-population", "tau2-rotation", "tau2-heldout"])
-def test_scenario_seeds_and_each_slots_draws_deal_as_the_scalar_envs(env_id, drawn, monkeypatch):
-    """Exact mode deals from integers each slot's own generator draws (``BatchedVecEnv.draw``): a slot given a
-    scenario seed draws its scenario from that seed's generator and the rest (the member, the game's own draws)
-    from its own, as the scalar env does; the others draw everything from their own. ``drawn=False``: the
-    slot-by-slot dealing the engine keeps for a tau2 env whose slots hold different task data."""
-    options = [{"scenario_seed": 11 + i % 2} if i % 3 == 0 else {} for i in range(8)]
-    batched, loop = both(lambda: scope_envs.make(env_id))
-    assert isinstance(batched, BatchedVecEnv) and batched.draws_by_index()
-    if not drawn:
-        monkeypatch.setattr(type(batched), "draws_by_index", lambda self: False)
-    trace = play(batched, 40, seed=5, options=options)
-    assert_same(trace, play(loop, 40, seed=5, options=options))
-    first = [p for t in trace if isinstance(t, list) for (_, _, _, p, *_) in t]
-    assert len(set(first)) > 2  # (the slots were dealt different scenarios)
-
-
 @pytest.mark.parametrize("game", ["p4g", "cooperbench"])
 def test_a_view_reads_the_scalar_game_of_the_episode_dealt(game):
-    """A slot dealt from integers resets no scalar game (``deal_many``); its view brings the slot's scalar game to
-    the episode (``sync_scalar``): the instructions are this episode's persona card and task, as the scalar env's."""
-    batched, loop = both(lambda: scope_envs.make(f"{game}-cotrain"))
+    """A slot dealt from indices resets no scalar game (``deal_many``); its view brings the slot's scalar game to
+    the episode (``sync_scalar``): the instructions are this episode's persona card and task, as a fresh scalar
+    game reset on them words them."""
+    from scope_envs.core.game import Drawn
+
+    batched = scope_envs.make_vec(f"{game}-cotrain", num_envs=8)
     batched.reset(seed=3)
-    loop.reset(seed=3)
     role = batched.role_names[1]
     legal = np.ones(batched.batch.n_acts[1], bool)
     texts = [batched.view(i, 1, legal).instructions for i in range(batched.num_envs)]
-    assert texts == [e.unwrapped.game.instructions(role) for e in loop.envs]
+    want = []
+    for i in range(batched.num_envs):
+        fresh = scope_envs.make(f"{game}-cotrain").unwrapped.game
+        fresh.reset(batched.persona[i], Drawn(int(batched.task_index[i])) if game == "cooperbench" else None)
+        want.append(fresh.instructions(role))
+    assert texts == want
     assert len(set(texts)) > 1
-
-
-@pytest.mark.parametrize("game", ["p4g", "cooperbench"])
-def test_batched_games_replay_the_held_out_panel(game):
-    """The benchmark's panel: six held-out families, each seated by ``panel_env`` on held-out scenarios."""
-    from scope_envs.agents.families import panel, panel_env
-
-    for member in panel(game)[:3]:
-        vec, scalar = both(lambda m=member: panel_env(scope_envs.make(f"{game}-heldout").unwrapped.game, m), n=6)
-        assert isinstance(vec, BatchedVecEnv)
-        assert_same(play(vec, 50, seed=11), play(scalar, 50, seed=11))
 
 
 def canonical(value):
@@ -131,7 +85,8 @@ def canonical(value):
 
 
 class ViewReader(Simulator):
-    """A user whose reply distribution hashes its whole view: any difference in a view changes the play."""
+    """A user whose reply is its legal act of highest weight in a table hashed from its whole view: any difference
+    in a view changes the play, and nothing else does (it draws nothing)."""
 
     wants_observation = True
 
@@ -140,22 +95,45 @@ class ViewReader(Simulator):
                     view.legal.tolist(), canonical(view.public), canonical(view.private), view.instructions,
                     view.observation.tobytes()))
         w = np.random.default_rng(zlib.crc32(key.encode())).random(len(view.legal)) * view.legal
-        return w / w.sum()
+        out = np.zeros(len(w))
+        out[int(np.argmax(w))] = 1.0
+        return out
 
 
-@pytest.mark.parametrize("game", ["p4g", "cooperbench"])
-def test_other_simulators_are_asked_slot_by_slot_with_the_scalar_envs_view(game):
-    """A user that is not a built-in simulator (a custom one; a checkpoint pool's entries) gets the view the
-    scalar env would give it, history, public and private facts and the act observation included."""
-    vec, scalar = both(lambda: scope_envs.make(f"{game}-frozen", user=ViewReader()))
-    assert isinstance(vec, BatchedVecEnv)
-    assert_same(play(vec, 60, seed=5), play(scalar, 60, seed=5))
-    vec, scalar = both(lambda: scope_envs.make(f"{game}-population", pool_size=3))
-    reader = ViewReader()
-    for v in (vec, scalar):
-        for env in v.envs:
-            env.add_snapshot(reader)
-    assert_same(play(vec, 60, seed=5), play(scalar, 60, seed=5))
+def hashed_play(vec, options) -> list:
+    """``play`` of each slot's first episode, where the agent's act in a slot is a function of its observation
+    alone, and every slot is dealt its scenario by a seed: two engines that give a user the same views play the
+    same episodes."""
+    n = vec.num_envs
+    vec.next_episode = lambda slot: None
+    obs, infos = vec.reset(seed=0, options=options)
+    trace = []
+    while infos["live"]["agent_0"].any():
+        mask, x, live = obs["agent_0"]["action_mask"], obs["agent_0"]["observation"], infos["live"]["agent_0"]
+        acts = np.zeros(n, np.int64)
+        for i in np.flatnonzero(infos["active"]["agent_0"]):
+            legal = np.flatnonzero(mask[i])
+            acts[i] = legal[zlib.crc32(x[i].tobytes()) % len(legal)]
+        obs, rewards, _, _, infos = vec.step({"agent_0": acts})
+        trace.append((x[live], rewards["agent_0"], infos["turn"][live]))
+        if infos["_final_info"].any():
+            final = infos["final_info"]
+            trace.append([(i, final["user_acts"][i], final["persona"][i], final["return"][i])
+                          for i in np.flatnonzero(infos["_final_info"])])
+    return trace
+
+
+def test_other_simulators_are_asked_slot_by_slot_with_the_scalar_envs_view():
+    """A user that is not a built-in simulator gets the view the scalar env would give it, history, public and
+    private facts and the act observation included: with its replies a function of its view and every slot's
+    scenario dealt by a seed, the batched engine plays the scalar envs' episodes exactly."""
+    options = [{"scenario_seed": 20 + i} for i in range(8)]
+    vec = scope_envs.make_vec("p4g-frozen", num_envs=8, user=ViewReader())
+    scalar = vectorize([scope_envs.make("p4g-frozen", user=ViewReader()) for _ in range(8)], batched=False)
+    assert isinstance(vec, BatchedVecEnv) and isinstance(scalar, LoopVecEnv)
+    trace = hashed_play(vec, options)
+    assert_same(trace, hashed_play(scalar, options))
+    assert len({p for t in trace if isinstance(t, list) for (_, _, p, _) in t}) == 8
 
 
 def snapshots(env, seed: int, selfplay: bool = False) -> list:
@@ -182,23 +160,21 @@ def snapshots(env, seed: int, selfplay: bool = False) -> list:
 @pytest.mark.parametrize("game,selfplay", [("p4g", False), ("cooperbench", False), ("tau2", False), ("p4g", True)])
 def test_a_pools_snapshots_answer_all_their_slots_at_once_as_the_scalar_envs(game, selfplay):
     """A checkpoint pool's snapshots answer from the observation alone (``Simulator.distributions``): the batched
-    engine asks each snapshot once for all the slots it plays, never slot by slot, and the episodes are the
-    scalar envs' own, bit for bit (``numpy_ac.log_policy_rows``: a row's forward pass does not depend on the
-    rows beside it)."""
-    vec, scalar = both(lambda: scope_envs.make(f"{game}-population", pool_size=3))
-    pool = snapshots(scalar.envs[0], seed=len(game), selfplay=selfplay)
-    for v in (vec, scalar):
-        for env in v.envs:
-            for s in pool:
-                env.add_snapshot(s)
-    asked = []
+    engine asks each snapshot once for all the slots it plays, never slot by slot (whose episodes draw as the
+    scalar envs': tests/test_vec_distribution.py)."""
+    vec = scope_envs.make_vec(f"{game}-population", num_envs=8, pool_size=3)
+    pool = snapshots(vec.envs[0], seed=len(game), selfplay=selfplay)
+    for env in vec.envs:
+        for s in pool:
+            env.add_snapshot(s)
+    asked, answered = [], []
     vec._ask = lambda i, legal: asked.append(i)
-    assert_same(play(vec, 80, seed=4), play(scalar, 80, seed=4))
-    assert not asked
-    # ... and the snapshots did play: their draws moved the slots' generators past the scalar envs' without them
-    bare, _ = both(lambda: scope_envs.make(f"{game}-population", pool_size=3))
-    with pytest.raises(AssertionError):
-        assert_same(play(bare, 80, seed=4), play(scalar, 80, seed=4))
+    for s in pool:
+        s.distributions = (lambda f: lambda x, legal: answered.append(len(x)) or f(x, legal))(s.distributions)
+    trace = play(vec, 80, seed=4)
+    members = {m for t in trace if isinstance(t, list) for (*_, m, _, _) in t}
+    assert not asked and answered and members == {0, 1, 2}
+    assert max(answered) > 1  # a call answered several slots
 
 
 def test_a_non_default_held_out_assumption_loops_over_the_scalar_envs():
@@ -267,33 +243,6 @@ def test_the_gymnasium_vector_view_runs_a_cleanrl_style_loop():
         GymVectorEnv(scope_envs.make_vec("p4g-cotrain", num_envs=2))
 
 
-def params(net):
-    return torch.cat([p.detach().flatten() for p in net.parameters()])
-
-
-@pytest.mark.parametrize("env_id,kwargs,cfg", [
-    ("p4g-frozen", {}, {}),
-    ("p4g-population", {"pool_size": 3, "snapshot_every": 1}, {"group_size": 4, "advantage": "grpo"}),
-    ("p4g-cotrain", {}, {"selfplay": True}),
-    ("cooperbench-cotrain", {}, {}),
-])
-def test_the_trainer_trains_identically_on_batched_and_scalar_rollouts(env_id, kwargs, cfg):
-    from scope_envs.train.act_ppo import PPOConfig, PPOTrainer, evaluate
-
-    runs = []
-    for batched in (True, False):
-        trainer = PPOTrainer(PPOConfig(env_id=env_id, env_kwargs=kwargs, total_steps=700, seed=1, batched=batched,
-                                       bc_episodes=20, bc_steps=5, **cfg))
-        history = trainer.train()
-        held = evaluate(trainer, f"{env_id.split('-')[0]}-heldout", episodes=48, seed=3)
-        floor = evaluate(trainer, env_id, episodes=24, seed=3, uniform=True, **kwargs)
-        runs.append(([r["return"] for r in history], held["success"], held["sim_entropy"], floor["success"],
-                     {n: params(net) for n, net in trainer.learners.items()}))
-    (*a, pa), (*b, pb) = runs
-    assert a == b
-    assert all(torch.equal(pa[k], pb[k]) for k in pa)
-
-
 def test_batched_tables_follow_set_params():
     """Swapping the fitted parameters (the fitting and out-of-sample scripts do) reaches the batched rules too."""
     import copy
@@ -303,12 +252,10 @@ def test_batched_tables_follow_set_params():
     shipped = personas.params("train")
     new = copy.deepcopy(shipped)
     new["strategy_effects"]["coef"]["thank"] += 1.0
-    try:
-        personas.set_params(new)
+    with personas.params_kept():
+        personas.set_params(new, "train")
         want = shipped["strategy_effects"]["coef"]["thank"] + 1.0
         assert batched.tables("train")["coef"]["thank"] == pytest.approx(want)
-    finally:
-        personas.set_params(shipped)
     assert batched.tables("train")["coef"]["thank"] == shipped["strategy_effects"]["coef"]["thank"]
 
 

@@ -4,9 +4,9 @@ A remote act-level trainer would otherwise pay one HTTP round trip per episode s
 steps all N slots, with ``make_vec``'s API (a leading batch axis, auto-reset in the same step) and the
 arrays packed (``scope_envs.serve.codec``). Routes, all JSON over HTTP:
 
-* ``POST /scope/vec`` ``{"num_envs": N, "exact": true}`` → ``{"session_id", ...}``
+* ``POST /scope/vec`` ``{"num_envs": N}`` → ``{"session_id", "engine": "batched" | "loop", ...}``
 * ``POST /scope/vec/{id}/reset`` ``{"seed": s | [s_0..], "options": {...} | [...], "slots": [...],
-  "streams": [...]}`` → ``{obs, infos}`` (``streams``: fast mode's generator of each slot, ``BatchedVecEnv.reset``)
+  "streams": [...]}`` → ``{obs, infos}`` (``streams``: each slot's generator, ``BatchedVecEnv.reset``)
 * ``POST /scope/vec/{id}/step`` ``{"actions": {agent: packed int array (N,)}, "final_obs": false}``
   → ``{obs, rewards, terminations, truncations, infos}``
 * ``POST /scope/vec/{id}/snapshot`` ``{"snapshot": {...}}``: add a user policy to every slot's checkpoint pool
@@ -36,6 +36,7 @@ from scope_envs.serve.environment import ServeConfig, check_options, check_seed
 from scope_envs.serve.errors import AtCapacity, BadRequest, NoEpisode, SessionLost, UnknownSession
 from scope_envs.serve.snapshot import MLPSnapshot, SnapshotError
 from scope_envs.wrappers import CheckpointPool
+from scope_envs.vec.batched import BatchedVecEnv
 
 MAX_EXPIRED_REMEMBERED = 4096
 
@@ -43,7 +44,6 @@ MAX_EXPIRED_REMEMBERED = 4096
 class OpenRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     num_envs: StrictInt = Field(..., ge=1)
-    exact: StrictBool = True
 
 
 class ResetRequest(BaseModel):
@@ -84,7 +84,7 @@ class VecSessions:
         self.ended: collections.OrderedDict[str, str] = collections.OrderedDict()
         self._lock = threading.Lock()
 
-    def open(self, num_envs: int, exact: bool) -> tuple[str, VecSession]:
+    def open(self, num_envs: int) -> tuple[str, VecSession]:
         if self.config.surface != "act":
             raise BadRequest("the batched endpoint steps the act surface; this server serves text: play text "
                              "episodes in /ws sessions (one per episode, many at once)")
@@ -100,8 +100,7 @@ class VecSessions:
         try:
             from scope_envs.vec import make_vec
 
-            vec = make_vec(self.config.env_id, num_envs=num_envs, exact=exact, surface=self.config.surface,
-                           **self.config.kwargs)
+            vec = make_vec(self.config.env_id, num_envs=num_envs, surface=self.config.surface, **self.config.kwargs)
         except BaseException:
             with self._lock:
                 self.sessions.pop(sid, None)
@@ -242,10 +241,10 @@ def register_vec_routes(app: FastAPI, sessions: VecSessions) -> None:
 
     @app.post("/scope/vec", tags=["Batched"], summary="Open a batched session of N episodes")
     async def open_vec(req: OpenRequest) -> dict:
-        sid, session = await run_in_threadpool(sessions.open, req.num_envs, req.exact)
+        sid, session = await run_in_threadpool(sessions.open, req.num_envs)
         vec = session.vec
         return {"session_id": sid, "num_envs": vec.num_envs, "possible_agents": vec.possible_agents,
-                "exact": bool(vec.exact)}
+                "engine": "batched" if isinstance(vec, BatchedVecEnv) else "loop"}
 
     @app.post("/scope/vec/{sid}/reset", tags=["Batched"])
     async def reset_vec(sid: str, req: ResetRequest) -> dict:

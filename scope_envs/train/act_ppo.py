@@ -124,9 +124,6 @@ class PPOConfig:
     # the loop engine (LoopVecEnv: the scalar envs one at a time behind the same API; tests/test_vec.py trains
     # identically on both)
     batched: bool = True
-    # the batched engine's mode: exact (each slot replays a scalar env seeded alike) or fast (False: one
-    # generator per block of slots, a seed's; the same distribution of episodes, not the same episodes)
-    exact: bool = True
     # BLAS (numpy's) and torch threads while the trainer trains (its behaviour clone, every step): 1, as
     # scope-envs bench runs (these networks are small: a second thread on a busy machine only spins against the
     # first); restored after. None: leave them as they are
@@ -399,10 +396,10 @@ class PPOTrainer:
         if any(envs is own for own in self.env_sets()):  # training envs: one vec env over them per engine, kept
             key = (id(envs), batched)
             if key not in self._vecs:
-                self._vecs[key] = vectorize(envs, batched=batched, exact=self.cfg.exact)
+                self._vecs[key] = vectorize(envs, batched=batched)
             vec = self._vecs[key]
         else:
-            vec = vectorize(envs, batched=batched, exact=self.cfg.exact)
+            vec = vectorize(envs, batched=batched)
         return collect(vec, self.policies if policies is None else policies, n_episodes, seed, greedy, group_size,
                        scenario_seed)
 

@@ -112,8 +112,8 @@ def collect_blocks(vec, blocks: list[Block], greedy: bool = False, decisions: bo
     """``collect`` for several blocks of one vec env's slots at once: each block plays its own episodes with its
     own policies in its own slots, stepped together (one ``vec.step`` a step for all of them), and gets the
     ``Rollout`` it would get from ``collect`` on a vec env of its slots alone. A block's episodes depend on no
-    other block: in exact mode each slot draws from its own generator, in fast mode each block from its own
-    stream (``BatchedVecEnv.reset(streams=)``); and its policies are its own objects (a policy is asked once per
+    other block: each block draws from its own stream (``BatchedVecEnv.reset(streams=)``; a ``LoopVecEnv``'s
+    slots each from its scalar env's generator); and its policies are its own objects (a policy is asked once per
     block, for that block's rows). This is the seed axis of the trainer (``scope_envs.train.seeds``): S seeds'
     rollouts as one computation."""
     ranges = check_blocks(vec, blocks)
@@ -154,9 +154,9 @@ def collect_blocks(vec, blocks: list[Block], greedy: bool = False, decisions: bo
         return scenario_options(scenario[k], started[k] - 1, blocks[k].group_size)
 
     vec.next_episode = next_episode
-    # fast mode: each block draws from a generator of its own (a stream), seeded by its slots' seeds and
-    # labelled by its first slot, so that it keeps its generator while other blocks come and go
-    streams = None if vec.exact else [n if k < 0 else ranges[k].start for k in block_of.tolist()]
+    # each block draws from a generator of its own (a stream), seeded by its slots' seeds and labelled by its
+    # first slot, so that it keeps its generator while other blocks come and go
+    streams = [n if k < 0 else ranges[k].start for k in block_of.tolist()]
     obs, infos = vec.reset(seed=seeds, options=options, slots=first, streams=streams)
     while not vec.idle.all():
         steps += np.bincount(block_of[~vec.idle], minlength=len(blocks))  # (a live slot is in a block)
@@ -339,8 +339,7 @@ def evaluate_seeds(players: list, env_id: str | Callable[[], object], episodes: 
     else:
         blocks = [Block(pol, episodes, seed, slots=range(k * n, (k + 1) * n))
                   for k, (pol, seed) in enumerate(zip(policies, seeds))]
-        exact = getattr(cfg, "exact", True)
-        rollouts = collect_blocks(vectorize(envs, batched=batched, exact=exact), blocks, greedy, decisions=False)
+        rollouts = collect_blocks(vectorize(envs, batched=batched), blocks, greedy, decisions=False)
     return [summary(episodes, envs[0]) for episodes, _ in rollouts]
 
 

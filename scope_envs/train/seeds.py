@@ -7,7 +7,7 @@ all of them, the engine's per-step cost shared), then updates its own networks (
 Nothing is shared across seeds but the vec env's arrays: each seed keeps its networks, optimiser, generator,
 training envs (their generators, schedules and checkpoint pools) and episodes, so a seed's training is the
 one it gets alone, bit for bit, whichever seeds train beside it (``tests/test_train_seeds.py``: seed 3 alone
-and among four give the same networks and log rows, in exact and in fast mode).
+and among four give the same networks and log rows).
 
     >>> from scope_envs.train.act_ppo import PPOConfig, PPOTrainer
     >>> trainers = [PPOTrainer(PPOConfig("p4g-frozen", seed=s, total_steps=600, num_envs=8, episodes_per_iter=8))
@@ -43,7 +43,7 @@ def check_together(trainers: list) -> None:
         raise ValueError("each trainer may appear once")
     first = trainers[0].cfg
     for t in trainers[1:]:
-        differs = [k for k in ("env_id", "env_kwargs", "num_envs", "episodes_per_iter", "batched", "exact", "threads")
+        differs = [k for k in ("env_id", "env_kwargs", "num_envs", "episodes_per_iter", "batched", "threads")
                    if getattr(t.cfg, k) != getattr(first, k)]
         if differs:
             raise ValueError(f"trainers that train together share one vec env: their configs differ in {differs}")
@@ -62,8 +62,7 @@ def train_seeds(trainers: list, callback: Callable[[int, dict], None] | None = N
     played together. After each iteration ``callback(k, row)`` (if given) receives trainer ``k``'s log row, in
     trainer order. Returns each trainer's log rows, as its ``train()`` would."""
     check_together(trainers)
-    vec = vectorize([env for t in trainers for env in t.envs], batched=trainers[0].batched_engine,
-                    exact=trainers[0].cfg.exact)
+    vec = vectorize([env for t in trainers for env in t.envs], batched=trainers[0].batched_engine)
     histories: list[list[dict]] = [[] for _ in trainers]
     with contextlib.ExitStack() as stack:
         for t in trainers:

@@ -21,9 +21,12 @@ from scope_envs.arguments import positive_int
 from scope_envs.agents.p4g import EmpiricalPersuader, HumanProxyPersuadee, ReferencePersuadee
 from scope_envs.games.p4g import fit as fit_module
 from scope_envs.games.p4g.calibrate import calibrate
-from scope_envs.games.p4g.fit import DEFAULT_OUT, FILES, PACKAGED, summary, check_data, fit
+from scope_envs.games.p4g.fit import DEFAULT_OUT, FILES, summary, check_data, fit
+from scope_envs.games.p4g.personas import PART_FILES
 from scope_envs.games.p4g.simulate import play, statistics
 from scope_envs.games.p4g.donations import compare, real_statistics
+
+PACKAGE_DIR = Path(fit_module.__file__).parent  # the packaged parameter files (``PART_FILES``)
 
 
 # what a truncated or malformed csv file raises somewhere in the fit (an empty column, a short row, a bad number)
@@ -72,12 +75,13 @@ def build_parser() -> argparse.ArgumentParser:
     where.add_argument("--out", type=Path, default=Path(DEFAULT_OUT),
                        help="file to write the parameters to (default: %(default)s in the current folder)")
     where.add_argument("--overwrite-packaged", action="store_true",
-                       help=f"write the packaged parameters that the game loads ({PACKAGED}) instead of --out")
+                       help="with --part train or heldout: write the packaged parameters that part of the game loads "
+                            f"({', '.join(f'{p}: {f}' for p, f in PART_FILES.items())}, in {PACKAGE_DIR}) instead of "
+                            "--out")
     ap.add_argument("--part", choices=("everyone", "train", "heldout"), default="everyone",
                     help="fit on this part of the people split only (scope_envs.games.p4g.people; the other part's "
-                         "people dropped, survey rows and all), calibrated to its own real numbers; "
-                         "--overwrite-packaged then writes the file that part reads (personas.PART_FILES) "
-                         "(default: %(default)s, the fit params.json holds)")
+                         "people dropped, survey rows and all), calibrated to its own real numbers (default: "
+                         "%(default)s, a fit no part of the game reads: for comparison)")
     ap.add_argument("--no-calibrate", action="store_true", help="skip simulating the willingness offsets")
     ap.add_argument("--episodes", type=positive_int, default=1000,
                     help="episodes per calibration measurement (default: %(default)s)")
@@ -85,23 +89,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def output_path(ap: argparse.ArgumentParser, args: argparse.Namespace) -> Path:
-    """Where to write; refuses the packaged file unless --overwrite-packaged says so, and a part's fit over a
-    packaged file another part reads too."""
+    """Where to write; refuses a packaged file unless --overwrite-packaged says so, for the part that reads it."""
     if args.overwrite_packaged:
         if args.part == "everyone":
-            return PACKAGED
-        from scope_envs.games.p4g import personas
-
-        name = personas.PART_FILES[args.part]
-        shared = [q for q in personas.PARTS if q != args.part and personas.PART_FILES[q] == name]
-        if shared:
-            ap.error(f"argument --overwrite-packaged: the {shared[0]} part reads {name} too "
-                     f"(personas.PART_FILES), so the {args.part} part's fit cannot replace it; write it with --out")
-        return PACKAGED.with_name(name)
+            ap.error("argument --overwrite-packaged: no part of the game reads a fit on everyone; give --part train "
+                     "or --part heldout (each part reads its own file), or write the fit with --out")
+        return PACKAGE_DIR / PART_FILES[args.part]
     out = args.out
-    if out.resolve() == PACKAGED.resolve():
-        ap.error(f"argument --out: {out} is the packaged parameter file; pass --overwrite-packaged (without --out) "
-                 "to replace it")
+    if any(out.resolve() == (PACKAGE_DIR / name).resolve() for name in PART_FILES.values()):
+        ap.error(f"argument --out: {out} is a packaged parameter file; pass --part and --overwrite-packaged (without "
+                 "--out) to replace it")
     if out.is_dir():
         ap.error(f"argument --out: {out} is a folder; give a file path")
     if not out.parent.is_dir():

@@ -8,9 +8,11 @@ rows it never saw?
 
 Design (``out_of_sample``):
 
-* The dialogues: the annotated dialogues that have an outcome (``B6 <= 2``)
-  and a complete survey row (``fit.annotated_dialogues``; 286 in the data
-  set, with 245 distinct persuadees). They are split into ``K`` folds *by
+* The dialogues: the annotated dialogues of the held-out part of the people
+  split (``people.py``: the people the proxies are fitted on and stand for)
+  that have an outcome (``B6 <= 2``) and a complete survey row
+  (``fit.annotated_dialogues``; 286 in the data set, 128 of them in the
+  held-out part). The training part's people are never read. They are split into ``K`` folds *by
   person* (``B3``: 118 people are the persuadee of several of the 1,017
   dialogues, with the same survey row each time), people taken in a
   permutation drawn from ``SEED`` (fixed in this module before any result
@@ -19,7 +21,7 @@ Design (``out_of_sample``):
   people (``fit(data, holdout=...)``, ``holdout_of``: their survey rows
   leave the persona model and the propensity regression too, also those of
   their unannotated dialogues). The shipped ``calibration`` block is kept:
-  fitting does not write it, and its offsets were set on all the data's
+  fitting does not write it, and its offsets were set on the held-out part's
   give rate and mean donation, which are not the statistics tested here.
   The refit parameters are installed with ``personas.set_params`` and the
   previous ones put back afterwards, also when the run raises.
@@ -225,16 +227,16 @@ def holdout_of(test_ids, person: dict[str, str]) -> frozenset[str]:
 
 
 def run_fold(data_dir, dialogues: dict, test_ids, fold: int, simulators, replications: int, seed: int,
-             person: dict[str, str] | None = None) -> dict:
-    """One fold: refit without the test people's dialogues, replay the test dialogues with each simulator,
-    compare."""
+             person: dict[str, str] | None = None, dropped: frozenset[str] = frozenset()) -> dict:
+    """One fold: refit without the test people's dialogues (and without ``dropped``: the other part of the people
+    split), replay the test dialogues with each simulator, compare."""
     test_set = frozenset(test_ids)
     test_records = {d: dialogues[d] for d in sorted(test_set)}
     fit_records = {d: rec for d, rec in dialogues.items() if d not in test_set}
     acts = testable_acts(test_records)
     truth = real(test_records)
     shipped = personas.params("heldout")  # the proxies' fit; the refit stands in for it in every part
-    holdout = holdout_of(test_set, person or {})
+    holdout = holdout_of(test_set, person or {}) | dropped
     refit = fit(data_dir, holdout=holdout)
     report = {
         "fold": fold, "n_test": len(test_records), "n_fit": len(fit_records), "n_held_out": len(holdout),
@@ -245,13 +247,11 @@ def run_fold(data_dir, dialogues: dict, test_ids, fold: int, simulators, replica
                       "reply_frequencies": dict(zip(RESPONSE_ACTS, frequencies(truth["replies"])))},
         NOISE_FLOOR: noise_floor(fit_records, test_records, acts),
     }
-    personas.set_params({**shipped, **refit})  # keeps the shipped calibration (and any key fit does not write)
-    try:
+    with personas.params_kept():
+        personas.set_params({**shipped, **refit})  # keeps the shipped calibration (and any key fit does not write)
         for name in simulators:
             sim = simulate(test_records, SIMULATORS[name](), replications, seed=(seed, fold))
             report[name] = errors(truth, test_records, sim, test_records, acts)
-    finally:
-        personas.set_params(shipped)
     return report
 
 
@@ -269,14 +269,17 @@ def out_of_sample(data_dir: str | os.PathLike, replications: int = REPLICATIONS,
     unknown = [s for s in simulators if s not in SIMULATORS]
     if unknown:
         raise ValueError(f"simulators must be among {sorted(SIMULATORS)}, got {unknown}")
+    from scope_envs.games.p4g.people import TRAIN, split_people
     from scope_envs.validate.p4g import data_errors
 
     data = Path(data_dir)
     with data_errors(data):
-        dialogues = annotated_dialogues(data)
+        # the held-out part of the people split, which the proxies are fitted on and stand for
+        training_part = split_people(data).dialogues(TRAIN)
+        dialogues = {d: r for d, r in annotated_dialogues(data).items() if d not in training_part}
         person = persuadee_ids(data)
         parts = folds(dialogues, k, seed, person)
-        per_fold = [run_fold(data, dialogues, ids, f, simulators, replications, seed, person)
+        per_fold = [run_fold(data, dialogues, ids, f, simulators, replications, seed, person, training_part)
                     for f, ids in enumerate(parts)]
     summary = {}
     for name in (NOISE_FLOOR, *simulators):
@@ -292,7 +295,8 @@ def out_of_sample(data_dir: str | os.PathLike, replications: int = REPLICATIONS,
                                   "reference": "ReferencePersuadee() at its defaults: the person's card, gamma 1, "
                                                "no cooperation bias (p4g-frozen's unsharpened reference)",
                                   NOISE_FLOOR: "the real fit part against the real test part"},
-                   "calibration": "the shipped offsets, set on all the data's give rate and mean donation"},
+                   "calibration": "the shipped offsets, set on the held-out part's give rate and mean donation",
+                   "people": "the held-out part of the people split (the training part's never read)"},
         "summary": summary,
         "folds": per_fold,
     })

@@ -26,8 +26,8 @@ The API is PettingZoo's parallel one with a leading batch axis:
 * Auto-reset in the same step (Gymnasium's ``SAME_STEP`` mode): a finished slot's observation is its next
   episode's first. ``next_episode(slot)`` decides: it returns ``reset`` options for the slot's next
   episode (``{}``, or ``{"scenario_seed": s}``), or None to leave the slot idle until ``reset``.
-  ``reset(seed=s)`` seeds slot ``i`` with ``s + i`` (a list gives each slot its seed); ``slots=`` resets
-  only those slots and leaves the others idle.
+  ``reset(seed=s)`` seeds the slots' generator (a list gives each slot its seed; the loop engine seeds scalar
+  env ``i`` with ``s + i``); ``slots=`` resets only those slots and leaves the others idle.
 
 Every regime is covered, learnable users included (``user_j`` act in the slots whose episode drew them).
 On p4g and cooperbench the game state and the built-in simulators' reply distributions (the frozen
@@ -39,27 +39,21 @@ env's own sampler. tau2's act game is arrays too (``scope_envs.games.tau2.batche
 into tables (``scope_envs.games.tau2.compiled``: the calls and grounding tokens as bits; a tool call's answer, a
 policy check and the evaluation asked of the world once per state and kept). Every other case loops over N
 scalar envs inside the same API (``LoopVecEnv``: the text surface, text players, the held-out proxies'
-``assumptions`` variants, tau2 with an NL judge, any option this module does not know). Each slot keeps its own generator, member schedule and dealing from a
-scalar env of the id (``envs[i]``), so the batched path gives the same trajectories as N scalar envs seeded
-alike (tests/test_vec.py plays every id both ways). A new episode is dealt from integers: each slot's own
-generator draws, in its scalar env's order, the member, the scenario's indices and the game's own draws
-(``BatchedVecEnv.draw``); the slots are then dealt from those at once, as fast mode deals.
+``assumptions`` variants, tau2 with an NL judge, any option this module does not know).
 
-Fast mode, ``make_vec(id, num_envs, exact=False)``: the same games, players and API, but one generator
-(seeded by ``reset(seed=s)`` with ``s`` itself, or the list of seeds given) drives all N slots, so nothing
-is drawn slot by slot: every simulator reply of a step from one call, each new episode's persona (and
-cooperbench task) drawn as indices into the split with the card's terms read from arrays built once per
-split, the member picked at once where the schedule is the default one (a single member, or uniform over
-the roster). What keeps per-slot state still runs per slot, on the shared generator: ``MemberSchedule``
-(rotation and population schedules), a checkpoint pool's pick, simulators asked slot by slot (pool
-snapshots, custom users), ``scenario_seed`` options, the human proxy's follow-through. ``reset(seed, streams=)``
-splits the slots into streams, a generator each, seeded by its own slots' seeds: a stream's episodes are then
-those of a vec env of its slots alone, whatever the other streams do (``collect_blocks`` gives each block, a
-seed of a row, its stream). Episodes are not those of N scalar envs seeded alike, but they are drawn from the
-same distribution: tests/test_vec_fast.py compares 10,000 episodes of each mode per id (outcomes, lengths,
-the user's acts) and shows the comparison rejects a perturbed engine. Fast mode applies to the batched
-engines only; an id or option that loops over scalar envs (``LoopVecEnv``) runs exact, with no error
-(``vec.exact`` says which mode runs).
+Each slot keeps its member schedule and its configuration in a scalar env of the id (``envs[i]``); its draws come
+from its stream's generator. By default one stream drives all N slots (seeded by ``reset(seed=s)`` with ``s``
+itself, or by the list of seeds given), so nothing is drawn slot by slot: every simulator reply of a step from
+one call, each new episode's persona (and task) drawn as indices into the split with the card's terms read from
+arrays built once per split, the member picked at once where the schedule is the default one (a single member,
+or uniform over the roster). What keeps per-slot state still runs per slot, on the slot's stream: ``MemberSchedule``
+(rotation and population schedules), a checkpoint pool's pick, simulators asked slot by slot (pool snapshots,
+custom users), ``scenario_seed`` options, the human proxy's follow-through. ``reset(seed, streams=)`` splits the
+slots into streams, a generator each, seeded by its own slots' seeds: a stream's episodes are then those of a vec
+env of its slots alone, whatever the other streams do (``collect_blocks`` gives each block, a seed of a row, its
+stream). The batched episodes are not those of N scalar envs seeded alike (``LoopVecEnv`` plays those), but they
+are drawn from the same distribution: tests/test_vec_distribution.py compares 10,000 episodes of each path per id
+(outcomes, lengths, the user's acts) and shows the comparison rejects a perturbed engine.
 
 ``GymVectorEnv(vec)`` is the single-agent case (``agent_0`` alone acts) as a ``gymnasium.vector.VectorEnv``,
 for libraries that consume those (CleanRL-style loops; SB3 through a VecEnv adapter).
@@ -91,25 +85,20 @@ UNBATCHED_KWARGS = frozenset({"assumptions"})
 BATCHED_KWARGS = GAME_KWARGS | frozenset().union(*REGIME_KWARGS.values()) - UNBATCHED_KWARGS
 
 
-def make_vec(id: str, num_envs: int = 16, exact: bool = True, **kwargs):
-    """N episodes of ``id`` stepped together (``scope_envs.make(id, **kwargs)`` per slot; see the module).
-    ``exact=False``: fast mode, one generator for all slots (the same distribution of episodes, not the
-    same episodes as N scalar envs; see the module)."""
+def make_vec(id: str, num_envs: int = 16, **kwargs):
+    """N episodes of ``id`` stepped together (``scope_envs.make(id, **kwargs)`` per slot; see the module)."""
     if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
         raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
-    if not isinstance(exact, (bool, np.bool_)):
-        raise TypeError(f"exact must be a bool, got {exact!r}")
     envs = [make(id, **kwargs) for _ in range(int(num_envs))]
-    return vectorize(envs, batched=not set(kwargs) - BATCHED_KWARGS, exact=bool(exact))
+    return vectorize(envs, batched=not set(kwargs) - BATCHED_KWARGS)
 
 
-def vectorize(envs: list, batched: bool = True, exact: bool = True):
+def vectorize(envs: list, batched: bool = True):
     """The vec env over these scalar envs of one id: batched where their game and players allow (and
     ``batched``), else ``LoopVecEnv``. The envs stay the slots' configuration: their members (a pool's
-    snapshots join there), schedules, generators and dealing. ``exact=False``: the batched engine's fast
-    mode (one generator for all slots); the loop path is always exact."""
+    snapshots join there), schedules and dealing."""
     if batched:
         for cls in BATCHED:
             if cls.supports(envs):
-                return cls(envs, exact=exact)
+                return cls(envs)
     return LoopVecEnv(envs)

@@ -21,7 +21,6 @@ def always_next(slot: int) -> dict:
 class VecBase:
     num_envs: int
     envs: list
-    exact = True  # the same episodes as N scalar envs seeded alike (``BatchedVecEnv(exact=False)``: fast mode)
 
     def __init__(self, envs):
         if not envs:
@@ -102,7 +101,7 @@ class LoopVecEnv(VecBase):
     """N scalar envs behind the vec API (the path for what the batched engines do not cover)."""
 
     def reset(self, seed=None, options=None, slots=None, streams=None):
-        """``streams`` is fast mode's (``BatchedVecEnv.reset``): each scalar env draws from its own generator."""
+        """``streams`` is the batched engine's (``BatchedVecEnv.reset``): each scalar env draws from its own generator."""
         slots, seeds, opts = self._reset_args(seed, options, slots)
         n = self.num_envs
         self._obs, self._infos = [None] * n, [None] * n

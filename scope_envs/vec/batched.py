@@ -1,6 +1,6 @@
-"""``BatchedVecEnv``: a game's rules and the built-in simulators' replies for all slots at once, in exact mode
-(each slot replays a scalar env seeded alike) or fast mode (one generator for all slots). The games' engines
-are in ``scope_envs.vec.games``."""
+"""``BatchedVecEnv``: a game's rules and the built-in simulators' replies for all slots at once, each slot drawing
+from its stream's generator (``reset(streams=)``; by default one stream for all slots). The games' engines are in
+``scope_envs.vec.games``."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from scope_envs.core.simulator import Simulator, View
 from scope_envs.core.surfaces import FEATURE_BOUND
 from scope_envs.vec.base import VecBase, always_next
 
-SPLITS = ("train", "heldout")  # an env's split (``DialogueParallelEnv.split``), as codes in fast mode
-# the roster fields of a member (fast mode and exact mode's dealing from integers read them): its batched reply model (``_kinds``; -1: none), its learnable user
+SPLITS = ("train", "heldout")  # an env's split (``DialogueParallelEnv.split``), as codes
+# the roster fields of a member (dealing reads them): its batched reply model (``_kinds``; -1: none), its learnable user
 # (-1: a simulator), whether its follow-through is its own, its own persona (into ``_own``; -1: dealt), and
 # whether it is asked slot by slot (a simulator without a batched model)
 ROSTER = KIND, SEAT, FOLLOWS, OWN, ASK = range(5)
@@ -46,11 +46,9 @@ class BatchedVecEnv(VecBase):
                 return False
         return True
 
-    def __init__(self, envs, exact: bool = True):
+    def __init__(self, envs):
         super().__init__(envs)
-        self.exact = exact
-        # fast mode's generators by stream label, and each slot's label (``reset(streams=)``; exact mode: each
-        # slot's env._rng)
+        # the generators by stream label, and each slot's label (``reset(streams=)``)
         self._rngs = {0: np.random.default_rng()}
         self.stream = np.zeros(self.num_envs, np.int64)
         game = self.envs[0].unwrapped.game
@@ -86,7 +84,7 @@ class BatchedVecEnv(VecBase):
         self._roster = np.tile(ROSTER_EMPTY, (n, 1, 1))
         self._own: list = []
         self._split_code = np.zeros(n, np.int64)
-        self._one_split: str | None = None  # the split of every slot, if they share one (fast mode)
+        self._one_split: str | None = None  # the split of every slot, if they share one
         self._default_schedules = False
 
     # -- a game's part ------------------------------------------------------------------------------------
@@ -98,27 +96,16 @@ class BatchedVecEnv(VecBase):
         batch's card."""
         raise NotImplementedError
 
-    def deal_many(self, idx: np.ndarray, split: str | None, persona=None, drawn: np.ndarray | None = None,
-                  rng: np.random.Generator | None = None) -> None:
+    def deal_many(self, idx: np.ndarray, split: str | None, persona, rng: np.random.Generator) -> None:
         """New games in slots ``idx`` on personas of ``split`` (the cards read from the split's arrays), or all on
-        ``persona``, the members' own; sets ``persona`` and ``persona_id``. Fast mode draws the personas (and
-        any task) from ``rng``, the slots' stream's generator; exact mode gives ``drawn``, a row per slot of
-        ``draw``."""
-        raise NotImplementedError
-
-    def draws_by_index(self) -> bool:
-        """Whether exact mode may deal by ``draw`` and ``deal_many`` (else slot by slot, ``deal``)."""
-        return False
-
-    def draw(self, env, rng: np.random.Generator, scenario: np.random.Generator | None, persona) -> tuple:
-        """Exact mode: what the scalar ``env``'s reset draws after its member, as integers in its order: the
-        scenario's indices drawn from ``scenario`` (-1s where it is None: the member's own ``persona``), then the
-        game's own draws from ``rng``, the slot's generator. A row of ``deal_many``'s ``drawn``."""
+        ``persona``, the members' own; sets ``persona`` and ``persona_id``. The personas (and any task) are drawn
+        from ``rng``, the slots' stream's generator."""
         raise NotImplementedError
 
     def sync_scalar(self, i: int) -> None:
-        """Bring slot ``i``'s scalar game to its episode where ``deal_many`` dealt it (it resets no scalar game):
-        its user in the seat here; a game's own part (its persona and task: the view's instructions) after."""
+        """Bring slot ``i``'s scalar game to its episode where ``deal_many`` dealt it (it resets no scalar game), for a
+        simulator asked slot by slot (``view``): its user in the seat here; a game's own part (its persona and
+        task: the view's instructions) after."""
         sim = self.seated(i)
         self._u[i].game.user_player = None if sim == LEARNABLE else sim
 
@@ -181,19 +168,14 @@ class BatchedVecEnv(VecBase):
 
     # -- episodes -------------------------------------------------------------------------------------
     def reset(self, seed=None, options=None, slots=None, streams=None):
-        """``streams``: fast mode's generator of each slot, a label in [0, num_envs] per slot (default: as the
-        last reset set them, at first one stream for all); the slots of a label share a generator. Each stream
-        draws for its own slots only, is seeded from their seeds alone and keeps its generator while its label
-        stays, so a stream's episodes depend on no other stream's (the seed axis: a row's seeds in one vec env,
-        ``scope_envs.train.rollout.collect_blocks``). Exact mode ignores it: each slot is its own stream."""
+        """``streams``: each slot's generator, a label in [0, num_envs] per slot (default: as the last reset set
+        them, at first one stream for all); the slots of a label share a generator. Each stream draws for its own
+        slots only, is seeded from their seeds alone and keeps its generator while its label stays, so a stream's
+        episodes depend on no other stream's (the seed axis: a row's seeds in one vec env,
+        ``scope_envs.train.rollout.collect_blocks``)."""
         slots, seeds, opts = self._reset_args(seed, options, slots)
         self.idle[:] = True
-        if self.exact:
-            for i in slots:
-                if seeds[i] is not None:
-                    self._u[i]._rng = np.random.default_rng(seeds[i])
-        else:
-            self._seed_streams(seed, seeds, streams)
+        self._seed_streams(seed, seeds, streams)
         from scope_envs.core.env import FirstOrUniform
 
         self._default_schedules = all(type(u.schedule) is FirstOrUniform for u in self._u)
@@ -204,7 +186,7 @@ class BatchedVecEnv(VecBase):
         return self._observe(), self._infos()
 
     def _seed_streams(self, seed, seeds: list, streams) -> None:
-        """Fast mode's generators: one stream (seeded by an int ``seed``, else by every slot's seed), or one per
+        """The generators: one stream (seeded by an int ``seed``, else by every slot's seed), or one per
         label of ``streams``, each seeded by its slots' seeds. A stream without a seed for every slot keeps the
         generator its label had (a new label: an unseeded one)."""
         if streams is not None:
@@ -222,11 +204,11 @@ class BatchedVecEnv(VecBase):
                 self._rngs[g] = np.random.default_rng([int(s) for s in mine])
 
     def rng_of(self, i: int) -> np.random.Generator:
-        """The generator slot ``i`` draws from: its scalar env's (exact mode) or its stream's (fast mode)."""
-        return self._u[i]._rng if self.exact else self._rngs[int(self.stream[i])]
+        """The generator slot ``i`` draws from: its stream's."""
+        return self._rngs[int(self.stream[i])]
 
     def by_stream(self, idx: np.ndarray) -> list[tuple[np.random.Generator, np.ndarray | slice]]:
-        """Fast mode: (generator, which of ``idx``) for each stream among slots ``idx``, in label order; each
+        """(generator, which of ``idx``) for each stream among slots ``idx``, in label order; each
         stream draws for its own slots, in their order."""
         if len(self._rngs) == 1:
             return [(next(iter(self._rngs.values())), slice(None))]
@@ -236,7 +218,7 @@ class BatchedVecEnv(VecBase):
         return [(self._rngs[g], stream == g) for g in np.unique(stream).tolist()]
 
     def stream_draws(self, idx: np.ndarray, width: int | None = None, normal: bool = False) -> np.ndarray:
-        """Fast mode: a uniform (``width`` of them, or standard normals) for each of slots ``idx``, each drawn
+        """A uniform (``width`` of them, or standard normals) for each of slots ``idx``, each drawn
         from its stream's generator."""
         shape = (len(idx),) if width is None else (len(idx), width)
         out = np.empty(shape)
@@ -247,7 +229,7 @@ class BatchedVecEnv(VecBase):
         return out
 
     def integers(self, idx: np.ndarray, high) -> np.ndarray:
-        """Fast mode: an integer in [0, ``high``) (one bound, or one per slot) for each of slots ``idx``, from its
+        """An integer in [0, ``high``) (one bound, or one per slot) for each of slots ``idx``, from its
         stream's generator."""
         out = np.empty(len(idx), np.int64)
         for rng, mine in self.by_stream(idx):
@@ -256,88 +238,6 @@ class BatchedVecEnv(VecBase):
             else:
                 out[mine] = rng.integers(high, size=len(idx) if isinstance(mine, slice) else np.count_nonzero(mine))
         return out
-
-    def _start(self, slots: list[int], options: list[dict] | None) -> None:
-        """``DialogueParallelEnv.reset`` of these slots: each one's generator, schedule and dealing."""
-        if not self.exact:
-            self._start_fast(slots, options)
-        elif self.draws_by_index():
-            self._start_drawn(slots, options)
-        else:
-            self._start_scalar(slots, options)
-
-    def _start_scalar(self, slots: list[int], options: list[dict] | None) -> None:
-        """Exact mode's ``_start`` slot by slot, each slot dealt as its scalar env deals (``_deal_one``)."""
-        # each slot's member, seat, reply model and follow-through gathered, then written at once (no dealing
-        # reads them)
-        cards, members, seats, kinds, follows = [], [], [], [], []
-        envs, index, kind_of, default_follow = self._u, self._agent_index, self._kind, Simulator.follow_through
-        for j, i in enumerate(np.asarray(slots).tolist()):
-            env = envs[i]
-            opt = options[j] if options is not None and len(options) > j else None
-            if opt and opt.get("reset_schedule"):
-                env.schedule.reset()
-            env._started = True
-            rng = env._rng
-            scenario_seed = opt.get("scenario_seed") if opt else None
-            env.member = member = env.schedule.pick(len(env.members), member_generator(scenario_seed, rng))
-            cards.append(self._deal_one(i, member, scenario_seed, rng))
-            agent = env.member_agent[member]
-            sim = env.game.user_player
-            members.append(member)
-            seats.append(-1 if agent is None else index[agent])
-            kinds.append(-1 if sim is None else kind_of(sim, env.user_sampler))
-            follows.append(sim is not None and type(sim).follow_through is not default_follow)
-        idx = np.array(slots, np.int64)
-        self.member[idx], self.seat[idx], self.kind[idx], self.follows[idx] = members, seats, kinds, follows
-        self.batch.reset(idx, cards)
-        self._begun(idx)
-
-    def _start_drawn(self, slots: list[int], options: list[dict] | None) -> None:
-        """Exact mode's ``_start`` where the game deals from integers (``draw``): each slot's own generator
-        draws, in its scalar env's order, the member, the scenario's indices and the game's own draws (its
-        scenario from ``scenario_seed``'s generator when given); the slots are then dealt from those integers at
-        once (``deal_many``), as fast mode deals. A member asked slot by slot is dealt the scalar way."""
-        idx = np.asarray(slots, np.int64)
-        if not len(idx):
-            return
-        self._rosters(idx)
-        envs, own_cards, draw = self._u, self._own, self.draw
-        count = self._m_count[idx].tolist()
-        own, ask = self._roster[idx, :, OWN].tolist(), self._roster[idx, :, ASK].tolist()
-        options = [None] * len(idx) if options is None else list(options) + [None] * (len(idx) - len(options))
-        member = np.empty(len(idx), np.int64)
-        drawn, asked, cards = [], [], []
-        for j, (i, opt) in enumerate(zip(idx.tolist(), options)):
-            env = envs[i]
-            scenario_seed = None
-            if opt:
-                if opt.get("reset_schedule"):
-                    env.schedule.reset()
-                scenario_seed = opt.get("scenario_seed")
-            env._started = True
-            rng = env._rng
-            env.member = m = env.schedule.pick(count[j], member_generator(scenario_seed, rng))
-            member[j] = m
-            if ask[j][m]:  # its view reads the scalar game
-                asked.append(j)
-                cards.append(self._deal_one(i, m, scenario_seed, rng))
-            elif own[j][m] >= 0:
-                drawn.append(draw(env, rng, None, own_cards[own[j][m]]))
-            else:
-                drawn.append(draw(env, rng, rng if scenario_seed is None else np.random.default_rng(scenario_seed),
-                                  None))
-        self.member[idx] = member
-        seated = self._roster[idx, member]
-        self._seated[idx] = seated[:, : FOLLOWS + 1]
-        if asked:
-            self.batch.reset(idx[asked], cards)
-            rest = np.ones(len(idx), bool)
-            rest[asked] = False
-            idx, seated = idx[rest], seated[rest]
-        if len(idx):
-            self._deal_groups(idx, seated[:, OWN], np.array(drawn, np.int64))
-        self._begun(np.asarray(slots, np.int64))
 
     def _begun(self, idx: np.ndarray) -> None:
         """The vec env's part of new games in slots ``idx``: no return yet, live, and a history of no turns
@@ -349,7 +249,7 @@ class BatchedVecEnv(VecBase):
     def _deal_one(self, i: int, member: int, scenario_seed: int | None, rng: np.random.Generator) -> dict:
         """Slot ``i``'s new game with ``member`` in the user seat, dealt as the scalar env deals it: the member's
         own persona, or one drawn from ``rng`` (from ``scenario_seed`` when given); returns the batch's card.
-        ``rng``: the slot's generator in exact mode, the shared one in fast mode."""
+        ``rng``: the slot's stream's generator."""
         env = self._u[i]
         sim = env.members[member]
         sim = None if sim == LEARNABLE else sim
@@ -361,9 +261,10 @@ class BatchedVecEnv(VecBase):
         self.persona[i], self.persona_id[i] = persona, persona.id
         return self.deal(i, env, sim, persona, rng)
 
-    def _start_fast(self, slots: list[int], options: list[dict] | None) -> None:
-        """``_start`` on the streams' generators: members, personas (and tasks) and cards drawn for all these
-        slots at once (each stream's for its slots); per slot only what keeps per-slot state (see the module)."""
+    def _start(self, slots: list[int], options: list[dict] | None) -> None:
+        """``DialogueParallelEnv.reset`` of these slots on their streams' generators: members, personas (and tasks)
+        and cards drawn for all these slots at once (each stream's for its slots); slot by slot only a simulator
+        asked through the scalar env and a group's scenario seed."""
         idx = slots = np.asarray(slots, np.int64)
         if not len(idx):
             return
@@ -406,32 +307,28 @@ class BatchedVecEnv(VecBase):
         self._deal_groups(idx, drawn[:, OWN])
         self._begun(slots)
 
-    def _deal_groups(self, idx: np.ndarray, own: np.ndarray, drawn: np.ndarray | None = None) -> None:
+    def _deal_groups(self, idx: np.ndarray, own: np.ndarray) -> None:
         """``deal_many`` for slots ``idx`` a group at a time: the members' own persona (``own``: its code into
         ``_own``, -1 for none; the frozen simulators play their own default persona), else each split's, in
-        that order, within each stream in stream order (fast mode: each group draws from its stream's
-        generator). ``drawn``: exact mode's rows of ``draw``."""
+        that order, within each stream in stream order (each group draws from its stream's generator)."""
         if not len(idx):
             return
         # a split's code below the own personas' (split - len(SPLITS): negative), so the splits come first
         code = own if self._one_split is not None else \
             np.where(own >= 0, own, self._split_code[idx] - len(SPLITS))
-        parts = [(None, slice(None))] if self.exact else self.by_stream(idx)
-        for rng, part in parts:
+        for rng, part in self.by_stream(idx):
             where = np.arange(len(idx))[part]
             c_part = code[where]
             groups = [(int(c_part[0]), where)] if (c_part == c_part[0]).all() else \
                 [(c, where[c_part == c]) for c in np.unique(c_part).tolist()]
             for c, mine in groups:
-                rows = None if drawn is None else drawn[mine]
                 if c >= 0:
-                    self.deal_many(idx[mine], None, self._own[c], rows, rng)
+                    self.deal_many(idx[mine], None, self._own[c], rng)
                 else:
-                    self.deal_many(idx[mine], self._one_split or SPLITS[c + len(SPLITS)], None, rows, rng)
+                    self.deal_many(idx[mine], self._one_split or SPLITS[c + len(SPLITS)], None, rng)
 
     def _rosters(self, idx: np.ndarray) -> list[int]:
-        """The (slot, member) arrays of these slots, which both modes deal from (``_start_fast`` and exact mode's
-        ``_start_drawn``), rebuilt where the env's members changed (a checkpoint pool's snapshot joins
+        """The (slot, member) arrays of these slots, which ``_start`` deals from, rebuilt where the env's members changed (a checkpoint pool's snapshot joins
         through ``set_members``, a new list); returns those slots."""
         envs, known = self._u, self._m_ref
         changed = [i for i in idx.tolist() if envs[i].members is not known[i]]
@@ -606,9 +503,6 @@ class BatchedVecEnv(VecBase):
                     acts = self._observed(idx, legal[idx])
                 elif self._kinds[code][0] == "vs_reference":
                     acts = self._verbalized(self._kinds[code], idx, legal[idx])
-                elif self.exact:
-                    p = self.reply(self._kinds[code], idx, legal[idx])
-                    acts = choice_rows(p, self._uniforms(idx))
                 else:  # one draw for all the slots of a stream (a product over more rows may round otherwise)
                     acts = np.empty(len(idx), np.int64)
                     for _, part in self.by_stream(idx):
@@ -621,58 +515,42 @@ class BatchedVecEnv(VecBase):
 
     def _verbalized(self, kind: tuple, idx: np.ndarray, legal: np.ndarray) -> np.ndarray:
         """``VerbalizedSampler`` on ``SharpenedReference.verbalize`` in slots ``idx``: the stated probabilities,
-        candidates and ``candidate_weights`` as arrays over the slots, in the scalar path's floating-point order.
-        Exact mode: each slot's generator gives its ``standard_normal`` noise, then the uniform that
-        ``Generator.choice`` draws (``choice_rows``); fast mode: each slot's stream's."""
+        candidates and ``candidate_weights`` as arrays over the slots, in the scalar path's floating-point order;
+        each slot's stream gives its ``standard_normal`` noise, then the uniform ``choice_rows`` reads."""
         _, _, _, noise, options = kind
         p = self.reference(kind, idx, legal)
         rows, width = p.shape
-        if self.exact:
-            rngs = [self._u[i]._rng for i in idx.tolist()]
-            z = np.array([r.standard_normal(width) for r in rngs]).reshape(rows, width)
-        else:
-            z = self.stream_draws(idx, width, normal=True)
+        z = self.stream_draws(idx, width, normal=True)
         stated = p * np.exp(noise * z)
         stated = stated / stated.sum(1, keepdims=True)
         probs, acts, count = verbalized_candidates(stated, legal, options.k, options.tail)
         w = options.weights(probs, count)  # candidate_weights_rows: the scalar sampler's weighting, on all rows
         empty = count == 0  # nothing stated: the direct answer (``VerbalizedSampler``'s fallback)
         live = ~empty if empty.any() else slice(None)
-        if self.exact:
-            u = np.array([r.random() if c else np.nan for r, c in zip(rngs, count.tolist())])
-        else:
-            u = self.stream_draws(idx)
+        u = self.stream_draws(idx)
         chosen = choice_rows(w[live], u[live])  # the trailing zeros leave a row's running sums as they are
         out = np.empty(rows, np.int64)
         out[live] = acts[live][np.arange(len(chosen)), chosen]
         for j in np.flatnonzero(empty).tolist():
             i = int(idx[j])
-            rng = rngs[j] if self.exact else self.rng_of(i)
-            out[j] = int(DirectAnswer()(self.seated(i), self.view(i, 1, legal[j]), rng)[0])
+            out[j] = int(DirectAnswer()(self.seated(i), self.view(i, 1, legal[j]), self.rng_of(i))[0])
         return out
 
     def _observed(self, idx: np.ndarray, legal: np.ndarray) -> np.ndarray:
         """Simulators that answer from the observation alone (``Simulator.distributions``: a checkpoint pool's
         snapshots) in slots ``idx``: each simulator's slots in one call, on the observation the scalar env's view
-        carries; the act drawn as ``Simulator.act`` draws it (exact mode: one uniform of the slot's generator)."""
+        carries; the act drawn from each slot's stream (``_draw``)."""
         x = np.clip(self.batch.features(1)[idx], -FEATURE_BOUND, FEATURE_BOUND).astype(np.float32)
         sims = [self.seated(i) for i in idx.tolist()]
         out = np.empty(len(idx), np.int64)
         for sim in {id(s): s for s in sims}.values():
             rows = np.array([s is sim for s in sims])
             p = sim.distributions(x[rows], legal[rows])
-            if self.exact:
-                out[rows] = choice_rows(p, self._uniforms(idx[rows]))
-            else:
-                out[rows] = self._draw(p, legal[rows], idx[rows])
+            out[rows] = self._draw(p, legal[rows], idx[rows])
         return out
 
-    def _uniforms(self, idx: np.ndarray) -> np.ndarray:
-        """Exact mode: one uniform from each of slots ``idx``'s own generators (the draw ``Simulator.act`` makes)."""
-        return np.array([self._u[i]._rng.random() for i in idx.tolist()])
-
     def _draw(self, w: np.ndarray, legal: np.ndarray, idx: np.ndarray) -> np.ndarray:
-        """Fast mode: an act for each row of weights ``w`` (rows, acts) of slots ``idx``, by inverse-CDF sampling
+        """An act for each row of weights ``w`` (rows, acts) of slots ``idx``, by inverse-CDF sampling
         on the slots' streams (the weights need no normalizing); uniform over the row's legal acts where none
         has mass."""
         streams = self.by_stream(idx)
@@ -694,7 +572,7 @@ class BatchedVecEnv(VecBase):
         return acts.astype(np.int64)
 
     def reply_weights(self, kind: tuple, idx: np.ndarray, legal: np.ndarray) -> np.ndarray:
-        """Fast mode: weights proportional to ``reply``'s distributions, zero off the legal acts (a row of zeros
+        """Weights proportional to ``reply``'s distributions, zero off the legal acts (a row of zeros
         where no legal act has mass: the caller samples uniformly over the legal ones, as ``normalize``)."""
         return self.reply(kind, idx, legal)
 
@@ -711,8 +589,8 @@ class BatchedVecEnv(VecBase):
         return int(choice)
 
     def seated(self, i: int) -> Simulator:
-        """The simulator in slot ``i``'s user seat: the member drawn for its episode (fast mode draws it on its
-        stream's generator and leaves the scalar env's ``member``, hence its ``simulator``, as it was)."""
+        """The simulator in slot ``i``'s user seat: the member drawn for its episode (drawn on its stream's
+        generator, which leaves the scalar env's ``member``, hence its ``simulator``, as it was)."""
         return self._u[i].members[self.member[i]]
 
     def view(self, i: int, role: int, legal: np.ndarray, observation: bool = False) -> View:
@@ -779,7 +657,7 @@ def choice_rows(w: np.ndarray, u: np.ndarray) -> np.ndarray:
 
 def power(p: np.ndarray, exponent: float) -> np.ndarray:
     """``p ** exponent``; a small whole ``exponent`` (the default sharpening, 3) by products, several times faster
-    than ``pow`` (fast mode only: the last bit may differ from ``np.power``)."""
+    than ``pow`` (the last bit may differ from ``np.power``)."""
     if exponent in (1.0, 2.0, 3.0, 4.0):
         q = p
         for _ in range(int(exponent) - 1):

@@ -10,7 +10,6 @@ from scope_envs.core.game import Drawn
 from scope_envs.games.cooperbench.game import CooperBenchGame
 from scope_envs.games.p4g.batched import P4GBatch, card_row, split_cards
 from scope_envs.games.p4g.game import P4GGame
-from scope_envs.games.p4g.personas import sample_index
 from scope_envs.games.tau2.act_game import Tau2ActGame
 from scope_envs.games.tau2.behaviour import TRAITS as CARD_TRAITS
 from scope_envs.core.env import LEARNABLE
@@ -33,22 +32,16 @@ class P4GVecEnv(BatchedVecEnv):
             env.game.reset(persona, rng)
         return card_row(persona, self.batch.track_proxy)  # (the held-out terms only where a proxy may play)
 
-    def deal_many(self, idx, split, persona=None, drawn=None, rng=None):
+    def deal_many(self, idx, split, persona, rng):
         if persona is not None:
             self.batch.reset(idx, card_row(persona, self.batch.track_proxy))
             self.persona[idx], self.persona_id[idx] = persona, persona.id
             return
         table = split_cards(split, self.batch.track_proxy)
         # ``personas.sample``, all at once
-        pick = rng.integers(len(table["ids"]), size=len(idx)) if drawn is None else drawn[:, 0]
+        pick = rng.integers(len(table["ids"]), size=len(idx))
         self.batch.reset(idx, table["rows"][pick])
         self.persona[idx], self.persona_id[idx] = table["personas"][pick], table["ids"][pick]
-
-    def draws_by_index(self):
-        return True
-
-    def draw(self, env, rng, scenario, persona):
-        return (-1 if scenario is None else sample_index(scenario, env.split),)  # (the game's reset draws nothing)
 
     def sync_scalar(self, i):
         super().sync_scalar(i)
@@ -127,7 +120,7 @@ class CooperBenchVecEnv(BatchedVecEnv):
                 self.coins[k][i] = v
         return {"needs": game.task.needs, "talk": persona.traits.get("talk", 0.5)}
 
-    def deal_many(self, idx, split, persona=None, drawn=None, rng=None):
+    def deal_many(self, idx, split, persona, rng):
         from scope_envs.games.cooperbench.batched import (
             split_styles,
             split_tasks,
@@ -135,11 +128,10 @@ class CooperBenchVecEnv(BatchedVecEnv):
         )
         from scope_envs.games.cooperbench.game import task_split
 
-        given = drawn
         if persona is None:
             styles = split_styles(split)
             # ``styles.sample``, all at once
-            drawn = rng.integers(len(styles["ids"]), size=len(idx)) if given is None else given[:, 0]
+            drawn = rng.integers(len(styles["ids"]), size=len(idx))
         else:
             if id(persona) not in self._own_styles:  # ``_own`` keeps the card, hence its id
                 self._own_styles[id(persona)] = style_table((persona,))
@@ -147,7 +139,7 @@ class CooperBenchVecEnv(BatchedVecEnv):
             split = task_split(persona)
         tasks = split_tasks(split)
         # ``CooperBenchGame.reset``'s task
-        task = rng.integers(len(tasks["ids"]), size=len(idx)) if given is None else given[:, 1]
+        task = rng.integers(len(tasks["ids"]), size=len(idx))
         self.batch.reset_needs(idx, tasks["needs"][task], styles["talk"][drawn])
         self.persona[idx], self.persona_id[idx] = styles["personas"][drawn], styles["ids"][drawn]
         self.task_id[idx], self.task_index[idx] = tasks["ids"][task], task
@@ -165,18 +157,6 @@ class CooperBenchVecEnv(BatchedVecEnv):
                     for k, v in self.batch.coins(styles["ids"][p], tasks["ids"][t]).items():
                         self.coins[k][i] = v
             self.traits[idx[sel]] = traits
-
-    def draws_by_index(self):
-        return True
-
-    def draw(self, env, rng, scenario, persona):
-        from scope_envs.games.cooperbench import styles
-        from scope_envs.games.cooperbench.game import task_index
-
-        if scenario is None:
-            return -1, task_index(rng, persona)
-        index = styles.sample_index(scenario, env.split)
-        return index, task_index(rng, styles.persona(env.split, index))
 
     def sync_scalar(self, i):
         super().sync_scalar(i)
@@ -229,7 +209,7 @@ def traits_rule(sim) -> tuple:
 
 
 TRAITS_KEPT = 50_000  # (style, cooperation, card) -> a reply model's traits
-RULES_KEPT = 1_000  # fast mode's traits tables, one per (style, cooperation) and split
+RULES_KEPT = 1_000  # the traits tables, one per (style, cooperation) and split
 
 
 class Tau2VecEnv(BatchedVecEnv):
@@ -243,15 +223,15 @@ class Tau2VecEnv(BatchedVecEnv):
         # an NL judge reads the whole transcript: such games run on the scalar envs
         return super().supports(envs) and all(e.unwrapped.game.judge is None for e in envs)
 
-    def __init__(self, envs, exact: bool = True):
-        super().__init__(envs, exact)
+    def __init__(self, envs):
+        super().__init__(envs)
         self.batch.seat = self.seat  # the user's features are built only where a learnable user sits
         first = self._u[0].game
-        # fast mode deals every slot's scenario at once where the slots' games deal from the same tasks
+        # every slot's scenario is dealt at once where the slots' games deal from the same tasks
         self._one_game = all(u.game.domains == first.domains and
                              all(u.game.data[d] is first.data[d] for d in first.domains) for u in self._u)
         self._traits: dict = {}
-        # fast mode: each (slot, member)'s traits rule (into ``_rules``; -1: worked out slot by slot), the
+        # each (slot, member)'s traits rule (into ``_rules``; -1: worked out slot by slot), the
         # rules' traits per card of each split, the member whose simulator is each slot's ``user_player`` (-1:
         # not known), and the task rows of the tasks dealt (per split, a row per domain and task)
         n = self.num_envs
@@ -288,7 +268,7 @@ class Tau2VecEnv(BatchedVecEnv):
             hit = self._traits[key] = (style, card, slot_traits(sim, card))
         return hit[2]
 
-    def deal_many(self, idx, split, persona=None, drawn=None, rng=None):
+    def deal_many(self, idx, split, persona, rng):
         from scope_envs.games.tau2.batched import card_rows, card_table
         from scope_envs.games.tau2.behaviour import card, card_split
 
@@ -297,15 +277,13 @@ class Tau2VecEnv(BatchedVecEnv):
         game = self._u[int(idx[0])].game
         if persona is not None:  # a simulator's own card: every slot plays it
             personas, ids = [persona] * k, [persona.id] * k
-        elif drawn is not None:  # exact mode: each slot's ``sample_scenario_index``
-            domain, task, cards = drawn[:, :3].T
         elif self._one_game:  # ``sample_persona``'s distribution, all at once
             domain, task, cards = game.sample_scenarios(rng, split, k)
         else:
             personas = [self._u[i].game.sample_persona(rng, split) for i in idx.tolist()]
             ids = [p.id for p in personas]
         # each episode's seed, the one draw of the scalar game's ``reset``
-        seeds = rng.integers(2**31, size=k) if drawn is None else drawn[:, 3]
+        seeds = rng.integers(2**31, size=k)
         if cards is not None:  # the scenarios by indices: built only where read (``Tau2Batch.game``)
             personas, ids = np.full(k, None, object), game.scenario_ids(split, domain, task, cards)
             rows = self._task_rows(game, idx, split, domain, task, cards, seeds)
@@ -331,13 +309,6 @@ class Tau2VecEnv(BatchedVecEnv):
             b.drawn[idx], b.drawn_split[idx] = np.stack([domain, task, cards], 1), split
         self.persona[idx] = personas  # (None where built only when read: ``batch.game(i).persona``)
         self.persona_id[idx] = ids
-
-    def draws_by_index(self):
-        return self._one_game  # (``deal_many`` reads every slot's scenario from the first slot's game)
-
-    def draw(self, env, rng, scenario, persona):
-        drawn = (-1, -1, -1) if scenario is None else env.game.sample_scenario_index(scenario, env.split)
-        return *drawn, int(rng.integers(2**31))
 
     def _task_rows(self, game, idx, split, domain, task, cards, seeds) -> np.ndarray:
         """The task rows (``Tasks``) of the tasks ``sample_scenarios`` drew for slots ``idx``, kept per split; a

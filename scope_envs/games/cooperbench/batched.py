@@ -6,7 +6,7 @@ rewards): ``CooperBenchGame`` (the env's game) is a batch of one with the transc
 the batched engine under ``scope_envs.make_vec`` steps N. The partner styles' policy is ``styles.policy``, on
 arrays too. Dealing (the style card and the task) stays with the game; the vec env (``scope_envs.vec``)
 passes each slot's task and the style's traits in. Roles are 0 (``teammate``, feature A) and 1 (``partner``,
-feature B). The vec env's fast mode deals from ``split_styles`` and ``split_tasks``: a split's cards and tasks
+feature B). The vec env deals from ``split_styles`` and ``split_tasks``: a split's cards and tasks
 as arrays, so N deals are N pairs of indices.
 """
 

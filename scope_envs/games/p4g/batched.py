@@ -3,7 +3,7 @@
 ``P4GBatch`` holds N games (slots) and steps any subset of them with numpy. It is the one definition of the
 game's rules: ``P4GGame`` (the env's game) is a batch of one with the transcript on top, and the batched engine
 under ``scope_envs.make_vec`` steps N. Dealing (the card) is ``personas.sample``; who plays the user, and their
-generators, stay with the env. The vec env's fast mode deals from ``split_cards``: every card of a split as one
+generators, stay with the env. The vec env deals from ``split_cards``: every card of a split as one
 row of floats (``card_row``), so N cards are N indices.
 
 Reply models computed here for all slots at once:
@@ -15,10 +15,10 @@ Reply models computed here for all slots at once:
   assumptions (the willingness updated act by act as ``human_proxy.willingness``
   sums it).
 
-Fast mode samples from ``reference_weights`` / ``human_proxy_weights`` instead:
+The vec env samples from ``reference_weights`` / ``human_proxy_weights`` instead:
 the same distributions (sharpened) written as one exponential of log-weights
 linear in each row's terms (``log_tables``), several times fewer array
-operations; ``tests/test_vec_fast_reply.py`` holds them to the exact ones.
+operations; ``tests/test_vec_reply_weights.py`` holds them to the scalar game's.
 """
 
 from __future__ import annotations
@@ -201,7 +201,7 @@ class P4GBatch:
         # vec env skips clipping the features to the act surface's bound when it is within it
         self.feature_max = max(4.0, max_turns / 5)
         # The state lives in a few 2-D arrays, the named fields being their columns, so that a new game is a
-        # handful of writes (fast mode restarts dozens of slots every step).
+        # handful of writes (the vec env restarts dozens of slots every step).
         card = self._card = np.zeros((n, CARD_WIDTH))  # ``card_row`` of each slot's card
         self.ref_base, self.proxy_base, self.push, self.expected, self.lean_dev = card[:, : len(CARD_SCALARS)].T
         first = len(CARD_SCALARS)
@@ -368,12 +368,12 @@ class P4GBatch:
         return reply_distribution(self.proxy_w[idx], self.last_persuader[idx], legal, *MODELS["human_proxy"]())
 
     def reference_weights(self, idx, legal, cooperation: float, sharpening: float) -> np.ndarray:
-        """Fast mode: ``sharpen(reference_reply, sharpening)`` up to each row's sum (``reply_weights``)."""
+        """``sharpen(reference_reply, sharpening)`` up to each row's sum (``reply_weights``)."""
         return reply_weights(self._reference_w(idx, cooperation), self.last_persuader[idx], legal,
                              log_tables("reference", sharpening), lean_dev=self.lean_dev[idx])
 
     def human_proxy_weights(self, idx, legal) -> np.ndarray:
-        """Fast mode: ``human_proxy_reply`` up to each row's sum (``reply_weights``)."""
+        """``human_proxy_reply`` up to each row's sum (``reply_weights``)."""
         return reply_weights(self.proxy_w[idx], self.last_persuader[idx], legal, log_tables("human_proxy", 1.0))
 
     def _reference_w(self, idx, cooperation: float) -> np.ndarray:
@@ -393,7 +393,7 @@ MODELS = {
 
 def reply_distribution(w, said, legal, gifts, center, shift, part, lean_dev=None) -> np.ndarray:
     """``reference.reply_distribution`` for rows of willingness ``w`` after persuader acts ``said``, in its
-    floating-point order (exact mode), on ``part``'s fit; ``lean_dev``: each row's card lean deviation, for the
+    floating-point order (the scalar game's and ``verbalize``'s), on ``part``'s fit; ``lean_dev``: each row's card lean deviation, for the
     reference model's reply tilt (``reference.disclosure``), none for the human proxy."""
     t = tables(part)
     dev = w - center
@@ -420,7 +420,7 @@ def reply_distribution(w, said, legal, gifts, center, shift, part, lean_dev=None
 
 
 def reply_weights(w, said, legal, logs: dict, lean_dev=None) -> np.ndarray:
-    """Fast mode: ``reply_distribution ** sharpening`` up to each row's sum (what inverse-CDF sampling needs), zero
+    """``reply_distribution ** sharpening`` up to each row's sum (what inverse-CDF sampling needs), zero
     off the legal acts: one exponential of log-weights that are linear in the row's terms (``log_tables``).
     The same distribution up to rounding; a row without mass is left zero (the caller's fallback)."""
     x = np.empty((len(w), len(logs["slope"])))  # a fourth term, the lean deviation, for the reference model

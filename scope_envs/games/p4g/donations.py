@@ -25,15 +25,17 @@ REAL_KEYS = ("mean_donation", "give_rate", "mean_intended", "mean_actual", "n")
 
 
 def real_statistics(data_dir: str | os.PathLike | None = None) -> dict:
-    """The real numbers: the shipped ones (the held-out part's, which the proxies are checked against), or
-    refitted from the P4G csv files in ``data_dir``.
+    """The real numbers of the held-out part of the people split, which the proxies are checked against: the
+    shipped ones, or refitted from that part's people in the P4G csv files in ``data_dir``.
 
     Raises FileNotFoundError (naming the folder and the file expected) when
     ``data_dir`` does not hold the data.
     """
     if data_dir is None:
         return personas.params("heldout")["real"]
-    return fit(data_dir)["real"]
+    from scope_envs.games.p4g.people import TRAIN, split_people
+
+    return fit(data_dir, holdout=split_people(data_dir).dialogues(TRAIN))["real"]
 
 
 def compare(real: dict, simulated: dict) -> dict:

@@ -1,4 +1,4 @@
-"""Fit the Persuasion-for-Good parameters that the p4g game ships (``params.json``).
+"""Fit the Persuasion-for-Good parameters that the p4g game ships (``params_train.json``, ``params_heldout.json``).
 
 Reads three files of the real data set (Wang et al., ACL 2019) from ``--data``:
 
@@ -54,10 +54,11 @@ Assumptions (numbers chosen here, not measured):
   best response differ from the population's. The bootstrap seed is
   ``BOOTSTRAP_SEED``.
 
-Run ``python -m scope_envs.validate.p4g [--data DIR] [--out PATH]`` (see
-``--help``): it writes ``--out`` (default ``p4g_params.json`` in the current
-folder), never the packaged ``params.json`` that the game loads unless given
-``--overwrite-packaged``. Keys of an existing output file that this script
+Run ``python -m scope_envs.validate.p4g [--data DIR] [--part P] [--out PATH]``
+(see ``--help``): it fits on everyone, or on one part of the people split
+(``people.py``) alone, and writes ``--out`` (default ``p4g_params.json`` in the
+current folder), never the packaged file a part of the game loads
+(``personas.PART_FILES``) unless given ``--part`` and ``--overwrite-packaged``. Keys of an existing output file that this script
 does not write are kept. The output is deterministic (floats rounded to 6
 decimals, keys sorted). Unless ``--no-calibrate``, the willingness offsets are
 then calibrated by simulation (``calibrate.py``; the long step, with a
@@ -91,7 +92,6 @@ COLUMNS = {  # the columns each file must have
     "300_dialog.csv": ["B2", "B4", "Turn", "er_label_1", "ee_label_1"],
     "300_info.csv": ["B2", "B4", "B5", "B6"],
 }
-PACKAGED = Path(__file__).with_name("params.json")
 DEFAULT_OUT = "p4g_params.json"
 RESPONSE_ACTS = [*dialogue_acts.PERSUADEE_VERBAL, "provide_amount"]
 PERSUADER_REAL = list(dialogue_acts.PERSUADER_ACTS[1:])

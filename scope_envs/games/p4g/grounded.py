@@ -70,8 +70,8 @@ axis for the replies and one index for giving; the ``$2`` cap of ``fit.py`` (typ
 The model remembers nothing of what the persuadee already said, except whether it has stated an amount
 (the game makes a goodbye legal only after one, and a statement forced at the end is drawn as above).
 The personas the env deals are the game's synthetic train cards (``personas.py``), drawn from a persona
-model that ``params.json`` fitted on all the survey rows: the env's dealing, not the simulator, reads that
-model. The simulator reads only the traits of a card, never a number fitted on held-out people.
+model fitted on the training part's survey rows (``params_train.json``): the env's dealing, not the simulator,
+reads that model. The simulator reads only the traits of a card, never a number fitted on held-out people.
 
 Refit and rewrite the committed parameters (deterministic: floats rounded to 6 decimals, keys sorted)::
 
@@ -536,7 +536,7 @@ def summary(p: dict) -> str:
 
 
 def dumps(fitted: dict) -> str:
-    """The file's text: keys sorted, one value a line, as ``params.json``."""
+    """The file's text: keys sorted, one value a line, as ``params_train.json``."""
     return json.dumps(fitted, indent=1, sort_keys=True) + "\n"
 
 

@@ -3,8 +3,8 @@
 Only the ``heldout`` regime, ``scope-envs validate`` and the fitting script use
 this module; a test checks that no training regime touches it (docs/architecture.md §4.1).
 
-Fitted to the real data, the held-out part of the people split (``personas.params("heldout")``; until the
-references are rebuilt that part reads the fit on everyone, ``params.json``):
+Fitted to the real data of the held-out part of the people split alone (``personas.params("heldout")``,
+``params_heldout.json``):
   the propensity regression on the survey card, the per-use effect of each
   persuasion act, the reply frequencies and donor valence, the distribution of
   stated amounts, and the gap between stated and actual donation.

@@ -3,10 +3,10 @@
 Nothing may be fitted to the held-out people if a simulator trained on the
 other people is to be judged on them. So the split is declared here, as a rule,
 before any fit reads it. A grounded user simulator is fitted on the training
-part only. Every other model reads its side's part (``personas.params(part)``);
-the held-out human proxies are to be refitted on the held-out part only and
-re-checked against it. Until the references are rebuilt both parts read the fit
-on all the people (``personas.PART_FILES``: ``params.json``).
+part only. Every other model reads the fit on its side's part alone
+(``personas.params(part)``: ``params_train.json``, ``params_heldout.json``);
+the held-out human proxies are checked against their part by ``scope-envs
+validate p4g``.
 
 The rule. The unit is the person (the user id, ``B3``), not the dialogue: 118
 persuadees took part in several of the 1,017 dialogues, each time with the same

@@ -10,6 +10,7 @@ numeric trait at its mean, every attribute at its most frequent value.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 from importlib import resources
@@ -29,9 +30,9 @@ TRAIT_LABELS = {
 
 # The people split's parts (``people.py``) and the fit each part's models read: the training side's (the reference
 # persuadee and every simulator built on it, the train cards, the agent's card features) "train", the held-out
-# side's (the human proxies, the held-out cards, validate's real numbers) "heldout". Until the references are
-# rebuilt both parts read the fit on everyone; the rebuild gives each part its own file.
-PART_FILES = {"train": "params.json", "heldout": "params.json"}
+# side's (the human proxies, the held-out cards, validate's real numbers) "heldout". Each part reads a fit on its
+# own people alone (``python -m scope_envs.validate.p4g --part P --overwrite-packaged``).
+PART_FILES = {"train": "params_train.json", "heldout": "params_heldout.json"}
 PARTS = tuple(PART_FILES)
 
 _params: dict[str, dict] = {}  # part -> the parameters it reads now
@@ -63,6 +64,17 @@ def set_params(new: dict, part: str | None = None) -> None:
         _params[q] = new
     persona.cache_clear()
     default_persona.cache_clear()
+
+
+@contextlib.contextmanager
+def params_kept():
+    """A block that may ``set_params`` (a fit, a calibration): every part's parameters are put back after it."""
+    before = {q: params(q) for q in PARTS}
+    try:
+        yield
+    finally:
+        for q, kept in before.items():
+            set_params(kept, q)
 
 
 LEAN_CLIP = 1.0  # one scale point of rational over intuitive (or the reverse) is a clear decision style

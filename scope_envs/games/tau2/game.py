@@ -277,7 +277,7 @@ class Tau2Game(Game):
         return domain, task, int(rng.integers(behaviour.SPLIT_SIZES[behaviour.card_split(split)]))
 
     def sample_scenarios(self, rng, split, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``k`` draws of ``sample_persona``'s distribution at once (the vec engine's fast mode; not the same
+        """``k`` draws of ``sample_persona``'s distribution at once (the batched engine's dealing; not the same
         draws), as indices: each scenario's domain (into ``domains``), task (into the domain's tasks of the split)
         and behaviour card (``behaviour.card(card_split(split), index)``); the scenario itself is
         ``scenario_at``."""

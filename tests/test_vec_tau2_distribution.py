@@ -1,18 +1,17 @@
-"""tau2's batched engine in fast mode (``make_vec("tau2-...", exact=False)``: one generator for every slot's
-dealing and every user reply): its episodes come from the same distribution as exact mode's (which replays the
-scalar envs, tests/test_vec_tau2.py), by the chi-square comparison of tests/test_vec_fast.py on each episode's
-outcome, length and the user's acts; the comparison rejects a perturbed engine. 3,000 episodes per sample (tau2's
-episodes are long: the comparison still rejects the perturbations below REJECT, a hundredth of the level at which
-fast mode is accepted)."""
+"""tau2's batched engine (``make_vec("tau2-...")``: one generator for every slot's dealing and every user reply):
+its episodes come from the same distribution as the scalar envs' (``LoopVecEnv``), by the chi-square comparison of
+tests/test_vec_distribution.py on each episode's outcome, length and the user's acts; the comparison rejects a
+perturbed engine. 3,000 episodes per sample (tau2's episodes are long: the comparison still rejects the
+perturbations below REJECT, a hundredth of the level at which the engine is accepted)."""
 
 import functools
 
 import numpy as np
 import pytest
-from test_vec_fast import chi2_p, collect, compare, random_acts, same, trace
+from test_vec_distribution import chi2_p, collect, compare, random_acts, same, trace
 
 import scope_envs
-from scope_envs.vec import Tau2VecEnv
+from scope_envs.vec import LoopVecEnv, Tau2VecEnv, vectorize
 
 EPISODES = 3000
 NUM_ENVS = 128
@@ -21,21 +20,23 @@ REJECT = ALPHA / 100
 
 
 @functools.cache
-def episodes_of(env_id: str, exact: bool, seed: int, **kwargs) -> dict:
-    return collect(scope_envs.make_vec(env_id, num_envs=NUM_ENVS, exact=exact, **kwargs), EPISODES, seed)
+def episodes_of(env_id: str, batched: bool, seed: int, **kwargs) -> dict:
+    vec = vectorize([scope_envs.make(env_id, **kwargs) for _ in range(NUM_ENVS)], batched=batched)
+    assert isinstance(vec, Tau2VecEnv if batched else LoopVecEnv)
+    return collect(vec, EPISODES, seed)
 
 
-@pytest.mark.parametrize("env_id", ["tau2-frozen", "tau2-heldout", "tau2-rotation", "tau2-vs"])
-def test_fast_mode_draws_episodes_from_the_exact_distribution(env_id):
-    fast, exact = episodes_of(env_id, False, 0), episodes_of(env_id, True, 0)
-    p = compare(fast, exact)
+@pytest.mark.parametrize("env_id", ["tau2-frozen", "tau2-heldout", "tau2-rotation", "tau2-vs", "tau2-population"])
+def test_the_batched_engine_draws_episodes_from_the_scalar_envs_distribution(env_id):
+    batched, scalar = episodes_of(env_id, True, 0), episodes_of(env_id, False, 0)
+    p = compare(batched, scalar)
     assert min(p.values()) > ALPHA, p
-    assert len(np.unique(exact["success"])) > 1 and len(np.unique(exact["user_acts"])) > 1
+    assert len(np.unique(scalar["success"])) > 1 and len(np.unique(scalar["user_acts"])) > 1
 
 
 @pytest.mark.parametrize("split", ["train", "heldout"])
-def test_fast_dealing_draws_scenarios_as_sample_persona(split):
-    """``Tau2Game.sample_scenarios`` (fast mode's dealing, all slots at once, as indices) and ``scenario_at`` /
+def test_batched_dealing_draws_scenarios_as_sample_persona(split):
+    """``Tau2Game.sample_scenarios`` (the engine's dealing, all slots at once, as indices) and ``scenario_at`` /
     ``scenario_ids`` against ``sample_persona`` one at a time: the same scenarios (task, card) from the same
     distribution; a draw from the other split is rejected."""
     game = scope_envs.make("tau2-frozen").unwrapped.game
@@ -70,22 +71,22 @@ def test_the_comparison_rejects_a_perturbed_engine():
     instead of held-out ones: both are rejected."""
     from scope_envs.agents.tau2 import CollapsedUser
 
-    flat = collect(scope_envs.make_vec("tau2-frozen", num_envs=NUM_ENVS, exact=False,
-                                       user=CollapsedUser(sharpening=1.0)), EPISODES, 0)
-    p = compare(flat, episodes_of("tau2-frozen", True, 0))
+    flat = collect(scope_envs.make_vec("tau2-frozen", num_envs=NUM_ENVS, user=CollapsedUser(sharpening=1.0)),
+                   EPISODES, 0)
+    p = compare(flat, episodes_of("tau2-frozen", False, 0))
     assert min(p.values()) < REJECT, p
-    p = compare(episodes_of("tau2-heldout", False, 0, personas="train"), episodes_of("tau2-heldout", True, 0))
+    p = compare(episodes_of("tau2-heldout", True, 0, personas="train"), episodes_of("tau2-heldout", False, 0))
     assert min(p.values()) < REJECT, p
 
 
-def test_fast_mode_is_reproducible_and_keeps_the_api():
-    vec = scope_envs.make_vec("tau2-heldout", num_envs=16, exact=False)
-    assert isinstance(vec, Tau2VecEnv) and not vec.exact
+def test_the_engine_is_reproducible_and_keeps_the_api():
+    vec = scope_envs.make_vec("tau2-heldout", num_envs=16)
+    assert isinstance(vec, Tau2VecEnv)
     first = trace(vec, 40, seed=4)
     assert same(first, trace(vec, 40, seed=4))
-    assert same(first, trace(scope_envs.make_vec("tau2-heldout", num_envs=16, exact=False), 40, seed=4))
+    assert same(first, trace(scope_envs.make_vec("tau2-heldout", num_envs=16), 40, seed=4))
     assert not same(first, trace(vec, 40, seed=5))
-    vec = scope_envs.make_vec("tau2-cotrain", num_envs=8, exact=False)
+    vec = scope_envs.make_vec("tau2-cotrain", num_envs=8)
     rng = np.random.default_rng(0)
     obs, infos = vec.reset(seed=1)
     finals = 0
@@ -104,12 +105,12 @@ def test_fast_mode_is_reproducible_and_keeps_the_api():
 
 
 def test_scenarios_dealt_by_indices_are_the_ones_read():
-    """Fast mode deals scenarios as indices and builds one only where it is read (``Tau2Batch.game``): each slot's
+    """The engine deals scenarios as indices and builds one only where it is read (``Tau2Batch.game``): each slot's
     ``persona`` id, and the scenario its scalar game is reset on, are ``sample_persona``'s for those indices."""
     from scope_envs.games.tau2.behaviour import card, card_split
     from scope_envs.games.tau2.game import scenario
 
-    vec = scope_envs.make_vec("tau2-heldout", num_envs=16, exact=False)
+    vec = scope_envs.make_vec("tau2-heldout", num_envs=16)
     rng = np.random.default_rng(0)
     obs, infos = vec.reset(seed=2)
     seen = 0

@@ -1,8 +1,9 @@
-"""``make_vec(..., exact=False)``: the fast mode draws every slot from one generator, so its episodes are not
-those of N scalar envs, but they must come from the same distribution. 10,000 episodes of each mode per id
-(exact mode replays the scalar envs, tests/test_vec.py) are compared with chi-square tests on each episode's
-outcome, length and the user's acts; the same comparison rejects a perturbed engine, so it has the power to
-fail. Fast mode is reproducible from its seed and keeps the vec API (shapes, masks, final info, auto-reset)."""
+"""``make_vec``: the batched engine draws its slots from their streams' generators, so its episodes are not those
+of N scalar envs, but they must come from the same distribution. 10,000 batched episodes per id and 3,000 of the
+scalar envs (``LoopVecEnv``: the env itself, one slot at a time) are compared with chi-square tests on each
+episode's outcome, length and the user's acts; the same comparison rejects a perturbed engine, so it has the power
+to fail. The engine is reproducible from its seed, keeps the vec API (shapes, masks, final info, auto-reset) and
+its streams independent."""
 
 import functools
 
@@ -15,6 +16,7 @@ from scope_envs.core.simulator import Simulator
 from scope_envs.vec import BatchedVecEnv, LoopVecEnv, vectorize
 
 EPISODES = 10_000
+SCALAR_EPISODES = 3_000  # (the scalar envs play an episode a hundred times slower)
 NUM_ENVS = 256
 ALPHA = 1e-3  # per statistic; the perturbed engines land below 1e-6
 
@@ -60,8 +62,17 @@ def collect(vec, episodes: int, seed: int) -> dict[str, np.ndarray]:
 
 
 @functools.cache
-def episodes_of(env_id: str, exact: bool, seed: int, **kwargs) -> dict[str, np.ndarray]:
-    return collect(scope_envs.make_vec(env_id, num_envs=NUM_ENVS, exact=exact, **kwargs), EPISODES, seed)
+def episodes_of(env_id: str, seed: int, **kwargs) -> dict[str, np.ndarray]:
+    """The batched engine's episodes."""
+    return collect(scope_envs.make_vec(env_id, num_envs=NUM_ENVS, **kwargs), EPISODES, seed)
+
+
+@functools.cache
+def scalar_episodes(env_id: str, seed: int, **kwargs) -> dict[str, np.ndarray]:
+    """The scalar envs' episodes (the loop engine)."""
+    vec = vectorize([scope_envs.make(env_id, **kwargs) for _ in range(NUM_ENVS)], batched=False)
+    assert isinstance(vec, LoopVecEnv)
+    return collect(vec, SCALAR_EPISODES, seed)
 
 
 def binned(x: np.ndarray) -> np.ndarray:
@@ -84,20 +95,37 @@ def chi2_p(a: np.ndarray, b: np.ndarray) -> float:
     return float(chi2_contingency(table)[1])
 
 
-def compare(fast: dict, exact: dict) -> dict[str, float]:
-    assert fast.keys() == exact.keys()
-    return {k: chi2_p(fast[k], exact[k]) for k in exact}
+def compare(batched: dict, scalar: dict) -> dict[str, float]:
+    assert batched.keys() == scalar.keys()
+    return {k: chi2_p(batched[k], scalar[k]) for k in scalar}
 
 
-@pytest.mark.parametrize("env_id", ["p4g-frozen", "p4g-heldout", "p4g-rotation", "cooperbench-frozen",
-                                    "cooperbench-heldout", "p4g-vs", "cooperbench-vs"])
-def test_fast_mode_draws_episodes_from_the_exact_distribution(env_id):
-    fast, exact = episodes_of(env_id, False, 0), episodes_of(env_id, True, 0)
-    p = compare(fast, exact)
+@pytest.mark.parametrize("env_id", [f"{g}-{r}" for g in ("p4g", "cooperbench")
+                                    for r in ("frozen", "heldout", "rotation", "vs", "population")])
+def test_the_batched_engine_draws_episodes_from_the_scalar_envs_distribution(env_id):
+    batched, scalar = episodes_of(env_id, 0), scalar_episodes(env_id, 0)
+    p = compare(batched, scalar)
     assert min(p.values()) > ALPHA, p
-    # and the comparison is not vacuous: the outcomes vary within each mode
+    # and the comparison is not vacuous: the outcomes vary within each engine
     success = "actual" if env_id.startswith("p4g") else "success"
-    assert len(np.unique(exact[success])) > 1 and len(np.unique(exact["user_acts"])) > 1
+    assert len(np.unique(scalar[success])) > 1 and len(np.unique(scalar["user_acts"])) > 1
+
+
+@pytest.mark.parametrize("game", ["p4g", "cooperbench"])
+def test_the_held_out_panel_draws_as_its_scalar_envs(game):
+    """The benchmark's panel: held-out families seated by ``panel_env`` on held-out scenarios, batched."""
+    from scope_envs.agents.families import panel, panel_env
+
+    for member in panel(game)[:2]:
+        def factory(m=member):
+            return panel_env(scope_envs.make(f"{game}-heldout").unwrapped.game, m)
+
+        vec = vectorize([factory() for _ in range(NUM_ENVS)])
+        assert isinstance(vec, BatchedVecEnv)
+        batched = collect(vec, EPISODES, 0)
+        scalar = collect(vectorize([factory() for _ in range(NUM_ENVS)], batched=False), SCALAR_EPISODES, 0)
+        p = compare(batched, scalar)
+        assert min(p.values()) > ALPHA, (member, p)
 
 
 class Leaning(Simulator):
@@ -114,37 +142,38 @@ class Leaning(Simulator):
 
 @pytest.mark.parametrize("game,users", [("p4g", "snapshots"), ("tau2", "snapshots"), ("p4g", "custom"),
                                         ("cooperbench", "custom"), ("tau2", "custom")])
-def test_fast_mode_asks_each_slots_drawn_pool_member(game, users):
+def test_the_engine_asks_each_slots_drawn_pool_member(game, users):
     """Two different users join each env's checkpoint pool: snapshots (answering all their slots at once,
-    ``BatchedVecEnv._observed``) or custom simulators (asked slot by slot, ``_ask``). Fast mode asks the member it
-    drew for the slot's episode (``BatchedVecEnv.seated``, not the scalar env's stale ``simulator``): the
-    episodes of both modes are alike."""
+    ``BatchedVecEnv._observed``) or custom simulators (asked slot by slot, ``_ask``). The engine asks the member
+    it drew for the slot's episode (``BatchedVecEnv.seated``, not the scalar env's stale ``simulator``): the
+    episodes are the scalar envs' alike."""
     from test_vec import snapshots
 
     samples = []
-    for exact in (False, True):
-        vec = scope_envs.make_vec(f"{game}-population", num_envs=NUM_ENVS, exact=exact, pool_size=3)
+    for batched in (True, False):
+        vec = vectorize([scope_envs.make(f"{game}-population", pool_size=3) for _ in range(NUM_ENVS)],
+                        batched=batched)
         pool = snapshots(vec.envs[0], seed=3) if users == "snapshots" else [Leaning(0), Leaning(-1)]
         for env in vec.envs:
             for s in pool:
                 env.add_snapshot(s)
-        samples.append(collect(vec, EPISODES if users == "snapshots" else 4000, 0))
+        samples.append(collect(vec, (EPISODES if users == "snapshots" else 4000) if batched else SCALAR_EPISODES, 0))
     p = compare(*samples)
     assert min(p.values()) > ALPHA, p
     assert len(np.unique(samples[1]["member"])) == 3  # the live user and both pool entries played
 
 
 def test_the_comparison_rejects_a_perturbed_engine():
-    """The same test, against fast mode with a more cooperative frozen simulator (p4g), and with the held-out
+    """The same test, against the engine with a more cooperative frozen simulator (p4g), and with the held-out
     partner on train styles and tasks instead of held-out ones (cooperbench): both are rejected."""
     from scope_envs.agents.p4g import CollapsedPersuadee
 
-    cooperative = collect(scope_envs.make_vec("p4g-frozen", num_envs=NUM_ENVS, exact=False,
+    cooperative = collect(scope_envs.make_vec("p4g-frozen", num_envs=NUM_ENVS,
                                               user=CollapsedPersuadee(cooperation=1.3)), EPISODES, 0)
-    p = compare(cooperative, episodes_of("p4g-frozen", True, 0))
+    p = compare(cooperative, scalar_episodes("p4g-frozen", 0))
     assert min(p.values()) < 1e-6, p
-    train_split = episodes_of("cooperbench-heldout", False, 0, personas="train")
-    p = compare(train_split, episodes_of("cooperbench-heldout", True, 0))
+    train_split = episodes_of("cooperbench-heldout", 0, personas="train")
+    p = compare(train_split, scalar_episodes("cooperbench-heldout", 0))
     assert min(p.values()) < 1e-6, p
 
 
@@ -166,11 +195,11 @@ def same(a, b) -> bool:
 
 
 @pytest.mark.parametrize("env_id", ["p4g-frozen", "cooperbench-heldout", "p4g-vs"])
-def test_fast_mode_is_reproducible_from_its_seed(env_id):
-    vec = scope_envs.make_vec(env_id, num_envs=16, exact=False)
+def test_the_engine_is_reproducible_from_its_seed(env_id):
+    vec = scope_envs.make_vec(env_id, num_envs=16)
     first = trace(vec, 30, seed=4)
     assert same(first, trace(vec, 30, seed=4))  # reset(seed) reseeds the shared generator
-    assert same(first, trace(scope_envs.make_vec(env_id, num_envs=16, exact=False), 30, seed=4))
+    assert same(first, trace(scope_envs.make_vec(env_id, num_envs=16), 30, seed=4))
     assert not same(first, trace(vec, 30, seed=5))
 
 
@@ -180,26 +209,27 @@ def test_fast_mode_is_reproducible_from_its_seed(env_id):
     ("p4g-population", {"pool_size": 3}), ("cooperbench-frozen", {}), ("cooperbench-heldout", {}),
     ("cooperbench-rotation", {}), ("cooperbench-cotrain", {}),
 ])
-def test_fast_mode_keeps_the_vec_api(env_id, kwargs):
-    """Shapes, dtypes, masks, info and final-info keys as in exact mode; every act it offers is legal (the
-    env raises otherwise); a finished slot restarts in the same step; the schedules keep their state."""
-    fast = scope_envs.make_vec(env_id, num_envs=8, exact=False, **kwargs)
-    exact = scope_envs.make_vec(env_id, num_envs=8, **kwargs)
-    assert isinstance(fast, BatchedVecEnv) and not fast.exact and exact.exact
-    assert fast.possible_agents == exact.possible_agents
+def test_the_engine_keeps_the_vec_api(env_id, kwargs):
+    """Shapes, dtypes, masks, info and final-info keys as the loop over scalar envs gives them; every act it
+    offers is legal (the env raises otherwise); a finished slot restarts in the same step; the schedules keep
+    their state."""
+    batched = scope_envs.make_vec(env_id, num_envs=8, **kwargs)
+    scalar = vectorize([scope_envs.make(env_id, **kwargs) for _ in range(8)], batched=False)
+    assert isinstance(batched, BatchedVecEnv) and isinstance(scalar, LoopVecEnv)
+    assert batched.possible_agents == scalar.possible_agents
     rng = np.random.default_rng(0)
-    (fo, fi), (eo, ei) = fast.reset(seed=1), exact.reset(seed=1)
+    (fo, fi), (eo, ei) = batched.reset(seed=1), scalar.reset(seed=1)
     finals = 0
     for _ in range(40):
-        for a in fast.possible_agents:
+        for a in batched.possible_agents:
             for k in ("observation", "action_mask"):
                 assert fo[a][k].shape == eo[a][k].shape and fo[a][k].dtype == eo[a][k].dtype
             idle = ~fi["live"][a]
             assert (fo[a]["action_mask"][idle, 1:] == 0).all() and (fo[a]["observation"][idle] == 0).all()
         assert fi.keys() - {"final_info"} == ei.keys() - {"final_info"}
-        fa, ea = random_acts(fast, fo, fi, rng), random_acts(exact, eo, ei, rng)
-        fo, fr, ft, _, fi = fast.step(fa)
-        eo, er, _, _, ei = exact.step(ea)
+        fa, ea = random_acts(batched, fo, fi, rng), random_acts(scalar, eo, ei, rng)
+        fo, fr, ft, _, fi = batched.step(fa)
+        eo, er, _, _, ei = scalar.step(ea)
         assert fr.keys() == er.keys() and all(fr[a].shape == (8,) for a in fr)
         done = fi["_final_info"]
         if done.any():
@@ -208,14 +238,14 @@ def test_fast_mode_keeps_the_vec_api(env_id, kwargs):
             assert final.keys() == {"outcome", "agent_score", "return", "member", "persona", "user_acts"}
             if ei["_final_info"].any():
                 assert all(final[k].dtype == ei["final_info"][k].dtype for k in final if k != "outcome")
-            assert final["outcome"].keys() == set(exact.batch.outcome(np.arange(1)))
+            assert final["outcome"].keys() == set(batched.batch.outcome(np.arange(1)))
             assert all(isinstance(final["persona"][i], str) and isinstance(final["user_acts"][i], list)
                        for i in np.flatnonzero(done))
             assert (fi["turn"][done] == 0).all() and fi["live"]["agent_0"][done].all()  # restarted at once
             assert ft["agent_0"][done].all()
     assert finals > 0
     if env_id.endswith("rotation"):  # "index": the per-slot schedules count their episodes
-        assert sum(env.unwrapped.schedule.episode_index for env in fast.envs) == 8 + finals
+        assert sum(env.unwrapped.schedule.episode_index for env in batched.envs) == 8 + finals
 
 
 @pytest.mark.parametrize("env_id,kwargs", [("p4g-vs", {"k": 3}), ("p4g-rotation", {"families": 3}),
@@ -235,9 +265,8 @@ def test_a_stream_plays_as_a_vec_env_of_its_own(env_id, kwargs):
                         infos["member"][slots].copy(), infos["_final_info"][slots].copy()))
         return out
 
-    alone = trace_of(scope_envs.make_vec(env_id, num_envs=4, exact=False, **kwargs), [50, 51, 52, 53], None,
-                     slice(None))
-    shared = scope_envs.make_vec(env_id, num_envs=8, exact=False, **kwargs)
+    alone = trace_of(scope_envs.make_vec(env_id, num_envs=4, **kwargs), [50, 51, 52, 53], None, slice(None))
+    shared = scope_envs.make_vec(env_id, num_envs=8, **kwargs)
     for others in ([0, 1, 2, 3], [7, 7, 7, 7]):
         assert same(alone, trace_of(shared, others + [50, 51, 52, 53], [0] * 4 + [4] * 4, slice(4, 8)))
     assert not same(alone, trace_of(shared, [0, 1, 2, 3, 60, 61, 62, 63], [0] * 4 + [4] * 4, slice(4, 8)))
@@ -245,20 +274,10 @@ def test_a_stream_plays_as_a_vec_env_of_its_own(env_id, kwargs):
         shared.reset(seed=0, streams=[0] * 7)
 
 
-def test_configurations_without_a_batched_engine_run_exact():
-    vec = scope_envs.make_vec("p4g-frozen", num_envs=3, surface="text", exact=False)
-    assert isinstance(vec, LoopVecEnv) and vec.exact
-    assert isinstance(scope_envs.make_vec("p4g-heldout", num_envs=3, assumptions="no_wear_out", exact=False),
-                      LoopVecEnv)
-    assert not vectorize([scope_envs.make("p4g-frozen") for _ in range(2)], exact=False).exact
-    with pytest.raises(TypeError, match="exact"):
-        scope_envs.make_vec("p4g-frozen", num_envs=2, exact="no")
-
-
-def test_fast_mode_options_and_stopping_slots():
+def test_the_engine_options_and_stopping_slots():
     """``scenario_seed`` deals the same card to every episode given it; ``next_episode`` returning None
     leaves the slot idle; ``reset(slots=...)`` starts only those."""
-    vec = scope_envs.make_vec("cooperbench-heldout", num_envs=4, exact=False)
+    vec = scope_envs.make_vec("cooperbench-heldout", num_envs=4)
     vec.reset(seed=0, options={"scenario_seed": 7})
     assert len(set(vec.persona_id.tolist())) == 1
     obs, infos = vec.reset(seed=0, slots=[1, 2])

@@ -1,6 +1,6 @@
-"""Fast mode's p4g reply weights (``P4GBatch.reference_weights`` / ``human_proxy_weights``: log-space tables,
-one exponential) against the exact batched distributions that ``tests/test_vec.py`` holds to the scalar
-models: normalized, they are the same distributions up to rounding, on every kind of legal mask."""
+"""The batched engine's p4g reply weights (``P4GBatch.reference_weights`` / ``human_proxy_weights``: log-space
+tables, one exponential) against the reply distributions the scalar game computes (``reference_reply``,
+``human_proxy_reply``): normalized, they are the same distributions up to rounding, on every kind of legal mask."""
 
 import numpy as np
 import pytest
