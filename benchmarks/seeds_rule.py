@@ -47,16 +47,15 @@ from scope_envs.bench.methods import METHODS, PRESETS, available, heldout_episod
 from scope_envs.bench.methods import SEEDS_MDE_FRACTION as FRACTION  # the MDE the rule allows, a fraction of the band
 
 REPO = Path(__file__).resolve().parents[1]
-# the committed default run at today's preset: the first at the plateau budgets (issue 46), with p4g's homogeneous
-# frozen simulator and its grounded row, 26 / 16 / 15 seeds (the rule's answer on the runs before it: 4a8c844 and
-# 987def4, at 20,000 / 20,000 / 8,000 decisions). The inputs change with the worlds or the settings; a rerun at the
-# same settings reproduces the instrument and is not fed back
-RUNS = ("74bf4448",)
+# the committed default run at today's preset: the first on the engine without exact mode and on p4g's per-part fits
+# (issue 45, issue 49), at the plateau budgets, p4g 19 / cooperbench 22 / tau2 8 seeds (the rule's answer on 74bf4448,
+# the first run at the plateau budgets, before). The inputs change with the worlds, the engine or the settings; a
+# rerun at the same settings reproduces the instrument and is not fed back
+RUNS = ("491a3791",)
 RESULTS = "benchmarks/results/default"
-# the wall-time estimate reads each game's run clocks (``wall_s`` of its run records) and seeds from this run: the
-# rebuilt default run at the plateau budgets (VM-A; for parts of it a third and fourth process shared the two cores,
-# so its clocks overstate a quiet machine's)
-CLOCK_RUN, CLOCK_JOBS = "74bf4448", 2
+# the wall-time estimate reads each game's run clocks (``wall_s`` of its run records) and seeds from this run (VM-A;
+# for a few minutes of it a third process shared the two cores)
+CLOCK_RUN, CLOCK_JOBS = "491a3791", 2
 MAX_SEEDS = 200
 
 
