@@ -34,8 +34,8 @@ What SB3 sees:
   ``terminal_observation`` (its episode's last observation), ``TimeLimit.truncated``, and the episode's
   ``return`` (``agent_0``'s), ``agent_score`` and ``outcome`` (the game's outcome keys); every info has
   ``member`` (the user seat's member in that slot's current episode).
-* ``seed(s)`` then ``reset()`` seeds slot ``i`` with ``s + i``: the episodes of ``GymVectorEnv.reset(seed=s)``
-  (and of ``make_vec``'s ``reset(seed=s)``). ``set_options`` passes ``reset`` options the same way.
+* ``seed(s)`` then ``reset()`` seeds slot ``i`` with ``s + i``: the episodes of ``GymVectorEnv.reset(seed=[s, s + 1,
+  ...])`` (and of ``make_vec``'s ``reset`` with those seeds). ``set_options`` passes ``reset`` options the same way.
 * ``get_attr`` / ``env_method`` read ``action_masks``, ``member`` and ``render_mode`` per slot from the
   adapter, any other name from the slot's scalar env (``vec.envs[i]``: its game, simulator members,
   schedule); ``set_attr`` sets it there, as ``DummyVecEnv`` sets it on its envs.
