@@ -36,9 +36,9 @@ def fit_on(data: Path, part: str | None) -> dict:
     """The P4G parameters fitted on ``part`` of the people split (None: everyone, as shipped), as
     ``python -m scope_envs.validate.p4g --part`` fits them."""
     from scope_envs.games.p4g.fit import fit
-    from scope_envs.validate.p4g import other_part
+    from scope_envs.games.p4g.people import outside
 
-    return fit(data, holdout=other_part(data, part or "everyone"))
+    return fit(data, holdout=outside(data, part or "everyone"))
 
 
 def check(params: dict, target: dict, episodes: int, validate_episodes: int, seed: int) -> dict:

@@ -51,13 +51,13 @@ def _assert_close(a, b, where="params"):
 def test_refit_matches_shipped(part):
     """Each part's packaged file is the fit on that part's people alone (``--part``)."""
     from scope_envs.games.p4g.fit import fit
-    from scope_envs.validate.p4g import other_part
+    from scope_envs.games.p4g.people import outside
 
     from scope_envs.games.p4g.personas import PART_FILES
 
     assert PARTS[part].name == PART_FILES[part]
     shipped = json.loads(PARTS[part].read_text())
-    refit = fit(DATA, holdout=other_part(DATA, part))
+    refit = fit(DATA, holdout=outside(DATA, part))
     for key, value in refit.items():  # keys written by other code (calibration, ...) are not ours
         assert key in shipped, f"{PARTS[part].name} lacks {key!r}: rerun python -m scope_envs.validate.p4g"
         _assert_close(value, shipped[key], key)

@@ -60,9 +60,9 @@ def test_willingness_sums_the_cards_own_act_effects_and_the_engine_uses_the_same
 @pytest.mark.parametrize("key", ["strategy_interactions", "reply_disclosure"])
 def test_the_shipped_card_terms_are_what_fit_derives(key):
     from scope_envs.games.p4g.fit import fit
-    from scope_envs.validate.p4g import other_part
+    from scope_envs.games.p4g.people import outside
 
-    fitted = fit(DATA, holdout=other_part(DATA, "train"))[key]
+    fitted = fit(DATA, holdout=outside(DATA, "train"))[key]
     shipped = personas.params("train")[key]
     assert set(fitted) == set(shipped) and fitted["supported"] == shipped["supported"]
     for a, g in fitted["coef"].items():

@@ -275,21 +275,42 @@ def test_text_surface_with_openenv_client():
             assert result.observation["agents"][speaker]["info"]["errors"] == 1
 
 
+# Each bad command line through ``main`` with its exit and stderr, in one interpreter (a start is seconds); a
+# command that passed its checks would serve, and the timeout would fail the test.
+_RUN_EACH = """
+import contextlib, io, json, sys
+from scope_envs.cli import main
+out = []
+for args in json.loads(sys.argv[1]):
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        try:
+            main(["serve", *args])
+            code = 0
+        except SystemExit as e:
+            code = e.code
+    out.append([code, err.getvalue()])
+print(json.dumps(out))
+"""
+
+
 def test_cli_bounds():
     import subprocess
     import sys
 
-    for args, name in ((["p4g-frozen", "--port", "70000"], "--port"), (["nope"], "id"),
-                       (["p4g-frozen", "--kwarg", "no-equals"], "--kwarg"),
-                       (["p4g-frozen", "--kwarg", "bogus=1", "--port", "0"], "bogus"),
-                       (["p4g-frozen", "--max-sessions", "99999"], "--max-sessions"),
-                       (["p4g-frozen", "--host", "999.1.1.1"], "--host"),
-                       (["p4g-frozen", "--idle-timeout", "inf"], "--idle-timeout"),
-                       *((["p4g-frozen", "--kwarg", f"max_turns={v}"], "--kwarg")
-                         for v in ("1e400", "NaN", "2.5", "1000000000", "99999999999999999999", "true"))):
-        out = subprocess.run([sys.executable, "-m", "scope_envs.cli", "serve", *args], capture_output=True,
-                             text=True, timeout=120)
-        assert out.returncode == 2 and name in out.stderr and "Traceback" not in out.stderr
+    cases = ((["p4g-frozen", "--port", "70000"], "--port"), (["nope"], "id"),
+             (["p4g-frozen", "--kwarg", "no-equals"], "--kwarg"),
+             (["p4g-frozen", "--kwarg", "bogus=1", "--port", "0"], "bogus"),
+             (["p4g-frozen", "--max-sessions", "99999"], "--max-sessions"),
+             (["p4g-frozen", "--host", "999.1.1.1"], "--host"),
+             (["p4g-frozen", "--idle-timeout", "inf"], "--idle-timeout"),
+             *((["p4g-frozen", "--kwarg", f"max_turns={v}"], "--kwarg")
+               for v in ("1e400", "NaN", "2.5", "1000000000", "99999999999999999999", "true")))
+    done = subprocess.run([sys.executable, "-c", _RUN_EACH, json.dumps([args for args, _ in cases])],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-3000:]
+    for (code, stderr), (args, name) in zip(json.loads(done.stdout), cases, strict=True):
+        assert code == 2 and name in stderr and "Traceback" not in stderr, (args, stderr)
 
 
 def test_a_port_in_use_is_an_argument_error_before_anything_is_printed():

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scope_envs.wrappers.verbalized import candidate_weights
 from test_vec import play
-from test_vec_distribution import collect, compare
+from test_vec_distribution import alike, collect, compare
 
 import scope_envs
 from scope_envs.vec import BatchedVecEnv
@@ -25,12 +25,12 @@ OPTIONS = [
 def test_batched_verbalized_sampling_draws_as_the_scalar_envs(game, options):
     vec = scope_envs.vec.vectorize([scope_envs.make(f"{game}-vs", **options) for _ in range(128)])
     assert isinstance(vec, BatchedVecEnv)
-    batched = collect(vec, 4000, 2)
+    batched = collect(vec, 8000, 2)  # (the batched side takes the larger sample: its episodes are cheap)
     assert [k[0] for k in vec._kinds] == ["vs_reference"]  # batched, not asked slot by slot
     scalar = collect(scope_envs.vec.vectorize([scope_envs.make(f"{game}-vs", **options) for _ in range(128)],
-                                              batched=False), 2000, 2)
+                                              batched=False), 1200, 2)
     p = compare(batched, scalar)
-    assert min(p.values()) > 1e-3, p
+    assert alike(p), p
 
 
 @pytest.mark.parametrize("game", ["p4g", "cooperbench"])

@@ -54,6 +54,7 @@ class MaskablePPOMethod:
     def train(self, ctx) -> Trained:
         from sb3_contrib import MaskablePPO
         from stable_baselines3.common.callbacks import BaseCallback
+        from stable_baselines3.common.logger import Logger
         from stable_baselines3.common.vec_env import VecMonitor
 
         from scope_envs.bench.policies import SB3Policy
@@ -64,6 +65,7 @@ class MaskablePPOMethod:
         model = MaskablePPO("MlpPolicy", VecMonitor(venv), n_steps=self.n_steps, batch_size=self.batch_size,
                             n_epochs=self.n_epochs, gamma=1.0, gae_lambda=0.95, ent_coef=self.ent_coef,
                             seed=ctx.seed, device="cpu", verbose=0)
+        model.set_logger(Logger(folder=None, output_formats=[]))  # (SB3's default makes a folder in /tmp per run)
 
         class Progress(BaseCallback):
             def _on_step(self) -> bool:

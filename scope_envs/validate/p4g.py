@@ -22,6 +22,7 @@ from scope_envs.agents.p4g import EmpiricalPersuader, HumanProxyPersuadee, Refer
 from scope_envs.games.p4g import fit as fit_module
 from scope_envs.games.p4g.calibrate import calibrate
 from scope_envs.games.p4g.fit import DEFAULT_OUT, FILES, summary, check_data, fit
+from scope_envs.games.p4g.people import outside
 from scope_envs.games.p4g.personas import PART_FILES
 from scope_envs.games.p4g.simulate import play, statistics
 from scope_envs.games.p4g.donations import compare, real_statistics
@@ -106,15 +107,6 @@ def output_path(ap: argparse.ArgumentParser, args: argparse.Namespace) -> Path:
     return out
 
 
-def other_part(data_dir, part: str) -> frozenset[str]:
-    """The dialogues a fit on ``part`` of the people split drops: the other part's (none for "everyone")."""
-    if part == "everyone":
-        return frozenset()
-    from scope_envs.games.p4g.people import HELDOUT, TRAIN, split_people
-
-    return split_people(data_dir).dialogues(TRAIN if part == HELDOUT else HELDOUT)
-
-
 def fit_command(argv=None) -> None:
     """``python -m scope_envs.validate.p4g``: refit the parameters from the real data, calibrate, write (the
     command lives here, with the tools: it plays the players; ``games.p4g.fit`` holds the fitting itself)."""
@@ -131,7 +123,7 @@ def fit_command(argv=None) -> None:
             ap.error(f"argument --out: {out} exists and is not a JSON parameter file; remove it or choose another path")
     try:
         with data_errors(args.data):
-            fitted = fit(args.data, holdout=other_part(args.data, args.part))
+            fitted = fit(args.data, holdout=outside(args.data, args.part))
     except ValueError as e:
         ap.error(f"argument --data: {e}")
     params = {**previous, **fitted}

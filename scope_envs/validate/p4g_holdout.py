@@ -269,13 +269,13 @@ def out_of_sample(data_dir: str | os.PathLike, replications: int = REPLICATIONS,
     unknown = [s for s in simulators if s not in SIMULATORS]
     if unknown:
         raise ValueError(f"simulators must be among {sorted(SIMULATORS)}, got {unknown}")
-    from scope_envs.games.p4g.people import TRAIN, split_people
+    from scope_envs.games.p4g.people import HELDOUT, outside
     from scope_envs.validate.p4g import data_errors
 
     data = Path(data_dir)
     with data_errors(data):
         # the held-out part of the people split, which the proxies are fitted on and stand for
-        training_part = split_people(data).dialogues(TRAIN)
+        training_part = outside(data, HELDOUT)
         dialogues = {d: r for d, r in annotated_dialogues(data).items() if d not in training_part}
         person = persuadee_ids(data)
         parts = folds(dialogues, k, seed, person)

@@ -20,7 +20,7 @@ import os
 
 from scope_envs.games.p4g import personas
 from scope_envs.games.p4g.fit import fit
-from scope_envs.games.p4g.people import TRAIN, split_people
+from scope_envs.games.p4g.people import HELDOUT, outside
 
 REAL_KEYS = ("mean_donation", "give_rate", "mean_intended", "mean_actual", "n")
 
@@ -34,7 +34,7 @@ def real_statistics(data_dir: str | os.PathLike | None = None) -> dict:
     """
     if data_dir is None:
         return personas.params("heldout")["real"]
-    return fit(data_dir, holdout=split_people(data_dir).dialogues(TRAIN))["real"]
+    return fit(data_dir, holdout=outside(data_dir, HELDOUT))["real"]
 
 
 def compare(real: dict, simulated: dict) -> dict:

@@ -110,8 +110,7 @@ class PeopleSplit:
         return self.train | self.survey_train if _checked(part) == TRAIN else self.heldout | self.survey_heldout
 
     def dialogues(self, part: str) -> frozenset[str]:
-        """The dialogue ids whose persuadee is in ``part`` (``fit(data, holdout=split.dialogues("heldout"))``
-        fits the training side)."""
+        """The dialogue ids whose persuadee is in ``part``."""
         part = _checked(part)
         return frozenset(d for d, p in self.dialogue_part.items() if p == part)
 
@@ -140,3 +139,11 @@ def split_people(data_dir) -> PeopleSplit:
     return PeopleSplit(train=part(annotated, TRAIN), heldout=part(annotated, HELDOUT),
                        survey_train=part(survey_only, TRAIN), survey_heldout=part(survey_only, HELDOUT),
                        dialogue_part={d: split_of(u) for d, u in sorted(person.items())})
+
+
+def outside(data_dir, part: str) -> frozenset[str]:
+    """The dialogue ids a fit on ``part`` must not read: the other part's (none for ``"everyone"``), as
+    ``fit(data, holdout=outside(data, "train"))`` fits the training side."""
+    if part == "everyone":
+        return frozenset()
+    return split_people(data_dir).dialogues(HELDOUT if _checked(part) == TRAIN else TRAIN)

@@ -46,14 +46,18 @@ def check_part(part: str) -> str:
     return part
 
 
+def packaged(part: str) -> dict:
+    """The parameters packaged for ``part`` (its file in ``PART_FILES``, loaded once), whatever is in place now."""
+    name = PART_FILES[check_part(part)]
+    if name not in _files:
+        _files[name] = json.loads(resources.files("scope_envs.games.p4g").joinpath(name).read_text())
+    return _files[name]
+
+
 def params(part: str) -> dict:
     """The fitted parameters ``part`` of the people split reads (``PART_FILES``; ``set_params`` may swap them)."""
     if part not in _params:
-        check_part(part)
-        name = PART_FILES[part]
-        if name not in _files:
-            _files[name] = json.loads(resources.files("scope_envs.games.p4g").joinpath(name).read_text())
-        _params[part] = _files[name]
+        _params[part] = packaged(part)
     return _params[part]
 
 

@@ -102,16 +102,11 @@ def act_effects(persona: Persona) -> dict[str, float]:
 # The training-side world's assumption that the data can least support: the persona x act interactions (their
 # bootstrap intervals exclude zero for one act only). "no-interactions" sets them all to zero (an act then moves
 # every card alike; the card's propensity and way of talking stay): the calibration's sensitivity to it.
-_SHIPPED: list = []  # the shipped parameters, kept the first time a world is put in place
-
-
 def _use_world(name: str) -> None:
     """Put the world ``name`` in place in this process: the parameters the training side's models read
-    (``personas.set_params(..., "train")``; the held-out side's stay as shipped); "fitted" puts the shipped ones
+    (``personas.set_params(..., "train")``; the held-out side's stay as they are); "fitted" puts the packaged ones
     back (nothing to do where they are in place)."""
-    if not _SHIPPED:
-        _SHIPPED.append(params("train"))
-    shipped = _SHIPPED[0]
+    shipped = personas.packaged("train")
     if name == "fitted":
         if params("train") is not shipped:
             personas.set_params(shipped, "train")
