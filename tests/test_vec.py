@@ -177,6 +177,38 @@ def test_a_pools_snapshots_answer_all_their_slots_at_once_as_the_scalar_envs(gam
     assert max(answered) > 1  # a call answered several slots
 
 
+@pytest.mark.parametrize("env_id", ["cooperbench-frozen", "cooperbench-heldout", "tau2-frozen", "tau2-heldout"])
+def test_replies_declared_by_row_are_the_same_for_any_part_of_the_slots(env_id):
+    """``replies_by_row``: the engine computes every stream's replies in one call, which is right only if each
+    row's weights are those of a call on any part of the slots holding it (its stream's), bit for bit."""
+    vec = scope_envs.make_vec(env_id, num_envs=64)
+    assert vec.replies_by_row and not scope_envs.make_vec("p4g-frozen", num_envs=2).replies_by_row
+    rng = np.random.default_rng(0)
+    obs, _ = vec.reset(seed=3)
+    checked = 0
+    for _ in range(40):
+        acts = np.argmax(rng.random(obs["agent_0"]["action_mask"].shape) * obs["agent_0"]["action_mask"], 1)
+        # the agent's half by hand, then the replies the user seat would draw from
+        active = vec.batch.active()
+        idx = (~vec.idle & (active == 0)).nonzero()[0]
+        vec._apply(0, idx, acts[idx])
+        active = vec.batch.active()
+        todo = (~vec.idle & (active == 1) & (vec.seat < 0)).nonzero()[0]
+        todo = todo[vec.kind[todo] == vec.kind[todo[0]]] if len(todo) else todo
+        if len(todo) > 4:
+            legal, kind = vec.batch.legal(1, active), vec._kinds[vec.kind[todo[0]]]
+            whole = vec.reply_weights(kind, todo, legal[todo])
+            for part in (todo[::2], todo[1::3], todo[:1], todo[-3:]):
+                mine = vec.reply_weights(kind, part, legal[part])
+                assert np.array_equal(mine, whole[np.searchsorted(todo, part)])
+                checked += len(part)
+        vec._run_simulators()
+        obs = vec._observe()
+        if vec.batch.done[~vec.idle].any():  # (stepped by hand: no auto-reset)
+            obs, _ = vec.reset(seed=int(rng.integers(100)))
+    assert checked > 500
+
+
 def test_a_non_default_held_out_assumption_loops_over_the_scalar_envs():
     vec = scope_envs.make_vec("p4g-heldout", num_envs=3, assumptions="no_wear_out")
     assert isinstance(vec, LoopVecEnv)

@@ -33,6 +33,11 @@ class BatchedVecEnv(VecBase):
     are asked slot by slot with the same view, sampler and generator as the scalar env."""
 
     game_type: type
+    # Whether the built-in reply models compute each row alone (elementwise arithmetic and per-row sums, no
+    # product of matrices over rows): then one call for every stream's slots rounds each row as its stream's own
+    # call would. Where a model multiplies matrices over rows (p4g's ``reply_weights``), a BLAS may round a row
+    # by the number of rows, so each stream's rows are computed apart.
+    replies_by_row: bool = False
 
     @classmethod
     def supports(cls, envs) -> bool:
@@ -503,11 +508,14 @@ class BatchedVecEnv(VecBase):
                     acts = self._observed(idx, legal[idx])
                 elif self._kinds[code][0] == "vs_reference":
                     acts = self._verbalized(self._kinds[code], idx, legal[idx])
-                else:  # one draw for all the slots of a stream (a product over more rows may round otherwise)
+                elif self.replies_by_row:
+                    mine = legal if len(idx) == len(legal) else legal[idx]  # (all slots: no copy)
+                    acts = self._draw(self.reply_weights(self._kinds[code], idx, mine), mine, idx)
+                else:  # each stream's slots apart (``replies_by_row``)
                     acts = np.empty(len(idx), np.int64)
                     for _, part in self.by_stream(idx):
                         sub = idx[part]
-                        mine = legal if len(sub) == len(legal) else legal[sub]  # (all slots: no copy)
+                        mine = legal if len(sub) == len(legal) else legal[sub]
                         acts[part] = self._draw(self.reply_weights(self._kinds[code], sub, mine), mine, sub)
                 self._apply(1, idx, acts)
             if b.user_replies_once:  # the agent moves next (or the game is over) in every slot

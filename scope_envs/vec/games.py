@@ -91,6 +91,7 @@ class CooperBenchVecEnv(BatchedVecEnv):
     """CooperBench batched (``scope_envs.games.cooperbench.batched``)."""
 
     game_type = CooperBenchGame
+    replies_by_row = True  # ``styles.policy`` and ``power``: elementwise
 
     def make_batch(self, game):
         from scope_envs.games.cooperbench.batched import CooperBenchBatch
@@ -217,6 +218,7 @@ class Tau2VecEnv(BatchedVecEnv):
     world's answers (tool calls, policy checks, the evaluation) asked once per task and state and kept."""
 
     game_type = Tau2ActGame
+    replies_by_row = True  # the user state's rules and ``power``: elementwise
 
     @classmethod
     def supports(cls, envs) -> bool:
