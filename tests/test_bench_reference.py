@@ -215,10 +215,11 @@ def test_the_sb3_rebuild_hint_is_a_command_that_exists(tmp_path):
     assert sorted(plugins.load(s, builtin()).name for s in specs) == ["frozen-sb3", "rotation-sb3", "vs-sb3"]
 
 
-@pytest.mark.parametrize("folder", ["default", "reference-sb3", "full"])
+@pytest.mark.parametrize("folder", ["default", "reference-sb3", "full", "world-no-interactions"])
 def test_every_committed_reference_matches_this_code(folder):
-    """The docs tell users to score against benchmarks/results/{default,reference-sb3,full}: each must carry
-    this code's fingerprint (a change to the engine or a game means rebuilding them, benchmarks/README.md)."""
+    """The docs tell users to score against benchmarks/results/{default,reference-sb3,full} (and
+    world-no-interactions, with ``--world``): each must carry this code's fingerprint (a change to the engine or a
+    game means rebuilding them, benchmarks/README.md)."""
     path = reference.REPO / "benchmarks" / "results" / folder
     by_game = {}
     for _, record in records.read(path):

@@ -22,7 +22,7 @@ def script():
 def test_a_small_run_writes_both_answers(tmp_path):
     out = tmp_path / "realism"
     done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "realism_known_answers.py"), "--seeds", "2",
-                           "--steps", "1500", "--episodes", "100", "--jobs", "1", "--out", str(out)],
+                           "--steps", "600", "--episodes", "60", "--jobs", "1", "--out", str(out)],
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     result = json.loads((out / "known_answers.json").read_text())

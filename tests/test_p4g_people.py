@@ -101,3 +101,15 @@ def test_the_split_of_the_real_people(p4g_data):
 def test_a_part_name_is_checked(p4g_data):
     with pytest.raises(ValueError, match="part must be one of"):
         split_people(p4g_data).dialogues("test")
+
+
+def test_what_a_fit_on_a_part_must_not_read(p4g_data):
+    """``outside``: the other part's dialogues (the exclusion every fit on a part passes to ``fit``), none for a fit
+    on everyone."""
+    split = split_people(p4g_data)
+    assert people.outside(p4g_data, TRAIN) == split.dialogues(HELDOUT)
+    assert people.outside(p4g_data, HELDOUT) == split.dialogues(TRAIN)
+    assert people.outside(p4g_data, "everyone") == frozenset()
+    assert len(split.dialogues(TRAIN)) == REAL["dialogues"][0]
+    with pytest.raises(ValueError, match="part must be one of"):
+        people.outside(p4g_data, "test")
