@@ -7,8 +7,8 @@ PHASE="${1:-all}"  # install | test | all (.ci/run installs in the background wh
 case "$PHASE" in install|test|all) ;; *) echo "usage: $0 [install|test|all]" >&2; exit 2;; esac
 if [ "$PHASE" != test ]; then
     python3 -m venv .venv-rllib
-    .venv-rllib/bin/pip install -q --no-compile torch==2.13.0
-    .venv-rllib/bin/pip install -q --no-compile -e . "pytest>=7" "ray[rllib]~=2.60.0"
+    .venv-rllib/bin/pip install -q torch==2.13.0
+    .venv-rllib/bin/pip install -q -e . "pytest>=7" "ray[rllib]~=2.60.0"
     .venv-rllib/bin/python -c "import torch, ray.rllib; assert torch.__version__.startswith('2.13.0'), torch.__version__"
 fi
 if [ "$PHASE" != install ]; then

@@ -12,8 +12,8 @@ case "$PHASE" in install|test|all) ;; *) echo "usage: $0 [install|test|all]" >&2
 VENV="${VENV:-.venv-verifiers}"
 if [ "$PHASE" != test ]; then
     python3 -m venv "$VENV"
-    "$VENV"/bin/pip install -q --no-compile torch==2.13.0
-    "$VENV"/bin/pip install -q --no-compile -e ".[llm]" "pytest>=7" "verifiers==0.4.0" uv
+    "$VENV"/bin/pip install -q torch==2.13.0
+    "$VENV"/bin/pip install -q -e ".[llm]" "pytest>=7" "verifiers==0.4.0" uv
     "$VENV"/bin/python -c "import torch, transformers, verifiers.v1; assert torch.__version__.startswith('2.13.0'), torch.__version__"
 fi
 if [ "$PHASE" != install ]; then
