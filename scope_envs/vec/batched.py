@@ -508,14 +508,12 @@ class BatchedVecEnv(VecBase):
                     acts = self._observed(idx, legal[idx])
                 elif self._kinds[code][0] == "vs_reference":
                     acts = self._verbalized(self._kinds[code], idx, legal[idx])
-                elif self.replies_by_row:
-                    mine = legal if len(idx) == len(legal) else legal[idx]  # (all slots: no copy)
-                    acts = self._draw(self.reply_weights(self._kinds[code], idx, mine), mine, idx)
-                else:  # each stream's slots apart (``replies_by_row``)
+                else:  # one call for all slots, or each stream's slots apart (``replies_by_row``)
                     acts = np.empty(len(idx), np.int64)
-                    for _, part in self.by_stream(idx):
+                    parts = [slice(None)] if self.replies_by_row else [part for _, part in self.by_stream(idx)]
+                    for part in parts:
                         sub = idx[part]
-                        mine = legal if len(sub) == len(legal) else legal[sub]
+                        mine = legal if len(sub) == len(legal) else legal[sub]  # (all slots: no copy)
                         acts[part] = self._draw(self.reply_weights(self._kinds[code], sub, mine), mine, sub)
                 self._apply(1, idx, acts)
             if b.user_replies_once:  # the agent moves next (or the game is over) in every slot
