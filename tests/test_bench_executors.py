@@ -300,3 +300,21 @@ def test_the_eta_scales_finished_runs_by_their_cost_before_a_row_has_finished():
     assert bar.expected({"game": "tau2", "method": "vs"}) == pytest.approx(30.0 * executors.cost({"method": "vs"}))
     assert bar.expected({"game": "cooperbench", "method": "frozen"}) == pytest.approx((10.0 + 30.0) / 2)
     bar.close()
+
+
+def test_resume_on_a_packed_folder_keeps_its_records(tmp_path, monkeypatch):
+    """A committed reference is packed (``records.pack``): resuming it unpacks and runs only what is missing."""
+    from scope_envs.bench import records
+
+    calls_dir = tmp_path / "calls"
+    calls_dir.mkdir()
+    monkeypatch.setattr(methods, "run_one", fake_run_one(calls_dir))
+    out = tmp_path / "out"
+    first, _ = execute(grid(seeds=(0, 1)), out, jobs=1, progress=False)
+    assert records.pack(out) == 4 and not (out / "runs").exists()
+    for p in calls_dir.iterdir():
+        p.unlink()
+    again, _ = execute(grid(seeds=(0, 1, 2)), out, jobs=1, resume=True, progress=False)
+    assert calls(calls_dir) == ["p4g-frozen-2.0", "p4g-random-2.0"]
+    assert again[:2] == first[:2] and again[3:5] == first[2:]
+    assert not (out / records.PACKED).exists() and len(dict(records.read(out))) == 6

@@ -42,6 +42,7 @@ import sys
 import traceback
 from pathlib import Path
 
+from scope_envs.bench import records
 from scope_envs.files import OutputError, write_json
 from scope_envs.files import write_atomic as write_text
 
@@ -461,6 +462,8 @@ def execute(tasks: list[dict], out, *, executor: str = "local", jobs: int | None
     names = [run_name(t) for t in tasks]
     if len(set(names)) != len(names):
         raise ValueError("two tasks share a run name: " + ", ".join(sorted({n for n in names if names.count(n) > 1})))
+    if resume:
+        records.unpack(out)  # a packed reference resumes as a folder of runs
     results = finished_runs(out, tasks) if resume else {}
     for name in names:  # a folder (or other non-file) where a run's file goes: say so before any run starts
         path = runs_dir / f"{name}.json"

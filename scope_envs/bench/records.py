@@ -6,7 +6,7 @@ stopped (``--resume``). A reference that is kept (``benchmarks/results/default``
 object per line, sorted by name, gzip with no timestamp, so that packing the same records twice gives the same
 bytes and a repository stores a few megabytes instead of hundreds of files. Everything that reads records
 (``--against``, ``score``, the restamp script) reads both through ``read``; ``pack`` turns the first into the
-second:
+second, and a resumed run (``--resume``) on a packed folder first ``unpack``s it, so that it adds to its records:
 
     python -m scope_envs.bench.records benchmarks/results/default     # runs/ -> runs.jsonl.gz
 """
@@ -21,7 +21,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from scope_envs.files import write_atomic
+from scope_envs.files import write_atomic, write_json
 
 PACKED = "runs.jsonl.gz"
 
@@ -105,6 +105,22 @@ def pack(folder: Path) -> int:
         raise
     shutil.rmtree(folder / ".runs.packed")
     return len(records)
+
+
+def unpack(folder: Path) -> int:
+    """Write ``folder``'s packed records into ``folder/runs`` (each whose file is not there yet, atomically) and
+    remove the packed file; the number written. A resumed run then finds them where it writes its own."""
+    if not (folder / PACKED).is_file():
+        return 0
+    (folder / "runs").mkdir(exist_ok=True)
+    written = 0
+    for name, record in read_packed(folder):
+        path = folder / "runs" / f"{name}.json"
+        if not path.exists():
+            write_json(path, record)
+            written += 1
+    (folder / PACKED).unlink()
+    return written
 
 
 def main(argv=None) -> None:
