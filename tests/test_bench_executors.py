@@ -318,3 +318,20 @@ def test_resume_on_a_packed_folder_keeps_its_records(tmp_path, monkeypatch):
     assert calls(calls_dir) == ["p4g-frozen-2.0", "p4g-random-2.0"]
     assert again[:2] == first[:2] and again[3:5] == first[2:]
     assert not (out / records.PACKED).exists() and len(dict(records.read(out))) == 6
+
+
+def test_resume_redoes_a_record_made_by_other_code(tmp_path, capsys):
+    """A record whose fingerprint is not this code's (a game's rule or budget changed since) is run again and
+    named; the one this code made is kept. The real runs: their records carry the fingerprint."""
+    tasks = grid(methods_=("random",), seeds=(0, 1))
+    first, _ = execute(tasks, tmp_path / "out", jobs=1, progress=False)
+    stale = tmp_path / "out" / "runs" / "p4g-random-1.json"
+    data = json.loads(stale.read_text())
+    data["result"]["fingerprint"]["code"] = "an older game"
+    stale.write_text(json.dumps(data))
+    again, _ = execute(tasks, tmp_path / "out", jobs=1, resume=True, progress=False)
+    err = capsys.readouterr().err
+    assert "p4g-random-1.json was made by other code (its fingerprint differs in code)" in err
+    assert "p4g-random-0.json" not in err
+    assert json.loads(stale.read_text())["result"]["fingerprint"] == first[1]["fingerprint"]
+    assert [without_timing(r) for r in again] == [without_timing(r) for r in first]

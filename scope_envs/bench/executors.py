@@ -15,7 +15,8 @@ Every finished run is written at once, by this (the driving) process, to ``OUT/r
 (``run_name``: ``<game>-<method>-<seed>``, plus ``-<variant>`` for a sensitivity ceiling), as
 ``{"task": ..., "result": ...}``, through a temporary file renamed into place: a process killed at any
 moment leaves either the whole file or none. ``resume=True`` reads those files back and runs only the
-tasks that have none (or one written for other settings: its ``task`` differs); a file that is not a valid
+tasks that have none (or one written for other settings: its ``task`` differs, or by other code: its
+``fingerprint`` differs); a file that is not a valid
 run record (``record_problem``: not JSON, no result, no metrics, a NaN or infinite success) is run again and
 named on stderr, and a folder where a run's file belongs stops the bench before any run starts. A task that raises, or
 whose worker dies, is run once more; if it fails again it is reported by name (``BenchFailure``) after every
@@ -43,6 +44,7 @@ import traceback
 from pathlib import Path
 
 from scope_envs.bench import records
+from scope_envs.bench.reference import fingerprint
 from scope_envs.files import OutputError, write_json
 from scope_envs.files import write_atomic as write_text
 
@@ -405,7 +407,9 @@ def finished_runs(out: Path, tasks: list[dict], report=None) -> dict[str, dict]:
     """The runs already in ``OUT/runs`` for these very tasks (same settings), by name. A file that is not a
     valid run record of its task (``record_problem``) is left out, so the run is done again, and ``report``
     (a callable taking one line; default: stderr) is told which file and why; one written for other settings
-    is redone silently, as the settings say it must be."""
+    is redone silently, as the settings say it must be. A record made by other code (its ``fingerprint``, where
+    it has one, is not this code's: a game's rule or budget changed) is redone and named; after a refactor that
+    changed no number, ``benchmarks/restamp.py`` gives the records this code's fingerprint first."""
     report = report or (lambda line: print(line, file=sys.stderr))
     found = {}
     for task in tasks:
@@ -420,7 +424,12 @@ def finished_runs(out: Path, tasks: list[dict], report=None) -> dict[str, dict]:
             report(f"resume: {path} is not a run record ({type(e).__name__}: {e}); running it again")
             continue
         problem = record_problem(data, task)
-        if problem is None:
+        made_by = data["result"].get("fingerprint") if problem is None else None
+        now = fingerprint(task["game"]) if made_by is not None else None
+        if made_by != now:
+            moved = ", ".join(k for k in sorted(set(made_by) | set(now)) if made_by.get(k) != now.get(k))
+            report(f"resume: {path} was made by other code (its fingerprint differs in {moved}); running it again")
+        elif problem is None:
             found[run_name(task)] = data["result"]
         elif problem != "written for other settings":
             report(f"resume: {path} is not a valid run record ({problem}); running it again")

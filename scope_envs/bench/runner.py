@@ -87,8 +87,8 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
                          f"{SEED_BLOCK}; 1: each seed its own task; at most {MAX_SEEDS}). A seed's record is the one it "
                          "gets alone; a block is one task of --jobs or of a Ray cluster")
     ap.add_argument("--resume", action="store_true",
-                    help="keep the runs already written to OUT/runs (same settings) and run only the others; a packed "
-                         "folder (OUT/runs.jsonl.gz) is unpacked into OUT/runs first")
+                    help="keep the runs already written to OUT/runs (same settings, same code) and run only the others; "
+                         "a packed folder (OUT/runs.jsonl.gz) is unpacked into OUT/runs first")
     ap.add_argument("--user-reward", default=None, choices=SIMULATOR_REWARDS,
                     help="the learned user's reward (cotrain, population, selfplay); default: each game's own")
     ap.add_argument("--advantage", default="gae", choices=("gae", "grpo"), help="gae (default) or SCOPE's grpo")
