@@ -14,11 +14,11 @@ grid to an executor and keeps the books the same way for both:
 Every finished run is written at once, by this (the driving) process, to ``OUT/runs/<name>.json``
 (``run_name``: ``<game>-<method>-<seed>``, plus ``-<variant>`` for a sensitivity ceiling), as
 ``{"task": ..., "result": ...}``, through a temporary file renamed into place: a process killed at any
-moment leaves either the whole file or none. ``resume=True`` reads those files back and runs only the
-tasks that have none (or one written for other settings: its ``task`` differs, or by other code: its
-``fingerprint`` differs); a file that is not a valid
-run record (``record_problem``: not JSON, no result, no metrics, a NaN or infinite success) is run again and
-named on stderr, and a folder where a run's file belongs stops the bench before any run starts. A task that raises, or
+moment leaves either the whole file or none. ``resume=True`` reads those files back (a packed folder unpacked
+first) and runs only the tasks that have none, or one written for other settings (its ``task`` differs) or by other
+code (its ``fingerprint`` differs); a file that is not a valid run record (``record_problem``: not JSON, no result,
+no metrics, a NaN or infinite success) is run again and named on stderr, and a folder where a run's file belongs
+stops the bench before any run starts. A task that raises, or
 whose worker dies, is run once more; if it fails again it is reported by name (``BenchFailure``) after every
 other run has finished and been written, so a ``--resume`` afterwards runs only the failed ones.
 
