@@ -75,13 +75,22 @@ def typed_arguments():
 ARGUMENTS = list(typed_arguments())
 
 
-def refuses(action, value: str) -> bool:
-    """Whether argparse refuses ``value`` for ``action`` (its type raises, or it is not one of the choices)."""
+REFUSED = object()
+
+
+def read_as(action, value: str):
+    """What argparse makes of ``value`` for ``action``: the converted value, or ``REFUSED`` (its type raises, or the
+    value is not one of the choices). The type is called once: a folder type reads the disk, where another xdist
+    worker's ``output_dir`` probe may make and remove ``./1`` between two calls."""
     try:
         converted = action.type(value) if action.type is not None else value
     except (argparse.ArgumentTypeError, TypeError, ValueError):
-        return True
-    return action.choices is not None and converted not in action.choices
+        return REFUSED
+    return REFUSED if action.choices is not None and converted not in action.choices else converted
+
+
+def refuses(action, value: str) -> bool:
+    return read_as(action, value) is REFUSED
 
 
 def run_refused(words, option, action, value, capsys) -> str:
@@ -116,19 +125,7 @@ def test_each_argument_refuses_bad_values_in_one_line(words, option, action, cap
     assert refused > 0, f"{' '.join(words)} {option}: took every value of the table"
 
 
-def takes_an_integer(action) -> bool:
-    """Whether ``action`` reads "1" as an int it accepts. One call to its type: a folder type reads the disk, where
-    another xdist worker's ``output_dir`` probe may make and remove ``./1`` between two calls."""
-    if action.type is None:
-        return False
-    try:
-        value = action.type("1")
-    except (argparse.ArgumentTypeError, TypeError, ValueError):
-        return False
-    return isinstance(value, int) and (action.choices is None or value in action.choices)
-
-
-INTEGER_ARGUMENTS = [(w, o, a) for w, o, a in ARGUMENTS if takes_an_integer(a)]
+INTEGER_ARGUMENTS = [(w, o, a) for w, o, a in ARGUMENTS if a.type is not None and isinstance(read_as(a, "1"), int)]
 
 
 @pytest.mark.parametrize("words, option, action", INTEGER_ARGUMENTS,

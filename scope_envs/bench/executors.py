@@ -35,6 +35,7 @@ runs in the grid's order whatever order they finished in.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import json
 import math
@@ -411,6 +412,7 @@ def finished_runs(out: Path, tasks: list[dict], report=None) -> dict[str, dict]:
     it has one, is not this code's: a game's rule or budget changed) is redone and named; after a refactor that
     changed no number, ``benchmarks/restamp.py`` gives the records this code's fingerprint first."""
     report = report or (lambda line: print(line, file=sys.stderr))
+    this_code = functools.cache(fingerprint)  # each game's, once
     found = {}
     for task in tasks:
         path = out / "runs" / f"{run_name(task)}.json"
@@ -425,7 +427,7 @@ def finished_runs(out: Path, tasks: list[dict], report=None) -> dict[str, dict]:
             continue
         problem = record_problem(data, task)
         made_by = data["result"].get("fingerprint") if problem is None else None
-        now = fingerprint(task["game"]) if made_by is not None else None
+        now = this_code(task["game"]) if made_by is not None else None
         if made_by != now:
             moved = ", ".join(k for k in sorted(set(made_by) | set(now)) if made_by.get(k) != now.get(k))
             report(f"resume: {path} was made by other code (its fingerprint differs in {moved}); running it again")
