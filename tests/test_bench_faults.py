@@ -164,6 +164,18 @@ def test_an_unwritable_out_is_an_argument_error_before_any_run(tmp_path, monkeyp
     assert len(err.strip().splitlines()[-1]) < 300
 
 
+def test_resume_on_a_packed_file_that_is_not_one_is_one_line_and_runs_nothing(tmp_path, monkeypatch, capsys):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "runs.jsonl.gz").write_text("not gzip")
+    monkeypatch.setattr(methods, "run_one", no_runs)
+    with pytest.raises(SystemExit) as e:
+        main([*TINY, "--resume", "--out", str(out)])
+    message = one_line_error(capsys, e)
+    assert "runs.jsonl.gz: not a packed file of run records" in message and "--resume cannot keep" in message, message
+    assert (out / "runs.jsonl.gz").read_text() == "not gzip"  # left as it was, for the user to look at
+
+
 def test_resume_into_a_read_only_runs_folder_stops_before_any_run(tmp_path, monkeypatch, capsys):
     out = tmp_path / "out"
     main([*TINY, "--out", str(out)])

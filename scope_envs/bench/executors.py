@@ -473,8 +473,11 @@ def execute(tasks: list[dict], out, *, executor: str = "local", jobs: int | None
     names = [run_name(t) for t in tasks]
     if len(set(names)) != len(names):
         raise ValueError("two tasks share a run name: " + ", ".join(sorted({n for n in names if names.count(n) > 1})))
-    if resume:
-        records.unpack(out)  # a packed reference resumes as a folder of runs
+    if resume:  # a packed reference resumes as a folder of runs
+        try:
+            records.unpack(out)
+        except records.RecordError as e:
+            raise OutputError(f"{e}; --resume cannot keep its runs: remove it or choose another --out") from None
     results = finished_runs(out, tasks) if resume else {}
     for name in names:  # a folder (or other non-file) where a run's file goes: say so before any run starts
         path = runs_dir / f"{name}.json"
