@@ -20,13 +20,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 from pathlib import Path
 
 from scope_envs.arguments import count, game_name, output_path
 from scope_envs.bench import calibration
+from scope_envs.bench.executors import BenchFailure
 from scope_envs.bench.presets import GAMES
 from scope_envs.bench.worlds import world_names
-from scope_envs.files import write_json
+from scope_envs.files import OutputError, write_json
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "results" / "collapse_design"
@@ -76,9 +78,12 @@ def main() -> None:
         if args.out == OUT:
             args.out = OUT.with_name(f"{OUT.name}-{args.world}")
     steps = args.steps if args.steps is not None else plateau_budgets(PLATEAU)
-    analysis = calibration.run(args.games, seeds=args.seeds, steps=steps, eval_episodes=args.eval_episodes,
-                               out=args.out, jobs=args.jobs, resume=args.resume,
-                               only_dials=["none", *DESIGNS], methods=("frozen",), world=args.world)
+    try:
+        analysis = calibration.run(args.games, seeds=args.seeds, steps=steps, eval_episodes=args.eval_episodes,
+                                   out=args.out, jobs=args.jobs, resume=args.resume,
+                                   only_dials=["none", *DESIGNS], methods=("frozen",), world=args.world)
+    except (BenchFailure, OutputError) as e:  # failed cells (named), a folder that cannot hold the runs
+        sys.exit(f"collapse_design: {e}")
     choice = choose(analysis)
     write_json(args.out / "collapse_design.json", {"steps": steps, "seeds": args.seeds, "designs": list(DESIGNS),
                                                    "world": args.world or "as shipped", "games": choice})

@@ -57,3 +57,13 @@ def test_a_bad_argument_exits_2_naming_it(script, argv, argument, why, tmp_path)
     assert done.returncode == 2, (done.returncode, done.stdout[-500:], done.stderr[-2000:])
     assert f"argument {argument}" in done.stderr and why in done.stderr and "Traceback" not in done.stderr, \
         done.stderr[-2000:]
+
+
+def test_collapse_design_resumed_on_a_broken_packed_file_is_one_line(tmp_path):
+    """A folder that cannot hold the runs (here a packed file that is not one) stops the script in one line."""
+    (tmp_path / "runs.jsonl.gz").write_text("not gzip")
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "collapse_design.py"), "--games", "p4g",
+                           "--seeds", "1", "--steps", "100", "--eval-episodes", "4", "--jobs", "1", "--resume",
+                           "--out", str(tmp_path)], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr[-2000:]
+    assert done.stderr.strip().splitlines()[-1].startswith("collapse_design: ") and "runs.jsonl.gz" in done.stderr
