@@ -5,10 +5,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PHASE="${1:-all}"  # install | test | all (.ci/run installs in the background while the main suite runs)
 case "$PHASE" in install|test|all) ;; *) echo "usage: $0 [install|test|all]" >&2; exit 2;; esac
+# --no-compile: pip byte-compiles every file it installs (about 130 CPU-s over the three side virtualenvs, taken
+# from the main suite they install beside); a module is compiled on its first import instead, and written once
+unset PYTHONDONTWRITEBYTECODE
 if [ "$PHASE" != test ]; then
     python3 -m venv .venv-rllib
-    .venv-rllib/bin/pip install -q torch==2.13.0
-    .venv-rllib/bin/pip install -q -e . "pytest>=7" "ray[rllib]~=2.60.0"
+    .venv-rllib/bin/pip install -q --no-compile torch==2.13.0
+    .venv-rllib/bin/pip install -q --no-compile -e . "pytest>=7" "ray[rllib]~=2.60.0"
     .venv-rllib/bin/python -c "import torch, ray.rllib; assert torch.__version__.startswith('2.13.0'), torch.__version__"
 fi
 if [ "$PHASE" != install ]; then

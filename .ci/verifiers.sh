@@ -9,11 +9,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PHASE="${1:-all}"  # install | test | all (.ci/run installs in the background while the main suite runs)
 case "$PHASE" in install|test|all) ;; *) echo "usage: $0 [install|test|all]" >&2; exit 2;; esac
+# --no-compile: pip byte-compiles every file it installs (about 130 CPU-s over the three side virtualenvs, taken
+# from the main suite they install beside); a module is compiled on its first import instead, and written once
+unset PYTHONDONTWRITEBYTECODE
 VENV="${VENV:-.venv-verifiers}"
 if [ "$PHASE" != test ]; then
     python3 -m venv "$VENV"
-    "$VENV"/bin/pip install -q torch==2.13.0
-    "$VENV"/bin/pip install -q -e ".[llm]" "pytest>=7" "verifiers==0.4.0" uv
+    "$VENV"/bin/pip install -q --no-compile torch==2.13.0
+    "$VENV"/bin/pip install -q --no-compile -e ".[llm]" "pytest>=7" "verifiers==0.4.0" uv
     "$VENV"/bin/python -c "import torch, transformers, verifiers.v1; assert torch.__version__.startswith('2.13.0'), torch.__version__"
 fi
 if [ "$PHASE" != install ]; then

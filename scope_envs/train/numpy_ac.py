@@ -25,9 +25,12 @@ Example::
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import torch
-from torch import nn
+
+if TYPE_CHECKING:
+    from torch import nn
 
 MASKED_LOGIT = -1e9  # ActorCritic's logit of an illegal act
 
@@ -36,6 +39,8 @@ def bind(net: nn.Module) -> tuple[np.ndarray, list[np.ndarray]]:
     """Move ``net``'s parameters (values kept) into one flat float32 buffer that torch and numpy share.
     Returns the buffer and one numpy view per parameter, in ``net.parameters()`` order; an in-place change
     through either side is seen by the other (``load_state_dict`` copies into the buffer)."""
+    import torch  # here, not at the top: the benchmark's command lines answer --help without loading torch
+
     params = list(net.parameters())
     flat = np.empty(sum(p.numel() for p in params), np.float32)
     arrays, offset = [], 0
