@@ -34,7 +34,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-import torch
 
 import scope_envs
 from scope_envs.arguments import count, output_path
@@ -45,8 +44,6 @@ from scope_envs.bench.methods import (
     method_setup,
     preset_steps,
 )
-from scope_envs.train.act_ppo import PPOConfig, PPOTrainer
-from scope_envs.train.rollout import UniformAgent
 
 HERE = Path(__file__).parent
 SEED = 9_000_000  # no benchmark evaluation uses seeds from here on
@@ -55,6 +52,10 @@ SEED = 9_000_000  # no benchmark evaluation uses seeds from here on
 def episode_sd(game: str, episodes: int, row: str) -> tuple[float, float]:
     """Mean and per-episode sd of the held-out success metric of one of the band's rows (64 envs, as
     ``evaluate``)."""
+    # loaded here, not at the top: --help and a bad argument answer without torch
+    from scope_envs.train.act_ppo import PPOConfig, PPOTrainer
+    from scope_envs.train.rollout import UniformAgent
+
     env_id, kwargs, overrides = method_setup(game, row)
     steps = ceiling_steps(game, preset_steps(game)) if row == "oracle" else 0
     trainer = PPOTrainer(PPOConfig(env_id=env_id, env_kwargs=kwargs, total_steps=steps, seed=0, **overrides))
@@ -102,6 +103,8 @@ def main(argv=None) -> None:
                                                   for r in ("random", "oracle")):
             ap.error(f"argument --results: {args.results} has no random and oracle rows of {game}: a default "
                      f"run's results.json holds them")
+    import torch
+
     torch.set_num_threads(1)
     out = {"rule": f"evaluation SE <= {EVAL_SE_FRACTION:.0%} of the band", "fraction": EVAL_SE_FRACTION,
            "episodes": args.episodes, "results": results_name(args.results), "games": {}}

@@ -14,11 +14,9 @@ import time
 from pathlib import Path
 
 import numpy as np
-import torch
 
 from scope_envs.arguments import count, output_path
 from scope_envs.bench.methods import method_setup
-from scope_envs.train.act_ppo import PPOConfig, PPOTrainer
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -26,6 +24,11 @@ if __name__ == "__main__":
     ap.add_argument("steps", type=count(100_000_000), help="agent decisions to train for (at most 100_000_000)")
     ap.add_argument("--out", type=output_path, default=Path(__file__).parent / "results" / "oracle_budget")
     args = ap.parse_args()
+    # loaded here, not at the top: --help and a bad argument answer without torch
+    import torch
+
+    from scope_envs.train.act_ppo import PPOConfig, PPOTrainer
+
     torch.set_num_threads(1)
     env_id, kwargs, overrides = method_setup(args.game, "oracle")
     t0 = time.time()

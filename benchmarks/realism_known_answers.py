@@ -25,7 +25,6 @@ from scope_envs.bench.realism import DISTANCE_EPISODES, r1_collapsed_copy, user_
 from scope_envs.bench.stats import bootstrap_ci
 from scope_envs.files import write_atomic, write_json
 from scope_envs.games import game_names, game_spec
-from scope_envs.train.act_ppo import PPOConfig, PPOTrainer
 
 OUT = Path(__file__).resolve().parent / "results" / "realism"
 
@@ -33,6 +32,9 @@ OUT = Path(__file__).resolve().parent / "results" / "realism"
 def r2_seed(game: str, seed: int, steps: int, episodes: int = DISTANCE_EPISODES) -> dict:
     """R2 for one seed: the distance of the co-trained user at the start (the behaviour clone of the frozen
     simulator) and after ``steps`` decisions of ``cotrain-realism`` and of ``cotrain``."""
+    # loaded here, not at the top: --help and a bad argument answer without torch
+    from scope_envs.train.act_ppo import PPOConfig, PPOTrainer
+
     out = {"seed": seed}
     for method in ("cotrain-realism", "cotrain"):
         env_id, env_kwargs, overrides = method_setup(game, method)

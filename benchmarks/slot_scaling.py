@@ -25,14 +25,16 @@ from scope_envs.arguments import count, game_name, output_file
 from scope_envs.bench.methods import method_setup
 from scope_envs.bench.presets import GAMES
 from scope_envs.files import write_json
-from scope_envs.train.act_ppo import AGENT, PPOConfig, PPOTrainer
-from scope_envs.train.rollout import evaluate
 
 OUT = Path(__file__).resolve().parent / "results" / "slot_scaling.json"
 BASELINE = 64
 
 
 def per_decision(game: str, slots: int, rounds: int) -> dict:
+    # loaded here, not at the top: --help and a bad argument answer without torch
+    from scope_envs.train.act_ppo import AGENT, PPOConfig, PPOTrainer
+    from scope_envs.train.rollout import evaluate
+
     env_id, kwargs, overrides = method_setup(game, "frozen")
     trainer = PPOTrainer(PPOConfig(env_id=env_id, env_kwargs=kwargs, seed=0, num_envs=slots,
                                    episodes_per_iter=slots, **overrides))

@@ -38,7 +38,6 @@ import os
 import time
 
 import numpy as np
-import torch
 
 
 def random_steps(env_id: str, n: int, seed: int) -> tuple[float, str]:
@@ -240,6 +239,9 @@ def main() -> None:
         os.environ["SCOPE_ENVS_TAU2_DATA"] = "embedded"
     else:
         os.environ.pop("SCOPE_ENVS_TAU2_DATA", None)
+    # loaded here, not at the top: --help and a bad argument answer without torch
+    import torch
+
     torch.set_num_threads(1)
     load_before = os.getloadavg()
     rand, train, rand_fp, train_fp = [], [], set(), set()

@@ -34,7 +34,6 @@ import numpy as np
 
 import scope_envs
 from scope_envs.arguments import count
-from scope_envs.train.act_ppo import PPOConfig, PPOTrainer
 
 
 def state_key(g) -> tuple:
@@ -96,6 +95,9 @@ def main(argv=None) -> None:
     ap.add_argument("--episodes", type=count(100_000), default=2000, help="episodes per id and agent")
     ap.add_argument("--steps", type=count(1_000_000), default=8000, help="the PPO agent's training decisions")
     args = ap.parse_args(argv)
+    # loaded here, not at the top: --help and a bad argument answer without torch
+    from scope_envs.train.act_ppo import PPOConfig, PPOTrainer
+
     rng = np.random.default_rng(0)
     trainer = PPOTrainer(PPOConfig(env_id="tau2-frozen", seed=0, total_steps=args.steps))
     trainer.train()

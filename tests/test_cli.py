@@ -218,6 +218,16 @@ def test_train_llm_without_the_llm_extra_names_the_extra():
     assert "pip install 'scope-envs[llm]'" in done.stderr and "transformers" in done.stderr
 
 
+def test_the_benchmark_answers_help_before_torch_loads():
+    """``scope-envs bench`` pins torch's kernels and then starts itself again (``kernels.pin_or_restart``): its
+    parser, and the benchmark package it reads, load no torch, so the first process is short and --help quick."""
+    code = ("import sys\nfrom scope_envs.cli import main\ntry:\n    main(['bench', '--help'])\nexcept SystemExit:\n"
+            "    pass\nassert 'torch' not in sys.modules, 'torch loaded'\nimport scope_envs.bench\n"
+            "assert 'torch' not in sys.modules, 'scope_envs.bench loads torch'")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert done.returncode == 0 and "--methods" in done.stdout, done.stderr[-2000:]
+
+
 @pytest.fixture
 def files(tmp_path):
     (tmp_path / "file").write_text("x")
