@@ -45,7 +45,7 @@ import traceback
 from pathlib import Path
 
 from scope_envs.bench import records
-from scope_envs.bench.reference import fingerprint
+from scope_envs.bench.reference import fingerprint, fingerprint_differs
 from scope_envs.files import OutputError, write_json
 from scope_envs.files import write_atomic as write_text
 
@@ -427,10 +427,10 @@ def finished_runs(out: Path, tasks: list[dict], report=None) -> dict[str, dict]:
             continue
         problem = record_problem(data, task)
         made_by = data["result"].get("fingerprint") if problem is None else None
-        now = this_code(task["game"]) if made_by is not None else None
-        if made_by != now:
-            moved = ", ".join(k for k in sorted(set(made_by) | set(now)) if made_by.get(k) != now.get(k))
-            report(f"resume: {path} was made by other code (its fingerprint differs in {moved}); running it again")
+        moved = fingerprint_differs(made_by, this_code(task["game"])) if made_by is not None else []
+        if moved:
+            report(f"resume: {path} was made by other code (its fingerprint differs in {', '.join(moved)}); "
+                   "running it again")
         elif problem is None:
             found[run_name(task)] = data["result"]
         elif problem != "written for other settings":

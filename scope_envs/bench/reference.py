@@ -146,6 +146,11 @@ def fingerprint(game: str) -> dict:
             "protocol": protocol_constants(game), "data": data_played(game)}
 
 
+def fingerprint_differs(made_by: dict, now: dict) -> list[str]:
+    """The parts of ``now`` (this code's fingerprint) that ``made_by`` (a record's) does not share."""
+    return [k for k in now if made_by.get(k) != now[k]]
+
+
 def announce_data(games, stream=None) -> list[str]:
     """One line per game naming the data it plays, printed at the start of a run; the synthetic tau2 fallback
     is said as such. Returns the lines. Also fixes each game's fingerprint for the run (its hashes are cached,
@@ -315,7 +320,7 @@ def select(against: str, tasks: list[dict], skip: set[str]) -> tuple[list[dict],
                                 "(written before fingerprints)")
                 code_changed = True
                 break
-            diff = [k for k in now if fp.get(k) != now[k]]
+            diff = fingerprint_differs(fp, now)
             if diff:
                 code_changed = True
                 detail = "; ".join(_describe(k, fp.get(k), now[k]) for k in diff)
@@ -333,7 +338,7 @@ def _describe(key: str, then, now) -> str:
         return f"data: the reference played {(then or {}).get('detail')!r} ({(then or {}).get('sha256', '')[:12]}), " \
                f"this run plays {now.get('detail')!r} ({now.get('sha256', '')[:12]})"
     if key == "protocol":
-        changed = [k for k in now if (then or {}).get(k) != now[k]]
+        changed = fingerprint_differs(then or {}, now)
         return f"protocol constants {', '.join(changed)}"
     if isinstance(now, str) and len(now) == 64:
         return f"{key} hash {str(then)[:12]} in the reference, {now[:12]} now (the code changed)"
