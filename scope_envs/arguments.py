@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from pathlib import Path
 
 import scope_envs
@@ -195,7 +196,7 @@ def output_file(text: str) -> Path:
 
 def saved_trainer(text: str) -> str:
     """A folder written by ``PPOTrainer.save``: ``config.json`` (a JSON object) and ``model.pt``."""
-    path = Path(text).expanduser()
+    path = Path(os.path.expanduser(text))
     if not _is_dir(str(path)):
         raise argparse.ArgumentTypeError(f"no such directory: {_shown(text)} (a saved trainer folder: "
                                          "PPOTrainer.save's config.json and model.pt)")

@@ -109,7 +109,8 @@ def run_refused(words, option, action, value, capsys) -> str:
 
 
 TABLE = ["-1", "0", "-0", HUGE, "-" + HUGE, "abc", "", " ", "nan", "inf", "-inf", "1e309", "1.5", "0x10", "1_0",
-         "\x00", "é" * 300, "1" * 5000, "--", "-5e-324", "+", "٣"]
+         "\x00", "é" * 300, "1" * 5000, "--", "-5e-324", "+", "٣",
+         "~0"]  # the home of a user that does not exist: pathlib's expanduser raised RuntimeError
 
 
 @pytest.mark.parametrize("words, option, action", ARGUMENTS,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import os
 import re
 import sys
 from pathlib import Path
@@ -20,7 +21,7 @@ def is_file_spec(where: str) -> bool:
 
 def from_file(path: str, attr: str, spec: str, flag: str = "--method"):
     """``attr`` of the Python file ``path`` (imported once per process, under a name of its own)."""
-    file = Path(path).expanduser()
+    file = Path(os.path.expanduser(path))
     if not file.is_file():
         raise PluginError(f"{flag} {spec}: no such file {file}")
     name = "scope_envs_plugin_" + re.sub(r"\W", "_", str(file.resolve()))

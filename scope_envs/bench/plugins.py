@@ -49,6 +49,7 @@ is written (``scope_envs.bench.executors``).
 from __future__ import annotations
 
 import inspect
+import os
 import re
 import time
 from collections.abc import Callable
@@ -216,7 +217,7 @@ def absolute(spec: str) -> str:
     """``spec`` with a file path made absolute, so a worker process (or a Ray task) finds the same file."""
     where, sep, attr = spec.rpartition(":")
     if sep and is_file_spec(where):
-        return f"{Path(where).expanduser().resolve()}:{attr}"
+        return f"{Path(os.path.expanduser(where)).resolve()}:{attr}"
     return spec
 
 

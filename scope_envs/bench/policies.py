@@ -21,6 +21,7 @@ each a ``Simulator`` that ``scope_envs.diagnose`` measures as it measures any si
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -268,7 +269,7 @@ def load(spec: str, seed: int = 0):
     ``TrainerPlayers``), an SB3 ``.zip`` (``SB3Policy``; sb3-contrib's ``MaskablePPO`` or SB3's ``PPO``), or
     ``file.py:NAME`` / ``module:NAME`` (a policy, or a class / function of no arguments returning one).
     Raises ``ValueError`` naming what is wrong."""
-    path = Path(spec).expanduser()
+    path = Path(os.path.expanduser(spec))
     if path.is_dir():
         import argparse
 
@@ -390,7 +391,7 @@ def load_user(spec: str, game: str, seat: str) -> Simulator:
     spaces = seat_spaces(game)
     if seat not in spaces:
         raise SeatError(f"{game}'s ids have the seats {', '.join(spaces)}; {seat!r} is none of them")
-    path = Path(spec).expanduser()
+    path = Path(os.path.expanduser(spec))
     if path.is_dir():
         import argparse
 

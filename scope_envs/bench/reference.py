@@ -29,6 +29,7 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import json
+import os
 import sys
 from functools import lru_cache
 from pathlib import Path
@@ -194,7 +195,7 @@ def _report_row(report: Path, key: str) -> str | None:
 def folders(against: str) -> list[Path]:
     """The folders ``--against`` names: a known reference's, or a path; each must hold run records (``runs/``, or
     the packed ``runs.jsonl.gz`` of a committed reference: ``scope_envs.bench.records``)."""
-    paths = [REPO / p for p in REFERENCES[against]] if against in REFERENCES else [Path(against).expanduser()]
+    paths = [REPO / p for p in REFERENCES[against]] if against in REFERENCES else [Path(os.path.expanduser(against))]
     for path in paths:
         if not records.has_records(path):
             hint = (" (the committed references are made by the commands in benchmarks/README.md, 'Benchmark "

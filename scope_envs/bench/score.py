@@ -50,6 +50,7 @@ Writes ``score.json`` and ``score.md`` to ``--out``.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -290,7 +291,7 @@ def score_text(spec: str, game: str, seed: int = 0, episodes: int = TEXT_EPISODE
         raise ScoreError("--policy", why_not)
     if spec in ("floor", "ceiling"):
         agent = None
-    elif Path(spec).expanduser().is_dir() and (Path(spec).expanduser() / "model.pt").is_file() or \
+    elif (Path(os.path.expanduser(spec)) / "model.pt").is_file() or \
             spec.endswith(".zip") or (":" in spec and not spec.startswith(("openai:", "vllm:"))):
         if why_not:
             raise ScoreError("--policy", why_not)

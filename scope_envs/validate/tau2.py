@@ -17,6 +17,7 @@ the oracle, which only knows the gold list, cannot.
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
@@ -35,7 +36,7 @@ def validate(data_dir=None, domains=DOMAINS) -> dict:
     ``{"error": ...}``. Raises FileNotFoundError (NotADirectoryError) when ``data_dir`` is given and does not
     exist (is not a folder)."""
     if data_dir is not None:
-        path = Path(data_dir).expanduser()
+        path = Path(os.path.expanduser(data_dir))
         if not path.exists():
             raise FileNotFoundError(f"tau2 data folder not found: {str(path)!r}")
         if not path.is_dir():
@@ -47,7 +48,7 @@ def validate(data_dir=None, domains=DOMAINS) -> dict:
             data = load_domain(domain, None if data_dir is None else str(data_dir))
         except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError) as e:
             message = str(e).strip().splitlines()[0][:200] if str(e).strip() else type(e).__name__
-            if data_dir is not None and (Path(data_dir).expanduser() / domain).is_dir():
+            if data_dir is not None and (Path(os.path.expanduser(data_dir)) / domain).is_dir():
                 broken.append(f"{domain}: {type(e).__name__}: {message}")
             out[domain] = {"error": message}  # a data folder without this domain: say so, keep the others
             continue
