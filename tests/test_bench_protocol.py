@@ -148,3 +148,23 @@ def test_not_a_policy_is_named():
         evaluate_policy(42, "p4g", 0)
     with pytest.raises(ValueError, match="unknown game"):
         evaluate_policy(UniformPolicy(), "chess", 0)
+
+
+@pytest.mark.parametrize("env_id", ["p4g-frozen", "cooperbench-cotrain"])
+def test_a_deferred_curve_point_is_the_point_played_at_its_mark(env_id):
+    """A built-in row's learning curve is played once the row has trained, from copies of the networks taken at
+    each mark (``Curve(defer=True)``, ``play_curves``): every point equals the one played at its mark, a learned
+    user's seat included, and the points differ (the copies are not the live networks)."""
+    from scope_envs.bench.policies import Trained
+
+    game = env_id.split("-")[0]
+    trainer = PPOTrainer(PPOConfig(env_id=env_id, seed=3, total_steps=900, num_envs=8, episodes_per_iter=8))
+    now, later = (protocol.Curve(game, 3, [(env_id, {})], 900, 3, 24, defer=d) for d in (False, True))
+    for curve in (now, later):
+        curve.at(0, Trained(policy=TrainerPlayers(trainer)))
+    trainer.train(lambda row: [c.at(row["agent_steps"], Trained(policy=TrainerPlayers(trainer)))
+                               for c in (now, later)])
+    assert len(later.pending) == len(now.points) == 4 and not later.points
+    protocol.play_curves([later])
+    assert later.points == now.points and not later.pending
+    assert len({(p["train"], p["heldout"]) for p in now.points}) > 1

@@ -284,7 +284,7 @@ def run_method_seeds(method, game: str, seeds: list[int], steps: int, eval_episo
     def context(seed: int) -> tuple[TrainContext, Budget, protocol.Curve]:
         books = Budget(method.name, budget)
         curve = protocol.Curve(game, seed, specs, budget, curve_points, curve_episodes,
-                               heldout_kwargs={"assumptions": assumptions} if assumptions else {})
+                               heldout_kwargs={"assumptions": assumptions} if assumptions else {}, defer=builtin_row)
 
         def progress(decisions, policy):
             books.report(decisions)
@@ -310,12 +310,14 @@ def run_method_seeds(method, game: str, seeds: list[int], steps: int, eval_episo
         if len(results) != len(seeds):
             raise PluginError(f"method {method.name!r}: train_seeds returned {len(results)} results for "
                               f"{len(seeds)} seeds")
+        protocol.play_curves([curve for _, _, curve in runs])
         train_times = [(time.perf_counter() - t0) / len(seeds)] * len(seeds)
     else:
         results, train_times = [], []
-        for ctx, _, _ in runs:
+        for ctx, _, curve in runs:
             t1 = time.perf_counter()
             results.append(guarded(method.train, ctx))
+            protocol.play_curves([curve])
             train_times.append(time.perf_counter() - t1 + (t1 - t0 if not train_times else 0.0))
     from scope_envs.bench.reference import fingerprint
 

@@ -211,6 +211,15 @@ class TrainerPlayers:
         return players
 
 
+def frozen(trained: Trained) -> Trained | None:
+    """``trained`` with the package's networks copied as they are now (``PPOTrainer.networks``), so that it plays
+    later what it plays now; None where it cannot be copied (any other policy, or seats of a plug-in's)."""
+    policy = trained.policy
+    if not isinstance(policy, TrainerPlayers) or trained.seats or not hasattr(policy.trainer, "networks"):
+        return None
+    return Trained(policy=TrainerPlayers(policy.trainer.networks(copy=True), policy.uniform))
+
+
 @dataclass
 class Trained:
     """A method's result: ``policy`` plays ``agent_0``; ``seats`` the other seats it learned on its training

@@ -258,30 +258,69 @@ def evaluate_policies(policies: list, game: str, seeds: list[int], *, train_envs
 
 class Curve:
     """A run's learning curve: ``at(decisions, trained)`` evaluates a point at 0 decisions and at each of
-    ``points`` evenly spaced marks of ``budget`` that ``decisions`` has reached (the module docstring)."""
+    ``points`` evenly spaced marks of ``budget`` that ``decisions`` has reached (the module docstring).
+    ``defer``: where ``trained`` can be copied as it is (``policies.frozen``: the package's networks), keep the
+    copy and play the point later, with every other deferred point of the row at once (``play_curves``); the
+    same policy and seeds, so the same numbers."""
 
     def __init__(self, game: str, seed: int, specs: list, budget: int, points: int, episodes: int,
-                 heldout_kwargs: dict | None = None):
+                 heldout_kwargs: dict | None = None, defer: bool = False):
         self.game, self.specs, self.episodes = game, specs, episodes
         self.heldout_kwargs = heldout_kwargs or {}
         seeds = side_seeds(seed)
         self.train_seed, self.heldout_seed = seeds["train"] + CURVE_OFFSET, seeds["heldout"] + CURVE_OFFSET
         self.marks = list(np.linspace(0, budget, points + 1)[1:]) if budget else []
         self.points: list[dict] = []
+        self.defer, self.pending, self.started = defer, [], False
 
     def at(self, decisions: int, trained) -> None:
         due = 0
-        if decisions == 0 and not self.points:
+        if decisions == 0 and not self.started:
             due = 1
         while self.marks and decisions >= self.marks[0] - 1e-9:
             self.marks.pop(0)
             due += 1
         if not due:
             return
+        self.started = True
+        if self.defer:
+            from scope_envs.bench.policies import frozen
+
+            copy = frozen(trained)
+            if copy is not None:
+                self.pending.append((int(decisions), due, copy))
+                return
+        self.add(decisions, due, *(play(trained, env_id, self.episodes, seed, **kwargs)
+                                   for env_id, kwargs, seed in self.sides()))
+
+    def sides(self) -> list[tuple[str, dict, int]]:
+        """The two sides a point plays: (env id, its kwargs, seed) of the train side, then of the held-out side."""
         env_id, kwargs = self.specs[0]
-        tr = play(trained, env_id, self.episodes, self.train_seed, **kwargs)
-        ho = play(trained, f"{self.game}-heldout", self.episodes, self.heldout_seed, **self.heldout_kwargs)
+        return [(env_id, kwargs, self.train_seed), (f"{self.game}-heldout", self.heldout_kwargs, self.heldout_seed)]
+
+    def add(self, decisions: int, due: int, tr: dict, ho: dict) -> None:
         point = {"agent_steps": int(decisions), "train": tr["success"], "heldout": ho["success"],
                  "policy_entropy": tr["policy_entropy"]}
         # one point per mark passed (an iteration can cross several): the same policy and seeds, the same numbers
         self.points += [dict(point) for _ in range(due)]
+
+
+def play_curves(curves: list[Curve]) -> None:
+    """Play the points ``curves`` deferred, in order: each side of all of them as one computation per env
+    (``play_seeds``), each point the one ``Curve.at`` would have played then."""
+    jobs = [(curve, entry) for curve in curves for entry in curve.pending]
+    played: dict[tuple[int, int], dict] = {}
+    for side in range(2):
+        groups: dict[str, list] = {}  # by the side's env, its kwargs and episodes
+        for j, (curve, (_, _, trained)) in enumerate(jobs):
+            env_id, kwargs, seed = curve.sides()[side]
+            key = repr((env_id, sorted(kwargs.items()), curve.episodes))
+            groups.setdefault(key, []).append((j, trained, seed, env_id, kwargs, curve.episodes))
+        for group in groups.values():
+            _, _, _, env_id, kwargs, episodes = group[0]
+            out = play_seeds([g[1] for g in group], env_id, episodes, [g[2] for g in group], **kwargs)
+            played.update({(g[0], side): r for g, r in zip(group, out)})
+    for j, (curve, (decisions, due, _)) in enumerate(jobs):
+        curve.add(decisions, due, played[j, 0], played[j, 1])
+    for curve in curves:
+        curve.pending = []

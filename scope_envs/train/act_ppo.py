@@ -235,6 +235,23 @@ class NetworkPolicy:
         return Decisions(a, logp[np.arange(len(a)), a], mlp(self.critic, x)[2][:, 0], entropy(logp, probs))
 
 
+@dataclass(frozen=True)
+class Networks:
+    """Each learner's arrays (``numpy_ac.bind``'s layout) and the seat each plays, as ``Policy``s: the trainer's
+    own arrays (live) or copies of them at one moment (``PPOTrainer.networks``).
+    ``in_dim``/``out_dim``: self-play's shared network (``NetworkPolicy``)."""
+
+    params: dict[str, list[np.ndarray]]
+    seat: dict[str, str]
+    in_dim: int | None = None
+    out_dim: int | None = None
+
+    def policies_with(self, rng: np.random.Generator) -> dict[str, NetworkPolicy]:
+        """Each seat's network drawing from ``rng``; the seats that share a learner share one object."""
+        by_learner = {name: NetworkPolicy(p, rng, self.in_dim, self.out_dim) for name, p in self.params.items()}
+        return {seat: by_learner[name] for seat, name in self.seat.items()}
+
+
 class PolicySnapshot(Simulator):
     """A frozen copy of the live user's network, playing the user seat inside the env (a
     ``CheckpointPool`` entry). Its distribution is the copy's masked softmax over the act surface's
@@ -369,10 +386,16 @@ class PPOTrainer:
     def policies_with(self, rng: np.random.Generator) -> dict[str, NetworkPolicy]:
         """Each live seat's network as a ``Policy`` drawing from ``rng`` (one object for the seats that share
         a network, as selfplay's); the networks are the trainer's own (live), not copies."""
-        by_learner = {name: NetworkPolicy(self.params[name], rng, self.in_dim if self.cfg.selfplay else None,
-                                          self.out_dim if self.cfg.selfplay else None)
-                      for name in self.learners}
-        return {seat: by_learner[name] for seat, name in self.seat.items()}
+        return self.networks().policies_with(rng)
+
+    def networks(self, copy: bool = False) -> Networks:
+        """Every seat's network: the trainer's own arrays, or (``copy``) copies of them as they are now, which
+        play what ``policies_with`` plays at this moment however the trainer trains on (a learning curve's
+        point, played once the row has trained: ``scope_envs.bench.protocol.Curve``)."""
+        params = {name: views_like(np.concatenate([p.ravel() for p in ps]), ps) if copy else ps
+                  for name, ps in self.params.items()}
+        dims = (self.in_dim, self.out_dim) if self.cfg.selfplay else (None, None)
+        return Networks(params, dict(self.seat), *dims)
 
     @property
     def batched_engine(self) -> bool:
