@@ -89,3 +89,25 @@ def test_collect_without_decisions_gives_the_same_episodes(env_id, users):
         for key in ("return", "outcome", "user_acts", "group", "agent_score", "persona"):
             assert a[key] == b[key], key
         assert repr(a["return"]) == repr(b["return"])
+
+
+@pytest.mark.parametrize("env_id", ["p4g-cotrain", "cooperbench-cotrain"])
+def test_a_row_games_turn_reads_are_its_batchs(env_id):
+    """``RowGame`` reads whose turn it is, each role's legal mask and features once a turn: at every turn of whole
+    episodes they are the batch's own, and what it hands out is a copy (writing it changes nothing)."""
+    env = scope_envs.make(env_id)
+    game = env.unwrapped.game
+    rng = np.random.default_rng(5)
+    for episode in range(4):
+        env.reset(seed=episode)
+        while game.active_role() is not None:
+            active = game.batch.active()
+            assert game.active_role() == game.roles[int(active[0])]
+            for k, role in enumerate(game.roles):
+                np.testing.assert_array_equal(game.legal(role), game.batch.legal(k, active)[0])
+                np.testing.assert_array_equal(game.features(role), game.batch.features(k)[0])
+                game.legal(role)[:] = False
+                game.features(role)[:] = 7.0
+            role = game.active_role()
+            game.apply(role, int(rng.choice(np.flatnonzero(game.legal(role)))))
+        assert game.done and game.outcome() == {k: float(v[0]) for k, v in game.batch.outcome(np.zeros(1, int)).items()}

@@ -137,6 +137,71 @@ class Game(ABC):
         return None
 
 
+ONE = np.zeros(1, np.int64)  # a batch of one's slot
+
+
+class RowGame(Game):
+    """A game played as a batch of one of its batched engine: ``batch`` (a batch of one slot, built by the
+    subclass) holds the state and is the one definition of the rules; the game keeps the transcript, the
+    scenario and what else the batch does not hold on top. The roles are ``roles``' order in the batch (0 the
+    agent's, 1 the user's). What a turn reads several times (whose turn it is, each role's legal mask and
+    features) is computed once per turn, then copied out: ``reset_row`` and ``apply`` forget it."""
+
+    batch: Any
+
+    def reset_row(self, *args) -> None:
+        """A new episode in the batch's slot (``batch.reset(ONE, *args)``); the subclass's ``reset`` calls it."""
+        self._turn: dict = {}
+        self.batch.reset(ONE, *args)
+
+    def _read(self, key, compute):
+        value = self._turn.get(key)
+        if value is None:
+            value = self._turn[key] = compute()
+        return value
+
+    @property
+    def done(self) -> bool:
+        return bool(self.batch.done[0])
+
+    def active_role(self):
+        active = self._read("active", lambda: int(self.batch.active()[0]))
+        return None if active < 0 else self.roles[active]
+
+    def legal(self, role):
+        index = self.roles.index(role)
+        return self._read(("legal", role), lambda: self.batch.legal(index, self.batch.active())[0]).copy()
+
+    def features(self, role):
+        return self._read(("features", role), lambda: self.batch.features(self.roles.index(role))[0]).copy()
+
+    def apply(self, role, act, text: str = ""):
+        if role != self.active_role():
+            raise ValueError(f"it is not the {role}'s turn")
+        if not self.legal(role)[act]:
+            raise ValueError(f"{role}: act {self.acts(role)[act]!r} is illegal now")
+        self.history.append(Turn(role, act, text))
+        self._turn = {}
+        if len(self.batch.apply(self.roles.index(role), ONE, np.array([act]))):
+            self.ended()
+            self._turn = {}
+
+    def ended(self) -> None:
+        """What the game adds once the batch's slot finished (p4g: the gift its follow-through settles)."""
+
+    def outcome(self):
+        return {key: float(value[0]) for key, value in self.batch.outcome(ONE).items()}
+
+    def rewards(self):
+        if not self.done:
+            return dict.fromkeys(self.roles, 0.0)
+        agent, user = self.batch.rewards(ONE)
+        return {self.agent_role: float(agent[0]), self.user_role: float(user[0])}
+
+    def agent_score(self) -> float:
+        return float(self.batch.agent_score(ONE)[0]) if self.done else 0.0
+
+
 class Drawn:
     """The generator a game's ``reset`` draws from, as a stand-in that gives back integers drawn before, in
     order: a batched engine that dealt an episode from integers rebuilds the slot's scalar game on it."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from scope_envs.core.game import Game, InGameError, Persona, Turn
+from scope_envs.core.game import InGameError, Persona, RowGame
 from scope_envs.core.rewards import curriculum_options
 from scope_envs.games.cooperbench import language, styles, world
 from scope_envs.games.cooperbench.batched import (  # noqa: F401  (the game's constants, defined with its rules)
@@ -20,10 +20,6 @@ from scope_envs.games.cooperbench.batched import (  # noqa: F401  (the game's co
 )
 from scope_envs.games.cooperbench.dialogue_acts import ACTS, describe
 
-ONE = np.zeros(1, np.int64)  # the batch-of-one's slot
-ROLE_INDEX = {TEAMMATE: 0, PARTNER: 1}
-
-
 def task_split(persona: Persona) -> str:
     """The split an episode's task is drawn from: the persona's, else (a card of no split) train's."""
     return persona.split if persona.split in world.SPLIT_KEYS else "train"
@@ -34,7 +30,7 @@ def task_index(rng: np.random.Generator, persona: Persona) -> int:
     return int(rng.integers(len(world.tasks(task_split(persona)))))
 
 
-class CooperBenchGame(Game):
+class CooperBenchGame(RowGame):
     """One CooperBench game: a batch of one of ``CooperBenchBatch`` (``scope_envs.games.cooperbench.batched``),
     the one definition of the rules, with the transcript and the task on top."""
 
@@ -67,8 +63,7 @@ class CooperBenchGame(Game):
         self.persona = persona
         self.task = world.tasks(task_split(persona))[task_index(rng, persona)]
         self.history = []
-        self._legal: dict[str, np.ndarray] = {}  # this turn's masks (asked several times a turn; ``apply`` clears)
-        self.batch.reset(ONE, [{"needs": self.task.needs, "talk": persona.traits.get("talk", 0.5)}])
+        self.reset_row([{"needs": self.task.needs, "talk": persona.traits.get("talk", 0.5)}])
 
     @staticmethod
     def other(role):
@@ -79,56 +74,21 @@ class CooperBenchGame(Game):
     def needs(self) -> dict[str, frozenset[int]]:
         return {TEAMMATE: self.task.needs[0], PARTNER: self.task.needs[1]}
 
-    @property
-    def done(self) -> bool:
-        return bool(self.batch.done[0])
-
-    def active_role(self):
-        active = int(self.batch.active()[0])
-        return None if active < 0 else ROLES[active]
-
-    def legal(self, role):
-        mask = self._legal.get(role)
-        if mask is None:
-            mask = self._legal[role] = self.batch.legal(ROLE_INDEX[role], self.batch.active())[0]
-        return mask.copy()
-
-    def apply(self, role, act, text: str = ""):
-        if role != self.active_role():
-            raise ValueError(f"it is not the {role}'s turn")
-        if not self.legal(role)[act]:
-            raise ValueError(f"{role}: act {ACTS[act]!r} is illegal now")
-        self.history.append(Turn(role, act, text))
-        self._legal = {}
-        self.batch.apply(ROLE_INDEX[role], ONE, np.array([act]))
-
-    def features(self, role):
-        return self.batch.features(ROLE_INDEX[role])[0]
-
-    def outcome(self):
-        return {key: float(value[0]) for key, value in self.batch.outcome(ONE).items()}
-
-    def rewards(self):
-        if not self.done:
-            return {TEAMMATE: 0.0, PARTNER: 0.0}
-        agent, user = self.batch.rewards(ONE)
-        return {TEAMMATE: float(agent[0]), PARTNER: float(user[0])}
-
     def agent_score(self) -> float:
         """The teammate's reward over its maximum (``TEAM_BONUS + OWN_BONUS``), in [0, 1]; 0 before the end."""
-        return float(self.batch.agent_score(ONE)[0]) if self.done else 0.0
+        return super().agent_score()
 
     def info(self):
         return self.batch.public(0)
 
     def private(self, role):
-        return self.batch.private(0, ROLE_INDEX[role], self.task.id)
+        return self.batch.private(0, self.roles.index(role), self.task.id)
 
     def realize(self, role, act, rng):
         return language.realize(act, self.needs[role], rng)
 
     def understand(self, role, utterance):
-        act = language.understand(utterance, bool(self.batch.asked[0, ROLE_INDEX[role]]))
+        act = language.understand(utterance, bool(self.batch.asked[0, self.roles.index(role)]))
         if not self.legal(role)[act]:
             raise InGameError(f"{describe(act)} is not possible now")
         return act

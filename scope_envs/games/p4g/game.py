@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from scope_envs.core.game import Game, InGameError, Persona, Turn
+from scope_envs.core.game import ONE, InGameError, Persona, RowGame
 from scope_envs.core.rewards import curriculum_options
 from scope_envs.games.p4g import dialogue_acts, language, personas
 from scope_envs.games.p4g.batched import (  # noqa: F401  (the game's constants, defined with its rules)
@@ -31,11 +31,8 @@ PERSUADEE_INSTRUCTIONS = (
 )
 
 
-ONE = np.zeros(1, np.int64)  # the batch-of-one's slot
-ROLE_INDEX = {PERSUADER: 0, PERSUADEE: 1}
 
-
-class P4GGame(Game):
+class P4GGame(RowGame):
     """One Persuasion-for-Good game: a batch of one of ``P4GBatch`` (``scope_envs.games.p4g.batched``), the one
     definition of the rules, with the transcript, the card and the follow-through's generator on top."""
 
@@ -71,13 +68,9 @@ class P4GGame(Game):
         self.persona = persona
         self._rng = rng
         self.history = []
-        self.batch.reset(ONE, card_row(persona, proxy=False))
+        self.reset_row(card_row(persona, proxy=False))
 
     # the state, read from the batch's row
-    @property
-    def done(self) -> bool:
-        return bool(self.batch.done[0])
-
     @property
     def final(self) -> bool:
         return bool(self.batch.final[0])
@@ -94,39 +87,14 @@ class P4GGame(Game):
     def actual(self) -> float:
         return float(self.batch.actual[0])
 
-    def active_role(self):
-        active = int(self.batch.active()[0])
-        return None if active < 0 else ROLES[active]
-
-    def legal(self, role):
-        return self.batch.legal(ROLE_INDEX[role], self.batch.active())[0]
-
-    def apply(self, role, act, text: str = ""):
-        if role != self.active_role():
-            raise ValueError(f"it is not the {role}'s turn")
-        if not self.legal(role)[act]:
-            raise ValueError(f"{role}: act {self.acts(role)[act]!r} is illegal now")
-        self.history.append(Turn(role, act, text))
-        if len(self.batch.apply(ROLE_INDEX[role], ONE, np.array([act]))):
-            intended = self.stated or 0.0
-            follow = getattr(self.user_player, "follow_through", None)
-            self.batch.settle(ONE, np.array([float(follow(intended, self._rng)) if follow else intended]))
-
-    def features(self, role):
-        return self.batch.features(ROLE_INDEX[role])[0]
-
-    def outcome(self):
-        return {key: float(value[0]) for key, value in self.batch.outcome(ONE).items()}
-
-    def rewards(self):
-        if not self.done:
-            return {PERSUADER: 0.0, PERSUADEE: 0.0}
-        agent, user = self.batch.rewards(ONE)
-        return {PERSUADER: float(agent[0]), PERSUADEE: float(user[0])}
+    def ended(self):
+        intended = self.stated or 0.0
+        follow = getattr(self.user_player, "follow_through", None)
+        self.batch.settle(ONE, np.array([float(follow(intended, self._rng)) if follow else intended]))
 
     def agent_score(self) -> float:
         """The actual gift over the $2 payment, in [0, 1] (SCOPE's P4G score); 0 before the end."""
-        return float(self.batch.agent_score(ONE)[0])
+        return super().agent_score()
 
     def info(self):
         return {"stated": self.stated, "final": self.final, "persuader_turns": self.persuader_turns}
