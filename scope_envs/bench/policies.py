@@ -195,9 +195,10 @@ def as_policy(obj) -> Policy:
 
 
 class TrainerPlayers:
-    """A ``PPOTrainer`` as a method's result (``plugins.Trained``): every seat by the trainer's networks; for an
-    evaluation side with seed ``s`` they draw from ``rollout.evaluation_rng(s)``. ``uniform``: agent_0 plays
-    ``UniformPolicy(s)`` (the floor), the learned seats still by their networks."""
+    """A ``PPOTrainer`` (or a copy of its networks, ``PPOTrainer.networks``) as a method's result
+    (``plugins.Trained``): every seat by the trainer's networks; for an evaluation side with seed ``s`` they draw
+    from ``rollout.evaluation_rng(s)``. ``uniform``: agent_0 plays ``UniformPolicy(s)`` (the floor), the learned
+    seats still by their networks."""
 
     def __init__(self, trainer, uniform: bool = False):
         self.trainer, self.uniform = trainer, uniform

@@ -311,15 +311,17 @@ def play_curves(curves: list[Curve]) -> None:
     jobs = [(curve, entry) for curve in curves for entry in curve.pending]
     played: dict[tuple[int, int], dict] = {}
     for side in range(2):
-        groups: dict[str, list] = {}  # by the side's env, its kwargs and episodes
+        groups: list[tuple[tuple, list]] = []  # (the side's env, its kwargs and episodes; its points)
         for j, (curve, (_, _, trained)) in enumerate(jobs):
             env_id, kwargs, seed = curve.sides()[side]
-            key = repr((env_id, sorted(kwargs.items()), curve.episodes))
-            groups.setdefault(key, []).append((j, trained, seed, env_id, kwargs, curve.episodes))
-        for group in groups.values():
-            _, _, _, env_id, kwargs, episodes = group[0]
-            out = play_seeds([g[1] for g in group], env_id, episodes, [g[2] for g in group], **kwargs)
-            played.update({(g[0], side): r for g, r in zip(group, out)})
+            setting = (env_id, kwargs, curve.episodes)
+            points = next((points for known, points in groups if known == setting), None)
+            if points is None:
+                groups.append((setting, points := []))
+            points.append((j, trained, seed))
+        for (env_id, kwargs, episodes), points in groups:
+            out = play_seeds([t for _, t, _ in points], env_id, episodes, [s for _, _, s in points], **kwargs)
+            played.update({(j, side): r for (j, _, _), r in zip(points, out)})
     for j, (curve, (decisions, due, _)) in enumerate(jobs):
         curve.add(decisions, due, played[j, 0], played[j, 1])
     for curve in curves:
