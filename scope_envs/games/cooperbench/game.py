@@ -20,6 +20,7 @@ from scope_envs.games.cooperbench.batched import (  # noqa: F401  (the game's co
 )
 from scope_envs.games.cooperbench.dialogue_acts import ACTS, describe
 
+
 def task_split(persona: Persona) -> str:
     """The split an episode's task is drawn from: the persona's, else (a card of no split) train's."""
     return persona.split if persona.split in world.SPLIT_KEYS else "train"
@@ -73,10 +74,6 @@ class CooperBenchGame(RowGame):
     @property
     def needs(self) -> dict[str, frozenset[int]]:
         return {TEAMMATE: self.task.needs[0], PARTNER: self.task.needs[1]}
-
-    def agent_score(self) -> float:
-        """The teammate's reward over its maximum (``TEAM_BONUS + OWN_BONUS``), in [0, 1]; 0 before the end."""
-        return super().agent_score()
 
     def info(self):
         return self.batch.public(0)

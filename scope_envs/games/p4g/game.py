@@ -31,7 +31,6 @@ PERSUADEE_INSTRUCTIONS = (
 )
 
 
-
 class P4GGame(RowGame):
     """One Persuasion-for-Good game: a batch of one of ``P4GBatch`` (``scope_envs.games.p4g.batched``), the one
     definition of the rules, with the transcript, the card and the follow-through's generator on top."""
@@ -91,10 +90,6 @@ class P4GGame(RowGame):
         intended = self.stated or 0.0
         follow = getattr(self.user_player, "follow_through", None)
         self.batch.settle(ONE, np.array([float(follow(intended, self._rng)) if follow else intended]))
-
-    def agent_score(self) -> float:
-        """The actual gift over the $2 payment, in [0, 1] (SCOPE's P4G score); 0 before the end."""
-        return super().agent_score()
 
     def info(self):
         return {"stated": self.stated, "final": self.final, "persuader_turns": self.persuader_turns}
