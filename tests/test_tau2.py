@@ -105,6 +105,8 @@ def test_replay_rejects_bad_input_clearly():
         replay("airline", "syn_air_0", actions=["cancel"])
     with pytest.raises(ValueError, match="not a folder"):
         replay("airline", "syn_air_0", data_dir="/no/such/dir")
+    with pytest.raises(ValueError, match="not a folder"):  # ~ of no such user stays as typed (pathlib would raise)
+        replay("airline", "syn_air_0", data_dir="~no_such_user_0/domains")
 
 
 def test_data_precedence(tmp_path, monkeypatch):

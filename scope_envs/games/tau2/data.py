@@ -56,7 +56,7 @@ def resolve_data_dir(data_dir: str | Path | None = None) -> tuple[Path, str]:
         if data_dir == "embedded":
             return EMBEDDED, "embedded"
     if data_dir is not None:
-        path = Path(data_dir).expanduser()
+        path = Path(os.path.expanduser(data_dir))
         if not path.is_dir():
             raise ValueError(f"tau2 {name} {str(path)!r} is not a folder (expected a tau^2-bench data/tau2/domains)")
         if not any((path / d).is_dir() for d in DOMAINS):
