@@ -118,3 +118,25 @@ def test_the_held_out_user_flips_its_coins_once_and_heeds_its_assumptions():
     assert human_proxy.distribution(CARD, st, ALL)[U["stop"]] < 1.0
     assert human_proxy.distribution(CARD, {**st, "tool_errors": 1}, ALL)[U["stop"]] == 1.0
     assert human_proxy.distribution(CARD, st, ALL, human_proxy.VARIANTS["patience_half"])[U["stop"]] == 1.0
+
+
+def test_a_state_row_puts_each_field_in_its_named_column():
+    """``state_row`` writes each field of a user's state where ``STATE`` names it (the order both engines read,
+    written once in ``state_fields``), and a state that misses a field or adds one is refused by name."""
+    from scope_envs.games.tau2.user_state import S, state_fields
+
+    st = quiet(agent_msgs=7, denied=2, insisted=3, tool_errors=4, confirm_target="real", asked_slot="details",
+               decoy_kind="forbidden", stated=0.0, identity_given=1.0)
+    row = state_row(st)
+    assert len(row) == len(STATE)
+    for name, value in (("agent_msgs", 7), ("denied", 2), ("insisted", 3), ("tool_errors", 4), ("stated", 0.0),
+                        ("identity_given", 1.0), ("confirm_real", True), ("confirm_decoy", False),
+                        ("ask_record", True), ("ask_identity", False), ("decoy_forbidden", True),
+                        ("decoy_mind", False)):
+        assert row[S[name]] == value, name
+    fields = dict(zip(STATE, row))
+    del fields["satisfied"]
+    with pytest.raises(ValueError, match=r"lacks \[.satisfied.\]"):
+        state_fields(fields)
+    with pytest.raises(ValueError, match=r"unknown \[.extra.\]"):
+        state_fields({**dict(zip(STATE, row)), "extra": 1})

@@ -10,7 +10,7 @@ from scope_envs.games import game_names, game_spec
 
 GAMES = game_names()  # every registered game, in declared order (scope_envs.games)
 PRESETS = {
-    # 8 seeds (issue 17; 3 until 2026-11-30), raised per game by the seeds rule (SEEDS_MIN)
+    # 8 seeds, raised per game by the seeds rule (SEEDS_MIN) so that its confirmatory MDE is at most 15% of the band
     # the default preset's budget is each game's by the plateau rule (GameSpec.budget, scope_envs.bench.budgets)
     "default": {"seeds": 8, "steps": "plateau", "eval_episodes": EVAL_EPISODES, "curve_points": 4, "curve_episodes": 100},
     "full": {"seeds": 8, "steps": 100_000, "eval_episodes": 3000, "curve_points": 10, "curve_episodes": 300},

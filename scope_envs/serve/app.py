@@ -45,7 +45,7 @@ from scope_envs.serve.errors import BadRequest, ProtocolError
 from scope_envs.serve.llm import ServedLLM, UserLLMError, UserLLMOptions, check_regime
 from scope_envs.serve.models import ScopeAction, ScopeObservation, ScopeState
 from scope_envs.serve.rpc import INVALID_REQUEST, MCP_PATH, rpc_error
-from scope_envs.serve.sessions import ScopeEnvServer, SessionGuard
+from scope_envs.serve.sessions import ScopeEnvServer, SessionGuard, replaying
 from scope_envs.serve.vec import VecSessions, register_vec_routes
 
 DEFAULT_MAX_SESSIONS = 64
@@ -276,16 +276,7 @@ class BodyLimit:
                 problem = reset_seed_problem(raw)
             if problem:
                 return await self._answer(send, 422, "BAD_REQUEST", problem)
-        replayed = False
-
-        async def replay():
-            nonlocal replayed
-            if not replayed:
-                replayed = True
-                return first or {"type": "http.request", "body": raw, "more_body": False}
-            return await receive()
-
-        await self.app(scope, replay, send)
+        await self.app(scope, replaying(raw, first, receive), send)
 
     def _frames(self, receive, send, rpc: bool = False):
         """The socket's frames, a bad one answered here (on ``/mcp``, whose frames are JSON-RPC requests, as a

@@ -114,6 +114,21 @@ def _may_be_mcp(raw) -> bool:
     return b'"mcp"' in raw or b"\\u" in raw
 
 
+def replaying(raw: bytes, first: Optional[dict], receive):
+    """An ASGI ``receive`` that hands the app a request body a middleware already read (``raw``, in one message;
+    or ``first``, the message that ended the reading, such as the client's disconnect), then the socket's own."""
+    replayed = False
+
+    async def replay():
+        nonlocal replayed
+        if not replayed:
+            replayed = True
+            return first or {"type": "http.request", "body": raw, "more_body": False}
+        return await receive()
+
+    return replay
+
+
 class SessionGuard:
     """ASGI middleware: a ``/ws?session_id=`` attach, and every JSON-RPC request on ``/mcp`` (HTTP and socket)
     or in a ``/ws`` ``mcp`` message, checked before OpenEnv sees it: a session held by another connection
@@ -156,16 +171,7 @@ class SessionGuard:
             await send({"type": "http.response.start", "status": 200,
                         "headers": [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]})
             return await send({"type": "http.response.body", "body": body})
-        replayed = False
-
-        async def replay():
-            nonlocal replayed
-            if not replayed:
-                replayed = True
-                return first or {"type": "http.request", "body": raw, "more_body": False}
-            return await receive()
-
-        await self.app(scope, replay, send)
+        await self.app(scope, replaying(raw, first, receive), send)
 
     def _rpc_answer(self, raw, caller: Optional[Connection], wrapped: bool = False) -> Optional[dict]:
         """The JSON-RPC error answering ``raw`` (a request, or a ``/ws`` ``mcp`` message when ``wrapped``),

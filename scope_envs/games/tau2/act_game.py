@@ -36,7 +36,7 @@ from scope_envs.games.tau2.dialogue_acts import (
     LOOKUP,
     USER_ACTS,
 )
-from scope_envs.games.tau2.game import AGENT, USER, Tau2Game, Tau2Turn, candidate_slots
+from scope_envs.games.tau2.game import AGENT, Tau2Game, candidate_slots
 
 
 def narrow_agent_acts(mask: np.ndarray, reads: np.ndarray, writes: np.ndarray, confirmed: np.ndarray,
@@ -91,30 +91,15 @@ class Tau2ActGame(Tau2Game):
             self.decoy_executed |= self.goal.decoy is not None and call.key() == self.goal.decoy.key()
             self._call(AGENT, act, call)
             return
-        self.agent_msgs += 1
-        if kind == "request":
-            self.asked_slot = j
-        elif kind == "confirm":
-            call = c["write"][int(j)]
-            self.confirm_target = "decoy" if self.goal.decoy is not None and call.key() == self.goal.decoy.key() \
-                else "real"
-            self.confirming = call
-        elif kind == "instruct":
-            self.instructed = c["phone"][int(j)]
-        elif kind == "answer":
+        self._agent_message(kind, j, c["write"][int(j)] if kind == "confirm" else
+                            c["phone"][int(j)] if kind == "instruct" else None)
+        if kind == "answer":
             if self.goal.questions and all(l.key() in self.done for l in self.goal.lookups):
                 self.answered = True
-        elif kind == "deny":
-            self.denied += 1
         elif kind == "transfer":
             self._call(AGENT, act, self.goal.transfer_call)
             self.transfer_pending = True
-        text = text or self.agent_text(act)
-        self.history.append(Tau2Turn(AGENT, act, text))
-        self.steps += 1
-        if kind == "end":
-            return self._end("agent_stop")
-        self._next = USER
+        self._agent_said(act, text or self.agent_text(act), kind == "end")
 
     # ------------------------------------------------------------ text
     def agent_text(self, act: int, rng: np.random.Generator | None = None) -> str:

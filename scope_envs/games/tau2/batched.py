@@ -56,7 +56,7 @@ from scope_envs.games.tau2.game import (
     user_rewards,
 )
 from scope_envs.games.tau2.human_proxy import proxy_policy
-from scope_envs.games.tau2.user_state import TRAITS
+from scope_envs.games.tau2.user_state import TRAITS, state_fields
 
 N_AGENT = len(AGENT_ACTS)
 A = AGENT_INDEX
@@ -336,12 +336,17 @@ class Tau2Batch:
         t, r = self.tasks, self.task[idx]
         slot = self.asked_slot[idx]
         kind = t.decoy_kind[r]
-        cols = [self.transfer_pending[idx], self.user_msgs[idx] == 0, self._satisfied()[idx], self.agent_msgs[idx],
-                self.instructed[idx] >= 0, self.target[idx] == 1, self.target[idx] == 2, kind == 2, kind == 1,
-                (slot >= 1) & (slot <= len(IDENTITY_SLOTS)), slot > len(IDENTITY_SLOTS), self.slips[idx] > 0,
-                self.stated[idx], self.details_given[idx], self.n_told[idx] > 0, self.asked[idx],
-                t.has_questions[r], self.denied[idx], self.insisted[idx],
-                self.decoy_stated[idx] & ~self.decoy_retracted[idx], self._real_pending()[idx], self.tool_errors[idx]]
+        cols = state_fields({
+            "transfer_pending": self.transfer_pending[idx], "first_turn": self.user_msgs[idx] == 0,
+            "satisfied": self._satisfied()[idx], "agent_msgs": self.agent_msgs[idx],
+            "instructed": self.instructed[idx] >= 0, "confirm_decoy": self.target[idx] == 1,
+            "confirm_real": self.target[idx] == 2, "decoy_mind": kind == 2, "decoy_forbidden": kind == 1,
+            "ask_identity": (slot >= 1) & (slot <= len(IDENTITY_SLOTS)), "ask_record": slot > len(IDENTITY_SLOTS),
+            "slipped": self.slips[idx] > 0, "stated": self.stated[idx], "details_given": self.details_given[idx],
+            "identity_given": self.n_told[idx] > 0, "asked": self.asked[idx], "has_question": t.has_questions[r],
+            "denied": self.denied[idx], "insisted": self.insisted[idx],
+            "decoy_open": self.decoy_stated[idx] & ~self.decoy_retracted[idx],
+            "real_pending": self._real_pending()[idx], "tool_errors": self.tool_errors[idx]})
         return columns(len(idx), cols)
 
     def reference_reply(self, idx: np.ndarray, legal: np.ndarray) -> np.ndarray:

@@ -532,6 +532,29 @@ class Tau2Game(Game):
             self.revealed += " " + content.lower()
         return content, error
 
+    def _agent_message(self, kind: str, slot: str | None = None, target: Call | None = None) -> None:
+        """An agent message's effect on the dialogue state, on either surface: its act's ``kind`` (``request`` of
+        identity or record ``slot``; ``confirm`` or ``instruct`` of the call ``target``; ``deny``; any other)."""
+        self.agent_msgs += 1
+        if kind == "request":
+            self.asked_slot = slot
+        elif kind == "confirm":
+            decoy = self.goal.decoy
+            self.confirm_target = "decoy" if decoy is not None and target.key() == decoy.key() else "real"
+            self.confirming = target
+        elif kind == "instruct":
+            self.instructed = target
+        elif kind == "deny":
+            self.denied += 1
+
+    def _agent_said(self, act: int, text: str, end: bool) -> None:
+        """The agent's message ``text`` is said: the user's turn, or the end the agent chose."""
+        self.history.append(Tau2Turn(AGENT, act, text))
+        self.steps += 1
+        if end:
+            return self._end("agent_stop")
+        self._next = USER
+
     def _user(self, act: int, text: str) -> None:
         name = USER_ACTS[act]
         g = self.goal

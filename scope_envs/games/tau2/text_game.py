@@ -105,28 +105,14 @@ class Tau2TextGame(Tau2Game):
             return
         reading = nlu.read_agent(self, text)
         self.asked_slot = self.confirm_target = None
-        self.agent_msgs += 1
-        if reading.act.startswith("request:"):
-            self.asked_slot = reading.slot
-        elif reading.act == "confirm":
-            decoy = self.goal.decoy
-            self.confirm_target = "decoy" if decoy is not None and reading.target.key() == decoy.key() else "real"
-            self.confirming = reading.target
-        elif reading.act == "instruct":
-            self.instructed = reading.target
-        elif reading.act == "deny":
-            self.denied += 1
-        elif reading.act == "transfer":
+        self._agent_message(reading.act.partition(":")[0], reading.slot, reading.target)
+        if reading.act == "transfer":
             self.transfer_pending = True
         said = text.lower().replace(",", "")  # each message read once: linear in what the agent says
         self.unanswered = [q for q in self.unanswered if q not in said]
         if self.goal.questions and not self.unanswered:
             self.answered = True
-        self.history.append(Tau2Turn(AGENT, act, text))
-        self.steps += 1
-        if reading.act == "end" or text_protocol.STOP in text:
-            return self._end("agent_stop")
-        self._next = USER
+        self._agent_said(act, text, reading.act == "end" or text_protocol.STOP in text)
 
     # ------------------------------------------------------------ user
     def _act_user_turn(self, act: int, text: str) -> None:

@@ -26,14 +26,25 @@ IDENTITY_ASKS = ("user_id", "email", "name_zip", "phone")
 RECORD_ASKS = ("record_id", "details")
 
 
+def state_fields(fields: dict) -> list:
+    """The ``STATE`` columns of named values (numbers, or arrays with a row each), in ``STATE``'s order: the one
+    place that order is written (``state_row`` for a scalar user, ``Tau2Batch.user_states`` for the slots)."""
+    if fields.keys() != S.keys():
+        missing, unknown = sorted(S.keys() - fields.keys()), sorted(fields.keys() - S.keys())
+        raise ValueError(f"a tau2 user's state lacks {missing} and has unknown {unknown}")
+    return [fields[k] for k in STATE]
+
+
 def state_row(st: dict) -> list:
     """``Tau2Game.user_state()`` as the numbers of ``STATE`` (its labels as flags)."""
     target, slot, kind = st["confirm_target"], st["asked_slot"], st["decoy_kind"]
-    return [st["transfer_pending"], st["first_turn"], st["satisfied"], st["agent_msgs"], st["instructed"],
-            target == "decoy", target == "real", kind == "mind_change", kind == "forbidden",
-            slot in IDENTITY_ASKS, slot in RECORD_ASKS, st["slipped"], st["stated"], st["details_given"],
-            st["identity_given"], st["asked"], st["has_question"], st["denied"], st["insisted"], st["decoy_open"],
-            st["real_pending"], st["tool_errors"]]
+    same = ("transfer_pending", "first_turn", "satisfied", "agent_msgs", "instructed", "slipped", "stated",
+            "details_given", "identity_given", "asked", "has_question", "denied", "insisted", "decoy_open",
+            "real_pending", "tool_errors")
+    return state_fields({**{k: st[k] for k in same}, "confirm_decoy": target == "decoy",
+                         "confirm_real": target == "real", "decoy_mind": kind == "mind_change",
+                         "decoy_forbidden": kind == "forbidden", "ask_identity": slot in IDENTITY_ASKS,
+                         "ask_record": slot in RECORD_ASKS})
 
 
 def trait_row(traits: dict) -> list:
