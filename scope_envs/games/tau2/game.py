@@ -523,14 +523,19 @@ class Tau2Game(Game):
 
     def _call(self, role, act, call: Call):
         content, error = self.world.call(call.name, call.arguments, call.requestor, call.key())
-        self.history.append(Tau2Turn(role, act, text_protocol.call_text(call.name, call.arguments),
-                                     {"name": call.name, "arguments": call.arguments}, content, error))
+        self._tool_turn(role, act, text_protocol.call_text(call.name, call.arguments),
+                        {"name": call.name, "arguments": call.arguments}, content, error, call.requestor)
+        self.done.add(call.key())
+        return content, error
+
+    def _tool_turn(self, role, act, text: str, call: dict, content: str, error: bool, requestor: str) -> None:
+        """A tool call's turn on either surface, once the world ran it: the call and its result, two steps, an
+        error counted, and what the agent's own calls return revealed (the user's phone keeps its screen)."""
+        self.history.append(Tau2Turn(role, act, text, call, content, error))
         self.steps += 2
         self.tool_errors += error
-        self.done.add(call.key())
-        if call.requestor == "assistant":
+        if requestor == "assistant":
             self.revealed += " " + content.lower()
-        return content, error
 
     def _agent_message(self, kind: str, slot: str | None = None, target: Call | None = None) -> None:
         """An agent message's effect on the dialogue state, on either surface: its act's ``kind`` (``request`` of

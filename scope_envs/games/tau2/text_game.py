@@ -76,9 +76,7 @@ class Tau2TextGame(Tau2Game):
     def _record_call(self, role, act, call: dict, text: str) -> tuple[str, bool]:
         requestor = "assistant" if role == AGENT else "user"
         content, error = self.world.call(call["name"], call["arguments"], requestor)
-        self.history.append(Tau2Turn(role, act, text, call, content, error))
-        self.steps += 2
-        self.tool_errors += error
+        self._tool_turn(role, act, text, call, content, error, requestor)
         if not error:
             made = Call(call["name"], call["arguments"] if isinstance(call["arguments"], dict) else {}, requestor, "")
             self.done.add(made.key())
@@ -91,10 +89,8 @@ class Tau2TextGame(Tau2Game):
                 self.decoy_executed = True
             if self.instructed is not None and self.instructed.key() in self.done:
                 self.instructed = None
-        if requestor == "assistant":
-            self.revealed += " " + content.lower()
-            if call["name"] == TRANSFER and not error:
-                self.transfer_pending = True
+        if requestor == "assistant" and call["name"] == TRANSFER and not error:
+            self.transfer_pending = True
         return content, error
 
     # ------------------------------------------------------------ agent
