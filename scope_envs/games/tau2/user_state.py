@@ -38,10 +38,8 @@ def state_fields(fields: dict) -> list:
 def state_row(st: dict) -> list:
     """``Tau2Game.user_state()`` as the numbers of ``STATE`` (its labels as flags)."""
     target, slot, kind = st["confirm_target"], st["asked_slot"], st["decoy_kind"]
-    same = ("transfer_pending", "first_turn", "satisfied", "agent_msgs", "instructed", "slipped", "stated",
-            "details_given", "identity_given", "asked", "has_question", "denied", "insisted", "decoy_open",
-            "real_pending", "tool_errors")
-    return state_fields({**{k: st[k] for k in same}, "confirm_decoy": target == "decoy",
+    # the columns the state carries as they are, and six flags from its three labels
+    return state_fields({**{k: st[k] for k in STATE if k in st}, "confirm_decoy": target == "decoy",
                          "confirm_real": target == "real", "decoy_mind": kind == "mind_change",
                          "decoy_forbidden": kind == "forbidden", "ask_identity": slot in IDENTITY_ASKS,
                          "ask_record": slot in RECORD_ASKS})
