@@ -49,7 +49,8 @@ from scope_envs.arguments import count, output_file
 from scope_envs.bench.methods import method_setup
 from scope_envs.bench.presets import GAMES
 from scope_envs.files import write_json
-from scope_envs.train.act_ppo import AGENT, PPOConfig, PPOTrainer
+from scope_envs.train.act_ppo import AGENT, PPOConfig, PPOTrainer, Tanh
+from scope_envs.train.activation import tanh
 from scope_envs.train.numpy_ac import MASKED_LOGIT, Adam, entropy, log_policy, max_grad_split, mlp, normalize
 
 VARIANTS = ("loop", "numpy_stacked", "torch_vmap", "torch_bmm")
@@ -161,6 +162,8 @@ class Loop:
             values.append(mlp(p.critic, x)[2][:, 0])
         return np.stack(logps), np.stack(values)
 
+TANH = Tanh()  # the networks' activation, as the trainer's
+
 
 # -- (b) numpy, the S weight sets stacked on a leading axis -------------------------------------------------
 def mlp_stacked(layers, x):
@@ -168,8 +171,8 @@ def mlp_stacked(layers, x):
     w1, b1, w2, b2, w3, b3 = layers
     t = (lambda w: w.T) if w1.ndim == 2 else (lambda w: w.transpose(0, 2, 1))
     e = (lambda b: b) if w1.ndim == 2 else (lambda b: b[:, None, :])
-    h1 = np.tanh(x @ t(w1) + e(b1))
-    h2 = np.tanh(h1 @ t(w2) + e(b2))
+    h1 = tanh(x @ t(w1) + e(b1))
+    h2 = tanh(h1 @ t(w2) + e(b2))
     return h1, h2, h2 @ t(w3) + e(b3)
 
 
@@ -394,8 +397,8 @@ class TorchBmm(Torch):
     @staticmethod
     def mlp(layers, x):
         w1, b1, w2, b2, w3, b3 = layers
-        h = torch.tanh(torch.baddbmm(b1[:, None], x, w1.transpose(1, 2)))
-        h = torch.tanh(torch.baddbmm(b2[:, None], h, w2.transpose(1, 2)))
+        h = TANH(torch.baddbmm(b1[:, None], x, w1.transpose(1, 2)))
+        h = TANH(torch.baddbmm(b2[:, None], h, w2.transpose(1, 2)))
         return torch.baddbmm(b3[:, None], h, w3.transpose(1, 2))
 
     def epoch(self, record: list | None = None) -> np.ndarray:

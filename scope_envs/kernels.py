@@ -7,14 +7,19 @@ digits. Each library reads an environment variable that caps its choice, and rea
 ``scope-envs bench`` sets them and, where this process already loaded the libraries without them, starts itself
 again with them (``pin_or_restart``) before any run. Its worker processes inherit both.
 
+What a pin cannot cap is the C library: numpy's baseline ``tanh`` is glibc's ``tanhf``, whose results changed in
+glibc 2.41. The networks' tanh is therefore the package's own (``scope_envs.train.activation``: IEEE operations
+only, the same bits everywhere); ``exp`` and ``log`` (the softmax) stay the libraries' (glibc's ``expf`` and
+``logf`` have been the same code since 2.28).
+
 Levels (``SCOPE_ENVS_KERNELS``):
 
 * ``portable`` (default): the x86-64-v2 baseline every CPU that runs numpy 2 has (SSE4.2): numpy's dispatch
   above its baseline off, OpenBLAS's Nehalem kernels, ATen's ``default``, MKL's ``COMPATIBLE`` path, oneDNN's
   SSE4.1. The same records on any such CPU.
 * ``avx2``: the x86-64-v3 level (AVX2 and FMA: Intel since 2013, AMD since 2015): the same records on any such
-  CPU (not the same as ``portable``'s), at no cost against ``native`` where ``portable`` costs about 1.3x
-  (``benchmarks/kernel_speed.py``); an error on a CPU without AVX2.
+  CPU (not the same as ``portable``'s); an error on a CPU without AVX2 (what each level costs:
+  ``benchmarks/kernel_speed.py``).
 * ``native``: nothing pinned (each library at the CPU's width): faster where the kernels matter, and the records
   then belong to the machine (the report's ``machine`` line names the widths).
 

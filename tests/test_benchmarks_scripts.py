@@ -23,6 +23,9 @@ TINY = [  # (script, a run at a reduced size of its documented command line)
     ("kernel_speed", ["--runs", "p4g:frozen", "--steps", "200", "--eval-episodes", "8", "--rounds", "1",
                       "--out", "{tmp}/k.json"]),
     ("slot_scaling", ["--games", "p4g", "--slots", "64", "--rounds", "1", "--out", "{tmp}/s.json"]),
+    ("tanh_speed", ["--rounds", "1", "--calls", "10", "--out", "{tmp}/t.json"]),
+    pytest.param("tanh_speed", ["--check", "--check-step", "65536"], id="tanh_speed-check"),
+    pytest.param("tanh_speed", ["--fit", "--fit-points", "2000"], id="tanh_speed-fit"),
     ("tau2_calculate", ["--rounds", "1", "--repeats", "5"]),
     ("trainer_speed", ["--seeds", "2", "--games", "p4g", "--methods", "cotrain", "--steps", "300", "--rounds", "1",
                        "--whole", "--out", "{tmp}/t.json"]),  # also asserts the seeds' runs equal alone and together

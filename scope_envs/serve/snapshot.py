@@ -18,8 +18,9 @@ from __future__ import annotations
 import numpy as np
 
 from scope_envs.core.simulator import Simulator, View
+from scope_envs.train.activation import tanh
 
-ACTIVATIONS = {"tanh": np.tanh, "relu": lambda x: np.maximum(x, 0.0)}
+ACTIVATIONS = {"tanh": tanh, "relu": lambda x: np.maximum(x, 0.0)}
 MAX_LAYERS = 8
 MAX_PARAMETERS = 4_000_000
 MAX_WEIGHT = 1e6  # a weight or bias past this in magnitude is refused (softmax of its logits overflows)
@@ -112,7 +113,9 @@ def mlp_wire(module) -> dict:
     both kinds. A ``Linear(bias=False)`` goes with a zero bias."""
     import torch
 
-    kinds = {torch.nn.Tanh: "tanh", torch.nn.ReLU: "relu"}
+    from scope_envs.train.act_ppo import Tanh  # the package's own networks' tanh
+
+    kinds = {torch.nn.Tanh: "tanh", Tanh: "tanh", torch.nn.ReLU: "relu"}
     if type(module) not in (torch.nn.Sequential, torch.nn.Linear):
         raise ValueError(f"mlp_wire takes a torch Sequential of Linear layers with Tanh or ReLU between them "
                          f"(or one Linear), got {type(module).__name__}")

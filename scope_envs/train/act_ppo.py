@@ -45,6 +45,7 @@ from torch.distributions import Categorical
 
 import scope_envs
 from scope_envs.core.simulator import Simulator, View
+from scope_envs.train.activation import LIMIT, rational
 from scope_envs.train.advantage import gae
 from scope_envs.train.behaviour_clone import behaviour_clone
 from scope_envs.train.groups import curriculum_setting, curriculum_values, derive_seed, group_advantages
@@ -168,6 +169,31 @@ def layer_init(layer: nn.Linear, std: float = np.sqrt(2), bias: float = 0.0) -> 
     return layer
 
 
+class _Tanh(torch.autograd.Function):
+    generate_vmap_rule = True  # (torch.func's transforms, vmap over stacked networks included, go through it)
+
+    @staticmethod
+    def forward(z):
+        return rational(z.clamp(-LIMIT, LIMIT)).clamp_(-1.0, 1.0)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(output)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (y,) = ctx.saved_tensors
+        return grad * (1.0 - y * y)
+
+
+class Tanh(nn.Module):
+    """The networks' activation in torch: ``scope_envs.train.activation.tanh`` bit for bit (the same
+    ``rational``), with tanh's derivative ``1 - tanh^2``."""
+
+    def forward(self, z: torch.Tensor) -> torch.Tensor:
+        return _Tanh.apply(z)
+
+
 class ActorCritic(nn.Module):
     """Separate actor and critic MLPs; illegal acts get a logit of ``MASKED_LOGIT`` (-1e9)."""
 
@@ -175,13 +201,13 @@ class ActorCritic(nn.Module):
         super().__init__()
         self.obs_dim, self.n_actions, self.hidden = obs_dim, n_actions, hidden
         self.critic = nn.Sequential(
-            layer_init(nn.Linear(obs_dim, hidden)), nn.Tanh(),
-            layer_init(nn.Linear(hidden, hidden)), nn.Tanh(),
+            layer_init(nn.Linear(obs_dim, hidden)), Tanh(),
+            layer_init(nn.Linear(hidden, hidden)), Tanh(),
             layer_init(nn.Linear(hidden, 1), std=1.0),
         )
         self.actor = nn.Sequential(
-            layer_init(nn.Linear(obs_dim, hidden)), nn.Tanh(),
-            layer_init(nn.Linear(hidden, hidden)), nn.Tanh(),
+            layer_init(nn.Linear(obs_dim, hidden)), Tanh(),
+            layer_init(nn.Linear(hidden, hidden)), Tanh(),
             layer_init(nn.Linear(hidden, n_actions), std=0.01),
         )
 

@@ -29,6 +29,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from scope_envs.train.activation import tanh
+
 if TYPE_CHECKING:
     from torch import nn
 
@@ -66,8 +68,8 @@ def mlp(layers: list[np.ndarray], x: np.ndarray) -> tuple[np.ndarray, np.ndarray
     """Linear-tanh-linear-tanh-linear (``nn.Linear`` weights are (out, in)): both hidden activations and
     the output, as ``mlp_backward`` needs them."""
     w1, b1, w2, b2, w3, b3 = layers
-    h1 = np.tanh(x @ w1.T + b1)
-    h2 = np.tanh(h1 @ w2.T + b2)
+    h1 = tanh(x @ w1.T + b1)
+    h2 = tanh(h1 @ w2.T + b2)
     return h1, h2, h2 @ w3.T + b3
 
 
