@@ -28,6 +28,7 @@ import numpy as np
 
 from scope_envs import kernels
 from scope_envs.arguments import count, output_file
+from scope_envs.bench.runner import machine
 from scope_envs.files import write_json
 from scope_envs.train import activation
 
@@ -36,6 +37,7 @@ LEVELS = ("portable", "native")
 CHILD = """
 import json, sys, time
 import numpy as np
+from scope_envs import kernels
 from scope_envs.train.activation import tanh
 rounds, calls = int(sys.argv[1]), int(sys.argv[2])
 z = (np.random.default_rng(0).standard_normal((128, 64)) * 2).astype(np.float32)
@@ -46,7 +48,7 @@ for r in range(rounds):
         for _ in range(calls):
             f(z)
         times[name].append((time.perf_counter() - t0) / calls * 1e6)
-print(json.dumps({k: float(np.median(v)) for k, v in times.items()}))
+print(json.dumps({"us": {k: float(np.median(v)) for k, v in times.items()}, "kernels": kernels.describe()}))
 """
 
 
@@ -57,8 +59,10 @@ def speed(level: str, rounds: int, calls: int) -> dict:
                           text=True, check=False)
     if done.returncode:
         sys.exit(f"tanh_speed: the {level} process failed:\n{done.stderr[-2000:]}")
-    us = json.loads(done.stdout.strip().splitlines()[-1])
-    return {"level": level, "us_per_call": us, "ratio_np_over_ours": round(us["np.tanh"] / us["activation.tanh"], 2)}
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    us = got["us"]
+    return {"level": level, "kernels": got["kernels"], "us_per_call": us,
+            "ratio_np_over_ours": round(us["np.tanh"] / us["activation.tanh"], 2)}
 
 
 def check(step: int) -> dict:
@@ -131,7 +135,7 @@ def main() -> None:
         print(f"{r['level']:>8}: np.tanh {us['np.tanh']:.1f} us, activation.tanh {us['activation.tanh']:.1f} us "
               f"(np.tanh / ours = {r['ratio_np_over_ours']})")
     write_json(args.out, {"block": [128, 64], "rounds": args.rounds, "calls": args.calls, "rows": rows,
-                          "machine": kernels.describe()})
+                          "machine": machine()})
     print(f"wrote {args.out}")
 
 

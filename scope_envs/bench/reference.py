@@ -278,7 +278,7 @@ def rebuild_hint(against: str, path: Path, tasks: list[dict], records: list[dict
                 f"reference's rows are taken whole), or make a reference with yours: scope-envs bench {_bench_flags(tasks)} --out my-reference, "
                 "then --against my-reference")
     if against == "reference":
-        make = f"scope-envs bench --out {own} (the default preset: about 32 min on 2 cores)"
+        make = f"scope-envs bench --out {own} (the default preset: about 28 min on 2 cores)"
     elif against == "reference-sb3":
         rows = " ".join(f"--method scope_envs.bench.sb3_methods:{name}" for name in SB3_ROWS)
         return (f"the SB3 reference was made by other code; to compare with the SB3 rows, make the default reference "

@@ -1,8 +1,8 @@
 """The act-level networks' activation, ``tanh``, written out of IEEE arithmetic alone.
 
 ``np.tanh`` and ``torch.tanh`` are the C library's or a vector library's. At the ``portable`` kernel level
-(``scope_envs.kernels``, the benchmark's) numpy calls glibc's scalar ``tanhf``: 149 us a (128, 64) block, against
-46 us here (``benchmarks/tanh_speed.py``), when the hidden layers were 43% of a p4g ceiling row's time (py-spy).
+(``scope_envs.kernels``, the benchmark's) numpy calls glibc's scalar ``tanhf``: 145 us a (128, 64) block, against
+55 us here (``benchmarks/tanh_speed.py``), when the hidden layers were 43% of a p4g ceiling row's time (py-spy).
 And its results change with glibc's version (2.41 made it correctly rounded; a fifth of 2.36's float32 results on
 normal draws are not), so records made with it depended on the machine's C library.
 
