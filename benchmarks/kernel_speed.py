@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -42,10 +41,8 @@ print(json.dumps({"wall_s": wall, "metrics": record["metrics"], "kernels": kerne
 
 
 def child(level: str, game: str, method: str, steps: int, episodes: int) -> dict:
-    env = {k: v for k, v in os.environ.items() if k not in kernels.PINS}
-    env.update(kernels.settings(level), **{kernels.LEVEL_VARIABLE: level})
-    done = subprocess.run([sys.executable, "-c", CHILD, game, method, str(steps), str(episodes)], env=env,
-                          capture_output=True, text=True, check=True)
+    done = subprocess.run([sys.executable, "-c", CHILD, game, method, str(steps), str(episodes)],
+                          env=kernels.environment(level), capture_output=True, text=True, check=True)
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import time
@@ -54,9 +53,8 @@ print(json.dumps({"us": {k: float(np.median(v)) for k, v in times.items()}, "ker
 
 def speed(level: str, rounds: int, calls: int) -> dict:
     """Microseconds per call of each tanh in a fresh process under kernel level ``level``."""
-    env = dict(os.environ, **kernels.settings(level), **{kernels.LEVEL_VARIABLE: level})
-    done = subprocess.run([sys.executable, "-c", CHILD, str(rounds), str(calls)], env=env, capture_output=True,
-                          text=True, check=False)
+    done = subprocess.run([sys.executable, "-c", CHILD, str(rounds), str(calls)], env=kernels.environment(level),
+                          capture_output=True, text=True, check=False)
     if done.returncode:
         sys.exit(f"tanh_speed: the {level} process failed:\n{done.stderr[-2000:]}")
     got = json.loads(done.stdout.strip().splitlines()[-1])

@@ -72,6 +72,14 @@ def settings(name: str) -> dict[str, str]:
     return {variable: values[PINNED.index(name)] for variable, (_, values) in PINS.items()}
 
 
+def environment(name: str, base=None) -> dict[str, str]:
+    """The environment a child process runs at level ``name`` with: ``base`` (``os.environ``) without any pin it
+    holds, plus the level's own pins and ``SCOPE_ENVS_KERNELS`` (so ``native`` is native even where ``base`` was
+    pinned)."""
+    env = {k: v for k, v in (os.environ if base is None else base).items() if k not in PINS}
+    return {**env, **settings(name), LEVEL_VARIABLE: name}
+
+
 def _has_avx2() -> bool:
     from numpy._core._multiarray_umath import __cpu_features__
 

@@ -91,3 +91,10 @@ def test_a_short_grid_gives_the_same_record_under_two_kernel_settings(tmp_path):
     assert pinned_wide != native_wide or pinned_wide != native_narrow
     report = (tmp_path / "pw" / "report.md").read_text()
     assert "portable kernels:" in report and "not in effect" not in report
+
+
+def test_a_childs_environment_holds_its_own_levels_pins_only():
+    pinned = {"PATH": "/bin", **kernels.settings("portable"), kernels.LEVEL_VARIABLE: "portable"}
+    native = kernels.environment("native", pinned)
+    assert native == {"PATH": "/bin", kernels.LEVEL_VARIABLE: "native"}  # no pin of the parent's level left
+    assert kernels.environment("portable", {"PATH": "/bin"}) == pinned
