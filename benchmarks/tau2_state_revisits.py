@@ -49,7 +49,7 @@ def state_key(g) -> tuple:
 
 def grounding_tokens(goal) -> tuple[str, ...]:
     """Every token a candidate's grounding checks against what was revealed (the rules' only reads of it)."""
-    toks = {t for _, grounding, _ in goal.keyed_lookups + goal.keyed_real_requests for t in grounding}
+    toks = {t for c in (*goal.lookups, *goal.real_requests) for t in c.grounding()}
     if goal.decoy is not None:
         toks.update(goal.decoy.grounding())
     return tuple(sorted(toks))

@@ -119,10 +119,11 @@ def _check_turn_caches(game) -> None:
         except Exception:
             fresh = 1.0
         assert game._policy_flag(c) == fresh, c
-    assert game._real_pending() == any(k not in done for k, _, _ in g.keyed_real_requests)
+    assert game._real_pending() == any(c.key() not in done for c in g.real_requests)
     if g.real_requests or g.phone_actions or g.questions:
-        assert game.satisfied() == (all(k in done for k, _, _ in g.keyed_real_requests)
-                                    and all(k in done for k in g.phone_keys) and (game.answered or not g.questions))
+        assert game.satisfied() == (all(c.key() in done for c in g.real_requests)
+                                    and all(c.key() in done for c in g.phone_actions)
+                                    and (game.answered or not g.questions))
     for c in [*g.calls, *(v for cs in game.candidates().values() for v in cs)]:
         args = ", ".join(f"{k} {v}" for k, v in c.arguments.items() if k != "summary")
         assert _describe(c) == (f"{c.name.replace('_', ' ')} ({args})" if args else c.name.replace("_", " "))

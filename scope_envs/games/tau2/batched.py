@@ -23,10 +23,10 @@ import functools
 import numpy as np
 
 from scope_envs.core.game import Drawn
-from scope_envs.games.tau2 import human_proxy
+from scope_envs.games.tau2 import goal_rows, human_proxy
 from scope_envs.games.tau2.behaviour import TRAITS as CARD_TRAITS
 from scope_envs.games.tau2.behaviour import SPLIT_SIZES, card, default_card, reference_policy
-from scope_envs.games.tau2.compiled import MAX_CALLS, TASKS
+from scope_envs.games.tau2.compiled import TASKS
 from scope_envs.games.tau2.dialogue_acts import (
     AGENT_ACTS,
     AGENT_INDEX,
@@ -55,14 +55,13 @@ from scope_envs.games.tau2.game import (
     user_features,
     user_rewards,
 )
+from scope_envs.games.tau2.goal_rows import BITS, bit
 from scope_envs.games.tau2.human_proxy import proxy_policy
 from scope_envs.games.tau2.user_state import TRAITS, state_fields
 
 N_AGENT = len(AGENT_ACTS)
 A = AGENT_INDEX
 ENDS = (None, "agent_stop", "user_stop", "max_steps", "too_many_errors")  # ``termination`` codes
-# BITS[k] = 1 << k, and BITS[-1] = 0: a call index of -1 (none) has no bit
-BITS = np.append(np.left_shift(np.uint64(1), np.arange(MAX_CALLS, dtype=np.uint64)), np.uint64(0))
 
 ROLES = (AGENT, USER)
 N_USER = len(USER_ACTS)
@@ -93,26 +92,6 @@ def _popcount(x: np.ndarray) -> np.ndarray:
     Python)."""
     return np.bitwise_count(x) if hasattr(np, "bitwise_count") else \
         np.array([bin(v).count("1") for v in x.tolist()], np.int64)
-
-
-def _first(seq: np.ndarray, ok: np.ndarray, k: int) -> np.ndarray:
-    """The first ``k`` entries of each row of ``seq`` (call indices, -1 for none) where ``ok`` holds, skipping an
-    entry equal to an earlier one that was taken (the candidates' ``added`` / ``seen`` sets); -1 past a row's last.
-    (rows, k)"""
-    bits = np.where(ok, _bit(seq), np.uint64(0))  # the calls each row took, column by column
-    before = np.zeros_like(bits)
-    np.bitwise_or.accumulate(bits[:, :-1], 1, out=before[:, 1:])  # ... and those it took before each column
-    ok = ok & ((before & bits) == 0)
-    rank = np.cumsum(ok, 1) - 1  # each taken entry's place in its row
-    rows, cols = np.nonzero(ok & (rank < k))
-    out = np.full((len(seq), k), -1, np.int64)
-    out[rows, rank[rows, cols]] = seq[rows, cols]
-    return out
-
-
-def _bit(u: np.ndarray) -> np.ndarray:
-    """1 << u for call indices (0 where u is -1)."""
-    return BITS[u]
 
 
 class Tau2Batch:
@@ -249,35 +228,14 @@ class Tau2Batch:
         return self._reads, self._writes, self._phones
 
     def _candidates(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        t, r = self.tasks, self.task[rows]
-        called, rev = self.called[rows, None], self.revealed_bits[rows, None]
-        task = r[:, None]
-
-        def open_(u):  # not made yet
-            return (u >= 0) & ((called & _bit(u)) == 0)
-
-        def grounded(u):
-            return (t.need[task, np.maximum(u, 0)] & ~rev) == 0
-
-        w = t.width
-        look = t.lookups[r, : w["lookups"]]
-        # the identity reads in the order the slots were told, each as it was told (the table's column is ``told``)
-        order = self.told_order[rows]
-        slots = np.maximum(order, 0)
-        how = np.take_along_axis(self.told[rows], slots, 1)
-        ids = np.where(order >= 0, t.identity_reads[r[:, None], slots, how], -1)
-        rec = t.records[r, : w["records"]]
-        seq = np.concatenate([look, ids, rec], 1)
-        ok = np.concatenate([open_(look) & grounded(look), open_(ids),
-                             open_(rec) & self.details_given[rows, None]], 1)
-        reads = _first(seq, ok, K_READ)
-        decoy = np.where(self.decoy_stated[rows] & ~self.decoy_retracted[rows], t.decoy[r], -1)[:, None]
-        stated = self.stated[rows, None]
-        seq = np.concatenate([decoy, np.where(stated, t.requests[r, : w["requests"]], -1)], 1)
-        writes = _first(seq, open_(seq) & grounded(seq), K_WRITE)
-        ph = np.where(stated, t.phones[r, : w["phones"]], -1)
-        phones = _first(ph, open_(ph), K_PHONE)
-        return reads, writes, phones
+        t, r, w = self.tasks, self.task[rows], self.tasks.width
+        return goal_rows.candidates(
+            t.lookups[r, : w["lookups"]], t.identity_reads[r], t.records[r, : w["records"]],
+            t.requests[r, : w["requests"]], t.decoy[r], t.phones[r, : w["phones"]], t.need[r],
+            called=self.called[rows], revealed=self.revealed_bits[rows], told=self.told[rows],
+            told_order=self.told_order[rows], details_given=self.details_given[rows], stated=self.stated[rows],
+            decoy_open=self.decoy_stated[rows] & ~self.decoy_retracted[rows], k_read=K_READ, k_write=K_WRITE,
+            k_phone=K_PHONE)
 
     # -- what the roles see --------------------------------------------------------------------------------
     def legal(self, role: int, active: np.ndarray) -> np.ndarray:
@@ -291,7 +249,7 @@ class Tau2Batch:
         t, r = self.tasks, self.task
         if role == 0:
             reads, writes, phones = self.candidates()
-            return narrow_agent_acts(out, reads >= 0, writes >= 0, (self.confirmed[:, None] & _bit(writes)) != 0,
+            return narrow_agent_acts(out, reads >= 0, writes >= 0, (self.confirmed[:, None] & bit(writes)) != 0,
                                      phones >= 0)
         kind = t.decoy_kind[r]
         return narrow_user_acts(out, t.has_identity[r], (self.slips == 0) & t.slippable[r], t.has_details[r],
@@ -300,13 +258,13 @@ class Tau2Batch:
 
     def _satisfied(self) -> np.ndarray:
         """``Tau2Game.satisfied`` of every slot."""
-        t, r, called = self.tasks, self.task, self.called
-        none = self.stated & ((t.decoy_kind[r] != 1) | (self.denied > 0))
-        made = ((t.request_bits[r] & ~called) == 0) & ((t.phone_bits[r] & ~called) == 0)
-        return np.where(t.needs_none[r], none, made & (self.answered | ~t.has_questions[r]))
+        t, r = self.tasks, self.task
+        return goal_rows.satisfied(t.needs_none[r], t.request_bits[r], t.phone_bits[r], t.has_questions[r],
+                                   t.decoy_kind[r] == 1, called=self.called, stated=self.stated, denied=self.denied,
+                                   answered=self.answered)
 
     def _real_pending(self) -> np.ndarray:
-        return (self.tasks.request_bits[self.task] & ~self.called) != 0
+        return goal_rows.requests_pending(self.tasks.request_bits[self.task], self.called)
 
     def features(self, role: int) -> np.ndarray:
         """Every slot's features of ``role`` (``Tau2Game.features``, in its float32 values)."""
@@ -322,7 +280,7 @@ class Tau2Batch:
                 max_tool_errors=self.max_tool_errors, agent_msgs=self.agent_msgs, told=self.told > 0,
                 identified=self.ident_any, last_err=self.last_err, stated=self.stated,
                 details_given=self.details_given, asked=self.asked, answered=self.answered, reads=reads >= 0,
-                writes=writes >= 0, confirmed=(self.confirmed[:, None] & _bit(writes)) != 0, policy=pol,
+                writes=writes >= 0, confirmed=(self.confirmed[:, None] & bit(writes)) != 0, policy=pol,
                 phones=phones >= 0, instructed=self.instructed >= 0, calls=_popcount(self.called),
                 denied=self.denied, transfer_pending=self.transfer_pending, to_move=self.next == 0,
                 last_user=self.last[:, 1])
@@ -532,7 +490,7 @@ class Tau2Batch:
         self.stated[idx[states]] = True
         self.decoy_stated[idx[states & forbidden]] = True
         yes = (acts == U["confirm"]) & (target != 0)
-        self.confirmed[idx[yes]] |= _bit(self.confirming[idx[yes]])
+        self.confirmed[idx[yes]] |= bit(self.confirming[idx[yes]])
         self.decoy_retracted[idx[(acts == U["deny"]) & (target == 1)]] = True
         self.insisted[idx[acts == U["insist"]]] += 1
         mind = acts == U["change_mind"]

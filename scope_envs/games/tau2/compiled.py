@@ -39,7 +39,7 @@ from scope_envs.games.tau2.data import DOMAINS
 from scope_envs.games.tau2.dialogue_acts import AGENT_ACTS, AGENT_INDEX, IDENTITY_SLOTS, REQUEST_SLOTS
 from scope_envs.games.tau2.evaluate import STOPPED, action_matches, communicated, evaluate
 from scope_envs.games.tau2.game import AGENT, USER, Tau2Game
-from scope_envs.games.tau2.goals import IDENTITY_READS, Call
+from scope_envs.games.tau2.goal_rows import HOWS, MAX_CALLS, goal_calls
 from scope_envs.games.tau2.world import MEMO_SIZE, READS
 from scope_envs.games.tau2.world import Call as WorldCall
 
@@ -47,16 +47,9 @@ N_AGENT = len(AGENT_ACTS)
 A = AGENT_INDEX
 # the widths of the padded rows (checked as tasks are compiled)
 MAX_LOOKUPS, MAX_RECORDS, MAX_REQUESTS, MAX_PHONES = 24, 8, 8, 16
-MAX_CALLS, MAX_TOKENS = 64, 64  # bits of a uint64
 WORLDS_KEPT = 1_000  # worlds kept per task, one per trail (a trail not kept is rebuilt from its parent's)
 ROWS_KEPT = 2_000_000  # answers kept as rows per kind (calls, policy checks, rewards), all tasks together
-HOWS = ("ok", "slip")  # how an identity slot was told (the batch's ``told``: 0 not told, 1 + this index)
 DECOY_KINDS = (None, "forbidden", "mind_change")
-
-
-def _bits(indices) -> int:
-    """The integer with the bits ``indices`` set (each once, however often it is named)."""
-    return sum(1 << k for k in set(indices))
 
 
 def _keep(memo: dict, key, value) -> None:
@@ -130,43 +123,19 @@ class TaskTables:
             raise ValueError(f"tau2 task {game.task['id']!r}: its world does not track its writes")
         self.domain, self.task_id, self.task = game.domain, game.task["id"], game.task
         self.goal = g
-        tools = world.module.TOOLS
-        self.calls: list[Call] = []
-        self.index: dict[str, int] = {}
-
-        def add(c: Call | None) -> int:
-            if c is None:
-                return -1
-            k = c.key()
-            if k not in self.index:
-                self.index[k] = len(self.calls)
-                self.calls.append(c)
-            return self.index[k]
-
-        self.lookups = [add(c) for c in g.lookups]
-        self.identity_reads = [[add(g.identity_read(s, how)) if s in g.identity and IDENTITY_READS[s][0] in tools
-                                else -1 for how in HOWS] for s in IDENTITY_SLOTS]
-        self.records = [add(c) if c.name in tools else -1 for c in g.record_reads]
-        self.requests = [add(c) for c in g.real_requests]
-        self.decoy = add(g.decoy)
-        self.phones = [add(c) for c in g.phone_actions]
-        self.transfer = add(g.transfer_call)
-        tokens = sorted({t for c in (*g.lookups, *g.real_requests, *([g.decoy] if g.decoy else [])) for t in
-                         c.grounding()})
-        if (len(self.calls) > MAX_CALLS or len(tokens) > MAX_TOKENS or len(self.lookups) > MAX_LOOKUPS
-                or len(self.records) > MAX_RECORDS or len(self.requests) > MAX_REQUESTS
-                or len(self.phones) > MAX_PHONES):
+        gc = goal_calls(g, world.module.TOOLS)
+        self.calls, self.index, self.tokens, self.need = gc.calls, gc.index, gc.tokens, gc.need
+        self.lookups, self.identity_reads, self.records = gc.lookups, gc.identity_reads, gc.records
+        self.requests, self.decoy, self.phones, self.transfer = gc.requests, gc.decoy, gc.phones, gc.transfer
+        self.goal_calls = gc
+        if (len(self.lookups) > MAX_LOOKUPS or len(self.records) > MAX_RECORDS
+                or len(self.requests) > MAX_REQUESTS or len(self.phones) > MAX_PHONES):
             raise ValueError(f"tau2 task {self.task_id!r} is too large for the array engine")
-        self.tokens = tokens
-        self.longest = max((len(t) for t in tokens), default=1)
-        tok = {t: j for j, t in enumerate(tokens)}
-        self.need = [sum(1 << tok[t] for t in set(c.grounding()) if t in tok) for c in self.calls]
+        self.longest = max((len(t) for t in self.tokens), default=1)
         # the pieces a user's turn reveals (``Tau2Game._tell`` / ``_details``)
-        self.told_piece = [[" ".join(str(v).lower() for v in g.told_values(s, how).values()) for how in HOWS]
-                           for s in IDENTITY_SLOTS]
-        self.details_piece = " ".join(str(v).lower() for v in g.details.values())
-        self.slot_digit = [s in g.identity and any(ch.isdigit() for v in g.identity[s].values() for ch in v)
-                           for s in IDENTITY_SLOTS]
+        self.told_piece = [[g.told_piece(s, how) for how in HOWS] for s in IDENTITY_SLOTS]
+        self.details_piece = g.details_piece
+        self.slot_digit = [g.mistypable(s) for s in IDENTITY_SLOTS]
         self.identity_order = [IDENTITY_SLOTS.index(s) for s in g.identity]
         # the episode's opening (a task may start mid-conversation): what ``reset`` leaves
         h = game.history
@@ -308,12 +277,8 @@ class TaskTables:
         key = (trail, ident, u)
         flag = self.flags.get(key)
         if flag is None:
-            c, w = self.calls[u], self.world_at(trail)
-            try:
-                flag = float(bool(w.module.violations(w.state, c.name, c.arguments,
-                                                      {"__none__"} | self.identified_of[ident])))
-            except Exception:
-                flag = 1.0
+            c = self.calls[u]
+            flag = self.world_at(trail).policy_flag(c.name, c.arguments, self.identified_of[ident])
             _keep(self.flags, key, flag)
         return flag
 
@@ -468,10 +433,9 @@ class Tasks:
         self.decoy_kind[r] = DECOY_KINDS.index(g.decoy_kind)
         self.has_identity[r], self.slippable[r] = bool(g.identity), g.slippable
         self.has_details[r], self.has_questions[r] = bool(g.details), bool(g.questions)
-        self.needs_none[r] = not (g.real_requests or g.phone_actions or g.questions)
-        self.lookup_bits[r] = _bits(t.index[c.key()] for c in g.lookups)  # (a goal may list a lookup twice)
-        self.request_bits[r] = _bits(t.index[k] for k in g.real_request_keys)
-        self.phone_bits[r] = _bits(t.index[k] for k in g.phone_key_set)
+        gc = t.goal_calls
+        self.needs_none[r] = gc.needs_none
+        self.lookup_bits[r], self.request_bits[r], self.phone_bits[r] = gc.lookup_bits, gc.request_bits, gc.phone_bits
         self.n_requests[r], self.n_phones[r] = len(g.requests), len(g.phone_actions)
         self.first_identity[r] = t.identity_order[0] if t.identity_order else -1
         self.slot_digit[r] = t.slot_digit

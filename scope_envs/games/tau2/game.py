@@ -53,7 +53,7 @@ from scope_envs.core.rewards import (
     simulator_reward,
 )
 from scope_envs.core.surfaces import MAX_OBS_CHARS
-from scope_envs.games.tau2 import behaviour, realize, text_protocol
+from scope_envs.games.tau2 import behaviour, goal_rows, realize, text_protocol
 from scope_envs.games.tau2.data import DOMAINS, load_domain
 from scope_envs.games.tau2.dialogue_acts import (
     AGENT_ACTS,
@@ -65,7 +65,8 @@ from scope_envs.games.tau2.dialogue_acts import (
     USER_INDEX,
 )
 from scope_envs.games.tau2.evaluate import evaluate
-from scope_envs.games.tau2.goals import IDENTITY_READS, Call, goal_for
+from scope_envs.games.tau2.goal_rows import goal_calls
+from scope_envs.games.tau2.goals import Call, goal_for
 from scope_envs.games.tau2.user_state import S, state_row
 from scope_envs.games.tau2.world import World
 
@@ -338,6 +339,7 @@ class Tau2Game(Game):
         for msg in self.world.initial_messages:  # a task may start mid-conversation
             self._replay_message(msg)
         self.goal = goal_for(self.data[self.domain], self.task)
+        self.goal_calls = goal_calls(self.goal, self.world.module.TOOLS)
         self.traits = persona.traits if persona.traits else dict(behaviour.default_card().traits)
         self.episode_seed = int(rng.integers(2**31))
         self.revealed = " "  # lower-case text of what the user said and the agent's tool results
@@ -362,6 +364,7 @@ class Tau2Game(Game):
         self._legal: dict[str, np.ndarray] = {}  # this turn's legal masks per role (``apply`` clears them)
         self._outcome: dict | None = None  # this turn's outcome (``apply`` clears it)
         self._cands_last = None  # (inputs, candidates) of the last computation, reused while the inputs hold
+        self._called_memo = (0, np.uint64(0))  # (size of ``done``, ``_called()``)
         self._policy = None  # (the world's stamp, {call key: policy flag}) of ``_policy_flag``
 
     def _replay_message(self, msg: dict) -> None:
@@ -393,7 +396,15 @@ class Tau2Game(Game):
         return (len(self.done), len(self.revealed), tuple(self.told.items()), self.details_given, self.stated,
                 self.decoy_stated, self.decoy_retracted)
 
+    def _called(self) -> np.uint64:
+        """The goal's calls made, as ``GoalCalls`` bits (``done`` only grows: kept while its size stands)."""
+        memo = self._called_memo
+        if memo[0] != len(self.done):
+            memo = self._called_memo = (len(self.done), np.uint64(self.goal_calls.called(self.done)))
+        return memo[1]
+
     def candidates(self) -> dict[str, list[Call]]:
+        """The agent's read, write and phone candidates (``goal_rows.candidates``, a row of one)."""
         if self._cands is not None:
             return self._cands
         inputs = self._cands_inputs()
@@ -401,54 +412,22 @@ class Tau2Game(Game):
             # the turn changed nothing the candidates depend on (a message, a confirmation): the same lists
             self._cands = self._cands_last[1]
             return self._cands
-        tools = self.world.module.TOOLS
-        goal, done, revealed = self.goal, self.done, self.revealed
-        reads, added = [], set()  # a key is taken when made (``done``) or already a candidate (``added``)
-        for k, grounding, c in goal.keyed_lookups:
-            if k not in done and k not in added and all(v in revealed for v in grounding):
-                reads.append(c)
-                added.add(k)
-        for slot, how in self.told.items():
-            if IDENTITY_READS[slot][0] in tools:
-                c = goal.identity_read(slot, how)
-                if c is not None and (k := c.key()) not in done and k not in added:
-                    reads.append(c)
-                    added.add(k)
-        if self.details_given:
-            for c in goal.record_reads:
-                if c.name in tools and (k := c.key()) not in done and k not in added:
-                    reads.append(c)
-                    added.add(k)
-        writes = []
-        if self.decoy_stated and not self.decoy_retracted and goal.decoy is not None:
-            writes.append((goal.decoy.key(), goal.decoy.grounding(), goal.decoy))
-        if self.stated:
-            writes += goal.keyed_real_requests
-        seen, w2 = set(), []
-        for k, grounding, c in writes:
-            if k not in done and k not in seen and all(v in revealed for v in grounding):
-                w2.append(c)
-                seen.add(k)
-        phones = []
-        if self.stated:
-            seen = set()
-            for k, c in zip(goal.phone_keys, goal.phone_actions):
-                if k not in done and k not in seen:
-                    phones.append(c)
-                    seen.add(k)
-        self._cands = {"read": reads[:K_READ], "write": w2[:K_WRITE], "phone": phones[:K_PHONE]}
+        gc = self.goal_calls
+        rows = gc.candidates(int(self._called()), gc.tokens_in(self.revealed), tuple(self.told.items()),
+                             self.details_given, self.stated, self.decoy_stated and not self.decoy_retracted)
+        self._cands = {kind: [gc.calls[u] for u in row] for kind, row in zip(("read", "write", "phone"), rows)}
         self._cands_last = (inputs, self._cands)
         return self._cands
 
     def _real_pending(self) -> bool:
-        return not self.goal.real_request_keys <= self.done
+        return bool(goal_rows.requests_pending(np.uint64(self.goal_calls.request_bits), self._called()))
 
     def satisfied(self) -> bool:
-        g = self.goal
-        if not (g.real_requests or g.phone_actions or g.questions):
-            return self.stated and (g.decoy_kind != "forbidden" or self.denied > 0)
-        done = self.done
-        return g.real_request_keys <= done and g.phone_key_set <= done and (self.answered or not g.questions)
+        gc = self.goal_calls
+        return bool(goal_rows.satisfied(
+            np.bool_(gc.needs_none), np.uint64(gc.request_bits), np.uint64(gc.phone_bits), np.bool_(gc.has_questions),
+            np.bool_(gc.forbidden), called=self._called(), stated=np.bool_(self.stated), denied=self.denied,
+            answered=np.bool_(self.answered)))
 
     # ------------------------------------------------------------ protocol
     def active_role(self):
@@ -587,7 +566,7 @@ class Tau2Game(Game):
         elif name in ("inform_identity", "inform_slip"):
             slot = self.asked_slot if self.asked_slot in g.identity else next(iter(g.identity), None)
             if slot is not None:
-                bad = name == "inform_slip" and any(ch.isdigit() for v in g.identity[slot].values() for ch in v)
+                bad = name == "inform_slip" and g.mistypable(slot)
                 self.slips += bad
                 self._tell(slot, "slip" if bad else "ok")
         elif name == "inform_details":
@@ -618,12 +597,11 @@ class Tau2Game(Game):
 
     def _tell(self, slot: str, how: str) -> None:
         self.told[slot] = how
-        vals = self._identity_values()[slot]
-        self.revealed += " " + " ".join(str(v).lower() for v in vals.values())
+        self.revealed += " " + self.goal.told_piece(slot, how)
 
     def _details(self) -> None:
         self.details_given = True
-        self.revealed += " " + " ".join(str(v).lower() for v in self.goal.details.values())
+        self.revealed += " " + self.goal.details_piece
 
     def _forget_turn(self) -> None:
         """Drop what is computed once per turn (candidates, legal masks, outcome): the state it read changed."""
@@ -724,12 +702,7 @@ class Tau2Game(Game):
         key = call.key()
         flag = flags.get(key)
         if flag is None:
-            try:
-                flag = float(bool(world.module.violations(
-                    world.state, call.name, call.arguments, {"__none__"} | world.identified)))
-            except Exception:
-                flag = 1.0
-            flags[key] = flag
+            flag = flags[key] = world.policy_flag(call.name, call.arguments, world.identified)
         return flag
 
     def private(self, role):

@@ -111,10 +111,14 @@ class Goal:
         """The requests less the transfer to a human agent (the writes the user wants made)."""
         return tuple(c for c in self.requests if c.name != TRANSFER)
 
+    def mistypable(self, slot: str) -> bool:
+        """Whether ``slot``'s values hold a digit (a slip is a typo on a digit: only then does the user slip)."""
+        return any(ch.isdigit() for v in self.identity.get(slot, {}).values() for ch in str(v))
+
     @functools.cached_property
     def slippable(self) -> bool:
-        """Whether some identity value holds a digit (a slip is a typo on a digit)."""
-        return any(any(ch.isdigit() for ch in v) for vals in self.identity.values() for v in vals.values())
+        """Whether some identity slot is ``mistypable``."""
+        return any(self.mistypable(slot) for slot in self.identity)
 
     def told_values(self, slot: str, how: str) -> dict:
         """``slot``'s identity values as the user tells them: as they are, or (``how == "slip"``) with every
@@ -123,6 +127,15 @@ class Goal:
         if how == "slip":
             vals = {k: typo(str(v)) if any(ch.isdigit() for ch in str(v)) else v for k, v in vals.items()}
         return vals
+
+    def told_piece(self, slot: str, how: str) -> str:
+        """What telling ``slot`` (``how``) reveals to the agent: its values as told, lower-cased, in one text."""
+        return " ".join(str(v).lower() for v in self.told_values(slot, how).values())
+
+    @functools.cached_property
+    def details_piece(self) -> str:
+        """What giving the details reveals to the agent."""
+        return " ".join(str(v).lower() for v in self.details.values())
 
     def identity_read(self, slot: str, how: str) -> Call | None:
         """The identity read (``IDENTITY_READS``) built from ``slot``'s values as the user told them (``how``:
@@ -138,30 +151,6 @@ class Goal:
                 call = None
             cache[(slot, how)] = call
         return call
-
-    # (key, grounding, call) of the lists the candidates scan at every turn: the memoized answers, without a method
-    # call per call per turn
-    @functools.cached_property
-    def keyed_lookups(self) -> tuple[tuple[str, tuple[str, ...], Call], ...]:
-        return tuple((c.key(), c.grounding(), c) for c in self.lookups)
-
-    @functools.cached_property
-    def keyed_real_requests(self) -> tuple[tuple[str, tuple[str, ...], Call], ...]:
-        return tuple((c.key(), c.grounding(), c) for c in self.real_requests)
-
-    @functools.cached_property
-    def phone_keys(self) -> tuple[str, ...]:
-        return tuple(c.key() for c in self.phone_actions)
-
-    @functools.cached_property
-    def real_request_keys(self) -> frozenset[str]:
-        """The keys of ``real_requests``: all made when they are a subset of the calls made (one set test per
-        turn where the users' state asks whether every request was made)."""
-        return frozenset(k for k, _, _ in self.keyed_real_requests)
-
-    @functools.cached_property
-    def phone_key_set(self) -> frozenset[str]:
-        return frozenset(self.phone_keys)
 
     @functools.cached_property
     def transfer_call(self) -> Call:

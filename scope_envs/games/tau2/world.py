@@ -110,6 +110,14 @@ class World:
     def tools(self, requestor: str = "assistant") -> dict:
         return self.module.TOOLS if requestor == "assistant" else self.module.USER_TOOLS
 
+    def policy_flag(self, name: str, arguments: Any, identified) -> float:
+        """1.0 when the call would break the domain's checkable policy in this state with the users ``identified``
+        (or the check fails), else 0.0: the agent's feature of a write it may make."""
+        try:
+            return float(bool(self.module.violations(self.state, name, arguments, {"__none__"} | set(identified))))
+        except Exception:
+            return 1.0
+
     def call(self, name: str, arguments: Any, requestor: str = "assistant", key: str | None = None) -> tuple[str, bool]:
         """One tool call by ``requestor``: ``(content, error)``, recorded in ``calls``; never raises.
 
