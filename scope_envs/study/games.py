@@ -99,9 +99,8 @@ class Tau2Spec:
         """The act surface's mask on the text game: a lookup / confirm / execute / instruct act is legal only
         where the dialogue has grounded that candidate (as ``Tau2ActGame.legal``); never the text-only
         ``tool_call``."""
-        from scope_envs.games.tau2.act_game import narrow_agent_acts
         from scope_envs.games.tau2.dialogue_acts import AGENT_ACTS
-        from scope_envs.games.tau2.game import candidate_slots
+        from scope_envs.games.tau2.game import candidate_slots, narrow_agent_acts
 
         mask = game.legal(game.agent_role)[:len(AGENT_ACTS)].copy()
         reads, writes, phones = candidate_slots(game.candidates())

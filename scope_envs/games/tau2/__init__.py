@@ -103,13 +103,15 @@ Arguments
     retractions and patience).
 
 Modules
-    ``game.py`` the rules both surfaces share (``Tau2Game``: world, turn protocol,
-    dialogue state, outcome, features, views); ``act_game.py`` / ``text_game.py``
-    the two protocols (``Tau2ActGame``, ``Tau2TextGame``); ``dialogue_acts.py``
+    ``game.py`` what both surfaces share (``Tau2Game``: the episode's task, world
+    and goal, the views, the functions over rows of states); ``act_game.py`` / ``text_game.py``
+    the two protocols (``Tau2ActGame``, a batch of one of ``batched.py``'s; ``Tau2TextGame``, which keeps its
+    own open state); ``goal_rows.py`` the candidates and the goal's progress over a goal's calls as integers;
+    ``dialogue_acts.py``
     the act tables; ``text_protocol.py`` stop tokens and JSON tool calls;
     ``realize.py`` / ``nlu.py`` acts to words and back; ``goals.py`` derived user
     goals; ``behaviour.py`` / ``human_proxy.py`` user behaviour, each reply model one array rule over rows of
-    ``user_state.py``'s columns; ``compiled.py`` / ``batched.py`` the act game as arrays (the vec engine); ``world.py``,
+    ``user_state.py``'s columns; ``compiled.py`` / ``batched.py`` the act game's rules as arrays (the act game and the vec engine); ``world.py``,
     ``state.py``, ``tools.py``, ``arithmetic.py`` (``calculate``), ``evaluate.py``, ``data.py`` the
     surface-free world; ``airline.py``, ``retail.py``, ``mock.py`` and ``telecom.py`` (with
     ``telecom_carrier.py``, ``telecom_phone.py``, ``telecom_scenarios.py``,

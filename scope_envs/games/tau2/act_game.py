@@ -1,105 +1,151 @@
 """The tau2 act surface: ``Tau2ActGame``, both roles play dialogue acts.
 
-The rules, the dialogue state, the candidates and the features are the shared
-game's (``game.Tau2Game``); this class adds the act protocol. The act tables
-are in ``dialogue_acts.py``. The agent's ``lookup:j`` / ``execute:j`` /
-``instruct:j`` name the j-th read / write / phone candidate (masked when there
-is none), so tool arguments are never free; ``confirm:j`` asks the user to
-confirm the j-th write candidate; every other act is a message, rendered in
-words by ``realize.py`` (the first wording, so that tau^2's COMMUNICATE check
-reads the agent's answers). A user act updates the dialogue state as the
-shared game defines it.
+The act tables are in ``dialogue_acts.py``. The agent's ``lookup:j`` / ``execute:j`` / ``instruct:j`` name the
+j-th read / write / phone candidate (masked when there is none), so tool arguments are never free; ``confirm:j``
+asks the user to confirm the j-th write candidate; every other act is a message, rendered in words by
+``realize.py`` (the first wording, so that tau^2's COMMUNICATE check reads the agent's answers).
 
-A write needs the customer's yes: ``execute:j`` is legal only once the user
-confirmed write candidate j (``confirm:j`` answered with ``confirm``), as the
-domain policies require explicit confirmation before any change. A customer who
-declines (``deny``) or leaves (``stop``) at the confirmation blocks the write;
-the agent may ask again. This rule is the act surface's world for every user
-(reference, collapsed, co-trained and held-out alike); on the text surface the
-agent writes its tool calls itself and nothing gates them, as upstream.
+A write needs the customer's yes: ``execute:j`` is legal only once the user confirmed write candidate j
+(``confirm:j`` answered with ``confirm``), as the domain policies require explicit confirmation before any change.
+A customer who declines (``deny``) or leaves (``stop``) at the confirmation blocks the write; the agent may ask
+again. This rule is the act surface's world for every user (reference, collapsed, co-trained and held-out alike);
+on the text surface the agent writes its tool calls itself and nothing gates them, as upstream.
+
+The game is a batch of one of ``batched.Tau2Batch``, which is the one definition of the act surface's rules
+(what each act does to the dialogue state, the candidates, the legal acts, the features, the outcome and the
+rewards). On top it keeps what the batch does not: the episode's task, goal and world (the domain database, on
+which the calls the batch made run again for their words), the transcript, and the dialogue state read back from
+the batch's row into the scalar game's fields (``done``, ``told``, ``stated``, ...), which the users' views
+(``user_state``), the words (``realize``) and scripted agents read.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from scope_envs.core.game import InGameError
-from scope_envs.games.tau2 import realize
-from scope_envs.games.tau2.dialogue_acts import (
-    AGENT_ACTS,
-    CONFIRM,
-    EXECUTE,
-    INSTRUCT,
-    K_PHONE,
-    K_READ,
-    K_WRITE,
-    LOOKUP,
-    USER_ACTS,
-)
-from scope_envs.games.tau2.game import AGENT, Tau2Game, candidate_slots
+from scope_envs.core.game import ONE, InGameError
+from scope_envs.games.tau2 import realize, text_protocol
+from scope_envs.games.tau2.batched import ENDS, Tau2Batch, card_rows
+from scope_envs.games.tau2.compiled import TASKS
+from scope_envs.games.tau2.dialogue_acts import AGENT_ACTS, IDENTITY_SLOTS, REQUEST_SLOTS, USER_ACTS
+from scope_envs.games.tau2.evaluate import evaluate
+from scope_envs.games.tau2.game import AGENT, USER, Tau2Game, Tau2Turn
+from scope_envs.games.tau2.goal_rows import HOWS
+
+ROLES = (AGENT, USER)  # the batch's role indices
+TARGETS = (None, "decoy", "real")  # the batch's ``target``: what the agent asked the user to confirm
 
 
-def narrow_agent_acts(mask: np.ndarray, reads: np.ndarray, writes: np.ndarray, confirmed: np.ndarray,
-                      phones: np.ndarray) -> np.ndarray:
-    """Rows of the agent's turn masks narrowed, in place, to its candidates: an act naming candidate j is legal
-    while there is one (``reads``, ``writes``, ``phones``: (rows, K) flags), and no write without the customer's
-    yes to that very call (``confirmed``: (rows, K_WRITE))."""
-    mask[:, LOOKUP: LOOKUP + K_READ] &= reads
-    mask[:, CONFIRM: CONFIRM + K_WRITE] &= writes
-    mask[:, EXECUTE: EXECUTE + K_WRITE] &= writes & confirmed
-    mask[:, INSTRUCT: INSTRUCT + K_PHONE] &= phones
-    return mask
+def _calls(table, bitset) -> list:
+    """The calls of a compiled task whose bits are set."""
+    bitset = int(bitset)
+    return [c for u, c in enumerate(table.calls) if bitset >> u & 1]
 
 
 class Tau2ActGame(Tau2Game):
+    batch: Tau2Batch | None = None  # built by the first ``reset`` (which ``Tau2Game.__init__`` makes)
+
     def acts(self, role):
         return AGENT_ACTS if role == AGENT else USER_ACTS
-
-    def _legal_key(self, role) -> tuple:
-        key = super()._legal_key(role)
-        if role != AGENT or role != self.active_role():
-            return key
-        c = self.candidates()
-        confirmed = self.confirmed
-        return (*key, len(c["read"]), len(c["write"]), len(c["phone"]),
-                *(w.key() in confirmed for w in c["write"]))
-
-    def _legal_mask(self, role):
-        mask = super()._legal_mask(role)
-        if role != AGENT or role != self.active_role():
-            return mask
-        c = self.candidates()
-        reads, writes, phones = candidate_slots(c)
-        return narrow_agent_acts(mask[None], reads, writes, self.confirmed_slots(c["write"]), phones)[0]
 
     def understand(self, role, text):
         raise InGameError("the tau2 act game reads acts, not text")
 
-    def _turn(self, role: str, act: int, text: str) -> None:
-        (self._agent if role == AGENT else self._user)(act, text)
+    def reset(self, persona, rng) -> None:
+        super().reset(persona, rng)  # the task, its world and goal, the opening's transcript, the episode seed
+        if self.batch is None:
+            self.batch = Tau2Batch([self])
+        row = TASKS.of(self)
+        self._table = TASKS.tables[row]
+        self.batch.start(ONE, [persona], [self.episode_seed], *card_rows([persona]), rows=[row])
+        self._turn: dict = {}
+        self._read_row()
 
-    def _agent(self, act: int, text: str) -> None:
-        name = AGENT_ACTS[act]
-        kind, _, j = name.partition(":")
-        c = self.candidates()
-        self.asked_slot = self.confirm_target = None
-        if kind == "lookup":
-            self._call(AGENT, act, c["read"][int(j)])
-            return
-        if kind == "execute":
-            call = c["write"][int(j)]
-            self.decoy_executed |= self.goal.decoy is not None and call.key() == self.goal.decoy.key()
-            self._call(AGENT, act, call)
-            return
-        self._agent_message(kind, j, c["write"][int(j)] if kind == "confirm" else
-                            c["phone"][int(j)] if kind == "instruct" else None)
-        if kind == "answer":
-            if self.goal.questions and all(l.key() in self.done for l in self.goal.lookups):
-                self.answered = True
-        elif kind == "transfer":
-            self._call(AGENT, act, self.goal.transfer_call)
-            self.transfer_pending = True
-        self._agent_said(act, text or self.agent_text(act), kind == "end")
+    # -- the state, read from the batch's row ---------------------------------------------------------------
+    def _read(self, key, compute):
+        value = self._turn.get(key)
+        if value is None:
+            value = self._turn[key] = compute()
+        return value
+
+    def _read_row(self) -> None:
+        """The scalar game's fields of the dialogue state, as the batch's row holds them."""
+        b, tab = self.batch, self._table
+        self.steps, self.tool_errors = int(b.steps[0]), int(b.tool_errors[0])
+        self.termination = ENDS[int(b.end[0])]
+        self._next = ROLES[int(b.next[0])]
+        for name in ("stated", "details_given", "asked", "answered", "decoy_stated", "decoy_retracted",
+                     "transfer_pending", "decoy_executed"):
+            setattr(self, name, bool(getattr(b, name)[0]))
+        for name in ("denied", "insisted", "inform_alls", "user_msgs", "agent_msgs", "slips"):
+            setattr(self, name, int(getattr(b, name)[0]))
+        self.done = {c.key() for c in _calls(tab, b.called[0])}
+        self.confirmed = {c.key() for c in _calls(tab, b.confirmed[0])}
+        self.told = {IDENTITY_SLOTS[s]: HOWS[int(b.told[0, s]) - 1] for s in b.told_order[0].tolist() if s >= 0}
+        self.instructed = tab.calls[b.instructed[0]] if b.instructed[0] >= 0 else None
+        self.confirming = tab.calls[b.confirming[0]] if b.confirming[0] >= 0 else None
+        self.confirm_target = TARGETS[int(b.target[0])]
+        self.asked_slot = REQUEST_SLOTS[b.asked_slot[0] - 1] if b.asked_slot[0] > 0 else None
+        self.last = {AGENT: int(b.last[0, 0]), USER: int(b.last[0, 1])}
+
+    def candidates(self):
+        def compute():
+            calls = self._table.calls
+            return {kind: [calls[u] for u in row[0].tolist() if u >= 0]
+                    for kind, row in zip(("read", "write", "phone"), self.batch.candidates())}
+        return self._read("candidates", compute)
+
+    def legal(self, role):
+        index = ROLES.index(role)
+        return self._read(("legal", role), lambda: self.batch.legal(index, self.batch.active())[0]).copy()
+
+    def features(self, role):
+        return self._read(("features", role), lambda: self.batch.features(ROLES.index(role))[0]).copy()
+
+    def outcome(self):
+        return {key: float(value[0]) for key, value in self.batch.outcome(ONE).items()}
+
+    def rewards(self):
+        agent, user = self.batch.rewards(ONE)
+        return {AGENT: float(agent[0]), USER: float(user[0])}
+
+    def agent_score(self) -> float:
+        return float(self.batch.agent_score(ONE)[0])
+
+    # -- a turn ----------------------------------------------------------------------------------------------
+    def apply(self, role: str, act: int, text: str = "") -> None:
+        if self.termination is not None:
+            raise ValueError("tau2: the episode is over")
+        if role != self._next:
+            raise ValueError(f"tau2: it is the {self._next}'s turn, not the {role}'s")
+        if not self.legal(role)[act]:
+            raise ValueError(f"tau2: {role} act {self.acts(role)[act]!r} is illegal now")
+        kind = AGENT_ACTS[act].partition(":")[0] if role == AGENT else USER_ACTS[act]
+        words = text or (self.agent_text(act) if role == AGENT else "")  # (a confirmation names the call)
+        b = self.batch
+        ended = len(b.apply(ROLES.index(role), ONE, np.array([act])))
+        self._turn = {}
+        if b.made[0] >= 0:  # the call the act made runs on the world too, for its words in the transcript
+            call = self._table.calls[b.made[0]]
+            content, error = self.world.call(call.name, call.arguments, call.requestor, call.key())
+            self.history.append(Tau2Turn(role, act, text_protocol.call_text(call.name, call.arguments),
+                                         {"name": call.name, "arguments": call.arguments}, content, error))
+        self._read_row()
+        if role == AGENT and kind not in ("lookup", "execute"):
+            self.history.append(Tau2Turn(AGENT, act, words))
+        elif role == USER and kind != "phone_action":
+            self.history.append(Tau2Turn(USER, act, text or self.user_text(act)))  # (words of the state after)
+        if ended:
+            self._ended()
+
+    def _ended(self) -> None:
+        """The evaluation's report of the episode (with an NL judge, whose reward is the episode's)."""
+        agent_texts = [t.text for t in self.history if t.role == AGENT and t.call is None]
+        transcript = self.chat(AGENT) if self.judge is not None else None
+        self.reward_info = evaluate(self.world, agent_texts, self.termination, self.judge, transcript)
+        if self.judge is not None and self.termination not in ("max_steps", "too_many_errors"):
+            self.batch.reward[0] = self.reward_info["reward"]
+        self._turn = {}
 
     # ------------------------------------------------------------ text
     def agent_text(self, act: int, rng: np.random.Generator | None = None) -> str:

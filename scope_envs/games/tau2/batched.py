@@ -1,14 +1,14 @@
-"""tau^2-bench's act game for N episodes at once, as arrays: the batch of the vec engine
-(``scope_envs.vec.games.Tau2VecEnv``).
+"""tau^2-bench's act game for N episodes at once, as arrays: the one definition of its rules, played by the act
+game (``act_game.Tau2ActGame``, a batch of one) and the vec engine (``scope_envs.vec.games.Tau2VecEnv``).
 
 ``Tau2Batch`` holds every slot's dialogue state as arrays (the calls made, what was revealed, the confirmations
-as bits; the counters and flags as numbers) over its task compiled into tables (``compiled.py``). The rules of
-``game.Tau2Game`` and ``act_game.Tau2ActGame``, the candidates, the legal masks, the features, the users' state and
-every act's effect, are numpy over the slots; what a table cannot say (a tool call's answer, the policy check of
-a write, the evaluation) the compiled task asks the world once per state and keeps. Each slot keeps its scalar
+as bits; the counters and flags as numbers) over its task compiled into tables (``compiled.py``). Every act's
+effect, the candidates (``goal_rows.candidates``), the legal masks, the features and the users' state are numpy
+over the slots; what a table cannot say (a tool call's answer, the policy check of a write, the evaluation) the
+compiled task asks the world once per state and keeps. In the vec engine each slot keeps its own
 ``Tau2ActGame`` as its configuration: ``game(i)`` brings it to the slot's state by replaying the slot's acts (the
-views of users asked slot by slot read it). ``tests/test_vec_tau2.py`` holds the engine to the scalar envs bit for
-bit on every regime, the panel and the real tau^2-bench tasks.
+views of users asked slot by slot read its transcript). ``tests/test_vec_tau2.py`` holds the engine to the scalar
+envs bit for bit on every regime, the panel and the real tau^2-bench tasks.
 
 The built-in users reply through the same array rules as a scalar user, for all slots at once
 (``user_states``): ``reference_reply`` is ``behaviour.reference_policy`` (the collapsed user, the rotation members
@@ -43,19 +43,19 @@ from scope_envs.games.tau2.dialogue_acts import (
     USER_ACTS,
     USER_INDEX,
 )
-from scope_envs.games.tau2.act_game import narrow_agent_acts
 from scope_envs.games.tau2.game import (
     AGENT,
     USER,
     Tau2Game,
     agent_features,
     columns,
+    narrow_agent_acts,
     narrow_user_acts,
     outcomes,
     user_features,
     user_rewards,
 )
-from scope_envs.games.tau2.goal_rows import BITS, bit
+from scope_envs.games.tau2.goal_rows import BITS, HOWS, bit
 from scope_envs.games.tau2.human_proxy import proxy_policy
 from scope_envs.games.tau2.user_state import TRAITS, state_fields
 
@@ -109,7 +109,6 @@ class Tau2Batch:
         first = self.games[0]
         self.max_steps, self.max_tool_errors = first.max_steps, first.max_tool_errors
         self.user_reward = first.user_reward
-        self.obs_dim = tuple(len(first.features(r)) for r in self.roles)
         self.feature_max = max(1.0, self.max_steps / 30)
         self.tasks = TASKS
         self._noop = [np.eye(k, dtype=bool)[0] for k in self.n_acts]
@@ -122,6 +121,7 @@ class Tau2Batch:
         self.steps, self.tool_errors, self.agent_msgs, self.user_msgs = z(), z(), z(), z()
         self.denied, self.insisted, self.inform_alls, self.slips = z(), z(), z(), z()
         self.next, self.end = z(), z()  # 0 agent, 1 user; ``ENDS`` code
+        self.made = np.full(n, -1, np.int64)  # the call each slot's last act made (-1: none)
         self.called, self.revealed_bits, self.confirmed = z(np.uint64), z(np.uint64), z(np.uint64)
         # the sentences said, and what the evaluation reads: the gold actions met, the required strings said
         self.said, self.gold, self.comm = z(np.uint64), z(np.uint64), z(np.uint64)
@@ -229,6 +229,14 @@ class Tau2Batch:
 
     def _candidates(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         t, r, w = self.tasks, self.task[rows], self.tasks.width
+        if len(rows) == 1:  # one state: its task's kept answer (a row of one pays numpy's cost per call)
+            i = int(rows[0])
+            told = tuple((IDENTITY_SLOTS[s], HOWS[self.told[i, s] - 1]) for s in self.told_order[i].tolist() if s >= 0)
+            got = t.tables[r[0]].goal_calls.candidates(
+                int(self.called[i]), int(self.revealed_bits[i]), told, bool(self.details_given[i]),
+                bool(self.stated[i]), bool(self.decoy_stated[i] and not self.decoy_retracted[i]))
+            return tuple(np.array([[*c, *(-1,) * (k - len(c))]], np.int64)
+                         for c, k in zip(got, (K_READ, K_WRITE, K_PHONE)))
         return goal_rows.candidates(
             t.lookups[r, : w["lookups"]], t.identity_reads[r], t.records[r, : w["records"]],
             t.requests[r, : w["requests"]], t.decoy[r], t.phones[r, : w["phones"]], t.need[r],
@@ -328,6 +336,7 @@ class Tau2Batch:
         self.steps[idx] += 2
         self.tool_errors[idx] += error
         self.called[idx] |= BITS[us]
+        self.made[idx] = us
         self._stale[idx] = True
         self.gold[idx] |= tasks.gold_of[r, us]
         self.last_err[idx] = error
@@ -382,6 +391,7 @@ class Tau2Batch:
         pos = self.log_n[idx]
         self.log[idx, pos, 0], self.log[idx, pos, 1] = role, acts
         self.log_n[idx] += 1
+        self.made[idx] = -1
         (self._agent if role == 0 else self._user)(idx, acts)
         live = idx[self.end[idx] == 0]
         self.end[live[self.tool_errors[live] >= self.max_tool_errors]] = ENDS.index("too_many_errors")

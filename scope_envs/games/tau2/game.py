@@ -1,21 +1,24 @@
-"""The tau^2-bench game's rules, shared by its two surfaces (see the package docstring).
+"""The tau^2-bench game's episode, shared by its two surfaces (see the package docstring).
 
 ``Tau2Game`` holds everything that does not depend on how the roles express
-their turns: the world (database, tools and evaluation live in ``world.py`` /
-``evaluate.py`` and know nothing of surfaces), the turn protocol (the agent
-speaks first, a tool call keeps the caller's turn, stops, step and tool-error
-limits), the roles' instructions and views (chat messages, transcripts), and
-the dialogue state that the act-level users (``scope_envs.agents.tau2``) read:
-the task's derived goal (``goals.py``), what the dialogue has revealed, the
-calls made, what the agent asked for, the user acts' effects, the outcome, the
-rewards and the float features. Two subclasses give the roles a protocol:
+their turns: the episode's task, its world (database, tools and evaluation live
+in ``world.py`` / ``evaluate.py`` and know nothing of surfaces) and its derived
+goal (``goals.py``), the roles' instructions and views (chat messages,
+transcripts), the dialogue state's fields that the act-level users
+(``scope_envs.agents.tau2``) read (``user_state``: what the dialogue has
+revealed, the calls made, what the agent asked for), and the functions over rows
+of states both surfaces compute with (the masks, the features, the outcome, the
+rewards; the candidates are ``goal_rows.py``'s). Two subclasses give the roles a
+protocol and write the state:
 
 * ``act_game.Tau2ActGame``: both roles play dialogue acts (``dialogue_acts.py``); a write is made only
-  after the user confirmed that very call, so a user who declines or leaves blocks it;
+  after the user confirmed that very call, so a user who declines or leaves blocks it. The game is a batch of
+  one of ``batched.Tau2Batch``, the one definition of what an act does, and reads its fields back from it;
 * ``text_game.Tau2TextGame``: the agent writes messages and JSON tool calls,
   read back into the same dialogue state by a light NLU (``nlu.py``); act-level
   users still play acts, rendered in words (``realize.py``), and a text player
-  may take the user seat.
+  may take the user seat. Its state is open (any call, any words), so it keeps
+  the fields itself and writes them turn by turn.
 
 Candidates
     Tool arguments are never free: they are *candidates* built from what the
@@ -40,9 +43,8 @@ Observations (``features``)
 from __future__ import annotations
 
 import json
-from abc import abstractmethod
 from dataclasses import dataclass
-from typing import Callable, ClassVar, Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -57,17 +59,19 @@ from scope_envs.games.tau2 import behaviour, goal_rows, realize, text_protocol
 from scope_envs.games.tau2.data import DOMAINS, load_domain
 from scope_envs.games.tau2.dialogue_acts import (
     AGENT_ACTS,
-    IDENTITY_SLOTS,
+    CONFIRM,
+    EXECUTE,
+    INSTRUCT,
     K_PHONE,
     K_READ,
     K_WRITE,
+    LOOKUP,
     USER_ACTS,
     USER_INDEX,
 )
-from scope_envs.games.tau2.evaluate import evaluate
 from scope_envs.games.tau2.goal_rows import goal_calls
 from scope_envs.games.tau2.goals import Call, goal_for
-from scope_envs.games.tau2.user_state import S, state_row
+from scope_envs.games.tau2.user_state import S
 from scope_envs.games.tau2.world import World
 
 AGENT, USER = "agent", "user"
@@ -120,6 +124,18 @@ def narrow_user_acts(mask: np.ndarray, identity, slip, details, insist, change_m
                     ("insist", insist), ("change_mind", change_mind), ("ask_question", question),
                     ("phone_action", phone), ("transfer", transfer)):
         mask[:, USER_INDEX[act]] &= ok
+    return mask
+
+
+def narrow_agent_acts(mask: np.ndarray, reads: np.ndarray, writes: np.ndarray, confirmed: np.ndarray,
+                      phones: np.ndarray) -> np.ndarray:
+    """Rows of the agent's turn masks narrowed, in place, to its candidates: an act naming candidate j is legal
+    while there is one (``reads``, ``writes``, ``phones``: (rows, K) flags), and no write without the customer's
+    yes to that very call (``confirmed``: (rows, K_WRITE))."""
+    mask[:, LOOKUP: LOOKUP + K_READ] &= reads
+    mask[:, CONFIRM: CONFIRM + K_WRITE] &= writes
+    mask[:, EXECUTE: EXECUTE + K_WRITE] &= writes & confirmed
+    mask[:, INSTRUCT: INSTRUCT + K_PHONE] &= phones
     return mask
 
 
@@ -225,8 +241,8 @@ def scenario_text(task: dict) -> str:
 
 
 class Tau2Game(Game):
-    """The rules both surfaces share; ``act_game.Tau2ActGame`` and ``text_game.Tau2TextGame`` add the protocol
-    of the roles' turns (``acts``, ``_turn``, ``understand``, ``realize``)."""
+    """The episode both surfaces share; ``act_game.Tau2ActGame`` and ``text_game.Tau2TextGame`` add the protocol
+    of the roles' turns (``acts``, ``apply``, ``understand``, ``realize``) and write the dialogue state."""
 
     name = "tau2"
     agent_role = AGENT
@@ -342,7 +358,8 @@ class Tau2Game(Game):
         self.goal_calls = goal_calls(self.goal, self.world.module.TOOLS)
         self.traits = persona.traits if persona.traits else dict(behaviour.default_card().traits)
         self.episode_seed = int(rng.integers(2**31))
-        self.revealed = " "  # lower-case text of what the user said and the agent's tool results
+        # the dialogue state's fields, which the users' views, the words and scripted agents read (the act game
+        # reads them back from its batch; the text game writes them)
         self.told: dict[str, str] = {}  # identity slot -> "ok" | "slip"
         self.stated = False
         self.details_given = False
@@ -360,12 +377,7 @@ class Tau2Game(Game):
         self.confirm_target: str | None = None
         self.decoy_executed = False
         self.slips = 0
-        self._cands = None  # this turn's candidates (``apply`` clears it)
-        self._legal: dict[str, np.ndarray] = {}  # this turn's legal masks per role (``apply`` clears them)
-        self._outcome: dict | None = None  # this turn's outcome (``apply`` clears it)
-        self._cands_last = None  # (inputs, candidates) of the last computation, reused while the inputs hold
         self._called_memo = (0, np.uint64(0))  # (size of ``done``, ``_called()``)
-        self._policy = None  # (the world's stamp, {call key: policy flag}) of ``_policy_flag``
 
     def _replay_message(self, msg: dict) -> None:
         role = {"assistant": AGENT, "user": USER}.get(msg.get("role"))
@@ -386,15 +398,9 @@ class Tau2Game(Game):
             self.steps += 1
             self._next = USER if role == AGENT else AGENT
 
-    # ------------------------------------------------------------ candidates
+    # ------------------------------------------------------------ the dialogue state
     def _identity_values(self) -> dict[str, dict]:
         return {slot: self.goal.told_values(slot, how) for slot, how in self.told.items()}
-
-    def _cands_inputs(self) -> tuple:
-        # everything ``candidates`` reads that a turn can change: ``done`` and ``revealed`` only ever grow (their
-        # sizes tell them apart), the goal, the tools and the world's module are fixed for the episode
-        return (len(self.done), len(self.revealed), tuple(self.told.items()), self.details_given, self.stated,
-                self.decoy_stated, self.decoy_retracted)
 
     def _called(self) -> np.uint64:
         """The goal's calls made, as ``GoalCalls`` bits (``done`` only grows: kept while its size stands)."""
@@ -402,22 +408,6 @@ class Tau2Game(Game):
         if memo[0] != len(self.done):
             memo = self._called_memo = (len(self.done), np.uint64(self.goal_calls.called(self.done)))
         return memo[1]
-
-    def candidates(self) -> dict[str, list[Call]]:
-        """The agent's read, write and phone candidates (``goal_rows.candidates``, a row of one)."""
-        if self._cands is not None:
-            return self._cands
-        inputs = self._cands_inputs()
-        if self._cands_last is not None and self._cands_last[0] == inputs:
-            # the turn changed nothing the candidates depend on (a message, a confirmation): the same lists
-            self._cands = self._cands_last[1]
-            return self._cands
-        gc = self.goal_calls
-        rows = gc.candidates(int(self._called()), gc.tokens_in(self.revealed), tuple(self.told.items()),
-                             self.details_given, self.stated, self.decoy_stated and not self.decoy_retracted)
-        self._cands = {kind: [gc.calls[u] for u in row] for kind, row in zip(("read", "write", "phone"), rows)}
-        self._cands_last = (inputs, self._cands)
-        return self._cands
 
     def _real_pending(self) -> bool:
         return bool(goal_rows.requests_pending(np.uint64(self.goal_calls.request_bits), self._called()))
@@ -433,212 +423,8 @@ class Tau2Game(Game):
     def active_role(self):
         return None if self.termination is not None else self._next
 
-    # legal masks by ``_legal_key``: a mask is a function of a few flags, shared by every game of a class
-    _masks: ClassVar[dict[tuple, np.ndarray]] = {}
-
-    def legal(self, role):
-        return self.shared_legal(role).copy()
-
-    def shared_legal(self, role) -> np.ndarray:
-        """``legal(role)`` itself, shared by every game in that state: read it, never write it (the batched
-        engine copies it into its own array)."""
-        # asked several times per turn (the surface's check of an act, the observation, a simulator's view) and
-        # fixed between turns: looked up once per turn and role (``apply`` and ``reset`` clear it), copied out
-        mask = self._legal.get(role)
-        if mask is None:
-            key = self._legal_key(role)
-            mask = self._masks.get(key)
-            if mask is None:
-                mask = self._masks[key] = self._legal_mask(role)
-            self._legal[role] = mask
-        return mask
-
-    def _legal_key(self, role) -> tuple:
-        """Everything ``_legal_mask(role)`` reads, as a tuple (subclasses that narrow a mask further extend it)."""
-        if role != self.active_role():
-            return type(self), role, False
-        if role != USER:
-            return type(self), role, True
-        return (type(self), role, True, *self._user_allows())
-
-    def _user_allows(self) -> tuple:
-        """``narrow_user_acts``'s flags for this episode's user, now."""
-        g = self.goal
-        return (bool(g.identity), bool(not self.slips and g.slippable), bool(g.details),
-                g.decoy_kind == "forbidden" and self.decoy_stated,
-                g.decoy_kind == "mind_change" and not self.decoy_retracted, bool(g.questions),
-                self.instructed is not None, bool(self.transfer_pending))
-
-    def _legal_mask(self, role):
-        """The legal mask computed from the state (``legal`` looks it up by ``_legal_key``)."""
-        mask = super().legal(role)  # the turn-taking mask; the user's acts are narrowed to what its goal allows
-        if role != USER or role != self.active_role():
-            return mask
-        return narrow_user_acts(mask[None], *(np.array([flag]) for flag in self._user_allows()))[0]
-
-    def apply(self, role: str, act: int, text: str = "") -> None:
-        if self.termination is not None:
-            raise ValueError("tau2: the episode is over")
-        if role != self._next:
-            raise ValueError(f"tau2: it is the {self._next}'s turn, not the {role}'s")
-        self.last[role] = act
-        self._forget_turn()
-        self._turn(role, act, text)
-        self._forget_turn()
-        if self.termination is None:
-            if self.tool_errors >= self.max_tool_errors:
-                self._end("too_many_errors")
-            elif self.steps >= self.max_steps:
-                self._end("max_steps")
-
-    @abstractmethod
-    def _turn(self, role: str, act: int, text: str) -> None:
-        """One turn of ``role`` in the surface's protocol (``apply`` checked the turn and handles the limits)."""
-
-    def _say(self, role, act, text):
-        self.history.append(Tau2Turn(role, act, text))
-        self.steps += 1
-        self._next = USER if role == AGENT else AGENT
-
-    def _call(self, role, act, call: Call):
-        content, error = self.world.call(call.name, call.arguments, call.requestor, call.key())
-        self._tool_turn(role, act, text_protocol.call_text(call.name, call.arguments),
-                        {"name": call.name, "arguments": call.arguments}, content, error, call.requestor)
-        self.done.add(call.key())
-        return content, error
-
-    def _tool_turn(self, role, act, text: str, call: dict, content: str, error: bool, requestor: str) -> None:
-        """A tool call's turn on either surface, once the world ran it: the call and its result, two steps, an
-        error counted, and what the agent's own calls return revealed (the user's phone keeps its screen)."""
-        self.history.append(Tau2Turn(role, act, text, call, content, error))
-        self.steps += 2
-        self.tool_errors += error
-        if requestor == "assistant":
-            self.revealed += " " + content.lower()
-
-    def _agent_message(self, kind: str, slot: str | None = None, target: Call | None = None) -> None:
-        """An agent message's effect on the dialogue state, on either surface: its act's ``kind`` (``request`` of
-        identity or record ``slot``; ``confirm`` or ``instruct`` of the call ``target``; ``deny``; any other)."""
-        self.agent_msgs += 1
-        if kind == "request":
-            self.asked_slot = slot
-        elif kind == "confirm":
-            decoy = self.goal.decoy
-            self.confirm_target = "decoy" if decoy is not None and target.key() == decoy.key() else "real"
-            self.confirming = target
-        elif kind == "instruct":
-            self.instructed = target
-        elif kind == "deny":
-            self.denied += 1
-
-    def _agent_said(self, act: int, text: str, end: bool) -> None:
-        """The agent's message ``text`` is said: the user's turn, or the end the agent chose."""
-        self.history.append(Tau2Turn(AGENT, act, text))
-        self.steps += 1
-        if end:
-            return self._end("agent_stop")
-        self._next = USER
-
-    def _user(self, act: int, text: str) -> None:
-        name = USER_ACTS[act]
-        g = self.goal
-        self.user_msgs += 1
-        target = self.confirm_target
-        self.confirm_target = None
-        if name == "phone_action" and self.instructed is not None:
-            self._call(USER, act, self.instructed)
-            self.instructed = None
-        elif name in ("deny", "stop"):
-            self.instructed = None
-        if name == "inform_all":
-            self.inform_alls += 1
-            for slot in g.identity:
-                self._tell(slot, "ok")
-            self._details()
-            self.stated = True
-            self.asked = self.asked or bool(g.questions)
-            if g.decoy_kind == "forbidden":
-                self.decoy_stated = True
-        elif name == "state_request":
-            self.stated = True
-            if g.decoy_kind == "forbidden":
-                self.decoy_stated = True
-        elif name in ("inform_identity", "inform_slip"):
-            slot = self.asked_slot if self.asked_slot in g.identity else next(iter(g.identity), None)
-            if slot is not None:
-                bad = name == "inform_slip" and g.mistypable(slot)
-                self.slips += bad
-                self._tell(slot, "slip" if bad else "ok")
-        elif name == "inform_details":
-            self._details()
-        elif name == "confirm" and target is not None:
-            self.confirmed.add(self.confirming.key())
-        elif name == "deny" and target == "decoy":
-            self.decoy_retracted = True
-        elif name == "insist":
-            self.insisted += 1
-        elif name == "change_mind":
-            if not self.decoy_stated:
-                self.decoy_stated = True
-            else:
-                self.decoy_retracted = True
-                self.stated = True
-        elif name == "ask_question":
-            self.asked = True
-        self.asked_slot = None
-        if name in ("stop", "transfer"):
-            self.history.append(Tau2Turn(USER, act, text or self.user_text(act)))
-            self.steps += 1
-            return self._end("user_stop")
-        if name == "phone_action":
-            self._next = AGENT
-            return
-        self._say(USER, act, text or self.user_text(act))
-
-    def _tell(self, slot: str, how: str) -> None:
-        self.told[slot] = how
-        self.revealed += " " + self.goal.told_piece(slot, how)
-
-    def _details(self) -> None:
-        self.details_given = True
-        self.revealed += " " + self.goal.details_piece
-
-    def _forget_turn(self) -> None:
-        """Drop what is computed once per turn (candidates, legal masks, outcome): the state it read changed."""
-        self._cands, self._legal, self._outcome = None, {}, None
-
-    def _end(self, why: str) -> None:
-        self.termination = why
-        agent_texts = [t.text for t in self.history if t.role == AGENT and t.call is None]
-        # the transcript is for the judge alone: without one it is not built
-        transcript = self.chat(AGENT) if self.judge is not None else None
-        self.reward_info = evaluate(self.world, agent_texts, why, self.judge, transcript)
-        self._forget_turn()
-
     def truncated(self) -> bool:
         return self.termination in TRUNCATIONS
-
-    # ------------------------------------------------------------ outcome
-    def outcome(self):
-        # read at every step (the env's infos) and fixed between turns: built once per turn, copied out
-        if self._outcome is None:
-            one = lambda v: np.array([v])  # noqa: E731
-            rows = outcomes(one(self.reward_info["reward"] if self.reward_info else 0.0), one(self.steps),
-                            one(self.tool_errors), one(len(self.world.violations)),
-                            one(self.termination is not None), one(self.decoy_executed), one(self.slips),
-                            one(DOMAINS.index(self.domain)))
-            self._outcome = {k: float(v[0]) for k, v in rows.items()}
-        return dict(self._outcome)
-
-    def agent_score(self) -> float:
-        """The task reward (0 or 1; 0 when truncated or before the end), as ``agent_0`` is paid."""
-        return min(max(float(self.reward_info["reward"]) if self.reward_info else 0.0, 0.0), 1.0)
-
-    def rewards(self):
-        r = self.reward_info["reward"] if self.reward_info else 0.0
-        user = user_rewards(self.user_reward, np.array([r]), np.array([self.user_msgs]),
-                            np.array([self.inform_alls]), np.array([self.traits.get("disclose", 1.0)]))
-        return {AGENT: r, USER: float(user[0])}
 
     # ------------------------------------------------------------ features
     def user_state(self) -> dict:
@@ -654,56 +440,6 @@ class Tau2Game(Game):
             "decoy_open": float(self.decoy_stated and not self.decoy_retracted), "real_pending": self._real_pending(),
             "tool_errors": self.tool_errors, "episode_seed": self.episode_seed,
         }
-
-    def features(self, role):
-        # a batch of one: numbers for the one-column pieces, rows of one for the others
-        domain = [DOMAINS.index(self.domain)]
-        if role == AGENT:
-            c = self.candidates()
-            reads, writes, phones = candidate_slots(c)
-            policy = np.zeros((1, K_WRITE))
-            policy[0, :len(c["write"])] = [self._policy_flag(call) for call in c["write"]]
-            confirmed = self.confirmed_slots(c["write"])
-            return agent_features(
-                1, domain=domain, steps=self.steps, max_steps=self.max_steps, tool_errors=self.tool_errors,
-                max_tool_errors=self.max_tool_errors, agent_msgs=self.agent_msgs,
-                told=np.array([[s in self.told for s in IDENTITY_SLOTS]]), identified=bool(self.world.identified),
-                last_err=bool(self.history) and self.history[-1].error, stated=self.stated,
-                details_given=self.details_given, asked=self.asked, answered=self.answered, reads=reads,
-                writes=writes, confirmed=confirmed, policy=policy, phones=phones,
-                instructed=self.instructed is not None, calls=len(self.done), denied=self.denied,
-                transfer_pending=self.transfer_pending, to_move=self._next == AGENT, last_user=[self.last[USER]])[0]
-        g = self.goal
-        return user_features(
-            1, domain=domain, card=np.array([[self.traits.get(t, 0.0) for t in behaviour.TRAITS]]),
-            requests=len(g.requests), phone_actions=len(g.phone_actions), has_identity=bool(g.identity),
-            st=np.array([state_row(self.user_state())], float), answered=self.answered,
-            decoy_retracted=self.decoy_retracted, to_move=self._next == USER, last_agent=[self.last[AGENT]])[0]
-
-    def confirmed_slots(self, writes: list[Call]) -> np.ndarray:
-        """Which write candidate slots (``writes``, this turn's) the user confirmed: a row of ``K_WRITE`` flags."""
-        row = np.zeros((1, K_WRITE), bool)
-        row[0, :len(writes)] = [call.key() in self.confirmed for call in writes]
-        return row
-
-    def _policy_flag(self, call: Call) -> float:
-        """1.0 when ``call`` would break the domain's checkable policy now (or the check fails), else 0.0.
-
-        The check reads the database and the identified users, which change only by a tool call (``world.call``
-        records each in ``calls``; ``identified`` only grows) or by the evaluation's functions at the end: the
-        flags are kept while those stand still, so the agent's features of a turn without a tool call (a
-        message, the user's answer) do not check each write candidate again."""
-        world = self.world
-        stamp = (len(world.calls), len(world.identified), self.termination)
-        memo = self._policy
-        if memo is None or memo[0] != stamp:
-            memo = self._policy = (stamp, {})
-        flags = memo[1]
-        key = call.key()
-        flag = flags.get(key)
-        if flag is None:
-            flag = flags[key] = world.policy_flag(call.name, call.arguments, world.identified)
-        return flag
 
     def private(self, role):
         if role == USER:
