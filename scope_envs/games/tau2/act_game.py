@@ -25,21 +25,11 @@ import numpy as np
 
 from scope_envs.core.game import ONE, InGameError
 from scope_envs.games.tau2 import realize, text_protocol
-from scope_envs.games.tau2.batched import ENDS, Tau2Batch, card_rows
+from scope_envs.games.tau2.batched import ROLES, Tau2Batch, card_rows
 from scope_envs.games.tau2.compiled import TASKS
-from scope_envs.games.tau2.dialogue_acts import AGENT_ACTS, IDENTITY_SLOTS, REQUEST_SLOTS, USER_ACTS
+from scope_envs.games.tau2.dialogue_acts import AGENT_ACTS, USER_ACTS
 from scope_envs.games.tau2.evaluate import evaluate
-from scope_envs.games.tau2.game import AGENT, USER, Tau2Game, Tau2Turn
-from scope_envs.games.tau2.goal_rows import HOWS
-
-ROLES = (AGENT, USER)  # the batch's role indices
-TARGETS = (None, "decoy", "real")  # the batch's ``target``: what the agent asked the user to confirm
-
-
-def _calls(table, bitset) -> list:
-    """The calls of a compiled task whose bits are set."""
-    bitset = int(bitset)
-    return [c for u, c in enumerate(table.calls) if bitset >> u & 1]
+from scope_envs.games.tau2.game import AGENT, TRUNCATIONS, USER, Tau2Game, Tau2Turn
 
 
 class Tau2ActGame(Tau2Game):
@@ -70,23 +60,7 @@ class Tau2ActGame(Tau2Game):
 
     def _read_row(self) -> None:
         """The scalar game's fields of the dialogue state, as the batch's row holds them."""
-        b, tab = self.batch, self._table
-        self.steps, self.tool_errors = int(b.steps[0]), int(b.tool_errors[0])
-        self.termination = ENDS[int(b.end[0])]
-        self._next = ROLES[int(b.next[0])]
-        for name in ("stated", "details_given", "asked", "answered", "decoy_stated", "decoy_retracted",
-                     "transfer_pending", "decoy_executed"):
-            setattr(self, name, bool(getattr(b, name)[0]))
-        for name in ("denied", "insisted", "inform_alls", "user_msgs", "agent_msgs", "slips"):
-            setattr(self, name, int(getattr(b, name)[0]))
-        self.done = {c.key() for c in _calls(tab, b.called[0])}
-        self.confirmed = {c.key() for c in _calls(tab, b.confirmed[0])}
-        self.told = {IDENTITY_SLOTS[s]: HOWS[int(b.told[0, s]) - 1] for s in b.told_order[0].tolist() if s >= 0}
-        self.instructed = tab.calls[b.instructed[0]] if b.instructed[0] >= 0 else None
-        self.confirming = tab.calls[b.confirming[0]] if b.confirming[0] >= 0 else None
-        self.confirm_target = TARGETS[int(b.target[0])]
-        self.asked_slot = REQUEST_SLOTS[b.asked_slot[0] - 1] if b.asked_slot[0] > 0 else None
-        self.last = {AGENT: int(b.last[0, 0]), USER: int(b.last[0, 1])}
+        vars(self).update(self.batch.fields(0, self._table.calls))
 
     def candidates(self):
         def compute():
@@ -121,7 +95,8 @@ class Tau2ActGame(Tau2Game):
         if not self.legal(role)[act]:
             raise ValueError(f"tau2: {role} act {self.acts(role)[act]!r} is illegal now")
         kind = AGENT_ACTS[act].partition(":")[0] if role == AGENT else USER_ACTS[act]
-        words = text or (self.agent_text(act) if role == AGENT else "")  # (a confirmation names the call)
+        says = kind not in ("lookup", "execute", "phone_action")  # (a call's words are the call)
+        words = text or (self.agent_text(act) if role == AGENT and says else "")  # (a confirmation names the call)
         b = self.batch
         ended = len(b.apply(ROLES.index(role), ONE, np.array([act])))
         self._turn = {}
@@ -131,10 +106,8 @@ class Tau2ActGame(Tau2Game):
             self.history.append(Tau2Turn(role, act, text_protocol.call_text(call.name, call.arguments),
                                          {"name": call.name, "arguments": call.arguments}, content, error))
         self._read_row()
-        if role == AGENT and kind not in ("lookup", "execute"):
-            self.history.append(Tau2Turn(AGENT, act, words))
-        elif role == USER and kind != "phone_action":
-            self.history.append(Tau2Turn(USER, act, text or self.user_text(act)))  # (words of the state after)
+        if says:  # a user's words say the state after its act (the values it told)
+            self.history.append(Tau2Turn(role, act, words if role == AGENT else text or self.user_text(act)))
         if ended:
             self._ended()
 
@@ -143,7 +116,7 @@ class Tau2ActGame(Tau2Game):
         agent_texts = [t.text for t in self.history if t.role == AGENT and t.call is None]
         transcript = self.chat(AGENT) if self.judge is not None else None
         self.reward_info = evaluate(self.world, agent_texts, self.termination, self.judge, transcript)
-        if self.judge is not None and self.termination not in ("max_steps", "too_many_errors"):
+        if self.judge is not None and self.termination not in TRUNCATIONS:
             self.batch.reward[0] = self.reward_info["reward"]
         self._turn = {}
 

@@ -62,6 +62,7 @@ from scope_envs.games.tau2.user_state import TRAITS, state_fields
 N_AGENT = len(AGENT_ACTS)
 A = AGENT_INDEX
 ENDS = (None, "agent_stop", "user_stop", "max_steps", "too_many_errors")  # ``termination`` codes
+TARGETS = (None, "decoy", "real")  # ``target``: what the agent asked the user to confirm
 
 ROLES = (AGENT, USER)
 N_USER = len(USER_ACTS)
@@ -425,21 +426,15 @@ class Tau2Batch:
         if not say.any():
             return
         idx, acts, r, writes, phones = idx[say], acts[say], r[say], writes[say], phones[say]
-        self.agent_msgs[idx] += 1
-        request = (acts >= REQUEST) & (acts < REQUEST + len(REQUEST_SLOTS))
-        self.asked_slot[idx[request]] = acts[request] - REQUEST + 1
         confirm = (acts >= CONFIRM) & (acts < CONFIRM + K_WRITE)
-        if confirm.any():
-            u = writes[confirm, acts[confirm] - CONFIRM]
-            self.target[idx[confirm]] = np.where(u == t.decoy[r[confirm]], 1, 2)
-            self.confirming[idx[confirm]] = u
         instruct = (acts >= INSTRUCT) & (acts < INSTRUCT + K_PHONE)
-        if instruct.any():
-            self.instructed[idx[instruct]] = phones[instruct, acts[instruct] - INSTRUCT]
+        targets = np.full(len(idx), -1, np.int64)  # the call a confirmation or an instruction names: its candidate
+        targets[confirm] = writes[confirm, acts[confirm] - CONFIRM]
+        targets[instruct] = phones[instruct, acts[instruct] - INSTRUCT]
+        self._message(idx, acts, targets)
         answer = acts == A["answer"]
         facts = answer & t.has_questions[r] & ((t.lookup_bits[r] & ~self.called[idx]) == 0)
         self.answered[idx[facts]] = True
-        self.denied[idx[acts == A["deny"]]] += 1
         transfer = acts == A["transfer"]
         if transfer.any():
             self._calls(idx[transfer], t.transfer[r[transfer]])
@@ -457,6 +452,23 @@ class Tau2Batch:
         end = acts == A["end"]
         self.end[idx[end]] = ENDS.index("agent_stop")
         self.next[idx[~end]] = 1
+
+    def _message(self, idx: np.ndarray, acts: np.ndarray, targets: np.ndarray) -> None:
+        """What an agent's message does to the dialogue state of slots ``idx``: ``acts`` its acts, ``targets`` the
+        call each confirmation or instruction names (-1 elsewhere). A request marks the slot asked for, a
+        confirmation whether it asks about the decoy or a real request, an instruction the phone action pending, a
+        refusal counts. The text game's messages, as its NLU reads them, come here too."""
+        self.agent_msgs[idx] += 1
+        request = (acts >= REQUEST) & (acts < REQUEST + len(REQUEST_SLOTS))
+        self.asked_slot[idx[request]] = acts[request] - REQUEST + 1
+        confirm = (acts >= CONFIRM) & (acts < CONFIRM + K_WRITE)
+        if confirm.any():
+            u = targets[confirm]
+            self.target[idx[confirm]] = np.where(u == self.tasks.decoy[self.task[idx[confirm]]], 1, 2)
+            self.confirming[idx[confirm]] = u
+        instruct = (acts >= INSTRUCT) & (acts < INSTRUCT + K_PHONE)
+        self.instructed[idx[instruct]] = targets[instruct]
+        self.denied[idx[acts == A["deny"]]] += 1
 
     def _user(self, idx: np.ndarray, acts: np.ndarray) -> None:
         t, r = self.tasks, self.task[idx]
@@ -520,6 +532,33 @@ class Tau2Batch:
         self.last_err[idx[words]] = False
         self.end[idx[leave]] = ENDS.index("user_stop")
         self.next[idx[~leave]] = 0
+
+    # -- a row as the scalar game's fields ---------------------------------------------------------------------
+    def user_fields(self, i: int, calls: list) -> dict:
+        """What slot ``i``'s user acts write, as the scalar game's fields (``calls``: its task's calls by index; the
+        instructed call stays the game's own, only its clearing is read)."""
+        told = {IDENTITY_SLOTS[s]: HOWS[int(self.told[i, s]) - 1] for s in self.told_order[i].tolist() if s >= 0}
+        confirmed = int(self.confirmed[i])
+        out = {name: bool(getattr(self, name)[i]) for name in
+               ("stated", "details_given", "asked", "decoy_stated", "decoy_retracted")}
+        out.update({name: int(getattr(self, name)[i]) for name in ("inform_alls", "user_msgs", "slips", "insisted")})
+        out.update(told=told, confirmed={c.key() for u, c in enumerate(calls) if confirmed >> u & 1},
+                   confirm_target=TARGETS[int(self.target[i])],
+                   asked_slot=REQUEST_SLOTS[self.asked_slot[i] - 1] if self.asked_slot[i] > 0 else None)
+        return out
+
+    def fields(self, i: int, calls: list) -> dict:
+        """Slot ``i``'s whole dialogue state as the scalar game's fields (``user_fields`` and the rest)."""
+        out = self.user_fields(i, calls)
+        called = int(self.called[i])
+        out.update({name: bool(getattr(self, name)[i]) for name in ("answered", "transfer_pending", "decoy_executed")})
+        out.update({name: int(getattr(self, name)[i]) for name in ("steps", "tool_errors", "denied", "agent_msgs")})
+        out.update(termination=ENDS[int(self.end[i])], _next=ROLES[int(self.next[i])],
+                   done={c.key() for u, c in enumerate(calls) if called >> u & 1},
+                   instructed=calls[self.instructed[i]] if self.instructed[i] >= 0 else None,
+                   confirming=calls[self.confirming[i]] if self.confirming[i] >= 0 else None,
+                   last={AGENT: int(self.last[i, 0]), USER: int(self.last[i, 1])})
+        return out
 
     # -- the ends -----------------------------------------------------------------------------------------
     def outcome(self, idx) -> dict[str, np.ndarray]:

@@ -18,7 +18,8 @@ protocol and write the state:
   read back into the same dialogue state by a light NLU (``nlu.py``); act-level
   users still play acts, rendered in words (``realize.py``), and a text player
   may take the user seat. Its state is open (any call, any words), so it keeps
-  the fields itself and writes them turn by turn.
+  the fields itself; a user's act and an agent message as the NLU read it are
+  played by the batch's rules on those fields (``text_game._Rules``).
 
 Candidates
     Tool arguments are never free: they are *candidates* built from what the

@@ -1,23 +1,21 @@
 """The tau2 text surface: ``Tau2TextGame``, the agent writes messages and JSON tool calls.
 
-The rules, the dialogue state (slots told, records revealed, calls made, what
-the agent asked for) and the evaluation are the shared game's
-(``game.Tau2Game``), as on the act surface (``act_game.Tau2ActGame``), so the
-act-level users (``scope_envs.agents.tau2``) compute their distributions from
-``view.private`` exactly as there; this class adds the text protocol. The
-dialogue state is updated
+The episode (task, world, goal, views) is the shared game's (``game.Tau2Game``), and the dialogue state's fields
+are those the act surface's game reads back from its batch (``act_game.Tau2ActGame``), so the act-level users
+(``scope_envs.agents.tau2``) compute their distributions from ``view.private`` exactly as there. The state is open
+here (any tool call, any words), so this game keeps the fields itself, as sets and text, and adds the text
+protocol. The dialogue state is updated
 
-* from the agent's text: a JSON tool call is executed verbatim (its result is
-  revealed, a successful call counts as done, a transfer tool call makes the
-  user hand over); a message goes through the light NLU (``nlu.py``) to an
-  agent act (slot request, confirmation request, phone instruction, policy
-  refusal, transfer, end, greeting, statement); the user's questions count as
-  answered once the agent's messages contain the task's facts;
-* from the user's turns: an act-level user's act updates it as on the act
-  surface and is rendered in our own varied words (``realize.user_says``: the
-  concrete values the act discloses); a phone action runs the user tool and the
-  user says what its phone shows. A text player's (``user=``, a learnable
-  user) message is kept verbatim, its tool calls run verbatim, and the state
+* from the agent's text: a JSON tool call is executed verbatim (its result is revealed, a successful call counts
+  as done, matched to the goal's calls up to argument order, a transfer tool call makes the user hand over); a
+  message goes through the light NLU (``nlu.py``) to an agent act (slot request, confirmation request, phone
+  instruction, policy refusal, transfer, end, greeting, statement), whose effect is the act surface's rule
+  (``Tau2Batch._message``, with the call the words name); the user's questions count as answered once the
+  agent's messages contain the task's facts;
+* from the user's turns: an act-level user's act updates it by the act surface's rule (``Tau2Batch._user``,
+  played on this game's fields by ``_Rules``) and is rendered in our own varied words (``realize.user_says``: the
+  concrete values the act discloses); a phone action runs the user tool and the user says what its phone shows. A
+  text player's (``user=``, a learnable user) message is kept verbatim, its tool calls run verbatim, and the state
   takes from its text only what the text says (slot values, details).
 """
 
@@ -27,19 +25,23 @@ from typing import ClassVar
 
 import numpy as np
 
-from scope_envs.core.game import InGameError
+from scope_envs.core.game import ONE, InGameError
 from scope_envs.core.simulator import Simulator
 from scope_envs.games.tau2 import behaviour, nlu, realize, text_protocol
 from scope_envs.games.tau2.data import DOMAINS
 from scope_envs.games.tau2.dialogue_acts import (
     AGENT_ACTS,
+    AGENT_INDEX,
     AGENT_TEXT_ACTS,
     AGENT_TEXT_INDEX,
     IDENTITY_SLOTS,
     K_WRITE,
+    REQUEST_SLOTS,
     USER_ACTS,
     USER_INDEX,
 )
+from scope_envs.games.tau2.batched import TARGETS, Tau2Batch
+from scope_envs.games.tau2.compiled import TASKS
 from scope_envs.games.tau2.evaluate import evaluate
 from scope_envs.games.tau2.game import (
     AGENT,
@@ -53,12 +55,83 @@ from scope_envs.games.tau2.game import (
     user_features,
     user_rewards,
 )
+from scope_envs.games.tau2.goal_rows import HOWS
 from scope_envs.games.tau2.goals import TRANSFER, Call, tokens
 from scope_envs.games.tau2.user_state import state_row
 
 
 def _loose(call: Call) -> tuple:
     return call.name, call.requestor, tuple(sorted(str(t).lower() for t in tokens(call.arguments)))
+
+
+class _Rules(Tau2Batch):
+    """The act surface's rules (``Tau2Batch``) played on the text game's dialogue state: the game's fields are
+    written into this batch of one, a user act (``Tau2Batch._user``) or an agent message as the NLU read it
+    (``Tau2Batch._message``) played, the fields read back. Its calls (the phone action the agent instructed) run on
+    the game's world, and what a user tells joins the game's revealed text."""
+
+    def __init__(self, game):
+        super().__init__([game])
+        self.owner = game
+        self.extra: list[Call] = []  # calls the game holds that its task does not (a phone tool the NLU read)
+
+    def index(self, call: Call | None) -> int:
+        if call is None:
+            return -1
+        calls = self.owner.goal_calls
+        j = calls.index.get(call.key())
+        if j is None:
+            if call not in self.extra:
+                self.extra.append(call)
+            j = len(calls.calls) + self.extra.index(call)
+        return j
+
+    def call(self, u: int) -> Call:
+        calls = self.owner.goal_calls.calls
+        return calls[u] if u < len(calls) else self.extra[u - len(calls)]
+
+    def user_act(self, act: int) -> None:
+        self._load()
+        self._user(ONE, np.array([act]))
+        self._store()
+
+    def message(self, act: int, target: Call | None) -> None:
+        self._load()
+        self._message(ONE, np.array([act]), np.array([self.index(target)]))
+        self._store()
+
+    def _load(self) -> None:
+        g = self.owner
+        self.extra.clear()
+        self.task[0] = g.task_row
+        for name in ("user_msgs", "slips", "inform_alls", "insisted", "agent_msgs", "denied", "stated",
+                     "details_given", "asked", "decoy_stated", "decoy_retracted"):
+            getattr(self, name)[0] = getattr(g, name)
+        self.told[0], self.told_order[0] = 0, -1
+        for j, (slot, how) in enumerate(g.told.items()):
+            self.told[0, IDENTITY_SLOTS.index(slot)] = 1 + HOWS.index(how)
+            self.told_order[0, j] = IDENTITY_SLOTS.index(slot)
+        self.n_told[0] = len(g.told)
+        self.confirmed[0] = g.goal_calls.called(g.confirmed)
+        self.target[0] = TARGETS.index(g.confirm_target)
+        self.confirming[0] = self.index(g.confirming) if g.confirm_target is not None else -1
+        self.instructed[0] = self.index(g.instructed)
+        self.asked_slot[0] = REQUEST_SLOTS.index(g.asked_slot) + 1 if g.asked_slot else 0
+
+    def _store(self) -> None:
+        g = self.owner
+        vars(g).update(self.user_fields(0, g.goal_calls.calls))
+        g.agent_msgs, g.denied = int(self.agent_msgs[0]), int(self.denied[0])
+        g.instructed = self.call(int(self.instructed[0])) if self.instructed[0] >= 0 else None
+        if self.confirming[0] >= 0:
+            g.confirming = self.call(int(self.confirming[0]))
+
+    def _calls(self, idx, us) -> None:
+        for u in us.tolist():
+            self.owner._call(USER, USER_INDEX["phone_action"], self.call(u))
+
+    def _reveal(self, idx, inside, pieces) -> None:
+        self.owner.revealed += " " + (pieces(0) if callable(pieces) else pieces[0])
 
 
 class Tau2TextGame(Tau2Game):
@@ -74,6 +147,9 @@ class Tau2TextGame(Tau2Game):
         self._outcome: dict | None = None  # this turn's outcome (``apply`` clears it)
         self._cands_last = None  # (inputs, candidates) of the last computation, reused while the inputs hold
         self._policy = None  # (the world's stamp, {call key: policy flag}) of ``_policy_flag``
+        self.task_row = TASKS.of(self)  # (its task compiled: the user acts' rule reads it)
+        if getattr(self, "_rules", None) is None:
+            self._rules = _Rules(self)
 
     def _cands_inputs(self) -> tuple:
         # everything ``candidates`` reads that a turn can change: ``done`` and ``revealed`` only ever grow (their
@@ -155,7 +231,9 @@ class Tau2TextGame(Tau2Game):
             return
         reading = nlu.read_agent(self, text)
         self.asked_slot = self.confirm_target = None
-        self._agent_message(reading.act.partition(":")[0], reading.slot, reading.target)
+        kind = reading.act.partition(":")[0]  # a confirmation or an instruction names its call, not a candidate
+        self._rules.message(AGENT_INDEX[f"{kind}:0" if kind in ("confirm", "instruct") else reading.act],
+                            reading.target)
         if reading.act == "transfer":
             self.transfer_pending = True
         said = text.lower().replace(",", "")  # each message read once: linear in what the agent says
@@ -300,21 +378,6 @@ class Tau2TextGame(Tau2Game):
         if requestor == "assistant":
             self.revealed += " " + content.lower()
 
-    def _agent_message(self, kind: str, slot: str | None = None, target: Call | None = None) -> None:
-        """An agent message's effect on the dialogue state, on either surface: its act's ``kind`` (``request`` of
-        identity or record ``slot``; ``confirm`` or ``instruct`` of the call ``target``; ``deny``; any other)."""
-        self.agent_msgs += 1
-        if kind == "request":
-            self.asked_slot = slot
-        elif kind == "confirm":
-            decoy = self.goal.decoy
-            self.confirm_target = "decoy" if decoy is not None and target.key() == decoy.key() else "real"
-            self.confirming = target
-        elif kind == "instruct":
-            self.instructed = target
-        elif kind == "deny":
-            self.denied += 1
-
     def _agent_said(self, act: int, text: str, end: bool) -> None:
         """The agent's message ``text`` is said: the user's turn, or the end the agent chose."""
         self.history.append(Tau2Turn(AGENT, act, text))
@@ -324,52 +387,10 @@ class Tau2TextGame(Tau2Game):
         self._next = USER
 
     def _user(self, act: int, text: str) -> None:
+        """An act-level user's act: its effect on the dialogue state is the act surface's rule (``_Rules``), then
+        the turn (words, a stop)."""
+        self._rules.user_act(act)
         name = USER_ACTS[act]
-        g = self.goal
-        self.user_msgs += 1
-        target = self.confirm_target
-        self.confirm_target = None
-        if name == "phone_action" and self.instructed is not None:
-            self._call(USER, act, self.instructed)
-            self.instructed = None
-        elif name in ("deny", "stop"):
-            self.instructed = None
-        if name == "inform_all":
-            self.inform_alls += 1
-            for slot in g.identity:
-                self._tell(slot, "ok")
-            self._details()
-            self.stated = True
-            self.asked = self.asked or bool(g.questions)
-            if g.decoy_kind == "forbidden":
-                self.decoy_stated = True
-        elif name == "state_request":
-            self.stated = True
-            if g.decoy_kind == "forbidden":
-                self.decoy_stated = True
-        elif name in ("inform_identity", "inform_slip"):
-            slot = self.asked_slot if self.asked_slot in g.identity else next(iter(g.identity), None)
-            if slot is not None:
-                bad = name == "inform_slip" and g.mistypable(slot)
-                self.slips += bad
-                self._tell(slot, "slip" if bad else "ok")
-        elif name == "inform_details":
-            self._details()
-        elif name == "confirm" and target is not None:
-            self.confirmed.add(self.confirming.key())
-        elif name == "deny" and target == "decoy":
-            self.decoy_retracted = True
-        elif name == "insist":
-            self.insisted += 1
-        elif name == "change_mind":
-            if not self.decoy_stated:
-                self.decoy_stated = True
-            else:
-                self.decoy_retracted = True
-                self.stated = True
-        elif name == "ask_question":
-            self.asked = True
-        self.asked_slot = None
         if name in ("stop", "transfer"):
             self.history.append(Tau2Turn(USER, act, text or self.user_text(act)))
             self.steps += 1
@@ -378,14 +399,6 @@ class Tau2TextGame(Tau2Game):
             self._next = AGENT
             return
         self._say(USER, act, text or self.user_text(act))
-
-    def _tell(self, slot: str, how: str) -> None:
-        self.told[slot] = how
-        self.revealed += " " + self.goal.told_piece(slot, how)
-
-    def _details(self) -> None:
-        self.details_given = True
-        self.revealed += " " + self.goal.details_piece
 
     def _forget_turn(self) -> None:
         """Drop what is computed once per turn (candidates, legal masks, outcome): the state it read changed."""
