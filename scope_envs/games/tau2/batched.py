@@ -218,7 +218,7 @@ class Tau2Batch:
     # -- the candidates --------------------------------------------------------------------------------------
     def candidates(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Every slot's read, write and phone candidates as call indices, (N, K) each, -1 past the last
-        (``Tau2Game.candidates``); read them, never write them. Recomputed only in the slots where something they
+        (``goal_rows.candidates``); read them, never write them. Recomputed only in the slots where something they
         depend on changed (``_stale``: a call, a tell, the details, a request stated or retracted, a new
         episode)."""
         rows = np.flatnonzero(self._stale)
@@ -248,7 +248,7 @@ class Tau2Batch:
 
     # -- what the roles see --------------------------------------------------------------------------------
     def legal(self, role: int, active: np.ndarray) -> np.ndarray:
-        """Each slot's legal acts of ``role`` (``Tau2ActGame.legal``); the no-op only where ``role`` is not to
+        """Each slot's legal acts of ``role`` (``narrow_agent_acts``, ``narrow_user_acts``); the no-op only where ``role`` is not to
         move."""
         on = active == role
         out = np.tile(self._noop[role], (self.n, 1))
@@ -266,7 +266,7 @@ class Tau2Batch:
                                 t.has_questions[r], self.instructed >= 0, self.transfer_pending)
 
     def _satisfied(self) -> np.ndarray:
-        """``Tau2Game.satisfied`` of every slot."""
+        """Whether each slot's user goal is met (``goal_rows.satisfied``)."""
         t, r = self.tasks, self.task
         return goal_rows.satisfied(t.needs_none[r], t.request_bits[r], t.phone_bits[r], t.has_questions[r],
                                    t.decoy_kind[r] == 1, called=self.called, stated=self.stated, denied=self.denied,
@@ -276,7 +276,7 @@ class Tau2Batch:
         return goal_rows.requests_pending(self.tasks.request_bits[self.task], self.called)
 
     def features(self, role: int) -> np.ndarray:
-        """Every slot's features of ``role`` (``Tau2Game.features``, in its float32 values)."""
+        """Every slot's features of ``role`` (``agent_features``, ``user_features``)."""
         t, r, n = self.tasks, self.task, self.n
         if role == 0:
             reads, writes, phones = self.candidates()
@@ -325,8 +325,8 @@ class Tau2Batch:
 
     # -- the turns -----------------------------------------------------------------------------------------
     def _calls(self, idx: np.ndarray, us: np.ndarray) -> None:
-        """Slots ``idx`` make calls ``us`` (``Tau2Game._call``): their answers, the turns, the counters and what the
-        agent's calls revealed."""
+        """Slots ``idx`` make calls ``us``: their answers, the turns, the counters and what the agent's calls
+        revealed."""
         if not len(idx):
             return
         tasks, r = self.tasks, self.task[idx]
@@ -354,10 +354,10 @@ class Tau2Batch:
             self._reveal(idx[j], got[j, 4], text)
 
     def _reveal(self, idx: np.ndarray, inside: np.ndarray, pieces) -> None:
-        """What slots ``idx`` revealed gains ``pieces`` (``Tau2Game.revealed += " " + piece``): the tokens
-        ``inside`` each; a token with a space may also run across the join, so on the tasks that have one
-        (``Tasks.tails``) the text is kept and the join searched as the scalar game searches it. ``pieces``: a
-        list, or a function of the row giving its piece."""
+        """What slots ``idx`` revealed gains ``pieces`` (each joined with a space, as the text game's ``revealed``
+        grows): the tokens ``inside`` each; a token with a space may also run across the join, so on the tasks that
+        have one (``Tasks.tails``) the text is kept and the join searched as the text game searches it.
+        ``pieces``: a list, or a function of the row giving its piece."""
         self.revealed_bits[idx] |= inside
         self._stale[idx] = True
         tails = self.tasks.tails[self.task[idx]]
@@ -370,7 +370,7 @@ class Tau2Batch:
             self.revealed[i] = before + " " + piece
 
     def _tell(self, idx: np.ndarray, slots: np.ndarray, how: np.ndarray) -> None:
-        """Slots ``idx`` tell identity slot ``slots`` (``how``: 1 as it is, 2 mistyped; ``Tau2Game._tell``)."""
+        """Slots ``idx`` tell identity slot ``slots`` (``how``: 1 as it is, 2 mistyped)."""
         new = self.told[idx, slots] == 0
         fresh = idx[new]
         self.told_order[fresh, self.n_told[fresh]] = slots[new]
@@ -562,7 +562,7 @@ class Tau2Batch:
 
     # -- the ends -----------------------------------------------------------------------------------------
     def outcome(self, idx) -> dict[str, np.ndarray]:
-        """``Tau2Game.outcome`` of the slots ``idx``, key by key."""
+        """The outcome metrics (``outcomes``) of the slots ``idx``, key by key."""
         idx = np.asarray(idx)
         return outcomes(self.reward[idx], self.steps[idx], self.tool_errors[idx], self.violations[idx],
                         self.done[idx], self.decoy_executed[idx], self.slips[idx], self.tasks.domain[self.task[idx]])
@@ -571,7 +571,7 @@ class Tau2Batch:
         return np.clip(self.reward[np.asarray(idx)], 0.0, 1.0)
 
     def rewards(self, idx, users: bool = True) -> tuple[np.ndarray, np.ndarray | None]:
-        """The finished slots' (agent, user) rewards (``Tau2Game.rewards``); ``users=False``: the agent's only."""
+        """The finished slots' (agent, user) rewards (the user's by ``user_rewards``); ``users=False``: the agent's only."""
         idx = np.asarray(idx)
         agent = self.reward[idx].copy()
         if not users:

@@ -132,7 +132,7 @@ class TaskTables:
                 or len(self.requests) > MAX_REQUESTS or len(self.phones) > MAX_PHONES):
             raise ValueError(f"tau2 task {self.task_id!r} is too large for the array engine")
         self.longest = max((len(t) for t in self.tokens), default=1)
-        # the pieces a user's turn reveals (``Tau2Game._tell`` / ``_details``)
+        # the pieces a user's turn reveals (``Goal.told_piece`` / ``details_piece``)
         self.told_piece = [[g.told_piece(s, how) for how in HOWS] for s in IDENTITY_SLOTS]
         self.details_piece = g.details_piece
         self.slot_digit = [g.mistypable(s) for s in IDENTITY_SLOTS]
@@ -273,7 +273,7 @@ class TaskTables:
         return hit
 
     def policy_flag(self, trail: int, ident: int, u: int) -> float:
-        """``Tau2Game._policy_flag`` of write call ``u`` at ``trail`` with users ``ident`` identified."""
+        """``World.policy_flag`` of write call ``u`` at ``trail`` with users ``ident`` identified."""
         key = (trail, ident, u)
         flag = self.flags.get(key)
         if flag is None:
