@@ -7,13 +7,14 @@ over all steps, the distinct states reached under two keys:
 
 * ``history``: the task and the (role, act) sequence so far (a trie over play: the rules are a function of it);
 * ``state``: the task and every field the act game's rules read (counters, flags, the calls made, what was
-  revealed (as the set of the task's grounding tokens it holds), the confirmations, the world's trail of writes, violations and identified users), which merges
-  histories that lead to the same state (``tests/test_tau2_state_revisits.py``: equal keys, equal agent
-  features, masks, user state and outcome);
+  revealed (as the set of the task's grounding tokens it holds), the confirmations, the world's trail of writes,
+  violations and identified users), which merges histories that lead to the same state
+  (``tests/test_tau2_state_revisits.py``: equal keys, equal agent features, masks, user state and outcome);
 * ``state_and_card``: that and the user's card (the traits a learnable user's features read);
-* ``core``: the state without its counters (steps, tool errors, messages, denials, insists), the key of a memo that would keep the counters as
-  arrays beside a table of the rest (the rules read the counters only through the step and error limits, the
-  features and two flags, ``denied > 0`` and the user's first turn, which the key keeps).
+* ``core``: the state without its counters (steps, tool errors, messages, denials, insists), the key of a memo
+  that would keep the counters as arrays beside a table of the rest (the rules read the counters only through the
+  step and error limits, the features and two flags, ``denied > 0`` and the user's first turn, which the key
+  keeps).
 
 ``tasks`` is how many distinct tasks the episodes dealt: a memo is filled per task, and a train split of hundreds
 of tasks gives each one few episodes at the benchmark's budgets.

@@ -209,10 +209,12 @@ class _ActLevelUser(Simulator):
 @pytest.mark.parametrize("tasks", ["embedded", "installed"])
 @pytest.mark.parametrize("domain", ["airline", "retail", "telecom"])
 def test_the_users_acts_do_the_same_on_both_surfaces(domain, tasks):
-    """What a user act does to the dialogue state is the batch's on the act surface and the text game's own on the
-    text surface: play on the act game (random legal acts; on every other episode the oracle agent, which reaches
-    the writes, confirmations and phone instructions, and a user who often does as instructed or insists where it may), replayed on the text game (the agent's messages in their words,
-    its calls as JSON, the user's acts in words), leaves the same user-side state after every turn."""
+    """The two surfaces keep the dialogue state apart (the act game in its batch's row, the text game as its own
+    fields, which ``text_game._Rules`` loads into the batch's rules and reads back): play on the act game (random
+    legal acts; on every other episode the oracle agent, which reaches the writes, confirmations and phone
+    instructions; a user who often does as instructed or insists where it may), replayed on the text game (the
+    agent's messages in their words, its calls as JSON, the user's acts in words), leaves the same user-side state
+    after every turn."""
     from scope_envs.agents.tau2 import oracle_act
     from scope_envs.games.tau2.act_game import Tau2ActGame
     from scope_envs.games.tau2.text_game import Tau2TextGame

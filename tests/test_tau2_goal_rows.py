@@ -111,3 +111,11 @@ def test_goal_calls_index_a_goal_and_refuse_one_too_large():
                                  for i in range(goal_rows.MAX_CALLS + 1)], identity={}, details={})
     with pytest.raises(ValueError, match="'big' is too large"):
         goal_rows.GoalCalls(big, {"get_order"})
+
+
+def test_the_told_slots_as_rows_keep_their_order_and_how():
+    items = (("phone", "ok"), ("user_id", "slip"))
+    told, order = goal_rows.told_rows(items)
+    assert told.tolist() == [2, 0, 0, 1] and order.tolist() == [3, 0, -1, -1]
+    assert goal_rows.told_items(told, order) == items
+    assert goal_rows.told_items(*goal_rows.told_rows(())) == ()

@@ -111,7 +111,8 @@ Modules
     the act tables; ``text_protocol.py`` stop tokens and JSON tool calls;
     ``realize.py`` / ``nlu.py`` acts to words and back; ``goals.py`` derived user
     goals; ``behaviour.py`` / ``human_proxy.py`` user behaviour, each reply model one array rule over rows of
-    ``user_state.py``'s columns; ``compiled.py`` / ``batched.py`` the act game's rules as arrays (the act game and the vec engine); ``world.py``,
+    ``user_state.py``'s columns; ``compiled.py`` / ``batched.py`` the act game's rules as arrays (the act game
+    and the vec engine); ``world.py``,
     ``state.py``, ``tools.py``, ``arithmetic.py`` (``calculate``), ``evaluate.py``, ``data.py`` the
     surface-free world; ``airline.py``, ``retail.py``, ``mock.py`` and ``telecom.py`` (with
     ``telecom_carrier.py``, ``telecom_phone.py``, ``telecom_scenarios.py``,

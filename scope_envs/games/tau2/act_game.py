@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from scope_envs.core.game import ONE, InGameError
-from scope_envs.games.tau2 import realize, text_protocol
+from scope_envs.games.tau2 import realize
 from scope_envs.games.tau2.batched import ROLES, Tau2Batch, card_rows
 from scope_envs.games.tau2.compiled import TASKS
 from scope_envs.games.tau2.dialogue_acts import AGENT_ACTS, USER_ACTS
@@ -88,10 +88,7 @@ class Tau2ActGame(Tau2Game):
 
     # -- a turn ----------------------------------------------------------------------------------------------
     def apply(self, role: str, act: int, text: str = "") -> None:
-        if self.termination is not None:
-            raise ValueError("tau2: the episode is over")
-        if role != self._next:
-            raise ValueError(f"tau2: it is the {self._next}'s turn, not the {role}'s")
+        self._check_turn(role)
         if not self.legal(role)[act]:
             raise ValueError(f"tau2: {role} act {self.acts(role)[act]!r} is illegal now")
         kind = AGENT_ACTS[act].partition(":")[0] if role == AGENT else USER_ACTS[act]
@@ -103,8 +100,7 @@ class Tau2ActGame(Tau2Game):
         if b.made[0] >= 0:  # the call the act made runs on the world too, for its words in the transcript
             call = self._table.calls[b.made[0]]
             content, error = self.world.call(call.name, call.arguments, call.requestor, call.key())
-            self.history.append(Tau2Turn(role, act, text_protocol.call_text(call.name, call.arguments),
-                                         {"name": call.name, "arguments": call.arguments}, content, error))
+            self.history.append(Tau2Turn.of_call(role, act, call.name, call.arguments, content, error))
         self._read_row()
         if says:  # a user's words say the state after its act (the values it told)
             self.history.append(Tau2Turn(role, act, words if role == AGENT else text or self.user_text(act)))

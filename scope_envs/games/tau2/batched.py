@@ -55,7 +55,7 @@ from scope_envs.games.tau2.game import (
     user_features,
     user_rewards,
 )
-from scope_envs.games.tau2.goal_rows import BITS, HOWS, bit
+from scope_envs.games.tau2.goal_rows import BITS, bit, told_items
 from scope_envs.games.tau2.human_proxy import proxy_policy
 from scope_envs.games.tau2.user_state import TRAITS, state_fields
 
@@ -232,10 +232,10 @@ class Tau2Batch:
         t, r, w = self.tasks, self.task[rows], self.tasks.width
         if len(rows) == 1:  # one state: its task's kept answer (a row of one pays numpy's cost per call)
             i = int(rows[0])
-            told = tuple((IDENTITY_SLOTS[s], HOWS[self.told[i, s] - 1]) for s in self.told_order[i].tolist() if s >= 0)
             got = t.tables[r[0]].goal_calls.candidates(
-                int(self.called[i]), int(self.revealed_bits[i]), told, bool(self.details_given[i]),
-                bool(self.stated[i]), bool(self.decoy_stated[i] and not self.decoy_retracted[i]))
+                int(self.called[i]), int(self.revealed_bits[i]), told_items(self.told[i], self.told_order[i]),
+                bool(self.details_given[i]), bool(self.stated[i]),
+                bool(self.decoy_stated[i] and not self.decoy_retracted[i]))
             return tuple(np.array([[*c, *(-1,) * (k - len(c))]], np.int64)
                          for c, k in zip(got, (K_READ, K_WRITE, K_PHONE)))
         return goal_rows.candidates(
@@ -248,8 +248,8 @@ class Tau2Batch:
 
     # -- what the roles see --------------------------------------------------------------------------------
     def legal(self, role: int, active: np.ndarray) -> np.ndarray:
-        """Each slot's legal acts of ``role`` (``narrow_agent_acts``, ``narrow_user_acts``); the no-op only where ``role`` is not to
-        move."""
+        """Each slot's legal acts of ``role`` (``narrow_agent_acts``, ``narrow_user_acts``); the no-op only where
+        ``role`` is not to move."""
         on = active == role
         out = np.tile(self._noop[role], (self.n, 1))
         if not on.any():
@@ -537,7 +537,7 @@ class Tau2Batch:
     def user_fields(self, i: int, calls: list) -> dict:
         """What slot ``i``'s user acts write, as the scalar game's fields (``calls``: its task's calls by index; the
         instructed call stays the game's own, only its clearing is read)."""
-        told = {IDENTITY_SLOTS[s]: HOWS[int(self.told[i, s]) - 1] for s in self.told_order[i].tolist() if s >= 0}
+        told = dict(told_items(self.told[i], self.told_order[i]))
         confirmed = int(self.confirmed[i])
         out = {name: bool(getattr(self, name)[i]) for name in
                ("stated", "details_given", "asked", "decoy_stated", "decoy_retracted")}
@@ -571,7 +571,8 @@ class Tau2Batch:
         return np.clip(self.reward[np.asarray(idx)], 0.0, 1.0)
 
     def rewards(self, idx, users: bool = True) -> tuple[np.ndarray, np.ndarray | None]:
-        """The finished slots' (agent, user) rewards (the user's by ``user_rewards``); ``users=False``: the agent's only."""
+        """The finished slots' (agent, user) rewards (the user's by ``user_rewards``); ``users=False``: the
+        agent's only."""
         idx = np.asarray(idx)
         agent = self.reward[idx].copy()
         if not users:

@@ -223,6 +223,13 @@ class Tau2Turn(Turn):
     result: str | None = None
     error: bool = False
 
+    @classmethod
+    def of_call(cls, role: str, act: int, name: str, arguments, result: str, error: bool) -> Tau2Turn:
+        """The turn of a call that the game made (not written by a text player): its JSON text, the call, the
+        result."""
+        return cls(role, act, text_protocol.call_text(name, arguments), {"name": name, "arguments": arguments},
+                   result, error)
+
 
 def scenario_text(task: dict) -> str:
     """The user's card from a task's ``user_scenario`` (persona and instructions), as readable text."""
@@ -389,15 +396,20 @@ class Tau2Game(Game):
             done = [c for c in self.world.calls if c.name in {tc["name"] for tc in calls}]
             for tc in calls:
                 res = next((c for c in done if c.name == tc["name"]), None)
-                self.history.append(Tau2Turn(role, REPLAYED_TOOL_CALL,
-                                             text_protocol.call_text(tc["name"], tc.get("arguments") or {}),
-                                             {"name": tc["name"], "arguments": tc.get("arguments") or {}},
-                                             res.content if res else "", bool(res and res.error)))
+                self.history.append(Tau2Turn.of_call(role, REPLAYED_TOOL_CALL, tc["name"], tc.get("arguments") or {},
+                                                     res.content if res else "", bool(res and res.error)))
                 self.steps += 2
         elif msg.get("content"):
             self.history.append(Tau2Turn(role, REPLAYED_MESSAGE, msg["content"]))
             self.steps += 1
             self._next = USER if role == AGENT else AGENT
+
+    def _check_turn(self, role: str) -> None:
+        """A ``ValueError`` unless the episode goes on and it is ``role``'s turn (either surface's ``apply``)."""
+        if self.termination is not None:
+            raise ValueError("tau2: the episode is over")
+        if role != self._next:
+            raise ValueError(f"tau2: it is the {self._next}'s turn, not the {role}'s")
 
     # ------------------------------------------------------------ the dialogue state
     def _identity_values(self) -> dict[str, dict]:

@@ -91,14 +91,10 @@ class GoalCalls:
         key = (called, revealed, told, details_given, stated, decoy_open)
         hit = self._candidates.get(key)
         if hit is None:
-            told_row = np.zeros((1, len(IDENTITY_SLOTS)), np.int64)
-            order = np.full((1, len(IDENTITY_SLOTS)), -1, np.int64)
-            for j, (slot, how) in enumerate(told):
-                told_row[0, IDENTITY_SLOTS.index(slot)] = 1 + HOWS.index(how)
-                order[0, j] = IDENTITY_SLOTS.index(slot)
+            told_row, order = told_rows(told)
             one = lambda v, dtype=bool: np.array([v], dtype)  # noqa: E731
             rows = candidates(**self.row, called=one(called, np.uint64), revealed=one(revealed, np.uint64),
-                              told=told_row, told_order=order, details_given=one(details_given),
+                              told=told_row[None], told_order=order[None], details_given=one(details_given),
                               stated=one(stated), decoy_open=one(decoy_open), k_read=K_READ, k_write=K_WRITE,
                               k_phone=K_PHONE)
             hit = tuple(tuple(u for u in r[0].tolist() if u >= 0) for r in rows)
@@ -115,6 +111,22 @@ class GoalCalls:
         """The calls among ``keys`` (call keys) that are the goal's."""
         index = self.index
         return bits(index[k] for k in keys if k in index)
+
+
+def told_rows(items) -> tuple[np.ndarray, np.ndarray]:
+    """The identity slots told, (slot, how) pairs in the order first told, as a ``candidates`` row each: ``told``
+    (0, or 1 + the ``HOWS`` index, per slot) and ``told_order`` (the slots' indices in that order, -1 past)."""
+    told = np.zeros(len(IDENTITY_SLOTS), np.int64)
+    order = np.full(len(IDENTITY_SLOTS), -1, np.int64)
+    for j, (slot, how) in enumerate(items):
+        told[IDENTITY_SLOTS.index(slot)] = 1 + HOWS.index(how)
+        order[j] = IDENTITY_SLOTS.index(slot)
+    return told, order
+
+
+def told_items(told: np.ndarray, order: np.ndarray) -> tuple:
+    """``told_rows``'s rows back as (slot, how) pairs in the order first told."""
+    return tuple((IDENTITY_SLOTS[s], HOWS[int(told[s]) - 1]) for s in order.tolist() if s >= 0)
 
 
 def goal_calls(goal, tools) -> GoalCalls:
@@ -191,4 +203,4 @@ def requests_pending(request_bits, called):
 
 
 __all__ = ["BITS", "GoalCalls", "HOWS", "MAX_CALLS", "MAX_TOKENS", "bit", "candidates", "first", "goal_calls",
-           "requests_pending", "satisfied"]
+           "requests_pending", "satisfied", "told_items", "told_rows"]

@@ -55,7 +55,7 @@ from scope_envs.games.tau2.game import (
     user_features,
     user_rewards,
 )
-from scope_envs.games.tau2.goal_rows import HOWS
+from scope_envs.games.tau2.goal_rows import told_rows
 from scope_envs.games.tau2.goals import TRANSFER, Call, tokens
 from scope_envs.games.tau2.user_state import state_row
 
@@ -107,10 +107,7 @@ class _Rules(Tau2Batch):
         for name in ("user_msgs", "slips", "inform_alls", "insisted", "agent_msgs", "denied", "stated",
                      "details_given", "asked", "decoy_stated", "decoy_retracted"):
             getattr(self, name)[0] = getattr(g, name)
-        self.told[0], self.told_order[0] = 0, -1
-        for j, (slot, how) in enumerate(g.told.items()):
-            self.told[0, IDENTITY_SLOTS.index(slot)] = 1 + HOWS.index(how)
-            self.told_order[0, j] = IDENTITY_SLOTS.index(slot)
+        self.told[0], self.told_order[0] = told_rows(g.told.items())
         self.n_told[0] = len(g.told)
         self.confirmed[0] = g.goal_calls.called(g.confirmed)
         self.target[0] = TARGETS.index(g.confirm_target)
@@ -206,7 +203,7 @@ class Tau2TextGame(Tau2Game):
     def _record_call(self, role, act, call: dict, text: str) -> tuple[str, bool]:
         requestor = "assistant" if role == AGENT else "user"
         content, error = self.world.call(call["name"], call["arguments"], requestor)
-        self._tool_turn(role, act, text, call, content, error, requestor)
+        self._tool_turn(Tau2Turn(role, act, text, call, content, error), requestor)
         if not error:
             made = Call(call["name"], call["arguments"] if isinstance(call["arguments"], dict) else {}, requestor, "")
             self.done.add(made.key())
@@ -343,10 +340,7 @@ class Tau2TextGame(Tau2Game):
         return narrow_user_acts(mask[None], *(np.array([flag]) for flag in self._user_allows()))[0]
 
     def apply(self, role: str, act: int, text: str = "") -> None:
-        if self.termination is not None:
-            raise ValueError("tau2: the episode is over")
-        if role != self._next:
-            raise ValueError(f"tau2: it is the {self._next}'s turn, not the {role}'s")
+        self._check_turn(role)
         self.last[role] = act
         self._forget_turn()
         self._turn(role, act, text)
@@ -364,19 +358,18 @@ class Tau2TextGame(Tau2Game):
 
     def _call(self, role, act, call: Call):
         content, error = self.world.call(call.name, call.arguments, call.requestor, call.key())
-        self._tool_turn(role, act, text_protocol.call_text(call.name, call.arguments),
-                        {"name": call.name, "arguments": call.arguments}, content, error, call.requestor)
+        self._tool_turn(Tau2Turn.of_call(role, act, call.name, call.arguments, content, error), call.requestor)
         self.done.add(call.key())
         return content, error
 
-    def _tool_turn(self, role, act, text: str, call: dict, content: str, error: bool, requestor: str) -> None:
-        """A tool call's turn on either surface, once the world ran it: the call and its result, two steps, an
-        error counted, and what the agent's own calls return revealed (the user's phone keeps its screen)."""
-        self.history.append(Tau2Turn(role, act, text, call, content, error))
+    def _tool_turn(self, turn: Tau2Turn, requestor: str) -> None:
+        """A tool call's ``turn``, once the world ran it: the call and its result, two steps, an error counted, and
+        what the agent's own calls return revealed (the user's phone keeps its screen)."""
+        self.history.append(turn)
         self.steps += 2
-        self.tool_errors += error
+        self.tool_errors += turn.error
         if requestor == "assistant":
-            self.revealed += " " + content.lower()
+            self.revealed += " " + turn.result.lower()
 
     def _agent_said(self, act: int, text: str, end: bool) -> None:
         """The agent's message ``text`` is said: the user's turn, or the end the agent chose."""
