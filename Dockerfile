@@ -12,7 +12,7 @@ COPY pyproject.toml setup.py README.md ./
 COPY scope_envs ./scope_envs
 COPY agents ./agents
 COPY wrappers ./wrappers
-RUN pip install --no-cache-dir ".[serve]"
+RUN pip install --no-cache-dir ".[serve,fast]"
 ENV SCOPE_ENV_ID=p4g-frozen SCOPE_ENV_SURFACE=act SCOPE_ENV_KWARGS={}
 EXPOSE 8000
 HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 \

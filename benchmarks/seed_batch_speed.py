@@ -122,9 +122,9 @@ class Recorder:
     def __getattr__(self, name):
         return getattr(self.adam, name)
 
-    def step(self, grad: np.ndarray) -> None:
-        self.grads.append(grad.copy())
-        self.adam.step(grad)
+    def step(self, grad: np.ndarray, scale: float = 1.0) -> None:
+        self.adam.step(grad, scale)
+        self.grads.append(grad.copy())  # (``step`` leaves it scaled)
 
 
 # -- (a) the baseline: today's trainer, seed after seed -----------------------------------------------------

@@ -24,6 +24,8 @@ BAD = [
     ("tau2_act_speed", ["--fingerprint", "-1"], "--fingerprint", "an integer from 1 to"),
     ("tau2_calculate", ["--repeats", "0"], "--repeats", "an integer from 1 to"),
     ("tanh_speed", ["--check-step", "0"], "--check-step", "an integer from 1 to"),
+    ("fused_speed", ["--rounds", "0"], "--rounds", "an integer from 1 to"),
+    ("fused_speed", ["--seeds", "5000"], "--seeds", "an integer from 1 to"),
     ("cooperbench_code_speed", ["--rounds", "0"], "--rounds", "an integer from 1 to"),
     ("realism_known_answers", ["--seeds", "0"], "--seeds", "an integer from 1 to"),
     ("realism_known_answers", ["--game", "tau2"], "--game", "invalid choice"),

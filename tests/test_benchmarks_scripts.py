@@ -3,6 +3,7 @@ and no traceback; a child process that fails ends the script with the child's ow
 ``child_output``), and ``vec_speed.py``'s baseline process imports nothing this tree alone has (its run with the
 baseline trainer, marked slow). (Bad arguments: tests/test_benchmarks_args.py.)"""
 
+import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -10,6 +11,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+needs_numba = pytest.mark.skipif(importlib.util.find_spec("numba") is None,
+                                 reason="numba (the `fast` extra) is not installed")
 SCRIPTS = sorted(p.stem for p in (ROOT / "benchmarks").glob("*.py"))
 
 TINY = [  # (script, a run at a reduced size of its documented command line)
@@ -23,6 +26,8 @@ TINY = [  # (script, a run at a reduced size of its documented command line)
     ("kernel_speed", ["--runs", "p4g:frozen", "--steps", "200", "--eval-episodes", "8", "--rounds", "1",
                       "--out", "{tmp}/k.json"]),
     ("slot_scaling", ["--games", "p4g", "--slots", "64", "--rounds", "1", "--out", "{tmp}/s.json"]),
+    pytest.param("fused_speed", ["--seeds", "2", "--games", "p4g", "--steps", "300", "--rounds", "1", "--out",
+                                 "{tmp}/f.json"], marks=needs_numba, id="fused_speed"),  # asserts the records equal
     ("tanh_speed", ["--rounds", "1", "--calls", "10", "--out", "{tmp}/t.json"]),
     pytest.param("tanh_speed", ["--check", "--check-step", "65536"], id="tanh_speed-check"),
     pytest.param("tanh_speed", ["--fit", "--fit-points", "2000"], id="tanh_speed-fit"),

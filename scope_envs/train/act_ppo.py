@@ -234,14 +234,15 @@ def selfplay_input(x: np.ndarray, m: np.ndarray, user: bool, in_dim: int, out_di
 class NetworkPolicy:
     """An ``ActorCritic``'s numpy forward pass as a ``Policy`` (``scope_envs.train.policy``): acts sampled
     from the masked softmax by inverse CDF with one uniform of ``rng`` per row (``greedy``: the argmax), with
-    their log-probabilities, the critic's values and the entropies. ``params`` are the network's arrays as
-    ``numpy_ac.bind`` lays them out (the critic's 6, then the actor's 6). With ``in_dim``/``out_dim`` it is
-    self-play's shared network and ``encode`` tells it each seat's role (``selfplay_input``)."""
+    their log-probabilities, the critic's values (``values=False``: none, as an evaluation reads none) and the
+    entropies. ``params`` are the network's arrays as ``numpy_ac.bind`` lays them out (the critic's 6, then the
+    actor's 6). With ``in_dim``/``out_dim`` it is self-play's shared network and ``encode`` tells it each seat's
+    role (``selfplay_input``)."""
 
     def __init__(self, params: list[np.ndarray], rng: np.random.Generator, in_dim: int | None = None,
-                 out_dim: int | None = None):
+                 out_dim: int | None = None, values: bool = True):
         self.critic, self.actor, self.rng = params[:6], params[6:], rng
-        self.in_dim, self.out_dim = in_dim, out_dim
+        self.in_dim, self.out_dim, self.values = in_dim, out_dim, values
         if in_dim is None:
             self.encode = None  # one seat's own layout: the collector passes its rows as they are
 
@@ -258,7 +259,8 @@ class NetworkPolicy:
         else:  # inverse CDF; an illegal act (probability 0) never holds the first cumulative sum above u
             cdf = probs.cumsum(-1)
             a = (cdf <= self.rng.random(len(x))[:, None] * cdf[:, -1:]).sum(-1)
-        return Decisions(a, logp[np.arange(len(a)), a], mlp(self.critic, x)[2][:, 0], entropy(logp, probs))
+        values = mlp(self.critic, x)[2][:, 0] if self.values else None
+        return Decisions(a, logp[np.arange(len(a)), a], values, entropy(logp, probs))
 
 
 @dataclass(frozen=True)
@@ -272,9 +274,11 @@ class Networks:
     in_dim: int | None = None
     out_dim: int | None = None
 
-    def policies_with(self, rng: np.random.Generator) -> dict[str, NetworkPolicy]:
-        """Each seat's network drawing from ``rng``; the seats that share a learner share one object."""
-        by_learner = {name: NetworkPolicy(p, rng, self.in_dim, self.out_dim) for name, p in self.params.items()}
+    def policies_with(self, rng: np.random.Generator, values: bool = True) -> dict[str, NetworkPolicy]:
+        """Each seat's network drawing from ``rng`` (``values``: with its critic's values); the seats that share a
+        learner share one object."""
+        by_learner = {name: NetworkPolicy(p, rng, self.in_dim, self.out_dim, values)
+                      for name, p in self.params.items()}
         return {seat: by_learner[name] for seat, name in self.seat.items()}
 
 
@@ -409,10 +413,11 @@ class PPOTrainer:
         xx, mm = selfplay_input(x[None], m[None], agent != AGENT, self.in_dim, self.out_dim)
         return xx[0], mm[0]
 
-    def policies_with(self, rng: np.random.Generator) -> dict[str, NetworkPolicy]:
+    def policies_with(self, rng: np.random.Generator, values: bool = True) -> dict[str, NetworkPolicy]:
         """Each live seat's network as a ``Policy`` drawing from ``rng`` (one object for the seats that share
-        a network, as selfplay's); the networks are the trainer's own (live), not copies."""
-        return self.networks().policies_with(rng)
+        a network, as selfplay's; ``values``: with its critic's values); the networks are the trainer's own
+        (live), not copies."""
+        return self.networks().policies_with(rng, values)
 
     def networks(self, copy: bool = False) -> Networks:
         """Every seat's network: the trainer's own arrays, or (``copy``) copies of them as they are now, which
@@ -627,8 +632,7 @@ class PPOTrainer:
                 mlp_backward(actor, x, h1, h2, dz.astype(np.float32, copy=False), grad_actor)
                 mlp_backward(critic, x, c1, c2, d_v, grad_critic)
                 norm = float(np.sqrt(np.dot(grad, grad)))
-                grad *= min(1.0, cfg.max_grad_norm / (norm + 1e-6))  # clip_grad_norm_
-                opt.step(grad)
+                opt.step(grad, min(1.0, cfg.max_grad_norm / (norm + 1e-6)))  # clip_grad_norm_
                 if epoch == cfg.update_epochs - 1 and start + mb_size >= n:  # the last minibatch's are reported
                     stats = {"pg_loss": float(np.maximum(surrogate, clipped).mean()), "v_loss": v_loss,
                              "entropy": float(ent.mean()), "approx_kl": float(((ratio - 1) - logratio).mean()),

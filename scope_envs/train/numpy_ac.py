@@ -5,7 +5,9 @@ At that size PyTorch's per-op dispatch and autograd bookkeeping cost several tim
 one PPO minibatch step took about 2.4 ms in torch and takes about 0.5 ms here. So the trainer keeps its
 ``ActorCritic`` modules (state dicts, saving, ``PolicySnapshot``, the behaviour clone all stay torch),
 binds their parameters onto one flat float32 buffer that numpy and torch share (``bind``), and does
-the rollout's forward passes and the PPO update in numpy.
+the rollout's forward passes and the PPO update in numpy. The elementwise passes (the hidden layers' bias and
+tanh, tanh's derivative, Adam's step) are ``scope_envs.train.fused``'s: one compiled loop each with numba, the
+same bits without it.
 
 ``tests/test_numpy_ac.py`` holds the forward and backward passes to torch autograd and ``Adam`` to
 ``torch.optim.Adam``; ``tests/test_act_ppo.py`` holds the trainer's whole update (every loss term) to an
@@ -29,7 +31,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from scope_envs.train.activation import tanh
+from scope_envs.train.fused import adam, bias_tanh, tanh_grad
 
 if TYPE_CHECKING:
     from torch import nn
@@ -68,8 +70,8 @@ def mlp(layers: list[np.ndarray], x: np.ndarray) -> tuple[np.ndarray, np.ndarray
     """Linear-tanh-linear-tanh-linear (``nn.Linear`` weights are (out, in)): both hidden activations and
     the output, as ``mlp_backward`` needs them."""
     w1, b1, w2, b2, w3, b3 = layers
-    h1 = tanh(x @ w1.T + b1)
-    h2 = tanh(h1 @ w2.T + b2)
+    h1 = bias_tanh(x @ w1.T, b1)
+    h2 = bias_tanh(h1 @ w2.T, b2)
     return h1, h2, h2 @ w3.T + b3
 
 
@@ -81,12 +83,10 @@ def mlp_backward(layers: list[np.ndarray], x: np.ndarray, h1: np.ndarray, h2: np
     g1, gb1, g2, gb2, g3, gb3 = grads
     np.matmul(d_out.T, h2, out=g3)
     d_out.sum(0, out=gb3)
-    d2 = d_out @ w3
-    d2 *= 1.0 - h2 * h2
+    d2 = tanh_grad(d_out @ w3, h2)
     np.matmul(d2.T, h1, out=g2)
     d2.sum(0, out=gb2)
-    d1 = d2 @ w2
-    d1 *= 1.0 - h1 * h1
+    d1 = tanh_grad(d2 @ w2, h1)
     np.matmul(d1.T, x, out=g1)
     d1.sum(0, out=gb1)
 
@@ -130,15 +130,10 @@ class Adam:
         self.exp_avg_sq = np.zeros_like(flat)
         self.steps = 0
 
-    def step(self, grad: np.ndarray) -> None:
+    def step(self, grad: np.ndarray, scale: float = 1.0) -> None:
+        """One step on ``grad`` times ``scale`` (a clipping factor; ``grad`` is left scaled)."""
         beta1, beta2 = self.betas
         self.steps += 1
-        self.exp_avg += (1.0 - beta1) * (grad - self.exp_avg)  # torch's lerp
-        self.exp_avg_sq *= beta2
-        self.exp_avg_sq += (1.0 - beta2) * grad * grad
-        correction1 = 1.0 - beta1**self.steps
-        correction2 = 1.0 - beta2**self.steps
-        denom = np.sqrt(self.exp_avg_sq)
-        denom /= float(np.sqrt(correction2))
-        denom += self.eps
-        self.flat -= float(self.lr / correction1) * (self.exp_avg / denom)
+        bias2 = float(np.sqrt(1.0 - beta2**self.steps))
+        adam(self.flat, grad, self.exp_avg, self.exp_avg_sq, scale, beta1, beta2, bias2, self.eps,
+             float(self.lr / (1.0 - beta1**self.steps)))

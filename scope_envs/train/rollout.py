@@ -263,9 +263,10 @@ def evaluation_rng(seed: int) -> np.random.Generator:
 
 def evaluation_policies(player, seed: int) -> dict:
     """The seat -> policy mapping an evaluation of ``seed`` plays: a trainer's networks on
-    ``evaluation_rng(seed)`` (``player.policies_with``), a mapping as given, or one policy for ``agent_0``."""
+    ``evaluation_rng(seed)`` (``player.policies_with``; without the critic's values, which no evaluation reads), a
+    mapping as given, or one policy for ``agent_0``."""
     if hasattr(player, "policies_with"):
-        return player.policies_with(evaluation_rng(seed))
+        return player.policies_with(evaluation_rng(seed), values=False)
     if isinstance(player, Mapping):
         return dict(player)
     if not isinstance(player, Policy):
