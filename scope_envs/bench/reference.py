@@ -45,8 +45,9 @@ REFERENCES = {"reference": ("benchmarks/results/default",),
 # the settings a reference's records must share with the new run (the run's task, minus who and which seed)
 SETTINGS = ("steps", "eval_episodes", "heldout_episodes", "curve_points", "curve_episodes", "user_reward",
             "advantage", "group_size", "sensitivity", "world")
-ENGINE = ("core", "registry.py", "regimes.py", "vec", "train/rollout.py", "train/policy.py", "bench/protocol.py",
-          "agents", "wrappers")
+# the trainer is all of train/ but the LLM trainer (``_files`` leaves llm/ out): the act networks, their update, the
+# seeds' loop and the learned users' behaviour clone all make a record's numbers
+ENGINE = ("core", "registry.py", "regimes.py", "vec", "train", "bench/protocol.py", "agents", "wrappers")
 
 
 class ReferenceMismatch(ValueError):

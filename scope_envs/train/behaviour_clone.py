@@ -5,6 +5,12 @@ frozen simulator (``PPOConfig.user_init="frozen"``). ``behaviour_clone`` plays `
 ``<game>-cotrain`` with the frozen simulator's distribution in the user seat (random legal acts for
 agent_0), records the user's observations with that full distribution, and fits the network's actor to
 it by cross-entropy (Adam, minibatches of 256). Everything is drawn from ``seed``.
+
+The fit runs in numpy on the network's own memory (``numpy_ac``: the forward and backward passes and the Adam every
+trainer update uses), not in torch: torch's kernels are not the same on every maker's CPU under the benchmark's
+pins, and a clone a few ulps apart moved every learned-user record in its last digits and set some seeds on
+another course (``benchmarks/README.md``, "Reproducing the records"). ``tests/test_behaviour_clone.py`` holds its
+gradient to torch autograd's.
 """
 
 from __future__ import annotations
@@ -12,14 +18,29 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
-import torch
 
 import scope_envs
-from scope_envs.train.numpy_ac import MASKED_LOGIT
+from scope_envs.train.numpy_ac import Adam, bind, mlp, mlp_backward, normalize, views_like
 
 # kwargs of population/rotation (and of the checkpoint pool) that the frozen and cotrain envs do not take
 POPULATION_KWARGS = ("members", "schedule", "pool_size", "snapshot_every", "pool_sample")
 BC_SEED_OFFSET = 777  # the cloning's episodes and draws: seed + 777
+FIT_KEY = 0x6263  # the fit's minibatches: [FIT_KEY, seed]
+MINIBATCH = 256
+LEARNING_RATE = 3e-3
+
+
+def cross_entropy_grad(actor: list[np.ndarray], x: np.ndarray, m: np.ndarray, p: np.ndarray,
+                       grads: list[np.ndarray]) -> float:
+    """The mean over rows of the cross-entropy ``-sum(p log pi)`` of the actor's masked policy ``pi`` to the target
+    distributions ``p`` (0 on illegal acts); its gradient is written into ``grads`` (the actor's layout). The
+    gradient with respect to the logits z is ``(pi sum(p) - p) / rows``, 0 on illegal acts."""
+    h1, h2, logits = mlp(actor, x)
+    logp = normalize(logits, m)
+    rows = np.float32(len(x))
+    dz = (np.exp(logp) * p.sum(-1, keepdims=True) - p) / rows
+    mlp_backward(actor, x, h1, h2, dz.astype(np.float32, copy=False), grads)
+    return float(-(p * np.maximum(logp, np.float32(-1e4))).sum(-1).mean())
 
 
 def behaviour_clone(net, env_id: str, env_kwargs: dict, seed: int, episodes: int, steps: int,
@@ -51,13 +72,14 @@ def behaviour_clone(net, env_id: str, env_kwargs: dict, seed: int, episodes: int
                 else:
                     actions[a] = int(rng.choice(legal))
             obs, _, _, _, infos = env.step(actions)
-    x, m, p = (torch.as_tensor(np.stack(v)) for v in (xs, ms, ps))
-    opt = torch.optim.Adam(net.actor.parameters(), lr=3e-3)
-    g = torch.Generator().manual_seed(seed)
+    x, m, p = np.stack(xs).astype(np.float32), np.stack(ms).astype(bool), np.stack(ps)
+    flat, arrays = bind(net)  # the critic's 6 arrays, then the actor's, in one buffer torch's modules share
+    start = sum(a.size for a in arrays[:6])
+    opt = Adam(flat[start:], lr=LEARNING_RATE)  # (torch.optim.Adam's defaults)
+    grad = np.zeros(flat.size - start, np.float32)
+    grads = views_like(grad, arrays[6:])
+    draws = np.random.default_rng([FIT_KEY, seed])
     for _ in range(steps):
-        idx = torch.randint(len(x), (256,), generator=g)
-        logp = torch.log_softmax(net.actor(x[idx]).masked_fill(~m[idx], MASKED_LOGIT), -1)
-        loss = -(p[idx] * logp.clamp(min=-1e4)).sum(-1).mean()
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
+        idx = draws.integers(len(x), size=MINIBATCH)
+        cross_entropy_grad(arrays[6:], x[idx], m[idx], p[idx], grads)
+        opt.step(grad)

@@ -80,8 +80,14 @@ def adam_numpy(flat, grad, exp_avg, exp_avg_sq, scale: float, beta1: float, beta
 
 # -- the kernels ---------------------------------------------------------------------------------------------
 if numba is not None:
-    p0, p1, p2, p3, p4, p5 = _P
-    q0, q1, q2, q3, q4 = _Q
+    @numba.njit(inline="always")
+    def _horner(s, c):  # activation._horner's steps
+        out = s * c[-1]
+        for j in range(len(c) - 2, 0, -1):
+            out += c[j]
+            out *= s
+        out += c[0]
+        return out
 
     @numba.njit(cache=True, nogil=True, error_model="numpy")
     def _bias_tanh(y, b):  # y: (rows, units), b: (units,); activation.tanh's steps on y + b, in y
@@ -91,26 +97,9 @@ if numba is not None:
                 x = _LIMIT if x > _LIMIT else x  # np.minimum / np.maximum for every value but NaN, which
                 x = -_LIMIT if x < -_LIMIT else x  # both keep (a NaN compares false)
                 s = x * x
-                p = s * p5
-                p += p4
-                p *= s
-                p += p3
-                p *= s
-                p += p2
-                p *= s
-                p += p1
-                p *= s
-                p += p0
+                p = _horner(s, _P)
                 p *= x
-                q = s * q4
-                q += q3
-                q *= s
-                q += q2
-                q *= s
-                q += q1
-                q *= s
-                q += q0
-                p /= q
+                p /= _horner(s, _Q)
                 p = _ONE if p > _ONE else p
                 y[i, j] = -_ONE if p < -_ONE else p
 
