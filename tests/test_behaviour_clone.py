@@ -5,10 +5,15 @@ import torch
 
 import scope_envs
 from scope_envs.train.act_ppo import ActorCritic
-from scope_envs.train.behaviour_clone import behaviour_clone, cross_entropy_grad
+from scope_envs.train.behaviour_clone import behaviour_clone, cross_entropy_grad, frozen_targets
 from scope_envs.train.numpy_ac import MASKED_LOGIT, bind, views_like
 
 torch.set_num_threads(1)
+
+
+def own_input(seat, obs):
+    """A seat's own observation as the network's input (no self-play encoding)."""
+    return obs["observation"], obs["action_mask"].astype(bool)
 
 
 def test_the_fits_gradient_and_loss_are_torch_autograds():
@@ -37,36 +42,10 @@ def test_the_fits_gradient_and_loss_are_torch_autograds():
         np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-7)
 
 
-def frozen_views(episodes: int, seed: int):
-    """The user's observations, masks and the frozen simulator's distributions on p4g, random legal persuader acts."""
-    sim = scope_envs.make("p4g-frozen").unwrapped.members[0]
-    env = scope_envs.make("p4g-cotrain")
-    role = env.unwrapped.game.user_role
-    rng = np.random.default_rng(seed)
-    xs, ms, ps = [], [], []
-    obs, infos = env.reset(seed=seed)
-    for ep in range(episodes):
-        if ep:
-            obs, infos = env.reset()
-        while env.agents:
-            actions = {}
-            for a in env.agents:
-                if a == "user_0" and infos[a]["active"]:
-                    dist = sim.distribution(env.unwrapped.view(role))
-                    target = np.zeros(len(obs[a]["action_mask"]), np.float32)
-                    target[: len(dist)] = dist
-                    xs.append(obs[a]["observation"]), ms.append(obs[a]["action_mask"].astype(bool)), ps.append(target)
-                    actions[a] = int(rng.choice(len(dist), p=dist))
-                else:
-                    actions[a] = int(rng.choice(np.flatnonzero(obs[a]["action_mask"])))
-            obs, _, _, _, infos = env.step(actions)
-    return np.stack(xs).astype(np.float32), np.stack(ms), np.stack(ps)
-
-
 def test_the_clone_learns_the_frozen_simulator_on_views_it_never_saw():
     env = scope_envs.make("p4g-cotrain")
     dim, acts = env.observation_space("user_0")["observation"].shape[0], env.action_space("user_0").n
-    x, m, p = frozen_views(60, seed=99)
+    x, m, p = frozen_targets("p4g-cotrain", {}, 99, 60, own_input)  # other episodes than the clone's (seed 0)
 
     def cross_entropy(net) -> float:
         arrays = bind(net)[1]
@@ -75,8 +54,7 @@ def test_the_clone_learns_the_frozen_simulator_on_views_it_never_saw():
     torch.manual_seed(0)
     net = ActorCritic(dim, acts)
     before = cross_entropy(net)
-    behaviour_clone(net, "p4g-cotrain", {}, seed=0, episodes=120, steps=200,
-                    encode=lambda seat, obs: (obs["observation"], obs["action_mask"].astype(bool)))
+    behaviour_clone(net, "p4g-cotrain", {}, seed=0, episodes=120, steps=200, encode=own_input)
     after = cross_entropy(net)
     floor = float(-(p * np.log(np.where(p > 0, p, 1.0))).sum(-1).mean())  # the simulator's own entropy
     assert after < before - 0.5 * (before - floor), (before, after, floor)  # more than half the way to the floor
@@ -89,8 +67,7 @@ def test_the_clone_is_a_function_of_its_seed():
     def clone(seed: int) -> bytes:
         torch.manual_seed(0)
         net = ActorCritic(dim, acts)
-        behaviour_clone(net, "p4g-cotrain", {}, seed=seed, episodes=20, steps=30,
-                        encode=lambda seat, obs: (obs["observation"], obs["action_mask"].astype(bool)))
+        behaviour_clone(net, "p4g-cotrain", {}, seed=seed, episodes=20, steps=30, encode=own_input)
         return b"".join(w.detach().numpy().tobytes() for w in net.actor.parameters())
 
     assert clone(3) == clone(3) != clone(4)

@@ -29,7 +29,7 @@ P = (1.0, 0.13680852949619293, 0.0038695023395121098, 2.803116149152629e-05, 3.0
 Q = (1.0, 0.47014185786247253, 0.02725013718008995, 0.00039407022995874286, 1.289022861783451e-06)
 
 
-def _horner(s, c):
+def horner(s, c):
     """``sum(c[j] s^j)``, a new array or tensor like ``s``: a multiplication and an addition a coefficient."""
     out = s * c[-1]
     for j in range(len(c) - 2, 0, -1):
@@ -43,9 +43,9 @@ def rational(x):
     """``x P(x^2) / Q(x^2)`` of an ``x`` already clamped to ``[-LIMIT, LIMIT]``: operators only, so a float32
     numpy array and a float32 torch tensor give the same bits."""
     s = x * x
-    p = _horner(s, P)
+    p = horner(s, P)
     p *= x
-    p /= _horner(s, Q)
+    p /= horner(s, Q)
     return p
 
 
@@ -61,4 +61,4 @@ def tanh(z: np.ndarray) -> np.ndarray:
     return np.maximum(y, np.float32(-1.0), out=y)
 
 
-__all__ = ["LIMIT", "P", "Q", "rational", "tanh"]
+__all__ = ["LIMIT", "P", "Q", "horner", "rational", "tanh"]

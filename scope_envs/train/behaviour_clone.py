@@ -43,10 +43,13 @@ def cross_entropy_grad(actor: list[np.ndarray], x: np.ndarray, m: np.ndarray, p:
     return float(-(p * np.maximum(logp, np.float32(-1e4))).sum(-1).mean())
 
 
-def behaviour_clone(net, env_id: str, env_kwargs: dict, seed: int, episodes: int, steps: int,
-                    encode: Callable[[str, dict], tuple[np.ndarray, np.ndarray]], user: str = "user_0") -> None:
-    """Fit ``net``'s actor (an ``ActorCritic``, in place) to the frozen simulator of ``env_id``'s game on
-    the training cards; ``encode(seat, obs)`` is the network's input of a seat's observation."""
+def frozen_targets(env_id: str, env_kwargs: dict, seed: int, episodes: int,
+                   encode: Callable[[str, dict], tuple[np.ndarray, np.ndarray]], user: str = "user_0"
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """What the clone fits: ``episodes`` episodes of the game's ``cotrain`` env with the frozen simulator's draws in the
+    user seat and random legal acts for agent_0, drawn from ``seed + BC_SEED_OFFSET``. Returns, for every user turn,
+    the network's input and legal mask (``encode(user, obs)``) and the simulator's distribution (float32, padded with
+    zeros to the mask's width)."""
     game = scope_envs.registry[env_id].game
     kwargs = {k: v for k, v in env_kwargs.items() if k not in POPULATION_KWARGS}
     sim = scope_envs.make(f"{game}-frozen", **kwargs).unwrapped.members[0]
@@ -72,7 +75,14 @@ def behaviour_clone(net, env_id: str, env_kwargs: dict, seed: int, episodes: int
                 else:
                     actions[a] = int(rng.choice(legal))
             obs, _, _, _, infos = env.step(actions)
-    x, m, p = np.stack(xs).astype(np.float32), np.stack(ms).astype(bool), np.stack(ps)
+    return np.stack(xs).astype(np.float32), np.stack(ms).astype(bool), np.stack(ps)
+
+
+def behaviour_clone(net, env_id: str, env_kwargs: dict, seed: int, episodes: int, steps: int,
+                    encode: Callable[[str, dict], tuple[np.ndarray, np.ndarray]], user: str = "user_0") -> None:
+    """Fit ``net``'s actor (an ``ActorCritic``, in place) to the frozen simulator of ``env_id``'s game on
+    the training cards (``frozen_targets``); ``encode(seat, obs)`` is the network's input of a seat's observation."""
+    x, m, p = frozen_targets(env_id, env_kwargs, seed, episodes, encode, user)
     flat, arrays = bind(net)  # the critic's 6 arrays, then the actor's, in one buffer torch's modules share
     start = sum(a.size for a in arrays[:6])
     opt = Adam(flat[start:], lr=LEARNING_RATE)  # (torch.optim.Adam's defaults)

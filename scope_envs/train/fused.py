@@ -22,7 +22,7 @@ import os
 
 import numpy as np
 
-from scope_envs.train.activation import LIMIT, P, Q, tanh
+from scope_envs.train.activation import LIMIT, P, Q, horner, tanh
 
 try:
     import numba
@@ -80,14 +80,7 @@ def adam_numpy(flat, grad, exp_avg, exp_avg_sq, scale: float, beta1: float, beta
 
 # -- the kernels ---------------------------------------------------------------------------------------------
 if numba is not None:
-    @numba.njit(inline="always")
-    def _horner(s, c):  # activation._horner's steps
-        out = s * c[-1]
-        for j in range(len(c) - 2, 0, -1):
-            out += c[j]
-            out *= s
-        out += c[0]
-        return out
+    _horner = numba.njit(inline="always")(horner)  # activation's own steps, compiled
 
     @numba.njit(cache=True, nogil=True, error_model="numpy")
     def _bias_tanh(y, b):  # y: (rows, units), b: (units,); activation.tanh's steps on y + b, in y
