@@ -42,7 +42,7 @@ OUT = Path(__file__).resolve().parent / "results" / "fused_speed.json"
 
 
 def per_call(fn, make_args, calls: int) -> float:
-    """Median microseconds of ``fn(*args)`` over fresh arguments (the kernels work in place)."""
+    """Mean microseconds of ``fn(*args)`` over ``calls`` fresh arguments (the kernels work in place)."""
     args = [make_args() for _ in range(calls)]
     t0 = time.perf_counter()
     for a in args:

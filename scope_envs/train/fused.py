@@ -33,8 +33,6 @@ _F = np.float32
 _P = tuple(_F(c) for c in P)
 _Q = tuple(_F(c) for c in Q)
 _LIMIT, _ONE = _F(LIMIT), _F(1.0)
-
-
 _enabled = numba is not None and os.environ.get("SCOPE_ENVS_FUSED", "1") != "0"
 
 
@@ -100,7 +98,6 @@ if numba is not None:
     def _tanh_grad(d, h):  # d *= 1 - h * h, flat
         for i in range(d.shape[0]):
             d[i] *= _ONE - h[i] * h[i]
-
 
     @numba.njit(cache=True, nogil=True, error_model="numpy")
     def _adam(flat, grad, exp_avg, exp_avg_sq, scale, lerp, beta2, rest, bias2, eps, step_size):

@@ -3,11 +3,11 @@
 The act PPO's networks are two 3-layer tanh MLPs of 64 units, and its minibatches have about 128 rows.
 At that size PyTorch's per-op dispatch and autograd bookkeeping cost several times the arithmetic:
 one PPO minibatch step took about 2.4 ms in torch and takes about 0.5 ms here. So the trainer keeps its
-``ActorCritic`` modules (state dicts, saving, ``PolicySnapshot``, the behaviour clone all stay torch),
+``ActorCritic`` modules (state dicts, saving and ``PolicySnapshot``'s copies stay torch),
 binds their parameters onto one flat float32 buffer that numpy and torch share (``bind``), and does
-the rollout's forward passes and the PPO update in numpy. The elementwise passes (the hidden layers' bias and
-tanh, tanh's derivative, Adam's step) are ``scope_envs.train.fused``'s: one compiled loop each with numba, the
-same bits without it.
+the rollout's forward passes, the PPO update and the behaviour clone's fit in numpy. The elementwise passes (the
+hidden layers' bias and tanh, tanh's derivative, Adam's step) are ``scope_envs.train.fused``'s: one compiled loop
+each with numba, the same bits without it.
 
 ``tests/test_numpy_ac.py`` holds the forward and backward passes to torch autograd and ``Adam`` to
 ``torch.optim.Adam``; ``tests/test_act_ppo.py`` holds the trainer's whole update (every loss term) to an
