@@ -31,7 +31,6 @@ members hold cards of their own (p4g's frozen simulator, a rotation).
 
 from __future__ import annotations
 
-import functools
 from typing import Any, Callable
 
 import numpy as np
@@ -142,14 +141,12 @@ class DialogueParallelEnv(ParallelEnv):
         self.possible_agents = [AGENT] + [a for a in self.member_agent if a]
         self._role = {AGENT: self.game.agent_role}
         self._role.update({a: self.game.user_role for a in self.member_agent if a})
-        self.observation_space.cache_clear()
-        self.action_space.cache_clear()
 
-    @functools.lru_cache(maxsize=None)
+    # (the surface keeps each role's spaces; a cache on these methods would be one for the whole process, holding
+    # every env it answered and emptied by each env's construction)
     def observation_space(self, agent):
         return self.surface.observation_space(self._agent_role(agent))
 
-    @functools.lru_cache(maxsize=None)
     def action_space(self, agent):
         return self.surface.action_space(self._agent_role(agent))
 
