@@ -116,6 +116,17 @@ def test_a_small_calibration_run_writes_its_outputs_and_learns(tmp_path):
     assert game["ceiling"] > game["floor"]
     assert (out / "calibration_p4g.png").stat().st_size > 1000
     assert "K3" in (out / "calibration.md").read_text()
+    # --resume keeps the cells this code made and redoes one that other code made (its fingerprint differs)
+    runs = {p.name: json.loads(p.read_text()) for p in (out / "runs").glob("*.json")}
+    stale = "p4g-frozen@none-1.json"
+    runs[stale]["result"]["fingerprint"]["engine"] = "other code"
+    (out / "runs" / stale).write_text(json.dumps(runs[stale]))
+    main(["bench", "--calibration", "--games", "p4g", "--seeds", "2", "--steps", "1000", "--eval-episodes", "48",
+          "--out", str(out), "--resume"])
+    again = {p.name: json.loads(p.read_text()) for p in (out / "runs").glob("*.json")}
+    redone = [name for name in runs if again[name] != runs[name]]
+    assert redone == [stale]
+    assert again[stale]["result"]["fingerprint"] == runs["p4g-ceiling-0.json"]["result"]["fingerprint"]
 
 
 def test_the_homogeneous_dial_is_the_frozen_defects_on_the_few_cards():

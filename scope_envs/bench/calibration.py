@@ -191,6 +191,7 @@ def run_cell(game: str, method: str, seed: int, steps: int, eval_episodes: int, 
     from scope_envs.bench.methods import ceiling_steps, method_setup
     from scope_envs.bench.policies import TrainerPlayers
     from scope_envs.bench.protocol import eval_envs, play, side_seeds
+    from scope_envs.bench.reference import fingerprint
     from scope_envs.train.act_ppo import PPOConfig, PPOTrainer
 
     torch.set_num_threads(1)  # one thread per run: the runs are the parallelism (as methods.run_one)
@@ -212,7 +213,8 @@ def run_cell(game: str, method: str, seed: int, steps: int, eval_episodes: int, 
     return {"game": game, "method": method, "seed": seed, "dial": dial, **({"world": world} if world else {}),
             "metrics": {"train_success": tr["success"], "heldout_success": ho["success"],
                         "policy_entropy": tr["policy_entropy"], "sim_entropy": tr["sim_entropy"]},
-            "agent_steps": trainer.agent_steps, "wall_s": time.perf_counter() - t0}
+            "agent_steps": trainer.agent_steps, "wall_s": time.perf_counter() - t0,
+            "fingerprint": fingerprint(game)}  # what made these episodes: --resume redoes a cell other code made
 
 
 # -------------------------------------------------------------------------------------------------- the analysis
