@@ -5,7 +5,9 @@
 (``methods.run_one``: a trained row with a learned user, whose behaviour clone runs in torch, and one without)
 in a fresh process per level, the levels alternating over ``--rounds``, and reports the wall time of each
 level and its ratio to the baseline, ``native`` (each library at this CPU's width), with
-whether each level's records equal the baseline's.
+whether each level's records equal the baseline's and the share of the wall time spent in the networks' forward and
+backward passes (``numpy_ac.mlp`` and ``mlp_backward``: their matrix products, which each kernel level runs at its
+own width, and the passes around them).
 
     python benchmarks/kernel_speed.py
     python benchmarks/kernel_speed.py --runs p4g:frozen --steps 2000 --rounds 1 --out /tmp/k.json
@@ -31,11 +33,23 @@ CHILD = """
 import json, sys, time
 from scope_envs import kernels
 from scope_envs.bench.methods import run_one
+from scope_envs.train import act_ppo, numpy_ac
 game, method, steps, episodes = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+spent = [0.0]  # in the networks' passes (numpy_ac's forward and backward: the products and what goes with them)
+def timed(fn):
+    def passes(*args, **kwargs):
+        t = time.perf_counter()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            spent[0] += time.perf_counter() - t
+    return passes
+numpy_ac.mlp, numpy_ac.mlp_backward = timed(numpy_ac.mlp), timed(numpy_ac.mlp_backward)
+act_ppo.mlp, act_ppo.mlp_backward = numpy_ac.mlp, numpy_ac.mlp_backward
 t0 = time.perf_counter()
 record = run_one(game, method, 0, steps, episodes, 0, 10)
 wall = time.perf_counter() - t0
-print(json.dumps({"wall_s": wall, "metrics": record["metrics"], "kernels": kernels.describe(),
+print(json.dumps({"wall_s": wall, "networks_s": spent[0], "metrics": record["metrics"], "kernels": kernels.describe(),
                   "in_effect": kernels.in_effect(kernels.level())}))
 """
 
@@ -65,15 +79,18 @@ def main() -> None:
     rows = []
     for game, method in args.runs:
         times = {level: [] for level in kernels.LEVELS}
+        shares = {level: [] for level in kernels.LEVELS}
         records = {}
         for _ in range(args.rounds):
             for level in (BASELINE, *(lv for lv in kernels.LEVELS if lv != BASELINE)):
                 r = child(level, game, method, args.steps, args.eval_episodes)
                 times[level].append(r["wall_s"])
+                shares[level].append(r["networks_s"] / r["wall_s"])
                 records[level] = r
         wall = {lv: float(np.median(t)) for lv, t in times.items()}
         row = {"run": f"{game}:{method}", "wall_s": wall,
                "ratio": {lv: wall[lv] / wall[BASELINE] for lv in wall},
+               "networks_share": {lv: float(np.median(s)) for lv, s in shares.items()},
                "same_record_as_native": {lv: records[lv]["metrics"] == records[BASELINE]["metrics"] for lv in wall},
                "kernels": {lv: records[lv]["kernels"] for lv in records},
                "in_effect": {lv: records[lv]["in_effect"] for lv in records}}
