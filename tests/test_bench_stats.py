@@ -189,6 +189,17 @@ def test_negative_gap_is_never_a_recovery():
     assert c["2a"]["held"] is None and "no gap to recover" in c["2a"]["evidence"]
 
 
+def test_a_gap_within_noise_is_no_gap_to_recover():
+    # oracle above frozen by 0.005 on average, its seeds spread wider: a vs 0.1 above frozen would "recover" 20 gaps
+    band = table(random=[0.0, 0.02, 0.04], oracle=[0.33, 0.43, 0.53])
+    c = by_label(stats.claims({"g": {**table(frozen=FROZEN, vs=[x + 0.1 for x in FROZEN], cotrain=FROZEN), **band}}))
+    for label in ("2a", "2b"):
+        assert c[label]["held"] is None and "within noise" in c[label]["evidence"], label
+    clear = table(random=[0.0, 0.02, 0.04], oracle=[0.60, 0.62, 0.64])  # the same vs, a gap whose CI is above 0
+    c = by_label(stats.claims({"g": {**table(frozen=FROZEN, vs=[x + 0.1 for x in FROZEN], cotrain=FROZEN), **clear}}))
+    assert c["2a"]["held"] is True and "recovered +0.500" in c["2a"]["evidence"]
+
+
 def test_recovery_held_when_most_of_the_gap_is_closed_and_the_ci_excludes_0():
     band = table(random=[0.0, 0.02, 0.04], oracle=[0.80, 0.82, 0.84])  # gap to recover 0.4
     c = by_label(stats.claims({"g": {**table(frozen=FROZEN, vs=[x + 0.3 for x in FROZEN],

@@ -70,7 +70,8 @@ CLAIM_DEFINITIONS = {
          f"lies within ±{NEAR:.0%} of the headroom (oracle − random).",
     "2a": f"recovered = (vs − frozen) / (oracle − frozen) on mean held-out success is >= {RECOVERY}, the difference "
           "vs − frozen is positive, and its 95% bootstrap CI lies above 0. A negative difference is never a "
-          "recovery; with oracle − frozen <= 0 there is no gap to recover (not judged).",
+          "recovery; with oracle − frozen <= 0, or its 95% bootstrap CI reaching 0, there is no gap to recover "
+          "(not judged: a share of a gap within noise means nothing).",
     "2b": f"as 2a for cotrain: recovered >= {RECOVERY}, cotrain − frozen > 0 and its 95% CI lies above 0.",
     "3": "population has the strictly highest mean held-out success of all methods (floor, ceiling and "
          "uncollapsed rows excluded), and its confirmatory comparison with frozen is significant after Holm "
@@ -564,6 +565,9 @@ def game_claims(game: str, table: dict, st: dict | None = None) -> list[dict]:
             add(key, None, f"not judged (frozen is at or above the ceiling: no gap to recover); {ev}")
         elif _undefined(ci):
             add(key, None, f"not judged (fewer than 2 seeds: no CI); {ev}")
+        elif (gap_ci := bootstrap_diff_ci(held[CEILING], held[BASELINE]))[0] <= 0:
+            add(key, None, f"not judged (the ceiling is above frozen within noise: the 95% CI of oracle − frozen "
+                           f"{_ci(gap_ci)} reaches 0, no gap to recover); {ev}")
         else:
             recovered = diff / gap
             verdict = bool(diff > 0 and recovered >= RECOVERY and ci[0] > 0)
