@@ -13,6 +13,9 @@ Three measurements, each in alternating rounds (the machine is noisy), one threa
 
     python benchmarks/fused_speed.py --seeds 8 --rounds 2
     python benchmarks/fused_speed.py --check
+
+It runs at the kernels its environment gives numpy's BLAS (native, unless ``OPENBLAS_CORETYPE`` and the other pins of
+``scope_envs.kernels`` are set, as ``scope-envs bench`` sets them); the output's ``libraries`` names them.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from scope_envs.arguments import count, output_file
 from scope_envs.bench.methods import run_one, run_seeds
 from scope_envs.bench.presets import GAMES, preset_steps
 from scope_envs.files import write_json
+from scope_envs.kernels import describe as kernels_in_use
 from scope_envs.train import fused
 from scope_envs.train.activation import tanh
 from scope_envs.train.seeds import MAX_SEEDS
@@ -149,7 +153,8 @@ def main() -> None:
         rows.append(row_speed(game, args.seeds, preset_steps(game) if args.steps is None else args.steps,
                               args.rounds))
         print(json.dumps(rows[-1]), flush=True)
-    write_json(args.out, {"kernels": kernels, "rows": rows, "threads": 1, "numba": fused.numba.__version__})
+    write_json(args.out, {"kernels": kernels, "rows": rows, "threads": 1, "numba": fused.numba.__version__,
+                          "libraries": kernels_in_use()})  # the BLAS's and numpy's kernel level (the environment's)
 
 
 if __name__ == "__main__":
