@@ -33,7 +33,7 @@ CHILD = """
 import json, sys, time
 from scope_envs import kernels
 from scope_envs.bench.methods import run_one
-from scope_envs.train import act_ppo, numpy_ac
+from scope_envs.train import act_ppo, behaviour_clone, numpy_ac
 game, method, steps, episodes = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 spent = [0.0]  # in the networks' passes (numpy_ac's forward and backward: the products and what goes with them)
 def timed(fn):
@@ -45,7 +45,8 @@ def timed(fn):
             spent[0] += time.perf_counter() - t
     return passes
 numpy_ac.mlp, numpy_ac.mlp_backward = timed(numpy_ac.mlp), timed(numpy_ac.mlp_backward)
-act_ppo.mlp, act_ppo.mlp_backward = numpy_ac.mlp, numpy_ac.mlp_backward
+for user in (act_ppo, behaviour_clone):  # the modules that took the names at import
+    user.mlp, user.mlp_backward = numpy_ac.mlp, numpy_ac.mlp_backward
 t0 = time.perf_counter()
 record = run_one(game, method, 0, steps, episodes, 0, 10)
 wall = time.perf_counter() - t0

@@ -190,7 +190,7 @@ def test_negative_gap_is_never_a_recovery():
 
 
 def test_a_gap_within_noise_is_no_gap_to_recover():
-    # oracle above frozen by 0.005 on average, its seeds spread wider: a vs 0.1 above frozen would "recover" 20 gaps
+    # oracle above frozen by 0.01 on average, its seeds spread wider: a vs 0.1 above frozen would "recover" 10 gaps
     band = table(random=[0.0, 0.02, 0.04], oracle=[0.33, 0.43, 0.53])
     c = by_label(stats.claims({"g": {**table(frozen=FROZEN, vs=[x + 0.1 for x in FROZEN], cotrain=FROZEN), **band}}))
     for label in ("2a", "2b"):

@@ -545,7 +545,9 @@ def game_claims(game: str, table: dict, st: dict | None = None) -> list[dict]:
                    f"(near: {'yes' if near else 'no'})")
             add("1", high and near, ev)
 
-    # 2a / 2b: recovering most of the gap
+    # 2a / 2b: recovering most of the gap oracle − frozen (it and its CI computed once for both)
+    gap = mean[CEILING] - mean[BASELINE] if b["present"] and BASELINE in mean else float("nan")
+    gap_ci = bootstrap_diff_ci(held[CEILING], held[BASELINE]) if gap > 0 else None
     for key, method in (("2a", "vs"), ("2b", "cotrain")):
         if not {BASELINE, method} <= set(table):
             add(key, None, f"not judged ({BASELINE} and {method} are not both in this run)")
@@ -557,7 +559,6 @@ def game_claims(game: str, table: dict, st: dict | None = None) -> list[dict]:
         if not b["present"]:
             add(key, None, f"{NO_BAND}; {ev}")
             continue
-        gap = mean[CEILING] - mean[BASELINE]
         ev += f"; gap to recover oracle − frozen {gap:+.3f}"
         if gate:
             add(key, None, f"{gate}; {ev}")
@@ -565,7 +566,7 @@ def game_claims(game: str, table: dict, st: dict | None = None) -> list[dict]:
             add(key, None, f"not judged (frozen is at or above the ceiling: no gap to recover); {ev}")
         elif _undefined(ci):
             add(key, None, f"not judged (fewer than 2 seeds: no CI); {ev}")
-        elif (gap_ci := bootstrap_diff_ci(held[CEILING], held[BASELINE]))[0] <= 0:
+        elif gap_ci[0] <= 0:
             add(key, None, f"not judged (the ceiling is above frozen within noise: the 95% CI of oracle − frozen "
                            f"{_ci(gap_ci)} reaches 0, no gap to recover); {ev}")
         else:

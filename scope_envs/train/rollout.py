@@ -149,10 +149,9 @@ def collect_blocks(vec, blocks: list[Block], greedy: bool = False, decisions: bo
         ended_group[slot] = group[slot]
         if k < 0 or started[k] >= blocks[k].n_episodes:
             return None
-        size = blocks[k].group_size
-        group[slot] = started[k] // size
+        group[slot] = started[k] // blocks[k].group_size
         started[k] += 1
-        return {} if size == 1 else scenario_options(scenario[k], started[k] - 1, size)
+        return scenario_options(scenario[k], started[k] - 1, blocks[k].group_size)
 
     vec.next_episode = next_episode
     # each block draws from a generator of its own (a stream), seeded by its slots' seeds and labelled by its
