@@ -46,6 +46,9 @@ BAD = [
     ("collapse_design", ["--games", "nosuch"], "--games", "nosuch"),
     ("collapse_design", ["--games", "tau2", "--world", "no-interactions"], "--world", "tau2 has no world"),
     ("kernel_speed", ["--runs", "p4g"], "--runs", "expected GAME:METHOD"),
+    ("arithmetic_floor", ["--runs", "p4g:random"], "--runs", "nothing to bound"),
+    ("arithmetic_floor", ["--runs", "chess:frozen"], "--runs", "not a built-in row"),
+    ("arithmetic_floor", ["--seeds", "65"], "--seeds", "an integer from 1 to 64"),
     ("slot_scaling", ["--slots", "0"], "--slots", "an integer from 1 to"),
     ("baseline_tree", ["HEAD", "/proc/scope-envs-no-such-folder"], "into", "cannot create"),
 ]

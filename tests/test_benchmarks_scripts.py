@@ -26,6 +26,8 @@ TINY = [  # (script, a run at a reduced size of its documented command line)
     ("kernel_speed", ["--runs", "p4g:frozen", "--steps", "200", "--eval-episodes", "8", "--rounds", "1",
                       "--out", "{tmp}/k.json"]),
     ("slot_scaling", ["--games", "p4g", "--slots", "64", "--rounds", "1", "--out", "{tmp}/s.json"]),
+    ("arithmetic_floor", ["--runs", "p4g:frozen", "--seeds", "2", "--steps", "200", "--eval-episodes", "8",
+                          "--out", "{tmp}/a.json"]),
     pytest.param("fused_speed", ["--seeds", "2", "--games", "p4g", "--steps", "300", "--rounds", "1", "--out",
                                  "{tmp}/f.json"], marks=needs_numba, id="fused_speed"),  # asserts the records equal
     ("tanh_speed", ["--rounds", "1", "--calls", "10", "--out", "{tmp}/t.json"]),
