@@ -41,6 +41,7 @@ from pathlib import Path
 
 import numpy as np
 
+from kernel_speed import run_spec, use_passes  # (the scripts' folder is on the path, as when one is run)
 from scope_envs import kernels
 from scope_envs.arguments import count, output_file
 from scope_envs.bench.methods import METHODS
@@ -94,19 +95,11 @@ class Products:
             self.note(h1.T.shape, True, x.shape, False)
             return mlp_backward(layers, x, h1, h2, d_out, grads)
 
-        self._set(recorded_mlp, recorded_backward)
+        use_passes(recorded_mlp, recorded_backward)
         return self
 
     def __exit__(self, *exc) -> None:
-        self._set(*self._restore)
-
-    @staticmethod
-    def _set(mlp, mlp_backward) -> None:
-        from scope_envs.train import act_ppo, behaviour_clone, numpy_ac
-
-        numpy_ac.mlp, numpy_ac.mlp_backward = mlp, mlp_backward
-        for user in (act_ppo, behaviour_clone):  # the modules that took the names at import
-            user.mlp, user.mlp_backward = mlp, mlp_backward
+        use_passes(*self._restore)
 
     def flops(self) -> float:
         """A multiply and an add per term of every product recorded."""
@@ -187,13 +180,6 @@ def default_run(jobs: int) -> dict:
     return {"level": "portable", "jobs": jobs, "rows": rows, "worker_s": worker_s, "products_worker_s": products_s,
             "products_share": products_s / worker_s, "bound": worker_s / products_s,
             "floor_wall_s": products_s / jobs}
-
-
-def run_spec(text: str) -> tuple[str, str]:
-    game, _, method = text.partition(":")
-    if not method:
-        raise argparse.ArgumentTypeError(f"expected GAME:METHOD (e.g. p4g:oracle), got {text!r}")
-    return game, method
 
 
 def main() -> None:

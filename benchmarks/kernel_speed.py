@@ -31,9 +31,11 @@ OUT = Path(__file__).resolve().parent / "results" / "kernel_speed.json"
 BASELINE = "native"
 CHILD = """
 import json, sys, time
+sys.path.insert(0, sys.argv[5])
+from kernel_speed import use_passes
 from scope_envs import kernels
 from scope_envs.bench.methods import run_one
-from scope_envs.train import act_ppo, behaviour_clone, numpy_ac
+from scope_envs.train import numpy_ac
 game, method, steps, episodes = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 spent = [0.0]  # in the networks' passes (numpy_ac's forward and backward: the products and what goes with them)
 def timed(fn):
@@ -44,9 +46,7 @@ def timed(fn):
         finally:
             spent[0] += time.perf_counter() - t
     return passes
-numpy_ac.mlp, numpy_ac.mlp_backward = timed(numpy_ac.mlp), timed(numpy_ac.mlp_backward)
-for user in (act_ppo, behaviour_clone):  # the modules that took the names at import
-    user.mlp, user.mlp_backward = numpy_ac.mlp, numpy_ac.mlp_backward
+use_passes(timed(numpy_ac.mlp), timed(numpy_ac.mlp_backward))
 t0 = time.perf_counter()
 record = run_one(game, method, 0, steps, episodes, 0, 10)
 wall = time.perf_counter() - t0
@@ -55,8 +55,19 @@ print(json.dumps({"wall_s": wall, "networks_s": spent[0], "metrics": record["met
 """
 
 
+def use_passes(mlp, mlp_backward) -> None:
+    """Make ``mlp`` and ``mlp_backward`` the networks' forward and backward passes: ``numpy_ac``'s names and those of
+    the modules that took them at import (a wrapper that times or records them reaches every caller)."""
+    from scope_envs.train import act_ppo, behaviour_clone, numpy_ac
+
+    numpy_ac.mlp, numpy_ac.mlp_backward = mlp, mlp_backward
+    for user in (act_ppo, behaviour_clone):
+        user.mlp, user.mlp_backward = mlp, mlp_backward
+
+
 def child(level: str, game: str, method: str, steps: int, episodes: int) -> dict:
-    done = subprocess.run([sys.executable, "-c", CHILD, game, method, str(steps), str(episodes)],
+    done = subprocess.run([sys.executable, "-c", CHILD, game, method, str(steps), str(episodes),
+                           str(Path(__file__).resolve().parent)],
                           env=kernels.environment(level), capture_output=True, text=True, check=True)
     return json.loads(done.stdout.strip().splitlines()[-1])
 
