@@ -238,3 +238,30 @@ def test_evaluation_episodes_follow_the_declared_rule():
         n = script.required(sd, row["band"])
         assert methods.EVAL_EPISODES_MIN[game] == row["eval_episodes"] == n, game
         assert n % 64 == 0 and sd / n**0.5 <= methods.EVAL_SE_FRACTION * row["band"] < sd / (n - 64) ** 0.5, game
+
+
+def test_a_row_runs_with_fewer_collections_and_gives_the_threshold_back(monkeypatch):
+    import gc
+
+    from scope_envs.bench import plugins
+
+    seen = []
+    real = plugins.run_method_seeds
+
+    def spy(*args, **kwargs):
+        seen.append(gc.get_threshold())
+        return real(*args, **kwargs)
+
+    before = gc.get_threshold()
+    monkeypatch.setattr(plugins, "run_method_seeds", spy)
+    record = run_one("p4g", "random", 0, **TINY)
+    assert seen[0][0] == methods.ROW_COLLECTION_THRESHOLD > before[0] and seen[0][1:] == before[1:]
+    assert gc.get_threshold() == before and record["method"] == "random"
+
+    def fails(*args, **kwargs):
+        raise RuntimeError("a row that fails")
+
+    monkeypatch.setattr(plugins, "run_method_seeds", fails)
+    with pytest.raises(RuntimeError):
+        run_one("p4g", "random", 0, **TINY)
+    assert gc.get_threshold() == before  # given back however the row ends

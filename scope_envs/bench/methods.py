@@ -44,6 +44,9 @@ Metrics ``panel_per_family`` (the six families' success, in panel order) and ``p
 
 from __future__ import annotations
 
+import contextlib
+import gc
+
 import numpy as np
 
 from scope_envs.bench.protocol import (  # the evaluation protocol's constants live with it (one definition)
@@ -234,6 +237,23 @@ def run_one(game: str, method: str, seed: int, steps: int, eval_episodes: int, c
                    group_size, sensitivity, assumptions, heldout_episodes, plugin, world)[0]
 
 
+ROW_COLLECTION_THRESHOLD = 20_000  # net allocations between young collections while a row runs (Python's: 700)
+
+
+@contextlib.contextmanager
+def fewer_collections(threshold: int = ROW_COLLECTION_THRESHOLD):
+    """Python's cyclic collector's first threshold raised while a row runs, then restored. A row allocates millions
+    of short-lived objects (a dict per decision, each step's arrays) and keeps a growing memo (tau2's states);
+    at the default threshold every few hundred steps end in a full collection over all of it, 4-7% of a tau2 row
+    (``benchmarks/gc_share.py``). Collecting changes no number, only when garbage is freed."""
+    before = gc.get_threshold()
+    gc.set_threshold(threshold, *before[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*before)
+
+
 def run_row(game: str, method: str, seeds: list[int], steps: int, eval_episodes: int, curve_points: int,
             curve_episodes: int, user_reward: str | None = None, advantage: str = "gae", group_size: int = 1,
             sensitivity: bool = False, assumptions: str | None = None, heldout_episodes: int | None = None,
@@ -261,11 +281,12 @@ def run_row(game: str, method: str, seeds: list[int], steps: int, eval_episodes:
 
     use_world(game, world)  # (None: as shipped, so that a worker's next run does not inherit this one's)
     try:
-        records = plugins.run_method_seeds(
-            row, game, list(seeds), steps, eval_episodes, curve_points, curve_episodes,
-            heldout_episodes=eval_episodes if heldout_episodes is None else heldout_episodes,
-            options={"user_reward": user_reward, "advantage": advantage, "group_size": group_size},
-            sensitivity=sensitivity, assumptions=assumptions)
+        with fewer_collections():
+            records = plugins.run_method_seeds(
+                row, game, list(seeds), steps, eval_episodes, curve_points, curve_episodes,
+                heldout_episodes=eval_episodes if heldout_episodes is None else heldout_episodes,
+                options={"user_reward": user_reward, "advantage": advantage, "group_size": group_size},
+                sensitivity=sensitivity, assumptions=assumptions)
     finally:
         use_world(game, None)
     return records if world is None else [{**r, "world": world} for r in records]

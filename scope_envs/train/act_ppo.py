@@ -313,6 +313,12 @@ class PolicySnapshot(Simulator):
         return p / p.sum(1, keepdims=True)
 
 
+def stack_rows(rows: list[np.ndarray], dtype) -> np.ndarray:
+    """``np.stack(rows).astype(dtype)`` for equal-shaped rows, several times faster on the thousands of one-decision
+    rows of an iteration (one concatenation, no per-row view)."""
+    return np.concatenate(rows).reshape(len(rows), *rows[0].shape).astype(dtype, copy=False)
+
+
 def find_pool(env) -> CheckpointPool | None:
     """The ``CheckpointPool`` in ``env``'s wrapper chain (walking ``.env`` from the outermost), or None."""
     seen = set()
@@ -540,8 +546,8 @@ class PPOTrainer:
         out = {}
         for name, (ds, advs, rets) in rows.items():
             out[name] = {
-                "x": np.stack([d["x"] for d in ds]).astype(np.float32),
-                "m": np.stack([d["m"] for d in ds]).astype(bool),
+                "x": stack_rows([d["x"] for d in ds], np.float32),
+                "m": stack_rows([d["m"] for d in ds], bool),
                 "a": np.array([d["a"] for d in ds], np.int64),
                 "logp": np.array([d["logp"] for d in ds], np.float32),
                 "v": np.array([d["v"] for d in ds], np.float32),

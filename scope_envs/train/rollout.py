@@ -201,11 +201,17 @@ def collect_blocks(vec, blocks: list[Block], greedy: bool = False, decisions: bo
             logp = nan if d.logp is None else d.logp.tolist()
             value = [0.0] * len(slots) if d.values is None else d.values.tolist()
             ent = nan if d.entropy is None else d.entropy.tolist()
-            for j, (slot, seat, act, lp, val, en) in enumerate(zip(slots.tolist(), seat_of, d.actions.tolist(),
-                                                                     logp, value, ent)):
-                traj[slot].setdefault(seat, []).append({"x": x[j], "m": m[j], "a": act, "logp": lp, "v": val,
+            # list(x): every row's view in one call; the per-decision loop is the rollout's largest Python cost
+            for slot, seat, xj, mj, act, lp, val, en in zip(slots.tolist(), seat_of, list(x), list(m),
+                                                             d.actions.tolist(), logp, value, ent):
+                traj[slot].setdefault(seat, []).append({"x": xj, "m": mj, "a": act, "logp": lp, "v": val,
                                                         "ent": en, "r": 0.0, "user": seat != AGENT})
-                actions[seat][slot] = act
+            if len(rows) == 1:
+                actions[seat_of[0]][slots] = d.actions
+            else:
+                for seat in dict.fromkeys(seat_of):
+                    mine = np.array(seat_of) == seat
+                    actions[seat][slots[mine]] = d.actions[mine]
         obs, rewards, _, _, infos = vec.step(actions)
         for seat, r in rewards.items():
             if decisions:

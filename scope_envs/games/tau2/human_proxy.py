@@ -69,9 +69,11 @@ def _coin(seed: int, what: str, p: float) -> bool:
     return _coin_draw(seed, what) < p
 
 
-@functools.lru_cache(maxsize=1024)
+@functools.lru_cache(maxsize=1 << 16)
 def _coin_draw(seed: int, what: str) -> float:
-    # the coin's uniform draw, asked at every turn of the episode: a generator built once per (episode, purpose)
+    # the coin's uniform draw, asked at every turn of the episode: a generator built once per (episode, purpose).
+    # The cache holds more than a step's live episodes (a row's seeds x slots x 2 purposes): at fewer, a step
+    # evicts each draw just before the next step asks for it again, and every turn builds a generator.
     h = (seed * 1_000_003 + sum(ord(c) * 31 ** i for i, c in enumerate(what))) % (2**32)
     return np.random.default_rng(h).random()
 
