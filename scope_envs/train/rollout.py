@@ -185,11 +185,12 @@ def collect_blocks(vec, blocks: list[Block], greedy: bool = False, decisions: bo
                 slots, x, m = slots[order], np.concatenate([r[2] for r in rows])[order], \
                     np.concatenate([r[3] for r in rows])[order]
             d: Decisions = policy.act(x, m, greedy)
-            if not decisions:  # each seat's acts in one write; agent_0's entropies and a reward to credit per row
-                mine = [(rows[0][0], slice(None))] if len(rows) == 1 else \
-                    [(a, np.array(seat_of) == a) for a in dict.fromkeys(seat_of)]
+            mine = [(rows[0][0], slice(None))] if len(rows) == 1 else \
+                [(a, np.array(seat_of) == a) for a in dict.fromkeys(seat_of)]
+            for seat, rows_of in mine:  # each seat's acts in one write
+                actions[seat][slots[rows_of]] = d.actions[rows_of]
+            if not decisions:  # agent_0's entropies and a reward to credit per row
                 for seat, rows_of in mine:
-                    actions[seat][slots[rows_of]] = d.actions[rows_of]
                     if seat == AGENT:
                         ent = d.entropy[rows_of].tolist() if d.entropy is not None else \
                             [float("nan")] * len(slots[rows_of])
@@ -206,12 +207,6 @@ def collect_blocks(vec, blocks: list[Block], greedy: bool = False, decisions: bo
                                                              d.actions.tolist(), logp, value, ent):
                 traj[slot].setdefault(seat, []).append({"x": xj, "m": mj, "a": act, "logp": lp, "v": val,
                                                         "ent": en, "r": 0.0, "user": seat != AGENT})
-            if len(rows) == 1:
-                actions[seat_of[0]][slots] = d.actions
-            else:
-                for seat in dict.fromkeys(seat_of):
-                    mine = np.array(seat_of) == seat
-                    actions[seat][slots[mine]] = d.actions[mine]
         obs, rewards, _, _, infos = vec.step(actions)
         for seat, r in rewards.items():
             if decisions:
