@@ -4,12 +4,13 @@ changed no number.
 Each round runs every ``--runs`` row (``methods.run_row``: ``--seeds`` seeds trained and evaluated as one
 computation, the default run's budget for that row unless ``--steps``) in a fresh process per tree, the baseline
 revision's (``--baseline-rev``, exported by ``baseline_tree.py`` and put first on ``PYTHONPATH``) and this
-tree's alternating, at the portable kernels the benchmark's records are made at, one thread each (``oracle`` trains the ceiling's budget for ``--steps``, as in ``scope-envs bench``). It reports, per
-row, each tree's median wall time, ``speedup`` (baseline over this tree) and ``same_records``: whether both trees
-wrote the same records (timing fields and the code's fingerprint aside, as ``same_numbers.py compare --ignore
-fingerprint`` compares them), which a pure speed change must.
+tree's alternating, at the portable kernels the benchmark's records are made at, one thread each, with the default
+preset's learning curves (``oracle`` trains the ceiling's budget for ``--steps``, as in ``scope-envs bench``). It
+reports, per row, each tree's median wall time, ``speedup`` (baseline over this tree) and ``same_records``: whether
+both trees wrote the same records (timing fields and the code's fingerprint aside, as ``same_numbers.py compare
+--ignore fingerprint`` compares them), which a pure speed change must.
 
-    python benchmarks/row_speed.py                     # p4g's and tau2's ceilings, cooperbench's cotrain: HEAD
+    python benchmarks/row_speed.py --rounds 1          # p4g's and tau2's ceilings, cooperbench's cotrain: ~25 min
     python benchmarks/row_speed.py --runs p4g:frozen --seeds 2 --steps 3000 --rounds 1 --out /tmp/r.json
 """
 
@@ -21,6 +22,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
@@ -40,13 +42,16 @@ import hashlib, json, sys, time
 sys.path.insert(0, sys.argv[1])
 from same_numbers import kept
 from scope_envs.bench.methods import run_row
+from scope_envs.bench.presets import PRESETS
 game, method, seeds, steps, episodes = sys.argv[2], sys.argv[3], *map(int, sys.argv[4:])
+curves = PRESETS["default"]["curve_points"], PRESETS["default"]["curve_episodes"]
 t = time.perf_counter()
-records = run_row(game, method, list(range(seeds)), steps, episodes, 4, 100, heldout_episodes=episodes)
+records = run_row(game, method, list(range(seeds)), steps, episodes, *curves, heldout_episodes=episodes)
 wall = time.perf_counter() - t
 numbers = [{k: v for k, v in kept(r)[1].items() if k != "fingerprint"} for r in records]  # (the code's digest)
 digest = hashlib.sha256(json.dumps(numbers, sort_keys=True).encode()).hexdigest()
-print(json.dumps({"wall_s": wall, "records": digest}))
+from scope_envs.bench.runner import machine
+print(json.dumps({"wall_s": wall, "records": digest, "machine": machine()}))
 """
 
 
@@ -88,7 +93,8 @@ def main(argv=None) -> None:
     ap.add_argument("--episodes", type=count(100_000), default=500, help="evaluation episodes a side (at most "
                                                                           "100_000; default 500)")
     ap.add_argument("--rounds", type=count(20), default=2, help="rounds, the trees alternating (at most 20)")
-    ap.add_argument("--baseline-rev", type=revision, default="HEAD", help="the git revision to compare with (default HEAD)")
+    ap.add_argument("--baseline-rev", type=revision, default="HEAD",
+                    help="the git revision to compare with (default HEAD)")
     ap.add_argument("--out", type=output_file, default=OUT)
     args = ap.parse_args(argv)
     rows = []
@@ -112,7 +118,9 @@ def main(argv=None) -> None:
                      "speedup": wall["baseline"] / wall["tree"], "same_records": len(digests) == 1})
         print(f"{game}:{method}: {wall['baseline']:.1f} s -> {wall['tree']:.1f} s ({rows[-1]['speedup']:.2f}x), "
               f"records {'the same' if len(digests) == 1 else 'DIFFER'}")
-    write_json(args.out, {"baseline_rev": args.baseline_rev, "kernels": LEVEL,
+    write_json(args.out, {"baseline_rev": args.baseline_rev, "machine": results[args.runs[0]]["tree"][0]["machine"],
+                          "date": time.strftime("%Y-%m-%d"),
+                          "kernels": LEVEL,
                           "episodes": args.episodes, "rounds": args.rounds, "rows": rows})
 
 
