@@ -245,7 +245,7 @@ def fewer_collections(threshold: int = ROW_COLLECTION_THRESHOLD):
     """Python's cyclic collector's first threshold raised while a row runs, then restored. A row allocates millions
     of short-lived objects (a dict per decision, each step's arrays) and keeps a growing memo (tau2's states);
     at the default threshold every few hundred steps end in a full collection over all of it, 4-7% of a tau2 row
-    (``benchmarks/gc_share.py``). Collecting changes no number, only when garbage is freed."""
+    (benchmarks/log/trainer-and-batched-rollouts.md). Collecting changes no number, only when garbage is freed."""
     before = gc.get_threshold()
     gc.set_threshold(threshold, *before[1:])
     try:
