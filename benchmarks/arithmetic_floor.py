@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import time
 from collections import Counter
@@ -41,7 +40,8 @@ from pathlib import Path
 
 import numpy as np
 
-from kernel_speed import run_spec, use_passes  # (the scripts' folder is on the path, as when one is run)
+from baseline_tree import child_output  # (the scripts' folder is on the path, as when one is run)
+from kernel_speed import run_spec, use_passes
 from scope_envs import kernels
 from scope_envs.arguments import count, output_file
 from scope_envs.bench.methods import METHODS
@@ -147,12 +147,10 @@ def measure(game: str, method: str, seeds: int, steps: int, episodes: int, heldo
 
 def child(level: str, game: str, method: str, seeds: int, steps: int, episodes: int, heldout: int = 0,
           first: int = 0) -> dict:
-    done = subprocess.run([sys.executable, "-c", CHILD, str(Path(__file__).resolve().parent), game, method,
-                           *map(str, (seeds, steps, episodes, heldout, first))],
-                          env=kernels.environment(level), capture_output=True, text=True)
-    if done.returncode:
-        raise SystemExit(f"arithmetic_floor.py: the {level} run of {game}:{method} failed:\n{done.stderr[-3000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    out = child_output([sys.executable, "-c", CHILD, str(Path(__file__).resolve().parent), game, method,
+                        *map(str, (seeds, steps, episodes, heldout, first))], kernels.environment(level),
+                       f"the {level} run of {game}:{method}")
+    return json.loads(out.strip().splitlines()[-1])
 
 
 def default_run(jobs: int) -> dict:
@@ -190,7 +188,8 @@ def main() -> None:
     ap.add_argument("--steps", type=count(10_000_000), default=None,
                     help="the methods' decisions per seed (at most 10_000_000; default: the default preset's per game; "
                          "the ceiling trains presets.ceiling_steps of it)")
-    ap.add_argument("--eval-episodes", type=count(100_000), default=500, help="with --runs: episodes per side, the held-out ones included (at most 100_000)")
+    ap.add_argument("--eval-episodes", type=count(100_000), default=500,
+                    help="with --runs: episodes per side, the held-out ones included (at most 100_000)")
     ap.add_argument("--default-run", action="store_true",
                     help="instead of --runs: every row of the default run (its seeds in blocks of 8, budgets and "
                          "evaluation sizes) at the portable kernels, and the sums")
@@ -207,9 +206,6 @@ def main() -> None:
         write_json(args.out or OUT_RUN, out)
         return
     for game, method in args.runs:
-        if game not in GAMES or method not in METHODS:
-            ap.error(f"argument --runs: {game}:{method} is not a built-in row (games {', '.join(GAMES)}; "
-                     f"methods {', '.join(METHODS)})")
         if method == "random":
             ap.error(f"argument --runs: {game}:random plays uniformly, no network: nothing to bound")
     rows = []

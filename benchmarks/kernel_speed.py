@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 
+from baseline_tree import child_output  # (the scripts' folder is on the path, as when one is run)
 from scope_envs import kernels
 from scope_envs.arguments import count, output_file
 from scope_envs.files import write_json
@@ -66,16 +66,23 @@ def use_passes(mlp, mlp_backward) -> None:
 
 
 def child(level: str, game: str, method: str, steps: int, episodes: int) -> dict:
-    done = subprocess.run([sys.executable, "-c", CHILD, game, method, str(steps), str(episodes),
-                           str(Path(__file__).resolve().parent)],
-                          env=kernels.environment(level), capture_output=True, text=True, check=True)
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    out = child_output([sys.executable, "-c", CHILD, game, method, str(steps), str(episodes),
+                        str(Path(__file__).resolve().parent)], kernels.environment(level),
+                       f"the {level} run of {game}:{method}")
+    return json.loads(out.strip().splitlines()[-1])
 
 
 def run_spec(text: str) -> tuple[str, str]:
+    """An argparse type: ``GAME:METHOD``, a built-in row of the benchmark (a game's method where it has it)."""
+    from scope_envs.bench.methods import EXTRA_METHODS, METHODS, available
+    from scope_envs.bench.presets import GAMES
+
     game, _, method = text.partition(":")
     if not method:
         raise argparse.ArgumentTypeError(f"expected GAME:METHOD (e.g. p4g:cotrain), got {text!r}")
+    if game not in GAMES or method not in METHODS + EXTRA_METHODS or not available(game, method):
+        raise argparse.ArgumentTypeError(f"{text} is not a built-in row (games {', '.join(GAMES)}; methods "
+                                         f"{', '.join(METHODS + EXTRA_METHODS)}, where the game has them)")
     return game, method
 
 

@@ -50,6 +50,7 @@ BAD = [
     ("arithmetic_floor", ["--runs", "chess:frozen"], "--runs", "not a built-in row"),
     ("arithmetic_floor", ["--seeds", "65"], "--seeds", "an integer from 1 to 64"),
     ("row_speed", ["--runs", "p4g"], "--runs", "expected GAME:METHOD"),
+    ("row_speed", ["--runs", "cooperbench:grounded"], "--runs", "not a built-in row"),
     ("row_speed", ["--rounds", "21"], "--rounds", "an integer from 1 to 20"),
     ("row_speed", ["--baseline-rev", "no-such-rev"], "--baseline-rev", "is not a revision"),
     ("slot_scaling", ["--slots", "0"], "--slots", "an integer from 1 to"),

@@ -6,15 +6,15 @@ import sys
 from pathlib import Path
 
 import pytest
+from bench_fixtures import load_script
+
+from scope_envs.bench.presets import ceiling_steps, preset_steps
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
-from row_speed import row_steps  # noqa: E402
-
-from scope_envs.bench.presets import ceiling_steps, preset_steps  # noqa: E402
 
 
 def test_a_row_trains_the_budget_the_benchmark_gives_it():
+    row_steps = load_script("row_speed").row_steps
     assert row_steps("p4g", "frozen", 300) == (300, 300)
     assert row_steps("p4g", "oracle", 300) == (300, ceiling_steps("p4g", 300)) and ceiling_steps("p4g", 300) > 300
     default = preset_steps("tau2", "default")
