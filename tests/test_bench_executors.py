@@ -320,6 +320,23 @@ def test_resume_on_a_packed_folder_keeps_its_records(tmp_path, monkeypatch):
     assert not (out / records.PACKED).exists() and len(dict(records.read(out))) == 6
 
 
+def test_results_from_scratch_and_from_packed_records_are_the_same_bytes(tmp_path, monkeypatch):
+    """A packed file holds each record with its keys sorted; results.json must not depend on whether its runs were
+    trained in this process or read back (the stand-in's metrics come in unsorted order)."""
+    from scope_envs.bench import records
+
+    calls_dir = tmp_path / "calls"
+    calls_dir.mkdir()
+    monkeypatch.setattr(methods, "run_one", fake_run_one(calls_dir))
+    out = tmp_path / "out"
+    fresh, _ = execute(grid(seeds=(0, 1)), out, jobs=1, progress=False)
+    records.pack(out)
+    read_back, _ = execute(grid(seeds=(0, 1)), out, jobs=1, resume=True, progress=False)
+    assert len(calls(calls_dir)) == 4, "nothing ran again"
+    assert list(read_back[1]["metrics"]) != list(fresh[1]["metrics"]), "the two orders differ: the test bites"
+    assert json.dumps(summarize(read_back), indent=1) == json.dumps(summarize(fresh), indent=1)
+
+
 def test_resume_redoes_a_record_made_by_other_code(tmp_path, capsys):
     """A record whose fingerprint is not this code's (a game's rule or budget changed since) is run again and
     named; the one this code made is kept. The real runs: their records carry the fingerprint."""

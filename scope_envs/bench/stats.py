@@ -382,6 +382,13 @@ def _order(method: str):
     return (known.index(method), "") if method in known else (len(known), method)
 
 
+def _sorted_keys(value):
+    """``value`` with every dict in it in sorted key order (a copy)."""
+    if isinstance(value, dict):
+        return {k: _sorted_keys(value[k]) for k in sorted(value)}
+    return [_sorted_keys(v) for v in value] if isinstance(value, (list, tuple)) else value
+
+
 def per_seed(entry: dict, key: str = SUCCESS) -> np.ndarray:
     return np.asarray([s[key] for s in entry["per_seed"].values() if key in s], float)
 
@@ -390,13 +397,15 @@ def summarize(runs: list[dict]) -> dict:
     """results.json: game -> method -> means over seeds, ``per_seed``, ``normalized`` / ``recovered`` (per seed
     too; null where undefined: see ``normalize``), and the field's aggregates of held-out success
     (``add_aggregates``: IQM with its stratified-bootstrap CI, the probability of improvement over frozen), and
-    ``data``: what the row's runs played (their fingerprint's ``data``: for tau2 the task source and version)."""
+    ``data``: what the row's runs played (their fingerprint's ``data``: for tau2 the task source and version). A
+    run's metrics are written in sorted key order, as its record reads back from a packed file, so that a run from
+    scratch and one resumed from records write the same bytes."""
     out: dict = {}
     for r in sorted(runs, key=lambda r: (r["game"], _order(r["method"]), r["seed"])):
         entry = out.setdefault(r["game"], {}).setdefault(r["method"], {"per_seed": {}})
-        entry["per_seed"][str(r["seed"])] = dict(r["metrics"])
+        entry["per_seed"][str(r["seed"])] = _sorted_keys(r["metrics"])
         if "fingerprint" in r:
-            entry["data"] = r["fingerprint"]["data"]
+            entry["data"] = _sorted_keys(r["fingerprint"]["data"])
     for game in out.values():
         for entry in game.values():
             seeds = entry["per_seed"].values()
