@@ -279,12 +279,14 @@ def game_section(game: str, table: dict, results: dict, runs: list[dict], st: di
 
 def write_report(out: Path, results: dict, runs: list[dict], settings: dict, wall_s: float,
                  stats_by_game: dict | None = None, trained_here: list[dict] | None = None) -> None:
-    """report.md. ``trained_here``: the runs this process trained (default ``runs``), whose speeds the
-    throughput line reads (with ``--against`` the reference's runs were trained elsewhere)."""
+    """report.md. ``trained_here``: the runs of this benchmark (default ``runs``; with ``--against`` the
+    reference's were trained elsewhere), whose clocks and speeds the settings and the throughput line read."""
     stats_by_game = stats_by_game or {g: game_stats(t) for g, t in results.items()}
+    here = runs if trained_here is None else trained_here
     lines = ["# scope-envs bench", "", "| setting | value |", "|---|---|",
              *(f"| {k} | {', '.join(map(str, v)) if isinstance(v, list) else v} |" for k, v in settings.items()),
-             f"| wall time | {wall_s:.0f} s |", "",
+             f"| wall time | {wall_s:.0f} s (this process; with --resume, what it ran) |",
+             f"| the runs' own clocks | {sum(r.get('wall_s', 0.0) for r in here):.0f} worker-s |", "",
              "Success is each game's success metric: for p4g the mean **actual donation in dollars** "
              "($0-$2; held-out human proxies do not always give what they state), for cooperbench the "
              "**cooperative success rate** (both features complete and a clean merge), for tau2 the **task success "
@@ -300,7 +302,7 @@ def write_report(out: Path, results: dict, runs: list[dict], settings: dict, wal
 
         lines += game_section(game, table, results, runs, st, game_claims(game, builtin(table), st))
     lines += all_games(results)
-    speeds = [r["env_steps_per_s"] for r in (runs if trained_here is None else trained_here)
+    speeds = [r["env_steps_per_s"] for r in here
               if r.get("env_steps_per_s")]
     if speeds:
         lines += [f"Trainer throughput during the runs trained here (one core each, with the learning-curve "
