@@ -223,6 +223,10 @@ def test_the_collapse_sentence_follows_the_cost_ci():
     assert not helps["includes_zero"] and not helps["costs"] and helps["share"] is None
     said = entrants.summary({"p4g": {"mine": {**base, "collapse": helps}}}, "r.md")
     assert "share of it n/a" in said and "the cost is below 0" in said and "not evidence about collapse" in said
+    # one seed a side: no CI, and the sentence does not quote one
+    alone = entrants.collapse(table, "mine", {"mean": 0.01, "ci": [float("nan")] * 2, "hurts": False}, "ref_users")
+    said = entrants.summary({"p4g": {"mine": {**base, "collapse": alone}}}, "r.md")
+    assert "the cost has no CI" in said and "CI includes 0" not in said and "not evidence about collapse" in said
 
 
 def test_bench_help_names_each_default(capsys):

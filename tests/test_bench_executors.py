@@ -352,3 +352,25 @@ def test_resume_redoes_a_record_made_by_other_code(tmp_path, capsys):
     assert "p4g-random-0.json" not in err
     assert json.loads(stale.read_text())["result"]["fingerprint"] == first[1]["fingerprint"]
     assert [without_timing(r) for r in again] == [without_timing(r) for r in first]
+
+
+def test_resume_redoes_a_plug_ins_runs_once_its_file_changed(tmp_path, capsys):
+    """A plug-in's code is not the engine's fingerprint: its records carry its file's digest, and a resume after
+    the file changed runs it again (and says so); an unchanged file keeps them."""
+    mine = tmp_path / "mine.py"
+    source = ("from scope_envs.train.policy import UniformPolicy\n\n"
+              "def first_legal(ctx):\n"
+              "    ctx.progress(0, UniformPolicy(seed=ctx.seed))\n"
+              "    ctx.progress(ctx.budget, UniformPolicy(seed=ctx.seed))\n"
+              "    return lambda obs, mask: mask.argmax(1){}\n")
+    mine.write_text(source.format(""))
+    tasks = [dict(t, method="first_legal", plugin=f"{mine}:first_legal") for t in grid(methods_=("x",), seeds=(0,))]
+    first, _ = execute(tasks, tmp_path / "out", jobs=1, progress=False)
+    assert len(first[0]["plugin_code"]) == 64
+    again, _ = execute(tasks, tmp_path / "out", jobs=1, resume=True, progress=False)
+    assert capsys.readouterr().err == "" and again[0]["wall_s"] == first[0]["wall_s"]  # kept, not rerun
+    mine.write_text(source.format(" * 0"))  # now always act 0
+    changed, _ = execute(tasks, tmp_path / "out", jobs=1, resume=True, progress=False)
+    assert "p4g-first_legal-0.json was made by other code of method 'first_legal' (its file changed since)" in \
+        capsys.readouterr().err
+    assert changed[0]["plugin_code"] != first[0]["plugin_code"]  # run again, and its record says by what

@@ -53,6 +53,18 @@ PLUGIN = textwrap.dedent('''
                 ctx.progress(decisions, UniformPolicy())
             return UniformPolicy()
 
+    class Exits:
+        name = "exits"
+        def train_envs(self, game): return [f"{game}-frozen"]
+        def train(self, ctx): raise SystemExit(3)
+
+    class BadActs:
+        name = "bad-acts"
+        def train_envs(self, game): return [f"{game}-frozen"]
+        def train(self, ctx):
+            ctx.progress(0, UniformPolicy())
+            return lambda obs, mask: mask.argmax(1) * 0 + 999
+
     class Unregistered:
         name = "unregistered"
         def train_envs(self, game): return ["chess-frozen"]
@@ -139,18 +151,24 @@ def test_a_plug_in_gets_what_a_built_in_gets(plugin_file):
 
 
 def test_broken_plug_ins_fail_their_own_runs_and_nothing_else(plugin_file, tmp_path):
-    """Raising, returning a non-policy and overrunning the budget are named failures; the other runs are written."""
+    """Raising, exiting, returning a non-policy, overrunning the budget and a policy that plays illegal acts are
+    named failures of the method, not retried; the other runs are written."""
     base = {"game": "p4g", "seed": 0, **TINY, "user_reward": None, "advantage": "gae", "group_size": 1}
     tasks = [dict(base, method="frozen")] + [dict(base, method=n, plugin=f"{plugin_file}:{c}") for n, c in
                                              (("raises", "Raises"), ("not-a-policy", "NotAPolicy"),
-                                              ("overruns", "Overruns"))]
+                                              ("overruns", "Overruns"), ("exits", "Exits"), ("bad-acts", "BadActs"))]
     with pytest.raises(BenchFailure) as e:
         execute(tasks, tmp_path / "out", jobs=1, progress=False)
     failed = e.value.failed
-    assert set(failed) == {"p4g-raises-0", "p4g-not-a-policy-0", "p4g-overruns-0"}
+    assert set(failed) == {"p4g-raises-0", "p4g-not-a-policy-0", "p4g-overruns-0", "p4g-exits-0", "p4g-bad-acts-0"}
+    assert not any(f.retry for f in failed.values())
     assert "a bug in my method" in failed["p4g-raises-0"]
     assert "returned dict, not a policy" in failed["p4g-not-a-policy-0"]
     assert "overran its budget" in failed["p4g-overruns-0"]
+    assert "SystemExit: 3" in failed["p4g-exits-0"]
+    said = str(e.value)
+    assert "p4g-bad-acts-0: method 'bad-acts': its policy failed in evaluation: ValueError: the policy " \
+           "function returned act 999 in row 0" in said and "PluginFailure" not in said
     written = json.loads((tmp_path / "out" / "runs" / "p4g-frozen-0.json").read_text())
     assert written["result"]["method"] == "frozen"
     assert sorted(p.name for p in (tmp_path / "out" / "runs").glob("*.json")) == ["p4g-frozen-0.json"]

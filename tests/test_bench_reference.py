@@ -120,12 +120,14 @@ def test_an_unknown_confirmatory_row_is_refused_before_any_run(tiny_reference, p
 
 def test_methods_with_against_and_an_entrant_confirmed_against_itself_are_refused(tiny_reference, plugin,  # noqa: F811
                                                                                   tmp_path, capsys, monkeypatch):
-    """--methods would be ignored with --against (the reference's rows are taken whole), and a --confirmatory
-    naming only the entrant leaves it no comparison: both exit 2 before any run."""
+    """--methods would be ignored with --against (the reference's rows are taken whole), a built-in row given as
+    --method would be retrained in place of the reference's (one seed of the ceiling: the band gone), and a
+    --confirmatory naming only the entrant leaves it no comparison: each exits 2 before any run."""
     from scope_envs.bench import executors
 
     monkeypatch.setattr(executors, "execute", lambda *a, **k: pytest.fail("a run started"))
     for extra, said in ((["--methods", "frozen"], "argument --methods: not with --against"),
+                        (["--method", "oracle"], "argument --method: 'oracle': a row of the reference"),
                         (["--confirmatory", "first_legal"], "argument --confirmatory: leaves 'first_legal' nothing "
                                                              "to be compared with")):
         with pytest.raises(SystemExit) as e:
@@ -198,6 +200,25 @@ def test_a_committed_reference_is_never_the_folder_the_hint_writes_into():
     default = reference.folder("reference")
     hint = reference.rebuild_hint("reference", default, tasks[:1], [{"task": tasks[0]}])
     assert "scope-envs bench --out my-reference" in hint and str(default) not in hint
+
+
+def test_a_smoke_runs_hint_makes_a_reference_with_its_own_capped_evaluation():
+    """A smoke run's evaluation is capped by its --steps alone; a hint that added --eval-episodes lifted the curves'
+    caps, and the reference it made was refused again for its curves."""
+    from scope_envs.bench.runner import run_settings
+
+    def task(**options):  # as a run makes it (a smoke run's held-out side as its train side)
+        settings = run_settings(**options)
+        return dict(game="p4g", seed=0, heldout_episodes=settings["eval_episodes"], **settings)
+
+    smoke = [task(steps=64)]
+    hint = reference.rebuild_hint("reference", reference.folder("reference"), smoke, [{"task": smoke[0]}], False)
+    flags = hint.split("make a reference with yours: scope-envs bench ", 1)[1].split(" --out", 1)[0].split()
+    assert "--eval-episodes" not in flags and "--steps" in flags
+    assert run_settings(steps=int(flags[flags.index("--steps") + 1])) == run_settings(steps=64)
+    exact = [task(steps=64, eval_episodes=40)]
+    hint = reference.rebuild_hint("reference", reference.folder("reference"), exact, [{"task": exact[0]}], False)
+    assert "--steps 64 --eval-episodes 40 --out my-reference" in hint
 
 
 def test_the_sb3_rebuild_hint_is_a_command_that_exists(tmp_path):

@@ -240,7 +240,10 @@ def summary(verdicts_: dict, report: str) -> str:
                 lines.append(f"  collapse: cost at this budget (uncollapsed − frozen on the reference model's users) "
                              f"{c['cost']:+.3f}, {LEVEL:.0%} CI {_interval(c['cost_ci'])}; "
                              f"{name}'s share of it {share}")
-                if c["includes_zero"]:
+                if c["includes_zero"] and not all(_finite(b) for b in c["cost_ci"]):
+                    lines.append("    the cost has no CI (a side has fewer than 2 seeds): collapse is not shown at "
+                                 "this budget, so beating frozen here is not evidence about collapse")
+                elif c["includes_zero"]:
                     lines.append("    the cost's CI includes 0: collapse costs nothing measurable at this budget, so "
                                  "beating frozen here is not evidence about collapse")
                 elif not c.get("costs", True):
@@ -330,6 +333,9 @@ def check_arguments(args) -> None:
     if len(set(names)) != len(names):
         args.parser.error(f"argument --method: two methods share a name: {names}")
     clash = [n for n in names if n in builtin_names()]
+    if clash and getattr(args, "against", None):  # it would retrain that row in place of the reference's
+        args.parser.error(f"argument --method: {', '.join(map(repr, clash))}: a row of the reference, taken as it is "
+                          "with --against (rerun built-in rows without --against, with --methods)")
     if clash and any(":" in s for s in specs):
         args.parser.error(f"argument --method: {clash} are built-in row names; give your method another name")
     confirmatory = getattr(args, "confirmatory", None) or []

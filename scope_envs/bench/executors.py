@@ -69,6 +69,8 @@ def failed_try(error: BaseException) -> Failed:
 
     text = Failed(traceback.format_exc())
     text.retry = not isinstance(error, PluginError)
+    if not text.retry:  # its message names the method and what it did: the line a user reads
+        text.summary = str(error)
     return text
 
 
@@ -83,7 +85,8 @@ class BenchFailure(RuntimeError):
             if getattr(error, "retry", True):
                 return f"  {name}: {error.strip().splitlines()[-1]} (failed twice: retried once, as a lost worker " \
                        "or another failure outside the method may not recur)"
-            return f"  {name}: {error.strip().splitlines()[-1]} (the method's own error: not retried; traceback " \
+            said = getattr(error, "summary", None) or error.strip().splitlines()[-1]
+            return f"  {name}: {said} (the method's own error: not retried; traceback " \
                    f"in {out / 'runs' / name}.error.txt)"
 
         lines = "\n".join(line(name, error) for name, error in failed.items())
@@ -404,15 +407,25 @@ def record_problem(data, task: dict) -> str | None:
     return None
 
 
+def plugin_code(spec: str) -> str | None:
+    """The source digest of the plug-in ``spec`` as its file is now (``plugins.source_digest``)."""
+    from scope_envs.bench.methods import builtin
+    from scope_envs.bench.plugins import load, source_digest
+
+    return source_digest(load(spec, builtin()))
+
+
 def finished_runs(out: Path, tasks: list[dict], report=None) -> dict[str, dict]:
     """The runs already in ``OUT/runs`` for these very tasks (same settings), by name. A file that is not a
     valid run record of its task (``record_problem``) is left out, so the run is done again, and ``report``
     (a callable taking one line; default: stderr) is told which file and why; one written for other settings
     is redone silently, as the settings say it must be. A record made by other code (its ``fingerprint``, where
-    it has one, is not this code's: a game's rule or budget changed) is redone and named; after a refactor that
+    it has one, is not this code's: a game's rule or budget changed; a plug-in's file changed since) is redone and
+    named; after a refactor that
     changed no number, ``benchmarks/restamp.py`` gives the records this code's fingerprint first."""
     report = report or (lambda line: print(line, file=sys.stderr))
     this_code = functools.cache(fingerprint)  # each game's, once
+    method_now = functools.cache(plugin_code)  # each plug-in's file, read once
     found = {}
     for task in tasks:
         path = out / "runs" / f"{run_name(task)}.json"
@@ -428,8 +441,12 @@ def finished_runs(out: Path, tasks: list[dict], report=None) -> dict[str, dict]:
         problem = record_problem(data, task)
         made_by = data["result"].get("fingerprint") if problem is None else None
         moved = fingerprint_differs(made_by, this_code(task["game"])) if made_by is not None else []
+        method_code = data["result"].get("plugin_code") if problem is None and task.get("plugin") else None
         if moved:
             report(f"resume: {path} was made by other code (its fingerprint differs in {', '.join(moved)}); "
+                   "running it again")
+        elif method_code is not None and method_code != method_now(task["plugin"]):
+            report(f"resume: {path} was made by other code of method {task['method']!r} (its file changed since); "
                    "running it again")
         elif problem is None:
             found[run_name(task)] = data["result"]

@@ -68,7 +68,7 @@ ENTRY_POINT_GROUP = "scope_envs.methods"
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")  # a row name is also part of a file name
 __all__ = ["BudgetExceeded", "FunctionMethod", "Method", "PluginError", "PluginFailure", "TrainContext", "Trained",
            "check_policy",
-           "load", "reseeded", "run_method"]
+           "load", "reseeded", "run_method", "source_digest"]
 
 
 class BudgetExceeded(PluginError):
@@ -76,8 +76,30 @@ class BudgetExceeded(PluginError):
 
 
 class PluginFailure(PluginError):
-    """A method's own code raised in ``train``: the message names the plug-in's file and line (the full
-    traceback is the exception's cause). Deterministic for a seed, so the benchmark does not retry it."""
+    """A method's own code raised in ``train`` (or exited), or its policy failed while played: the message names
+    where (the full traceback is the exception's cause). Deterministic for a seed, so the benchmark does not retry
+    it."""
+
+
+def source_file(method) -> str | None:
+    """The file that defines ``method`` (its class, or its function), or None (built in C, typed in a shell)."""
+    target = getattr(method, "fn", None) or type(method)
+    try:
+        return str(Path(inspect.getsourcefile(target)).resolve())
+    except (TypeError, OSError):
+        return None
+
+
+def source_digest(method) -> str | None:
+    """The sha256 of the file that defines a plug-in ``method``: what ``--resume`` holds a plug-in's records to (a
+    built-in row's code is the fingerprint's); None for a built-in row or a method with no file."""
+    import hashlib
+
+    path = None if getattr(method, "builtin", False) else source_file(method)
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest() if path else None
+    except OSError:
+        return None
 
 
 def raised_at(error: BaseException, method) -> str:
@@ -85,11 +107,7 @@ def raised_at(error: BaseException, method) -> str:
     that defines ``method`` (its class, or its function), else the last frame outside this package."""
     import traceback
 
-    target = getattr(method, "fn", None) or type(method)
-    try:
-        own = str(Path(inspect.getsourcefile(target)).resolve())
-    except (TypeError, OSError):
-        own = None
+    own = source_file(method)
     frames = traceback.extract_tb(error.__traceback__)
     package = str(Path(__file__).resolve().parents[1])
     mine = [f for f in frames if own and str(Path(f.filename).resolve()) == own] or \
@@ -292,16 +310,19 @@ def run_method_seeds(method, game: str, seeds: list[int], steps: int, eval_episo
 
         return TrainContext(game=game, seed=seed, budget=budget, progress=progress, options=options), books, curve
 
-    def guarded(train, arg):
+    def guarded(call, arg, stage: str | None = None):
+        """``call(arg)``; what a plug-in's own code raises (its ``train``, or its policy while played: ``stage``)
+        is that method's failure, not the benchmark's: named, and not retried."""
         try:
-            return train(arg)
+            return call(arg)
         except PluginError:
             raise
-        except Exception as e:
+        except (Exception, SystemExit) as e:  # a plug-in's sys.exit() ends its own runs, not the benchmark
             if builtin_row:
                 raise
-            raise PluginFailure(f"method {method.name!r} raised in {train.__name__} at {raised_at(e, method)}: "
-                                f"{type(e).__name__}: {e}") from e
+            what = f" raised in {call.__name__} at {raised_at(e, method)}" if stage is None else \
+                f": its policy failed {stage}"
+            raise PluginFailure(f"method {method.name!r}{what}: {type(e).__name__}: {e}") from e
 
     runs = [context(seed) for seed in seeds]
     together = len(seeds) > 1 and callable(getattr(method, "train_seeds", None))
@@ -310,29 +331,32 @@ def run_method_seeds(method, game: str, seeds: list[int], steps: int, eval_episo
         if len(results) != len(seeds):
             raise PluginError(f"method {method.name!r}: train_seeds returned {len(results)} results for "
                               f"{len(seeds)} seeds")
-        protocol.play_curves([curve for _, _, curve in runs])
+        guarded(protocol.play_curves, [curve for _, _, curve in runs], "in a learning-curve evaluation")
         train_times = [(time.perf_counter() - t0) / len(seeds)] * len(seeds)
     else:
         results, train_times = [], []
         for ctx, _, curve in runs:
             t1 = time.perf_counter()
             results.append(guarded(method.train, ctx))
-            protocol.play_curves([curve])
+            guarded(protocol.play_curves, [curve], "in a learning-curve evaluation")
             train_times.append(time.perf_counter() - t1 + (t1 - t0 if not train_times else 0.0))
     from scope_envs.bench.reference import fingerprint
 
     t1 = time.perf_counter()
     trained = [books.close(check_policy(result, method.name)) for (_, books, _), result in zip(runs, results)]
-    records = protocol.evaluate_policies(trained, game, list(seeds), train_envs=specs, eval_episodes=eval_episodes,
-                                         heldout_episodes=heldout_episodes, sensitivity=sensitivity,
-                                         assumptions=assumptions, method=method.name)
+    records = guarded(lambda policies: protocol.evaluate_policies(
+        policies, game, list(seeds), train_envs=specs, eval_episodes=eval_episodes, heldout_episodes=heldout_episodes,
+        sensitivity=sensitivity, assumptions=assumptions, method=method.name), trained, "in evaluation")
     eval_time = (time.perf_counter() - t1) / len(seeds)
+    code = None if builtin_row else source_digest(method)
     for (ctx, _, curve), done, record, train_time in zip(runs, trained, records, train_times):
         if assumptions is None:
             training_record(record, done, curve, ctx.budget, train_time)
         record["wall_s"] = train_time + eval_time
         if assumptions is None:
             record["fingerprint"] = fingerprint(game)  # what determined these episodes (--against checks it)
+        if code:  # and the method's own code (--resume checks it)
+            record["plugin_code"] = code
         if together:
             record["trained_with"] = len(seeds)
     return records

@@ -247,6 +247,7 @@ def _bench_flags(tasks: list[dict]) -> str:
     """``scope-envs bench`` flags that give run tasks ``tasks``' games, seeds and budget (the full preset by name
     when they are its)."""
     from scope_envs.bench.presets import PRESETS, preset_steps
+    from scope_envs.bench.runner import is_smoke, run_settings
 
     games = sorted({t["game"] for t in tasks})
     seeds = {g: len({t["seed"] for t in tasks if t["game"] == g}) for g in games}
@@ -256,10 +257,14 @@ def _bench_flags(tasks: list[dict]) -> str:
         PRESETS["full"]["seeds"]}
     flags = ["--full"] if full else []
     flags += ["--games", *games]
-    if not full:
-        flags += [f"--seeds {max(seeds.values())}"] + ([f"--steps {steps.pop()}"] if len(steps) == 1 else []) + \
-                 ([f"--eval-episodes {evals.pop()}"] if len(evals) == 1 else [])
     t = tasks[0]
+    if not full:
+        flags += [f"--seeds {max(seeds.values())}"] + ([f"--steps {min(steps)}"] if len(steps) == 1 else [])
+        # a smoke run's capped evaluation comes from its --steps alone; --eval-episodes would lift its curves' caps
+        smoke = len(steps) == 1 and is_smoke(min(steps), None) and all(
+            t[k] == v for k, v in run_settings(steps=min(steps)).items() if k in ("eval_episodes", "curve_points",
+                                                                                  "curve_episodes"))
+        flags += [f"--eval-episodes {evals.pop()}"] if len(evals) == 1 and not smoke else []
     flags += [f"--{k.replace('_', '-')} {t[k]}" for k in ("user_reward", "advantage", "group_size")
               if t.get(k) not in (None, "gae", 1)]
     return " ".join(flags)
@@ -279,7 +284,7 @@ def rebuild_hint(against: str, path: Path, tasks: list[dict], records: list[dict
                 f"reference's rows are taken whole), or make a reference with yours: scope-envs bench {_bench_flags(tasks)} --out my-reference, "
                 "then --against my-reference")
     if against == "reference":
-        make = f"scope-envs bench --out {own} (the default preset: about 28 min on 2 cores)"
+        make = f"scope-envs bench --out {own} (the default preset: about 20 min on 2 cores)"
     elif against == "reference-sb3":
         rows = " ".join(f"--method scope_envs.bench.sb3_methods:{name}" for name in SB3_ROWS)
         return (f"the SB3 reference was made by other code; to compare with the SB3 rows, make the default reference "

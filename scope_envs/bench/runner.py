@@ -110,7 +110,7 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
                          "--resume and --out apply; writes calibration.json, calibration.md and a figure per game")
     ap.add_argument("--out", type=output_dir, default="results",
                     help="the output folder (default: ./results; created; checked writable before any run starts; "
-                         "'' is this folder)")
+                         "'.' is the working folder)")
     ap.add_argument("--print-report", action="store_true",
                     help="also print the whole report.md (by default the output ends with a short summary per game "
                          "and the report's path)")
@@ -162,6 +162,25 @@ def machine() -> str:
             f"torch {torch.__version__} ({torch.backends.cpu.get_cpu_capability()} kernels); {kernels.describe()}")
 
 
+def is_smoke(steps: int | None, eval_episodes: int | None) -> bool:
+    """A smoke run: ``--steps`` below ``SMOKE_STEPS`` without ``--eval-episodes``."""
+    return steps is not None and eval_episodes is None and steps < SMOKE_STEPS
+
+
+def run_settings(seeds=None, steps=None, eval_episodes=None, full=False) -> dict:
+    """The preset's seeds, steps, evaluation episodes and curves with the options given (None: the preset's; its
+    steps are per game); a smoke run keeps its evaluation small too."""
+    settings = dict(PRESETS["full" if full else "default"])
+    for key, value in (("seeds", seeds), ("steps", steps), ("eval_episodes", eval_episodes)):
+        if value is not None:
+            settings[key] = value
+    if is_smoke(steps, eval_episodes):
+        settings.update(eval_episodes=min(settings["eval_episodes"], SMOKE_EVAL_EPISODES),
+                        curve_episodes=min(settings["curve_episodes"], 50),
+                        curve_points=min(settings["curve_points"], 3))
+    return settings
+
+
 def run(games=GAMES, methods=METHODS, seeds=None, steps=None, eval_episodes=None, full=False, out="results",
         jobs=None, progress=True, user_reward=None, advantage="gae", group_size=1, sensitivity=False,
         executor="local", address=None, resume=False, plugins=(), against=None, confirmatory=None,
@@ -180,15 +199,8 @@ def run(games=GAMES, methods=METHODS, seeds=None, steps=None, eval_episodes=None
     if world is not None and against is not None:
         raise ValueError("world: a reference was trained in the shipped world; run the variant on its own")
 
-    settings = dict(PRESETS["full" if full else "default"])
-    for key, value in (("seeds", seeds), ("steps", steps), ("eval_episodes", eval_episodes)):
-        if value is not None:
-            settings[key] = value
-    smoke = steps is not None and eval_episodes is None and steps < SMOKE_STEPS
-    if smoke:  # a smoke run: keep evaluation small too
-        settings["eval_episodes"] = min(settings["eval_episodes"], SMOKE_EVAL_EPISODES)
-        settings["curve_episodes"] = min(settings["curve_episodes"], 50)
-        settings["curve_points"] = min(settings["curve_points"], 3)
+    settings = run_settings(seeds, steps, eval_episodes, full)
+    smoke = is_smoke(steps, eval_episodes)
     for key in ("seeds", "eval_episodes") + (("steps",) if steps is not None else ()):  # (the preset's: per game)
         if not isinstance(settings[key], int) or settings[key] < 1:
             raise ValueError(f"{key} must be a positive int, got {settings[key]!r}")
