@@ -111,6 +111,11 @@ def test_text_floor_and_ceiling_on_the_same_episodes(tmp_path):
         assert len(row["heldout_per_episode"]) == 4 and len(row["panel_per_family"]) == 6
     assert a["rows"]["floor"]["heldout_per_episode"] != a["rows"]["ceiling"]["heldout_per_episode"] or \
         a["rows"]["floor"]["panel_per_family"] != a["rows"]["ceiling"]["panel_per_family"]
+    assert "ceiling = the act-level oracle (400 decisions)" in (tmp_path / "a" / "score.md").read_text()
+    from scope_envs.bench.score import markdown
+
+    a["rows"]["ceiling"]["decisions"] = None  # as --ceiling DIR records it: the page names the trainer given
+    assert "ceiling = the saved trainer given by --ceiling" in markdown(a)
 
 
 def test_an_llm_endpoint_is_scored_in_the_text_band(tmp_path):

@@ -36,7 +36,6 @@ from scope_envs.files import OutputError, check_output_dir, describe, write_atom
 
 # upper bounds of the counts (argparse checks them before anything starts; `scope-envs bench --help` says them)
 MAX_SEEDS = 1000
-MAX_STEPS = 100_000_000
 MAX_EVAL_EPISODES = 1_000_000
 MAX_JOBS = 1024
 MAX_GROUP_SIZE = 256
@@ -47,13 +46,14 @@ SMOKE_EVAL_EPISODES = 200
 
 
 def add_arguments(ap: argparse.ArgumentParser) -> None:
-    from scope_envs.arguments import count, game_name, output_dir, ray_address
+    from scope_envs.arguments import MAX_DECISIONS, count, game_name, output_dir, ray_address
     from scope_envs.core.rewards import SIMULATOR_REWARDS
 
     ap.add_argument("--full", action="store_true",
                     help="the full preset: 100_000 decisions per run (every game), at least 3,000 evaluation episodes a side, "
                          "10 curve points, 8 seeds per game (the default preset gives each game its seeds-rule count)")
-    ap.add_argument("--games", nargs="+", type=game_name, default=list(GAMES))
+    ap.add_argument("--games", nargs="+", type=game_name, default=list(GAMES),
+                    help=f"the games (default: {' '.join(GAMES)})")
     ap.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS + EXTRA_METHODS)
     seeds = ", ".join(f"{g} {max(PRESETS['default']['seeds'], SEEDS_MIN.get(g, 0))}" for g in GAMES)
     steps = ", ".join(f"{g} {preset_steps(g):_}" for g in GAMES)
@@ -64,8 +64,8 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
                          f"scope_envs/bench/methods.py); --full: {PRESETS['full']['seeds']} per game; a smoke run "
                          f"(--steps below {SMOKE_STEPS:_}): {PRESETS['default']['seeds']}. With --against the "
                          "reference's rows keep all their seeds, whatever this says")
-    ap.add_argument("--steps", type=count(MAX_STEPS), default=None,
-                    help=f"training budget per run, in decisions of agent_0 (at most {MAX_STEPS:_}). Default: the "
+    ap.add_argument("--steps", type=count(MAX_DECISIONS), default=None,
+                    help=f"training budget per run, in decisions of agent_0 (at most {MAX_DECISIONS:_}). Default: the "
                          f"preset's per game, {steps}: the plateau rule's budgets, cooperbench's below its plateau "
                          f"(GameSpec.budget; preset_steps in scope_envs/bench/presets.py); --full: {PRESETS['full']['steps']:_} per "
                          f"game. The ceiling (oracle) trains its own plateau budget, {ceilings}; below a game's "

@@ -59,7 +59,6 @@ import numpy as np
 
 MAX_SEEDS = 1000
 MAX_EPISODES = 100_000
-MAX_STEPS = 100_000_000
 TEXT_EPISODES = 20
 TEXT_KEY = 0x747874  # the text rows' generators: [TEXT_KEY, episode seed]
 
@@ -495,8 +494,11 @@ def markdown(result: dict) -> str:
             lines.append("**The reference was made with other code or data (its fingerprint differs): its rows "
                          "are shown, but they may not be comparable.**")
     else:
+        decisions = result["rows"].get("ceiling", {}).get("decisions", 0)
+        ceiling = f"the act-level oracle ({decisions:_} decisions)" if decisions else \
+            "the saved trainer given by --ceiling" if decisions is None else "the act-level oracle"
         lines += [f"{result['episodes']} episodes per side, seed {result['seed']}; floor = uniform legal acts in the "
-                  "realizer's words, ceiling = the act-level oracle in the realizer's words (scope_envs.bench.score).",
+                  f"realizer's words, ceiling = {ceiling} in the realizer's words (scope_envs.bench.score).",
                   "", "| row | held-out (text) | panel (text, 6 families) | normalized |", "|---|---|---|---|"]
         for name, row in result["rows"].items():
             if "absent" in row:
@@ -513,7 +515,7 @@ def markdown(result: dict) -> str:
 
 def add_parser(subparsers) -> None:
     """``scope-envs score`` (a subcommand of ``scope_envs.cli``)."""
-    from scope_envs.arguments import count, game_name, output_dir, saved_trainer
+    from scope_envs.arguments import MAX_DECISIONS, count, game_name, output_dir, saved_trainer
 
     p = subparsers.add_parser("score", help="score one policy (saved, SB3 .zip, file.py:NAME, or an LLM on the "
                                             "text surface) by the benchmark's protocol, in a band; or diagnose a "
@@ -550,8 +552,9 @@ def add_parser(subparsers) -> None:
                         "diagnose's; at most 100_000)")
     p.add_argument("--panel", action="append", default=None, metavar="builtin|FILE",
                    help="text: 'builtin' (the six held-out families, the default) and/or an eval-llm panel file")
-    p.add_argument("--ceiling-steps", type=count(MAX_STEPS), default=None,
-                   help="text: the ceiling's training decisions (default: the default preset's ceiling budget for the game)")
+    p.add_argument("--ceiling-steps", type=count(MAX_DECISIONS), default=None,
+                   help="text: the ceiling's training decisions (default: the default preset's ceiling budget for the game; "
+                        f"at most {MAX_DECISIONS:_})")
     p.add_argument("--ceiling", type=saved_trainer, default=None,
                    help="text: a saved trainer folder (PPOTrainer.save) to use as the ceiling instead")
     p.add_argument("--seed", type=count(2**31 - 1, low=0), default=0,
