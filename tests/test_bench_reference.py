@@ -167,7 +167,12 @@ def test_refusals_name_what_differs_and_how_to_rebuild(tiny_reference, plugin, t
     data["result"]["fingerprint"]["data"] = reference.fingerprint("p4g")["data"]
     data["task"]["world"] = "no-interactions"
     path.write_text(json.dumps(data))
-    assert 'setting world is "no-interactions" / null in the reference, null here' in refused(REFERENCE_ARGS, tampered)
+    err = refused(REFERENCE_ARGS, tampered)
+    assert 'setting world is "no-interactions" / null in the reference, null here' in err
+    # the reference's runs disagree among themselves (a folder resumed with other settings): said, and no "run
+    # with those settings" that names one of them
+    assert "made with several settings" in err and "run with those settings" not in err
+    assert "scope-envs bench --games p4g --seeds 2 --steps 400 --eval-episodes 24 --out my-reference" in err
 
 
 def test_the_data_each_game_plays_is_named(monkeypatch, capsys):

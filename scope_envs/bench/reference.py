@@ -307,7 +307,7 @@ def select(against: str, tasks: list[dict], skip: set[str]) -> tuple[list[dict],
     games = sorted({t["game"] for t in tasks})
     problems = []
     chosen = []
-    code_changed = False
+    code_changed = mixed = False
     for game in games:
         mine = next(t for t in tasks if t["game"] == game)
         theirs = [r for r in records if r["task"].get("game") == game and r["result"].get("method") not in skip]
@@ -316,6 +316,7 @@ def select(against: str, tasks: list[dict], skip: set[str]) -> tuple[list[dict],
             continue
         for key in SETTINGS:
             ref_values = {json.dumps(r["task"].get(key)) for r in theirs}
+            mixed |= len(ref_values) > 1
             if ref_values != {json.dumps(mine.get(key))}:
                 problems.append(f"{game}: setting {key} is {' / '.join(sorted(ref_values))} in the reference, "
                                 f"{json.dumps(mine.get(key))} here")
@@ -335,8 +336,12 @@ def select(against: str, tasks: list[dict], skip: set[str]) -> tuple[list[dict],
                 break
         chosen += [r["result"] for r in theirs]  # every seed: the reference's rows as it wrote them
     if problems:
+        hint = rebuild_hint(against, path, tasks, records, code_changed) if not mixed else (
+            "the reference's own runs were made with several settings (a folder resumed with other settings keeps "
+            f"the runs it did not redo): make a reference in a folder of its own: scope-envs bench "
+            f"{_bench_flags(tasks)} --out my-reference, then --against my-reference")
         raise ReferenceMismatch(f"--against {against}: cannot score against {path}:\n  " + "\n  ".join(problems)
-                                + f"\n{rebuild_hint(against, path, tasks, records, code_changed)}")
+                                + f"\n{hint}")
     return chosen, path
 
 
