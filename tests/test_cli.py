@@ -274,7 +274,7 @@ def test_study_serve_database_urls_that_cannot_open_are_one_line(tmp_path, monke
     import uvicorn
 
     folder = study_folder(tmp_path, database=url)
-    monkeypatch.setattr(uvicorn, "run", lambda *a, **k: pytest.fail("the server started"))
+    monkeypatch.setattr(uvicorn.Server, "run", lambda *a, **k: pytest.fail("the server started"))
     with pytest.raises(SystemExit) as exit_:
         main(["study", "serve", "--config", str(folder)])
     err = capsys.readouterr().err

@@ -329,6 +329,57 @@ def test_a_port_in_use_is_an_argument_error_before_anything_is_printed():
     assert "Traceback" not in out.stderr and "serving" not in out.stderr
 
 
+def test_port_0_prints_the_port_the_server_listens_on():
+    """``--port 0`` (any free port): the "serving ... on" line names the port the OS chose, and the server
+    answers there (the line said ``:0``)."""
+    import queue
+    import re
+    import subprocess
+    import sys
+    import threading
+
+    from serve_fixtures import START_TIMEOUT, stop, wait_healthy
+
+    proc = subprocess.Popen([sys.executable, "-m", "scope_envs.cli", "serve", "p4g-frozen", "--port", "0"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    lines = queue.Queue()  # read aside, so that a server that never says the line fails at the timeout
+    threading.Thread(target=lambda: [lines.put(line) for line in proc.stderr], daemon=True).start()
+    try:
+        said = None
+        while said is None:
+            line = lines.get(timeout=START_TIMEOUT)
+            said = re.match(r"serving p4g-frozen \(act\) on http://127\.0\.0\.1:(\d+) \(boot ", line)
+        port = int(said.group(1))
+        assert port != 0, line
+        wait_healthy(f"http://127.0.0.1:{port}", proc)
+    finally:
+        stop(proc)
+
+
+def test_every_bounded_option_states_its_bound_in_its_help():
+    """A count or a duration is refused past its maximum (a typo of many digits fails at once): its help says
+    that maximum, for every such option of ``serve``."""
+    import argparse
+
+    from scope_envs.serve.cli import add_parser, idle_seconds, temperature
+
+    p = add_parser(argparse.ArgumentParser().add_subparsers())
+    bounded = []
+    for action in p._actions:
+        if getattr(action.type, "maximum", None) is not None:  # arguments.count
+            said = (f"{action.type.maximum:_}", f"{action.type.maximum:,}", str(action.type.maximum))
+        elif action.type is idle_seconds:
+            said = ("7 days",)
+        elif action.type is temperature:
+            said = ("to 10",)
+        else:
+            continue
+        bounded.append(action.option_strings[0])
+        assert action.help and any(s in action.help for s in said), (action.option_strings, action.help, said)
+    assert {"--port", "--max-sessions", "--idle-timeout", "--body-timeout", "--user-llm-timeout",
+            "--user-llm-retries"} <= set(bounded), bounded
+
+
 def test_lone_surrogates_and_huge_input_are_4xx_naming_the_field(cotrain):
     for path, raw, field in (("/reset", b'{"episode_id":"\\udc00"}', "episode_id"), ("/reset", b'{"seed":"\\udc00"}', "seed"),
                              ("/scope/vec", b'{"num_envs":"\\udc00"}', "num_envs"),
@@ -646,3 +697,9 @@ def test_a_batched_reset_refuses_repeated_slots_and_more_slots_than_the_session_
         assert status == 200
     finally:
         post(base, None, method="DELETE")
+
+
+def test_the_printed_url_puts_an_ipv6_host_in_brackets():
+    from scope_envs.serve.cli import url_host
+
+    assert url_host("::1") == "[::1]" and url_host("127.0.0.1") == "127.0.0.1" and url_host("localhost") == "localhost"

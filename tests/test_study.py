@@ -284,7 +284,7 @@ def test_a_port_in_use_or_a_demo_option_with_config_is_refused(tmp_path, policie
 
     from scope_envs.cli import main
 
-    monkeypatch.setattr(uvicorn, "run", lambda *a, **k: pytest.fail("the server started"))
+    monkeypatch.setattr(uvicorn.Server, "run", lambda *a, **k: pytest.fail("the server started"))
     folder = write_study(tmp_path / "study", policies)
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
@@ -326,6 +326,30 @@ def test_config_and_cli_errors(tmp_path, policies, capsys):
         with pytest.raises(SystemExit) as e:
             main(argv)
         assert e.value.code == 2 and wanted in capsys.readouterr().err
+
+
+def test_every_bounded_option_states_its_bound_in_its_help():
+    """A count is refused past its maximum (a typo of many digits fails at once): its help says that maximum,
+    for every such option of ``study serve`` and ``study analyze``."""
+    import argparse
+
+    from scope_envs.study import add_arguments, port_number
+
+    sub = argparse.ArgumentParser().add_subparsers()
+    add_arguments(sub)
+    commands = next(a for a in sub.choices["study"]._actions if isinstance(a, argparse._SubParsersAction))
+    bounded = []
+    for name, parser in commands.choices.items():
+        for action in parser._actions:
+            if getattr(action.type, "maximum", None) is not None:  # arguments.count
+                said = (f"{action.type.maximum:_}", f"{action.type.maximum:,}", str(action.type.maximum))
+            elif action.type is port_number:
+                said = ("65535",)
+            else:
+                continue
+            bounded.append(f"{name} {action.option_strings[0]}")
+            assert action.help and any(s in action.help for s in said), (name, action.option_strings, action.help)
+    assert set(bounded) == {"serve --demo-steps", "serve --port", "analyze --proxy-episodes", "analyze --resamples"}
 
 
 @pytest.fixture(scope="module")

@@ -67,6 +67,14 @@ def no_server(*a, **k):
     raise AssertionError("the server started")
 
 
+class Served(Exception):
+    """Raised where uvicorn's server would run: the start got that far, and no server holds the test."""
+
+
+def served(*a, **k):
+    raise Served
+
+
 # ---------------------------------------------------------------------------- 1. the admin token
 @pytest.mark.parametrize("where", ["file-empty", "file-short", "env-blank", "env-empty", "config-short"])
 def test_an_empty_blank_or_short_admin_token_never_starts_the_server(tmp_path, policies, monkeypatch, capsys, where):
@@ -88,7 +96,7 @@ def test_an_empty_blank_or_short_admin_token_never_starts_the_server(tmp_path, p
         monkeypatch.setenv(TOKEN_ENV, "")
     import uvicorn
 
-    monkeypatch.setattr(uvicorn, "run", no_server)
+    monkeypatch.setattr(uvicorn.Server, "run", no_server)
     with pytest.raises(SystemExit) as e:
         main(["study", "serve", "--config", str(folder)])
     err = capsys.readouterr().err
@@ -105,8 +113,9 @@ def test_a_missing_token_is_generated_and_the_start_says_so(tmp_path, policies, 
     monkeypatch.delenv(TOKEN_ENV, raising=False)
     import uvicorn
 
-    monkeypatch.setattr(uvicorn, "run", lambda *a, **k: None)
-    main(["study", "serve", "--config", str(folder)])
+    monkeypatch.setattr(uvicorn.Server, "run", served)
+    with pytest.raises(Served):
+        main(["study", "serve", "--config", str(folder), "--port", "0"])
     out = capsys.readouterr().out
     token = (folder / "admin_token").read_text().strip()
     assert len(token) >= MIN_TOKEN and f"generated now in {folder / 'admin_token'}" in out and token in out
@@ -114,6 +123,62 @@ def test_a_missing_token_is_generated_and_the_start_says_so(tmp_path, policies, 
     _, client = client_for(folder)
     assert client.get("/admin?token=").status_code == 403 and client.get("/admin").status_code == 403
     assert client.get(f"/admin?token={token}").status_code == 200
+
+
+@pytest.mark.parametrize("where", ["config", "env", "file", "generated"])
+def test_the_start_says_where_the_token_came_from_in_a_sentence(tmp_path, policies, monkeypatch, capsys, where):
+    """The start-up line names the token's place in words that read as a sentence, for each place the token
+    can come from (it said "from generated now in ...")."""
+    import uvicorn
+
+    from scope_envs.cli import main
+
+    folder = write_study(tmp_path / "study", policies)
+    monkeypatch.delenv(TOKEN_ENV, raising=False)
+    if where != "config":
+        (folder / "study.yaml").write_text((folder / "study.yaml").read_text().replace(f"admin_token: {TOKEN}\n", ""))
+    if where == "env":
+        monkeypatch.setenv(TOKEN_ENV, TOKEN)
+    elif where == "file":
+        (folder / "admin_token").write_text(TOKEN + "\n")
+    monkeypatch.setattr(uvicorn.Server, "run", served)
+    with pytest.raises(Served):
+        main(["study", "serve", "--config", str(folder), "--port", "0"])
+    said = {"config": "from study.yaml's admin_token", "env": f"from the environment's {TOKEN_ENV}",
+            "file": f"from {folder / 'admin_token'}", "generated": f"generated now in {folder / 'admin_token'}"}
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("admin token:")]
+    assert lines == [f"admin token:  {said[where]}"], lines
+
+
+def test_port_0_prints_the_port_the_server_listens_on(tmp_path, policies):
+    """``--port 0`` (any free port): the participants' and the admin URL carry the port the OS chose, and the
+    admin URL printed opens the admin page (they said ``:0``)."""
+    import queue
+    import re
+    import subprocess
+    import sys
+
+    from tests.study_fixtures import ROOT
+
+    folder = write_study(tmp_path / "study", policies)
+    proc = subprocess.Popen([sys.executable, "-m", "scope_envs.cli", "study", "serve", "--config", str(folder),
+                             "--port", "0"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    lines = queue.Queue()  # read aside, so that a server that never says its URLs fails at the timeout
+    threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout], daemon=True).start()
+    try:
+        urls = {}
+        while "admin" not in urls:
+            line = lines.get(timeout=60)
+            said = re.match(r"(participants|admin): +(http://127\.0\.0\.1:(\d+)/\S*)", line)
+            if said:
+                urls[said.group(1)] = (said.group(2), int(said.group(3)))
+        (_, participants), (admin, port) = urls["participants"], urls["admin"]
+        assert port != 0 and participants == port, urls
+        r = httpx.get(admin, timeout=30)
+        assert r.status_code == 200 and "Test study" in r.text, (r.status_code, r.text[:500])
+    finally:
+        stop_server(proc)
 
 
 # ---------------------------------------------------------------------------- 2. typed config, headers

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import socket
 import sys
 
 import ipaddress
@@ -101,7 +102,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--max-body-bytes", type=count(1 << 30, low=1024), default=4 << 20,
                    help="largest request body or WebSocket frame, bytes (1024 to 1_073_741_824)")
     p.add_argument("--body-timeout", type=idle_seconds, default=30.0, metavar="SECONDS",
-                   help="seconds a request body may take to arrive, else 408 (default 30)")
+                   help="seconds a request body may take to arrive, else 408 (at most 7 days; default 30)")
     llm = p.add_argument_group("the user seat as an LLM (text surface; see docs/serving.md)")
     llm.add_argument("--user-llm", type=backend_spec, metavar="SPEC",
                      help="the user of a frozen or vs id, or the backend of a population pool's named adapters: "
@@ -112,13 +113,58 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     llm.add_argument("--user-llm-temperature", type=temperature, metavar="T",
                      help="sampling temperature (0 to 10; default 1)")
     llm.add_argument("--user-llm-timeout", type=idle_seconds, metavar="SECONDS",
-                     help="an endpoint's seconds per request (default 60)")
+                     help="an endpoint's seconds per request (at most 7 days; default 60)")
     llm.add_argument("--user-llm-retries", type=count(20, low=0), metavar="N",
                      help="an endpoint's retries of a failed request (0 to 20; default 3)")
     llm.add_argument("--user-adapter-dir", metavar="DIR",
                      help="a local model's LoRA adapters, one PEFT directory per name, for reset(adapter=NAME)")
     p.set_defaults(func=run, parser=p)
     return p
+
+
+def bound_sockets(host: str, port: int) -> list[socket.socket]:
+    """Sockets bound to every address of ``host`` (as asyncio's server binds them: ``SO_REUSEADDR``, IPv6 only
+    on an IPv6 socket) on one port, ``port`` or, for 0, the free port the first one got: ``serve_on`` serves on
+    them, so the port printed is the one bound (uvicorn, binding port 0 itself, tells no one the port it got,
+    and gets one per address)."""
+    sockets = []
+    try:
+        for family, kind, proto, _, address in dict.fromkeys(socket.getaddrinfo(
+                host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)):
+            sock = socket.socket(family, kind, proto)
+            sockets.append(sock)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            sock.bind((address[0], port, *address[2:]))
+            port = sock.getsockname()[1]
+    except BaseException:
+        for sock in sockets:
+            sock.close()
+        raise
+    return sockets
+
+
+def url_host(host: str) -> str:
+    """``host`` as a URL's authority writes it: an IPv6 address in brackets."""
+    return f"[{host}]" if ":" in host else host
+
+
+def serve_on(sockets: list[socket.socket], app, **options) -> None:
+    """``uvicorn.run(app, **options)`` on ``sockets``, ending as it ends: an interrupt returns once the server
+    has shut down, a start that failed (the app's startup) exits 3."""
+    import uvicorn
+
+    server = uvicorn.Server(uvicorn.Config(app, **options))
+    try:
+        server.run(sockets=sockets)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        for sock in sockets:
+            sock.close()
+    if not server.started:
+        sys.exit(3)
 
 
 def run(args) -> None:
@@ -142,7 +188,7 @@ def run(args) -> None:
         except UserLLMError as e:
             args.parser.error(f"argument {e.argument}: {e}")
     try:
-        import uvicorn
+        import uvicorn  # noqa: F401  (the extra, checked here; serve_on runs it)
 
         from scope_envs.serve.app import create_app
     except ImportError as e:
@@ -163,6 +209,11 @@ def run(args) -> None:
         args.parser.error(f"argument {e.argument}: {e}")
     except (ValueError, TypeError) as e:  # make() refused the kwargs: the user's mistake, named
         args.parser.error(f"argument --kwarg: cannot serve {args.id} with {str(kwargs)[:300]}: {e}")
-    print(f"serving {args.id} ({args.surface}) on http://{args.host}:{args.port} (boot {app.state.scope_spec['boot_id']})",
+    try:
+        sockets = bound_sockets(args.host, args.port)
+    except OSError as e:  # taken since listen_problem tried it
+        args.parser.error(f"argument --port: cannot listen on {args.host}:{args.port}: {e.strerror or e}")
+    port = sockets[0].getsockname()[1]
+    print(f"serving {args.id} ({args.surface}) on http://{url_host(args.host)}:{port} (boot {app.state.scope_spec['boot_id']})",
           file=sys.stderr, flush=True)
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning", ws_max_size=args.max_body_bytes)
+    serve_on(sockets, app, host=args.host, port=port, log_level="warning", ws_max_size=args.max_body_bytes)

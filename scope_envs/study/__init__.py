@@ -61,7 +61,7 @@ def add_arguments(sub) -> None:
     s.add_argument("--demo-steps", type=count(MAX_DEMO_STEPS), default=None,
                    help=f"--demo: PPO steps per trained policy (1 to {MAX_DEMO_STEPS:_}; default 3000), for a new "
                         "--dir only: a folder made with other steps is refused")
-    s.add_argument("--port", type=port_number, default=8000)
+    s.add_argument("--port", type=port_number, default=8000, help="0 to 65535 (0: any free port; default 8000)")
     s.set_defaults(func=cmd_serve, parser=s)
     a = commands.add_parser("analyze", help="report.md, analysis.json and charts from a study folder")
     a.add_argument("study_dir", help="the folder holding study.yaml")
@@ -96,7 +96,7 @@ def build(cfg):
 
 def cmd_serve(args) -> None:
     try:
-        import uvicorn
+        import uvicorn  # noqa: F401  (the extra, checked here; serve_on runs it)
 
         from scope_envs.study.app import create_app
     except ImportError:
@@ -136,12 +136,19 @@ def cmd_serve(args) -> None:
     except (ValueError, FileNotFoundError) as e:  # a policy that cannot play this game, a missing file
         args.parser.error(f"argument --config: {e}")
     app = create_app(study)
-    base = f"http://127.0.0.1:{args.port}"
+    from scope_envs.serve.cli import bound_sockets, serve_on
+
+    try:
+        sockets = bound_sockets("127.0.0.1", args.port)
+    except OSError as e:  # taken since listen_problem tried it
+        args.parser.error(f"argument --port: cannot listen on 127.0.0.1:{args.port}: {e.strerror or e}")
+    port = sockets[0].getsockname()[1]  # --port 0's free port, where the server listens
+    base = f"http://127.0.0.1:{port}"
     print(f"study folder {cfg.folder}; database {shown(cfg.database_url)}")
     print(f"participants: {base}/?PROLIFIC_PID=<id>&STUDY_ID=<study>&SESSION_ID=<session>")
-    print(f"admin token:  from {origin}")
+    print(f"admin token:  {origin}")
     print(f"admin:        {base}/admin?token={token}", flush=True)
-    uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning")
+    serve_on(sockets, app, host="127.0.0.1", port=port, log_level="warning")
 
 
 def cmd_analyze(args) -> None:

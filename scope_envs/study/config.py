@@ -100,13 +100,15 @@ class StudyConfig:
         return self.token_origin()[0]
 
     def token_origin(self) -> tuple[str, str]:
-        """(the admin token, where it came from: ``study.yaml``, the environment, the file, or generated)."""
+        """(the admin token, where it came from, as the start-up line says it: ``from study.yaml's admin_token``,
+        ``from the environment's ...``, ``from STUDY_DIR/admin_token``, or ``generated now in ...``)."""
         if self.admin_token is not None:
-            return _long_enough(self.admin_token, "admin_token in study.yaml"), "study.yaml's admin_token"
+            return _long_enough(self.admin_token, "admin_token in study.yaml"), "from study.yaml's admin_token"
         if TOKEN_ENV in os.environ:
-            return _long_enough(os.environ[TOKEN_ENV], f"the environment's {TOKEN_ENV}"), TOKEN_ENV
+            where = f"the environment's {TOKEN_ENV}"
+            return _long_enough(os.environ[TOKEN_ENV], where), f"from {where}"
         path = self.folder / "admin_token"
-        origin = str(path)
+        origin = f"from {path}"
         if not path.exists():
             try:
                 fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
