@@ -210,7 +210,7 @@ def test_a_committed_reference_is_never_the_folder_the_hint_writes_into():
 def test_a_smoke_runs_hint_makes_a_reference_with_its_own_capped_evaluation():
     """A smoke run's evaluation is capped by its --steps alone; a hint that added --eval-episodes lifted the curves'
     caps, and the reference it made was refused again for its curves."""
-    from scope_envs.bench.runner import run_settings
+    from scope_envs.bench.presets import run_settings
 
     def task(**options):  # as a run makes it (a smoke run's held-out side as its train side)
         settings = run_settings(**options)

@@ -118,7 +118,7 @@ def test_an_out_folder_is_probed_and_nothing_is_left(tmp_path, capsys):
 
 
 def test_help_states_the_defaults_of_out_and_the_smoke_cap(capsys):
-    from scope_envs.bench.runner import SMOKE_EVAL_EPISODES, SMOKE_STEPS
+    from scope_envs.bench.presets import SMOKE_EVAL_EPISODES, SMOKE_STEPS
 
     for argv, wanted in ((["score"], "(default: ./runs/score)"), (["train-llm"], "(default: ./runs/llm)"),
                          (["bench"], f"--steps below {SMOKE_STEPS:_} without --eval-episodes, caps both sides at "

@@ -42,7 +42,7 @@ def test_python_blocks_run(page, capsys):
 
 def test_benchmark_your_algorithm_states_the_smoke_cap_and_what_score_does_with_a_stale_reference():
     """A smoke run's evaluation cap (bench.runner's constants) and score's warn-only fingerprint check are said."""
-    from scope_envs.bench.runner import SMOKE_EVAL_EPISODES, SMOKE_STEPS
+    from scope_envs.bench.presets import SMOKE_EVAL_EPISODES, SMOKE_STEPS
 
     text = " ".join((ROOT / "docs" / "benchmark-your-algorithm.md").read_text().split())
     assert (f"`--steps` below {SMOKE_STEPS:,} without `--eval-episodes`, caps the evaluation and held-out episodes "

@@ -16,6 +16,9 @@ PRESETS = {
     "full": {"seeds": 8, "steps": 100_000, "eval_episodes": 3000, "curve_points": 10, "curve_episodes": 300},
 }
 ORACLE_BUDGET = 5  # the ceiling's budget over the methods' in a run below the plateau (``ceiling_steps``)
+# a smoke run (--steps below SMOKE_STEPS, no --eval-episodes) keeps its evaluation small too
+SMOKE_STEPS = 5000
+SMOKE_EVAL_EPISODES = 200
 
 
 def preset_steps(game: str, preset: str = "default") -> int:
@@ -34,3 +37,22 @@ def ceiling_steps(game: str, steps: int) -> int:
     if steps >= spec.budget:
         return ceiling_budget(spec.ceiling_budget, steps)
     return min(ORACLE_BUDGET * steps, spec.ceiling_budget)
+
+
+def is_smoke(steps: int | None, eval_episodes: int | None) -> bool:
+    """A smoke run: ``--steps`` below ``SMOKE_STEPS`` without ``--eval-episodes``."""
+    return steps is not None and eval_episodes is None and steps < SMOKE_STEPS
+
+
+def run_settings(seeds=None, steps=None, eval_episodes=None, full=False) -> dict:
+    """The preset's seeds, steps, evaluation episodes and curves with the options given (None: the preset's; its
+    steps are per game); a smoke run keeps its evaluation small too."""
+    settings = dict(PRESETS["full" if full else "default"])
+    for key, value in (("seeds", seeds), ("steps", steps), ("eval_episodes", eval_episodes)):
+        if value is not None:
+            settings[key] = value
+    if is_smoke(steps, eval_episodes):
+        settings.update(eval_episodes=min(settings["eval_episodes"], SMOKE_EVAL_EPISODES),
+                        curve_episodes=min(settings["curve_episodes"], 50),
+                        curve_points=min(settings["curve_points"], 3))
+    return settings

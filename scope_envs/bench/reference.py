@@ -246,8 +246,7 @@ def _made_with(tasks: list[dict]) -> str:
 def _bench_flags(tasks: list[dict]) -> str:
     """``scope-envs bench`` flags that give run tasks ``tasks``' games, seeds and budget (the full preset by name
     when they are its)."""
-    from scope_envs.bench.presets import PRESETS, preset_steps
-    from scope_envs.bench.runner import is_smoke, run_settings
+    from scope_envs.bench.presets import PRESETS, is_smoke, preset_steps, run_settings
 
     games = sorted({t["game"] for t in tasks})
     seeds = {g: len({t["seed"] for t in tasks if t["game"] == g}) for g in games}

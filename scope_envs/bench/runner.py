@@ -30,6 +30,7 @@ from scope_envs.bench.methods import (
     require_row,
 )
 from scope_envs.bench.plots import plot
+from scope_envs.bench.presets import SMOKE_EVAL_EPISODES, SMOKE_STEPS, is_smoke, run_settings
 from scope_envs.bench.report import write_report
 from scope_envs.bench.stats import claims, summarize
 from scope_envs.files import OutputError, check_output_dir, describe, write_atomic, write_json
@@ -40,9 +41,6 @@ MAX_EVAL_EPISODES = 1_000_000
 MAX_JOBS = 1024
 MAX_GROUP_SIZE = 256
 SEED_BLOCK = 8  # seeds of a row per task by default (--seed-block)
-# a smoke run (--steps below SMOKE_STEPS, no --eval-episodes) keeps its evaluation small too
-SMOKE_STEPS = 5000
-SMOKE_EVAL_EPISODES = 200
 
 
 def add_arguments(ap: argparse.ArgumentParser) -> None:
@@ -160,25 +158,6 @@ def machine() -> str:
 
     return (f"{cpu}, {os.cpu_count()} CPUs; numpy {np.__version__} ({blas.replace(' ,', ',')}); "
             f"torch {torch.__version__} ({torch.backends.cpu.get_cpu_capability()} kernels); {kernels.describe()}")
-
-
-def is_smoke(steps: int | None, eval_episodes: int | None) -> bool:
-    """A smoke run: ``--steps`` below ``SMOKE_STEPS`` without ``--eval-episodes``."""
-    return steps is not None and eval_episodes is None and steps < SMOKE_STEPS
-
-
-def run_settings(seeds=None, steps=None, eval_episodes=None, full=False) -> dict:
-    """The preset's seeds, steps, evaluation episodes and curves with the options given (None: the preset's; its
-    steps are per game); a smoke run keeps its evaluation small too."""
-    settings = dict(PRESETS["full" if full else "default"])
-    for key, value in (("seeds", seeds), ("steps", steps), ("eval_episodes", eval_episodes)):
-        if value is not None:
-            settings[key] = value
-    if is_smoke(steps, eval_episodes):
-        settings.update(eval_episodes=min(settings["eval_episodes"], SMOKE_EVAL_EPISODES),
-                        curve_episodes=min(settings["curve_episodes"], 50),
-                        curve_points=min(settings["curve_points"], 3))
-    return settings
 
 
 def run(games=GAMES, methods=METHODS, seeds=None, steps=None, eval_episodes=None, full=False, out="results",
