@@ -156,3 +156,52 @@ def test_a_world_variant_moves_the_users_and_the_simulators_and_fitted_puts_it_b
         cal.use_world("p4g", "no-cards")
     with pytest.raises(ValueError, match="tau2 declares no variants of its training-side world"):
         cal.use_world("tau2", "no-interactions")
+
+
+def test_the_markdown_prints_each_gap_beside_its_own_ci_and_its_share_apart():
+    """calibration.md printed "-0.33 [-0.215, +0.070]": a share of the band beside the CI of the absolute gap, which
+    read as a point outside its interval. Now the gap and its CI are on one scale, the share in its own column, and
+    every number is the analysis's own."""
+    import re
+
+    good = {"random": 0.0, "ceiling": 0.5, "frozen@none": 0.45}
+    for d in cal.DIALS:
+        if d != "none":
+            good[f"frozen@{d}"] = 0.3 if d.startswith("sharpening") else 0.46
+            good[f"rotation@{d}"] = 0.4
+    a = cal.analyse(_runs(good, sd=0.05))
+    md = cal.markdown(a, {"seeds": 6})
+    header = next(line for line in md.splitlines() if line.startswith("| dial |"))
+    assert "[95% CI of the gap]" in header and "| gap as a share of the band |" in header
+    rows = {line.split(" | ")[0][2:]: line for line in md.splitlines() if line.startswith("| ") and "@" not in line
+            and not line.startswith("| dial")}
+    assert set(rows) == set(a["p4g"]["dials"])
+    for d, v in a["p4g"]["dials"].items():
+        cells = [c.strip() for c in rows[d].strip("|").split("|")]
+        gap, lo, hi = map(float, re.fullmatch(r"([+-][\d.]+) \[([+-][\d.]+), ([+-][\d.]+)\]", cells[1]).groups())
+        assert (gap, lo, hi) == (round(v["gap"], 3), round(v["ci"][0], 3), round(v["ci"][1], 3))
+        assert lo <= gap <= hi, rows[d]  # the point inside its own interval
+        assert cells[2] == f"{v['gap_share']:+.2f}" + ("" if v["opened"] else " (no gap)")
+    shares = {d: v["gap_share"] for d, v in a["p4g"]["dials"].items()}
+    assert any(not cal.GAP_SHARE <= s for s in shares.values()) and any(s >= cal.GAP_SHARE for s in shares.values())
+    assert "A method's recovered share: (method@dial − frozen@dial) / gap" in md
+
+
+def test_rewrite_markdown_rewrites_the_words_from_the_json_alone(tmp_path, monkeypatch):
+    """No cell is trained and no record read: calibration.md again from calibration.json, the same numbers."""
+    good = {"random": 0.0, "ceiling": 1.0, "frozen@none": 0.95, "frozen@combined": 0.5, "rotation@combined": 0.6}
+    analysis = cal.analyse(_runs(good))
+    settings = {"seeds": 6, "steps": {"p4g": 10}, "wall_s": 1.0}
+    (tmp_path / "calibration.json").write_text(json.dumps({"settings": settings, "games": analysis}))
+    monkeypatch.setattr(cal, "run_cell", lambda *a, **k: pytest.fail("rewrite_markdown trained a cell"))
+    assert cal.rewrite_markdown(tmp_path) == tmp_path / "calibration.md"
+    assert (tmp_path / "calibration.md").read_text() == cal.markdown(json.loads(json.dumps(analysis)), settings)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["calibration.json", "calibration.md"]
+
+
+def test_the_committed_calibration_md_is_its_json_in_the_current_wording():
+    from pathlib import Path
+
+    folder = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "calibration"
+    data = json.loads((folder / "calibration.json").read_text())
+    assert (folder / "calibration.md").read_text() == cal.markdown(data["games"], data["settings"])

@@ -244,6 +244,8 @@ def test_cli_writes_json_markdown_and_png(tmp_path):
     (["--cards", "1"], "--cards: the persona probe needs at least 2 cards, or 0 for none"),
     (["--simulator", "sharpened:999"], "--simulator"),
     (["--data", "."], "--data: only p4g"),
+    (["--timeout", "601"], "--timeout: expected seconds in (0, 600], got 601.0"),
+    (["--connect-timeout", "0"], "--connect-timeout: expected seconds in (0, 600], got 0.0"),
 ])
 def test_cli_bounds_every_count(tmp_path, args, words):
     base = ["--game", "cooperbench", "--out", str(tmp_path)]
@@ -251,6 +253,32 @@ def test_cli_bounds_every_count(tmp_path, args, words):
         base += ["--simulator", "frozen"]
     p = cli(*base, *args)
     assert p.returncode == 2 and words in p.stderr and "Traceback" not in p.stderr, p.stderr
+
+
+def test_help_states_the_range_of_every_count_and_duration():
+    """--timeout and --connect-timeout refused anything above 600 s and their help did not say so: every bounded
+    option of diagnose (and of its table) says its maximum in its --help."""
+    import argparse
+
+    from scope_envs.diagnose.command import LIMITS, SECONDS_MAX, add_parser
+
+    parser = add_parser(argparse.ArgumentParser().add_subparsers())
+    checked = set()
+    for action in parser._actions:
+        if getattr(action.type, "maximum", None) is not None:
+            said = (f"{action.type.maximum:_}", "2**32-1")
+            assert action.help and any(s in action.help for s in said), (action.option_strings, action.help)
+            checked.add(action.option_strings[0])
+    assert {"--timeout", "--connect-timeout", "--seed", "--cards"} | {"--" + n.replace("_", "-") for n in LIMITS} \
+        <= checked, checked
+    for option in ("--timeout", "--connect-timeout"):
+        text = next(a.help for a in parser._actions if option in a.option_strings)
+        assert f"at most {SECONDS_MAX}" in text and "more than 0" in text, text
+    p = cli("--help")
+    assert p.returncode == 0 and "at most 600" in " ".join(p.stdout.split())
+    helps = subprocess.run([sys.executable, "-m", "scope_envs.diagnose.table", "--help"], capture_output=True,
+                           text=True, timeout=120, cwd=ROOT).stdout
+    assert "0 to 100_000" in " ".join(helps.split()) and "2**32-1" in helps
 
 
 def test_list_says_the_range_each_parametrised_name_takes():

@@ -69,6 +69,8 @@ and nearer than ``cotrain``'s user after the same budget (95% bootstrap CIs over
 against the game's fixed probe agent. ``benchmarks/realism_known_answers.py`` runs them (``benchmarks/results/realism/``).
 
 Outputs (``OUT``): ``calibration.json``, ``calibration.md``, ``calibration_<game>.png``, ``runs/``.
+``rewrite_markdown(OUT)`` writes ``calibration.md`` again from ``calibration.json`` alone (after a change of its
+wording; it trains nothing and reads no run record).
 """
 
 from __future__ import annotations
@@ -303,24 +305,44 @@ def markdown(analysis: dict, settings: dict) -> str:
              "The training simulator has one defect at a time (`scope_envs.bench.calibration`). "
              f"Settings: {settings}.", ""]
     for game, a in analysis.items():
+        # the gap and its CI on one scale (success), its share of the band in a column of its own: a share printed
+        # beside the CI of the gap read as a point outside its interval ("-0.33 [-0.215, +0.070]")
         lines += [f"## {game}", "", f"Floor {a['floor']:.3f}, ceiling {a['ceiling']:.3f}, band {a['band']:+.3f}.", "",
-                  "| dial | gap (share of band) [95% CI of the gap] | " + " | ".join(
-                      f"{m} recovered" for m in (*DIAL_METHODS[1:], *OWN_USER_METHODS)) + " |",
-                  "|---|---|" + "---|" * (len(DIAL_METHODS) - 1 + len(OWN_USER_METHODS))]
+                  "| dial | gap = frozen@none − frozen@dial [95% CI of the gap] | gap as a share of the band | "
+                  + " | ".join(f"{m} recovered" for m in (*DIAL_METHODS[1:], *OWN_USER_METHODS)) + " |",
+                  "|---|---|---|" + "---|" * (len(DIAL_METHODS) - 1 + len(OWN_USER_METHODS))]
         for d, v in a["dials"].items():
             share = "n/a" if v["gap_share"] is None else f"{v['gap_share']:+.2f}"
-            row = [f"{share} [{v['ci'][0]:+.3f}, {v['ci'][1]:+.3f}]" + ("" if v["opened"] else " (no gap)")]
+            row = [f"{v['gap']:+.3f} [{v['ci'][0]:+.3f}, {v['ci'][1]:+.3f}]",
+                   share + ("" if v["opened"] else " (no gap)")]
             for m in (*DIAL_METHODS[1:], *OWN_USER_METHODS):
                 r = v["recovered"].get(m)
                 row.append("—" if r is None else (f"{r['recovered']:+.2f}" if r["recovered"] is not None
                                                    else f"({r['diff']:+.3f})"))
             lines.append(f"| {d} | " + " | ".join(row) + " |")
-        lines += ["", "Cells (mean success against the reference users on held-out cards, over seeds): " + "; ".join(
+        lines += ["", "Gap and its 95% CI in mean held-out-card success; the share is the gap over the band (K2 wants "
+                      f"at least {GAP_SHARE:.2f} and the CI of the gap above 0; \"no gap\": K2 found none). A method's "
+                      "recovered share: (method@dial − frozen@dial) / gap, where the gap opened; in parentheses where "
+                      "it did not, the difference method@dial − frozen@dial itself (nothing to recover). —: not run.",
+                  "", "Cells (mean success against the reference users on held-out cards, over seeds): " + "; ".join(
             f"{m} {c['mean']:.3f}" for m, c in a["cells"].items()), ""]
         lines += [f"* **{k['key']}** {k['expectation']}: {verdict[k['held']]}. {k['evidence']}"
                   for k in a["known_answers"]]
         lines += [""]
     return "\n".join(lines) + "\n"
+
+
+def rewrite_markdown(out) -> Path:
+    """``OUT/calibration.md`` written again from ``OUT/calibration.json`` (its analysis and settings, as ``run``
+    wrote them): the same numbers in the current wording. Trains nothing and reads no run record."""
+    import json
+
+    from scope_envs.files import write_atomic
+
+    out = Path(out)
+    data = json.loads((out / "calibration.json").read_text())
+    write_atomic(out / "calibration.md", markdown(data["games"], data["settings"]))
+    return out / "calibration.md"
 
 
 def figure(out: Path, game: str, a: dict) -> None:

@@ -2,7 +2,8 @@
 
 It plays fixed probe states (the game's training-side reference model drives seeded dialogues against a
 fixed probe agent; the diagnosed simulator is asked at every user turn of them) and episodes of the
-simulator's own, and reports, each with a 95% cluster-bootstrap CI:
+simulator's own, and reports, each with a 95% CI over resampled clusters (``measures``: percentile
+bootstrap, or for mode coverage and the entropy ratios the value ± 1.96 SE):
 
 * **sharpening**: the maximum-likelihood exponent ``s`` of ``pi ∝ ref^s`` for its answers, with fit
   quality (KL to the fitted and to the unsharpened reference). Exact when the simulator states its

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from scope_envs.arguments import count, existing_dir, output_dir, seed
 
-LIMITS = {  # every count has an upper bound (argparse, exit 2)
+LIMITS = {  # every count has an upper bound (argparse, exit 2), and its --help says its range
     "probe_episodes": (1, 10_000), "samples": (1, 1_000), "cards": (0, 64), "persona_states": (0, 10_000),
     "episodes": (1, 100_000), "bootstrap": (0, 100_000), "real_dialogues": (1, 1_000),
     "max_new_tokens": (1, 4_096),
@@ -24,14 +24,23 @@ def cards(text: str) -> int:
     return value
 
 
+cards.maximum = LIMITS["cards"][1]
+
+
+SECONDS_MAX = 600  # --connect-timeout and --timeout: seconds in (0, SECONDS_MAX]
+
+
 def seconds(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected seconds in (0, 600], got {text!r}") from None
-    if not 0 < value <= 600:
-        raise argparse.ArgumentTypeError(f"expected seconds in (0, 600], got {value}")
+        raise argparse.ArgumentTypeError(f"expected seconds in (0, {SECONDS_MAX}], got {text!r}") from None
+    if not 0 < value <= SECONDS_MAX:
+        raise argparse.ArgumentTypeError(f"expected seconds in (0, {SECONDS_MAX}], got {value}")
     return value
+
+
+seconds.maximum = SECONDS_MAX
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -53,18 +62,21 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     defaults = {"probe_episodes": 40, "samples": 4, "cards": 6, "persona_states": 40, "episodes": 400,
                 "bootstrap": 300, "max_new_tokens": 64}
     helps = {"probe_episodes": "reference-driven probe episodes", "samples": "answers drawn per probe state",
-             "cards": "train cards of the persona probe (0: none, else at least 2)", "persona_states": "states of the persona probe",
+             "cards": "train cards of the persona probe (0: none)", "persona_states": "states of the persona probe",
              "episodes": "episodes the simulator plays itself (and the reference, twice)",
              "bootstrap": "bootstrap replicates (0: no CIs)",
-             "real_dialogues": "p4g --data: the first N real dialogues (all)",
-             "max_new_tokens": "an LLM's reply budget"}
+             "real_dialogues": "p4g --data: the first N real dialogues",
+             "max_new_tokens": "an LLM's reply budget in tokens"}
     for name, (low, high) in LIMITS.items():
+        accepted = f"0, or 2 to {high:_}" if name == "cards" else f"{low} to {high:_}"  # 1 card has no spread
         d.add_argument("--" + name.replace("_", "-"), type=cards if name == "cards" else count(high, low),
                        default=defaults.get(name),
-                       help=f"{helps[name]} ({defaults.get(name, 'all')}; at most {high:_})")
-    d.add_argument("--seed", type=seed, default=0, help="seed of everything (0; 0 to 2**32-1)")
-    d.add_argument("--connect-timeout", type=seconds, default=5.0, help="seconds to wait for an endpoint (5)")
-    d.add_argument("--timeout", type=seconds, default=60.0, help="seconds per LLM request (60)")
+                       help=f"{helps[name]} (default {defaults.get(name, 'all')}; {accepted})")
+    d.add_argument("--seed", type=seed, default=0, help="seed of everything (default 0; 0 to 2**32-1)")
+    d.add_argument("--connect-timeout", type=seconds, default=5.0,
+                   help=f"seconds to wait for an endpoint (default 5; more than 0, at most {SECONDS_MAX})")
+    d.add_argument("--timeout", type=seconds, default=60.0,
+                   help=f"seconds per LLM request (default 60; more than 0, at most {SECONDS_MAX})")
     d.add_argument("--no-progress", action="store_true")
     d.set_defaults(func=run, parser=d)
     return d

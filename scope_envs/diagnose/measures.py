@@ -17,15 +17,40 @@ both.
 * ``persona_spread``: at each state, the mean over cards of TV(answer under card c, mean answer over cards);
   from draws, minus the same with the card labels shuffled (what sampling noise alone gives). Only the cards
   the simulator answered under enter; a state with fewer than two of them is left out.
+
+Intervals (95%). ``bootstrap``: the percentile interval over resampled clusters, for the statistics that are
+smooth in the weights and whose expectation does not depend on the number of clusters to first order (means,
+ratios of means, the ML exponent). ``normal_interval``: for the statistics that depend on *how many distinct*
+clusters enter: the "ever produced" shares (mode coverage) and the entropies of pooled distributions (the
+entropy ratios). A bootstrap resample holds only about 63% of the distinct clusters (the rest are
+duplicates), so such a statistic computed on a replicate describes a sample about a third smaller: a replicate
+can lose modes but never gain one (every replicate is at or below the estimate), and a pooled distribution
+of fewer distinct clusters is less spread (its entropy lower, by Jensen; much lower where clusters differ, as
+for a simulator that plays one reply per card). The percentile interval is then shifted off the estimate: the
+estimate sat at its upper end, and above it whenever 97.5% of the replicates lost a mode (several modes each
+seen in one cluster), e.g. ``0.33 [0.20, 0.32]``; in simulation it held the expected coverage only 34-73% of
+the time. The estimate itself is unbiased for what a diagnosis of this design is expected to show (the share
+of modes it is expected to see; the entropy ratio it is expected to measure): that is what these numbers
+report, with ``value ± Z · SE`` intersected with the statistic's range as the interval, which holds the
+estimate by construction. SE is the larger of two estimates with opposite failings: the bootstrap's standard
+deviation (the plug-in: too small for rare modes, since a mode seen in no cluster can never be lost or found)
+and the leave-one-cluster-out jackknife's (too large in expectation, the Efron-Stein inequality, but 0 for a
+share whenever no mode is seen in exactly one cluster). In simulation (3 to 20 modes, each cluster producing a
+mode independently, 40 or 400 clusters) the coverage interval held the expected coverage 80-99% of the time,
+most cases 90% or more; the hardest are a few modes each expected in about one cluster (a share of 3 modes
+can only take 4 values).
 """
 
 from __future__ import annotations
+
+from statistics import NormalDist
 
 import numpy as np
 from scipy.optimize import brentq
 
 S_MIN, S_MAX = 0.01, 100.0
 CI = (2.5, 97.5)
+Z = NormalDist().inv_cdf(CI[1] / 100)  # 1.96: ``normal_interval``'s half-width in standard errors
 
 
 def log_reference(reference: np.ndarray) -> np.ndarray:
@@ -136,12 +161,57 @@ def weights(clusters: np.ndarray, rng: np.random.Generator | None) -> np.ndarray
     return drawn[inverse].astype(float)
 
 
+def _usable(values) -> np.ndarray:
+    return np.array([v for v in values if v is not None and np.isfinite(v)], float)
+
+
+def replicates_of(stat, clusters: np.ndarray, replicates: int, seed: int) -> np.ndarray:
+    """``stat`` over ``replicates`` cluster-bootstrap resamples (those that are ``None`` or not finite dropped)."""
+    rng = np.random.default_rng([seed, 9])
+    return _usable(stat(weights(clusters, rng)) for _ in range(replicates))
+
+
 def bootstrap(stat, clusters: np.ndarray, replicates: int, seed: int) -> dict:
     """``stat(w)`` at the point and its percentile bootstrap CI over resampled clusters (``None`` values of a
     replicate are dropped)."""
     point = stat(weights(clusters, None))
-    rng = np.random.default_rng([seed, 9])
-    values = [stat(weights(clusters, rng)) for _ in range(replicates)]
-    values = np.array([v for v in values if v is not None and np.isfinite(v)], float)
+    values = replicates_of(stat, clusters, replicates, seed)
     ci = [float(np.percentile(values, CI[0])), float(np.percentile(values, CI[1]))] if len(values) >= 10 else None
     return {"value": None if point is None or not np.isfinite(point) else float(point), "ci": ci}
+
+
+def jackknife_se(stat, clusters: np.ndarray) -> float | None:
+    """The leave-one-cluster-out jackknife standard error of ``stat`` (a left-out cluster whose statistic is
+    ``None`` is dropped; ``None`` with fewer than two left)."""
+    ids, inverse = np.unique(clusters, return_inverse=True)
+    values = []
+    for i in range(len(ids)):
+        w = np.ones(len(clusters))
+        w[inverse == i] = 0.0
+        values.append(stat(w))
+    values = _usable(values)
+    if len(values) < 2:
+        return None
+    return float(np.sqrt((len(values) - 1) / len(values) * np.sum((values - values.mean()) ** 2)))
+
+
+def normal_interval(stat, clusters: np.ndarray, replicates: int, seed: int,
+                    within: tuple[float, float] = (0.0, 1.0)) -> dict:
+    """``stat(w)`` at the point and its interval ``value ± Z · SE`` intersected with ``within`` (the statistic's
+    range), SE the larger of the bootstrap's and the jackknife's: for the statistics that depend on how many
+    distinct clusters enter (see the module docstring). No CI with ``replicates`` 0, or where neither SE can be
+    had (under 10 usable replicates, under 2 usable leave-outs)."""
+    point = stat(weights(clusters, None))
+    if point is None or not np.isfinite(point):
+        return {"value": None, "ci": None}
+    point = float(point)
+    if not replicates:
+        return {"value": point, "ci": None}
+    values = replicates_of(stat, clusters, replicates, seed)
+    ses = [float(np.std(values, ddof=1))] if len(values) >= 10 else []
+    jack = jackknife_se(stat, clusters)
+    ses += [jack] if jack is not None else []
+    if not ses:
+        return {"value": point, "ci": None}
+    half = Z * max(ses)
+    return {"value": point, "ci": [max(within[0], point - half), min(within[1], point + half)]}

@@ -105,7 +105,8 @@ def markdown(r: dict, command: str | None = None) -> str:
               f"({'its stated distributions' if r['fit'] == 'exact' else 'its sampled answers'}). "
               f"{d['probe_states']} probe states from {d['probe_episodes']} probe episodes "
               f"({d['samples']} draws each), {d['persona_states']} of them under {d['cards']} cards; "
-              f"{d['episodes']} episodes of its own; 95% cluster-bootstrap CIs ({d['bootstrap']} replicates). "
+              f"{d['episodes']} episodes of its own; 95% cluster-bootstrap CIs ({d['bootstrap']} replicates; "
+              "mode coverage and entropy ratios: value ± 1.96 SE, since a replicate holds fewer distinct clusters). "
               f"Reference: {d['reference']}.", "",
               "| number | value [95% CI] | reading |", "| --- | --- | --- |"]
     lines += [f"| {a} | {b} | {c} |" for a, b, c in rows(r)]

@@ -58,8 +58,9 @@ def main(argv=None) -> None:
     ap.add_argument("--out", type=output_dir, default="runs/diagnose-table")
     ap.add_argument("--games", nargs="+", choices=GAMES, default=list(GAMES))
     ap.add_argument("--data", default=None, help="the P4G data folder, for p4g's real-people columns")
-    ap.add_argument("--bootstrap", type=count(100_000, low=0), default=300)
-    ap.add_argument("--seed", type=seed, default=0)
+    ap.add_argument("--bootstrap", type=count(100_000, low=0), default=300,
+                    help="bootstrap replicates of each diagnosis (default 300; 0 to 100_000)")
+    ap.add_argument("--seed", type=seed, default=0, help="seed of every diagnosis (default 0; 0 to 2**32-1)")
     args = ap.parse_args(argv)
     out = check_output_dir(args.out)
     jobs = [(g, s) for g in args.games for s in names(g)]
