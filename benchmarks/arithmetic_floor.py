@@ -182,21 +182,31 @@ def default_run(jobs: int) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--runs", nargs="+", type=run_spec, default=[("p4g", "oracle"), *((g, "frozen") for g in GAMES)],
+    ap.add_argument("--runs", nargs="+", type=run_spec, default=None,
                     help="GAME:METHOD rows (default p4g:oracle and each game's frozen)")
-    ap.add_argument("--seeds", type=count(64), default=8, help="seeds of the row, trained together (at most 64)")
+    ap.add_argument("--seeds", type=count(64), default=None,
+                    help="with --runs: seeds of the row, trained together (default 8, at most 64)")
     ap.add_argument("--steps", type=count(10_000_000), default=None,
-                    help="the methods' decisions per seed (at most 10_000_000; default: the default preset's per game; "
-                         "the ceiling trains presets.ceiling_steps of it)")
-    ap.add_argument("--eval-episodes", type=count(100_000), default=500,
-                    help="with --runs: episodes per side, the held-out ones included (at most 100_000)")
+                    help="with --runs: the methods' decisions per seed (at most 10_000_000; default: the default "
+                         "preset's per game; the ceiling trains presets.ceiling_steps of it)")
+    ap.add_argument("--eval-episodes", type=count(100_000), default=None,
+                    help="with --runs: episodes per side, the held-out ones included (default 500, at most 100_000)")
     ap.add_argument("--default-run", action="store_true",
                     help="instead of --runs: every row of the default run (its seeds in blocks of 8, budgets and "
-                         "evaluation sizes) at the portable kernels, and the sums")
-    ap.add_argument("--jobs", type=count(64), default=2, help="with --default-run: blocks at once (at most 64)")
+                         "evaluation sizes) at the portable kernels, and the sums; refuses --runs, --seeds, --steps "
+                         "and --eval-episodes")
+    ap.add_argument("--jobs", type=count(64), default=None,
+                    help="only with --default-run: blocks at once (default 2, at most 64)")
     ap.add_argument("--out", type=output_file, default=None,
                     help=f"JSON (default {OUT.name}, with --default-run {OUT_RUN.name}, in benchmarks/results)")
     args = ap.parse_args()
+    ignored = ("--runs", "--seeds", "--steps", "--eval-episodes") if args.default_run else ("--jobs",)
+    for name in ignored:  # an option the chosen mode has no use for is refused, never ignored
+        if getattr(args, name[2:].replace("-", "_")) is not None:
+            ap.error(f"argument {name}: " + ("not with --default-run (it plays the default run's rows, seeds, "
+                                             "budgets and sizes)" if args.default_run else "only with --default-run"))
+    args.runs = args.runs or [("p4g", "oracle"), *((g, "frozen") for g in GAMES)]
+    args.seeds, args.eval_episodes, args.jobs = args.seeds or 8, args.eval_episodes or 500, args.jobs or 2
     (args.out or OUT).parent.mkdir(parents=True, exist_ok=True)
     if args.default_run:
         out = default_run(args.jobs)

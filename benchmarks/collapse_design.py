@@ -60,8 +60,10 @@ def main() -> None:
                     help=f"seeds per cell (default {calibration.DEFAULT_SEEDS}; at most 64)")
     ap.add_argument("--steps", type=count(100_000_000), default=None,
                     help="one budget for every game instead of the plateau budgets (a quick check of this script)")
-    ap.add_argument("--eval-episodes", type=count(100_000), default=calibration.EVAL_EPISODES)
-    ap.add_argument("--jobs", type=count(256), default=os.cpu_count() or 1)
+    ap.add_argument("--eval-episodes", type=count(100_000), default=calibration.EVAL_EPISODES,
+                    help=f"evaluation episodes per side (default {calibration.EVAL_EPISODES}, at most 100_000)")
+    ap.add_argument("--jobs", type=count(256), default=os.cpu_count() or 1,
+                    help="worker processes (default: the cores, at most 256)")
     ap.add_argument("--world", default=None,
                     help="a variant of the games' training-side world (GameSpec.worlds; p4g: no-interactions), "
                          "users and simulators alike: the design's sensitivity to that assumption (default: as "

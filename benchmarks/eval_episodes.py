@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sys
 import time
 from pathlib import Path
 
@@ -44,6 +45,7 @@ from scope_envs.bench.methods import (
     method_setup,
     preset_steps,
 )
+from scope_envs.files import write_atomic
 
 HERE = Path(__file__).parent
 SEED = 9_000_000  # no benchmark evaluation uses seeds from here on
@@ -86,7 +88,8 @@ def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--games", nargs="+", default=list(GAMES), choices=GAMES)
     ap.add_argument("--episodes", type=count(1_000_000, low=2), default=4000,
-                    help="held-out episodes per band row (2 to 1_000_000)")
+                    help="held-out episodes per band row (2 to 1_000_000; so few that every episode of each row "
+                         "scores alike give a spread of 0, which the rule cannot use: an error, play more)")
     ap.add_argument("--results", type=Path, default=HERE / "results" / "default" / "results.json",
                     help="a default run's results.json: its random and oracle rows give each game's band")
     ap.add_argument("--out", type=output_path, default=HERE / "results" / "eval_episodes")
@@ -103,6 +106,9 @@ def main(argv=None) -> None:
                                                   for r in ("random", "oracle")):
             ap.error(f"argument --results: {args.results} has no random and oracle rows of {game}: a default "
                      f"run's results.json holds them")
+        if not rows["oracle"]["heldout_success"] > rows["random"]["heldout_success"]:
+            ap.error(f"argument --results: {args.results}'s {game} band is empty (oracle "
+                     f"{rows['oracle']['heldout_success']} not above random {rows['random']['heldout_success']})")
     import torch
 
     torch.set_num_threads(1)
@@ -114,6 +120,9 @@ def main(argv=None) -> None:
         band = ceiling - floor
         rows = {row: episode_sd(game, args.episodes, row) for row in ("random", "untrained", "oracle")}
         sd = max(s for _, s in rows.values())
+        if not sd > 0:  # every episode of every row scored alike: the rule's n would be 0
+            sys.exit(f"eval_episodes: {game}'s band rows show no spread over {args.episodes} episodes (every episode "
+                     f"scored alike), so the rule has no sd to size from: run again with more --episodes")
         n = required(sd, band)
         out["games"][game] = {"band": band, "floor": floor, "ceiling": ceiling,
                               "sd_episode": {k: s for k, (_, s) in rows.items()},
@@ -121,7 +130,7 @@ def main(argv=None) -> None:
                               "eval_episodes": n, "se_at_n": sd / math.sqrt(n), "se_frac_at_n": sd / math.sqrt(n) / band,
                               "wall_s": time.perf_counter() - t0}
         args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / "eval_episodes.json").write_text(json.dumps(out, indent=1))  # each game as it finishes
+        write_atomic(args.out / "eval_episodes.json", json.dumps(out, indent=1))  # each game as it finishes
     print(json.dumps(out, indent=1))
 
 

@@ -1,5 +1,5 @@
 """Evaluation cost of a benchmark run: the seconds a ``random`` run of p4g and of cooperbench spends in the
-protocol's evaluation (``scope_envs.bench.protocol.play``: the train, held-out and reference sides, the panel and
+protocol's evaluation (``scope_envs.bench.protocol.play_seeds``: the train, held-out and reference sides, the panel and
 the learning curves), at the default preset's sizes (500 train-side episodes, 4 curve points of 100, the held-out
 side at ``EVAL_EPISODES_MIN``: p4g 4,672, cooperbench 500). A ``random`` run trains nothing, so its wall time is
 its evaluation.
@@ -41,9 +41,12 @@ def one_round(games) -> dict:
     from scope_envs.bench.methods import run_one
 
     spent = [0.0, 0.0]  # wall seconds, process CPU seconds
-    play = protocol.play
+    # every side, panel family and curve point goes through protocol.play_seeds (a baseline tree older than it:
+    # through protocol.play)
+    name = "play_seeds" if hasattr(protocol, "play_seeds") else "play"
+    play = getattr(protocol, name)
 
-    def timed(*args, **kwargs):  # every side, panel family and curve point goes through protocol.play
+    def timed(*args, **kwargs):
         t0, c0 = time.perf_counter(), time.process_time()
         try:
             return play(*args, **kwargs)
@@ -51,7 +54,7 @@ def one_round(games) -> dict:
             spent[0] += time.perf_counter() - t0
             spent[1] += time.process_time() - c0
 
-    protocol.play = timed
+    setattr(protocol, name, timed)
     out = {}
     for game in games:
         kw = dict(steps=20_000, eval_episodes=500, curve_points=4, curve_episodes=100,
@@ -91,6 +94,10 @@ def main() -> None:
             cmd = [sys.executable, __file__, "--one", "--games", *args.games]
             out = child_output(cmd, env, f"the {code} code's round")
             runs[code].append(json.loads(out.strip().splitlines()[-1]))
+            zero = [game for game in args.games if min(runs[code][-1][game][k] for k in ("eval_s", "eval_cpu_s")) <= 0]
+            if zero:  # nothing went through the timed function: a figure of 0 s (and a ratio over it) would be wrong
+                sys.exit(f"eval_speed: the {code} code's round measured no evaluation time for {', '.join(zero)} "
+                         "(its evaluation no longer goes through protocol.play_seeds or protocol.play)")
     result: dict = {"rounds": args.rounds}
     for game in args.games:
         g = result[game] = {}

@@ -3,7 +3,7 @@
 Made for the GPU machine this project can use (one H200; Python 3.12, torch, transformers, peft and
 accelerate; no vLLM, no network; about 15 minutes of GPU time in all): it needs only this project's code
 and its small pure-Python dependencies, carried as wheels (``benchmarks/gpu_wheels.py``; the install
-line is in ``benchmarks/README.md``). Models are randomly initialised from configs on the device
+line is in ``docs/llm-training.md``, "The GPU check"). Models are randomly initialised from configs on the device
 (``load_model("random:DIR")``: a Llama config and a tokenizer trained on the spot, no weights), so no
 checkpoint is needed. On the transformers engine (``TransformersBackend``, the trainer's own weights,
 bf16, gradient checkpointing: the trainer's GPU defaults) it measures, for ~0.5B and ~1.5B models:
@@ -24,7 +24,8 @@ minutes on an H200.
 
 ``--dry-run`` runs the same code paths on CPU (random models from configs, the transformers engine, the
 four trainer paths, the fit probe) at tiny sizes in float32, and says so: none of its numbers is a GPU
-measurement.
+measurement. Its sizes and settings are fixed (``DRY_RUN``), so it refuses the options that set them
+(--sizes, --fit-sizes, --updates, --episodes, --group-size, --batch, --max-new-tokens, --vocab, --budget-s).
 
     python benchmarks/llm_gpu.py --out benchmarks/results/llm_gpu.json           # on the GPU machine
     python benchmarks/llm_gpu.py --dry-run --out /tmp/llm_gpu_dry.json             # here, on CPU
@@ -58,6 +59,19 @@ DRY_SIZES = {  # --dry-run: the same code paths at sizes a CPU runs in seconds
     "tiny-c": dict(hidden=128, layers=3, heads=2, intermediate=256),
 }
 PATHS = ("ppo", "grpo", "cotrain", "pool")
+# the options that size a run: the GPU run's defaults, and --dry-run's fixed values (which refuse the options)
+GPU_RUN = dict(sizes="0.5B,1.5B", fit_sizes="3B,7B,14B", updates=2, episodes=16, group_size=8, batch=32,
+               max_new_tokens=48, vocab=4000, budget_s=420.0)
+DRY_RUN = dict(sizes="tiny-a,tiny-b", fit_sizes="tiny-c", updates=1, episodes=4, group_size=2, batch=4,
+               max_new_tokens=8, vocab=400, budget_s=float("inf"))  # every probe runs: every code path checked
+BOUNDED = (("--updates", 1, 10, "updates per measured path"), ("--episodes", 2, 256, "episodes per update"),
+           ("--group-size", 2, 64, "grpo, cotrain, pool: episodes per scenario"),
+           ("--batch", 1, 512, "prompts in the rollout-speed batch"), ("--max-new-tokens", 1, 512, "per turn"),
+           ("--vocab", 400, 32000, "the tokenizer trained on the spot"))
+
+
+def _key(option: str) -> str:
+    return option[2:].replace("-", "_")
 DRY_RUN_NOTE = ("DRY RUN on CPU: the GPU run's code paths (random models from configs, the transformers engine, "
                 "the four trainer paths, the fit probe) at tiny sizes in float32; no number here is a GPU "
                 "measurement")
@@ -255,48 +269,56 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=output_file, default="benchmarks/results/llm_gpu.json",
                     help="the JSON (the Markdown goes beside it)")
-    ap.add_argument("--sizes", default="0.5B,1.5B", help="models measured in full, from " + ",".join(SIZES))
-    ap.add_argument("--fit-sizes", default="3B,7B,14B", help="larger models probed, ascending, per path")
+    ap.add_argument("--sizes", default=None, help="models measured in full, from " + ",".join(SIZES)
+                    + f" (default {GPU_RUN['sizes']})")
+    ap.add_argument("--fit-sizes", default=None,
+                    help=f"larger models probed, ascending, per path (default {GPU_RUN['fit_sizes']})")
     ap.add_argument("--paths", default=",".join(PATHS), help="trainer paths, comma-separated")
-    ap.add_argument("--updates", type=int, default=2, help="updates per measured path (1 to 10)")
-    ap.add_argument("--episodes", type=int, default=16, help="episodes per update (2 to 256)")
-    ap.add_argument("--group-size", type=int, default=8, help="grpo, cotrain, pool: episodes per scenario")
-    ap.add_argument("--batch", type=int, default=32, help="prompts in the rollout-speed batch (1 to 512)")
-    ap.add_argument("--max-new-tokens", type=int, default=48, help="per turn (1 to 512)")
-    ap.add_argument("--vocab", type=int, default=4000, help="the tokenizer trained on the spot (400 to 32000)")
-    ap.add_argument("--budget-s", type=positive_float, default=420.0,
-                    help="no new fit probe starts after this much wall time")
-    ap.add_argument("--dry-run", action="store_true", help="tiny sizes on CPU, the same code paths")
+    for name, low, high, what in BOUNDED:
+        ap.add_argument(name, type=int, default=None, help=f"{what} (default {GPU_RUN[_key(name)]}; {low} to {high})")
+    ap.add_argument("--budget-s", type=positive_float, default=None,
+                    help=f"no new fit probe starts after this much wall time (default {GPU_RUN['budget_s']:g})")
+    ap.add_argument("--dry-run", action="store_true",
+                    help="tiny sizes on CPU, the same code paths; its sizes and settings are fixed, so it refuses "
+                         "the options above but --out and --paths")
     args = ap.parse_args()
-    for name, value, low, high in (("--updates", args.updates, 1, 10), ("--episodes", args.episodes, 2, 256),
-                                   ("--group-size", args.group_size, 2, 64), ("--batch", args.batch, 1, 512),
-                                   ("--max-new-tokens", args.max_new_tokens, 1, 512), ("--vocab", args.vocab, 400, 32000)):
+    given = [f"--{k.replace('_', '-')}" for k in GPU_RUN if getattr(args, k) is not None]
+    if args.dry_run and given:
+        ap.error(f"argument {given[0]}: --dry-run uses fixed tiny sizes and settings, not this option")
+    for key, value in (DRY_RUN if args.dry_run else GPU_RUN).items():
+        if getattr(args, key) is None:
+            setattr(args, key, value)
+    for name, low, high, _ in BOUNDED:
+        value = getattr(args, _key(name))
         if not low <= value <= high:
             ap.error(f"argument {name}: must be in [{low}, {high}], got {value}")
     paths = [p.strip() for p in args.paths.split(",") if p.strip()]
+    if not paths:
+        ap.error(f"argument --paths: no path given; known: {list(PATHS)}")
     if set(paths) - set(PATHS):
         ap.error(f"argument --paths: unknown {sorted(set(paths) - set(PATHS))}; known: {list(PATHS)}")
+    table = DRY_SIZES if args.dry_run else SIZES
+    sizes = [s.strip() for s in args.sizes.split(",") if s.strip()]
+    fit_sizes = [s.strip() for s in args.fit_sizes.split(",") if s.strip()]
+    for name, listed in (("--sizes", sizes), ("--fit-sizes", fit_sizes)):
+        if set(listed) - set(table):
+            ap.error(f"argument {name}: unknown {sorted(set(listed) - set(table))}; known: {list(table)}")
+    if not sizes:
+        ap.error(f"argument --sizes: no size given; known: {list(SIZES)}")
+    if [list(table).index(s) for s in fit_sizes] != sorted({list(table).index(s) for s in fit_sizes}):
+        ap.error(f"argument --fit-sizes: not ascending and distinct (known, ascending: {list(table)})")
 
     import torch
     import transformers
 
     started = time.perf_counter()
     if args.dry_run:
-        device, dtype, table = "cpu", "float32", DRY_SIZES
-        sizes, fit_sizes = ["tiny-a", "tiny-b"], ["tiny-c"]
-        args.batch, args.max_new_tokens, args.episodes, args.updates = 4, 8, 4, 1
-        args.group_size, args.vocab = 2, 400
-        args.budget_s = float("inf")  # every probe runs: the dry run checks every code path
+        device, dtype = "cpu", "float32"
         print(DRY_RUN_NOTE, flush=True)
     else:
         if not torch.cuda.is_available():
             ap.error("no CUDA device: run with --dry-run to check the script on CPU")
-        device, dtype, table = "cuda", "bfloat16", SIZES
-        sizes = [s.strip() for s in args.sizes.split(",") if s.strip()]
-        fit_sizes = [s.strip() for s in args.fit_sizes.split(",") if s.strip()]
-        unknown = set(sizes + fit_sizes) - set(SIZES)
-        if unknown:
-            ap.error(f"argument --sizes/--fit-sizes: unknown {sorted(unknown)}; known: {list(SIZES)}")
+        device, dtype = "cuda", "bfloat16"
     result = {"dry_run": args.dry_run, "measured_on_gpu": not args.dry_run,
               "device": torch.cuda.get_device_name(0) if device == "cuda" else (platform.processor() or "cpu"),
               "torch": torch.__version__, "transformers": transformers.__version__, "dtype": dtype,

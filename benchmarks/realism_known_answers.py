@@ -86,14 +86,16 @@ def markdown(result: dict) -> str:
 
 def main(argv=None) -> None:
     argv = sys.argv[1:] if argv is None else argv
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--game", default="p4g", choices=[g for g in game_names() if game_spec(g).realism])
     ap.add_argument("--seeds", type=count(64), default=8, help="seeds of R2 (default 8, at most 64)")
     ap.add_argument("--steps", type=count(10_000_000), default=None,
-                    help="decisions of each training run (default: the game's budget, GameSpec.budget)")
+                    help="decisions of each training run (default: the game's budget, GameSpec.budget; "
+                         "at most 10_000_000)")
     ap.add_argument("--episodes", type=count(100_000), default=DISTANCE_EPISODES,
-                    help=f"episodes against the probe agent per distance (default {DISTANCE_EPISODES})")
-    ap.add_argument("--jobs", type=count(64), default=2, help="worker processes (default 2)")
+                    help=f"episodes against the probe agent per distance (default {DISTANCE_EPISODES}, "
+                         "at most 100_000)")
+    ap.add_argument("--jobs", type=count(64), default=2, help="worker processes (default 2, at most 64)")
     ap.add_argument("--out", type=output_dir, default=str(OUT), help="folder for the results (default: %(default)s)")
     args = ap.parse_args(argv)
     steps = args.steps or game_spec(args.game).budget

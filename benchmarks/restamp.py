@@ -28,6 +28,7 @@ import os
 import sys
 from pathlib import Path
 
+from same_numbers import records_of  # (the scripts' folder is on the path, as when one is run)
 from scope_envs.bench import records
 from scope_envs.files import write_json
 
@@ -111,9 +112,17 @@ def main(argv=None) -> None:
     ap.add_argument("--rebuilt", nargs="+", default=[], metavar="GAME-ROW",
                     help="rows changed on purpose and rebuilt, not carried over (e.g. p4g-frozen p4g-frozen-sb3)")
     args = ap.parse_args(argv)
-    for path in (args.before, args.after):
+    for name in ("before", "after"):
+        path = getattr(args, name)
         if not os.path.isfile(path):
-            ap.error(f"argument {path}: no such file")
+            ap.error(f"argument {name}: no such file: {path}")
+        try:
+            runs = records_of(path)
+        except ValueError as e:
+            ap.error(f"argument {name}: {path}: {e}")
+        unstamped = next((k for k, r in runs.items() if not isinstance(r.get("fingerprint"), dict)), None)
+        if unstamped is not None:
+            ap.error(f"argument {name}: {path}: the record {unstamped} has no fingerprint")
     if not args.results.is_dir():
         ap.error(f"argument --results: {args.results} is not a folder")
     rebuilt = frozenset(args.rebuilt)

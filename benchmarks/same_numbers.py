@@ -86,8 +86,24 @@ def run(args) -> None:
     print(f"wrote {args.out}: {len(records)} run records", file=sys.stderr)
 
 
+def records_of(path: str) -> dict:
+    """The run records of a file ``run`` wrote; a ``ValueError`` saying why ``path`` is not one."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ValueError(f"not a readable JSON file ({e})") from None
+    records = data.get("records") if isinstance(data, dict) else None
+    if not isinstance(records, dict) or not all(
+            isinstance(r, dict) and isinstance(r.get("game"), str) and isinstance(r.get("method"), str)
+            and isinstance(r.get("metrics", {}), dict)
+            and all(isinstance(v, (int, float)) for k, v in r.get("metrics", {}).items() if k in SUCCESS)
+            for r in records.values()):
+        raise ValueError("not a file written by `same_numbers.py run` (a JSON object whose records are run records)")
+    return records
+
+
 def compare(args) -> None:
-    a, b = ({k: {f: v for f, v in r.items() if f not in args.ignore} for k, r in json.load(open(p))["records"].items()}
+    a, b = ({k: {f: v for f, v in r.items() if f not in args.ignore} for k, r in records_of(p).items()}
             for p in (args.before, args.after))
     if set(a) != set(b):
         sys.exit(f"compare: the files hold different runs: only before {sorted(set(a) - set(b))}, "
@@ -95,7 +111,8 @@ def compare(args) -> None:
     same = [k for k in a if a[k] == b[k]]
     report = {"runs": len(a), "identical": len(same)}
     for key in SUCCESS:
-        diffs = [abs(b[k]["metrics"][key] - a[k]["metrics"][key]) for k in a if key in a[k].get("metrics", {})]
+        diffs = [abs(b[k]["metrics"][key] - a[k]["metrics"][key]) for k in a
+                 if key in a[k].get("metrics", {}) and key in b[k].get("metrics", {})]
         if diffs:
             report[key] = {"mean_abs_diff": round(sum(diffs) / len(diffs), 4), "max_abs_diff": round(max(diffs), 4),
                            "changed": sum(d != 0 for d in diffs)}
@@ -127,23 +144,31 @@ def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="write the run records of the default grid")
-    r.add_argument("--seeds", type=bounded(MAX_SEEDS), default=1)
-    r.add_argument("--steps", type=bounded(MAX_STEPS), default=3000)
-    r.add_argument("--games", nargs="+", choices=["p4g", "cooperbench", "tau2"])
-    r.add_argument("--jobs", type=bounded(MAX_JOBS), default=2)
+    r.add_argument("--seeds", type=bounded(MAX_SEEDS), default=1,
+                   help=f"seeds 0.. of every (game, method) (default 1, at most {MAX_SEEDS})")
+    r.add_argument("--steps", type=bounded(MAX_STEPS), default=3000,
+                   help=f"decisions each run trains (default 3000, at most {MAX_STEPS:_})")
+    r.add_argument("--games", nargs="+", choices=["p4g", "cooperbench", "tau2"], help="(default every game)")
+    r.add_argument("--jobs", type=bounded(MAX_JOBS), default=2,
+                   help=f"worker processes (default 2, at most {MAX_JOBS})")
     r.add_argument("--together", action="store_true",
                    help="each row's seeds as one computation (methods.run_seeds, scope-envs bench --seed-block), "
                         "not one run_one each; a tree without it runs as it can")
     r.add_argument("--out", type=output_file, required=True, help="the JSON file to write")
     c = sub.add_parser("compare", help="compare two files written by run")
-    c.add_argument("before")
-    c.add_argument("after")
+    c.add_argument("before", help="run's file from the old tree")
+    c.add_argument("after", help="run's file from the new tree")
     c.add_argument("--ignore", nargs="+", default=[], metavar="KEY",
                    help="record keys to leave out of the comparison (one side's new fields, say)")
     args = ap.parse_args(argv)
-    for path in (getattr(args, "before", None), getattr(args, "after", None)):
-        if path is not None and not os.path.isfile(path):
-            ap.error(f"argument {path}: no such file")
+    for name in ("before", "after") if args.command == "compare" else ():
+        path = getattr(args, name)
+        if not os.path.isfile(path):
+            ap.error(f"argument {name}: no such file: {path}")
+        try:
+            records_of(path)
+        except ValueError as e:
+            ap.error(f"argument {name}: {path}: {e}")
     run(args) if args.command == "run" else compare(args)
 
 

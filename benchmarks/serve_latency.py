@@ -116,7 +116,8 @@ def row(text: str) -> tuple[str, str]:
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--clients", type=count(256), default=32, help="concurrent /ws clients (1 to 256)")
-    ap.add_argument("--steps", type=count(100_000), default=100, help="timed steps per client")
+    ap.add_argument("--steps", type=count(100_000), default=100,
+                    help="timed steps per client (default 100, at most 100_000)")
     ap.add_argument("--rows", type=row, nargs="+", default=[row(r) for r in ROWS], metavar="ID:SURFACE")
     args = ap.parse_args(argv)
     load = [round(x, 2) for x in os.getloadavg()]

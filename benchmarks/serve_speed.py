@@ -37,6 +37,7 @@ from scope_envs.files import write_json
 from env_speed import masked, steps_per_second  # the env speed benchmark's loop and act choice, served or not
 
 ID = "p4g-frozen"
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "serve_speed.json")
 
 
 def free_port() -> int:
@@ -156,12 +157,16 @@ def train(venv_factory, total: int, seed: int):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--steps", type=count(1_000_000), default=3000, help="act steps per single-session measure")
-    ap.add_argument("--sessions", type=count(256), default=64)
-    ap.add_argument("--num-envs", type=count(4096), default=256)
-    ap.add_argument("--text-episodes", type=count(10_000), default=30)
-    ap.add_argument("--train-steps", type=count(10_000_000, low=0), default=16384, help="0 skips the training run")
-    ap.add_argument("--out", type=output_file, default="benchmarks/results/serve_speed.json")
+    ap.add_argument("--steps", type=count(1_000_000), default=3000,
+                    help="act steps per single-session measure (default 3000, at most 1_000_000)")
+    ap.add_argument("--sessions", type=count(256), default=64, help="concurrent sessions (default 64, at most 256)")
+    ap.add_argument("--num-envs", type=count(4096), default=256,
+                    help="slots of the batched env (default 256, at most 4096)")
+    ap.add_argument("--text-episodes", type=count(10_000), default=30,
+                    help="text-surface episodes (default 30, at most 10_000)")
+    ap.add_argument("--train-steps", type=count(10_000_000, low=0), default=16384,
+                    help="decisions of the training run (default 16384, 0 to 10_000_000; 0 skips it)")
+    ap.add_argument("--out", type=output_file, default=OUT, help=f"the JSON (default {OUT})")
     args = ap.parse_args(argv)
     from scope_envs.integrations.sb3 import SB3VecEnv
     from scope_envs.remote import RemoteParallelEnv, RemoteVecEnv

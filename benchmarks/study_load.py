@@ -38,7 +38,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from scope_envs.arguments import positive_float  # noqa: E402
+from scope_envs.arguments import count, positive_float  # noqa: E402
 from tests.study_fixtures import (
     free_port,
     save_policies,
@@ -50,6 +50,17 @@ from tests.study_fixtures import (
 TEXTS = ("Hi, what is this about?", "Why should I give to this charity?", "How is the money used?",
          "I'm not sure I can afford it.", "Tell me more.", "What do they do exactly?", "Okay, I see.",
          "Is it a trustworthy organisation?", "Hmm, let me think.", "Anything else?", "Fine.", "Go on.")
+MAX_PARTICIPANTS = 1000
+MAX_DEADLINE = 86_400  # seconds: a day
+BASELINE_SESSIONS = 4  # the in-process baseline's whole sessions (its study holds at least as many places)
+
+
+def deadline_seconds(text: str) -> float:
+    """An argparse type: positive seconds, at most ``MAX_DEADLINE`` (a larger one is past what a clock can add)."""
+    value = positive_float(text)
+    if value > MAX_DEADLINE:
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds up to {MAX_DEADLINE:_}, got {value}")
+    return value
 
 
 class Server:
@@ -191,10 +202,12 @@ def check(folder: Path, results: dict, export: list[dict], csv_rows: int) -> dic
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--participants", type=int, default=40, choices=range(1, 1001), metavar="1..1000")
+    ap.add_argument("--participants", type=count(MAX_PARTICIPANTS), default=40,
+                    help=f"simulated participants at once (at most {MAX_PARTICIPANTS})")
     ap.add_argument("--kills", type=int, default=1, choices=range(0, 11), metavar="0..10",
                     help="SIGKILLs of the server mid-chat, each followed by a restart")
-    ap.add_argument("--deadline", type=positive_float, default=300.0, help="seconds for the whole run")
+    ap.add_argument("--deadline", type=deadline_seconds, default=300.0,
+                    help=f"seconds for the whole run (at most {MAX_DEADLINE})")
     args = ap.parse_args()
     start = time.monotonic()
     with tempfile.TemporaryDirectory() as tmp:
@@ -203,8 +216,9 @@ def main() -> None:
         per = -(-args.participants // 3)
         # every participant arrives from 127.0.0.1: the per-client arrival limit is raised for the load
         folder = write_study(tmp / "study", policies, per_condition=per, max_turns=10, arrival_limit=10_000)
-        base_folder = write_study(tmp / "baseline", policies, per_condition=per, max_turns=10)
-        baseline = inprocess_turns(base_folder, 4)
+        base_folder = write_study(tmp / "baseline", policies, per_condition=max(per, -(-BASELINE_SESSIONS // 3)),
+                                  max_turns=10)
+        baseline = inprocess_turns(base_folder, BASELINE_SESSIONS)
         port = free_port()
         base = f"http://127.0.0.1:{port}"
         server = Server(folder, port)

@@ -111,22 +111,34 @@ def fit(points: int) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--rounds", type=count(100), default=5)
-    ap.add_argument("--calls", type=count(1_000_000), default=2000, help="calls per round and function")
+    ap.add_argument("--rounds", type=count(100), default=None, help="speed rounds (default 5, at most 100)")
+    ap.add_argument("--calls", type=count(1_000_000), default=None,
+                    help="calls per round and function (default 2000, at most 1_000_000)")
     ap.add_argument("--check", action="store_true", help="the error over the float32 inputs, not the speed")
-    ap.add_argument("--check-step", type=count(1 << 30), default=1, help="with --check: every K-th float32")
+    ap.add_argument("--check-step", type=count(1 << 30), default=None,
+                    help=f"with --check: every K-th float32 (default 1, at most {1 << 30:_})")
     ap.add_argument("--fit", action="store_true", help="refit the coefficients and print them")
-    ap.add_argument("--fit-points", type=count(10_000_000), default=400_001)
-    ap.add_argument("--out", type=output_file, default=OUT)
+    ap.add_argument("--fit-points", type=count(10_000_000, low=2), default=None,
+                    help="with --fit: points on [0, activation.LIMIT] (default 400_001, 2 to 10_000_000)")
+    ap.add_argument("--out", type=output_file, default=None,
+                    help=f"the speed's JSON (default {OUT}); --check and --fit print theirs and write none")
     args = ap.parse_args()
+    mode = "--fit" if args.fit else "--check" if args.check else None
+    wanted = {"--rounds": None, "--calls": None, "--out": None, "--check-step": "--check", "--fit-points": "--fit",
+              "--check": "--check"}  # the mode each option belongs to (None: the speed's)
+    for name, belongs in wanted.items():
+        if getattr(args, name[2:].replace("-", "_")) not in (None, False) and belongs != mode:
+            ap.error(f"argument {name}: " + (f"only with {belongs}" if belongs and name != belongs
+                                             else f"not with {mode}"))
     if args.fit:
-        print(json.dumps(fit(args.fit_points), indent=1))
+        print(json.dumps(fit(args.fit_points or 400_001), indent=1))
         return
     if args.check:
         t0 = time.perf_counter()
-        out = check(args.check_step)
+        out = check(args.check_step or 1)
         print(json.dumps({**out, "seconds": round(time.perf_counter() - t0)}, indent=1))
         return
+    args.rounds, args.calls, args.out = args.rounds or 5, args.calls or 2000, args.out or OUT
     rows = [speed(level, args.rounds, args.calls) for level in LEVELS]
     for r in rows:
         us = r["us_per_call"]

@@ -207,6 +207,9 @@ def _env_id(text: str) -> str:
 
     if text not in scope_envs.registry:
         raise argparse.ArgumentTypeError(f"unknown environment id {text[:60]!r}; `scope-envs list` prints them")
+    if getattr(scope_envs.registry[text], "game", text.partition("-")[0]) != "tau2":
+        tau2 = sorted(k for k, spec in scope_envs.registry.items() if getattr(spec, "game", None) == "tau2")
+        raise argparse.ArgumentTypeError(f"{text!r} is not a tau2 environment; the tau2 ids: {', '.join(tau2)}")
     return text
 
 
@@ -218,7 +221,7 @@ def _folder(text: str) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--env", type=_env_id, default="tau2-frozen", help="a registered tau2 id")
+    ap.add_argument("--env", type=_env_id, default="tau2-frozen", help="a registered tau2 id (default tau2-frozen)")
     ap.add_argument("--steps", type=_count(100_000_000), default=5000,
                     help="env steps (random) and agent decisions (trainer); at most 100_000_000")
     ap.add_argument("--rounds", type=_count(1000), default=3, help="at most 1000")

@@ -84,8 +84,10 @@ def revisits(env_id: str, act, episodes: int, seed: int) -> dict:
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--episodes", type=count(100_000), default=2000, help="episodes per id and agent")
-    ap.add_argument("--steps", type=count(1_000_000), default=8000, help="the PPO agent's training decisions")
+    ap.add_argument("--episodes", type=count(100_000), default=2000,
+                    help="episodes per id and agent (default 2000, at most 100_000)")
+    ap.add_argument("--steps", type=count(1_000_000), default=8000,
+                    help="the PPO agent's training decisions (default 8000, at most 1_000_000)")
     args = ap.parse_args(argv)
     # loaded here, not at the top: --help and a bad argument answer without torch
     from scope_envs.train.act_ppo import PPOConfig, PPOTrainer

@@ -75,9 +75,11 @@ def split(num_envs: int, steps: int, warmup: int) -> dict:
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--num-envs", type=count(4096), default=256, help="slots of the batched env")
-    ap.add_argument("--steps", type=count(100_000), default=200, help="timed steps")
-    ap.add_argument("--warmup", type=count(100_000), default=300, help="untimed steps first (the memos fill)")
+    ap.add_argument("--num-envs", type=count(4096), default=256,
+                    help="slots of the batched env (default 256, at most 4096)")
+    ap.add_argument("--steps", type=count(100_000), default=200, help="timed steps (default 200, at most 100_000)")
+    ap.add_argument("--warmup", type=count(100_000), default=300,
+                    help="untimed steps first (the memos fill; default 300, at most 100_000)")
     args = ap.parse_args(argv)
     out = split(args.num_envs, args.steps, args.warmup)
     print(json.dumps({**out, "load": [round(x, 2) for x in os.getloadavg()]}, indent=1))

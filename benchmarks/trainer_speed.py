@@ -33,7 +33,7 @@ from threadpoolctl import threadpool_limits
 
 import scope_envs
 from scope_envs.arguments import count, output_file, registered_id
-from scope_envs.bench.methods import METHODS, UNTRAINED, method_setup, run_one, run_seeds
+from scope_envs.bench.methods import METHODS, UNTRAINED, method_setup, require_row, run_one, run_seeds
 from scope_envs.bench.presets import GAMES, PRESETS, preset_steps
 from scope_envs.bench.protocol import heldout_episodes_for
 from scope_envs.files import write_json
@@ -136,7 +136,8 @@ def row_speed(game: str, method: str, seeds: int, steps: int, rounds: int, whole
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--env", nargs="+", type=registered_id, default=["p4g-frozen", "p4g-cotrain"])
+    ap.add_argument("--env", nargs="+", type=registered_id, default=None,
+                    help="without --seeds: the envs to time (default p4g-frozen p4g-cotrain)")
     ap.add_argument("--steps", type=count(100_000_000), default=None,
                     help="persuader decisions per trainer (default 10,000; with --seeds the default preset's "
                          "budget of each game; at most 100_000_000)")
@@ -144,14 +145,32 @@ def main() -> None:
     ap.add_argument("--seeds", type=count(MAX_SEEDS), default=None,
                     help=f"measure a whole row of this many seeds, together against one after another "
                          f"(at most {MAX_SEEDS})")
-    ap.add_argument("--games", nargs="+", choices=list(GAMES), default=list(GAMES), help="with --seeds")
-    ap.add_argument("--methods", nargs="+", default=["frozen"],
-                    choices=[m for m in METHODS if m not in UNTRAINED], help="with --seeds")
+    ap.add_argument("--games", nargs="+", choices=list(GAMES), default=None,
+                    help="only with --seeds (default every game)")
+    ap.add_argument("--methods", nargs="+", default=None, choices=[m for m in METHODS if m not in UNTRAINED],
+                    help="only with --seeds: each a row of every game of --games (default frozen)")
     ap.add_argument("--whole", action="store_true",
-                    help="with --seeds: also time the row's whole runs (training, learning curves and the default "
-                         "preset's evaluation: methods.run_one seed after seed against methods.run_seeds)")
-    ap.add_argument("--out", type=output_file, default=OUT, help=f"with --seeds: the JSON (default {OUT})")
+                    help="only with --seeds: also time the row's whole runs (training, learning curves and the "
+                         "default preset's evaluation: methods.run_one seed after seed against methods.run_seeds)")
+    ap.add_argument("--out", type=output_file, default=None, help=f"only with --seeds: the JSON (default {OUT})")
     args = ap.parse_args()
+    if args.seeds is None:  # options the env mode has no use for are refused, never ignored
+        for name, value in (("--games", args.games), ("--methods", args.methods), ("--whole", args.whole or None),
+                            ("--out", args.out)):
+            if value is not None:
+                ap.error(f"argument {name}: only with --seeds (without it the script times --env's trainers)")
+    else:
+        if args.env is not None:
+            ap.error("argument --env: not with --seeds (a row's envs are its method's; choose them by --games and "
+                     "--methods)")
+        args.games = args.games or list(GAMES)
+        args.methods = args.methods or ["frozen"]
+        for game in args.games:
+            for method in args.methods:
+                try:
+                    require_row(method, [game])
+                except ValueError as e:
+                    ap.error(f"argument --methods: {e}")
     torch.set_num_threads(1)
     threadpool_limits(1)
     if args.seeds is not None:
@@ -161,10 +180,10 @@ def main() -> None:
                 steps = preset_steps(game) if args.steps is None else args.steps
                 results.append(row_speed(game, method, args.seeds, steps, args.rounds, args.whole))
                 print(json.dumps(results[-1]), flush=True)
-        write_json(args.out, {"rows": results, "threads": 1})
+        write_json(args.out or OUT, {"rows": results, "threads": 1})
         return
     steps = 10_000 if args.steps is None else args.steps
-    for env_id in args.env:
+    for env_id in args.env or ["p4g-frozen", "p4g-cotrain"]:
         base, train = [], []
         for r in range(args.rounds):
             base.append(random_steps(env_id, steps, r))

@@ -9,9 +9,9 @@ tau2: the task failed; cooperbench: nothing achieved), the collapse
 diagnostics over the final quarter of training, and held-out success. Each
 mode is one ``scope-envs bench`` run (``OUT/<mode>/``, skipped when its
 ``results.json`` is already there); the table goes to ``OUT/ablation.md`` and
-``OUT/ablation.json``.
+``OUT/ablation.json``. ``OUT`` defaults to the committed results, ``benchmarks/results/ablation``.
 
-    python benchmarks/user_reward_ablation.py [--out results/ablation] [--seeds 3] [--group-size 8]
+    python benchmarks/user_reward_ablation.py [--out benchmarks/results/ablation] [--seeds 3] [--group-size 8]
 """
 
 from __future__ import annotations
@@ -23,6 +23,9 @@ from pathlib import Path
 from scope_envs import bench
 from scope_envs.arguments import count, output_path
 from scope_envs.core.rewards import SIMULATOR_REWARDS
+from scope_envs.files import write_atomic
+
+OUT = Path(__file__).resolve().parent / "results" / "ablation"
 
 COLUMNS = [("train_success", "train"), ("train_zero_score_frac", "agent got nothing"),
            ("zero_std_group_frac", "zero-variance groups"), ("all_fail_group_frac", "all-fail groups"),
@@ -31,10 +34,12 @@ COLUMNS = [("train_success", "train"), ("train_zero_score_frac", "agent got noth
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", type=output_path, default=Path("results/ablation"))
+    ap.add_argument("--out", type=output_path, default=OUT, help=f"the output folder (default {OUT})")
     ap.add_argument("--games", nargs="+", default=list(bench.GAMES), choices=bench.GAMES)
-    ap.add_argument("--seeds", type=count(bench.runner.MAX_SEEDS), default=3)
-    ap.add_argument("--group-size", type=count(bench.runner.MAX_GROUP_SIZE), default=8)
+    ap.add_argument("--seeds", type=count(bench.runner.MAX_SEEDS), default=3,
+                    help=f"seeds per run (default 3, at most {bench.runner.MAX_SEEDS})")
+    ap.add_argument("--group-size", type=count(bench.runner.MAX_GROUP_SIZE), default=8,
+                    help=f"GRPO's episodes per scenario (default 8, 2 to {bench.runner.MAX_GROUP_SIZE})")
     args = ap.parse_args()
     if args.group_size < 2:
         ap.error("argument --group-size: the curriculum reward needs groups of at least 2")
@@ -48,13 +53,13 @@ def main() -> None:
         for game in args.games:
             entry = results[game]["cotrain"]
             rows.append({"game": game, "user_reward": mode, **{k: entry[k] for k, _ in COLUMNS}})
-    (args.out / "ablation.json").write_text(json.dumps(rows, indent=1))
+    write_atomic(args.out / "ablation.json", json.dumps(rows, indent=1))
     lines = ["| game | user reward | " + " | ".join(label for _, label in COLUMNS) + " |",
              "|---|---|" + "---|" * len(COLUMNS)]
     for row in sorted(rows, key=lambda r: (r["game"], SIMULATOR_REWARDS.index(r["user_reward"]))):
         lines.append(f"| {row['game']} | {row['user_reward']} | "
                      + " | ".join(f"{row[k]:.3f}" for k, _ in COLUMNS) + " |")
-    (args.out / "ablation.md").write_text("\n".join(lines) + "\n")
+    write_atomic(args.out / "ablation.md", "\n".join(lines) + "\n")
     print("\n".join(lines))
 
 

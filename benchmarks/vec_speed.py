@@ -157,14 +157,18 @@ def main(argv=None) -> None:
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--games", nargs="+", default=list(GAMES), choices=GAMES)
-    ap.add_argument("--num-envs", type=count(16_384), default=256, help="slots of the batched env")
+    ap.add_argument("--num-envs", type=count(16_384), default=256,
+                    help="slots of the batched env (default 256, at most 16_384)")
     ap.add_argument("--vec-steps", type=count(100_000), default=200,
-                    help="batched steps per round (each steps every slot)")
+                    help="batched steps per round (each steps every slot; default 200, at most 100_000)")
     ap.add_argument("--warmup", type=count(100_000, low=0), default=0,
-                    help="untimed batched steps before the timed ones (default 0, as the earlier rows)")
-    ap.add_argument("--scalar-steps", type=count(10_000_000), default=10_000, help="scalar and rps_v2 steps per round")
-    ap.add_argument("--steps", type=count(10_000_000), default=10_000, help="persuader decisions per trainer round")
-    ap.add_argument("--rounds", type=count(100), default=3)
+                    help="untimed batched steps before the timed ones (default 0, as the earlier rows;"
+                         " at most 100_000)")
+    ap.add_argument("--scalar-steps", type=count(10_000_000), default=10_000,
+                    help="scalar and rps_v2 steps per round (default 10_000, at most 10_000_000)")
+    ap.add_argument("--steps", type=count(10_000_000), default=10_000,
+                    help="persuader decisions per trainer round (default 10_000, at most 10_000_000)")
+    ap.add_argument("--rounds", type=count(100), default=3, help="rounds (default 3, at most 100)")
     ap.add_argument("--baseline-rev", default=BASELINE_REV,
                     help="the git revision whose trainer and evaluation are the baseline (default: main when "
                          "issue 17 was filed)")

@@ -1,11 +1,14 @@
-"""The ``benchmarks/`` scripts' command lines: a bad value is argparse's exit 2 naming the argument, never a
-traceback, a division by zero or a NaN printed as a result. (The leaderboard's: tests/test_bench_entrants.py.)"""
+"""The ``benchmarks/`` scripts' command lines: a bad value, or an option the chosen mode would ignore, is argparse's
+exit 2 naming the argument, never a traceback, a division by zero or a NaN printed as a result; ``--help`` states
+each bound. (The leaderboard's: tests/test_bench_entrants.py.)"""
 
+import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from bench_fixtures import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -55,6 +58,27 @@ BAD = [
     ("row_speed", ["--baseline-rev", "no-such-rev"], "--baseline-rev", "is not a revision"),
     ("slot_scaling", ["--slots", "0"], "--slots", "an integer from 1 to"),
     ("baseline_tree", ["HEAD", "/proc/scope-envs-no-such-folder"], "into", "cannot create"),
+    ("study_load", ["--participants", "0"], "--participants", "an integer from 1 to 1_000, got 0"),  # no choices list
+    ("study_load", ["--deadline", "1e308"], "--deadline", "up to 86_400"),  # was an OverflowError after 16 s
+    ("trainer_speed", ["--seeds", "2", "--games", "cooperbench", "--methods", "grounded"], "--methods",
+     "row of none of ['cooperbench']"),
+    ("trainer_speed", ["--games", "cooperbench", "--methods", "cotrain"], "--games", "only with --seeds"),
+    ("trainer_speed", ["--whole"], "--whole", "only with --seeds"),  # was ignored
+    ("trainer_speed", ["--seeds", "2", "--env", "p4g-frozen"], "--env", "not with --seeds"),
+    ("restamp", ["/nonexistent-before.json", "/nonexistent-after.json"], "before", "no such file"),
+    ("same_numbers", ["compare", "/nonexistent-before.json", "b.json"], "before", "no such file"),
+    ("tau2_speed", ["--tau2-python", "/nonexistent-python"], "--tau2-python", "no such file"),
+    ("tau2_speed", ["--tau2-python", str(ROOT / "README.md")], "--tau2-python", "is not executable"),
+    ("tau2_speed", ["--data", str(ROOT / "benchmarks")], "--data", "holds none of the domain folders"),
+    ("tanh_speed", ["--fit", "--fit-points", "1"], "--fit-points", "an integer from 2 to"),  # was a LinAlgError
+    ("tanh_speed", ["--check", "--out", "t.json"], "--out", "not with --check"),  # wrote nothing
+    ("tanh_speed", ["--fit-points", "100"], "--fit-points", "only with --fit"),
+    ("tau2_act_speed", ["--env", "p4g-frozen"], "--env", "is not a tau2 environment"),
+    ("llm_gpu", ["--sizes", ","], "--sizes", "no size given"),  # was an IndexError
+    ("llm_gpu", ["--fit-sizes", "14B,3B"], "--fit-sizes", "not ascending"),
+    ("llm_gpu", ["--dry-run", "--batch", "2"], "--batch", "--dry-run uses fixed tiny sizes"),  # was replaced
+    ("arithmetic_floor", ["--runs", "p4g:frozen", "--default-run"], "--runs", "not with --default-run"),
+    ("arithmetic_floor", ["--jobs", "2"], "--jobs", "only with --default-run"),  # was ignored
 ]
 
 
@@ -77,3 +101,86 @@ def test_collapse_design_resumed_on_a_broken_packed_file_is_one_line(tmp_path):
                            "--out", str(tmp_path)], capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr[-2000:]
     assert done.stderr.strip().splitlines()[-1].startswith("collapse_design: ") and "runs.jsonl.gz" in done.stderr
+
+
+@pytest.mark.parametrize("script", [["restamp"], ["same_numbers", "compare"]], ids=["restamp", "same_numbers"])
+@pytest.mark.parametrize("content", ["", "[1, 2]", "{}", '{"records": {"x": 1}}'], ids=["empty", "list", "object",
+                                                                                           "not-records"])
+def test_a_file_that_is_not_a_same_numbers_output_is_one_line_naming_it(script, content, tmp_path):
+    (tmp_path / "before.json").write_text(content)
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / f"{script[0]}.py"), *script[1:], "before.json",
+                           "before.json"], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr[-2000:]
+    assert "argument before: before.json: not a" in done.stderr.strip().splitlines()[-1]
+
+
+HELP_BOUNDS = [  # (script, its help's command line, what it must say): every bound argparse enforces, stated
+    ("serve_speed", ["--help"], ["at most 1_000_000", "at most 256", "at most 4096", "at most 10_000",
+                                 "0 to 10_000_000"]),
+    ("same_numbers", ["run", "--help"], ["at most 20", "at most 200_000", "at most 64"]),
+    ("vec_speed", ["--help"], ["at most 16_384", "default 200, at most 100_000", "rounds (default 3, at most 100)",
+                               "trainer round (default 10_000, at most 10_000_000)"]),
+    ("tanh_speed", ["--help"], ["at most 100", "at most 1_073_741_824", "2 to 10_000_000"]),
+    ("user_reward_ablation", ["--help"], ["at most 1000", "2 to 256", "benchmarks/results/ablation"]),
+    ("collapse_design", ["--help"], ["at most 100_000", "at most 256"]),
+    ("serve_latency", ["--help"], ["at most 100_000"]),
+    ("seed_phases", ["--help"], ["0 to 1000"]),
+    ("tau2_state_revisits", ["--help"], ["at most 100_000", "at most 1_000_000"]),
+    ("tau2_step_split", ["--help"], ["at most 4096", "default 200, at most 100_000", "default 300, at most 100_000"]),
+    ("tau2_speed", ["--help"], ["at most 1_000_000"]),
+    ("study_load", ["--help"], ["at most 1000", "at most 86400"]),
+    ("realism_known_answers", ["--help"], ["with real dialogues to ground in (p4g)", "Writes ``known_answers.json``"]),
+    ("llm_gpu", ["--help"], ["docs/llm-training.md", "it refuses the options above"]),
+]
+
+
+@pytest.mark.parametrize("script, argv, wanted", HELP_BOUNDS, ids=[h[0] for h in HELP_BOUNDS])
+def test_help_states_the_bounds_argparse_enforces(script, argv, wanted, tmp_path):
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / f"{script}.py"), *argv], capture_output=True,
+                          text=True, timeout=120, cwd=tmp_path)
+    text = " ".join(done.stdout.split())  # argparse wraps its lines
+    assert done.returncode == 0 and all(w in text for w in wanted), [w for w in wanted if w not in text]
+
+
+def band(tmp_path, floor: float, ceiling: float) -> str:
+    """A results.json with p4g's random and oracle rows: eval_episodes.py's band."""
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps({"p4g": {"random": {"heldout_success": floor}, "oracle": {"heldout_success": ceiling}}}))
+    return str(path)
+
+
+def test_eval_episodes_sizes_from_the_largest_spread(monkeypatch, tmp_path):
+    module = load_script("eval_episodes")
+    monkeypatch.setattr(module, "episode_sd", lambda game, episodes, row: (0.5, {"oracle": 0.4}.get(row, 0.2)))
+    module.main(["--games", "p4g", "--episodes", "2", "--results", band(tmp_path, 0.1, 0.5), "--out",
+                 str(tmp_path / "out")])
+    got = json.loads((tmp_path / "out" / "eval_episodes.json").read_text())["games"]["p4g"]
+    assert got["eval_episodes"] == 128  # (0.4 / (0.1 * 0.4)) ** 2 = 100, up to a multiple of 64
+
+
+def test_eval_episodes_without_a_spread_is_one_line_not_a_division_by_zero(monkeypatch, tmp_path):
+    """Every episode of every band row scored alike (as 2 episodes can): the rule has no sd to size from."""
+    module = load_script("eval_episodes")
+    monkeypatch.setattr(module, "episode_sd", lambda game, episodes, row: (1.0, 0.0))
+    with pytest.raises(SystemExit, match="p4g's band rows show no spread over 2 episodes.*more --episodes"):
+        module.main(["--games", "p4g", "--episodes", "2", "--results", band(tmp_path, 0.1, 0.5), "--out",
+                     str(tmp_path / "out")])
+
+
+def test_eval_episodes_on_an_empty_band_is_argparses_error(tmp_path, capsys):
+    module = load_script("eval_episodes")
+    with pytest.raises(SystemExit) as e:
+        module.main(["--games", "p4g", "--results", band(tmp_path, 0.5, 0.5), "--out", str(tmp_path / "out")])
+    assert e.value.code == 2 and "argument --results" in capsys.readouterr().err
+
+
+def test_eval_speed_stops_in_one_line_where_a_round_measured_nothing(monkeypatch, tmp_path):
+    """A round whose evaluation did not go through the timed function: never a figure of 0 s, nor a ratio over it
+    (a real round measures: its tiny run in tests/test_benchmarks_scripts.py, which such a round would fail)."""
+    module = load_script("eval_speed")
+    round_out = json.dumps({"p4g": {"eval_s": 0.0, "eval_cpu_s": 0.0, "wall_s": 1.0, "digest": "d"}})
+    monkeypatch.setattr(module, "child_output", lambda cmd, env, what: round_out + "\n")
+    monkeypatch.setattr(sys, "argv", ["eval_speed.py", "--rounds", "1", "--games", "p4g", "--baseline",
+                                      str(tmp_path)])
+    with pytest.raises(SystemExit, match="the baseline code's round measured no evaluation time for p4g"):
+        module.main()

@@ -1,25 +1,18 @@
 """``benchmarks/restamp.py``: a reference's records get the new fingerprint only where the numbers are proven the
 same, and the rows rebuilt on purpose (``--rebuilt``) keep the old one for their rebuild to replace."""
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
 
 import pytest
+from bench_fixtures import load_script
 
-ROOT = Path(__file__).resolve().parents[1]
 OLD = {"code": "old", "engine": "e-old", "version": "1"}
 NEW = {"code": "new", "engine": "e-new", "version": "1"}
 
 
 @pytest.fixture(scope="module")
 def restamp():
-    spec = importlib.util.spec_from_file_location("restamp", ROOT / "benchmarks" / "restamp.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["restamp"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script("restamp")
 
 
 def played(path, fingerprint, frozen_success):

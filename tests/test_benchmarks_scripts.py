@@ -17,6 +17,8 @@ SCRIPTS = sorted(p.stem for p in (ROOT / "benchmarks").glob("*.py"))
 
 TINY = [  # (script, a run at a reduced size of its documented command line)
     ("env_speed", ["--steps", "50", "--rounds", "1"]),
+    ("eval_speed", ["--rounds", "1", "--games", "p4g"]),  # exits 1 where it measures no evaluation time
+    ("study_load", ["--participants", "1", "--kills", "0", "--deadline", "120"]),  # was StudyFull below 4
     ("hostile_text", ["--lengths", "100"]),
     ("oracle_budget", ["p4g", "200", "--out", "{tmp}"]),  # never the committed results folder
     ("plateau_budget", ["--games", "tau2", "--rows", "uncollapsed", "--seeds", "1", "--eval-episodes", "8",
