@@ -179,8 +179,10 @@ def test_bad_input_over_http(cotrain):
     assert status == 413 and body["code"] == "BODY_TOO_LARGE"
     status, body = post(cotrain + "/scope/vec/nope/step", {"actions": {}})
     assert status == 404 and body["code"] == "UNKNOWN_SESSION"
-    status, body = post(cotrain + "/scope/vec/0123456789ab.feed/step", {"actions": {}})
-    assert status == 410 and "restarted" in body["detail"]
+    status, body = post(cotrain + "/scope/vec/0123456789ab." + "feed" * 8 + "/step", {"actions": {}})
+    assert status == 410 and "restarted" in body["detail"]  # an id of another boot's form: issued before a restart
+    status, body = post(cotrain + "/scope/vec/nope.nope/step", {"actions": {}})
+    assert status == 404 and body["code"] == "UNKNOWN_SESSION"  # never issued by any boot
     status, body = post(cotrain + "/scope/vec", {"num_envs": 100000})
     assert status == 422 and "at most 64" in body["detail"]
     status, body = post(cotrain + "/scope/vec", {"num_envs": "4"})

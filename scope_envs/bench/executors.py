@@ -421,8 +421,8 @@ def finished_runs(out: Path, tasks: list[dict], report=None) -> dict[str, dict]:
     (a callable taking one line; default: stderr) is told which file and why; one written for other settings
     is redone silently, as the settings say it must be. A record made by other code (its ``fingerprint``, where
     it has one, is not this code's: a game's rule or budget changed; a plug-in's file changed since) is redone and
-    named; after a refactor that
-    changed no number, ``benchmarks/restamp.py`` gives the records this code's fingerprint first."""
+    named; after a refactor that changed no number, ``benchmarks/restamp.py`` gives the records this code's
+    fingerprint first."""
     report = report or (lambda line: print(line, file=sys.stderr))
     this_code = functools.cache(fingerprint)  # each game's, once
     method_now = functools.cache(plugin_code)  # each plug-in's file, read once

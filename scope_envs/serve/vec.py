@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import re
 import threading
 import time
 import uuid
@@ -39,6 +40,7 @@ from scope_envs.wrappers import CheckpointPool
 from scope_envs.vec.batched import BatchedVecEnv
 
 MAX_EXPIRED_REMEMBERED = 4096
+SESSION_ID = re.compile(r"[0-9a-f]{12}\.[0-9a-f]{32}")  # BOOT.UUID, as ``open`` makes them (the boot id: app.py)
 
 
 class OpenRequest(BaseModel):
@@ -118,7 +120,7 @@ class VecSessions:
                 return session
             if sid in self.ended:
                 raise SessionLost(f"batched session {sid!r} {self.ended[sid]}; its episodes are lost")
-        if sid.split(".", 1)[0] != self.boot_id and "." in sid:
+        if SESSION_ID.fullmatch(sid) and sid.split(".", 1)[0] != self.boot_id:  # one this server's kind issues
             raise SessionLost(f"batched session {sid!r} was opened before the server restarted; its episodes "
                               "are lost: open a new session")
         raise UnknownSession(f"no batched session {sid!r} on this server")
