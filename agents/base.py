@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from scope_envs.core.checks import check_number
 from scope_envs.core.deprecation import sharpening_of
 from scope_envs.core.game import Persona
 from scope_envs.core.simulator import Simulator, View
@@ -43,9 +44,8 @@ class SharpenedReference(Simulator):
     def __init__(self, sharpening: float | None = None, persona: Persona | None = None,
                  calibration_noise: float = 0.25, name: str = "reference", *, cooperation: float = 0.0,
                  gamma: float | None = None):
-        sharpening = sharpening_of(sharpening, gamma, 1.0)
-        if sharpening < 1:
-            raise ValueError(f"sharpening must be >= 1 (a sharpened reference), got {sharpening}")
+        sharpening = check_number("sharpening", sharpening_of(sharpening, gamma, 1.0), 1,
+                                  wanted=">= 1, a finite number (a sharpened reference)")
         self.sharpening, self.persona, self.cooperation = sharpening, persona, cooperation
         self.calibration_noise, self.name = calibration_noise, name
 

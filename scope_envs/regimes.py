@@ -47,6 +47,7 @@ from __future__ import annotations
 import functools
 from typing import Callable
 
+from scope_envs.core.checks import check_int
 from scope_envs.core.deprecation import sharpening_of
 from scope_envs.core.env import LEARNABLE, DialogueParallelEnv
 from scope_envs.core.game import Game
@@ -184,9 +185,7 @@ def build(
         return CheckpointPool(env([LEARNABLE]), options.get("pool_size", 5), options.get("snapshot_every", 4),
                               options.get("pool_sample", "uniform"))
     if regime == "population":
-        k = options.get("members", 4)
-        if not isinstance(k, int) or k < 1:
-            raise ValueError(f"members must be a positive int, got {k!r}")
+        k = check_int("members", options.get("members", 4), 1)  # (a bool too is refused)
         return SimulatorPopulation(env([LEARNABLE]), [LEARNABLE] * k, schedule=options.get("schedule", "uniform"))
     # heldout: the human proxies on held-out scenarios (evaluation only); personas="train": the same behaviour
     # model on train scenarios, only for the benchmark's oracle ceiling (see the module docstring)

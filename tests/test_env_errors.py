@@ -162,3 +162,98 @@ def test_huge_bad_actions_get_a_short_error_naming_the_agent(bad):
     with pytest.raises(ValueError, match="unknown agent") as error:
         env.step({"agent_0": 1, "z" * 1_000_000: 0})
     assert len(str(error.value)) < 300
+
+
+# -- make's keyword arguments and reset's seeds: refused where they are received, naming the argument ---------
+# (docs/environments.md; `scope-envs serve --kwarg` and SCOPE_ENV_KWARGS rely on these errors naming the key)
+NAN = float("nan")
+BAD_KWARGS = [
+    ("p4g-frozen", {"max_turns": "5"}, "max_turns"), ("p4g-frozen", {"max_turns": 2.5}, "max_turns"),
+    ("p4g-frozen", {"max_turns": True}, "max_turns"), ("p4g-frozen", {"max_turns": 0}, "max_turns"),
+    ("p4g-frozen", {"max_turns": None}, "max_turns"),
+    ("cooperbench-frozen", {"max_turns": "5"}, "max_turns"), ("cooperbench-frozen", {"max_turns": 2.5}, "max_turns"),
+    ("cooperbench-frozen", {"max_turns": 1}, "max_turns"),
+    ("p4g-vs", {"k": "5"}, "k must be"), ("p4g-vs", {"k": 2.0}, "k must be"), ("p4g-vs", {"k": True}, "k must be"),
+    ("p4g-vs", {"k": 0}, "k must be"),
+    ("p4g-vs", {"tau": "a"}, "tau"), ("p4g-vs", {"tau": NAN}, "tau"), ("p4g-vs", {"tau": -1.0}, "tau"),
+    ("p4g-vs", {"tau": float("inf")}, "tau"), ("p4g-vs", {"tau": True}, "tau"), ("tau2-vs", {"tau": "a"}, "tau"),
+    ("tau2-vs", {"tau": NAN}, "tau"), ("cooperbench-vs", {"tau": -0.5}, "tau"),
+    ("p4g-vs", {"tail": "bogus"}, "tail"), ("p4g-vs", {"tail": NAN}, "tail"), ("p4g-vs", {"tail": 0}, "tail"),
+    ("p4g-vs", {"tail": 1.5}, "tail"),
+    ("p4g-vs", {"min_survivors": "1"}, "min_survivors"), ("p4g-vs", {"min_survivors": 1.0}, "min_survivors"),
+    ("p4g-vs", {"min_survivors": 6}, "min_survivors"),
+    ("p4g-vs", {"temperature": "x"}, "temperature"), ("p4g-vs", {"temperature": NAN}, "temperature"),
+    ("p4g-vs", {"temperature": 0}, "temperature"),
+    ("p4g-frozen", {"surface": "text", "max_errors": "x"}, "max_errors"),
+    ("p4g-frozen", {"surface": "text", "max_errors": -1}, "max_errors"),
+    ("p4g-frozen", {"max_errors": 1.5}, "max_errors"), ("p4g-frozen", {"max_errors": True}, "max_errors"),
+    ("p4g-population", {"members": True}, "members"),
+]
+
+
+@pytest.mark.parametrize("env_id, kwargs, name", BAD_KWARGS, ids=[f"{i}-{k}" for i, k, _ in BAD_KWARGS])
+def test_bad_make_kwargs_are_a_value_error_naming_the_argument(env_id, kwargs, name):
+    with pytest.raises(ValueError, match=name):
+        scope_envs.make(env_id, **kwargs)
+
+
+def test_the_bounds_of_the_checked_kwargs_are_accepted():
+    scope_envs.make("p4g-frozen", max_turns=1)
+    scope_envs.make("p4g-frozen", max_turns=np.int64(4), surface="text", max_errors=0)
+    scope_envs.make("cooperbench-frozen", max_turns=2)
+    scope_envs.make("p4g-vs", k=np.int64(3), tau=0, tail=1, min_survivors=3, temperature=0.1)
+    scope_envs.make("p4g-vs", tau=2.0)  # a floor above every stated probability: the min_survivors most probable
+
+
+BAD_SEEDS = [({"seed": "1"}, "seed"), ({"seed": 1.5}, "seed"), ({"seed": -1}, "seed"), ({"seed": True}, "seed"),
+             ({"seed": [1]}, "seed"), ({"options": {"scenario_seed": "x"}}, "scenario_seed"),
+             ({"options": {"scenario_seed": -1}}, "scenario_seed"),
+             ({"options": {"scenario_seed": 1.5}}, "scenario_seed"), ({"options": "x"}, "options")]
+
+
+@pytest.mark.parametrize("env_id", ["p4g-frozen", "p4g-rotation", "p4g-vs", "cooperbench-population"])
+@pytest.mark.parametrize("reset, name", BAD_SEEDS, ids=[repr(r) for r, _ in BAD_SEEDS])
+def test_bad_seeds_are_a_value_error_naming_the_argument(env_id, reset, name):
+    env = scope_envs.make(env_id)
+    with pytest.raises(ValueError, match=f"^{name} must be"):
+        env.reset(**reset)
+    assert not env.unwrapped._started  # refused before anything changed
+
+
+def test_seeds_still_take_python_and_numpy_ints_and_none():
+    env = scope_envs.make("p4g-frozen")
+    for seed in (None, 0, np.int64(3), np.uint32(2**32 - 1), 2**70):
+        env.reset(seed=seed, options={"scenario_seed": seed})
+
+
+def _episode(env_id, seed, options=None, **kwargs):
+    env = scope_envs.make(env_id, **kwargs)
+    obs, infos = env.reset(seed=seed, options=options)
+    rng = np.random.default_rng(seed)
+    chosen = []
+    while env.agents:
+        obs, rew, *_, infos = env.step({"agent_0": int(rng.choice(np.flatnonzero(obs["agent_0"]["action_mask"])))})
+        chosen.append(infos["agent_0"].get("vs_chosen"))
+    game = env.unwrapped.game
+    return [(t.role, int(t.act)) for t in game.history], chosen, dict(game.outcome()), rew
+
+
+def test_checked_valid_kwargs_play_the_same_seeded_episodes_as_before():
+    """The checks only refuse: these episodes are the ones the code before them played (same draws, same order)."""
+    assert _episode("p4g-vs", 11, {"scenario_seed": 5}, k=4, tau=0.1, selection="prob", max_turns=3) == (
+        [("persuader", 3), ("persuadee", 17), ("persuader", 3), ("persuadee", 7), ("persuader", 14),
+         ("persuadee", 25)], [2, 0, 0], {"intended": 1.0, "actual": 1.0, "stated": 1.0, "persuader_turns": 3.0},
+        {"agent_0": 1.0})
+    assert _episode("cooperbench-frozen", np.int64(2), max_turns=4, max_errors=0) == (
+        [("teammate", 42), ("partner", 37), ("teammate", 11), ("partner", 2), ("teammate", 9), ("partner", 10),
+         ("teammate", 11), ("partner", 38)], [None] * 4,
+        {"success": 0.0, "teammate_feature": 0.0, "partner_feature": 1.0, "conflicts": 0.0, "merge_conflict": 0.0,
+         "message_share": 0.25}, {"agent_0": 0.0})
+
+
+def test_the_checks_module_examples_run():
+    import doctest
+
+    from scope_envs.core import checks
+
+    assert doctest.testmod(checks).failed == 0

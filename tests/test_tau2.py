@@ -142,6 +142,12 @@ def test_unknown_domain_raises_a_clear_error():
     assert scope_envs.make("tau2-cotrain").unwrapped.surface.name == "act"  # the default surface
     with pytest.raises(ValueError, match="domain"):
         make(domain="banking")
+    # not a name nor a sequence of names: the same clear error naming the argument (it was a bare TypeError)
+    for bad in (5, None, ["airline", 5], ()):
+        for surface in ("act", "text"):
+            with pytest.raises(ValueError, match=r"^domain must be a tau2 domain name or a sequence of names"):
+                scope_envs.make("tau2-frozen", surface=surface, domain=bad)
+    assert scope_envs.make("tau2-frozen", domain=["retail"]).unwrapped.game.domains == ("retail",)
 
 
 def test_turn_protocol_tool_results_return_to_the_caller_and_user_stop_scores():

@@ -177,3 +177,126 @@ def test_a_reward_keyed_by_wide_bitsets_is_not_another_keys():
     again = tasks.rewards(z, z, gold, z.astype(np.uint64), z, z)  # (now from the kept rows)
     assert len(tasks.kept_rewards.hash) == 3
     assert first.tolist() == again.tolist() == [0.0, 1.0] * 200 + [2.0]
+
+
+# -- copies and pickles ---------------------------------------------------------------------------------------
+# ``Tasks`` keys its rows by the id of each domain's data; a copied or unpickled env holds a copy of both, so the
+# copy's ``Tasks`` must key its rows by the copied data (and the copied games read their own ``Tasks``, not the
+# process's ``TASKS``): the copy then plays exactly as the original.
+
+def _plain(x):
+    """``x`` (observations, rewards, infos, ...) as plain values that compare exactly (arrays bit for bit)."""
+    if isinstance(x, dict):
+        return tuple(sorted((str(k), _plain(v)) for k, v in x.items()))
+    if isinstance(x, (list, tuple)):
+        return tuple(_plain(v) for v in x)
+    if isinstance(x, (np.ndarray, np.generic)):
+        a = np.asarray(x)
+        return ("array", a.dtype.str, a.shape, a.tobytes() if a.dtype != object else _plain(a.tolist()))
+    if isinstance(x, float):
+        return float.hex(x)
+    return x
+
+
+def _steps(env, obs, rng, n: int | None, ending: bool = True) -> list:
+    """``n`` steps (None: to the episode's end) of random legal acts from ``rng`` (``ending=False``: never the
+    agent's ``end`` nor ``transfer``); everything observed, and the last observation."""
+    from conftest import random_actions
+    from scope_envs.games.tau2.dialogue_acts import AGENT_INDEX
+
+    trace = []
+    while env.agents and (n is None or len(trace) < n):
+        if not ending:
+            obs = dict(obs, agent_0=dict(obs["agent_0"], action_mask=obs["agent_0"]["action_mask"].copy()))
+            obs["agent_0"]["action_mask"][[AGENT_INDEX["end"], AGENT_INDEX["transfer"]]] = 0
+        acts = random_actions(env, obs, rng)
+        obs, *rest = env.step(acts)
+        trace.append(_plain((acts, obs, *rest)))
+    return trace, obs
+
+
+def _episode(env, seed: int, episodes: int = 3) -> list:
+    """The episode of ``reset(seed=seed)`` and the next ``episodes - 1`` (reset unseeded) played to their ends."""
+    rng, trace = np.random.default_rng([5, seed]), []
+    for k in range(episodes):
+        obs, infos = env.reset(seed=seed) if k == 0 else env.reset()
+        trace += [_plain((obs, infos))] + _steps(env, obs, rng, None)[0]
+    return trace
+
+
+def _copies():
+    import copy
+    import pickle
+
+    out = {"deepcopy": copy.deepcopy, "pickle": lambda env: pickle.loads(pickle.dumps(env))}
+    try:
+        import cloudpickle
+    except ImportError:
+        return out
+    return {**out, "cloudpickle": lambda env: cloudpickle.loads(cloudpickle.dumps(env))}
+
+
+@pytest.mark.parametrize("env_id", ["tau2-frozen", "tau2-vs", "tau2-rotation", "tau2-heldout", "tau2-cotrain"])
+def test_a_copied_or_pickled_env_plays_as_a_fresh_one(env_id):
+    """A copy (deep copy, pickle, cloudpickle round trip) of a fresh env, and of one reset before the copy, plays
+    the same seeded episode as a fresh ``make``; a copy taken mid-episode goes on as the original does, and so do
+    its later seeded episodes (compared with the original's: the rotation's member turns with the episodes
+    played, so those are not a fresh env's)."""
+    want = _episode(scope_envs.make(env_id), 2)
+    for name, clone in _copies().items():
+        assert _episode(clone(scope_envs.make(env_id)), 2) == want, name
+        env = scope_envs.make(env_id)
+        env.reset(seed=11)
+        assert _episode(clone(env), 2) == want, name
+        for seed in range(11, 31):  # the first seed whose episode is still on after 3 steps (users may leave)
+            obs = _steps(env, env.reset(seed=seed)[0], np.random.default_rng(0), 3, ending=False)[1]
+            if env.agents:
+                break
+        assert env.agents, "an episode goes on"
+        copied = clone(env)
+        tail = [_steps(e, obs, np.random.default_rng(1), None)[0] for e in (env, copied)]
+        assert tail[0] == tail[1], name
+        assert _episode(copied, 2) == _episode(env, 2), name
+
+
+def test_a_copy_finds_its_tasks_rows_and_compiles_none_again():
+    """The copy's ``Tasks`` keys its rows by the copy's domain data: the task the copied game is on has the
+    original's row there, and replaying it compiles nothing (nor anything in the process's ``TASKS``)."""
+    import copy
+
+    env = scope_envs.make("tau2-frozen")
+    env.reset(seed=2)
+    game = env.unwrapped.game
+    copied = copy.deepcopy(env).unwrapped.game
+    tasks = copied.batch.tasks
+    assert game.batch.tasks is TASKS and tasks is not TASKS and copied.data[copied.domain] is not game.data[game.domain]
+    assert all(id(tasks.keep[data_id]) == data_id for data_id, _ in tasks.row)
+    n, n_process = len(tasks.tables), len(TASKS.tables)
+    assert tasks.of(copied) == TASKS.of(game) == game.batch.task[0] == copied.batch.task[0]
+    copied.reset(game.persona, np.random.default_rng(0))
+    assert len(tasks.tables) == n and len(TASKS.tables) == n_process
+
+
+def test_a_copied_text_env_plays_as_a_fresh_one():
+    import copy
+
+    want = _episode(scope_envs.make("tau2-frozen", surface="text"), 4, episodes=1)
+    played = scope_envs.make("tau2-frozen", surface="text")
+    played.reset(seed=2)
+    assert _episode(copy.deepcopy(played), 4, episodes=1) == want
+
+
+def test_supersuit_copies_tau2_envs():
+    """SuperSuit's vector env deep-copies the env it is given (it failed on tau2 when its copies read the
+    process's task rows)."""
+    ss = pytest.importorskip("supersuit")
+    pytest.importorskip("stable_baselines3")
+    from scope_envs.wrappers import LegalActions
+
+    venv = ss.pettingzoo_env_to_vec_env_v1(LegalActions(scope_envs.make("tau2-frozen")))
+    venv = ss.concat_vec_envs_v1(venv, 2, num_cpus=0, base_class="stable_baselines3")
+    obs = venv.reset()
+    assert obs["action_mask"].shape[0] == 2 and obs["action_mask"].any(1).all()
+    acts = np.array([np.flatnonzero(m)[0] for m in obs["action_mask"]])
+    obs, rewards, dones, infos = venv.step(acts)
+    assert obs["action_mask"].shape[0] == 2 and len(rewards) == 2

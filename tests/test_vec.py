@@ -343,3 +343,86 @@ def test_a_refused_step_leaves_the_loop_of_scalar_envs_as_it_was():
     twins = [vectorize([scope_envs.make("tau2-cotrain") for _ in range(16)], batched=False) for _ in range(2)]
     assert all(isinstance(v, LoopVecEnv) for v in twins)
     assert_a_refused_step_changes_nothing(twins, which=-1)  # the last: the loop reaches it after the others
+
+
+# the persuader's words for a few acts (the game's own realizations); the last one closes the episode
+P4G_MESSAGES = ("Hi there, nice to meet you.", "Do you usually donate to charities?",
+                "Millions of children are suffering in war zones right now; they need someone to care.",
+                "Would you like to make a donation to Save the Children today?", "Have a great day, bye!")
+
+
+def test_the_text_surface_steps_strings_and_each_slot_is_the_scalar_env_seeded_alike():
+    """``make_vec(..., surface="text")`` runs on ``LoopVecEnv``: an agent's observations are Gymnasium's batch of a
+    ``Text`` space (a tuple of N transcripts) and its actions N strings; slot ``i`` of ``reset(seed=s)`` plays the
+    episodes of the scalar env reset with seed ``s + i`` (auto-reset included)."""
+    from gymnasium.vector.utils import batch_space
+
+    n = 2
+    vec = scope_envs.make_vec("p4g-frozen", num_envs=n, surface="text")
+    assert isinstance(vec, LoopVecEnv)
+    batched_space = batch_space(vec.observation_space("agent_0"), n)
+    scalars = [scope_envs.make("p4g-frozen", surface="text") for _ in range(n)]
+    obs, infos = vec.reset(seed=3)
+    want = [env.reset(seed=3 + i)[0] for i, env in enumerate(scalars)]
+    assert isinstance(obs["agent_0"], tuple) and obs["agent_0"] in batched_space
+    assert list(obs["agent_0"]) == [w["agent_0"] for w in want]
+    assert infos["active"]["agent_0"].all()
+    ended = 0
+    for t in range(8):
+        said = [P4G_MESSAGES[min(t, 3)], P4G_MESSAGES[t % len(P4G_MESSAGES)]]  # slot 1 says goodbye at step 4
+        obs, rewards, terms, truncs, infos = vec.step({"agent_0": said})
+        assert isinstance(obs["agent_0"], tuple) and obs["agent_0"] in batched_space
+        for i, env in enumerate(scalars):
+            o, r, te, tr, _ = env.step({"agent_0": said[i]})
+            assert rewards["agent_0"][i] == r["agent_0"] and terms["agent_0"][i] == te["agent_0"]
+            assert truncs["agent_0"][i] == tr["agent_0"]
+            if not env.agents:  # the vec env's auto-reset: the scalar env's next episode, on its generator
+                ended += 1
+                assert infos["_final_info"][i] and infos["final_info"]["return"][i] == r["agent_0"]
+                o, _ = env.reset()
+            assert obs["agent_0"][i] == o["agent_0"], (t, i)
+    assert ended >= 1
+    with pytest.raises(ValueError, match="sequence of 2 strs"):
+        vec.step({"agent_0": "one string for every slot"})
+    with pytest.raises(ValueError, match="must be a str"):
+        vec.step({"agent_0": [P4G_MESSAGES[0], 1]})
+
+
+@pytest.mark.parametrize("surface", ["act", "text"])
+def test_an_action_for_an_unknown_agent_is_refused(surface):
+    """As the scalar env, ``RemoteParallelEnv`` and the batched endpoint refuse it (both engines)."""
+    vec = scope_envs.make_vec("p4g-frozen", num_envs=2, surface=surface)
+    assert isinstance(vec, LoopVecEnv if surface == "text" else BatchedVecEnv)
+    vec.reset(seed=0)
+    acts = np.array([1, 1]) if surface == "act" else [P4G_MESSAGES[0]] * 2
+    with pytest.raises(ValueError, match=r"unknown agent 'ghost'; possible agents are \['agent_0'\]"):
+        vec.step({"agent_0": acts, "ghost": acts})
+    _, _, _, _, infos = vec.step({"agent_0": acts})  # nothing was applied: the episodes are at their first move
+    assert infos["turn"].tolist() == [2, 2]
+
+
+@pytest.mark.parametrize("batched", [True, False])
+def test_a_bad_seed_names_the_argument_and_what_it_takes(batched):
+    vec = vectorize([scope_envs.make("p4g-frozen") for _ in range(3)], batched=batched)
+    expected = r"seed must be an int >= 0 or a sequence of 3 of them \(one per slot\)"
+    for seed in (-1, np.int64(-2), "x", b"x", 1.5, True, {"a": 1}, [0, 1]):
+        with pytest.raises(ValueError, match=expected):
+            vec.reset(seed=seed)
+    for seed, i in (([0, -1, 2], 1), ([0, 1, "2"], 2), ([True, 1, 2], 0), ([0, 1.0, 2], 1)):
+        with pytest.raises(ValueError, match=rf"seed\[{i}\] must be None or an int >= 0"):
+            vec.reset(seed=seed)
+    for seed in (None, 0, np.int64(5), [4, 5, 6], np.array([4, 5, 6]), (None, 1, None)):  # still taken
+        vec.reset(seed=seed)
+
+
+def test_the_gymnasium_views_refusal_lists_the_single_agent_regimes_of_the_registry():
+    from scope_envs.registry import REGIME_AGENTS
+
+    single = [r for r, agents in REGIME_AGENTS.items() if agents == "agent_0"]
+    assert "grounded" in single
+    with pytest.raises(ValueError, match=r"single-agent id \(" + ", ".join(single) + r"\)"):
+        GymVectorEnv(scope_envs.make_vec("p4g-cotrain", num_envs=2))
+    for regime in single:  # each one it names has the view
+        GymVectorEnv(scope_envs.make_vec(f"p4g-{regime}", num_envs=2)).reset(seed=0)
+    with pytest.raises(ValueError, match="act surface"):
+        GymVectorEnv(scope_envs.make_vec("p4g-frozen", num_envs=2, surface="text"))

@@ -142,8 +142,19 @@ def test_single_agent_view_clear_errors():
                           others={"agent_0": ScriptedPersuader()})
     with pytest.raises(ValueError, match="'user_2' is not live this episode"):
         pop.reset(seed=0)
-    with pytest.raises(ValueError, match="finished episode"):
+    with pytest.raises(ValueError, match="before reset"):  # as the env itself says
         SingleAgentView(scope_envs.make("p4g-frozen")).step(1)
+    view = SingleAgentView(scope_envs.make("p4g-frozen"))
+    obs, _ = view.reset(seed=0)
+    done = False
+    while not done:
+        *_, term, trunc, _ = view.step(int(np.flatnonzero(view.action_masks())[-1]))
+        done = term or trunc
+    with pytest.raises(ValueError, match="finished episode"):
+        view.step(1)
+    for seed in ("1", 1.5, -1, True):
+        with pytest.raises(ValueError, match="^seed must be"):
+            view.reset(seed=seed)
 
 
 # -- RecordTranscripts -------------------------------------------------------------------
@@ -164,6 +175,23 @@ def test_record_transcripts_one_line_per_finished_episode(tmp_path):
         assert all(t["text"] and t["act_name"] for t in line["turns"])
         assert [t["role"] for t in line["turns"][:2]] == ["persuader", "persuadee"]
     assert len({x["id"] for x in lines}) == 3
+
+
+def test_record_transcripts_makes_the_folder_of_its_path(tmp_path, monkeypatch):
+    """docs/trainers.md's ``RecordTranscripts(env, "runs/x.jsonl")`` where no ``runs/`` exists yet."""
+    monkeypatch.chdir(tmp_path)
+    env = RecordTranscripts(scope_envs.make("p4g-frozen"), "runs/x.jsonl")
+    assert (tmp_path / "runs").is_dir()
+    play_episode(env, np.random.default_rng(0), seed=0)
+    assert len(read_transcripts(tmp_path / "runs" / "x.jsonl")) == 1
+    (tmp_path / "afile").write_text("")
+    for path, match in [("afile/x.jsonl", "path 'afile/x.jsonl'.*afile"), (None, "^path must be"),
+                        (3, "^path must be")]:
+        with pytest.raises(ValueError, match=match):
+            RecordTranscripts(scope_envs.make("p4g-frozen"), path)
+    with pytest.raises(ValueError, match="^seed must be"):
+        env.reset(seed="2")
+    assert env._seed == 0  # refused before it was recorded
 
 
 def test_record_transcripts_seed_and_episode_reproduce_the_episode(tmp_path):

@@ -24,6 +24,8 @@ from __future__ import annotations
 import numpy as np
 from pettingzoo.utils import BaseParallelWrapper
 
+from scope_envs.core.checks import check_seed
+
 
 class LegalActions(BaseParallelWrapper):
     def __init__(self, env):
@@ -36,7 +38,7 @@ class LegalActions(BaseParallelWrapper):
 
     def reset(self, seed=None, options=None):
         if seed is not None:
-            self._rng = np.random.default_rng(seed)
+            self._rng = np.random.default_rng(check_seed("seed", seed))
         obs, infos = self.env.reset(seed=seed, options=options)
         self._count = {a: 0 for a in self.env.agents}
         return obs, self._remember(obs, infos)

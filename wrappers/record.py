@@ -39,17 +39,32 @@ import warnings
 import numpy as np
 from pettingzoo.utils import BaseParallelWrapper
 
+from scope_envs.core.checks import check_seed, shown
+
 
 class RecordTranscripts(BaseParallelWrapper):
     def __init__(self, env, path: str | os.PathLike):
+        if not isinstance(path, (str, bytes, os.PathLike)):
+            raise ValueError(f"path must be a file name (a str or os.PathLike), got {shown(path)}")
         super().__init__(env)
         self.path = os.fspath(path)
+        # the file's folder is made now (``runs/x.jsonl`` without ``runs/``), not found missing when the first
+        # episode ends; a folder that cannot be made is an error naming path, here
+        folder = os.path.dirname(self.path)
+        if folder:
+            try:
+                os.makedirs(folder, exist_ok=True)
+            except (OSError, ValueError) as e:
+                why = ("a file of that name is in the way" if isinstance(e, FileExistsError)
+                       else getattr(e, "strerror", None) or e)
+                raise ValueError(f"path {shown(path)}: cannot create its folder {shown(folder)}: {why}") from None
         self._repaired = False
         self._seed: int | None = None
         self._episode = -1
         self._returns: dict[str, float] | None = None
 
     def reset(self, seed=None, options=None):
+        check_seed("seed", seed)  # refused before it is recorded
         if seed is not None:
             self._seed, self._episode = seed, -1
         self._episode += 1

@@ -34,6 +34,7 @@ from typing import Any, Callable
 import gymnasium as gym
 import numpy as np
 
+from scope_envs.core.checks import check_seed
 from scope_envs.core.simulator import Simulator
 from scope_envs.wrappers.legal import LegalActions
 
@@ -65,6 +66,7 @@ class SingleAgentView(gym.Env):
         self._obs = self._infos = None
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
+        check_seed("seed", seed)  # a ValueError naming seed, before gymnasium's or numpy's own error
         super().reset(seed=seed)
         obs, infos = self.env.reset(seed=seed, options=options)
         if self.role not in self.env.agents:
@@ -78,7 +80,9 @@ class SingleAgentView(gym.Env):
         return self._obs[self.role], self._infos[self.role]
 
     def step(self, action):
-        if self._obs is None or self.role not in self.env.agents:
+        if self._obs is None:
+            raise ValueError("step() called before reset(); call reset(seed=...) first")
+        if self.role not in self.env.agents:
             raise ValueError("step() called on a finished episode; call reset() first")
         reward, term, trunc = self._step_all(action)
         if not (term or trunc):

@@ -30,6 +30,7 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
+from scope_envs.core.checks import check_int, check_number
 from scope_envs.core.env import DirectAnswer
 from scope_envs.wrappers.infos import InfosWrapper
 
@@ -66,12 +67,16 @@ class VSOptions:
     selection: str | None = None
 
     def __post_init__(self):
-        if self.k < 1:
-            raise ValueError(f"k must be >= 1, got {self.k}")
-        if not 1 <= self.min_survivors <= self.k:
-            raise ValueError(f"min_survivors must be in [1, k={self.k}], got {self.min_survivors}")
-        if self.tail is not None and not 0 < self.tail <= 1:
-            raise ValueError(f"tail must be in (0, 1], got {self.tail}")
+        # each refused with a ValueError naming it (never a comparison's or numpy's TypeError mid-episode); an
+        # accepted value is kept as given
+        check_int("k", self.k, 1)
+        if self.tau is not None:  # a floor on stated probabilities: 0 floors nothing, above 1 keeps min_survivors
+            check_number("tau", self.tau, 0.0, wanted="None or a finite number >= 0 (a floor on the stated "
+                                                      "probabilities)")
+        check_int("min_survivors", self.min_survivors, 1, self.k, wanted=f"an int in [1, k={self.k}]")
+        if self.tail is not None:
+            check_number("tail", self.tail, 0.0, 1.0, low_open=True, wanted="None or a number in (0, 1]")
+        check_number("temperature", self.temperature, 0, low_open=True)
         if self.weight_mode not in WEIGHT_MODES:
             raise ValueError(f"weight_mode must be one of {WEIGHT_MODES}, got {self.weight_mode!r}")
         check_selection(self.selection, self.weight_mode)

@@ -31,11 +31,13 @@ members hold cards of their own (p4g's frozen simulator, a rotation).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Callable
 
 import numpy as np
 from pettingzoo import ParallelEnv
 
+from scope_envs.core.checks import check_int, check_seed, shown
 from scope_envs.core.game import Game, InGameError
 from scope_envs.core.simulator import Simulator, View
 from scope_envs.core.surfaces import (MAX_MESSAGE_CHARS, SURFACES, TextSurface, act_observation, check_message,
@@ -96,6 +98,7 @@ class DialogueParallelEnv(ParallelEnv):
             raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
         if split not in ("train", "heldout"):
             raise ValueError(f"split must be 'train' or 'heldout', got {split!r}")
+        check_int("max_errors", max_errors, 0)  # in-game errors before the episode truncates
         self.game = game
         self.surface = TextSurface(game, max_message_chars) if surface == "text" else SURFACES[surface](game)
         self.max_message_chars = max_message_chars
@@ -157,13 +160,17 @@ class DialogueParallelEnv(ParallelEnv):
 
     # -- PettingZoo API --------------------------------------------------------
     def reset(self, seed: int | None = None, options: dict | None = None):
+        # the arguments checked before anything changes: a bad seed is a ValueError naming it, not numpy's
+        check_seed("seed", seed)
+        if options is not None and not isinstance(options, Mapping):
+            raise ValueError(f"options must be a dict (such as {{'scenario_seed': 3}}) or None, got {shown(options)}")
+        options = options or {}
+        scenario = check_seed("scenario_seed", options.get("scenario_seed"))
         if seed is not None:
             self._rng = np.random.default_rng(seed)
-        options = options or {}
         if options.get("reset_schedule"):
             self.schedule.reset()
         self._started = True
-        scenario = options.get("scenario_seed")
         self.member = self.schedule.pick(len(self.members), member_generator(scenario, self._rng))
         self._agent_return = 0.0
         sim = self.simulator

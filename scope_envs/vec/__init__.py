@@ -13,10 +13,13 @@
 The API is PettingZoo's parallel one with a leading batch axis:
 
 * ``obs[agent]``: ``{"observation": (N, dim) float32, "action_mask": (N, n) int8}`` for every agent of
-  ``possible_agents``; a slot where the agent is not to move has only the no-op unmasked.
-* ``step(actions)``: ``actions[agent]`` an int array (N,); only the slots where that agent moves are read
-  (checked against the mask: an illegal act raises ``ValueError``). A simulator in the user seat replies
-  inside ``step``, as in the scalar env.
+  ``possible_agents``; a slot where the agent is not to move has only the no-op unmasked. On the text surface
+  (``surface="text"``, run by ``LoopVecEnv``) it is Gymnasium's batch of a ``Text`` space instead: a tuple of N
+  transcripts, each the scalar env's (``""`` in a slot where the agent is not live).
+* ``step(actions)``: ``actions[agent]`` an int array (N,) (on the text surface, a sequence of N strings); only the
+  slots where that agent moves are read (checked against the mask: an illegal act raises ``ValueError``), and an
+  agent outside ``possible_agents`` raises ``ValueError``. A simulator in the user seat replies inside ``step``,
+  as in the scalar env.
 * ``rewards[agent]``, ``terminations[agent]``, ``truncations[agent]``: (N,) arrays.
 * ``infos``: ``active[agent]`` and ``live[agent]`` (bool (N,)), ``member`` (the user seat's member per
   slot), ``turn`` (turns played), ``_final_info`` (bool (N,): the slots whose episode ended this step) and,
@@ -26,8 +29,9 @@ The API is PettingZoo's parallel one with a leading batch axis:
 * Auto-reset in the same step (Gymnasium's ``SAME_STEP`` mode): a finished slot's observation is its next
   episode's first. ``next_episode(slot)`` decides: it returns ``reset`` options for the slot's next
   episode (``{}``, or ``{"scenario_seed": s}``), or None to leave the slot idle until ``reset``.
-  ``reset(seed=s)`` seeds the slots' generator (a list gives each slot its seed; the loop engine seeds scalar
-  env ``i`` with ``s + i``); ``slots=`` resets only those slots and leaves the others idle.
+  ``reset(seed=s)`` seeds the slots' generator (``s`` an int >= 0; a sequence of N of them gives each slot its
+  seed; the loop engine seeds scalar env ``i`` with ``s + i``); ``slots=`` resets only those slots and leaves the
+  others idle.
 
 Every regime is covered, learnable users included (``user_j`` act in the slots whose episode drew them).
 On p4g and cooperbench the game state and the built-in simulators' reply distributions (the frozen

@@ -3,13 +3,16 @@ N scalar envs behind the vec API: the path for what the batched engines do not c
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
+from gymnasium import spaces
 
+from scope_envs.core.checks import check_int, check_seed
 from scope_envs.core.env import AGENT, DialogueParallelEnv
 from scope_envs.core.game import InGameError
+from scope_envs.core.surfaces import short_repr
 from scope_envs.train.groups import agent_score
 
 
@@ -45,17 +48,32 @@ class VecBase:
     def unwrapped(self):
         return self
 
+    def _check_agents(self, actions) -> None:
+        """An action for an agent the id does not have is refused, as the scalar env and the batched endpoint do."""
+        possible = self.possible_agents
+        for agent in actions:
+            if agent not in possible:
+                raise ValueError(f"unknown agent {short_repr(agent)}; possible agents are {possible}")
+
     def _reset_args(self, seed, options, slots):
         n = self.num_envs
         slots = list(range(n)) if slots is None else [int(s) for s in slots]
+        expected = f"an int >= 0 or a sequence of {n} of them (one per slot)"
         if seed is None:
             seeds = [None] * n
-        elif isinstance(seed, (int, np.integer)):
-            seeds = [int(seed) + i for i in range(n)]
+        elif isinstance(seed, (int, np.integer)) and not isinstance(seed, (bool, np.bool_)):
+            seeds = [int(check_int("seed", seed, 0, wanted=expected)) + i for i in range(n)]
         else:
-            seeds = list(seed)
+            try:
+                if isinstance(seed, (str, bytes, Mapping, bool, np.bool_)):
+                    raise TypeError
+                seeds = list(seed)
+            except TypeError:
+                raise ValueError(f"seed must be {expected}, got {type(seed).__name__} {short_repr(seed)}") from None
             if len(seeds) != n:
-                raise ValueError(f"seed must be an int or {n} seeds, got {len(seeds)}")
+                raise ValueError(f"seed must be {expected}, got a sequence of {len(seeds)}")
+            for i, s in enumerate(seeds):  # None: that slot's seed is left out (its generator is kept)
+                check_seed(f"seed[{i}]", s)
         if options is None or isinstance(options, dict):
             opts = [dict(options or {}) for _ in range(n)]
         else:
@@ -80,7 +98,9 @@ def _stack_final(records: list) -> dict:
     outcome = {k: np.zeros(n) for k in some["outcome"]}
     score, ret, member = np.full(n, np.nan), np.zeros(n), np.zeros(n, np.int64)
     persona, user_acts = np.full(n, None, object), np.full(n, None, object)
-    obs = {a: np.zeros((n, *x.shape), np.float32) for a, x in some.get("obs", {}).items()}
+    # (a text agent's last observations: an object array of strings, "" where no episode ended)
+    obs = {a: np.zeros((n, *x.shape), np.float32) if isinstance(x, np.ndarray) else np.full(n, np.str_(""), object)
+           for a, x in some.get("obs", {}).items()}
     for i, r in enumerate(records):
         if r is None:
             continue
@@ -98,7 +118,26 @@ def _stack_final(records: list) -> dict:
 
 
 class LoopVecEnv(VecBase):
-    """N scalar envs behind the vec API (the path for what the batched engines do not cover)."""
+    """N scalar envs behind the vec API (the path for what the batched engines do not cover).
+
+    On the text surface an agent's observations are Gymnasium's batch of a ``Text`` space
+    (``gymnasium.vector.utils.batch_space``): a tuple of N strings, each the scalar env's transcript (``""`` where
+    the agent is not live), and its actions are a sequence of N strings (only the slots where it moves are read)."""
+
+    def _is_text(self, agent) -> bool:
+        """Whether ``agent``'s observations are text (the text surface) rather than ``Dict(observation,
+        action_mask)`` arrays."""
+        return not isinstance(self.observation_space(agent), spaces.Dict)
+
+    def _column(self, actions, agent: str, text: bool) -> list:
+        """``actions[agent]`` as a list over the slots (read lazily: only the slots where the agent moves)."""
+        if not text:
+            return np.asarray(actions[agent]).tolist()
+        col = actions[agent]
+        if isinstance(col, (str, bytes)) or not hasattr(col, "__len__") or len(col) != self.num_envs:
+            raise ValueError(f"{agent}: actions must be a sequence of {self.num_envs} strs on the text surface "
+                             f"(one per slot), got {type(col).__name__} {short_repr(col)}")
+        return list(col)
 
     def reset(self, seed=None, options=None, slots=None, streams=None):
         """``streams`` is the batched engine's (``BatchedVecEnv.reset``): each scalar env draws from its own generator."""
@@ -113,7 +152,9 @@ class LoopVecEnv(VecBase):
         return self._stack_obs(), self._stack_infos()
 
     def step(self, actions: dict[str, Any]):
+        self._check_agents(actions)
         n, agents = self.num_envs, self.possible_agents
+        text = {a for a in agents if self._is_text(a)}
         rewards = {a: np.zeros(n) for a in agents}
         terms = {a: np.zeros(n, bool) for a in agents}
         truncs = {a: np.zeros(n, bool) for a in agents}
@@ -129,10 +170,10 @@ class LoopVecEnv(VecBase):
                 if self._infos[i][a]["active"]:
                     col = columns.get(a)
                     if col is None:
-                        col = columns[a] = np.asarray(actions[a]).tolist()
-                    act[a] = int(col[i])
+                        col = columns[a] = self._column(actions, a, a in text)
+                    act[a] = col[i] if a in text else int(col[i])
                 else:
-                    act[a] = 0
+                    act[a] = "" if a in text else 0  # the no-op (on the text surface any str, unread off turn)
             if type(env) is DialogueParallelEnv:  # every slot's acts checked before any slot moves
                 for a, value in act.items():
                     try:
@@ -157,7 +198,7 @@ class LoopVecEnv(VecBase):
                 user_acts = [t.act for t in game.history if t.role == game.user_role]
                 final[i] = _finished_record(game, float(self._ret[i]), env.unwrapped.member, user_acts)
                 if self._final_obs:
-                    final[i]["obs"] = {a: o["observation"] for a, o in self._obs[i].items()}
+                    final[i]["obs"] = {a: o if a in text else o["observation"] for a, o in self._obs[i].items()}
                 self._ret[i] = 0.0
                 nxt = self.next_episode(i)
                 if nxt is None:
@@ -173,6 +214,9 @@ class LoopVecEnv(VecBase):
         out = {}
         for a in self.possible_agents:
             space = self.observation_space(a)
+            if not isinstance(space, spaces.Dict):  # text: Gymnasium's batch of a Text space, a tuple
+                out[a] = tuple(o[a] if not self.idle[i] and a in o else np.str_("") for i, o in enumerate(self._obs))
+                continue
             x = np.zeros((self.num_envs, *space["observation"].shape), np.float32)
             m = np.zeros((self.num_envs, *space["action_mask"].shape), np.int8)
             m[:, 0] = 1

@@ -374,6 +374,7 @@ class BatchedVecEnv(VecBase):
         n, b = self.num_envs, self.batch
         if self._masks is None:
             raise ValueError("step() called before reset(); call reset(seed=...) first")
+        self._check_agents(actions)
         active, live = self._active, ~self.idle
         # every seat's acts are read and checked before any is applied: a step that raises leaves the batch as it was
         moves = []

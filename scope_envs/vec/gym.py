@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import numpy as np
+from gymnasium.spaces import Discrete
 
 from scope_envs.core.env import AGENT
+from scope_envs.registry import REGIME_AGENTS
 
 
 def gym_vector_env(vec):
@@ -21,6 +23,11 @@ except ImportError:  # pragma: no cover (gymnasium < 1.1)
     VectorEnv, AutoresetMode, batch_space = object, None, None
 
 
+def single_agent_regimes() -> list[str]:
+    """The regimes whose ids have ``agent_0`` alone (``scope_envs.registry.REGIME_AGENTS``), in the registry's order."""
+    return [regime for regime, agents in REGIME_AGENTS.items() if agents == AGENT]
+
+
 def noop_mask(n: int) -> np.ndarray:
     """The action mask of a finished episode: only the no-op."""
     mask = np.zeros(n, np.int8)
@@ -33,8 +40,11 @@ class GymVectorEnv(VectorEnv):
 
     def __init__(self, vec):
         if vec.possible_agents != [AGENT]:
-            raise ValueError(f"the Gymnasium view needs a single-agent id (frozen, vs, rotation, heldout); this "
-                             f"one has agents {vec.possible_agents}")
+            raise ValueError(f"the Gymnasium view needs a single-agent id ({', '.join(single_agent_regimes())}); "
+                             f"this one has agents {vec.possible_agents}")
+        if not isinstance(vec.action_space(AGENT), Discrete):
+            raise ValueError("the Gymnasium view steps the act surface (int acts under an action mask); on the text "
+                             "surface step the vec env itself, a string per slot")
         self.vec = vec
         self.num_envs = vec.num_envs
         self.single_observation_space = vec.observation_space(AGENT)

@@ -26,7 +26,6 @@ import numpy as np
 from scope_envs.core.game import ONE, InGameError
 from scope_envs.games.tau2 import realize
 from scope_envs.games.tau2.batched import ROLES, Tau2Batch, card_rows
-from scope_envs.games.tau2.compiled import TASKS
 from scope_envs.games.tau2.dialogue_acts import AGENT_ACTS, USER_ACTS
 from scope_envs.games.tau2.evaluate import evaluate
 from scope_envs.games.tau2.game import AGENT, TRUNCATIONS, USER, Tau2Game, Tau2Turn
@@ -45,8 +44,11 @@ class Tau2ActGame(Tau2Game):
         super().reset(persona, rng)  # the task, its world and goal, the opening's transcript, the episode seed
         if self.batch is None:
             self.batch = Tau2Batch([self])
-        row = TASKS.of(self)
-        self._table = TASKS.tables[row]
+        # the batch's own ``Tasks`` (``TASKS`` unless this game was copied or unpickled: then the copy of it that
+        # came with the batch, whose rows the batch's arrays name)
+        tasks = self.batch.tasks
+        row = tasks.of(self)
+        self._table = tasks.tables[row]
         self.batch.start(ONE, [persona], [self.episode_seed], *card_rows([persona]), rows=[row])
         self._turn: dict = {}
         self._read_row()

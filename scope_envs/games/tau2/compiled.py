@@ -354,6 +354,25 @@ class Tasks:
         self.kept_flags = KeptRows(4, 1, np.float64)
         self.kept_rewards = KeptRows(4, 1, np.float64)
 
+    # -- copies and pickles ----------------------------------------------------------------------------------
+    # ``row`` is keyed by the *id* of each domain's data, which a copy or a pickle round trip does not keep: the
+    # copy's data (copied with the games that hold it, by the same deep copy or pickle) has new ids. The state
+    # names each row's data by the object itself, and ``__setstate__`` keys the rows again by the new objects'
+    # ids, so that a copied game finds its task's row in its copied ``Tasks`` (the same row as the original's).
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        keep = self.keep
+        state["row"] = [(keep[data_id], task_id, r) for (data_id, task_id), r in self.row.items()]
+        state["keep"] = list(keep.values())
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        state = dict(state)
+        rows, kept = state.pop("row"), state.pop("keep")
+        self.__dict__.update(state)
+        self.keep = {id(data): data for data in kept}
+        self.row = {(id(data), task_id): r for data, task_id, r in rows}
+
     def _grow(self, cap: int) -> None:
         for name, (shape, dtype, fill) in self.FIELDS.items():
             new = np.full((cap, *shape), fill, dtype)

@@ -49,6 +49,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from scope_envs.core.checks import check_int
 from scope_envs.core.game import Game, Persona, Turn
 from scope_envs.core.rewards import (
     SIMULATOR_REWARDS,
@@ -267,11 +268,16 @@ class Tau2Game(Game):
         super().__init__()
         if isinstance(domains, str):
             domains = (domains,)
-        domains = tuple(domains)
+        try:
+            domains = tuple(domains)
+        except TypeError:  # not a name nor a sequence of names (an int, None, ...): the same clear error
+            raise ValueError(f"domain must be a tau2 domain name or a sequence of names from {DOMAINS}, "
+                             f"got {domains!r}") from None
         if not domains or any(d not in DOMAINS for d in domains):
-            raise ValueError(f"tau2 domain(s) must be from {DOMAINS}, got {domains!r}")
-        if max_steps < 2 or max_tool_errors < 1:
-            raise ValueError(f"max_steps must be >= 2 and max_tool_errors >= 1, got {max_steps}, {max_tool_errors}")
+            raise ValueError(f"domain must be a tau2 domain name or a sequence of names from {DOMAINS}, "
+                             f"got {domains!r}")
+        check_int("max_steps", max_steps, 2)
+        check_int("max_tool_errors", max_tool_errors, 1)
         if judge is not None and not callable(judge):
             raise ValueError("judge must be a callable judge(assertions, messages) -> list[bool]")
         self.domains = domains

@@ -144,8 +144,11 @@ class Tau2TextGame(Tau2Game):
         self._outcome: dict | None = None  # this turn's outcome (``apply`` clears it)
         self._cands_last = None  # (inputs, candidates) of the last computation, reused while the inputs hold
         self._policy = None  # (the world's stamp, {call key: policy flag}) of ``_policy_flag``
-        self.task_row = TASKS.of(self)  # (its task compiled: the user acts' rule reads it)
-        if getattr(self, "_rules", None) is None:
+        # its task compiled in the rules' ``Tasks`` (``TASKS`` unless this game was copied or unpickled: then the
+        # copy that came with the rules), whose row the user acts' rule reads
+        rules = getattr(self, "_rules", None)
+        self.task_row = (TASKS if rules is None else rules.tasks).of(self)
+        if rules is None:
             self._rules = _Rules(self)
 
     def _cands_inputs(self) -> tuple:

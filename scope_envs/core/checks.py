@@ -1,0 +1,71 @@
+"""Checks of keyword arguments: each refuses a value of the wrong type or out of range with a ``ValueError``
+that names the argument, where the argument is first received (``make``'s kwargs, ``reset``'s seeds), so that a
+mistake never surfaces later as a numpy or comparison error that names nothing.
+
+Each returns the value it was given, unchanged (an accepted value is used exactly as before: the checks only
+refuse). ``check_int`` takes Python and numpy integers, never a bool; ``check_number`` any finite real number
+(int or float, Python or numpy), never a bool; ``check_seed`` ``None`` or an integer >= 0.
+
+    >>> check_int("max_turns", 5, low=1)
+    5
+    >>> check_int("max_turns", 2.5, low=1)
+    Traceback (most recent call last):
+    ...
+    ValueError: max_turns must be a positive int, got 2.5
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+
+def shown(value, limit: int = 60) -> str:
+    """``repr(value)``, cut to ``limit`` characters (an error message quotes a huge value in part)."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _range(kind: str, low, high, low_open: bool = False, high_open: bool = False) -> str:
+    if low is not None and high is not None:
+        return f"{kind} in {'(' if low_open else '['}{low}, {high}{')' if high_open else ']'}"
+    if low is not None:
+        return f"{kind} {'>' if low_open else '>='} {low}"
+    if high is not None:
+        return f"{kind} {'<' if high_open else '<='} {high}"
+    return kind
+
+
+def check_int(name: str, value, low: int | None = None, high: int | None = None, *, wanted: str | None = None):
+    """``value``, an integer (Python or numpy; not a bool) from ``low`` to ``high`` (either None: unbounded);
+    anything else is a ``ValueError`` naming ``name`` and saying what was ``wanted``."""
+    if (isinstance(value, bool) or not isinstance(value, numbers.Integral)
+            or (low is not None and value < low) or (high is not None and value > high)):
+        if wanted is None:
+            wanted = "a positive int" if low == 1 and high is None else _range("an int", low, high)
+        raise ValueError(f"{name} must be {wanted}, got {shown(value)}")
+    return value
+
+
+def check_number(name: str, value, low: float | None = None, high: float | None = None, *,
+                 low_open: bool = False, high_open: bool = False, wanted: str | None = None):
+    """``value``, a finite real number (int or float, Python or numpy; not a bool) within ``low``..``high``
+    (each bound closed unless ``low_open`` / ``high_open``; None: unbounded); anything else is a
+    ``ValueError`` naming ``name`` and saying what was ``wanted``."""
+    ok = (not isinstance(value, bool) and isinstance(value, numbers.Real)
+          and (isinstance(value, numbers.Integral) or math.isfinite(value))
+          and (low is None or (value > low if low_open else value >= low))
+          and (high is None or (value < high if high_open else value <= high)))
+    if not ok:
+        if wanted is None:
+            wanted = _range("a finite number", low, high, low_open, high_open)
+        raise ValueError(f"{name} must be {wanted}, got {shown(value)}")
+    return value
+
+
+def check_seed(name: str, value):
+    """``value``: None, or a seed, an integer >= 0 (Python or numpy; not a bool); anything else is a
+    ``ValueError`` naming ``name``."""
+    if value is None:
+        return None
+    return check_int(name, value, 0, wanted="None or an int >= 0")
