@@ -39,13 +39,14 @@ import warnings
 import numpy as np
 from pettingzoo.utils import BaseParallelWrapper
 
-from scope_envs.core.checks import check_seed, shown
+from scope_envs.core.checks import check_seed
+from scope_envs.core.surfaces import short_repr
 
 
 class RecordTranscripts(BaseParallelWrapper):
     def __init__(self, env, path: str | os.PathLike):
         if not isinstance(path, (str, bytes, os.PathLike)):
-            raise ValueError(f"path must be a file name (a str or os.PathLike), got {shown(path)}")
+            raise ValueError(f"path must be a file name (a str or os.PathLike), got {short_repr(path)}")
         super().__init__(env)
         self.path = os.fspath(path)
         # the file's folder is made now (``runs/x.jsonl`` without ``runs/``), not found missing when the first
@@ -57,7 +58,8 @@ class RecordTranscripts(BaseParallelWrapper):
             except (OSError, ValueError) as e:
                 why = ("a file of that name is in the way" if isinstance(e, FileExistsError)
                        else getattr(e, "strerror", None) or e)
-                raise ValueError(f"path {shown(path)}: cannot create its folder {shown(folder)}: {why}") from None
+                raise ValueError(f"path {short_repr(path)}: cannot create its folder {short_repr(folder)}: "
+                                 f"{why}") from None
         self._repaired = False
         self._seed: int | None = None
         self._episode = -1

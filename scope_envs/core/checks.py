@@ -19,11 +19,7 @@ from __future__ import annotations
 import math
 import numbers
 
-
-def shown(value, limit: int = 60) -> str:
-    """``repr(value)``, cut to ``limit`` characters (an error message quotes a huge value in part)."""
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+from scope_envs.core.surfaces import short_repr
 
 
 def _range(kind: str, low, high, low_open: bool = False, high_open: bool = False) -> str:
@@ -43,7 +39,7 @@ def check_int(name: str, value, low: int | None = None, high: int | None = None,
             or (low is not None and value < low) or (high is not None and value > high)):
         if wanted is None:
             wanted = "a positive int" if low == 1 and high is None else _range("an int", low, high)
-        raise ValueError(f"{name} must be {wanted}, got {shown(value)}")
+        raise ValueError(f"{name} must be {wanted}, got {short_repr(value)}")
     return value
 
 
@@ -59,7 +55,7 @@ def check_number(name: str, value, low: float | None = None, high: float | None 
     if not ok:
         if wanted is None:
             wanted = _range("a finite number", low, high, low_open, high_open)
-        raise ValueError(f"{name} must be {wanted}, got {shown(value)}")
+        raise ValueError(f"{name} must be {wanted}, got {short_repr(value)}")
     return value
 
 

@@ -37,7 +37,7 @@ from typing import Any, Callable
 import numpy as np
 from pettingzoo import ParallelEnv
 
-from scope_envs.core.checks import check_int, check_seed, shown
+from scope_envs.core.checks import check_int, check_seed
 from scope_envs.core.game import Game, InGameError
 from scope_envs.core.simulator import Simulator, View
 from scope_envs.core.surfaces import (MAX_MESSAGE_CHARS, SURFACES, TextSurface, act_observation, check_message,
@@ -163,7 +163,8 @@ class DialogueParallelEnv(ParallelEnv):
         # the arguments checked before anything changes: a bad seed is a ValueError naming it, not numpy's
         check_seed("seed", seed)
         if options is not None and not isinstance(options, Mapping):
-            raise ValueError(f"options must be a dict (such as {{'scenario_seed': 3}}) or None, got {shown(options)}")
+            raise ValueError(f"options must be a dict (such as {{'scenario_seed': 3}}) or None, "
+                             f"got {short_repr(options)}")
         options = options or {}
         scenario = check_seed("scenario_seed", options.get("scenario_seed"))
         if seed is not None:

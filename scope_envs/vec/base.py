@@ -3,6 +3,7 @@ N scalar envs behind the vec API: the path for what the batched engines do not c
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -124,10 +125,11 @@ class LoopVecEnv(VecBase):
     (``gymnasium.vector.utils.batch_space``): a tuple of N strings, each the scalar env's transcript (``""`` where
     the agent is not live), and its actions are a sequence of N strings (only the slots where it moves are read)."""
 
-    def _is_text(self, agent) -> bool:
-        """Whether ``agent``'s observations are text (the text surface) rather than ``Dict(observation,
-        action_mask)`` arrays."""
-        return not isinstance(self.observation_space(agent), spaces.Dict)
+    @functools.cached_property
+    def _text(self) -> frozenset:
+        """The agents whose observations are text (the text surface) rather than ``Dict(observation,
+        action_mask)`` arrays: fixed when the envs are made."""
+        return frozenset(a for a in self.possible_agents if not isinstance(self.observation_space(a), spaces.Dict))
 
     def _column(self, actions, agent: str, text: bool) -> list:
         """``actions[agent]`` as a list over the slots (read lazily: only the slots where the agent moves)."""
@@ -153,8 +155,7 @@ class LoopVecEnv(VecBase):
 
     def step(self, actions: dict[str, Any]):
         self._check_agents(actions)
-        n, agents = self.num_envs, self.possible_agents
-        text = {a for a in agents if self._is_text(a)}
+        n, agents, text = self.num_envs, self.possible_agents, self._text
         rewards = {a: np.zeros(n) for a in agents}
         terms = {a: np.zeros(n, bool) for a in agents}
         truncs = {a: np.zeros(n, bool) for a in agents}
@@ -213,10 +214,10 @@ class LoopVecEnv(VecBase):
     def _stack_obs(self):
         out = {}
         for a in self.possible_agents:
-            space = self.observation_space(a)
-            if not isinstance(space, spaces.Dict):  # text: Gymnasium's batch of a Text space, a tuple
+            if a in self._text:  # Gymnasium's batch of a Text space, a tuple
                 out[a] = tuple(o[a] if not self.idle[i] and a in o else np.str_("") for i, o in enumerate(self._obs))
                 continue
+            space = self.observation_space(a)
             x = np.zeros((self.num_envs, *space["observation"].shape), np.float32)
             m = np.zeros((self.num_envs, *space["action_mask"].shape), np.int8)
             m[:, 0] = 1

@@ -266,16 +266,14 @@ class Tau2Game(Game):
             raise ValueError(f"user_reward must be one of {USER_REWARDS}, got {user_reward!r}")
         target_var, width = curriculum_options(user_reward, target_var, width)
         super().__init__()
-        if isinstance(domains, str):
-            domains = (domains,)
+        given = domains
         try:
-            domains = tuple(domains)
-        except TypeError:  # not a name nor a sequence of names (an int, None, ...): the same clear error
-            raise ValueError(f"domain must be a tau2 domain name or a sequence of names from {DOMAINS}, "
-                             f"got {domains!r}") from None
+            domains = (domains,) if isinstance(domains, str) else tuple(domains)
+        except TypeError:  # not a name nor a sequence of names (an int, None, ...): refused below
+            domains = ()
         if not domains or any(d not in DOMAINS for d in domains):
             raise ValueError(f"domain must be a tau2 domain name or a sequence of names from {DOMAINS}, "
-                             f"got {domains!r}")
+                             f"got {given!r}")
         check_int("max_steps", max_steps, 2)
         check_int("max_tool_errors", max_tool_errors, 1)
         if judge is not None and not callable(judge):
