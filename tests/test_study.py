@@ -397,6 +397,8 @@ def test_tau2_customer_card_hidden_tool_calls_and_solved_question(tmp_path, tau2
     assert client.post("/chat", data={"text": '{"name": "get_user_details"}'}).status_code == 400
     done = client.post("/chat", data={"end": "yes"})
     assert done.url.path == "/survey" and 'name="solved"' in done.text
+    unanswered = client.post("/survey", data={"naturalness": "4"})  # asked again about their issue, not dollars
+    assert unanswered.status_code == 400 and "yes or no" in unanswered.text and "$" not in unanswered.text
     assert client.post("/survey", data={"solved": "1", "naturalness": "4", "satisfaction": "4",
                                         "talk_again": "4"}).url.path == "/done"
     row = study.store.session(sid)
@@ -572,3 +574,97 @@ def test_demo_steps_other_than_the_folders_are_refused(tmp_path, capsys, monkeyp
     with pytest.raises(Built):  # a new folder takes the steps given
         main(["study", "serve", "--demo", "--dir", str(fresh), "--demo-steps", "900"])
     assert "steps: 900" in (fresh / "study.yaml").read_text()
+
+
+def test_analysis_json_holds_the_rank_correlations_and_report_md_escapes_the_title(tmp_path, policies, monkeypatch):
+    """The Spearman correlations the report states are in analysis.json (null where they do not exist: docs say
+    so; they were only in report.md), and the study's title is text in report.md, not HTML."""
+    from scipy import stats
+
+    from scope_envs.study import analyze as analysis
+
+    three = {"base": policies["base"], "trained": policies["trained"], "again": policies["trained"]}
+    folder = write_study(tmp_path / "study", three, baseline="base", title="Pilot <script>alert(1)</script> & co")
+    study = build(load(folder))
+    fill(study, "base", [0.2, 0.4], [3, 4])
+    fill(study, "trained", [1.0, 1.2], [4, 5], t0=10)
+    fill(study, "again", [0.6, 0.8], [5, 6], t0=20)
+    proxy = {"base": {"heldout_intended": 0.1, "panel_success": 0.5},
+             "trained": {"heldout_intended": 0.9, "panel_success": 0.5},
+             "again": {"heldout_intended": 0.3, "panel_success": 0.5}}
+    monkeypatch.setattr(analysis, "proxies", lambda cfg, episodes: proxy)
+    analysis.analyze(load(folder), proxy_episodes=2, resamples=200)
+    result = json.loads((folder / "analysis.json").read_text())
+    people = [0.3, 1.1, 0.7]
+    assert result["spearman"]["heldout_intended"] == pytest.approx(
+        stats.spearmanr(people, [0.1, 0.9, 0.3]).statistic)
+    assert result["spearman"]["panel_success"] is None  # a column that does not vary
+    report = (folder / "report.md").read_text()
+    assert "<script>" not in report and "&lt;script&gt;" in report.splitlines()[0]
+    analysis.analyze(load(folder), proxy_episodes=0, resamples=200)
+    assert json.loads((folder / "analysis.json").read_text())["spearman"] is None
+
+
+def test_a_policy_folder_that_cannot_be_read_is_one_line(tmp_path, policies, capsys, monkeypatch):
+    """A policy ``path`` whose model.pt is not a saved model (a Git LFS pointer, a save cut short) or whose
+    config.json is not a PPOConfig: ``serve`` and ``analyze`` say so in one line naming the folder (tracebacks)."""
+    import shutil
+
+    import uvicorn
+
+    from scope_envs.cli import main
+
+    broken = tmp_path / "broken"
+    shutil.copytree(policies["base"], broken)
+    (broken / "model.pt").write_text("version https://git-lfs.github.com/spec/v1\noid sha256:00\nsize 1\n")
+    folder = write_study(tmp_path / "study", {"base": str(broken), "trained": policies["trained"]})
+    odd = tmp_path / "odd"
+    shutil.copytree(policies["base"], odd)
+    (odd / "config.json").write_text('{"env_id": 5, "colour": 1}')
+    other = write_study(tmp_path / "other", {"base": str(odd), "trained": policies["trained"]})
+    monkeypatch.setattr(uvicorn.Server, "run", lambda *a, **k: pytest.fail("the server started"))
+    for argv, where in ((["study", "serve", "--config", str(folder), "--port", "0"], broken),
+                        (["study", "serve", "--config", str(other), "--port", "0"], odd),
+                        (["study", "analyze", str(folder), "--proxy-episodes", "1"], broken)):
+        with pytest.raises(SystemExit) as e:
+            main(argv)
+        err = capsys.readouterr().err
+        assert e.value.code == 2 and f"{where}: cannot load this policy" in err and "Traceback" not in err, err
+
+
+@pytest.mark.parametrize("change", ["rename", "reorder", "seed"])
+def test_a_study_yaml_changed_under_its_sessions_is_refused(tmp_path, policies, capsys, monkeypatch, change):
+    """A condition renamed, the conditions reordered or the seed changed once people took slots: ``serve``
+    refuses with one line naming the slot and the condition (it started, sent a person whose condition it no
+    longer knew to a 500 page at every request, and dealt new slots by another randomisation); ``analyze`` refuses
+    a renamed condition (its people were silently left out) and reads the others by name."""
+    import uvicorn
+    import yaml
+
+    from scope_envs.cli import main
+
+    folder = write_study(tmp_path / "study", policies)
+    study, client = client_for(folder)
+    start(client, "early")
+    slot, condition = study.store.session_by_pid("early").slot, study.store.session_by_pid("early").condition
+    raw = yaml.safe_load((folder / "study.yaml").read_text())
+    if change == "rename":
+        raw["conditions"] = [{**c, "name": c["name"] + "_v2"} if c["name"] == condition else c
+                             for c in raw["conditions"]]
+    elif change == "reorder":
+        raw["conditions"] = raw["conditions"][::-1]
+    else:
+        raw["seed"] = next(s for s in range(1, 100) if condition_for_slot(
+            parse({**raw, "seed": s}, folder), slot) != condition)
+    (folder / "study.yaml").write_text(yaml.safe_dump(raw))
+    monkeypatch.setattr(uvicorn.Server, "run", lambda *a, **k: pytest.fail("the server started"))
+    analyze = ["study", "analyze", str(folder), "--proxy-episodes", "0", "--resamples", "100"]
+    for argv in (["study", "serve", "--config", str(folder), "--port", "0"], analyze):
+        if argv is analyze and change != "rename":
+            main(argv)
+            assert "Game `p4g`" in capsys.readouterr().out
+            continue
+        with pytest.raises(SystemExit) as e:
+            main(argv)
+        err = capsys.readouterr().err
+        assert e.value.code == 2 and f"slot {slot}" in err and repr(condition) in err and "Traceback" not in err, err

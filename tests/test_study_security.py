@@ -492,3 +492,135 @@ def test_429_answers_say_when_to_retry(tmp_path, policies):
         assert 1 <= int(r.headers["retry-after"]) <= 30, r.headers
     finally:
         stop_server(proc)
+
+
+# ---------------------------------------------------------------------------- 9. slips, on the real server
+ODD_TOKEN = "tok+en #&?=%-0123456789"  # printable ASCII a person may choose: + # & ? = % and a space
+
+
+@pytest.fixture(scope="module")
+def odd_server(tmp_path_factory, policies):
+    """One real server for the tests below, its admin token holding characters that a URL must escape."""
+    import queue
+    import re
+    import subprocess
+    import sys
+
+    from tests.study_fixtures import ROOT
+
+    folder = write_study(tmp_path_factory.mktemp("odd") / "study", policies, admin_token=ODD_TOKEN)
+    proc = subprocess.Popen([sys.executable, "-m", "scope_envs.cli", "study", "serve", "--config", str(folder),
+                             "--port", "0"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    lines = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout], daemon=True).start()
+    try:
+        admin = None
+        while admin is None:
+            admin = re.match(r"admin: +(http://127\.0\.0\.1:(\d+)/.*)$", lines.get(timeout=60).rstrip("\n"))
+        yield {"folder": folder, "admin": admin.group(1), "base": f"http://127.0.0.1:{admin.group(2)}"}
+    finally:
+        stop_server(proc)
+
+
+def exported(server) -> dict[str, dict]:
+    text = httpx.get(f"{server['base']}/admin/export.csv", headers={"X-Admin-Token": ODD_TOKEN}, timeout=30).text
+    return {row["prolific_pid"]: row for row in csv.DictReader(io.StringIO(text))}
+
+
+def test_the_admin_url_printed_and_the_export_links_work_whatever_the_tokens_characters(odd_server):
+    """The admin URL printed at start-up, pasted as it is, opens the admin page, and the page's export links
+    download (the token was written into both unescaped: '#' cut it, '+' became a space: 403)."""
+    import html
+    import re
+
+    r = httpx.get(odd_server["admin"], timeout=30)
+    assert r.status_code == 200 and "progress" in r.text, (odd_server["admin"], r.status_code)
+    links = [html.unescape(h) for h in re.findall(r'href="(/admin/export[^"]*)"', r.text)]
+    assert len(links) == 2
+    for link in links:
+        assert httpx.get(odd_server["base"] + link, timeout=30).status_code == 200, link
+
+
+@pytest.mark.parametrize("body", [b"", b"agree=maybe", b"agree="])
+def test_a_consent_form_without_an_answer_declines_nothing(odd_server, body):
+    """A consent POST that says neither yes nor no (an empty or odd form) is a 400 that asks again; it was
+    recorded as a refusal, and the person could never take part."""
+    with httpx.Client(base_url=odd_server["base"], follow_redirects=True, timeout=60) as c:
+        pid = f"noanswer{len(body)}"
+        c.get(f"/?PROLIFIC_PID={pid}")
+        r = c.post("/consent", content=body, headers={"content-type": "application/x-www-form-urlencoded"})
+        assert r.status_code == 400 and "I agree to take part" in r.text, (r.status_code, r.url.path)
+        assert exported(odd_server)[pid]["stage"] == "consent"
+        assert c.post("/consent", data={"agree": "yes"}).url.path == "/role"
+
+
+def test_a_double_submitted_consent_takes_one_slot_and_never_errs(odd_server):
+    """Six consent submits of one session at once (a double click, a resent form): each is answered with the
+    next page, one slot is taken (the others tried to take a second slot for the same session: 500)."""
+    with httpx.Client(base_url=odd_server["base"], timeout=60) as c:
+        c.get("/?PROLIFIC_PID=twice")
+        cookies = dict(c.cookies)
+    go = threading.Barrier(6)
+    statuses = []
+
+    def submit():
+        with httpx.Client(base_url=odd_server["base"], cookies=cookies, timeout=60) as c:
+            go.wait()
+            statuses.append(c.post("/consent", data={"agree": "yes"}).status_code)
+
+    threads = [threading.Thread(target=submit) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert statuses == [303] * 6, statuses
+    row = exported(odd_server)["twice"]
+    assert row["stage"] == "role" and row["slot"] != ""
+
+
+def test_another_prolific_id_in_a_browser_with_a_session_starts_its_own(odd_server):
+    """A second person on the same computer (a lab, a shared browser) opens the link with their own id: they
+    get their own session, and the first person's chat is not theirs to continue (they were sent into it and
+    their id was never recorded)."""
+    with httpx.Client(base_url=odd_server["base"], follow_redirects=True, timeout=60) as c:
+        c.get("/?PROLIFIC_PID=first_person")
+        c.post("/consent", data={"agree": "yes"})
+        assert c.post("/role").url.path == "/chat"
+        r = c.get("/?PROLIFIC_PID=Second_Person&STUDY_ID=s1")
+        assert r.url.path == "/consent", r.url.path
+        assert c.get("/?PROLIFIC_PID=second_person").url.path == "/consent"  # the same id resumes
+    rows = exported(odd_server)
+    assert rows["second_person"]["stage"] == "consent" and rows["first_person"]["stage"] == "chat"
+
+
+def test_an_in_memory_database_is_refused_at_start(tmp_path, policies, monkeypatch, capsys):
+    """``database: sqlite://`` (or ``:memory:``) keeps nothing and is empty in every other connection: the
+    server started and answered every page with a 500. It is a one-line error naming the URL."""
+    import uvicorn
+
+    from scope_envs.cli import main
+
+    monkeypatch.setattr(uvicorn.Server, "run", no_server)
+    for url in ("sqlite://", "sqlite:///:memory:"):
+        folder = write_study(tmp_path / "study", policies, database=url)
+        with pytest.raises(SystemExit) as e:
+            main(["study", "serve", "--config", str(folder), "--port", "0"])
+        err = capsys.readouterr().err
+        assert e.value.code == 2 and "argument --config: database" in err and "in memory" in err, err
+        assert "Traceback" not in err
+
+
+def test_a_relative_sqlite_path_is_read_from_the_study_folder(tmp_path, policies, monkeypatch):
+    """``database: sqlite:///data.db`` is the study folder's file, as a policy's relative ``path`` is: the server
+    and ``analyze`` started from different folders read one database (analyze made a new empty one in its own
+    working folder and reported no session)."""
+    folder = write_study(tmp_path / "study", policies, database="sqlite:///data.db")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    study = build(load(folder))
+    study.store.create_session(prolific_pid="someone", secret_hash="x", stage="consent")
+    assert (folder / "data.db").exists() and not (elsewhere / "data.db").exists()
+    monkeypatch.chdir(tmp_path)
+    assert [r.prolific_pid for r in build(load(folder)).store.all_sessions()] == ["someone"]

@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from urllib.parse import quote
 
 from scope_envs.arguments import count, listen_problem, output_dir
 
@@ -87,10 +88,11 @@ def build(cfg):
     """The ``Study`` of a config: its database opened (``StoreError`` when it cannot be), its policies loaded
     (or trained once)."""
     from scope_envs.study.agents import speakers
-    from scope_envs.study.engine import Study
+    from scope_envs.study.engine import Study, check_assignment
     from scope_envs.study.store import Store
 
     store = Store(cfg.database_url)  # first: a bad database URL is said before any policy trains
+    check_assignment(cfg, store)  # and a study.yaml changed under its sessions
     return Study(cfg, speakers(cfg), store)
 
 
@@ -147,7 +149,7 @@ def cmd_serve(args) -> None:
     print(f"study folder {cfg.folder}; database {shown(cfg.database_url)}")
     print(f"participants: {base}/?PROLIFIC_PID=<id>&STUDY_ID=<study>&SESSION_ID=<session>")
     print(f"admin token:  {origin}")
-    print(f"admin:        {base}/admin?token={token}", flush=True)
+    print(f"admin:        {base}/admin?token={quote(token, safe='')}", flush=True)  # a URL that opens as printed
     serve_on(sockets, app, host="127.0.0.1", port=port, log_level="warning")
 
 
@@ -166,11 +168,13 @@ def cmd_analyze(args) -> None:
         args.parser.error(f"argument --baseline: {baseline!r} is not a condition of the study "
                           f"({', '.join(c.name for c in cfg.conditions)})")
     from scope_envs.files import describe
+    from scope_envs.study.agents import PolicyError
+    from scope_envs.study.engine import AssignmentChanged
     from scope_envs.study.store import StoreError
 
     try:
         report = run(cfg, baseline=baseline, proxy_episodes=args.proxy_episodes, resamples=args.resamples)
-    except StoreError as e:
+    except (StoreError, PolicyError, AssignmentChanged) as e:
         args.parser.error(f"argument study_dir: {e}")
     except OSError as e:  # the study folder cannot take the report (read-only, full)
         sys.exit(f"scope-envs study analyze: error: cannot write the report: {describe(e)}")

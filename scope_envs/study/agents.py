@@ -21,6 +21,10 @@ AGENT = "agent_0"
 log = logging.getLogger("scope_envs.study")
 
 
+class PolicyError(ValueError):
+    """A condition's policy folder that cannot be loaded (the message names it and says why)."""
+
+
 def load_policy(cfg: StudyConfig, cond: Condition):
     """The condition's trainer: loaded from its folder, or trained once and saved under ``policies/``."""
     import torch
@@ -29,7 +33,13 @@ def load_policy(cfg: StudyConfig, cond: Condition):
 
     folder = Path(cond.path) if cond.path else cfg.folder / "policies" / cond.name
     if (folder / "model.pt").exists():
-        return PPOTrainer.load(folder)
+        try:
+            return PPOTrainer.load(folder)
+        except Exception as e:  # not a saved model (a Git LFS pointer, a save cut short), a config of another kind
+            reason = " ".join(str(e).split())[:200]
+            again = "" if cond.path else ", or delete it to train it again"
+            raise PolicyError(f"{folder}: cannot load this policy ({type(e).__name__}: {reason}); give a "
+                              f"PPOTrainer.save folder{again}") from None
     if cond.path:
         raise FileNotFoundError(f"{folder}: no model.pt")
     if cond.method:  # as `scope-envs bench` trains the method: its env, env options and PPO settings

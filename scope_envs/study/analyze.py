@@ -22,6 +22,7 @@ The in-chat measure reads the game's outcome key named in its label, which is al
 
 from __future__ import annotations
 
+import html
 from pathlib import Path
 
 import numpy as np
@@ -37,7 +38,10 @@ ALPHA = 0.05
 
 def collect(cfg: StudyConfig, store: Store | None = None) -> dict[str, dict[str, list[float]]]:
     """condition -> measure -> values of the completed sessions."""
+    from scope_envs.study.engine import check_assignment
+
     store = store or Store(cfg.database_url)
+    check_assignment(cfg, store, slots=False)  # a renamed condition's people are not left out in silence
     answers = store.answers()
     data = {c.name: {m: [] for m in measures(cfg)} for c in cfg.conditions}
     for row in store.all_sessions():
@@ -112,6 +116,16 @@ def spearman(a: list[float], b: list[float]) -> float:
     return float(stats.spearmanr(a, b).statistic)
 
 
+def correlations(cfg: StudyConfig, summary: dict, proxy: dict | None) -> dict[str, float] | None:
+    """Per proxy column, the Spearman rank correlation of the condition means with the people's outcome (nan
+    where it does not exist); None without proxies."""
+    if not proxy:
+        return None
+    names = [c.name for c in cfg.conditions]
+    people = [summary["cells"][n][measures(cfg)[0]]["mean"] for n in names]
+    return {k: spearman(people, [proxy[n][k] for n in names]) for k in proxy[names[0]]}
+
+
 def _ci(cell: dict) -> str:
     if cell["n"] == 0:
         return "–"
@@ -156,7 +170,7 @@ def report(cfg: StudyConfig, summary: dict, proxy: dict | None, charts: list[str
     ms = measures(cfg)
     base = summary["baseline"]
     sig = {(t["condition"], t["measure"]): t["p_holm"] < ALPHA for t in summary["tests"]}
-    lines = [f"# {cfg.title}: human study", "",
+    lines = [f"# {html.escape(cfg.title, quote=False)}: human study", "",  # the title is text, not HTML
              f"Game `{cfg.game}`; completed sessions per condition: "
              + ", ".join(f"{n} {summary['cells'][n][ms[0]]['n']}" for n in names)
              + f". Mean [95% bootstrap CI]; `*`: differs from the baseline `{base}` by Welch's t, p < {ALPHA} after "
@@ -180,7 +194,7 @@ def report(cfg: StudyConfig, summary: dict, proxy: dict | None, charts: list[str
                   f"| Condition | People: {label(cfg, ms[0])} | " + " | ".join(keys) + " |", "|---|---|" + "---|" * len(keys)]
         for n, p in zip(names, people):
             lines.append(f"| {n} | {p:.2f} | " + " | ".join(f"{proxy[n][k]:.2f}" for k in keys) + " |")
-        rho = {k: spearman(people, [proxy[n][k] for n in names]) for k in keys}
+        rho = correlations(cfg, summary, proxy)
         lines += ["", f"`heldout_*`: the held-out human proxies (`{cfg.game}-heldout`); `panel_success`: the held-out "
                   "panel of six simulator families (the game's default options). "
                   f"Spearman rank correlation of the condition means with the people's {ms[0]}: "
@@ -208,5 +222,6 @@ def analyze(cfg: StudyConfig, baseline: str | None = None, proxy_episodes: int =
     text = report(cfg, summary, proxy, charts)
     write_atomic(out / "report.md", text)
     # strict JSON: a mean, CI, t or p that is not a finite number (no session, one session) is null, never NaN
-    write_json(out / "analysis.json", jsonable({**summary, "proxies": proxy}), allow_nan=False)
+    rho = correlations(cfg, summary, proxy)
+    write_json(out / "analysis.json", jsonable({**summary, "proxies": proxy, "spearman": rho}), allow_nan=False)
     return text

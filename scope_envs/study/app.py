@@ -50,6 +50,7 @@ from scope_envs.study.engine import (
     Refused,
     Study,
     StudyFull,
+    participant_id,
 )
 from scope_envs.study.games import participant_note
 from scope_envs.study.pages import render
@@ -231,10 +232,10 @@ def create_app(study: Study) -> FastAPI:
     @app.get("/", response_class=HTMLResponse)
     def arrive(request: Request):
         row = current(request)
-        if row is not None:
-            return go(row, None)
         q = request.query_params
         pid = (q.get("PROLIFIC_PID") or "").strip()
+        if row is not None and participant_id(pid) in (None, row.prolific_pid):
+            return go(row, None)  # a reload, the link again: this browser's session resumes (another id: its own)
         if not pid:
             return page("message.html", title=cfg.title, heading=cfg.title,
                         text="Please open this study from its Prolific link, or enter your Prolific ID.", form=True)
@@ -269,7 +270,11 @@ def create_app(study: Study) -> FastAPI:
         row = await run_in_threadpool(current, request)
         if (r := go(row, "/consent")) is not None:
             return r
-        agree = (await form_fields(request, ["agree"]))["agree"] == "yes"
+        answer = (await form_fields(request, ["agree"]))["agree"]
+        if answer not in ("yes", "no"):  # an empty or odd form is no answer: asked again, never a refusal
+            return page("consent.html", 400, title=cfg.title, max_chars=cfg.max_message_chars,
+                        notice="Please choose one of the two buttons below.")
+        agree = answer == "yes"
         try:
             await run_in_threadpool(study.consent, row.id, agree)
         except StudyFull:
@@ -364,7 +369,8 @@ def create_app(study: Study) -> FastAPI:
                     raise ValueError
         except (TypeError, ValueError):
             return page("survey.html", 400, title=cfg.title, items=cfg.survey, game=cfg.game,
-                        notice="Please answer every question (an amount from $0 to $2; 1 to 7 for the others).")
+                        notice="Please answer every question (" + ("an amount from $0 to $2" if outcome == "donation"
+                                                                   else "yes or no") + "; 1 to 7 for the others).")
         if not await run_in_threadpool(study.finish, row.id, values):
             return replay()  # another submit of this session was saved first
         return RedirectResponse("/done", 303)

@@ -88,7 +88,21 @@ class StudyConfig:
 
     @property
     def database_url(self) -> str:
-        return self.database or f"sqlite:///{(self.folder / 'study.db').resolve()}"
+        """``database``, a relative SQLite file read from the study folder (as a policy's ``path``, wherever the
+        server or ``analyze`` is started); ``STUDY_DIR/study.db`` when none is given."""
+        if self.database is None:
+            return f"sqlite:///{(self.folder / 'study.db').resolve()}"
+        import sqlalchemy as sa
+
+        try:
+            url = sa.engine.make_url(self.database)
+        except sa.exc.ArgumentError:
+            return self.database  # the store says why
+        name = url.database or ""
+        if url.get_backend_name() != "sqlite" or name in ("", ":memory:") or name.startswith("file:") \
+                or Path(name).is_absolute():
+            return self.database
+        return url.set(database=str((self.folder / name).resolve())).render_as_string(hide_password=False)
 
     def condition(self, name: str) -> Condition:
         return next(c for c in self.conditions if c.name == name)

@@ -98,6 +98,28 @@ def session_seed(cfg: StudyConfig, slot: int) -> int:
     return int(np.random.SeedSequence([cfg.seed, slot]).generate_state(1)[0])
 
 
+class AssignmentChanged(ValueError):
+    """The database's sessions were assigned by another randomisation than study.yaml's (a condition renamed,
+    the conditions reordered, the seed or block_repeats changed after people took slots)."""
+
+
+def check_assignment(cfg: StudyConfig, store: Store, slots: bool = True) -> None:
+    """``AssignmentChanged`` when a stored session's condition is not one of ``cfg``'s, or (``slots``) its slot
+    belongs to another condition under ``cfg``."""
+    names = [c.name for c in cfg.conditions]
+    for row in store.all_sessions():
+        if row.condition is not None and row.condition not in names:
+            raise AssignmentChanged(
+                f"the database's slot {row.slot} is condition {row.condition!r}, which study.yaml does not name "
+                f"({', '.join(names)}): a condition was renamed or removed after people took slots; restore it, "
+                "or start a new study folder")
+        if slots and row.slot is not None and row.condition != (wanted := condition_for_slot(cfg, row.slot)):
+            raise AssignmentChanged(
+                f"the database's slot {row.slot} is condition {row.condition!r}, study.yaml deals it to {wanted!r}: "
+                "the conditions, their order, seed or block_repeats changed after people took slots; restore them, "
+                "or start a new study folder")
+
+
 class Study:
     def __init__(self, cfg: StudyConfig, speakers: dict[str, ActSpeaker], store: Store | None = None):
         self.cfg = cfg
@@ -108,6 +130,7 @@ class Study:
         self._locks: dict[int, threading.Lock] = {}
         self._locks_guard = threading.Lock()
         self._live: dict[int, Live] = {}
+        check_assignment(cfg, self.store)
         probe = self.new_env()
         for s in speakers.values():
             s.check(probe.unwrapped.game)
@@ -166,10 +189,12 @@ class Study:
         """The person's answer on the consent page: declining ends the session (it never held a slot);
         agreeing takes the lowest free slot, and with it the condition and the seed. ``StudyFull`` when
         every slot is held."""
-        if not agree:
-            self.store.update_session(sid, stage="declined")
-            return
         with self._assign:
+            if self.store.session(sid).stage != "consent":  # answered already (a double click, a resent form)
+                return
+            if not agree:
+                self.store.update_session(sid, stage="declined")
+                return
             self.free_places()
             for _ in range(5):  # another process may take a slot first: the held slot's key says so
                 held = self.store.held_slots()

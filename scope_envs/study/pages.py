@@ -46,6 +46,7 @@ TEMPLATES = {
 <p>You are invited to take part in a research study about conversations with an automated chat partner.
 You will read a short description of your role, chat for a few minutes, then answer a few questions.
 It takes about 10 minutes.</p>
+{% if notice %}<div class="notice">{{ notice }}</div>{% endif %}
 <p>We record the messages you write and your answers, linked to your Prolific ID only. Please do not write
 personal information. You can stop at any time by closing this page. Messages are limited to
 {{ max_chars }} characters.</p>
@@ -108,8 +109,8 @@ $ <input name="donation" type="number" min="0" max="2" step="0.01" required></la
 {% for name, t in progress.items() %}<tr><td>{{ name }}</td><td>{{ t.assigned }}</td><td>{{ t.chatting }}</td>
 <td>{{ t.complete }} / {{ per_condition }}</td><td>{{ t.left }}</td><td>{{ t.declined }}</td></tr>{% endfor %}
 </table>
-<p>Export: <a href="/admin/export.csv?token={{ token }}">sessions.csv</a> ·
-<a href="/admin/export.jsonl?token={{ token }}">transcripts.jsonl</a></p>
+<p>Export: <a href="/admin/export.csv?token={{ token | urlencode }}">sessions.csv</a> ·
+<a href="/admin/export.jsonl?token={{ token | urlencode }}">transcripts.jsonl</a></p>
 {% endblock %}""",
 }
 

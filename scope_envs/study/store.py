@@ -98,8 +98,22 @@ def shown(url: str) -> str:
         return repr(url[:200])
 
 
+def in_memory(url: str) -> bool:
+    """An SQLite URL without a file (``sqlite://``, ``:memory:``, ``mode=memory``): it keeps nothing, and every
+    connection sees its own empty database."""
+    try:
+        u = sa.engine.make_url(url)
+    except sa.exc.ArgumentError:
+        return False
+    return u.get_backend_name() == "sqlite" and (u.database in (None, "", ":memory:") or
+                                                  u.query.get("mode") == "memory" or "mode=memory" in u.database)
+
+
 class Store:
     def __init__(self, url: str):
+        if in_memory(url):
+            raise StoreError(f"database {shown(url)}: an SQLite database in memory keeps nothing (and each connection "
+                             "has its own); give a file, sqlite:///PATH, or leave database out (STUDY_DIR/study.db)")
         try:
             self.engine = engine(url)
         except sa.exc.NoSuchModuleError as e:
