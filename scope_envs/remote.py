@@ -158,6 +158,8 @@ class RemoteParallelEnv(ParallelEnv):
     """A PettingZoo ``ParallelEnv`` whose episodes run on a ``scope-envs serve`` server (see the module)."""
 
     def __init__(self, base_url: str, agents: Optional[list[str]] = None, timeout: float = 60.0):
+        if isinstance(agents, str):  # not its characters' names
+            raise ValueError(f"agents is a list of agent names, got the string {agents!r}: agents=[{agents!r}]")
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
         self.spec = fetch_spec(self.base_url)

@@ -86,3 +86,18 @@ def test_a_one_seed_benchmark_runs_on_the_example_game(game_env, tmp_path):
     assert {"random", "oracle", "frozen", "rotation", "cotrain"} <= methods
     report = (out / "report.md").read_text()
     assert "## bargain: revenue (agent_0 = the seller)" in report
+
+
+def test_the_batched_engine_row_names_every_hook_a_game_must_write():
+    """The page's ``scope_envs/vec/games.py`` row names each ``BatchedVecEnv`` method that only raises
+    ``NotImplementedError`` (it left out ``public_private``, which an engine without it fails on when a custom user
+    is asked slot by slot)."""
+    import inspect
+
+    from scope_envs.vec import BatchedVecEnv
+
+    row = next(line for line in PAGE.read_text().splitlines() if line.startswith("| `scope_envs/vec/games.py` |"))
+    required = [name for name, f in vars(BatchedVecEnv).items() if inspect.isfunction(f)
+                and inspect.getsource(f).rstrip().endswith("raise NotImplementedError")]
+    assert "public_private" in required
+    assert [name for name in required if f"`{name}" not in row] == []

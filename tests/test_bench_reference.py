@@ -194,6 +194,38 @@ def test_the_data_each_game_plays_is_named(monkeypatch, capsys):
     reference.data_played.cache_clear()
 
 
+def test_a_game_outside_the_package_has_its_own_code_in_the_fingerprint(tmp_path):
+    """docs/adding-a-game.md's bargain game, declared by SCOPE_ENVS_GAMES: its code hash is over its own files (it
+    was the hash of no file, scope_envs/games/bargain not existing, so an edited game kept its stale records under
+    --resume and --against) and its data is named as its own package."""
+    import hashlib
+    import os
+    import subprocess
+    import sys
+
+    from test_adding_a_game import page_files
+
+    for path, text in page_files().items():
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text(text)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]),
+               SCOPE_ENVS_GAMES="bargain.spec")
+    show = ("from scope_envs.bench.reference import fingerprint; f = fingerprint('bargain'); "
+            "print(f['code'], f['data']['detail'])")
+
+    def code_and_data():
+        done = subprocess.run([sys.executable, "-c", show], env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-2000:]
+        return done.stdout.split(maxsplit=1)
+
+    code, data = code_and_data()
+    assert code != hashlib.sha256().hexdigest()
+    assert data.startswith("bargain ") and "scope_envs/games" not in data
+    game = tmp_path / "bargain" / "game.py"
+    game.write_text(game.read_text().replace("PRICE = {1: 1.0, 2: 0.5}", "PRICE = {1: 1.0, 2: 0.4}"))
+    assert code_and_data()[0] != code
+
+
 def test_a_committed_reference_is_never_the_folder_the_hint_writes_into():
     """Made by other code, the committed references are made again into a folder of the user's own; the full
     preset's hint keeps --full."""

@@ -95,15 +95,13 @@ def test_torchrl_pettingzoo_wrapper(env_id):
         assert td["next", "agent", "info", "vs_candidates"].shape == (40, 1, 5)
 
 
-# -- docs/trainers.md's "Use with your trainer" snippets ----------------------------------------------
+# -- docs/trainers.md's snippets: every ```python block of the page (tests/test_docs.py leaves the page to us) ----
 
 
 def readme_snippets():
     if not TRAINERS_DOC.exists():
         return []
-    text = TRAINERS_DOC.read_text()
-    m = re.search(r"^## Use with your trainer\n(.*?)(?=^## |\Z)", text, re.S | re.M)
-    return re.findall(r"```python\n(.*?)```", m.group(1), re.S) if m else []
+    return re.findall(r"```python\n(.*?)```", TRAINERS_DOC.read_text(), re.S)
 
 
 def run_snippet(code):
@@ -120,6 +118,16 @@ def test_readme_has_a_snippet_per_library():
     libraries = ("sb3_contrib", "supersuit", "torchrl", "ray")
     for lib in libraries:
         assert any(re.search(rf"^(from|import) {lib}\b", s, re.M) for s in SNIPPETS), lib
+
+
+def test_every_python_block_of_the_page_is_run():
+    """The page says its code blocks run in the tests: the sections after "Use with your trainer" too (the
+    "Both seats with Stable-Baselines3" recipe was left out when only that section's blocks were run)."""
+    if not TRAINERS_DOC.exists():
+        pytest.skip(f"no {TRAINERS_DOC}")
+    text = TRAINERS_DOC.read_text()
+    assert "## Both seats with Stable-Baselines3" in text
+    assert len(SNIPPETS) == text.count("```python\n") and any("SB3Player" in s for s in SNIPPETS)
 
 
 @pytest.mark.parametrize("index", range(len(SNIPPETS)))

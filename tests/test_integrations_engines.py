@@ -21,6 +21,7 @@ import asyncio
 import enum
 import importlib.util
 import json
+import re
 import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -299,6 +300,22 @@ def test_slime_refuses_a_cotraining_episode_without_the_grouping_hook(model_dir,
     assert len(asyncio.run(slime.generate(args, MirrorSample(index=0, prompt=row), {"max_new_tokens": MAX_NEW}))) == 2
 
 
+def test_the_scale_out_pages_slime_command_trains_a_cotraining_id():
+    """docs/scale-out.md's slime command, its flags read as slime's argparse names them, is one under which a
+    co-training episode's samples are accepted (it once left out the grouping hook, so slime's default GRPO run
+    refused every co-training row the page describes)."""
+    from pathlib import Path
+
+    from scope_envs.integrations import slime
+
+    page = (Path(__file__).resolve().parents[1] / "docs" / "scale-out.md").read_text()
+    command = next(b for b in re.findall(r"```bash\n(.*?)```", page, re.S) if slime.__name__ + ".generate" in b)
+    flags = dict(re.findall(r"--([\w-]+) ([^\s\\-][^\s\\]*)", command.split("#")[0]))
+    args = SimpleNamespace(**{k.replace("-", "_"): v for k, v in flags.items()})
+    assert args.custom_generate_function_path == "scope_envs.integrations.slime.generate"
+    slime.check_grouping(args, [s for group in cotrain_samples({"agent_0": [1.0], "user_0": [0.0]}) for s in group])
+
+
 def test_slime_generate_returns_one_sample_per_role_of_a_cotraining_episode(model_dir, engine, sglang):
     from scope_envs.integrations import slime
 
@@ -381,6 +398,35 @@ def test_an_episode_that_outgrows_max_len_stops_truncated(model_dir, engine, sgl
 def test_a_row_that_names_no_episode_is_refused(row, message):
     with pytest.raises(ValueError, match=message):
         EpisodeSpec.parse(row, json.dumps(row))
+
+
+@pytest.mark.parametrize("row, message", [
+    ({"env_id": "p4g-frozen", "seed": "abc"}, "the row's seed must be an integer, got 'abc'"),
+    ({"env_id": "p4g-frozen", "seed": 1.5}, "the row's seed must be an integer, got 1.5"),
+    ({"env_id": "p4g-frozen", "seed": 1, "episode": "x"}, "the row's episode must be an integer"),
+    ({"env_id": "p4g-frozen", "seed": 1, "env_kwargs": "k=3"}, "the row's env_kwargs must be a dict"),
+    ({"env_id": "p4g-frozen", "seed": 1, "env_kwargs": {"surface": "act"}}, "other than surface"),
+    ({"env_id": ["p4g-frozen"], "seed": 1}, "the row's env_id must be an env id string"),
+    ({"env_id": "p4g-frozen", "seed": 1, "role": 0}, "the row's role must be an agent name"),
+])
+def test_a_malformed_row_is_refused_naming_its_key(row, message):
+    """A row's fields are checked where the row is read: one ValueError naming the key, not int()'s or dict()'s
+    message, and not an integral float's silent truncation (seed 1.5 once played scenario 1)."""
+    with pytest.raises(ValueError, match=re.escape(message)):
+        EpisodeSpec.parse(row)
+    assert EpisodeSpec.parse({"env_id": "p4g-frozen", "seed": 3.0, "episode": "7"}).episode == 7
+
+
+def test_a_role_the_id_does_not_have_is_refused_before_the_episode():
+    """A row's role that is not one of the id's agents is refused before any turn is generated (verl and OpenRLHF
+    once played the whole episode through the engine, then said the role never spoke)."""
+    from scope_envs.integrations.episodes import play
+
+    async def never(*_):
+        raise AssertionError("no turn may be generated")
+
+    with pytest.raises(ValueError, match=r"p4g-frozen: role 'user_0' is not one of its agents \['agent_0'\]"):
+        asyncio.run(play(EpisodeSpec.parse({"env_id": "p4g-frozen", "seed": 1, "role": "user_0"}), None, never))
 
 
 # ----------------------------------------------------------------------------- verl

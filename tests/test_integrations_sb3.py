@@ -171,6 +171,15 @@ def test_an_illegal_act_raises():
         venv.step(acts)
 
 
+@pytest.mark.parametrize("wrong", ["p4g-frozen", "scalar"])
+def test_an_id_or_a_scalar_env_is_refused_naming_what_it_wraps(wrong):
+    """SB3VecEnv of an id or of make(id) is one TypeError saying what it takes (it was an AttributeError from
+    inside GymVectorEnv or the scalar env)."""
+    env = scope_envs.make("p4g-frozen") if wrong == "scalar" else wrong
+    with pytest.raises(TypeError, match=r"SB3VecEnv wraps make_vec\(id, num_envs=N\) or a GymVectorEnv.*sb3_vec_env"):
+        SB3VecEnv(env)
+
+
 # -- (c, d) MaskablePPO trains through it, masked ----------------------------------------------------------
 class RecordActs(VecEnvWrapper):
     """Keeps every (mask, action) pair a trainer steps the wrapped VecEnv with."""

@@ -72,6 +72,8 @@ def test_refuses_ids_of_different_games_and_too_few_slots():
         sb3_mixed_vec_env(IDS, num_envs=2)
     with pytest.raises(ValueError, match="at least one"):
         sb3_mixed_vec_env([], num_envs=2)
+    with pytest.raises(ValueError, match="ids is a list of env ids, got the string 'p4g-frozen'"):
+        sb3_mixed_vec_env("p4g-frozen", num_envs=10)  # once read as the ids 'p', '4', 'g', ...
 
 
 class Returns(BaseCallback):

