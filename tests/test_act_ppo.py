@@ -108,6 +108,22 @@ def test_save_and_load(tmp_path):
     assert a["success"] == b["success"]
 
 
+
+def test_a_save_cut_short_leaves_the_one_before(tmp_path, monkeypatch):
+    trainer = PPOTrainer(PPOConfig(env_id="p4g-frozen", total_steps=300, seed=2))
+    trainer.save(tmp_path / "run")
+    before = {f: (tmp_path / "run" / f).read_bytes() for f in ("config.json", "model.pt")}
+    trainer.train()
+
+    def full_disk(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr("os.fsync", full_disk)
+    with pytest.raises(OSError, match="No space"):
+        trainer.save(tmp_path / "run")
+    assert {f.name for f in (tmp_path / "run").iterdir()} == set(before)  # no temporary file left either
+    assert {f: (tmp_path / "run" / f).read_bytes() for f in before} == before
+    assert PPOTrainer.load(tmp_path / "run").agent_steps == 0
+
 def test_same_seed_same_training():
     runs = [PPOTrainer(PPOConfig(env_id="p4g-frozen", total_steps=600, seed=4)).train() for _ in range(2)]
     assert [r["return"] for r in runs[0]] == [r["return"] for r in runs[1]]

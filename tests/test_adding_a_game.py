@@ -88,6 +88,15 @@ def test_a_one_seed_benchmark_runs_on_the_example_game(game_env, tmp_path):
     assert "## bargain: revenue (agent_0 = the seller)" in report
 
 
+def test_diagnose_says_the_example_game_declares_no_probe_agent(game_env, tmp_path):
+    """The page leaves ``probe_agent`` unset ("read only by the tool that names them"): diagnose names it, in one
+    line, before it plays anything."""
+    done = subprocess.run([sys.executable, "-m", "scope_envs.cli", "diagnose", "--game", "bargain", "--simulator",
+                           "frozen", "--out", str(tmp_path / "d")], env=game_env, capture_output=True, text=True,
+                          timeout=300, cwd=ROOT)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr[-2000:]
+    assert "argument --game: bargain declares no probe agent (GameSpec.probe_agent" in done.stderr
+
 def test_the_batched_engine_row_names_every_hook_a_game_must_write():
     """The page's ``scope_envs/vec/games.py`` row names each ``BatchedVecEnv`` method that only raises
     ``NotImplementedError`` (it left out ``public_private``, which an engine without it fails on when a custom user

@@ -157,6 +157,15 @@ def test_single_agent_view_clear_errors():
             view.reset(seed=seed)
 
 
+@pytest.mark.parametrize("wrapper", [SingleAgentView, LegalActions, lambda env: RecordTranscripts(env, "x.jsonl")])
+def test_a_wrapper_of_one_env_refuses_an_id_or_a_vec_env_saying_what_to_pass(wrapper, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(TypeError, match=r"not an id: \w+\(scope_envs.make\('p4g-frozen'\)\)"):
+        wrapper("p4g-frozen")
+    with pytest.raises(TypeError, match="got a P4GVecEnv; a make_vec env batches"):
+        wrapper(scope_envs.make_vec("p4g-frozen", num_envs=2))
+
+
 # -- RecordTranscripts -------------------------------------------------------------------
 
 

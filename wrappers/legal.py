@@ -24,12 +24,12 @@ from __future__ import annotations
 import numpy as np
 from pettingzoo.utils import BaseParallelWrapper
 
-from scope_envs.core.checks import check_seed
+from scope_envs.core.checks import check_scalar_env, check_seed
 
 
 class LegalActions(BaseParallelWrapper):
     def __init__(self, env):
-        super().__init__(env)
+        super().__init__(check_scalar_env("LegalActions", env))
         if env.unwrapped.surface.name != "act":
             raise ValueError("LegalActions applies to the act surface (text actions have no mask)")
         self._rng = np.random.default_rng()

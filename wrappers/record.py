@@ -39,7 +39,7 @@ import warnings
 import numpy as np
 from pettingzoo.utils import BaseParallelWrapper
 
-from scope_envs.core.checks import check_seed
+from scope_envs.core.checks import check_scalar_env, check_seed
 from scope_envs.core.surfaces import short_repr
 
 
@@ -47,7 +47,7 @@ class RecordTranscripts(BaseParallelWrapper):
     def __init__(self, env, path: str | os.PathLike):
         if not isinstance(path, (str, bytes, os.PathLike)):
             raise ValueError(f"path must be a file name (a str or os.PathLike), got {short_repr(path)}")
-        super().__init__(env)
+        super().__init__(check_scalar_env("RecordTranscripts", env))
         self.path = os.fspath(path)
         # the file's folder is made now (``runs/x.jsonl`` without ``runs/``), not found missing when the first
         # episode ends; a folder that cannot be made is an error naming path, here

@@ -28,12 +28,14 @@ import gymnasium as gym
 import numpy as np
 from ray.rllib.env.multi_agent_env import MultiAgentEnv
 
+from scope_envs.core.checks import check_scalar_env
 from scope_envs.wrappers.legal import LegalActions
 
 
 class RLlibMultiAgentEnv(MultiAgentEnv):
     def __init__(self, env, illegal: str = "random"):
         super().__init__()
+        check_scalar_env("RLlibMultiAgentEnv", env)
         if env.unwrapped.surface.name != "act":
             raise ValueError("RLlibMultiAgentEnv needs the act surface (RLlib trains on arrays)")
         if illegal not in ("random", "raise"):

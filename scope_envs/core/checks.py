@@ -65,3 +65,14 @@ def check_seed(name: str, value):
     if value is None:
         return None
     return check_int(name, value, 0, wanted="None or an int >= 0")
+
+
+def check_scalar_env(wrapper: str, env):
+    """``env`` for a wrapper of one episode at a time: an env of ``make(id)``, a wrapper of one or a remote one
+    (all have ``unwrapped.surface``); an id or a ``make_vec`` env is a ``TypeError`` saying what to pass."""
+    if isinstance(env, str):
+        raise TypeError(f"{wrapper} wraps an env, not an id: {wrapper}(scope_envs.make({short_repr(env)}))")
+    if getattr(env, "num_envs", None) is not None or not hasattr(getattr(env, "unwrapped", None), "surface"):
+        raise TypeError(f"{wrapper} wraps one env of scope_envs.make(id), got a {type(env).__name__}"
+                        + ("; a make_vec env batches episodes itself" if hasattr(env, "num_envs") else ""))
+    return env

@@ -99,6 +99,9 @@ def run(args) -> None:
         return
     if not args.simulator:
         parser.error("argument --simulator: required (or --list to see the built-in names)")
+    if not game_spec(args.game).probe_agent:  # a game outside the package may leave it unset (docs/adding-a-game.md)
+        parser.error(f"argument --game: {args.game} declares no probe agent (GameSpec.probe_agent: the fixed agent "
+                     "the probes play against the simulator), so it cannot be diagnosed")
     if args.data is not None:
         check_data = game_spec(args.game).real_dialogues
         if check_data is None:

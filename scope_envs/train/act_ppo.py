@@ -30,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import dataclasses
+import io
 import json
 import random
 import time
@@ -45,6 +46,7 @@ from torch.distributions import Categorical
 
 import scope_envs
 from scope_envs.core.simulator import Simulator, View
+from scope_envs.files import write_atomic
 from scope_envs.train.activation import LIMIT, rational
 from scope_envs.train.advantage import gae
 from scope_envs.train.behaviour_clone import behaviour_clone
@@ -801,10 +803,12 @@ class PPOTrainer:
         """``path/config.json`` (the PPOConfig) and ``path/model.pt`` (the state dicts)."""
         path = Path(path)
         path.mkdir(parents=True, exist_ok=True)
-        (path / "config.json").write_text(json.dumps(asdict(self.cfg), indent=1))
+        state = io.BytesIO()  # each file whole: a save cut short leaves the one before, never half a file
         torch.save({"learners": {n: net.state_dict() for n, net in self.learners.items()},
                     "init": {n: net.state_dict() for n, net in self.init.items()},
-                    "agent_steps": self.agent_steps, "env_steps": self.env_steps}, path / "model.pt")
+                    "agent_steps": self.agent_steps, "env_steps": self.env_steps}, state)
+        write_atomic(path / "model.pt", state.getvalue())
+        write_atomic(path / "config.json", json.dumps(asdict(self.cfg), indent=1))
 
     @classmethod
     def load(cls, path: str | Path) -> PPOTrainer:
