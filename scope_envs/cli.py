@@ -34,6 +34,14 @@ def timeout_seconds(text: str) -> float:
     return value
 
 
+def memory_share(text: str) -> float:
+    """A share of GPU memory, in (0, 1]: checked at parse time, before the options' --engine check."""
+    value = positive_float(text)
+    if value > 1:
+        raise argparse.ArgumentTypeError(f"expected a share in (0, 1], got {value}")
+    return value
+
+
 def cmd_list(args) -> None:
     width = max(map(len, scope_envs.registry))
     for id_, spec in sorted(scope_envs.registry.items()):
@@ -129,7 +137,8 @@ def _llm_extra(command: str) -> None:
 MODE_OPTIONS = {"shared": ("mode", ("cotrain",)), "members": ("mode", ("members",)),
                 "pool_size": ("mode", ("population",)), "snapshot_every": ("mode", ("population",)),
                 "pool_sample": ("mode", ("population",)), "user_lr": ("mode", ("cotrain", "population", "members")),
-                "grpo_std_norm": ("algo", ("grpo",))}
+                "grpo_std_norm": ("algo", ("grpo",)), "gpu_memory_fraction": ("engine", ("vllm",)),
+                "lora_r": ("lora", (True,))}  # (True,): a switch, e.g. --lora-r without --lora trains full weights
 
 
 def _check_mode_options(args) -> None:
@@ -138,6 +147,8 @@ def _check_mode_options(args) -> None:
         value = getattr(args, dest)
         if value != args.parser.get_default(dest) and getattr(args, key) not in modes:
             flag = "--" + dest.replace("_", "-")
+            if modes == (True,):
+                args.parser.error(f"argument {flag}: only with --{key} (this run is without it)")
             args.parser.error(f"argument {flag}: only with --{key} {' / '.join(modes)} (this run is --{key} "
                               f"{getattr(args, key)})")
 
@@ -214,25 +225,25 @@ def main(argv=None) -> None:
     t.add_argument("--user-model", type=model_source, default=None,
                    help="agent mode: a frozen LLM user; cotrain: the user's model (not with --shared or --lora)")
     t.add_argument("--shared", action="store_true", help="cotrain: one model plays both roles")
-    t.add_argument("--members", type=count(64), default=2, help="members mode: K user adapters (at most 64)")
+    t.add_argument("--members", type=count(64), default=2, help="members mode: K user adapters (2; at most 64)")
     t.add_argument("--pool-size", type=count(1024), default=None, help="population: live user + snapshots (5; at most 1024)")
     t.add_argument("--snapshot-every", type=count(100_000), default=None, help="population: updates per snapshot (4; at most 100_000)")
     t.add_argument("--pool-sample", choices=["uniform", "latest"], default=None, help="population: the draw per batch")
     t.add_argument("--user-reward", choices=TRAINED_USER_REWARDS, default=None, help="the trained user's reward (the act level's definitions; realism: p4g only)")
     t.add_argument("--lora", action="store_true")
-    t.add_argument("--lora-r", type=count(1024), default=8, help="LoRA rank (at most 1024)")
+    t.add_argument("--lora-r", type=count(1024), default=8, help="LoRA rank (8; at most 1024)")
     t.add_argument("--engine", choices=["hf", "vllm"], default="hf",
                    help="hf: transformers (CPU or GPU); vllm: vLLM (GPU; needs scope-envs[vllm], checked first)")
     t.add_argument("--device", type=torch_device, default="cpu",
                    help="cpu (default), cuda, cuda:N or mps: checked available before anything loads")
-    t.add_argument("--updates", type=count(100_000), default=10, help="at most 100_000")
-    t.add_argument("--groups", type=count(4096), default=4, help="scenario seeds per update (at most 4096)")
+    t.add_argument("--updates", type=count(100_000), default=10, help="PPO / GRPO updates (10; at most 100_000)")
+    t.add_argument("--groups", type=count(4096), default=4, help="scenario seeds per update (4; at most 4096)")
     t.add_argument("--group-size", type=count(1024), default=None, help="episodes per seed (ppo 2, grpo 8; at most 1024)")
     t.add_argument("--grpo-std-norm", action="store_true", help="grpo: divide advantages by the group's std")
-    t.add_argument("--max-new-tokens", type=count(32_768), default=32, help="at most 32_768")
+    t.add_argument("--max-new-tokens", type=count(32_768), default=32, help="per turn (32; at most 32_768)")
     t.add_argument("--max-len", type=count(1_048_576), default=None, help="token budget of an episode's stream (2048; at most 1_048_576)")
-    t.add_argument("--temperature", type=positive_float, default=1.0)
-    t.add_argument("--lr", type=positive_float, default=1e-4)
+    t.add_argument("--temperature", type=positive_float, default=1.0, help="sampling temperature (1.0)")
+    t.add_argument("--lr", type=positive_float, default=1e-4, help="learning rate (1e-4)")
     t.add_argument("--user-lr", type=positive_float, default=None, help="the user learner's learning rate (--lr)")
     t.add_argument("--ppo-epochs", type=count(1000), default=None, help="epochs per update (4; at most 1000)")
     t.add_argument("--minibatch", type=count(4096), default=None, help="sequences per gradient step (8; at most 4096)")
@@ -245,7 +256,7 @@ def main(argv=None) -> None:
     t.add_argument("--kl-target", type=positive_float, default=None, help="set for an adaptive KL coefficient")
     t.add_argument("--old-logprobs", choices=["trainer", "engine"], default=None,
                    help="the ratio's old logprobs: the trainer's recompute (default) or the engine's sampling ones")
-    t.add_argument("--gpu-memory-fraction", type=positive_float, default=None,
+    t.add_argument("--gpu-memory-fraction", type=memory_share, default=None,
                    help="vLLM: the share of GPU memory each engine reserves, in (0, 1] (0.3)")
     t.add_argument("--dtype", choices=["float32", "bfloat16"], default=None,
                    help="the models' weights (bfloat16 on cuda, with fp32 master weights; float32 on cpu)")
@@ -260,14 +271,16 @@ def main(argv=None) -> None:
     t.set_defaults(func=cmd_train_llm, parser=t)
     e = sub.add_parser("eval-llm", help="LLM policies against a held-out panel of LLM user simulators (JSON + Markdown)")
     e.add_argument("--policy", action="append", required=True,
-                   help="a trained model directory (or vllm:DIR, openai:URL#MODEL); repeat to compare policies")
+                   help="a model directory, a LoRA adapter directory (a --lora run's "
+                        "checkpoints/final/adapters/agent), vllm:DIR or openai:URL#MODEL; repeat to compare policies")
     e.add_argument("--env", type=env_id, required=True, help="a -frozen or -vs env id (the panel takes the user seat)")
     e.add_argument("--panel", required=True, help="panel.yaml (or .json) listing the simulators and their backends")
-    e.add_argument("--episodes", type=count(100_000), default=20, help="episodes per policy and simulator (at most 100_000)")
-    e.add_argument("--env-kwargs", type=json_object, default={})
-    e.add_argument("--max-new-tokens", type=count(32_768), default=128, help="at most 32_768")
+    e.add_argument("--episodes", type=count(100_000), default=20, help="episodes per policy and simulator (20; at most 100_000)")
+    e.add_argument("--env-kwargs", type=json_object, default={},
+                   help='JSON options for the env, e.g. \'{"max_turns": 4}\'')
+    e.add_argument("--max-new-tokens", type=count(32_768), default=128, help="per message (128; at most 32_768)")
     e.add_argument("--seed", type=seed, default=0, help="0 to 2**32-1")
-    e.add_argument("--connect-timeout", type=timeout_seconds, default=5.0, help="seconds to wait for an endpoint (at most 3600)")
+    e.add_argument("--connect-timeout", type=timeout_seconds, default=5.0, help="seconds to wait for an endpoint (5; at most 3600)")
     e.add_argument("--out", type=output_dir, default="runs/eval-llm",
                    help="eval.json and eval.md go here (default: ./runs/eval-llm)")
     e.set_defaults(func=cmd_eval_llm, parser=e)

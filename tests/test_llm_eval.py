@@ -107,6 +107,11 @@ BAD_EVAL = [
     ({"name": "x", "kind": "anthropic-magic", "path": "."}, "--panel", "unknown kind"),
     ({"name": "x", "kind": "local", "path": "/nonexistent/model"}, "--panel", "no model directory"),
     ({"name": "x", "kind": "openai", "model": "m"}, "--panel", "needs base_url and model"),
+    # a list or number where text goes, a timeout out of range: were tracebacks (a TypeError), later
+    ({"name": ["x"], "kind": "openai", "base_url": "http://x", "model": "m"}, "--panel", "name must be text"),
+    ({"name": "x", "kind": "openai", "base_url": 8000, "model": "m"}, "--panel", "base_url must be text"),
+    ({"name": "x", "kind": "openai", "base_url": "http://x", "model": "m", "timeout": -1}, "--panel",
+     "timeout is seconds in (0, 3600]"),
 ]
 
 
@@ -144,6 +149,109 @@ def test_eval_llm_bad_policy_and_env(tmp_path, tiny_dir, capsys, monkeypatch):
         assert exit_.value.code == 2 and f"argument {argument}" in err and why in err and "Traceback" not in err
 
 
+def test_a_panel_file_that_is_not_text_or_not_yaml_is_one_line(tmp_path, tiny_dir, capsys, monkeypatch):
+    """A binary file was a UnicodeDecodeError traceback; a YAML error spread over several lines."""
+    pytest.importorskip("yaml")
+    _no_work(monkeypatch)
+    binary, broken = tmp_path / "binary.yaml", tmp_path / "broken.yaml"
+    binary.write_bytes(b"\xff\xfe\x00 not text")
+    broken.write_text("simulators: [\n")
+    for path, why in ((binary, "cannot read the panel file"), (broken, "is not valid YAML")):
+        with pytest.raises(SystemExit) as exit_:
+            main(["eval-llm", "--policy", tiny_dir, "--env", "p4g-frozen", "--panel", str(path)])
+        err = capsys.readouterr().err
+        assert exit_.value.code == 2 and "Traceback" not in err
+        last = err.strip().splitlines()[-1]  # the usage, then one line that says why
+        assert last.startswith("scope-envs eval-llm: error: argument --panel: ") and why in last, err
+
+
+def test_a_folder_with_a_tokenizer_but_no_model_is_an_argument_error(tmp_path, tiny_dir, capsys, monkeypatch):
+    """A tokenizer alone (or config.json without weights) passed the check, then failed inside transformers as a
+    traceback once loading: for train-llm's --model, eval-llm's --policy and a panel's path alike."""
+    import shutil
+    from pathlib import Path
+
+    _no_work(monkeypatch)
+    tokenizer_only, no_weights = tmp_path / "tokenizer-only", tmp_path / "no-weights"
+    tokenizer_only.mkdir()
+    no_weights.mkdir()
+    for f in Path(tiny_dir).iterdir():
+        if f.name.startswith("tokenizer"):
+            shutil.copy(f, tokenizer_only)
+        if f.suffix == ".json":
+            shutil.copy(f, no_weights)
+    good = _panel(tmp_path, [{"name": "a", "kind": "local", "path": tiny_dir}], "good.json")
+    for folder, why in ((tokenizer_only, "holds no model: no readable config.json"),
+                        (no_weights, "holds no model weights")):
+        bad = _panel(tmp_path, [{"name": "a", "kind": "local", "path": str(folder)}], "bad.json")
+        for argv, argument in ((["train-llm", "--env", "llm-toy", "--model", str(folder)], "--model"),
+                               (["eval-llm", "--policy", str(folder), "--env", "p4g-frozen", "--panel", good],
+                                "--policy"),
+                               (["eval-llm", "--policy", tiny_dir, "--env", "p4g-frozen", "--panel", bad], "--panel")):
+            with pytest.raises(SystemExit) as exit_:
+                main(argv)
+            err = capsys.readouterr().err
+            assert exit_.value.code == 2 and f"argument {argument}: " in err and why in err and "Traceback" not in err
+
+
+def test_a_lora_runs_final_agent_folder_points_to_its_adapter(tmp_path, tiny_dir, capsys, monkeypatch):
+    """After ``train-llm --lora``, checkpoints/final/agent holds only the value head: the policy is
+    adapters/agent. The error said to save a tokenizer there."""
+    _no_work(monkeypatch)
+    final = tmp_path / "checkpoints" / "final"
+    (final / "agent").mkdir(parents=True)
+    (final / "agent" / "value_head.pt").write_bytes(b"")
+    (final / "adapters" / "agent").mkdir(parents=True)
+    (final / "adapters" / "agent" / "adapter_config.json").write_text("{}")
+    panel = _panel(tmp_path, [{"name": "a", "kind": "local", "path": tiny_dir}])
+    with pytest.raises(SystemExit) as exit_:
+        main(["eval-llm", "--policy", str(final / "agent"), "--env", "p4g-frozen", "--panel", panel])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and "Traceback" not in err
+    assert f"its policy is the adapter directory '{final / 'adapters' / 'agent'}'" in err
+
+
+def _scripted_backends(monkeypatch):
+    """eval-llm's policies and simulators answer from a script: no model loads (the paths are still checked)."""
+    from llm_fixtures import ScriptedBackend
+
+    from scope_envs.train.llm import panel
+
+    monkeypatch.setattr(panel, "policy_backend", lambda spec: ScriptedBackend(["Would you donate $1?"]))
+    monkeypatch.setattr(panel, "simulator_backend", lambda sim: ScriptedBackend(["Okay. [DONATE $0.50]"]))
+
+
+def test_eval_json_is_strict_json_written_atomically(tmp_path, tiny_dir, monkeypatch):
+    """With one episode Welch's t is NaN: eval.json held a bare NaN, which strict JSON readers refuse. Both
+    files go through write_atomic (they were written in place)."""
+    from scope_envs import files
+
+    _scripted_backends(monkeypatch)
+    written = []
+    real = files.write_atomic
+    monkeypatch.setattr(files, "write_atomic", lambda path, data: (written.append(path.name), real(path, data)))
+    panel = _panel(tmp_path, [{"name": "a", "kind": "local", "path": tiny_dir}])
+    out = tmp_path / "eval"
+    main(["eval-llm", "--policy", tiny_dir, "--policy", f"{tiny_dir}/", "--env", "p4g-frozen", "--panel", panel,
+          "--episodes", "1", "--env-kwargs", '{"max_turns": 1}', "--out", str(out)])
+
+    def refuse(constant):
+        raise ValueError(f"not JSON: {constant}")
+
+    report = json.loads((out / "eval.json").read_text(), parse_constant=refuse)
+    assert [c["t"] for c in report["comparisons"]] == [None, None] and sorted(written) == ["eval.json", "eval.md"]
+
+
+def test_eval_llm_shows_its_progress_per_episode(tmp_path, tiny_dir, capsys, monkeypatch):
+    """Only a line per policy and simulator was printed: with a large model that is minutes of silence."""
+    _scripted_backends(monkeypatch)
+    panel = _panel(tmp_path, [{"name": "a", "kind": "local", "path": tiny_dir}])
+    main(["eval-llm", "--policy", tiny_dir, "--env", "p4g-frozen", "--panel", panel, "--episodes", "3",
+          "--env-kwargs", '{"max_turns": 1}', "--out", str(tmp_path / "eval")])
+    err = capsys.readouterr().err
+    assert "eval-llm" in err and "3/3" in err and "episode" in err, err
+
+
 def test_a_yaml_panel_with_verbalized_sampling(tmp_path, tiny_dir):
     pytest.importorskip("yaml")
     from scope_envs.train.llm.panel import eval_env_id, load_panel
@@ -176,6 +284,13 @@ BAD_TRAIN = [
     (["--clip-low", "1.5"], "--clip-low", "expected a number in [0, 1), got 1.5"),
     (["--clip-low", "1"], "--clip-low", "expected a number in [0, 1), got 1.0"),
     (["--clip-low", "nan"], "--clip-low", "expected a number in [0, 1)"),
+    # options this run would not read: --lora-r trained full weights, the vLLM share went unused
+    (["--lora-r", "16"], "--lora-r", "only with --lora"),
+    (["--gpu-memory-fraction", "0.5"], "--gpu-memory-fraction", "only with --engine vllm"),
+    # llm-toy took any --env-kwargs without a word (an empty target paid every reply)
+    (["--env", "llm-toy", "--env-kwargs", '{"nonsense": 1}'], "--env-kwargs", "llm-toy takes no option(s)"),
+    (["--env", "llm-toy", "--env-kwargs", '{"max_turns": "x"}'], "--env-kwargs", "max_turns must be a positive int"),
+    (["--env", "llm-toy", "--env-kwargs", '{"target": ""}'], "--env-kwargs", "target must be a non-empty string"),
 ]
 
 
@@ -354,3 +469,19 @@ def test_train_llm_says_when_out_already_holds_a_run(tmp_path, capsys, monkeypat
     assert [line for line in err if "already holds a run" in line] == [
         f"scope-envs train-llm: note: --out {tmp_path} already holds a run (metrics.jsonl, checkpoints/); "
         "this run replaces it"]
+
+
+def test_the_llm_commands_help_states_their_defaults(capsys):
+    """--updates, --groups, --lr, --temperature, eval-llm's --episodes ... had no default in --help."""
+    helps = {}
+    for command in ("train-llm", "eval-llm"):
+        with pytest.raises(SystemExit):
+            main([command, "--help"])
+        helps[command] = " ".join(capsys.readouterr().out.split())
+    for said in ("--members MEMBERS members mode: K user adapters (2;", "--lora-r LORA_R LoRA rank (8;",
+                 "--updates UPDATES PPO / GRPO updates (10;", "--groups GROUPS scenario seeds per update (4;",
+                 "per turn (32;", "sampling temperature (1.0)", "--lr LR learning rate (1e-4)"):
+        assert said in helps["train-llm"], said
+    for said in ("episodes per policy and simulator (20;", "per message (128;", "for an endpoint (5;",
+                 "--env-kwargs ENV_KWARGS JSON options", "a LoRA adapter directory"):
+        assert said in helps["eval-llm"], said

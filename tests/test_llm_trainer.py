@@ -646,3 +646,60 @@ def test_metrics_jsonl_carries_the_collapse_diagnostics(tmp_path, tiny_dir):
             assert 0.0 <= row[f"{key}/{role}"] <= 1.0
         assert row[f"entropy/{role}_0"] > 0
     assert scope_envs.make("p4g-cotrain", surface="text", user_reward="adversarial")  # the env's own option
+
+
+def test_a_checkpoint_stopped_while_saving_is_not_left_torn(tmp_path, tiny_dir, monkeypatch):
+    """Ctrl-C during save_checkpoint left a folder with the weights and no tokenizer or config.json, which
+    loaded nowhere; now the previous checkpoint of that name stays whole, or there is none."""
+    from scope_envs.train.llm import ppo
+
+    cfg = _cfg(tmp_path / "run", env="llm-toy", model=tiny_dir)
+    learners = ppo.build_learners(cfg)
+    tokenizer = learners["agent"].tokenizer
+    checkpoints = tmp_path / "run" / "checkpoints"
+
+    def interrupted(*a, **k):
+        raise KeyboardInterrupt
+
+    real = tokenizer.save_pretrained
+    monkeypatch.setattr(tokenizer, "save_pretrained", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        ppo.save_checkpoint(cfg, learners, checkpoints / "final")
+    assert not (checkpoints / "final").exists() and list(checkpoints.iterdir()) == []  # no leftovers either
+    monkeypatch.setattr(tokenizer, "save_pretrained", real)
+    ppo.save_checkpoint(cfg, learners, checkpoints / "final")
+    before = sorted(p.relative_to(checkpoints) for p in checkpoints.rglob("*"))
+    monkeypatch.setattr(tokenizer, "save_pretrained", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        ppo.save_checkpoint(cfg, learners, checkpoints / "final")
+    assert sorted(p.relative_to(checkpoints) for p in checkpoints.rglob("*")) == before
+    assert json.loads((checkpoints / "final" / "config.json").read_text())["env"] == "llm-toy"
+
+
+def test_a_max_len_with_no_room_for_a_turn_is_an_argument_error(tmp_path, tiny_dir, capsys):
+    """Every episode was cut before its first turn: the run went on for all its updates, training nothing, with
+    reward nan on each line. It now stops at the first update with one line naming --max-len."""
+    from scope_envs.cli import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["train-llm", "--env", "llm-toy", "--model", tiny_dir, "--max-len", "4", "--max-new-tokens", "4",
+              "--updates", "3", "--groups", "1", "--out", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and "argument --max-len: max_len (--max-len 4) is shorter" in err
+    assert "Traceback" not in err and (tmp_path / "metrics.jsonl").read_text() == ""
+
+
+def test_metrics_lines_are_strict_json(tmp_path, tiny_dir, monkeypatch):
+    """A NaN in a row (e.g. the curriculum reward of an update whose episodes were all cut) was written as a bare
+    NaN, which strict JSON readers (jq, JavaScript, pandas' default) refuse; it is null now."""
+    from scope_envs.train.llm import ppo
+
+    real = ppo.role_diagnostics
+    monkeypatch.setattr(ppo, "role_diagnostics", lambda traces: {**real(traces), "curriculum_reward": math.nan})
+    ppo.train(_cfg(tmp_path, env="llm-toy", model=tiny_dir, save_final=False))
+
+    def refuse(constant):
+        raise ValueError(f"not JSON: {constant}")
+
+    row = json.loads((tmp_path / "metrics.jsonl").read_text().splitlines()[0], parse_constant=refuse)
+    assert row["curriculum_reward"] is None

@@ -56,6 +56,19 @@ def check_env_kwargs(env_id: str, kwargs: dict, argument: str = "--env-kwargs") 
     return live
 
 
+def check_toy_kwargs(kwargs: dict) -> None:
+    """llm-toy's options (``agents.llm.toy.make_toy_env``, which swallows unknown ones): ``max_turns``, a positive
+    int, and ``target``, a non-empty string (every reply contains an empty one)."""
+    unknown = sorted(set(kwargs) - {"max_turns", "target"})
+    if unknown:
+        raise UsageError("--env-kwargs", f"llm-toy takes no option(s) {unknown}; it takes ['max_turns', 'target']")
+    turns, target = kwargs.get("max_turns", 2), kwargs.get("target", "a")
+    if isinstance(turns, bool) or not isinstance(turns, int) or turns < 1:
+        raise UsageError("--env-kwargs", f"llm-toy: max_turns must be a positive int, got {turns!r}")
+    if not isinstance(target, str) or not target:
+        raise UsageError("--env-kwargs", f"llm-toy: target must be a non-empty string, got {target!r}")
+
+
 def vllm_installed() -> bool:
     """Whether vLLM can be imported here, found without importing it (it is heavy, and absent on CPU machines)."""
     import importlib.util
@@ -103,8 +116,10 @@ def train_llm(args) -> None:
             hint = {"agent": "frozen", "cotrain": "cotrain", "population": "population", "members": "population"}
             raise UsageError("--env", f"{cfg.env}'s live agents are {sorted(live)}, mode {cfg.mode!r} trains "
                                       f"{sorted(trained)}: use e.g. {game}-{hint[cfg.mode]}")
-    elif cfg.user_reward is not None:
-        raise UsageError("--user-reward", "llm-toy has no user to reward")
+    else:
+        if cfg.user_reward is not None:
+            raise UsageError("--user-reward", "llm-toy has no user to reward")
+        check_toy_kwargs(cfg.env_kwargs)
     if cfg.engine == "vllm" and not vllm_installed():
         raise UsageError("--engine", f"vllm: {VLLM_MISSING}; --engine hf generates with transformers")
     warn_replaced_run(cfg.out)
@@ -118,6 +133,8 @@ def train_llm(args) -> None:
         ppo.train(cfg)
     except BackendError as e:  # a missing extra, engine or device: the user's setup, not a bug
         sys.exit(f"scope-envs train-llm: error: {e}")
+    except ppo.MaxLenError as e:  # found once the first prompts are rendered
+        raise UsageError("--max-len", str(e)) from None
 
 
 def eval_llm(args) -> None:

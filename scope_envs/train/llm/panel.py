@@ -57,6 +57,17 @@ def check_model_dir(path) -> str:
     if not any((p / f).exists() for f in TOKENIZER_FILES):
         raise PanelError(f"{str(path)!r} holds no tokenizer (none of {', '.join(TOKENIZER_FILES)}); "
                          "save one there with tokenizer.save_pretrained")
+    # a tokenizer alone (or a run's folder) would only fail inside transformers, as a traceback, once loading
+    try:
+        config = json.loads((p / "config.json").read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        config = None
+    if not isinstance(config, dict):
+        raise PanelError(f"{str(path)!r} holds no model: no readable config.json (save one there with "
+                         "model.save_pretrained)")
+    if not any(p.glob("*.safetensors")) and not any(p.glob("pytorch_model*.bin")):
+        raise PanelError(f"{str(path)!r} holds no model weights (no *.safetensors, no pytorch_model*.bin); "
+                         "save them there with model.save_pretrained")
     return str(p)
 
 
@@ -76,7 +87,10 @@ def load_panel(path) -> tuple[list[Simulator], dict]:
     p = Path(path)
     if not p.is_file():
         raise PanelError(f"no panel file {str(path)!r}")
-    text = p.read_text()
+    try:  # not UTF-8 or not readable: the user's file, said in one line
+        text = p.read_text()
+    except (OSError, UnicodeDecodeError) as e:
+        raise PanelError(f"cannot read the panel file {str(path)!r}: {e}") from None
     try:
         if p.suffix == ".json":
             data = json.loads(text)
@@ -87,7 +101,8 @@ def load_panel(path) -> tuple[list[Simulator], dict]:
     except ImportError as e:
         raise PanelError("a YAML panel needs pyyaml (pip install 'scope-envs[llm]'), or write it as .json") from e
     except Exception as e:  # the parsers' own errors: the file is not YAML/JSON
-        raise PanelError(f"{path} is not valid {'JSON' if p.suffix == '.json' else 'YAML'}: {e}") from e
+        reason = " ".join(str(e).split())  # a YAML error spans lines: one line
+        raise PanelError(f"{path} is not valid {'JSON' if p.suffix == '.json' else 'YAML'}: {reason}") from None
     if isinstance(data, list):
         data = {"simulators": data}
     if not isinstance(data, dict) or not isinstance(data.get("simulators"), list) or not data["simulators"]:
@@ -108,6 +123,14 @@ def load_panel(path) -> tuple[list[Simulator], dict]:
         if kind not in PANEL_KINDS:
             raise PanelError(f"{path}: simulator {entry.get('name', i)!r} has unknown kind {kind!r}; "
                              f"the kinds are {', '.join(PANEL_KINDS)}")
+        wrong = [k for k in ("name", "path", "base_url", "model", "api_key_env")
+                 if k in entry and not isinstance(entry[k], str)]
+        if wrong:  # e.g. a YAML list or number where a name or path goes: it would fail later, as a traceback
+            raise PanelError(f"{path}: simulator {i}: {', '.join(wrong)} must be text, got "
+                             f"{', '.join(repr(entry[k]) for k in wrong)}")
+        timeout = entry.get("timeout", 60.0)
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout <= 3600:
+            raise PanelError(f"{path}: simulator {i}: timeout is seconds in (0, 3600], got {timeout!r}")
         sim = Simulator(**{"name": f"{kind}-{i}", **entry})
         if kind == "openai":
             if not sim.base_url or not sim.model:
@@ -198,7 +221,16 @@ def check_policy(spec: str) -> None:
             raise PanelError(f"{spec!r}: an endpoint policy is openai:BASE_URL#MODEL")
         check_reachable(Simulator("policy", "openai", base_url=url, model=model))
     elif spec.startswith("vllm:") or adapter_base(spec) is None:
-        check_model_dir(spec.removeprefix("vllm:"))
+        try:
+            check_model_dir(spec.removeprefix("vllm:"))
+        except PanelError as e:
+            # a --lora run's checkpoints/final/agent holds only the value head: its policy is adapters/agent
+            p = Path(os.path.expanduser(spec.removeprefix("vllm:")))
+            lora = p.parent / "adapters" / p.name
+            if (lora / "adapter_config.json").is_file():
+                raise PanelError(f"{spec!r} is not a model: that run trained LoRA adapters, and its policy is "
+                                 f"the adapter directory {str(lora)!r}") from None
+            raise e
 
 
 def eval_env_id(env_id: str, options: dict) -> tuple[str, dict]:
@@ -252,6 +284,8 @@ def welch(a, b) -> tuple[float, float]:
 def evaluate(policies: list[str], env_id: str, panel, episodes: int, *, seed: int = 0, max_new_tokens: int = 64,
              env_kwargs: dict | None = None, out=None, log=print) -> dict:
     """Every policy against every simulator of the panel (``load_panel``'s output or a path)."""
+    from tqdm import tqdm
+
     import scope_envs
     from scope_envs.agents.llm.player import LLMPlayer
 
@@ -264,6 +298,8 @@ def evaluate(policies: list[str], env_id: str, panel, episodes: int, *, seed: in
     run_id, vs_kwargs = eval_env_id(env_id, options)
     kwargs = {**(env_kwargs or {}), **vs_kwargs}
     scores: dict[str, dict[str, list[float]]] = {}
+    # an episode of a large model can take minutes: a bar per episode, not only a line per simulator
+    bar = tqdm(total=len(policies) * len(sims) * episodes, desc="eval-llm", unit="episode", disable=not log)
     for spec in policies:
         agent = LLMPlayer(policy_backend(spec), max_new_tokens=max_new_tokens, name="policy")
         scores[spec] = {}
@@ -272,10 +308,14 @@ def evaluate(policies: list[str], env_id: str, panel, episodes: int, *, seed: in
             env = scope_envs.make(run_id, surface="text", user=user, **kwargs)
             rng = np.random.default_rng([seed, i])
             # the same scenarios (personas, tasks) for every policy and simulator
-            scores[spec][sim.name] = [play(env, agent, seed * 100003 + k, rng) for k in range(episodes)]
+            scores[spec][sim.name] = []
+            for k in range(episodes):
+                scores[spec][sim.name].append(play(env, agent, seed * 100003 + k, rng))
+                bar.update(1)
             env.close()
             if log:
                 log(f"{spec} vs {sim.name}: score {np.mean(scores[spec][sim.name]):.3f} over {episodes} episodes")
+    bar.close()
     report = {"env": run_id, "episodes": episodes, "seed": seed, "panel": [asdict(s) for s in sims],
               "verbalized_sampling": options["verbalized_sampling"], "policies": {}, "comparisons": []}
     for spec, by_sim in scores.items():
@@ -297,10 +337,13 @@ def evaluate(policies: list[str], env_id: str, panel, episodes: int, *, seed: in
         test["p_holm"] = adj
     report["comparisons"] = tests
     if out is not None:
+        from scope_envs.files import jsonable, write_atomic, write_json
+
         out = Path(out)
         out.mkdir(parents=True, exist_ok=True)
-        (out / "eval.json").write_text(json.dumps(report, indent=1))
-        (out / "eval.md").write_text(to_markdown(report))
+        # whole or not at all; a t of NaN (fewer than 2 episodes) or inf is null: JSON has neither
+        write_json(out / "eval.json", jsonable(report))
+        write_atomic(out / "eval.md", to_markdown(report))
     return report
 
 

@@ -67,6 +67,7 @@ from torch import nn
 
 from scope_envs.agents.llm.templates import render, takes_tools
 from scope_envs.core.rewards import TRAINED_USER_REWARDS
+from scope_envs.files import jsonable
 from scope_envs.train.advantage import gae
 from scope_envs.train.groups import (
     agent_score,
@@ -925,6 +926,26 @@ class KLController:
 
 # ----------------------------------------------------------------------------- checkpoints
 def save_checkpoint(cfg: Config, learners: dict[str, Learner], directory: Path, snapshots: list[str] = ()) -> None:
+    """Written whole or not at all: into a temporary folder beside ``directory``, then renamed over it, so a run
+    stopped while saving leaves the previous checkpoint of that name (or none), never a torn one."""
+    import os
+    import shutil
+
+    target, directory = directory, directory.with_name(f".{directory.name}.{os.getpid()}.tmp")
+    shutil.rmtree(directory, ignore_errors=True)
+    try:
+        _save_checkpoint(cfg, learners, directory, snapshots)
+        old = target.with_name(f".{target.name}.{os.getpid()}.old")
+        if target.exists():
+            os.replace(target, old)
+        os.replace(directory, target)
+        shutil.rmtree(old, ignore_errors=True)
+    except BaseException:  # Ctrl-C, SIGTERM, a full disk: nothing half-written is left
+        shutil.rmtree(directory, ignore_errors=True)
+        raise
+
+
+def _save_checkpoint(cfg: Config, learners: dict[str, Learner], directory: Path, snapshots) -> None:
     directory.mkdir(parents=True, exist_ok=True)
     saved_models = set()
     for learner in learners.values():
@@ -945,6 +966,10 @@ def save_checkpoint(cfg: Config, learners: dict[str, Learner], directory: Path, 
 
 
 # ----------------------------------------------------------------------------- the loop
+class MaxLenError(ValueError):
+    """``max_len`` leaves no room for a single turn: every episode was cut before its first."""
+
+
 def train(cfg: Config, make_env: Callable | None = None, learners: dict[str, Learner] | None = None) -> dict:
     """Run ``cfg.updates`` updates; returns ``{"learners", "history"}`` (history: the JSONL lines)."""
     rng = np.random.default_rng(cfg.seed)
@@ -980,6 +1005,9 @@ def train(cfg: Config, make_env: Callable | None = None, learners: dict[str, Lea
             if entry != pool.live:  # a snapshot plays the user seat this batch, and does not learn
                 seats = {"user_0": dataclasses.replace(learners["user"], name=entry, adapter=entry)}
         traces, rs = rollout(cfg, envs, learners, seed=cfg.seed * 100003 + update * 1009, rng=rng, seats=seats)
+        if not traces and rs["cut"] == rs["episodes"]:  # else every update would train nothing, without a word
+            raise MaxLenError(f"max_len (--max-len {cfg.max_len}) is shorter than every episode's first prompt "
+                              f"and {cfg.max_new_tokens} new tokens: no turn could be sampled; raise it")
         curriculum = pay_curriculum(traces, envs[0].unwrapped.game) if cfg.user_reward == "curriculum" else None
         if realism is not None:
             row.update(pay_realism(traces, realism))
@@ -1023,7 +1051,7 @@ def train(cfg: Config, make_env: Callable | None = None, learners: dict[str, Lea
         row["time_sync"] = time.perf_counter() - t2
         history.append(row)
         with metrics_path.open("a") as f:
-            f.write(json.dumps(row) + "\n")
+            f.write(json.dumps(jsonable(row)) + "\n")  # strict JSON: a NaN (e.g. an empty curriculum) as null
         if cfg.log:
             print(f"update {update:>4}  reward {row['reward_mean']:+.4f}  kl {row.get('kl', float('nan')):.4f}  "
                   f"tok/s {row['tokens_per_s']:.0f}  rollout {t_roll:.1f}s  update {row['time_update']:.1f}s", flush=True)
