@@ -405,3 +405,92 @@ def test_a_learned_user_that_cannot_be_scored_is_refused(sb3_models, tmp_path, c
              "argument --bootstrap: only with a user seat (--seat user_0, ...)")):
         err = refused(capsys, *argv, *out)
         assert said in err.strip().splitlines()[-1], err  # the usage, then the one line that says why
+
+
+def test_a_saved_trainer_whose_model_cannot_be_loaded_is_one_line(tmp_path, capsys, nothing_played):
+    """A truncated model.pt (or another run's) in a saved trainer folder ended in a traceback from torch.load (a
+    KeyError, a RuntimeError); as --policy, a learned user's --policy or --ceiling it is now one line, exit 2,
+    before any episode."""
+    saved = tmp_path / "saved"
+    PPOTrainer(PPOConfig(env_id="p4g-cotrain", seed=0, total_steps=64, user_init="random")).save(saved)
+    (saved / "model.pt").write_bytes((saved / "model.pt").read_bytes()[:300])
+    for argv, argument in ((["--policy", str(saved), "--against", "none"], "--policy"),
+                           (["--seat", "user_0", "--policy", str(saved)], "--policy"),
+                           (["--surface", "text", "--policy", "floor", "--ceiling", str(saved), "--episodes", "1"],
+                            "--ceiling")):
+        err = refused(capsys, *argv, "--game", "p4g", "--out", str(tmp_path / "o"))
+        assert f"argument {argument}: {saved}: cannot load the saved trainer" in err.strip().splitlines()[-1], err
+
+
+def test_an_act_score_shows_its_progress_and_a_full_disk_is_one_line(tmp_path, capsys, monkeypatch):
+    """An act score played its seats' protocol (minutes for a network and 12 seeds) without a word, and a score
+    it could not write (a full disk) ended in a traceback after the whole run."""
+    import errno
+
+    from scope_envs import files
+
+    factory = tmp_path / "mine.py"
+    factory.write_text("def make():\n    return lambda obs, mask: mask.argmax(1)\n")
+    argv = ("--policy", f"{factory}:make", "--game", "p4g", "--seeds", "2", "--episodes", "4", "--against", "none")
+    score(*argv, "--out", str(tmp_path / "o"))
+    err = capsys.readouterr().err
+    assert "score p4g" in err and "2/2" in err, err
+
+    def full(path, data):
+        raise OSError(errno.ENOSPC, "No space left on device", str(path))
+
+    monkeypatch.setattr(files, "write_atomic", full)
+    with pytest.raises(SystemExit) as e:
+        score(*argv, "--out", str(tmp_path / "full"))
+    assert str(e.value.code).startswith("scope-envs score: error: cannot write score.json / score.md in ")
+    assert "no space left on device" in str(e.value.code) and "Traceback" not in capsys.readouterr().err
+
+
+def test_an_llm_panel_file_or_a_vllm_policy_is_refused_before_any_episode(tmp_path, capsys, nothing_played,
+                                                                          monkeypatch):
+    """--panel FILE was read only after every text row had played (the ceiling trained too), and vllm:DIR without
+    vLLM was a traceback from the backend: both are now one line, exit 2, before any episode."""
+    pytest.importorskip("transformers")
+    import socket
+
+    from llm_fixtures import tiny_model_dir
+
+    from scope_envs.train.llm import commands
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed again on exit: nothing listens there
+    unreachable = tmp_path / "panel.json"
+    unreachable.write_text(json.dumps({"simulators": [{"name": "api", "kind": "openai", "model": "m",
+                                                       "base_url": f"http://127.0.0.1:{port}/v1"}]}))
+    model = tiny_model_dir()
+    monkeypatch.setattr(commands, "vllm_installed", lambda: False)
+    for policy, panel, argument, why in (
+            ("floor", str(unreachable), "--panel", "is unreachable"),
+            ("floor", str(tmp_path / "nope.yaml"), "--panel", "no panel file"),
+            (model, str(tmp_path / "nope.yaml"), "--panel", "no panel file"),
+            (f"vllm:{model}", "builtin", "--policy", "needs vLLM")):
+        err = refused(capsys, "--surface", "text", "--policy", policy, "--game", "p4g", "--panel", panel,
+                      "--episodes", "1", "--out", str(tmp_path / "o"))
+        assert f"argument {argument}: " in err.strip().splitlines()[-1] and why in err, err
+
+
+def test_an_llm_policy_whose_backend_fails_mid_run_is_one_line(tmp_path, capsys, monkeypatch):
+    """An endpoint that goes away mid-run (BackendError) was a traceback; eval-llm says it in one line, so does
+    score."""
+    pytest.importorskip("transformers")
+    from llm_fixtures import tiny_model_dir
+
+    from scope_envs.agents.llm.backends import BackendError
+    from scope_envs.train.llm import panel
+
+    class GoneBackend:
+        def chat(self, conversations, **kwargs):
+            raise BackendError("the endpoint stopped answering")
+
+    monkeypatch.setattr(panel, "policy_backend", lambda spec: GoneBackend())
+    with pytest.raises(SystemExit) as e:
+        score("--surface", "text", "--policy", tiny_model_dir(), "--game", "p4g", "--episodes", "1",
+              "--out", str(tmp_path / "o"))
+    assert e.value.code == "scope-envs score: error: the endpoint stopped answering"
+    assert "Traceback" not in capsys.readouterr().err

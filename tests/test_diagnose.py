@@ -543,3 +543,18 @@ def test_the_sharpened_references_cooperation_bias_is_documented_as_a_confound()
     known = text.split("## Known answers")[1].split("\n## ")[0]
     assert "`sharpened:S` has no cooperation bias built in, yet shows a positive one" in known
     assert "confound of the measure" in known and "not a bug" in known
+
+
+def test_a_persona_probe_that_found_no_state_is_na_not_left_out(tmp_path):
+    """With one probe episode the persona probe (from the second episode on) asks nothing: the number was left out
+    of the card and the printed table as if --cards 0 had been given; it is now n/a, with the reason."""
+    from scope_envs.diagnose.report import clean, rows
+
+    r = diagnose("p4g", "frozen", probe_episodes=1, episodes=3, bootstrap=0, persona_states=5, cards=2)
+    p = r["persona_sensitivity"]
+    assert p is not None and p["value"] is None and p["states"] == 0 and p["difference"]["value"] is None
+    row = next(x for x in rows(clean(r)) if x[0] == "persona sensitivity")
+    assert row[1] == "n/a" and "--probe-episodes 2 or more" in row[2]
+    write(r, tmp_path)  # the figure draws an n/a bar
+    assert diagnose("p4g", "frozen", probe_episodes=1, episodes=3, bootstrap=0, cards=0)["persona_sensitivity"] \
+        is None  # no persona probe asked: no row

@@ -44,3 +44,58 @@ def test_cli_demo_reports_both_sides(capsys):
     for id_ in ("p4g-frozen", "p4g-heldout"):
         line = next(l for l in out.splitlines() if l.startswith(id_))
         assert 0.0 <= float(line.split("$")[1].split()[0]) <= 2.0
+
+
+def test_validate_tau2_shows_its_progress(capsys):
+    """validate tau2 replays and plays every task of the real data silently for a minute and more; it now shows
+    a bar over the domains on stderr (on a terminal by default)."""
+    from scope_envs.validate.tau2 import validate as validate_tau2
+
+    report = validate_tau2(domains=("airline",), progress=True)
+    assert report["airline"]["tasks"] >= 1
+    captured = capsys.readouterr()
+    assert "validate tau2" in captured.err and "validate tau2" not in captured.out
+    validate_tau2(domains=("airline",), progress=False)
+    assert "validate tau2" not in capsys.readouterr().err
+
+
+def test_the_fit_command_bounds_its_episodes_and_says_where_out_cannot_go(tmp_path, capsys):
+    """python -m scope_envs.validate.p4g --episodes took any positive count (a mistyped 14 digits calibrated for
+    ever) and its --out under a file said 'folder ... does not exist'."""
+    from scope_envs.games.p4g.fit import FILES
+    from scope_envs.validate.p4g import fit_command
+
+    data = tmp_path / "data"  # --data is checked for its three files only; --out is refused before any is read
+    data.mkdir()
+    for name in FILES:
+        (data / name).write_text("")
+    for argv, said in ((["--episodes", "99999999999999"], "argument --episodes: expected an integer from 1 to "
+                                                          "1_000_000"),
+                       (["--out", str(tmp_path / "a_file" / "p.json")], "a_file is a file, not a folder"),
+                       (["--out", str(tmp_path / "nosuch" / "p.json")], "nosuch does not exist")):
+        (tmp_path / "a_file").write_text("x")
+        with pytest.raises(SystemExit) as e:
+            fit_command([*argv, "--data", str(data), "--no-calibrate"])
+        err = capsys.readouterr().err
+        assert e.value.code == 2 and said in err, err
+
+
+def test_validate_tau2_leaves_a_task_that_checks_nothing_out_of_the_act_rates_too(tmp_path):
+    """A task whose evaluation checks nothing passes whatever is played: it was left out of the replay's rate
+    but counted in the oracle's and random play's (on the real airline data 7 of 50 tasks, random 0.38 instead
+    of 0.28 over the 43 the report counts)."""
+    import shutil
+
+    from scope_envs.games.tau2.data import EMBEDDED
+    from scope_envs.validate.tau2 import act_pass_rates, validate as validate_tau2
+
+    shutil.copytree(EMBEDDED / "airline", tmp_path / "airline")
+    tasks = json.loads((tmp_path / "airline" / "tasks.json").read_text())
+    testable = [t["id"] for t in tasks]
+    tasks.append({**tasks[0], "id": "checks_nothing", "evaluation_criteria": {"actions": [], "nl_assertions": []}})
+    (tmp_path / "airline" / "tasks.json").write_text(json.dumps(tasks))
+    report = validate_tau2(tmp_path, domains=("airline",), progress=False)["airline"]
+    assert report["untestable"] == ["checks_nothing"] and report["tasks"] == len(testable)
+    assert act_pass_rates("airline", tmp_path, tasks=["checks_nothing"])["random"] == 1.0  # vacuous
+    alone = act_pass_rates("airline", tmp_path, tasks=testable)
+    assert (report["oracle_act_pass_rate"], report["random_act_pass_rate"]) == (alone["oracle"], alone["random"])

@@ -281,16 +281,7 @@ def load(spec: str, seed: int = 0):
     Raises ``ValueError`` naming what is wrong."""
     path = Path(os.path.expanduser(spec))
     if path.is_dir():
-        import argparse
-
-        from scope_envs.arguments import saved_trainer
-        from scope_envs.train.act_ppo import PPOTrainer
-
-        try:
-            saved_trainer(spec)  # the one check of a saved trainer folder (score --ceiling's too)
-        except argparse.ArgumentTypeError as e:
-            raise ValueError(str(e)) from None
-        return TrainerPlayers(PPOTrainer.load(path))
+        return TrainerPlayers(load_trainer(spec))
     if spec.endswith(".zip"):
         if not path.is_file():
             raise ValueError(f"--policy {spec}: no such file")
@@ -317,6 +308,27 @@ def _takes_nothing(fn) -> bool:
                        for p in inspect.signature(fn).parameters.values())
     except (TypeError, ValueError):
         return False
+
+
+def load_trainer(spec: str):
+    """The ``PPOTrainer`` saved in the folder ``spec`` (``PPOTrainer.save``); ``ValueError`` in one line when it is
+    not one (the folder's check, ``arguments.saved_trainer``) or cannot be loaded (a truncated or foreign
+    ``model.pt``, weights of another shape, an ``env_id`` that names no env)."""
+    import argparse
+
+    from scope_envs.arguments import saved_trainer
+    from scope_envs.train.act_ppo import PPOTrainer
+
+    try:
+        saved_trainer(spec)  # the one check of a saved trainer folder (score --ceiling's too)
+    except argparse.ArgumentTypeError as e:
+        raise ValueError(str(e)) from None
+    try:
+        return PPOTrainer.load(Path(os.path.expanduser(spec)))
+    except Exception as e:  # noqa: BLE001  (the user's files: said in one line)
+        reason = str(e).strip().splitlines()[0][:200] if str(e).strip() else ""
+        raise ValueError(f"{spec}: cannot load the saved trainer (config.json, model.pt): {type(e).__name__}"
+                         + (f": {reason}" if reason else "")) from None
 
 
 def load_sb3(path: Path):
@@ -403,16 +415,9 @@ def load_user(spec: str, game: str, seat: str) -> Simulator:
         raise SeatError(f"{game}'s ids have the seats {', '.join(spaces)}; {seat!r} is none of them")
     path = Path(os.path.expanduser(spec))
     if path.is_dir():
-        import argparse
+        from scope_envs.train.act_ppo import PolicySnapshot
 
-        from scope_envs.arguments import saved_trainer
-        from scope_envs.train.act_ppo import PolicySnapshot, PPOTrainer
-
-        try:
-            saved_trainer(spec)
-        except argparse.ArgumentTypeError as e:
-            raise ValueError(str(e)) from None
-        trainer = PPOTrainer.load(path)
+        trainer = load_trainer(spec)
         trained_on = trainer.cfg.env_id
         if trained_on.split("-")[0] != game:
             raise ValueError(f"{spec} was trained on {trained_on}, a game other than --game {game}")

@@ -73,8 +73,11 @@ class ScoreError(ValueError):
 
 # ------------------------------------------------------------------------------------------------ act surface
 def score_act(spec: str, game: str, seeds: int = 1, against: str | None = "reference", eval_episodes=None,
-              heldout_episodes=None) -> dict:
-    """The act-surface score of ``spec`` (the module docstring): per-seed records and the band's rows."""
+              heldout_episodes=None, progress: bool = False) -> dict:
+    """The act-surface score of ``spec`` (the module docstring): per-seed records and the band's rows;
+    ``progress`` shows a bar over the seeds (on stderr)."""
+    from tqdm import tqdm
+
     from scope_envs.bench import policies, reference
     from scope_envs.bench.protocol import EVAL_EPISODES, evaluate_policy, heldout_episodes_for
     from scope_envs.bench.stats import BASELINE, CEILING, FLOOR
@@ -110,7 +113,8 @@ def score_act(spec: str, game: str, seeds: int = 1, against: str | None = "refer
             check_reference_seeds(ref, game, seeds, against)
             ref = [r for r in ref if r["seed"] < seeds]
     records = [evaluate_policy(policy, game, s, eval_episodes=eval_episodes, heldout_episodes=heldout_episodes,
-                               method="policy") for s in range(seeds)]
+                               method="policy")
+               for s in tqdm(range(seeds), desc=f"score {game}", unit="seed", disable=not progress)]
     held = [r["metrics"]["heldout_success"] for r in records]
     out = {"surface": "act", "game": game, "policy": spec, "seeds": seeds, "records": records,
            "heldout_success": float(np.mean(held)),
@@ -194,11 +198,15 @@ class LLMAgent:
     def __init__(self, spec: str, max_new_tokens: int):
         from scope_envs.agents.llm.player import LLMPlayer
         from scope_envs.train.llm import panel
+        from scope_envs.train.llm.commands import VLLM_MISSING, vllm_installed
 
         try:
             panel.check_policy(spec)
         except panel.PanelError as e:
             raise ScoreError("--policy", str(e)) from None
+        if spec.startswith("vllm:") and not vllm_installed():  # else a traceback from the backend
+            raise ScoreError("--policy", f"{spec!r} needs vLLM, and {VLLM_MISSING}; the directory alone "
+                                         "(without vllm:) loads it with transformers")
         self.player, self.name = LLMPlayer(panel.policy_backend(spec), max_new_tokens=max_new_tokens,
                                            name="policy"), spec
 
@@ -288,6 +296,12 @@ def score_text(spec: str, game: str, seed: int = 0, episodes: int = TEXT_EPISODE
     why_not = text_capable(game)
     if spec in ("floor", "ceiling") and why_not:
         raise ScoreError("--policy", why_not)
+    if ceiling and not why_not:
+        try:  # a model.pt that cannot be loaded: said before any episode, not a traceback after the floor's
+            policies.load_trainer(ceiling)
+        except ValueError as e:
+            raise ScoreError("--ceiling", str(e)) from None
+    llm_panels = {path: check_llm_panel(path, game) for path in files}  # before any model loads or episode plays
     if spec in ("floor", "ceiling"):
         agent = None
     elif (Path(os.path.expanduser(spec)) / "model.pt").is_file() or \
@@ -302,6 +316,9 @@ def score_text(spec: str, game: str, seed: int = 0, episodes: int = TEXT_EPISODE
         agent = ActInWords(act, spec)
     else:
         agent = LLMAgent(spec, max_new_tokens)
+    if files and not isinstance(agent, LLMAgent):
+        raise ScoreError("--panel", "a panel file holds LLM simulators: it scores text policies (an LLM), "
+                                    "not the floor, the ceiling or act policies")
     rows = {}
     sides = 1 + (6 if builtin_panel else 0)
     n_rows = 1 + (0 if why_not else 2) - (1 if spec in ("floor", "ceiling") else 0)
@@ -327,22 +344,45 @@ def score_text(spec: str, game: str, seed: int = 0, episodes: int = TEXT_EPISODE
             row["normalized"] = (row["heldout_success"] - lo) / (hi - lo)
     elif lo is not None:
         result["band"] = f"the text ceiling ({hi:.3f}) does not clear the text floor ({lo:.3f}): no band"
-    if files and agent is not None and isinstance(agent, LLMAgent):
+    if files:
         from scope_envs.train.llm import panel as llm_panel
 
         result["llm_panels"] = {}
         for path in files:
             try:
-                report = llm_panel.evaluate([spec], f"{game}-frozen", path, episodes, seed=seed,
+                report = llm_panel.evaluate([spec], f"{game}-frozen", llm_panels[path], episodes, seed=seed,
                                             max_new_tokens=max_new_tokens, out=None if out is None else
                                             out / f"panel-{Path(path).stem}", log=None)
             except llm_panel.PanelError as e:
                 raise ScoreError("--panel", str(e)) from None
             result["llm_panels"][path] = report["policies"][spec]["mean"]
-    elif files:
-        raise ScoreError("--panel", "a panel file holds LLM simulators: it scores text policies (an LLM), "
-                                    "not the floor, the ceiling or act policies")
     return result
+
+
+def check_llm_panel(path: str, game: str) -> tuple:
+    """An eval-llm panel file, checked as ``eval-llm`` checks it (entries, endpoints, vLLM, the env) before the
+    text rows play: else a mistake in it would be said only after all of them. ``ScoreError`` on ``--panel``."""
+    from scope_envs.train.llm import panel as llm_panel
+    from scope_envs.train.llm.commands import VLLM_MISSING, vllm_installed
+
+    try:
+        sims, options = llm_panel.load_panel(path)
+        for sim in sims:
+            if sim.kind == "openai":
+                llm_panel.check_reachable(sim)
+            elif sim.kind == "vllm" and not vllm_installed():
+                raise llm_panel.PanelError(f"simulator {sim.name!r} (kind: vllm) needs vLLM, and {VLLM_MISSING}")
+        run_id, vs_kwargs = llm_panel.eval_env_id(f"{game}-frozen", options)
+        if vs_kwargs:
+            from scope_envs.train.llm.commands import UsageError, check_env_kwargs
+
+            try:
+                check_env_kwargs(run_id, vs_kwargs, argument="--panel")
+            except UsageError as e:
+                raise llm_panel.PanelError(str(e).removeprefix("argument --panel: ")) from None
+    except llm_panel.PanelError as e:
+        raise ScoreError("--panel", str(e)) from None
+    return sims, options
 
 
 # ------------------------------------------------------------------------------------------------ a learned user
@@ -531,7 +571,9 @@ def add_parser(subparsers) -> None:
     p.add_argument("--policy", required=True, help="a saved trainer folder, an SB3 .zip, file.py:NAME / module:NAME; "
                                                    "on the text surface also a model folder, vllm:DIR, "
                                                    "openai:BASE_URL#MODEL, or the rows floor / ceiling")
-    p.add_argument("--game", type=game_name, required=True)
+    from scope_envs.games import game_names
+
+    p.add_argument("--game", type=game_name, required=True, help=f"one of {', '.join(game_names())}")
     p.add_argument("--seat", default="agent_0",
                    help="the seat --policy plays: agent_0 (the default: scored in the band) or a user seat of the "
                         "game's -cotrain / -population ids (user_0, ...: a learned user, diagnosed; --policy is then "
@@ -558,7 +600,7 @@ def add_parser(subparsers) -> None:
     p.add_argument("--ceiling", type=saved_trainer, default=None,
                    help="text: a saved trainer folder (PPOTrainer.save) to use as the ceiling instead")
     p.add_argument("--seed", type=count(2**31 - 1, low=0), default=0,
-                   help="text, a user seat: the run seed of the episodes")
+                   help="text, a user seat: the run seed of the episodes (0; 0 to 2**31-1)")
     p.add_argument("--max-new-tokens", type=count(32_768), default=128, help="text: per message (at most 32_768)")
     p.add_argument("--out", type=output_dir, default="runs/score",
                    help="score.json and score.md go here (default: ./runs/score)")
@@ -575,7 +617,8 @@ KIND_NAMES = {"act": "--surface act and --seat agent_0", "text": "--surface text
 
 
 def main(args: argparse.Namespace) -> None:
-    from scope_envs.files import check_output_dir, write_atomic, write_json
+    from scope_envs.agents.llm.backends import BackendError
+    from scope_envs.files import check_output_dir, describe, write_atomic, write_json
 
     t0 = time.perf_counter()
     kind = "text" if args.surface == "text" else "act" if args.seat == "agent_0" else "user"
@@ -596,16 +639,21 @@ def main(args: argparse.Namespace) -> None:
                                 args.bootstrap, args.seed)
         elif args.surface == "act":
             result = score_act(args.policy, args.game, args.seeds, None if args.against == "none" else args.against,
-                               eval_episodes=args.episodes, heldout_episodes=args.episodes)
+                               eval_episodes=args.episodes, heldout_episodes=args.episodes, progress=True)
         else:
             result = score_text(args.policy, args.game, args.seed, args.episodes or TEXT_EPISODES,
                                 tuple(args.panel or ["builtin"]), args.ceiling_steps, args.ceiling,
                                 args.max_new_tokens, out)
     except ScoreError as e:
         args.parser.error(f"argument {e.argument}: {e}")
+    except BackendError as e:  # a text policy's model or endpoint that failed mid-run (e.g. a server gone)
+        sys.exit(f"scope-envs score: error: {e}")
     except ValueError as e:  # the policy's own complaint (an act it calls illegal, a model of another game)
         sys.exit(f"scope-envs score: {e}")
     result["wall_s"] = time.perf_counter() - t0
-    write_json(out / "score.json", result)
-    write_atomic(out / "score.md", markdown(result))
+    try:
+        write_json(out / "score.json", result)
+        write_atomic(out / "score.md", markdown(result))
+    except OSError as e:  # a full disk, the folder removed while it played: one line, as diagnose says it
+        sys.exit(f"scope-envs score: error: cannot write score.json / score.md in {out}: {describe(e)}")
     print(markdown(result))

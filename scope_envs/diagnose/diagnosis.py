@@ -265,6 +265,15 @@ def _diagnose(game, spec, kind, sim, probe_episodes, samples, cards, persona_sta
         ref_value = report["persona_sensitivity"]["reference"]["value"]
         value = report["persona_sensitivity"]["value"]
         report["persona_sensitivity"]["ratio"] = value / ref_value if ref_value and value is not None else None
+    elif cards and persona_states:  # asked for, yet no state was probed (one probe episode: the probe starts at the
+        # second): n/a, not left out as if --cards 0 had been given
+        none = {"value": None, "ci": None}
+        report["persona_sensitivity"] = {
+            **none, "reference": dict(none), "difference": dict(none),
+            "estimator": "exact TV" if exact else "TV of draws minus the shuffled-card null", "states": 0,
+            "dropped_cards": 0, "dropped_states": 0, "ratio": None,
+            "note": "no probe state was asked under cards: the persona probe uses the probe episodes after the first "
+                    "(--probe-episodes 2 or more)"}
     else:
         report["persona_sensitivity"] = None
     # -- cooperation ------------------------------------------------------------------------------------

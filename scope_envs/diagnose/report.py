@@ -70,7 +70,7 @@ def rows(r: dict) -> list[tuple[str, str, str]]:
                    "cards left out" if p.get("dropped_cards") or p.get("dropped_states") else "")
         out.append(("persona sensitivity", fmt(p, 3),
                     f"reference {fmt(p['reference'], 3)}; difference {fmt(p['difference'], 3)} ({p['estimator']})"
-                    + dropped))
+                    + dropped + (f"; {p['note']}" if p.get("note") else "")))
     out += [
         ("conceding rate", fmt(co["rate"], 3), f"reference {fmt(co['reference_rate'], 3)} "
                                                f"({', '.join(co['concede_acts'])})"),

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from scope_envs.arguments import positive_int
+from scope_envs.arguments import count
 from scope_envs.agents.p4g import EmpiricalPersuader, HumanProxyPersuadee, ReferencePersuadee
 from scope_envs.games.p4g import fit as fit_module
 from scope_envs.games.p4g.calibrate import calibrate
@@ -28,6 +28,7 @@ from scope_envs.games.p4g.simulate import play, statistics
 from scope_envs.games.p4g.donations import compare, real_statistics
 
 PACKAGE_DIR = Path(fit_module.__file__).parent  # the packaged parameter files (``PART_FILES``)
+MAX_EPISODES = 1_000_000  # the fit's --episodes, as scope-envs validate's
 
 
 # what a truncated or malformed csv file raises somewhere in the fit (an empty column, a short row, a bad number)
@@ -84,8 +85,8 @@ def build_parser() -> argparse.ArgumentParser:
                          "people dropped, survey rows and all), calibrated to its own real numbers (default: "
                          "%(default)s, a fit no part of the game reads: for comparison)")
     ap.add_argument("--no-calibrate", action="store_true", help="skip simulating the willingness offsets")
-    ap.add_argument("--episodes", type=positive_int, default=1000,
-                    help="episodes per calibration measurement (default: %(default)s)")
+    ap.add_argument("--episodes", type=count(MAX_EPISODES), default=1000,
+                    help=f"episodes per calibration measurement (default: %(default)s; at most {MAX_EPISODES:_})")
     return ap
 
 
@@ -103,7 +104,8 @@ def output_path(ap: argparse.ArgumentParser, args: argparse.Namespace) -> Path:
     if out.is_dir():
         ap.error(f"argument --out: {out} is a folder; give a file path")
     if not out.parent.is_dir():
-        ap.error(f"argument --out: folder {out.parent} does not exist")
+        ap.error(f"argument --out: {out.parent} " + ("is a file, not a folder" if out.parent.exists() else
+                                                     "does not exist: make the folder first"))
     return out
 
 

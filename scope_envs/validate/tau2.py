@@ -4,7 +4,10 @@ the frozen collapsed user) brings to reward 1 (``oracle_act_pass_rate``), next t
 
 Every task is replayed and played once (random acts from seed 0): there is no episode count or seed to choose.
 
-On the real ``mock`` domain both rates are 8/9: its task
+A task whose evaluation checks nothing (``checks_something``) passes whatever is played: it is listed as
+``untestable`` and enters no rate, neither the replay's nor the act policies'.
+
+On the real ``mock`` domain both rates are 7/8: its task
 ``update_task_with_history_and_env_assertions`` has no gold actions at all (its
 ``evaluation_criteria`` names only an ENV_ASSERTION, ``assert_task_status(task_2,
 completed)``, and NL assertions outside its ``reward_basis``), so replaying its
@@ -30,11 +33,14 @@ from scope_envs.games.tau2.data import DOMAINS, load_domain
 from scope_envs.games.tau2.replay import replay
 
 
-def validate(data_dir=None, domains=DOMAINS) -> dict:
+def validate(data_dir=None, domains=DOMAINS, progress: bool | None = None) -> dict:
     """``{domain: {"gold_pass_rate", "tasks", "ms_per_task", "failed", "source", "oracle_act_pass_rate",
     "random_act_pass_rate", "oracle_act_failed"}}`` (plain JSON); a domain missing from ``data_dir`` gets
     ``{"error": ...}``. Raises FileNotFoundError (NotADirectoryError) when ``data_dir`` is given and does not
-    exist (is not a folder)."""
+    exist (is not a folder). ``progress``: a bar over the domains on stderr (the real data takes a minute or
+    more); None shows it where stderr is a terminal."""
+    from tqdm import tqdm
+
     if data_dir is not None:
         path = Path(os.path.expanduser(data_dir))
         if not path.exists():
@@ -43,7 +49,8 @@ def validate(data_dir=None, domains=DOMAINS) -> dict:
             raise NotADirectoryError(f"tau2 data folder is not a folder: {str(path)!r}")
     out = {}
     broken = []  # a domain folder that is there but cannot be read: an error, not a report
-    for domain in domains:
+    quiet = None if progress is None else not progress  # tqdm's None: shown on a terminal only
+    for domain in tqdm(domains, desc="validate tau2", unit="domain", disable=quiet):
         try:
             data = load_domain(domain, None if data_dir is None else str(data_dir))
         except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError) as e:
@@ -63,7 +70,7 @@ def validate(data_dir=None, domains=DOMAINS) -> dict:
             out[domain]["untestable"] = untestable
         if not testable:
             continue
-        acts = act_pass_rates(domain, data_dir)
+        acts = act_pass_rates(domain, data_dir, tasks=[t["id"] for t in testable])  # the same tasks as the replay
         out[domain].update(oracle_act_pass_rate=acts["oracle"], random_act_pass_rate=acts["random"],
                            oracle_act_failed=acts["oracle_failed"])
     if broken:
@@ -85,9 +92,10 @@ def checks_something(task: dict) -> bool:
     return any(criteria.get(key) for key in ("actions", "env_assertions", "communicate_info"))
 
 
-def act_pass_rates(domain: str, data_dir=None, regime: str = "frozen", seed: int = 0) -> dict:
-    """Every task of ``domain`` once with the oracle act policy and once with random legal acts, on the act
-    surface against ``tau2-<regime>``'s user: ``{"oracle", "random", "oracle_failed"}``."""
+def act_pass_rates(domain: str, data_dir=None, regime: str = "frozen", seed: int = 0, tasks=None) -> dict:
+    """Every task of ``domain`` (or those whose ids ``tasks`` lists; each on its own seed either way) once with the
+    oracle act policy and once with random legal acts, on the act surface against ``tau2-<regime>``'s user:
+    ``{"oracle", "random", "oracle_failed"}``."""
     # the env (regime assembly) and the oracle (a player) sit above the games: imported on use
 
     data = load_domain(domain, None if data_dir is None else str(data_dir))
@@ -96,7 +104,10 @@ def act_pass_rates(domain: str, data_dir=None, regime: str = "frozen", seed: int
     rng = np.random.default_rng(seed)
     passed = {"oracle": [], "random": []}
     failed = []
+    tasks = None if tasks is None else set(tasks)
     for i, task in enumerate(data.tasks):
+        if tasks is not None and task["id"] not in tasks:
+            continue
         for who in passed:
             env.reset(seed=seed * 100_003 + i)
             p = game.persona  # keep the dealt user card, pin the task
