@@ -219,13 +219,14 @@ def main(argv=None) -> None:
     t.add_argument("--env-kwargs", type=json_object, default={},
                    help='JSON options for the env, e.g. \'{"max_turns": 4}\'')
     t.add_argument("--mode", choices=["agent", "cotrain", "population", "members"], default="agent",
-                   help="population: the user's LoRA snapshots in a pool (SCOPE); members: K user adapters")
+                   help="population: the user's LoRA snapshots in a pool (SCOPE); members: K users (K adapters with --lora, "
+                        "else K full models)")
     t.add_argument("--algo", choices=["ppo", "grpo"], default="ppo")
     t.add_argument("--model", type=model_source, default="tiny", help="a local model directory, or 'tiny' (random tiny Llama; no download)")
     t.add_argument("--user-model", type=model_source, default=None,
                    help="agent mode: a frozen LLM user; cotrain: the user's model (not with --shared or --lora)")
     t.add_argument("--shared", action="store_true", help="cotrain: one model plays both roles")
-    t.add_argument("--members", type=count(64), default=2, help="members mode: K user adapters (2; at most 64)")
+    t.add_argument("--members", type=count(64), default=2, help="members mode: K users (2; at most 64)")
     t.add_argument("--pool-size", type=count(1024), default=None, help="population: live user + snapshots (5; at most 1024)")
     t.add_argument("--snapshot-every", type=count(100_000), default=None, help="population: updates per snapshot (4; at most 100_000)")
     t.add_argument("--pool-sample", choices=["uniform", "latest"], default=None, help="population: the draw per batch")

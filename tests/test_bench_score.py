@@ -116,6 +116,10 @@ def test_text_floor_and_ceiling_on_the_same_episodes(tmp_path):
 
     a["rows"]["ceiling"]["decisions"] = None  # as --ceiling DIR records it: the page names the trainer given
     assert "ceiling = the saved trainer given by --ceiling" in markdown(a)
+    assert "Held-out and panel: mean donation ($)." in markdown(a)  # the band's unit, not eval-llm's
+    a["llm_panels"] = {"panel.yaml": {"score": 0.25, "success": 0.5}}
+    assert "score 0.250 (the agent's score in [0, 1]), success 0.500 (the share of episodes scoring above 0)" \
+        in markdown(a)
 
 
 def test_an_llm_endpoint_is_scored_in_the_text_band(tmp_path):

@@ -247,6 +247,19 @@ def test_validate_with_files_of_the_wrong_shape(fake_data):
         validate(fake_data, episodes=1)
 
 
+
+def test_a_file_cut_short_mid_row_is_refused_naming_its_line(fake_data):
+    """A csv cut inside its last row still parses (the row's missing fields read as None): it is refused, not
+    fitted on (a cut 300_dialog.csv had moved validate's real give rate by 0.14)."""
+    from scope_envs.games.p4g.fit import COLUMNS
+    from scope_envs.validate.p4g import validate
+
+    header = ",".join(COLUMNS["full_info.csv"])
+    whole = ",".join(["1"] * len(COLUMNS["full_info.csv"]))
+    (fake_data / "full_info.csv").write_text(f"{header}\n{whole}\n{whole[:3]}")
+    with pytest.raises(ValueError, match=r"full_info.csv: line 3 has 2 fields, the header \d+: is the file cut short"):
+        validate(fake_data, episodes=1)
+
 def test_compare_takes_the_real_statistics_it_is_given():
     from scope_envs.agents.p4g import EmpiricalPersuader, HumanProxyPersuadee
     from scope_envs.games.p4g.simulate import play, statistics

@@ -505,6 +505,8 @@ def user_markdown(result: dict) -> str:
 
 # ------------------------------------------------------------------------------------------------ output
 def markdown(result: dict) -> str:
+    from scope_envs.games import game_spec
+
     if result.get("seat", "agent_0") != "agent_0":
         return user_markdown(result)
 
@@ -538,7 +540,8 @@ def markdown(result: dict) -> str:
         ceiling = f"the act-level oracle ({decisions:_} decisions)" if decisions else \
             "the saved trainer given by --ceiling" if decisions is None else "the act-level oracle"
         lines += [f"{result['episodes']} episodes per side, seed {result['seed']}; floor = uniform legal acts in the "
-                  f"realizer's words, ceiling = {ceiling} in the realizer's words (scope_envs.bench.score).",
+                  f"realizer's words, ceiling = {ceiling} in the realizer's words (scope_envs.bench.score). "
+                  f"Held-out and panel: {game_spec(result['game']).metric_label}.",
                   "", "| row | held-out (text) | panel (text, 6 families) | normalized |", "|---|---|---|---|"]
         for name, row in result["rows"].items():
             if "absent" in row:
@@ -549,7 +552,9 @@ def markdown(result: dict) -> str:
         if result.get("band"):
             lines += ["", result["band"]]
         for path, mean in result.get("llm_panels", {}).items():
-            lines += ["", f"LLM panel {path}: score {mean['score']:.3f}, success {mean['success']:.3f}"]
+            lines += ["", f"LLM panel {path} (scope-envs eval-llm's measures): score {mean['score']:.3f} (the "
+                          f"agent's score in [0, 1]), success {mean['success']:.3f} (the share of episodes scoring "
+                          "above 0)"]
     return "\n".join(lines) + "\n"
 
 

@@ -117,7 +117,14 @@ def _read(path: Path) -> list[dict]:
         missing = [c for c in COLUMNS[path.name] if c not in (reader.fieldnames or [])]
         if missing:
             raise ValueError(f"{path} lacks the column(s) {', '.join(missing)}: is it the Persuasion-for-Good {path.name}?")
-        return list(reader)
+        rows = []
+        for row in reader:
+            # a row with fewer or more fields than the header: a file cut short (or spliced) that still parses
+            if None in row or None in row.values():
+                raise ValueError(f"{path}: line {reader.line_num} has {len([v for v in row.values() if v is not None])}"
+                                 f" fields, the header {len(reader.fieldnames)}: is the file cut short?")
+            rows.append(row)
+        return rows
 
 
 def _num(s: str) -> float:
