@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+from scope_envs.arguments import MAX_SEEDS
 from scope_envs.bench.executors import (
     EXECUTORS,
     BenchFailure,
@@ -36,7 +37,6 @@ from scope_envs.bench.stats import claims, summarize
 from scope_envs.files import OutputError, check_output_dir, describe, write_atomic, write_json
 
 # upper bounds of the counts (argparse checks them before anything starts; `scope-envs bench --help` says them)
-MAX_SEEDS = 1000
 MAX_EVAL_EPISODES = 1_000_000
 MAX_JOBS = 1024
 MAX_GROUP_SIZE = 256

@@ -57,7 +57,6 @@ from pathlib import Path
 
 import numpy as np
 
-MAX_SEEDS = 1000
 MAX_EPISODES = 100_000
 TEXT_EPISODES = 20
 TEXT_KEY = 0x747874  # the text rows' generators: [TEXT_KEY, episode seed]
@@ -560,7 +559,7 @@ def markdown(result: dict) -> str:
 
 def add_parser(subparsers) -> None:
     """``scope-envs score`` (a subcommand of ``scope_envs.cli``)."""
-    from scope_envs.arguments import MAX_DECISIONS, count, game_name, output_dir, saved_trainer
+    from scope_envs.arguments import MAX_DECISIONS, MAX_SEEDS, count, game_name, output_dir, saved_trainer
 
     p = subparsers.add_parser("score", help="score one policy (saved, SB3 .zip, file.py:NAME, or an LLM on the "
                                             "text surface) by the benchmark's protocol, in a band; or diagnose a "
