@@ -17,6 +17,7 @@ import numpy as np
 
 from scope_envs.arguments import count, output_path
 from scope_envs.bench.methods import method_setup
+from scope_envs.files import write_atomic
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -40,5 +41,5 @@ if __name__ == "__main__":
               "train_return": float(np.mean([r for _, r in rows[i:i + w]]))} for i in range(0, len(rows), w)]
     args.out.mkdir(parents=True, exist_ok=True)
     result = {"game": args.game, "steps": args.steps, "wall_s": time.time() - t0, "curve": curve}
-    (args.out / f"oracle_{args.game}.json").write_text(json.dumps(result, indent=1))
+    write_atomic(args.out / f"oracle_{args.game}.json", json.dumps(result, indent=1))
     print(json.dumps(result, indent=1))

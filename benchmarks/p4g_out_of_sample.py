@@ -20,6 +20,7 @@ from pathlib import Path
 
 from scope_envs.arguments import count, output_path
 from scope_envs.cli import MAX_REPLICATIONS
+from scope_envs.files import write_atomic
 from scope_envs.games.p4g.fit import check_data
 from scope_envs.validate.p4g_holdout import REPLICATIONS, markdown, out_of_sample
 
@@ -43,9 +44,9 @@ def main() -> None:
     args = ap.parse_args()
     report = out_of_sample(args.data, args.replications)
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "p4g_out_of_sample.json").write_text(json.dumps(report, indent=1) + "\n")
+    write_atomic(args.out / "p4g_out_of_sample.json", json.dumps(report, indent=1) + "\n")
     table = markdown(report)
-    (args.out / "p4g_out_of_sample.md").write_text(table)
+    write_atomic(args.out / "p4g_out_of_sample.md", table)
     print(table)
     print(f"wrote {args.out / 'p4g_out_of_sample.json'} and {args.out / 'p4g_out_of_sample.md'}", file=sys.stderr)
 
