@@ -127,6 +127,14 @@ def build_space(desc: dict):
     raise ValueError(f"unknown space type {kind!r} in the server's spec")
 
 
+def _wire_int(value):
+    """An int (numpy's too) as a JSON int; anything else as it is, for the server to refuse naming the field, as
+    the in-process env refuses it (``int()`` here would play a seed of 1.5 or True as 1, and "3" as 3)."""
+    if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
+        return int(value)
+    return value.item() if isinstance(value, np.generic) else value  # (a numpy float as JSON takes it)
+
+
 def _openenv_client(base_url: str, timeout: float):
     from openenv.core.client_types import StepResult
     from openenv.core.env_client import EnvClient
@@ -192,7 +200,7 @@ class RemoteParallelEnv(ParallelEnv):
     def reset(self, seed: Optional[int] = None, options: Optional[dict] = None):
         data: dict[str, Any] = {"drive": list(self.possible_agents)}
         if seed is not None:
-            data["seed"] = int(seed)
+            data["seed"] = _wire_int(seed)
         if options:
             known = self.spec.get("reset_options")  # as the in-process env, keys it does not read are ignored
             data["options"] = options if known is None or not isinstance(options, dict) else \
@@ -313,6 +321,7 @@ class RemoteVecEnv:
         self._act_spaces = {a: build_space(self.spec["action_spaces"][a]) for a in self.possible_agents}
         self._final_obs = False  # GymVectorEnv sets it: keep finished episodes' last observations
         self._closed = False
+        self._started = False  # as make_vec, a step before any reset is the caller's ValueError
 
     @property
     def unwrapped(self):
@@ -325,15 +334,24 @@ class RemoteVecEnv:
         return self._act_spaces[agent]
 
     def reset(self, seed=None, options=None, slots=None, streams=None):
-        body = {"seed": None if seed is None else (int(seed) if np.isscalar(seed) else [int(s) for s in seed]),
-                "options": options, "slots": None if slots is None else [int(s) for s in slots]}
+        if seed is not None:
+            seed = _wire_int(seed) if np.isscalar(seed) else [_wire_int(s) for s in seed]
+        body = {"seed": seed, "options": options, "slots": None if slots is None else [int(s) for s in slots]}
         if streams is not None:  # the slots' generators, sent only when given
             body["streams"] = [int(s) for s in streams]
         out = unpack(self._post("reset", body))
+        self._started = True
         return out["obs"], out["infos"]
 
     def step(self, actions: dict):
-        wire = {a: pack(np.asarray(v).astype(np.int64, copy=False)) for a, v in actions.items()}
+        if not self._started and not self._closed:
+            raise ValueError("step() called before reset(); call reset(seed=...) first")
+        # int arrays travel as int64; any other (float, bool) as it is, for the server to refuse as make_vec
+        # does (cast here, an act of 1.7 would be played as 1)
+        wire = {}
+        for a, v in actions.items():
+            v = np.asarray(v)
+            wire[a] = pack(v.astype(np.int64, copy=False) if v.dtype.kind in "iu" else v)
         out = unpack(self._post("step", {"actions": wire, "final_obs": bool(self._final_obs)}))
         return out["obs"], out["rewards"], out["terminations"], out["truncations"], out["infos"]
 

@@ -143,6 +143,44 @@ def test_vec_env_is_make_vec(frozen_url):
         remote.step(acts)
 
 
+def test_vec_env_refuses_what_make_vec_refuses(frozen_url):
+    """As make_vec: a step before reset is a ValueError (not SessionLost: no episode was lost), and float or bool
+    acts are refused, never cast (1.7 was played as act 1)."""
+    remote, local = RemoteVecEnv(frozen_url, num_envs=2), scope_envs.make_vec("p4g-frozen", num_envs=2)
+    try:
+        for vec in (remote, local):
+            with pytest.raises(ValueError, match="before reset"):
+                vec.step({"agent_0": np.ones(2, np.int64)})
+            obs, _ = vec.reset(seed=0)
+            act = np.array([np.flatnonzero(m)[0] for m in obs["agent_0"]["action_mask"]])
+            for bad in (act + 0.7, act.astype(float), np.ones(2, bool)):
+                with pytest.raises(ValueError, match="agent_0"):
+                    vec.step({"agent_0": bad})
+        assert same(remote.step({"agent_0": act}), local.step({"agent_0": act}))  # the refusals moved nothing
+    finally:
+        remote.close()
+
+
+def test_a_seed_that_is_not_an_int_is_refused_as_in_process(frozen_url):
+    """The in-process env and make_vec refuse a seed of 1.5, True or "3"; the clients cast it with int() and
+    played seed 1, 1 or 3. Now the server gets it as given and refuses it naming seed (ValueError)."""
+    env, vec = RemoteParallelEnv(frozen_url), RemoteVecEnv(frozen_url, num_envs=2)
+    local, local_vec = scope_envs.make("p4g-frozen"), scope_envs.make_vec("p4g-frozen", num_envs=2)
+    try:
+        for seed in (1.5, True, "3", np.float64(2.0)):
+            for reset in (env.reset, vec.reset, local.reset, local_vec.reset):
+                with pytest.raises(ValueError, match="seed"):
+                    reset(seed=seed)
+        for reset in (vec.reset, local_vec.reset):
+            with pytest.raises(ValueError, match="seed"):
+                reset(seed=[0, 1.5])
+        assert same(env.reset(seed=np.int64(3)), local.reset(seed=3))  # numpy's ints are ints
+        assert same(vec.reset(seed=[np.int64(3), 4]), local_vec.reset(seed=[3, 4]))
+    finally:
+        env.close()
+        vec.close()
+
+
 def test_streams_travel(frozen_url):
     """The slots' streams (``reset(streams=)``) reach the server: two streams of four slots step as they step
     locally, and a bad ``streams`` is refused naming it."""

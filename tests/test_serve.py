@@ -705,3 +705,55 @@ def test_the_printed_url_puts_an_ipv6_host_in_brackets():
     from scope_envs.serve.cli import url_host
 
     assert url_host("::1") == "[::1]" and url_host("127.0.0.1") == "127.0.0.1" and url_host("localhost") == "localhost"
+
+
+def test_a_snapshot_or_packed_array_of_the_wrong_form_is_bad_request_naming_it():
+    """A snapshot whose activation is not a string, or with a key the wire does not have (a typo such as
+    "activaton": "relu" was ignored and the policy played with tanh), and a packed array whose dtype is not a
+    string, are 422 naming the field (they were 500s, or accepted); the pool and the session go on."""
+    with serving("p4g-population", "--kwarg", "pool_size=3") as url:
+        spec = json.loads(urllib.request.urlopen(url + "/scope/spec", timeout=30).read())
+        obs_dim = spec["observation_spaces"]["user_0"]["spaces"]["observation"]["shape"][0]
+        n = spec["action_spaces"]["user_0"]["n"]
+        layer = {"weight": [[0.0] * obs_dim] * n, "bias": [0.0] * n}
+        status, opened = post(url + "/scope/vec", {"num_envs": 2})
+        base = f"{url}/scope/vec/{opened['session_id']}"
+        try:
+            for snapshot, named in (({"layers": [layer], "activation": ["relu"]}, "activation"),
+                                    ({"layers": [layer], "activation": {}}, "activation"),
+                                    ({"layers": [layer], "activaton": "relu"}, "activaton"),
+                                    ({"layers": [{**layer, "act": "relu"}]}, "act")):
+                status, out = post(base + "/snapshot", {"snapshot": snapshot})
+                assert status == 422 and out["code"] == "BAD_REQUEST" and repr(named) in out["detail"], out
+            good = {"layers": [layer], "activation": "relu"}
+            assert post(base + "/snapshot", {"snapshot": good}) == (200, {"pool_entries": 2})
+            assert post(base + "/reset", {"seed": 0})[0] == 200
+            packed = {"__nd__": "AQAAAAAAAAABAAAAAAAAAA==", "dtype": ["int64"], "shape": [2]}
+            status, out = post(base + "/step", {"actions": {"agent_0": packed}})
+            assert status == 422 and out["code"] == "BAD_REQUEST" and "dtype" in out["detail"], out
+        finally:
+            post(base, None, method="DELETE")
+        with connect(url.replace("http", "ws") + "/ws", open_timeout=30) as ws:
+            unhashable = {"layers": [layer], "activation": [1]}
+            ws.send(json.dumps({"type": "reset", "data": {"seed": 0, "snapshot": unhashable}}))
+            answer = json.loads(ws.recv(timeout=30))
+            assert answer["data"]["code"] == "BAD_REQUEST" and "activation" in answer["data"]["message"], answer
+            ws.send(json.dumps({"type": "reset", "data": {"seed": 0, "snapshot": {"layers": [layer]}}}))
+            assert json.loads(ws.recv(timeout=30))["type"] == "observation"
+
+
+def test_a_count_kwarg_out_of_range_is_an_argument_error():
+    """A count make() keeps no attribute of (pool_size, members, families) is bounded as every other integer
+    (|value| <= 1,000,000): it served (pool_size=10**18 accepted; members=10**7 took 17 s per session's env)."""
+    import subprocess
+    import sys
+
+    cases = [["p4g-population", "--kwarg", "pool_size=100000000", "--port", "0"],
+             ["p4g-population", "--kwarg", "members=10000000", "--port", "0"],
+             ["p4g-rotation", "--kwarg", "families=1000000000", "--port", "0"]]
+    done = subprocess.run([sys.executable, "-c", _RUN_EACH, json.dumps(cases)], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-3000:]
+    for (code, stderr), args in zip(json.loads(done.stdout), cases, strict=True):
+        key = args[2].split("=")[0]
+        assert code == 2 and "--kwarg" in stderr and f"{key} must be an integer from" in stderr, (args, stderr)

@@ -355,7 +355,7 @@ def _finite(value, name):
             _finite(v, f"{name}[{i}]")
 
 
-def check_kwargs(env_id: str, surface: str, kwargs: dict, probe) -> None:
+def check_kwargs(env_id: str, surface: str, kwargs: dict, probe=None) -> None:
     """``make``'s keyword arguments, checked against the types of the id's defaults: a non-finite number,
     a float or bool where the default is an int, an int out of range is a ``ValueError`` naming the key
     (``make`` would take some of them and fail later, mid-episode or allocating gigabytes)."""
@@ -365,7 +365,7 @@ def check_kwargs(env_id: str, surface: str, kwargs: dict, probe) -> None:
         return
     default = scope_envs.make(env_id, surface=surface)
     try:
-        _check_types(kwargs, default.unwrapped, probe.unwrapped)
+        _check_types(kwargs, default.unwrapped, None if probe is None else probe.unwrapped)
     finally:
         default.close()
 
@@ -379,7 +379,9 @@ def _check_types(kwargs: dict, base, served) -> None:
         if isinstance(known, bool):
             if not isinstance(value, bool):
                 raise ValueError(f"{key} must be true or false, got {value!r:.60}")
-        elif isinstance(known, int) or key in KWARG_INT_BOUNDS:
+        elif (isinstance(known, int) or key in KWARG_INT_BOUNDS
+              or (type(value) is int and not isinstance(known, float))):
+            # (so is a count the env keeps no int of: pool_size, families, members (kept as a list))
             if isinstance(value, bool) or not isinstance(value, int):
                 raise ValueError(f"{key} must be an integer, got {value!r:.60}")
             low, high = KWARG_INT_BOUNDS.get(key, (0, MAX_SEED) if "seed" in key else (-MAX_KWARG_INT, MAX_KWARG_INT))
@@ -412,6 +414,7 @@ def create_app(env_id: str, surface: str = "act", kwargs: Optional[dict] = None,
     elif user_adapter_dir is not None or user_llm_options is not None:
         raise UserLLMError("user_adapter_dir and user_llm_options go with user_llm (--user-llm SPEC)")
     config = ServeConfig(env_id, surface, kwargs, served, role)
+    check_kwargs(env_id, surface, kwargs)  # first: make(members=10**9) would build for minutes before the check
     probe = config.make()  # a bad id or kwargs fails here, before anything listens
     try:
         check_kwargs(env_id, surface, kwargs, probe)

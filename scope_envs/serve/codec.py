@@ -10,6 +10,7 @@ batched endpoint use them, and nothing else does.
 from __future__ import annotations
 
 import base64
+import math
 from typing import Any
 
 import numpy as np
@@ -58,12 +59,12 @@ def unpack(value: Any) -> Any:
 
 def _array(spec: dict) -> np.ndarray:
     dtype, shape, data = spec.get("dtype"), spec.get("shape"), spec.get("__nd__")
-    if dtype not in WIRE_DTYPES:
-        raise ValueError(f"packed array: dtype must be one of {sorted(WIRE_DTYPES)}, got {dtype!r}")
+    if not isinstance(dtype, str) or dtype not in WIRE_DTYPES:  # (a list or an object is unhashable)
+        raise ValueError(f"packed array: dtype must be one of {sorted(WIRE_DTYPES)}, got {dtype!r:.60}")
     if (not isinstance(shape, list) or len(shape) > 4
             or not all(isinstance(s, int) and not isinstance(s, bool) and 0 <= s for s in shape)):
         raise ValueError(f"packed array: shape must be a list of at most 4 non-negative ints, got {shape!r}")
-    size = int(np.prod(shape)) if shape else 1
+    size = math.prod(shape)  # (exact: numpy's int64 product wraps, [2**62, 2**62] would pass as 0)
     if size > MAX_PACKED_ELEMENTS:
         raise ValueError(f"packed array: {size} elements, the limit is {MAX_PACKED_ELEMENTS}")
     if not isinstance(data, str):

@@ -43,13 +43,19 @@ class MLPSnapshot(Simulator):
     def from_wire(cls, spec, obs_dim: int, n_actions: int) -> "MLPSnapshot":
         if not isinstance(spec, dict) or not isinstance(spec.get("layers"), list) or not spec["layers"]:
             raise SnapshotError('a snapshot is {"layers": [{"weight": ..., "bias": ...}, ...], "activation": ...}')
+        unknown = sorted(str(k)[:40] for k in spec if k not in ("layers", "activation"))
+        if unknown:  # the wire says nothing else: a typo ("activaton") would play another policy than was sent
+            raise SnapshotError(f"a snapshot has keys 'layers' and 'activation'; unknown: {unknown[:5]}")
         activation = spec.get("activation", "tanh")
-        if activation not in ACTIVATIONS:
-            raise SnapshotError(f"snapshot activation must be one of {sorted(ACTIVATIONS)}, got {activation!r}")
+        if not isinstance(activation, str) or activation not in ACTIVATIONS:
+            raise SnapshotError(f"snapshot 'activation' must be one of {sorted(ACTIVATIONS)}, got {activation!r:.60}")
         if len(spec["layers"]) > MAX_LAYERS:
             raise SnapshotError(f"a snapshot has at most {MAX_LAYERS} layers, got {len(spec['layers'])}")
         layers, width, total = [], obs_dim, 0
         for i, layer in enumerate(spec["layers"]):
+            if isinstance(layer, dict) and set(layer) - {"weight", "bias"}:
+                raise SnapshotError(f"snapshot layer {i}: a layer has keys 'weight' and 'bias'; unknown: "
+                                    f"{sorted(str(k)[:40] for k in set(layer) - {'weight', 'bias'})[:5]}")
             try:
                 raw_w, raw_b = np.asarray(layer["weight"]), np.asarray(layer["bias"])
             except (KeyError, TypeError, ValueError) as e:
