@@ -757,3 +757,19 @@ def test_a_count_kwarg_out_of_range_is_an_argument_error():
     for (code, stderr), args in zip(json.loads(done.stdout), cases, strict=True):
         key = args[2].split("=")[0]
         assert code == 2 and "--kwarg" in stderr and f"{key} must be an integer from" in stderr, (args, stderr)
+
+
+def test_a_kwarg_named_surface_or_given_twice_is_an_argument_error():
+    """``--kwarg surface=text`` said "got multiple values for keyword argument 'surface'"; a key given twice served
+    its last value without a word."""
+    import subprocess
+    import sys
+
+    cases = [["p4g-frozen", "--kwarg", "surface=text", "--port", "0"],
+             ["p4g-frozen", "--kwarg", "max_turns=3", "--kwarg", "max_turns=4", "--port", "0"]]
+    done = subprocess.run([sys.executable, "-c", _RUN_EACH, json.dumps(cases)], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-3000:]
+    (code1, err1), (code2, err2) = json.loads(done.stdout)
+    assert code1 == 2 and "argument --kwarg: the surface is --surface act|text" in err1, err1
+    assert code2 == 2 and "argument --kwarg: max_turns given more than once" in err2, err2

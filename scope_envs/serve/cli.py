@@ -47,6 +47,8 @@ def kwarg(text: str) -> tuple[str, object]:
     key, sep, raw = text.partition("=")
     if not sep or not key.isidentifier():
         raise argparse.ArgumentTypeError(f"expected key=value with a Python name as key, got {text[:60]!r}")
+    if key == "surface":  # make()'s own argument, which serve takes as an option
+        raise argparse.ArgumentTypeError("the surface is --surface act|text, not a --kwarg")
     try:
         value = json.loads(raw)
     except json.JSONDecodeError:
@@ -194,6 +196,9 @@ def run(args) -> None:
     except ImportError as e:
         args.parser.error(f"serving needs the serve extra: pip install 'scope-envs[serve]' ({e.name} is missing)")
     kwargs = dict(args.kwarg)
+    if len(kwargs) < len(args.kwarg):  # the last of two values would be served without a word
+        twice = sorted({k for k, _ in args.kwarg if [key for key, _ in args.kwarg].count(k) > 1})
+        args.parser.error(f"argument --kwarg: {', '.join(twice)} given more than once")
     llm = {}
     if args.user_llm is not None:
         llm = dict(user_llm=args.user_llm, user_adapter_dir=args.user_adapter_dir,
