@@ -315,10 +315,12 @@ def stopped_in_one_line(args):
     """Ctrl-C or SIGTERM: one line on stderr (for ``bench``: what is kept and how to go on) and exit 128 + the
     signal's number, not a traceback. Only in this process: a forked worker keeps the default end."""
     main_pid = os.getpid()
+    received = []  # SIGTERM seen: a library that turns the exception into its own (Ray's wait: KeyboardInterrupt)
 
     def terminate(signum, frame):
         if os.getpid() != main_pid:
             os._exit(128 + signum)
+        received.append(signum)
         raise Stopped()
 
     import threading
@@ -328,6 +330,8 @@ def stopped_in_one_line(args):
     try:
         yield
     except KeyboardInterrupt as e:
+        if received and not isinstance(e, Stopped):
+            e = Stopped()
         how = "stopped (SIGTERM)" if isinstance(e, Stopped) else "interrupted"
         hint = ""
         if args.command == "bench" and getattr(args, "out", None) is not None:

@@ -4,8 +4,9 @@ Every file the package writes for a user (``results.json``, ``claims.json``, ``c
 the plots, each ``runs/<name>.json``, the study's ``report.md`` and ``analysis.json``) goes through
 ``write_atomic``: the bytes are written to a temporary file beside the target (``.<name>.<pid>.tmp``),
 flushed to disk, and renamed over the target. A process killed at any moment, or a disk that fills up,
-leaves either the old file or the new one, never a torn one; on an ``OSError`` (a full disk, a read-only
-folder) the temporary file is removed before the error is raised.
+leaves either the old file or the new one, never a torn one; on an error (a full disk, a read-only folder,
+Ctrl-C, SIGTERM) the temporary file is removed before the error is raised, and one that SIGKILL left is removed
+by ``remove_leftovers`` when the next job starts in that folder.
 
 ``check_output_dir`` answers "can I write here?" before a long job starts: it creates the folder (and its
 parents) and writes and removes a probe file there, so a file in the way, a name that is too long, or a
@@ -41,7 +42,8 @@ def describe(e: OSError, path: str | os.PathLike | None = None) -> str:
 
 
 def write_atomic(path: str | os.PathLike, data: str | bytes) -> None:
-    """Write ``data`` (text as UTF-8, or bytes) to ``path`` whole: temporary file, fsync, rename."""
+    """Write ``data`` (text as UTF-8, or bytes) to ``path`` whole: temporary file, fsync, rename. An ``OSError``
+    names ``path`` (a failed write names no file of its own)."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
@@ -50,9 +52,33 @@ def write_atomic(path: str | os.PathLike, data: str | bytes) -> None:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except OSError:
+    except BaseException as e:  # a full disk, Ctrl-C, SIGTERM: no temporary file is left
         tmp.unlink(missing_ok=True)
+        if isinstance(e, OSError) and e.filename is None:
+            e.filename = str(path)
         raise
+
+
+def remove_leftovers(folder: str | os.PathLike, suffixes: tuple[str, ...] = (".tmp",)) -> None:
+    """Remove the temporary files of ``write_atomic`` and ``check_output_dir`` (``.<name>.<pid>.tmp``; or other
+    ``suffixes``, folders too: train-llm's checkpoints) that a process killed mid-write (SIGKILL: nothing runs after
+    it) left in ``folder``; a live process's are kept."""
+    import shutil
+
+    for left in Path(folder).glob(".*"):
+        stem, suffix = os.path.splitext(left.name)
+        pid = stem.rpartition(".")[2]
+        if suffix not in suffixes or not pid.isdigit():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:  # (PermissionError: another user's live process)
+            if left.is_dir():
+                shutil.rmtree(left, ignore_errors=True)
+            else:
+                left.unlink(missing_ok=True)
+        except OSError:
+            pass
 
 
 def write_json(path: str | os.PathLike, value, **dump_kwargs) -> None:

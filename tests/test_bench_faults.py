@@ -227,6 +227,54 @@ def test_a_full_disk_is_one_line_and_tears_no_file(tmp_path, capsys, free_kib):
         parses_or_absent(disk / "out")
 
 
+def test_a_full_disk_names_the_file_and_resume_completes_once_there_is_room(tmp_path, capsys):
+    """The one line names the file it could not write (a failed write names none of its own: the line said only
+    "no space left on device"); with room again, --resume completes from the runs kept, leaving no temporary file."""
+    with tmpfs(tmp_path / "disk", size="96k") as disk:
+        filler = disk / "filler"
+        with open(filler, "wb") as f:  # leave about 40 KiB: the run is written, an output after it is not
+            with contextlib.suppress(OSError):
+                f.write(b"\0" * (56 * 1024))
+        with pytest.raises(SystemExit) as e:
+            main([*TINY, "--out", str(disk / "out")])
+        message = one_line_error(capsys, e)
+        assert f"cannot write the outputs: {disk / 'out'}{os.sep}" in message, message
+        assert message.split("cannot write the outputs: ")[1].split(": ")[1].startswith("no space left on device")
+        subprocess.run(["mount", "-o", "remount,size=4m", str(disk)], check=True)  # room again
+        main([*TINY, "--resume", "--out", str(disk / "out")])
+        assert "results.json" in parses_or_absent(disk / "out") and (disk / "out" / "report.md").is_file()
+
+
+def test_the_next_run_removes_the_temporary_files_a_killed_bench_left_beside_its_outputs(tmp_path, capsys):
+    """SIGKILL while results.json, report.md or a plot is written (or the folder's probe) leaves its temporary
+    file, which nothing removed: only runs/ was swept. The next run into the folder removes those of processes that
+    are gone; a live process's stays."""
+    out = tmp_path / "out"
+    main([*TINY, "--out", str(out)])
+    gone = subprocess.Popen(["true"])
+    gone.wait()  # a process id that no process has now
+    left = [out / f".{name}.{gone.pid}.tmp" for name in ("results.json", "write-probe", "p4g_learning_curves.png")]
+    for path in left:
+        path.write_text("half")
+    live = out / f".report.md.{os.getppid()}.tmp"
+    live.write_text("another job's, still writing")
+    main([*TINY, "--resume", "--out", str(out)])
+    assert not [p for p in left if p.exists()] and live.exists()
+
+
+def test_resume_says_what_it_keeps_and_what_it_replaces(tmp_path, capsys):
+    """--resume said nothing of what it kept: with other settings (a --steps forgotten) it ran every run again and
+    replaced every file, without a word."""
+    out = tmp_path / "out"
+    main([*TINY, "--seeds", "2", "--out", str(out)])
+    capsys.readouterr()
+    main([*TINY, "--seeds", "3", "--resume", "--out", str(out)])
+    assert f"resume: keeping 2 of the 3 runs in {out / 'runs'}; running 1\n" in capsys.readouterr().err
+    main([*TINY, "--seeds", "3", "--steps", "9", "--resume", "--out", str(out)])
+    assert (f"resume: keeping 0 of the 3 runs in {out / 'runs'}; running 3, 3 of them over a file of other settings "
+            "or code, which it replaces\n") in capsys.readouterr().err
+
+
 # ---------------------------------------------------------------------------- 11. --resume validation
 TASK = dict(game="p4g", method="random", seed=0)
 GOOD = {"game": "p4g", "method": "random", "seed": 0, "wall_s": 0.1,

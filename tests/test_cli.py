@@ -353,3 +353,23 @@ def test_validate_tau2_on_a_folder_with_nothing_to_validate_fails(tmp_path, caps
     captured = capsys.readouterr()
     assert exit_.value.code == 2 and "argument --data" in captured.err and "Traceback" not in captured.err
     assert "gold_pass_rate" not in captured.out  # no vacuous 1.0 is reported
+
+
+def test_a_sigterm_that_a_library_turns_into_its_own_keyboardinterrupt_is_said_as_sigterm(capsys):
+    """Ray's wait turns the exception the SIGTERM handler raises (``Stopped``) into a KeyboardInterrupt of its own:
+    a --executor ray bench then said "interrupted" and exited 130. What was received is what is said."""
+    import argparse
+    import os
+    import signal
+    import time
+
+    from scope_envs.cli import Stopped, stopped_in_one_line
+
+    with pytest.raises(SystemExit) as e:
+        with stopped_in_one_line(argparse.Namespace(command="diagnose")):
+            try:
+                os.kill(os.getpid(), signal.SIGTERM)
+                time.sleep(5)
+            except Stopped:
+                raise KeyboardInterrupt from None  # as ray.wait raises it
+    assert e.value.code == 143 and "scope-envs diagnose: stopped (SIGTERM)\n" in capsys.readouterr().err

@@ -471,6 +471,29 @@ def test_train_llm_says_when_out_already_holds_a_run(tmp_path, capsys, monkeypat
         "this run replaces it"]
 
 
+def test_train_llm_removes_the_checkpoint_a_killed_run_was_saving(tmp_path, monkeypatch):
+    """SIGKILL while a checkpoint is saved leaves its temporary folder (``checkpoints/.update_3.<pid>.tmp``, or the
+    one it replaces, ``.<name>.<pid>.old``): a whole model's size, hidden, which every later run into that --out
+    kept. A run removes those of processes that are gone; a live process's stays."""
+    import os
+    import subprocess
+
+    from scope_envs.train.llm import ppo
+
+    monkeypatch.setattr(ppo, "train", lambda cfg: None)
+    gone = subprocess.Popen(["true"])
+    gone.wait()  # a process id that no process has now
+    checkpoints = tmp_path / "checkpoints"
+    left = [checkpoints / f".update_3.{gone.pid}.tmp", checkpoints / f".final.{gone.pid}.old"]
+    for folder in left:
+        (folder / "agent").mkdir(parents=True)
+        (folder / "agent" / "model.safetensors").write_bytes(b"half")
+    live = checkpoints / f".update_4.{os.getppid()}.tmp"
+    live.mkdir()
+    main(["train-llm", "--env", "llm-toy", "--updates", "1", "--out", str(tmp_path)])
+    assert not [folder for folder in left if folder.exists()] and live.is_dir()
+
+
 def test_the_llm_commands_help_states_their_defaults(capsys):
     """--updates, --groups, --lr, --temperature, eval-llm's --episodes ... had no default in --help."""
     helps = {}
@@ -478,7 +501,7 @@ def test_the_llm_commands_help_states_their_defaults(capsys):
         with pytest.raises(SystemExit):
             main([command, "--help"])
         helps[command] = " ".join(capsys.readouterr().out.split())
-    for said in ("--members MEMBERS members mode: K user adapters (2;", "--lora-r LORA_R LoRA rank (8;",
+    for said in ("--members MEMBERS members mode: K users (2;", "--lora-r LORA_R LoRA rank (8;",
                  "--updates UPDATES PPO / GRPO updates (10;", "--groups GROUPS scenario seeds per update (4;",
                  "per turn (32;", "sampling temperature (1.0)", "--lr LR learning rate (1e-4)"):
         assert said in helps["train-llm"], said

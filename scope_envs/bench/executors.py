@@ -238,6 +238,7 @@ class RayExecutor:
     def __init__(self, jobs: int | None, address: str | None):
         self.jobs, self.address = jobs, address
         self.slots = jobs or 1
+        self._sigterm = None  # the SIGTERM handler before Ray's (sigterm_handler)
 
     def start(self):
         try:
@@ -253,16 +254,19 @@ class RayExecutor:
                   **({"runtime_env": {"env_vars": pins}} if pins else {})}
         if self.address not in (None, "auto"):
             reachable(self.address)
+        self._sigterm = sigterm_handler()
         try:
             if self.address is None:
                 ray.init(num_cpus=self.jobs or os.cpu_count() or 1, **kwargs)
             else:
                 ray.init(address=self.address, **kwargs)
+            sigterm_handler(self._sigterm)
         except Exception as e:  # noqa: BLE001  (Ray raises a bare Exception when its node times out at start-up)
             try:
                 ray.shutdown()  # whatever part of a local Ray did start
             except Exception:  # noqa: BLE001
                 pass
+            sigterm_handler(self._sigterm)
             first = (str(e).strip().splitlines() or [type(e).__name__])[0][:300]
             where, hint = (("start Ray on this machine", "rerun with --executor local, or start Ray yourself "
                             "(`ray start --head`) and pass --address auto") if self.address is None else
@@ -288,6 +292,22 @@ class RayExecutor:
 
     def close(self):
         self.ray.shutdown()  # stops our own local Ray; from a cluster it only disconnects this driver
+        sigterm_handler(self._sigterm)  # (shutdown leaves SIGTERM's default: the end, without a word)
+
+
+def sigterm_handler(handler=None):
+    """The SIGTERM handler now (no ``handler``), or ``handler`` set again. ``ray.init`` sets one of its own
+    (``sys.exit``), Ray's core one that prints a stack, ``ray.shutdown`` the default: the command's own
+    (``scope_envs.cli``: one line, exit 143) is set again after each. None where signals are not this thread's."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    if handler is None:
+        return signal.getsignal(signal.SIGTERM)
+    signal.signal(signal.SIGTERM, handler)
+    return handler
 
 
 def reachable(address: str, timeout: float = 5.0) -> None:
@@ -496,6 +516,11 @@ def execute(tasks: list[dict], out, *, executor: str = "local", jobs: int | None
         except records.RecordError as e:
             raise OutputError(f"{e}; --resume cannot keep its runs: remove it or choose another --out") from None
     results = finished_runs(out, tasks) if resume else {}
+    if resume and progress:  # what is kept and what is run: a file of other settings is replaced without a word above
+        replaced = sum(n not in results and (runs_dir / f"{n}.json").is_file() for n in names)
+        print(f"resume: keeping {len(results)} of the {len(tasks)} runs in {runs_dir}; running "
+              f"{len(tasks) - len(results)}" + (f", {replaced} of them over a file of other settings or code, which "
+                                                "it replaces" if replaced else ""), file=sys.stderr)
     for name in names:  # a folder (or other non-file) where a run's file goes: say so before any run starts
         path = runs_dir / f"{name}.json"
         if path.exists() and not path.is_file():

@@ -123,6 +123,9 @@ def train_llm(args) -> None:
     if cfg.engine == "vllm" and not vllm_installed():
         raise UsageError("--engine", f"vllm: {VLLM_MISSING}; --engine hf generates with transformers")
     warn_replaced_run(cfg.out)
+    from scope_envs.files import remove_leftovers
+
+    remove_leftovers(Path(cfg.out) / "checkpoints", (".tmp", ".old"))  # what a SIGKILL cut short: a model's size
     if getattr(args, "threads", 0):
         import torch
 
