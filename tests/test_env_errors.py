@@ -188,6 +188,9 @@ BAD_KWARGS = [
     ("p4g-frozen", {"surface": "text", "max_errors": -1}, "max_errors"),
     ("p4g-frozen", {"max_errors": 1.5}, "max_errors"), ("p4g-frozen", {"max_errors": True}, "max_errors"),
     ("p4g-population", {"members": True}, "members"),
+    ("p4g-frozen", {"max_message_chars": 0}, "max_message_chars"),  # the act surface too: a text user is cut to it
+    ("cooperbench-vs", {"max_message_chars": -5}, "max_message_chars"),
+    ("tau2-frozen", {"max_message_chars": 2.5}, "max_message_chars"),
 ]
 
 

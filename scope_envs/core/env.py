@@ -99,6 +99,7 @@ class DialogueParallelEnv(ParallelEnv):
         if split not in ("train", "heldout"):
             raise ValueError(f"split must be 'train' or 'heldout', got {split!r}")
         check_int("max_errors", max_errors, 0)  # in-game errors before the episode truncates
+        check_int("max_message_chars", max_message_chars, 1)  # on every surface: a text user's messages are cut to it
         self.game = game
         self.surface = TextSurface(game, max_message_chars) if surface == "text" else SURFACES[surface](game)
         self.max_message_chars = max_message_chars
