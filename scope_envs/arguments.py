@@ -50,8 +50,16 @@ def _shown(text: str) -> str:
 
 def existing_dir(text: str) -> str:
     if not _is_dir(text):
-        raise argparse.ArgumentTypeError(f"no such directory: {_shown(text)}")
+        raise argparse.ArgumentTypeError(f"{_shown(text)} is a file, not a directory" if _is_file(text)
+                                         else f"no such directory: {_shown(text)}")
     return text
+
+
+def _is_file(text: str) -> bool:
+    try:
+        return Path(text).is_file()
+    except (OSError, ValueError):
+        return False
 
 
 def json_object(text: str) -> dict:

@@ -28,6 +28,7 @@ BAD = [
     (["bench", "--seed-block", "1001"], "--seed-block", "an integer from 1 to 1_000"),
     (["validate", "tau2", "--data", "/nonexistent"], "--data", "no such directory"),
     (["validate", "p4g", "--data", "/nonexistent"], "--data", "no such directory"),
+    (["validate", "p4g", "--data", __file__], "--data", "is a file, not a directory"),
     (["validate", "tau2", "--episodes", "10"], "--episodes", "not used by 'validate tau2'"),
     (["validate", "tau2", "--seed", "1"], "--seed", "not used by 'validate tau2'"),
     (["validate", "nope"], "game", "invalid choice"),

@@ -322,7 +322,8 @@ def test_config_and_cli_errors(tmp_path, policies, capsys):
     for argv, wanted in [(["study", "serve"], "one of the arguments --config --demo"),
                          (["study", "serve", "--config", str(folder)], "argument --config: per_condition"),
                          (["study", "serve", "--demo", "--port", "70000"], "argument --port"),
-                         (["study", "analyze", str(tmp_path / "nowhere")], "argument study_dir")]:
+                         (["study", "analyze", str(tmp_path / "nowhere")], "argument study_dir: no such directory"),
+                         (["study", "analyze", str(folder / "study.yaml")], "is a file, not a study folder")]:
         with pytest.raises(SystemExit) as e:
             main(argv)
         assert e.value.code == 2 and wanted in capsys.readouterr().err

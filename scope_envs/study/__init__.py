@@ -161,7 +161,8 @@ def cmd_analyze(args) -> None:
     from scope_envs.study.analyze import analyze as run
 
     if not Path(args.study_dir).is_dir():
-        args.parser.error(f"argument study_dir: no such directory: {args.study_dir!r}")
+        what = "is a file, not a study folder" if Path(args.study_dir).is_file() else "no such directory"
+        args.parser.error(f"argument study_dir: {what}: {args.study_dir!r}")
     cfg = _config(args, args.study_dir)
     baseline = args.baseline or cfg.baseline
     if baseline not in [c.name for c in cfg.conditions]:
