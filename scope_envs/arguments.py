@@ -126,6 +126,7 @@ def count(high: int, low: int = 1):
 SEED_MAX = 2**32 - 1  # numpy's legacy seeds and most libraries' accept this range
 MAX_DECISIONS = 100_000_000  # the most decisions a command line may ask one run to train
 MAX_SEEDS = 1000  # the most seeds (0..N-1) a command line may ask to train or score
+MAX_SIMULATED_EPISODES = 1_000_000  # the most episodes validate p4g (and its fit) or demo may simulate
 seed = count(SEED_MAX, low=0)
 
 

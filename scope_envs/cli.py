@@ -17,13 +17,12 @@ import sys
 import numpy as np
 
 import scope_envs
-from scope_envs.arguments import (count, env_id, existing_dir, float_below, json_object, model_source,
-                                  nonnegative_float, output_dir, positive_float, seed, torch_device)
+from scope_envs.arguments import (MAX_SIMULATED_EPISODES, count, env_id, existing_dir, float_below, json_object,
+                                  model_source, nonnegative_float, output_dir, positive_float, seed, torch_device)
 from scope_envs.core.rewards import TRAINED_USER_REWARDS
 from scope_envs.games import game_names, game_spec, load
 from scope_envs.registry import REGIME_AGENTS
 
-MAX_EPISODES = 1_000_000  # validate p4g / demo episodes
 MAX_REPLICATIONS = 1000  # validate p4g --out-of-sample replays per dialogue
 
 
@@ -189,8 +188,8 @@ def main(argv=None) -> None:
     v.add_argument("game", choices=[g for g in game_names() if game_spec(g).validate])
     v.add_argument("--data", type=existing_dir, default=None,
                    help="directory of the real data; default: the shipped fitted numbers")
-    v.add_argument("--episodes", type=count(MAX_EPISODES), default=None,
-                   help=f"p4g: simulated episodes (2000; at most {MAX_EPISODES:_})")
+    v.add_argument("--episodes", type=count(MAX_SIMULATED_EPISODES), default=None,
+                   help=f"p4g: simulated episodes (2000; at most {MAX_SIMULATED_EPISODES:_})")
     v.add_argument("--seed", type=seed, default=None, help="p4g: seed of the simulation (0; 0 to 2**32-1)")
     v.add_argument("--out-of-sample", action="store_true",
                    help="p4g: refit without each of 3 folds of real dialogues and replay them against the "
@@ -199,7 +198,7 @@ def main(argv=None) -> None:
                    help=f"p4g --out-of-sample: replays per test dialogue (20; at most {MAX_REPLICATIONS})")
     v.set_defaults(func=cmd_validate, parser=v)
     d = sub.add_parser("demo", help="a scripted persuader against p4g-frozen and p4g-heldout")
-    d.add_argument("--episodes", type=count(MAX_EPISODES), default=200, help=f"episodes per env (at most {MAX_EPISODES:_})")
+    d.add_argument("--episodes", type=count(MAX_SIMULATED_EPISODES), default=200, help=f"episodes per env (at most {MAX_SIMULATED_EPISODES:_})")
     d.add_argument("--seed", type=seed, default=0, help="0 to 2**32-1")
     d.set_defaults(func=cmd_demo)
     from scope_envs.bench import add_arguments as bench_arguments

@@ -406,11 +406,10 @@ def run(games, seeds: int | None = None, steps: int | dict | None = None, eval_e
 
     from scope_envs.bench.executors import execute
     from scope_envs.bench.methods import preset_steps
-    from scope_envs.files import check_output_dir, remove_leftovers, write_atomic, write_json
+    from scope_envs.files import check_output_dir, write_atomic, write_json
 
     out = check_output_dir(out)
     check_output_dir(out / "runs")
-    remove_leftovers(out)  # what a killed earlier job left half-written
     seeds = DEFAULT_SEEDS if seeds is None else seeds
     episodes = EVAL_EPISODES if eval_episodes is None else eval_episodes
     if not isinstance(steps, dict):

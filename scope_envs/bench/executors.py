@@ -46,7 +46,7 @@ from pathlib import Path
 
 from scope_envs.bench import records
 from scope_envs.bench.reference import fingerprint, fingerprint_differs
-from scope_envs.files import OutputError, write_json
+from scope_envs.files import OutputError, remove_leftovers, write_json
 from scope_envs.files import write_atomic as write_text
 
 EXECUTORS = ("local", "ray")
@@ -527,6 +527,7 @@ def execute(tasks: list[dict], out, *, executor: str = "local", jobs: int | None
             raise OutputError(f"{path}: not a file (the run's file belongs here); remove it")
     for stale in runs_dir.glob(".*.tmp"):  # a temporary file left by a killed process: never a result
         stale.unlink(missing_ok=True)
+    remove_leftovers(out)  # and beside results.json, report.md, the plots: a killed process's (SIGKILL)
     queued = blocks([t for t in tasks if run_name(t) not in results], seed_block)  # each a list of tasks
     ex = make_executor(executor, jobs, address)
     ex.start()

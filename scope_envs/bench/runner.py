@@ -34,7 +34,7 @@ from scope_envs.bench.plots import plot
 from scope_envs.bench.presets import SMOKE_EVAL_EPISODES, SMOKE_STEPS, is_smoke, run_settings
 from scope_envs.bench.report import write_report
 from scope_envs.bench.stats import claims, summarize
-from scope_envs.files import OutputError, check_output_dir, describe, remove_leftovers, write_atomic, write_json
+from scope_envs.files import OutputError, check_output_dir, describe, write_atomic, write_json
 
 # upper bounds of the counts (argparse checks them before anything starts; `scope-envs bench --help` says them)
 MAX_EVAL_EPISODES = 1_000_000
@@ -191,7 +191,6 @@ def run(games=GAMES, methods=METHODS, seeds=None, steps=None, eval_episodes=None
         settings["steps"] = {g: preset_steps(g, "full" if full else "default") for g in games}
     out = check_output_dir(out)  # a file in the way, a read-only disk: said now, before any run
     check_output_dir(out / "runs")
-    remove_leftovers(out)  # what a killed earlier job left half-written beside results.json, report.md, the plots
     for method in methods if list(methods) != list(METHODS) else ():  # rows asked for by name
         require_row(method, games)
     # the preset's held-out evaluation, raised per game to the measurement-resolution rule; --eval-episodes is

@@ -197,15 +197,14 @@ class LLMAgent:
     def __init__(self, spec: str, max_new_tokens: int):
         from scope_envs.agents.llm.player import LLMPlayer
         from scope_envs.train.llm import panel
-        from scope_envs.train.llm.commands import VLLM_MISSING, vllm_installed
+        from scope_envs.train.llm.commands import vllm_missing
 
         try:
             panel.check_policy(spec)
         except panel.PanelError as e:
             raise ScoreError("--policy", str(e)) from None
-        if spec.startswith("vllm:") and not vllm_installed():  # else a traceback from the backend
-            raise ScoreError("--policy", f"{spec!r} needs vLLM, and {VLLM_MISSING}; the directory alone "
-                                         "(without vllm:) loads it with transformers")
+        if why := vllm_missing(spec):  # else a traceback from the backend
+            raise ScoreError("--policy", why)
         self.player, self.name = LLMPlayer(panel.policy_backend(spec), max_new_tokens=max_new_tokens,
                                            name="policy"), spec
 
@@ -362,15 +361,10 @@ def check_llm_panel(path: str, game: str) -> tuple:
     """An eval-llm panel file, checked as ``eval-llm`` checks it (entries, endpoints, vLLM, the env) before the
     text rows play: else a mistake in it would be said only after all of them. ``ScoreError`` on ``--panel``."""
     from scope_envs.train.llm import panel as llm_panel
-    from scope_envs.train.llm.commands import VLLM_MISSING, vllm_installed
+    from scope_envs.train.llm.commands import check_panel
 
     try:
-        sims, options = llm_panel.load_panel(path)
-        for sim in sims:
-            if sim.kind == "openai":
-                llm_panel.check_reachable(sim)
-            elif sim.kind == "vllm" and not vllm_installed():
-                raise llm_panel.PanelError(f"simulator {sim.name!r} (kind: vllm) needs vLLM, and {VLLM_MISSING}")
+        sims, options = check_panel(path)
         run_id, vs_kwargs = llm_panel.eval_env_id(f"{game}-frozen", options)
         if vs_kwargs:
             from scope_envs.train.llm.commands import UsageError, check_env_kwargs

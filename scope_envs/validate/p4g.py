@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from scope_envs.arguments import count
+from scope_envs.arguments import MAX_SIMULATED_EPISODES, count
 from scope_envs.agents.p4g import EmpiricalPersuader, HumanProxyPersuadee, ReferencePersuadee
 from scope_envs.games.p4g import fit as fit_module
 from scope_envs.games.p4g.calibrate import calibrate
@@ -28,7 +28,6 @@ from scope_envs.games.p4g.simulate import play, statistics
 from scope_envs.games.p4g.donations import compare, real_statistics
 
 PACKAGE_DIR = Path(fit_module.__file__).parent  # the packaged parameter files (``PART_FILES``)
-MAX_EPISODES = 1_000_000  # the fit's --episodes, as scope-envs validate's
 
 
 # what a truncated or malformed csv file raises somewhere in the fit (an empty column, a short row, a bad number)
@@ -85,8 +84,9 @@ def build_parser() -> argparse.ArgumentParser:
                          "people dropped, survey rows and all), calibrated to its own real numbers (default: "
                          "%(default)s, a fit no part of the game reads: for comparison)")
     ap.add_argument("--no-calibrate", action="store_true", help="skip simulating the willingness offsets")
-    ap.add_argument("--episodes", type=count(MAX_EPISODES), default=1000,
-                    help=f"episodes per calibration measurement (default: %(default)s; at most {MAX_EPISODES:_})")
+    ap.add_argument("--episodes", type=count(MAX_SIMULATED_EPISODES), default=1000,
+                    help="episodes per calibration measurement (default: %(default)s; at most "
+                         f"{MAX_SIMULATED_EPISODES:_})")
     return ap
 
 

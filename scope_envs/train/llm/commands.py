@@ -62,9 +62,13 @@ def check_toy_kwargs(kwargs: dict) -> None:
     unknown = sorted(set(kwargs) - {"max_turns", "target"})
     if unknown:
         raise UsageError("--env-kwargs", f"llm-toy takes no option(s) {unknown}; it takes ['max_turns', 'target']")
-    turns, target = kwargs.get("max_turns", 2), kwargs.get("target", "a")
-    if isinstance(turns, bool) or not isinstance(turns, int) or turns < 1:
-        raise UsageError("--env-kwargs", f"llm-toy: max_turns must be a positive int, got {turns!r}")
+    from scope_envs.core.checks import check_int
+
+    try:
+        check_int("max_turns", kwargs.get("max_turns", 2), low=1)
+    except ValueError as e:
+        raise UsageError("--env-kwargs", f"llm-toy: {e}") from None
+    target = kwargs.get("target", "a")
     if not isinstance(target, str) or not target:
         raise UsageError("--env-kwargs", f"llm-toy: target must be a non-empty string, got {target!r}")
 
@@ -82,6 +86,29 @@ def vllm_installed() -> bool:
 
 
 VLLM_MISSING = "vLLM is not installed here: pip install 'scope-envs[vllm]' (GPU only)"
+
+
+def check_panel(path, connect_timeout: float = 5.0):
+    """A panel file (``panel.load_panel``) and what playing it needs, checked before any model loads: every
+    ``openai`` entry's endpoint answers, vLLM is installed for a ``vllm`` entry; else ``panel.PanelError``."""
+    from scope_envs.train.llm import panel
+
+    sims, options = panel.load_panel(path)
+    for sim in sims:
+        if sim.kind == "openai":
+            panel.check_reachable(sim, timeout=connect_timeout)
+    for sim in sims:
+        if sim.kind == "vllm" and not vllm_installed():
+            raise panel.PanelError(f"simulator {sim.name!r} (kind: vllm) needs vLLM, and {VLLM_MISSING}; "
+                                   "kind: local serves the same directory with transformers")
+    return sims, options
+
+
+def vllm_missing(spec: str) -> str | None:
+    """Why the policy ``spec`` cannot be played here: a ``vllm:`` one where vLLM is not installed; else None."""
+    if spec.startswith("vllm:") and not vllm_installed():
+        return f"{spec!r} needs vLLM, and {VLLM_MISSING}; the directory alone (without vllm:) loads it with transformers"
+    return None
 
 
 def warn_replaced_run(out) -> None:
@@ -146,24 +173,16 @@ def eval_llm(args) -> None:
     from scope_envs.train.llm import panel
 
     try:
-        sims, options = panel.load_panel(args.panel)
-        for sim in sims:
-            if sim.kind == "openai":
-                panel.check_reachable(sim, timeout=args.connect_timeout)
+        sims, options = check_panel(args.panel, connect_timeout=args.connect_timeout)
     except panel.PanelError as e:
         raise UsageError("--panel", str(e)) from None
-    for sim in sims:
-        if sim.kind == "vllm" and not vllm_installed():
-            raise UsageError("--panel", f"simulator {sim.name!r} (kind: vllm) needs vLLM, and {VLLM_MISSING}; "
-                                        "kind: local serves the same directory with transformers")
     for spec in args.policy:
         try:
             panel.check_policy(spec)
         except panel.PanelError as e:
             raise UsageError("--policy", str(e)) from None
-        if spec.startswith("vllm:") and not vllm_installed():
-            raise UsageError("--policy", f"{spec!r} needs vLLM, and {VLLM_MISSING}; the directory alone "
-                                         "(without vllm:) loads it with transformers")
+        if why := vllm_missing(spec):
+            raise UsageError("--policy", why)
     try:
         run_id, vs_kwargs = panel.eval_env_id(args.env, options)
     except panel.PanelError as e:

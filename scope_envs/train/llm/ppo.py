@@ -932,16 +932,18 @@ def save_checkpoint(cfg: Config, learners: dict[str, Learner], directory: Path, 
     import shutil
 
     target, directory = directory, directory.with_name(f".{directory.name}.{os.getpid()}.tmp")
+    old = target.with_name(f".{target.name}.{os.getpid()}.old")
     shutil.rmtree(directory, ignore_errors=True)
     try:
         _save_checkpoint(cfg, learners, directory, snapshots)
-        old = target.with_name(f".{target.name}.{os.getpid()}.old")
         if target.exists():
             os.replace(target, old)
         os.replace(directory, target)
         shutil.rmtree(old, ignore_errors=True)
     except BaseException:  # Ctrl-C, SIGTERM, a full disk: nothing half-written is left
         shutil.rmtree(directory, ignore_errors=True)
+        if old.exists() and not target.exists():  # stopped between the two renames: the previous one goes back
+            os.replace(old, target)
         raise
 
 
