@@ -407,6 +407,41 @@ def test_lone_surrogates_and_huge_input_are_4xx_naming_the_field(cotrain):
         assert ask(json.dumps({"type": "reset", "data": {"seed": 0}}))["type"] == "observation"  # the session survived
 
 
+def test_a_body_not_utf8_or_not_sent_as_json_is_422_saying_so(cotrain):
+    """Bytes that are not UTF-8 in a JSON body were FastAPI's 400 "There was an error parsing the body" (the docs
+    promise 422 for a bad request); a JSON body sent as text/plain (or with no Content-Type) was told "Input
+    should be a valid dictionary". Both are 422 BAD_REQUEST saying what is wrong; the server goes on."""
+    for path in ("/reset", "/step", "/scope/vec"):
+        status, body = post(cotrain + path, None, raw=b'{"seed": "\xff\xfe"}')
+        assert status == 422 and body["code"] == "BAD_REQUEST" and "not valid UTF-8" in body["detail"], (path, body)
+        for kind in ("text/plain", None, "application/x-www-form-urlencoded"):
+            req = urllib.request.Request(cotrain + path, data=b'{"num_envs": 2}', method="POST",
+                                         headers={} if kind is None else {"content-type": kind})
+            if kind is None:
+                req.remove_header("Content-type")  # (urllib adds form-urlencoded to a body without one)
+            try:
+                urllib.request.urlopen(req, timeout=30)
+                raise AssertionError(f"{path} {kind}: accepted")
+            except urllib.error.HTTPError as e:
+                status, body = e.code, json.loads(e.read())
+            assert status == 422 and body["code"] == "BAD_REQUEST", (path, kind, body)
+            assert "Content-Type: application/json" in body["detail"] and "must be JSON" in body["detail"], body
+    status, opened = post(cotrain + "/scope/vec", {"num_envs": 2})
+    assert status == 200  # the same body as application/json
+    post(f"{cotrain}/scope/vec/{opened['session_id']}", None, method="DELETE")
+
+
+def test_an_unknown_session_id_is_not_echoed_whole(cotrain):
+    """A 404 for a batched session id the server never issued echoed the whole id sent (tens of KB of a URL);
+    at most its first 40 characters are echoed."""
+    sid = "q" * 20000
+    status, body = post(f"{cotrain}/scope/vec/{sid}/step", {"actions": {}})
+    assert status == 404 and body["code"] == "UNKNOWN_SESSION", body
+    assert len(body["detail"]) < 200 and repr("q" * 40) + "…" in body["detail"] and "q" * 41 not in body["detail"], body
+    status, body = post(f"{cotrain}/scope/vec/nope/step", {"actions": {}})
+    assert status == 404 and "'nope'" in body["detail"]  # a short id is named whole
+
+
 def test_task_api_chunked_bodies_and_batched_seeds(cotrain):
     import http.client
 
@@ -757,6 +792,31 @@ def test_a_count_kwarg_out_of_range_is_an_argument_error():
     for (code, stderr), args in zip(json.loads(done.stdout), cases, strict=True):
         key = args[2].split("=")[0]
         assert code == 2 and "--kwarg" in stderr and f"{key} must be an integer from" in stderr, (args, stderr)
+
+
+def test_count_kwargs_are_bounded_as_the_package_uses_them():
+    """families, members and pool_size were accepted up to 1,000,000 (families=10**6 took 48 s per session's env):
+    families is at most 1,000 (the train-stream families any spec names: diagnose's family:0..999), members 64 and
+    pool_size 1,024 (train-llm's --members and --pool-size). The message names the kwarg and its bound; the
+    bound itself is accepted."""
+    import subprocess
+    import sys
+
+    from scope_envs.serve.app import check_kwargs
+
+    cases = [["p4g-rotation", "--kwarg", "families=1001", "--port", "0"],
+             ["p4g-population", "--kwarg", "members=65", "--port", "0"],
+             ["p4g-population", "--kwarg", "pool_size=1025", "--port", "0"]]
+    done = subprocess.run([sys.executable, "-c", _RUN_EACH, json.dumps(cases)], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-3000:]
+    wanted = ["families must be an integer from 1 to 1000, got 1001", "members must be an integer from 1 to 64, got 65",
+              "pool_size must be an integer from 1 to 1024, got 1025"]
+    for (code, stderr), args, said in zip(json.loads(done.stdout), cases, wanted, strict=True):
+        assert code == 2 and "argument --kwarg:" in stderr and said in stderr, (args, stderr)
+    check_kwargs("p4g-rotation", "act", {"families": 1000})
+    check_kwargs("p4g-population", "act", {"members": 64})
+    check_kwargs("p4g-population", "act", {"pool_size": 1024})
 
 
 def test_a_kwarg_named_surface_or_given_twice_is_an_argument_error():

@@ -192,6 +192,37 @@ def test_admin_pages_need_the_token(study_dir):
     assert rows[0].startswith("slot,prolific_pid") and len(rows) == 2 and ",p1," in rows[1]
 
 
+def test_a_completion_code_with_url_characters_is_encoded_in_the_prolific_link(tmp_path, policies):
+    """A completion code holding ``& # ? +`` or a space went into completion_url as written, so the Prolific link
+    cut the code short (or added a parameter); it is percent-encoded there, and shown on the page as written."""
+    import html
+
+    code = "A&B #1?x=y+z"
+    study, client = client_for(write_study(tmp_path / "study", policies, completion_code=code))
+    client.get("/?PROLIFIC_PID=p1")
+    study.store.update_session(study.store.session_by_pid("p1").id, stage="complete")
+    page = client.get("/done")
+    href = html.unescape(re.search(r'<a class="button" href="([^"]*)"', page.text).group(1))
+    assert href == "https://app.prolific.com/submissions/complete?cc=A%26B%20%231%3Fx%3Dy%2Bz", href
+    assert f'<p class="code" id="code">{html.escape(code)}</p>' in page.text
+
+
+def test_analyze_on_a_folder_never_served_refuses_and_creates_no_database(tmp_path, policies, capsys):
+    """``study analyze`` on a study folder whose study was never served made an empty study.db there (and reported
+    no session); it is one line saying there is no database yet, and the folder is left as it was."""
+    from scope_envs.cli import main
+
+    folder = write_study(tmp_path / "study", policies)
+    before = sorted(p.name for p in folder.iterdir())
+    with pytest.raises(SystemExit) as e:
+        main(["study", "analyze", str(folder), "--proxy-episodes", "0"])
+    err = capsys.readouterr().err
+    line = err.strip().splitlines()[-1]  # argparse's usage, then the error in one line
+    assert e.value.code == 2 and "error: argument study_dir: no database yet:" in line, err
+    assert "serve the study first" in line and "Traceback" not in err
+    assert sorted(p.name for p in folder.iterdir()) == before  # no study.db, no report
+
+
 def test_errors_show_no_stack_trace(study_dir):
     study, client = client_for(study_dir)
     start(client)

@@ -209,6 +209,22 @@ def test_error_pages_carry_the_security_headers(tmp_path, policies):
         assert "frame-ancestors 'none'" in p.headers.get("content-security-policy", ""), p.status_code
 
 
+def test_the_admin_page_opened_with_the_header_links_exports_that_carry_the_token(tmp_path, policies):
+    """The admin page opened with ``X-Admin-Token`` (no ``?token=``) wrote its export links with an empty token,
+    so they answered 403; they carry the token that opened the page, URL-encoded, as with ``?token=``."""
+    import html
+    import re
+
+    odd = "tok+en #&?=%-0123456789"
+    _, client = client_for(write_study(tmp_path / "study", policies, admin_token=odd))
+    page = client.get("/admin", headers={"X-Admin-Token": odd})
+    assert page.status_code == 200
+    links = [html.unescape(h) for h in re.findall(r'href="(/admin/export[^"]*)"', page.text)]
+    assert len(links) == 2
+    for link in links:
+        assert client.get(link).status_code == 200, link  # the link alone, no header
+
+
 # ---------------------------------------------------------------------------- 3. CSV, participant ids
 FORMULAS = ["=cmd|' /C calc'!A0", "@SUM(1+1)", "-2-3", "+1", "\tx", "\rx"]
 

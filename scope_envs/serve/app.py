@@ -39,6 +39,7 @@ from openenv.core.env_server.types import ConcurrencyConfig
 
 import scope_envs
 from scope_envs.core.surfaces import Transcript
+from scope_envs.diagnose.specs import FAMILIES
 from scope_envs.serve.environment import (MAX_SEED, RESET_OPTIONS, ScopeEnvironment, ServeConfig, check_seed,
                                          seat_players)
 from scope_envs.serve.errors import BadRequest, ProtocolError
@@ -174,6 +175,33 @@ def _parsed(raw) -> tuple:
         return _NOT_JSON, None
 
 
+JSON_BODY = "the request body must be JSON sent with Content-Type: application/json"
+BODY_METHODS = ("POST", "PUT", "PATCH")
+
+
+def content_type_problem(scope) -> Optional[str]:
+    """Why a request's body is not read as JSON: its Content-Type is not ``application/json`` (nor
+    ``application/*+json``), so FastAPI would validate the raw bytes ("Input should be a valid dictionary");
+    ``None`` when it is JSON."""
+    value = next((v for k, v in scope.get("headers", []) if k == b"content-type"), None)
+    kind = (value or b"").split(b";")[0].strip().lower()
+    if kind == b"application/json" or (kind.startswith(b"application/") and kind.endswith(b"+json")):
+        return None
+    got = "no Content-Type" if value is None else f"Content-Type {wire_text(value.decode('latin-1'), 60)!r}"
+    return f"{JSON_BODY}, got {got}"
+
+
+def utf8_problem(raw: bytes) -> Optional[str]:
+    """Why a JSON body is not text: bytes that are not UTF-8 (FastAPI answered them 400, "error parsing the body")."""
+    if raw.isascii():
+        return None
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        return f"the request body is not valid UTF-8 (byte {e.start}): JSON is sent as UTF-8 text"
+    return None
+
+
 def reset_seed_problem(raw) -> Optional[str]:
     """Why an HTTP ``/reset`` body's ``seed`` is refused; ``None`` when it is fine or absent. OpenEnv reads that
     body through its own model, which takes ``"1"``, ``1.0`` and ``true`` for the seed 1; ``/ws`` and the batched
@@ -228,8 +256,9 @@ def ws_error_frame(text: str) -> str:
 
 class BodyLimit:
     """ASGI middleware: a request body over ``limit`` bytes gets ``413`` (a declared length at once, a chunked
-    body once it passes the limit); one that does not arrive within ``timeout`` seconds ``408``; a JSON body
-    with a string that is not valid Unicode, or nested too deep, ``422 BAD_REQUEST`` naming where, as does an
+    body once it passes the limit); one that does not arrive within ``timeout`` seconds ``408``; a body sent
+    without a JSON Content-Type (but to ``/mcp``), bytes that are not UTF-8, a JSON body with a string that is
+    not valid Unicode, or nested too deep, ``422 BAD_REQUEST`` saying which (naming where), as does an
     HTTP ``/reset`` whose seed is not an int (``reset_seed_problem``); OpenEnv's task API (``/{env}/splits``,
     ``/tasks``, ``/num_tasks``, ``/task``, ``/task_range``), any method and body, ``404``. On ``/ws``, a frame
     that is not a JSON object, holds such a string or nests too deep gets a ``BAD_REQUEST`` error frame and the
@@ -271,7 +300,11 @@ class BodyLimit:
             more = message.get("more_body", False)
         raw = b"".join(chunks)
         if raw:
-            problem = parse_problem(raw)
+            problem = None
+            # /mcp is OpenEnv's JSON-RPC endpoint: it reads any Content-Type and answers a parse error itself
+            if scope.get("method") in BODY_METHODS and scope.get("path") != MCP_PATH:
+                problem = content_type_problem(scope)
+            problem = problem or utf8_problem(raw) or parse_problem(raw)
             if not problem and scope.get("method") == "POST" and scope.get("path") == "/reset":
                 problem = reset_seed_problem(raw)
             if problem:
@@ -340,7 +373,12 @@ def _frame_problem(raw, shape: bool = True) -> Optional[str]:
     return json_problem(value)
 
 
-KWARG_INT_BOUNDS = {"max_turns": (1, 10_000)}  # the rest: |value| <= MAX_KWARG_INT, a seed 0 to 2**63-1
+# the counts a session's env is built from, bounded as the package uses them (make takes any positive count, and
+# each session builds its env: families=10**6 took 48 s, members=10**7 17 s): families as the train-stream
+# families anything names (diagnose's family:I, I < FAMILIES = 1,000; SCOPE's ensemble is 3, its panel 6),
+# members and pool_size as train-llm's --members and --pool-size (64, 1,024; SCOPE's pool is 5)
+KWARG_INT_BOUNDS = {"max_turns": (1, 10_000), "families": (1, FAMILIES), "members": (1, 64), "pool_size": (1, 1024)}
+# the rest: |value| <= MAX_KWARG_INT, a seed 0 to 2**63-1
 MAX_KWARG_INT = 1_000_000
 
 
@@ -381,7 +419,7 @@ def _check_types(kwargs: dict, base, served) -> None:
                 raise ValueError(f"{key} must be true or false, got {value!r:.60}")
         elif (isinstance(known, int) or key in KWARG_INT_BOUNDS
               or (type(value) is int and not isinstance(known, float))):
-            # (so is a count the env keeps no int of: pool_size, families, members (kept as a list))
+            # (so is a count the env keeps no int of: pool_size, families, members (kept as a list): KWARG_INT_BOUNDS)
             if isinstance(value, bool) or not isinstance(value, int):
                 raise ValueError(f"{key} must be an integer, got {value!r:.60}")
             low, high = KWARG_INT_BOUNDS.get(key, (0, MAX_SEED) if "seed" in key else (-MAX_KWARG_INT, MAX_KWARG_INT))

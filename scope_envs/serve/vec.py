@@ -41,6 +41,13 @@ from scope_envs.vec.batched import BatchedVecEnv
 
 MAX_EXPIRED_REMEMBERED = 4096
 SESSION_ID = re.compile(r"[0-9a-f]{12}\.[0-9a-f]{32}")  # BOOT.UUID, as ``open`` makes them (the boot id: app.py)
+SHOWN_ID_CHARS = 40  # of an id never issued, the 404 echoes this many characters (a URL's path may be tens of KB)
+
+
+def shown_id(sid: str) -> str:
+    """An unknown session id as an answer names it: whole, or its first ``SHOWN_ID_CHARS`` characters, '…' and
+    its length."""
+    return repr(sid) if len(sid) <= SHOWN_ID_CHARS else f"{sid[:SHOWN_ID_CHARS]!r}… ({len(sid)} characters)"
 
 
 class OpenRequest(BaseModel):
@@ -123,7 +130,7 @@ class VecSessions:
         if SESSION_ID.fullmatch(sid) and sid.split(".", 1)[0] != self.boot_id:  # one this server's kind issues
             raise SessionLost(f"batched session {sid!r} was opened before the server restarted; its episodes "
                               "are lost: open a new session")
-        raise UnknownSession(f"no batched session {sid!r} on this server")
+        raise UnknownSession(f"no batched session {shown_id(sid)} on this server")
 
     def close(self, sid: str, reason: str = "was closed") -> None:
         with self._lock:

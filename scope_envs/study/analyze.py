@@ -31,16 +31,22 @@ from scope_envs.bench.stats import bootstrap_ci, holm, welch
 from scope_envs.files import jsonable, save_figure, write_atomic, write_json
 from scope_envs.study.config import StudyConfig
 from scope_envs.study.games import spec
-from scope_envs.study.store import Store, outcome_of
+from scope_envs.study.store import Store, StoreError, outcome_of, sqlite_file
 
 ALPHA = 0.05
 
 
 def collect(cfg: StudyConfig, store: Store | None = None) -> dict[str, dict[str, list[float]]]:
-    """condition -> measure -> values of the completed sessions."""
+    """condition -> measure -> values of the completed sessions. ``StoreError`` for an SQLite file that does not
+    exist: the study was never served (opening it would leave an empty database in the folder)."""
     from scope_envs.study.engine import check_assignment
 
-    store = store or Store(cfg.database_url)
+    if store is None:
+        path = sqlite_file(cfg.database_url)
+        if path is not None and not path.exists():
+            raise StoreError(f"no database yet: {path} does not exist; serve the study first "
+                             f"(scope-envs study serve --config {cfg.folder})")
+        store = Store(cfg.database_url)
     check_assignment(cfg, store, slots=False)  # a renamed condition's people are not left out in silence
     answers = store.answers()
     data = {c.name: {m: [] for m in measures(cfg)} for c in cfg.conditions}

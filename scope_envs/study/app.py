@@ -30,7 +30,7 @@ import math
 import secrets
 import threading
 import time
-from urllib.parse import unquote_to_bytes
+from urllib.parse import quote, unquote_to_bytes
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -378,15 +378,19 @@ def create_app(study: Study) -> FastAPI:
     @app.get("/done", response_class=HTMLResponse)
     def done(request: Request):
         row = current(request)
+        # the code percent-encoded in the link (a '&', '#', '?' or space would cut it short or add a parameter);
+        # the page shows it as written
         return go(row, "/done") or page("done.html", title=cfg.title, code=cfg.completion_code,
-                                        url=cfg.completion_url.format(code=cfg.completion_code))
+                                        url=cfg.completion_url.format(code=quote(cfg.completion_code, safe="")))
 
     @app.get("/admin", response_class=HTMLResponse)
     def admin(request: Request):
         if not admin_ok(request):
             return page("message.html", 403, title=cfg.title, heading="Not allowed", text="The admin token is missing.")
+        # the export links carry the token that opened the page, whether it came as ?token= or as the header
+        # (admin_ok matched it: it is the study's token)
         return page("admin.html", title=cfg.title, progress=study.progress(), per_condition=cfg.per_condition,
-                    baseline=cfg.baseline, token=request.query_params.get("token", ""))
+                    baseline=cfg.baseline, token=token)
 
     @app.get("/admin/export.csv")
     def export_csv(request: Request):

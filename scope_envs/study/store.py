@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from pathlib import Path
 
 import sqlalchemy as sa
 
@@ -107,6 +108,18 @@ def in_memory(url: str) -> bool:
         return False
     return u.get_backend_name() == "sqlite" and (u.database in (None, "", ":memory:") or
                                                   u.query.get("mode") == "memory" or "mode=memory" in u.database)
+
+
+def sqlite_file(url: str) -> Path | None:
+    """The file of an SQLite URL (``sqlite:///PATH``); None for another database, one in memory, or a ``file:``
+    URI (SQLite reads its path)."""
+    try:
+        u = sa.engine.make_url(url)
+    except sa.exc.ArgumentError:
+        return None
+    if u.get_backend_name() != "sqlite" or in_memory(url) or (u.database or "").startswith("file:"):
+        return None
+    return Path(u.database)
 
 
 class Store:
