@@ -508,3 +508,178 @@ def test_the_llm_commands_help_states_their_defaults(capsys):
     for said in ("episodes per policy and simulator (20;", "per message (128;", "for an endpoint (5;",
                  "--env-kwargs ENV_KWARGS JSON options", "a LoRA adapter directory"):
         assert said in helps["eval-llm"], said
+
+
+# ----------------------------------------------------------------------------- folders whose files cannot be loaded
+def _break(folder, how: str) -> None:
+    """Spoil a copy of a saved model (or LoRA adapter) the way a user's folder gets spoilt."""
+    import os
+
+    weights = "adapter_model" if (folder / "adapter_config.json").is_file() else "model"
+    config = folder / ("adapter_config.json" if weights == "adapter_model" else "config.json")
+    if how == "random safetensors":
+        (folder / f"{weights}.safetensors").write_bytes(os.urandom(4096))
+    elif how == "truncated safetensors":
+        data = (folder / f"{weights}.safetensors").read_bytes()
+        (folder / f"{weights}.safetensors").write_bytes(data[:len(data) // 2])
+    elif how == "garbage bin":
+        (folder / f"{weights}.safetensors").unlink()
+        (folder / f"{'pytorch_model' if weights == 'model' else weights}.bin").write_bytes(os.urandom(4096))
+    elif how == "unknown model_type":
+        data = json.loads(config.read_text())
+        data["model_type" if weights == "model" else "peft_type"] = "not-a-model"
+        config.write_text(json.dumps(data))
+    elif how == "config not json":
+        config.write_text("{not json")
+    else:
+        raise AssertionError(how)
+
+
+BROKEN = {  # how a folder is spoilt: what the one line says
+    "random safetensors": "a .safetensors weights file is corrupt or truncated",
+    "truncated safetensors": "a .safetensors weights file is corrupt or truncated",
+    "garbage bin": "a .bin weights file is corrupt or not a torch checkpoint",
+    "unknown model_type": "has model type `not-a-model` but Transformers does not recognize this architecture",
+    "config not json": "no readable config.json",  # said before any model loads (check_model_dir)
+}
+
+
+def _broken_model(tiny_dir, tmp_path, how: str) -> str:
+    import shutil
+
+    folder = tmp_path / how.replace(" ", "-")
+    shutil.copytree(tiny_dir, folder)
+    _break(folder, how)
+    return str(folder)
+
+
+def _one_line_refusal(capsys, exit_, command: str, argument: str, *said: str) -> str:
+    """Exit 2, no traceback, and stderr's last line is the refusal naming ``argument`` and ``said``."""
+    err = capsys.readouterr().err
+    last = err.strip().splitlines()[-1]
+    assert exit_.value.code == 2 and "Traceback" not in err, err
+    assert last.startswith(f"scope-envs {command}: error: argument {argument}: "), err
+    assert all(s in last for s in said), (said, last)
+    return last
+
+
+def test_train_llm_a_model_folder_whose_files_cannot_be_loaded_is_an_argument_error(tmp_path, tiny_dir, capsys):
+    """Corrupt or truncated weights and an unknown model_type passed every check, then were a traceback from
+    safetensors, torch.load or transformers once the model loaded: one line naming the folder now, exit 2."""
+    from scope_envs.train.llm import ppo
+
+    for how, why in BROKEN.items():
+        folder = _broken_model(tiny_dir, tmp_path, how)
+        with pytest.raises(SystemExit) as exit_:
+            main(["train-llm", "--env", "llm-toy", "--model", folder, "--updates", "1", "--max-new-tokens", "4",
+                  "--out", str(tmp_path / "run")])
+        _one_line_refusal(capsys, exit_, "train-llm", "--model", repr(folder), why)
+    folder = _broken_model(tiny_dir, tmp_path / "user", "random safetensors")  # the second model of a cotrain run
+    with pytest.raises(SystemExit) as exit_:
+        main(["train-llm", "--env", "p4g-cotrain", "--mode", "cotrain", "--model", tiny_dir, "--user-model", folder,
+              "--updates", "1", "--max-new-tokens", "4", "--out", str(tmp_path / "run")])
+    _one_line_refusal(capsys, exit_, "train-llm", "--user-model", repr(folder), BROKEN["random safetensors"])
+    from scope_envs.train.llm.panel import ModelLoadError
+
+    with pytest.raises(ModelLoadError) as raised:  # the trainer's own loader: the same error, for Python callers
+        ppo.load_model(folder, "cpu", 0)
+    assert raised.value.path == folder
+
+
+def test_eval_llm_a_policy_or_panel_model_whose_files_cannot_be_loaded_is_an_argument_error(tmp_path, tiny_dir, capsys,
+                                                                                            monkeypatch):
+    """The same folders as eval-llm's --policy and as a panel entry's path: one line, exit 2, no episode played,
+    and the progress bar closed before the line (it was printed after it)."""
+    from scope_envs.train.llm import panel
+
+    def no_episode(*a, **k):
+        raise AssertionError("an episode played with a model that cannot be loaded")
+
+    monkeypatch.setattr(panel, "play", no_episode)
+    good = _panel(tmp_path, [{"name": "a", "kind": "local", "path": tiny_dir}], "good.json")
+    for how, why in BROKEN.items():
+        folder = _broken_model(tiny_dir, tmp_path, how)
+        bad = _panel(tmp_path, [{"name": "sim", "kind": "local", "path": folder}], "bad.json")
+        for argv, argument, said in (
+                (["--policy", folder, "--panel", good], "--policy", (repr(folder), why)),
+                (["--policy", tiny_dir, "--panel", bad], "--panel", (repr(folder), why, "'sim'"))):
+            with pytest.raises(SystemExit) as exit_:
+                main(["eval-llm", *argv, "--env", "p4g-frozen", "--episodes", "1", "--out", str(tmp_path / "eval")])
+            _one_line_refusal(capsys, exit_, "eval-llm", argument, *said)
+
+
+ADAPTER_BROKEN = {
+    "random safetensors": "cannot load the LoRA adapter there: a .safetensors weights file is corrupt or truncated",
+    "truncated safetensors": "cannot load the LoRA adapter there: a .safetensors weights file is corrupt or truncated",
+    "garbage bin": "cannot load the LoRA adapter there: a .bin weights file is corrupt or not a torch checkpoint",
+    "unknown model_type": "its config names 'not-a-model', which this version does not know",  # the peft_type
+    "config not json": "its adapter_config.json is not readable JSON",
+}
+
+
+def test_eval_llm_a_lora_adapter_whose_files_cannot_be_loaded_is_an_argument_error(tmp_path, tiny_dir, capsys,
+                                                                                   monkeypatch):
+    """A LoRA adapter policy with corrupt weights, an unknown peft_type or an adapter_config.json that is not
+    JSON was a traceback from safetensors, torch, peft or json; and one whose base model cannot be loaded."""
+    pytest.importorskip("peft")
+    import shutil
+
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    from scope_envs.train.llm import panel
+
+    monkeypatch.setattr(panel, "play", lambda *a, **k: pytest.fail("an episode played"))
+    adapter = tmp_path / "adapter"
+    get_peft_model(AutoModelForCausalLM.from_pretrained(tiny_dir),
+                   LoraConfig(r=4, lora_alpha=8, task_type="CAUSAL_LM")).save_pretrained(adapter)
+    good = _panel(tmp_path, [{"name": "a", "kind": "local", "path": tiny_dir}])
+    for how, why in ADAPTER_BROKEN.items():
+        folder = tmp_path / f"adapter-{how.replace(' ', '-')}"
+        shutil.copytree(adapter, folder)
+        _break(folder, how)
+        with pytest.raises(SystemExit) as exit_:
+            main(["eval-llm", "--policy", str(folder), "--panel", good, "--env", "p4g-frozen", "--episodes", "1",
+                  "--out", str(tmp_path / "eval")])
+        _one_line_refusal(capsys, exit_, "eval-llm", "--policy", repr(str(folder)), why)
+    base = _broken_model(tiny_dir, tmp_path, "unknown model_type")
+    config = json.loads((adapter / "adapter_config.json").read_text())
+    (adapter / "adapter_config.json").write_text(json.dumps({**config, "base_model_name_or_path": base}))
+    with pytest.raises(SystemExit) as exit_:
+        main(["eval-llm", "--policy", str(adapter), "--panel", good, "--env", "p4g-frozen", "--episodes", "1",
+              "--out", str(tmp_path / "eval")])
+    _one_line_refusal(capsys, exit_, "eval-llm", "--policy", "is a LoRA adapter whose base model cannot be loaded",
+                      repr(base), BROKEN["unknown model_type"])
+
+
+def test_score_text_a_model_folder_whose_files_cannot_be_loaded_is_an_argument_error(tmp_path, tiny_dir, capsys):
+    """scope-envs score --surface text loads its --policy the way eval-llm does: the same one line, exit 2."""
+    for how in ("random safetensors", "unknown model_type"):
+        folder = _broken_model(tiny_dir, tmp_path, how)
+        with pytest.raises(SystemExit) as exit_:
+            main(["score", "--surface", "text", "--game", "p4g", "--policy", folder, "--episodes", "1",
+                  "--max-new-tokens", "4", "--out", str(tmp_path / "score")])
+        _one_line_refusal(capsys, exit_, "score", "--policy", repr(folder), BROKEN[how])
+
+
+def test_only_the_errors_of_broken_files_become_one_line(tmp_path):
+    """panel.loading turns the load errors of a user's folder into ModelLoadError (a PanelError); a bug (a
+    TypeError, an AttributeError), a missing folder (BackendError, said by its own handlers) or out of memory
+    goes on as it is, with its traceback."""
+    import torch
+    from safetensors import SafetensorError
+
+    from scope_envs.agents.llm.backends import BackendError
+    from scope_envs.train.llm.panel import ModelLoadError, PanelError, loading
+
+    for error in (SafetensorError("Error while deserializing header: header too large"), OSError("not JSON"),
+                  ValueError("model type `x`"), KeyError("X"), RuntimeError("PytorchStreamReader failed")):
+        with pytest.raises(ModelLoadError) as raised, loading(tmp_path):
+            raise error
+        assert isinstance(raised.value, PanelError) and raised.value.path == str(tmp_path)
+        assert "\n" not in str(raised.value) and str(raised.value).startswith(f"{str(tmp_path)!r}: cannot load")
+    for error in (TypeError("a bug"), AttributeError("a bug"), BackendError("no local model directory"),
+                  torch.OutOfMemoryError("CUDA out of memory"), NotImplementedError("a bug")):
+        with pytest.raises(type(error)) as raised, loading(tmp_path):
+            raise error
+        assert raised.value is error

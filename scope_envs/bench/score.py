@@ -205,8 +205,11 @@ class LLMAgent:
             raise ScoreError("--policy", str(e)) from None
         if why := vllm_missing(spec):  # else a traceback from the backend
             raise ScoreError("--policy", why)
-        self.player, self.name = LLMPlayer(panel.policy_backend(spec), max_new_tokens=max_new_tokens,
-                                           name="policy"), spec
+        try:
+            backend = panel.policy_backend(spec)
+        except panel.ModelLoadError as e:  # corrupt weights, an unknown model_type: the user's folder
+            raise ScoreError("--policy", str(e)) from None
+        self.player, self.name = LLMPlayer(backend, max_new_tokens=max_new_tokens, name="policy"), spec
 
     def __call__(self, env, agent, obs, info, rng) -> str:
         return self.player(obs, info, rng)

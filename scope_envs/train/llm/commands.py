@@ -158,11 +158,15 @@ def train_llm(args) -> None:
 
         torch.set_num_threads(args.threads)
     from scope_envs.agents.llm.backends import BackendError
+    from scope_envs.train.llm.panel import ModelLoadError
 
     try:
         ppo.train(cfg)
     except BackendError as e:  # a missing extra, engine or device: the user's setup, not a bug
         sys.exit(f"scope-envs train-llm: error: {e}")
+    except ModelLoadError as e:  # a directory whose files transformers cannot read: found once it loads
+        user = e.path == cfg.user_model and cfg.user_model != cfg.model
+        raise UsageError("--user-model" if user else "--model", str(e)) from None
     except ppo.MaxLenError as e:  # found once the first prompts are rendered
         raise UsageError("--max-len", str(e)) from None
 
@@ -193,6 +197,8 @@ def eval_llm(args) -> None:
     try:
         report = panel.evaluate(args.policy, args.env, (sims, options), args.episodes, seed=args.seed,
                                 max_new_tokens=args.max_new_tokens, env_kwargs=args.env_kwargs, out=args.out)
+    except panel.ModelLoadError as e:  # a directory whose files transformers cannot read: found once it loads
+        raise UsageError("--panel" if e.role == "simulator" else "--policy", str(e)) from None
     except (BackendError, panel.PanelError) as e:  # e.g. an endpoint that went away mid-run
         sys.exit(f"scope-envs eval-llm: error: {e}")
     print(panel.to_markdown(report))

@@ -30,6 +30,7 @@ comparisons. Written as ``eval.json`` and ``eval.md`` under ``out``.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import operator
@@ -43,10 +44,92 @@ import numpy as np
 
 PANEL_KINDS = ("local", "vllm", "openai")
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json")
+ADAPTER_WEIGHTS = ("adapter_model.safetensors", "adapter_model.bin")
 
 
 class PanelError(ValueError):
     """A panel or policy that cannot be evaluated (the user's input, reported as one line)."""
+
+
+class ModelLoadError(PanelError):
+    """A model or LoRA adapter directory that passed ``check_model_dir`` but whose files transformers, peft,
+    safetensors or torch cannot read: a corrupt or truncated weights file, an unknown ``model_type`` or
+    ``peft_type``, a config that is not JSON. ``path``: the directory as given; ``role``: ``"policy"`` or
+    ``"simulator"`` where the panel loaded it (the commands name the argument from it), else None."""
+
+    def __init__(self, message: str, path, role: str | None = None):
+        super().__init__(message)
+        self.path, self.role = str(path), role
+
+
+def _load_errors() -> tuple[type, ...]:
+    """What transformers, peft, safetensors and torch raise for a directory whose files are broken, and no more:
+    ValueError (an unknown model_type, a JSON error), OSError (a config that is not JSON, an unreadable file),
+    KeyError (an unknown peft_type), RuntimeError (torch.load of a truncated .bin, weights of another shape),
+    pickle's UnpicklingError (a .bin of garbage), safetensors' SafetensorError (a corrupt or truncated
+    .safetensors) and huggingface_hub's StrictDataclassError (a config field of the wrong type)."""
+    import pickle
+
+    errors: list[type] = [ValueError, OSError, KeyError, RuntimeError, pickle.UnpicklingError]
+    try:
+        from safetensors import SafetensorError
+
+        errors.append(SafetensorError)
+    except ImportError:
+        pass
+    try:
+        from huggingface_hub.errors import StrictDataclassError
+
+        errors.append(StrictDataclassError)
+    except ImportError:
+        pass
+    return tuple(errors)
+
+
+def _not_a_load_error(e: BaseException) -> bool:
+    """Errors of the load-error types that say nothing about the directory: a missing-directory BackendError
+    (reported by its own handlers), out of memory, something not implemented, a recursion."""
+    from scope_envs.agents.llm.backends import BackendError
+
+    kinds = [BackendError, NotImplementedError, RecursionError]
+    try:
+        import torch
+
+        kinds.append(torch.OutOfMemoryError)
+    except (ImportError, AttributeError):
+        pass
+    return isinstance(e, tuple(kinds))
+
+
+def _reason(e: BaseException) -> str:
+    """The load error ``e`` as one short line: what is wrong with the directory's files."""
+    import pickle
+
+    if type(e).__name__ == "SafetensorError":
+        return f"a .safetensors weights file is corrupt or truncated ({' '.join(str(e).split())})"
+    if isinstance(e, pickle.UnpicklingError):  # torch's message is a page about weights_only, beside the point
+        return "a .bin weights file is corrupt or not a torch checkpoint (torch.load cannot unpickle it)"
+    if isinstance(e, KeyError):
+        return f"its config names {e}, which this version does not know"  # e.g. an unknown peft_type
+    lines = [" ".join(line.split()) for line in str(e).splitlines() if line.strip()]
+    line = lines[0] if lines else type(e).__name__
+    if len(line) > 240:  # transformers' messages run on: the sentences that say what is wrong
+        cut = line.rfind(". ", 0, 240)
+        line = line[:cut + 1] if cut > 0 else line[:240] + "..."
+    return line
+
+
+@contextlib.contextmanager
+def loading(path, what: str = "model", role: str | None = None):
+    """Around a from_pretrained (or config-loading) call on the user's directory ``path``: the errors those
+    libraries raise for its broken files (``_load_errors``) become one ``ModelLoadError`` naming ``path``;
+    any other error (a bug, out of memory) goes on as it is."""
+    try:
+        yield
+    except _load_errors() as e:
+        if _not_a_load_error(e):
+            raise
+        raise ModelLoadError(f"{str(path)!r}: cannot load the {what} there: {_reason(e)}", path, role) from None
 
 
 def check_model_dir(path) -> str:
@@ -179,7 +262,11 @@ def simulator_backend(sim: Simulator):
     )
 
     if sim.kind == "local":
-        return TransformersBackend.from_path(sim.path)
+        try:
+            with loading(sim.path, role="simulator"):
+                return TransformersBackend.from_path(sim.path)
+        except ModelLoadError as e:
+            raise ModelLoadError(f"simulator {sim.name!r}: {e}", e.path, e.role) from None
     if sim.kind == "vllm":
         return VLLMBackend(sim.path)
     key = os.environ.get(sim.api_key_env) if sim.api_key_env else None
@@ -192,11 +279,23 @@ def adapter_base(path) -> str | None:
     config = Path(os.path.expanduser(str(path))) / "adapter_config.json"
     if not config.is_file():
         return None
-    base = json.loads(config.read_text()).get("base_model_name_or_path")
     try:
-        return check_model_dir(base)
+        data = json.loads(config.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise PanelError(f"{str(path)!r}: its adapter_config.json is not readable JSON "
+                         f"({' '.join(str(e).split())})") from None
+    if not isinstance(data, dict):
+        raise PanelError(f"{str(path)!r}: its adapter_config.json is not a JSON object (a LoRA adapter's is "
+                         "written by save_pretrained)")
+    base = data.get("base_model_name_or_path")
+    try:
+        base = check_model_dir(base)
     except PanelError as e:
         raise PanelError(f"{str(path)!r} is a LoRA adapter whose base model is not here: {e}") from None
+    if not any((config.parent / f).is_file() for f in ADAPTER_WEIGHTS):  # else peft takes it for a hub repo id
+        raise PanelError(f"{str(path)!r} is a LoRA adapter without its weights (no {' or '.join(ADAPTER_WEIGHTS)}); "
+                         "save them there with model.save_pretrained")
+    return base
 
 
 def policy_backend(spec: str):
@@ -204,13 +303,23 @@ def policy_backend(spec: str):
     ``openai:BASE_URL#MODEL``."""
     from scope_envs.agents.llm.backends import TransformersBackend, load_backend
 
-    base = None if spec.startswith(("openai:", "vllm:")) else adapter_base(spec)
-    if base is None:
+    if spec.startswith(("openai:", "vllm:")):
         return load_backend(spec)
+    base = adapter_base(spec)
+    if base is None:
+        with loading(spec, role="policy"):
+            return load_backend(spec)
     from peft import PeftModel
 
-    backend = TransformersBackend.from_path(base)
-    model = PeftModel.from_pretrained(backend.model, spec).merge_and_unload()  # the adapter folded in
+    try:
+        with loading(base, role="policy"):
+            backend = TransformersBackend.from_path(base)
+    except ModelLoadError as e:
+        raise ModelLoadError(f"{spec!r} is a LoRA adapter whose base model cannot be loaded: {e}", e.path,
+                             e.role) from None
+    with loading(spec, "LoRA adapter", role="policy"):
+        model = PeftModel.from_pretrained(backend.model, spec)
+    model = model.merge_and_unload()  # the adapter folded in
     return TransformersBackend(model.eval(), backend.tokenizer)
 
 
@@ -300,22 +409,25 @@ def evaluate(policies: list[str], env_id: str, panel, episodes: int, *, seed: in
     scores: dict[str, dict[str, list[float]]] = {}
     # an episode of a large model can take minutes: a bar per episode, not only a line per simulator
     bar = tqdm(total=len(policies) * len(sims) * episodes, desc="eval-llm", unit="episode", disable=not log)
-    for spec in policies:
-        agent = LLMPlayer(policy_backend(spec), max_new_tokens=max_new_tokens, name="policy")
-        scores[spec] = {}
-        for i, sim in enumerate(sims):
-            user = LLMPlayer(simulator_backend(sim), max_new_tokens=max_new_tokens, name=sim.name)
-            env = scope_envs.make(run_id, surface="text", user=user, **kwargs)
-            rng = np.random.default_rng([seed, i])
-            # the same scenarios (personas, tasks) for every policy and simulator
-            scores[spec][sim.name] = []
-            for k in range(episodes):
-                scores[spec][sim.name].append(play(env, agent, seed * 100003 + k, rng))
-                bar.update(1)
-            env.close()
-            if log:
-                log(f"{spec} vs {sim.name}: score {np.mean(scores[spec][sim.name]):.3f} over {episodes} episodes")
-    bar.close()
+    try:  # closed before an error is said (e.g. a model whose files cannot be loaded), not after it
+        for spec in policies:
+            agent = LLMPlayer(policy_backend(spec), max_new_tokens=max_new_tokens, name="policy")
+            scores[spec] = {}
+            for i, sim in enumerate(sims):
+                user = LLMPlayer(simulator_backend(sim), max_new_tokens=max_new_tokens, name=sim.name)
+                env = scope_envs.make(run_id, surface="text", user=user, **kwargs)
+                rng = np.random.default_rng([seed, i])
+                # the same scenarios (personas, tasks) for every policy and simulator
+                scores[spec][sim.name] = []
+                for k in range(episodes):
+                    scores[spec][sim.name].append(play(env, agent, seed * 100003 + k, rng))
+                    bar.update(1)
+                env.close()
+                if log:
+                    log(f"{spec} vs {sim.name}: score {np.mean(scores[spec][sim.name]):.3f} over {episodes} "
+                        "episodes")
+    finally:
+        bar.close()
     report = {"env": run_id, "episodes": episodes, "seed": seed, "panel": [asdict(s) for s in sims],
               "verbalized_sampling": options["verbalized_sampling"], "policies": {}, "comparisons": []}
     for spec, by_sim in scores.items():

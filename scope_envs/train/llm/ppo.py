@@ -326,25 +326,32 @@ def _errors(observation) -> list[str]:
 
 
 # ----------------------------------------------------------------------------- models
-def load_model(path: str, device: str, seed: int, dtype: str = "float32", tiny_dir=None):
+def load_model(path: str, device: str, seed: int, dtype: str = "float32", tiny_dir=None, *, _built=False):
     """(model, tokenizer, local path) from a local directory, weights in ``dtype``; "tiny" builds a random
     tiny Llama first, into ``tiny_dir`` (the trainer's ``out/base-model``: kept, so that LoRA adapters saved
     on it load later), or without ``tiny_dir`` into a temporary directory removed once it has loaded;
     ``random:DIR`` builds random weights from DIR's config (a GPU check's models, of any size, with nothing
-    to download or load)."""
+    to download or load). A directory of the user's whose files transformers cannot read (corrupt weights, an
+    unknown model_type, a config that is not JSON) is a ``panel.ModelLoadError`` naming it."""
+    import contextlib
+
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from scope_envs.agents.llm.backends import local_model_dir
+    from scope_envs.train.llm.panel import loading
 
     if path.startswith(RANDOM):  # a config and a tokenizer, no weights: random weights built on the device
         from transformers import AutoConfig
 
         d = local_model_dir(path[len(RANDOM):])
+        with loading(path[len(RANDOM):]):  # a broken config or tokenizer: panel.ModelLoadError, one line
+            config = AutoConfig.from_pretrained(d, local_files_only=True)
+            tokenizer = AutoTokenizer.from_pretrained(d, local_files_only=True)
         torch.manual_seed(seed)
         with torch.device(device):
-            model = AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(d, local_files_only=True),
-                                                     dtype=getattr(torch, dtype))
-        return model, AutoTokenizer.from_pretrained(d, local_files_only=True), str(d)
+            model = AutoModelForCausalLM.from_config(config, dtype=getattr(torch, dtype))
+        return model, tokenizer, str(d)
+    built = _built or path == "tiny"  # a tiny model is built here: its files are no mistake of the user's
     if path == "tiny":
         from scope_envs.agents.llm.tiny import build_tiny_model
 
@@ -353,14 +360,15 @@ def load_model(path: str, device: str, seed: int, dtype: str = "float32", tiny_d
 
             with tempfile.TemporaryDirectory(prefix="scope-tiny-") as scratch:
                 build_tiny_model(scratch, seed=seed)
-                model, tokenizer, _ = load_model(scratch, device, seed, dtype)
+                model, tokenizer, _ = load_model(scratch, device, seed, dtype, _built=True)
             return model, tokenizer, "tiny"  # its directory is gone: nothing may load it again
         path = Path(tiny_dir).resolve()  # absolute: what adapter_config.json's base_model_name_or_path records
         build_tiny_model(path, seed=seed)
     p = local_model_dir(path)
-    tokenizer = AutoTokenizer.from_pretrained(p, local_files_only=True)
-    model = AutoModelForCausalLM.from_pretrained(p, local_files_only=True, dtype=getattr(torch, dtype)).to(device)
-    return model, tokenizer, str(p)
+    with contextlib.nullcontext() if built else loading(path):
+        tokenizer = AutoTokenizer.from_pretrained(p, local_files_only=True)
+        model = AutoModelForCausalLM.from_pretrained(p, local_files_only=True, dtype=getattr(torch, dtype))
+    return model.to(device), tokenizer, str(p)
 
 
 @dataclass
