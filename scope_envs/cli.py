@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import json
 import os
 import signal
@@ -180,7 +181,8 @@ def cmd_eval_llm(args) -> None:
         args.parser.error(str(e))
 
 
-def main(argv=None) -> None:
+def build_parser() -> argparse.ArgumentParser:
+    """The whole command line: every subcommand and its arguments."""
     ap = argparse.ArgumentParser(prog="scope-envs", description=scope_envs.__doc__)
     sub = ap.add_subparsers(dest="command", required=True)
     sub.add_parser("list", help="every environment id with its regime and live agents").set_defaults(func=cmd_list)
@@ -296,7 +298,11 @@ def main(argv=None) -> None:
     from scope_envs.serve import add_parser as serve_parser
 
     serve_parser(sub)  # every id as a server (scope_envs.serve; needs scope-envs[serve])
-    args = ap.parse_args(argv)
+    return ap
+
+
+def main(argv=None) -> None:
+    args = build_parser().parse_args(argv)
     args.command_line = argv is None
     with stopped_in_one_line(args):
         args.func(args)
@@ -338,9 +344,25 @@ def stopped_in_one_line(args):
                     "with --resume goes on from them")
         sys.stderr.write(f"\nscope-envs {args.command}: {how}{hint}\n")
         sys.exit(128 + getattr(e, "signum", 2))
+    except BrokenPipeError:  # stdout's reader is gone (`| head`): nothing is left to say to it
+        _stdout_to_devnull()
+        sys.exit(1)
+    except OSError as e:
+        # a file the command writes names itself (files.write_atomic); an unnamed full disk is stdout's
+        if e.filename is not None or e.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EIO):
+            raise
+        _stdout_to_devnull()
+        sys.stderr.write(f"scope-envs {args.command}: cannot write to standard output: {e.strerror}\n")
+        sys.exit(1)
     finally:
         if here:
             signal.signal(signal.SIGTERM, previous)
+
+
+def _stdout_to_devnull() -> None:
+    """So that the interpreter's last flush of stdout at exit does not fail a second time."""
+    with contextlib.suppress(OSError, ValueError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 if __name__ == "__main__":

@@ -52,6 +52,7 @@ BAD = [
     (["train-llm", "--env", "llm-toy", "--user-lr", "1e-5"], "--user-lr", "--mode cotrain / population / members"),
     (["train-llm", "--env", "llm-toy", "--grpo-std-norm"], "--grpo-std-norm", "only with --algo grpo"),
     (["study", "serve", "--demo", "--demo-steps", "0"], "--demo-steps", "an integer from 1 to"),
+    (["diagnose", "--game", "p4g", "--list", "--simulator", "frozen"], "--simulator", "not used with --list"),
 ]
 
 
@@ -374,3 +375,24 @@ def test_a_sigterm_that_a_library_turns_into_its_own_keyboardinterrupt_is_said_a
             except Stopped:
                 raise KeyboardInterrupt from None  # as ray.wait raises it
     assert e.value.code == 143 and "scope-envs diagnose: stopped (SIGTERM)\n" in capsys.readouterr().err
+
+
+def test_stdout_that_cannot_be_written_is_not_a_traceback():
+    """`scope-envs validate p4g | head -c 10` (the reader gone) and stdout on a full disk (/dev/full) had ended in
+    a traceback: the first ends quietly, the second in one line naming standard output."""
+    import os
+
+    command = [sys.executable, "-m", "scope_envs.cli", "validate", "p4g", "--episodes", "20"]
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before anything is written
+    try:
+        gone = subprocess.run(command, stdout=write, stderr=subprocess.PIPE, text=True, timeout=120, cwd=ROOT)
+    finally:
+        os.close(write)
+    assert gone.returncode == 1 and gone.stderr == ""
+    if not Path("/dev/full").exists():
+        pytest.skip("no /dev/full on this system")
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(command, stdout=full, stderr=subprocess.PIPE, text=True, timeout=120, cwd=ROOT)
+    assert done.returncode == 1 and "Traceback" not in done.stderr and "Exception ignored" not in done.stderr
+    assert "cannot write to standard output: No space left on device" in done.stderr

@@ -84,3 +84,30 @@ def test_the_benchmarks_page_is_a_results_page_with_an_index_of_every_script():
     indexed = [re.match(r"\| `(\w+\.py)` \|", row).group(1) for row in table_cells(index, "| script |")]
     assert indexed == sorted(indexed) and sorted(set(indexed)) == indexed, "one line per script, by name"
     assert indexed == scripts
+
+
+def test_every_scope_envs_command_in_a_shell_block_parses(capsys, monkeypatch, tmp_path):
+    """A `scope-envs ...` line in a README or docs/ shell block is a command a user pastes: it names arguments and
+    choices the command line has (a path it names may be the user's own, so a missing folder is let pass)."""
+    import shlex
+
+    from scope_envs.cli import build_parser
+
+    lines = []
+    for page in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md")), ROOT / "benchmarks" / "README.md"]:
+        for block in re.findall(r"```(?:bash|sh|console)\n(.*?)```", page.read_text(), re.S):
+            for line in block.replace("\\\n", " ").splitlines():
+                line = line.strip().removeprefix("$ ")
+                if line.startswith("scope-envs "):
+                    lines.append((page.relative_to(ROOT), line.split(" #")[0]))
+    assert len(lines) >= 15
+    monkeypatch.chdir(tmp_path)  # (an --out is only probed, but not in the checkout)
+    wrong = []
+    for page, line in lines:
+        try:
+            build_parser().parse_args(shlex.split(line)[1:])
+        except SystemExit as e:
+            said = capsys.readouterr().err.strip().splitlines()
+            if e.code and not re.search(r"no such (directory|file)|no model directory", said[-1] if said else ""):
+                wrong.append(f"{page}: {line}: {said[-1] if said else e.code}")
+    assert not wrong, wrong

@@ -91,6 +91,8 @@ def run(args) -> None:
 
     parser = args.parser
     if args.list:
+        if args.simulator:
+            parser.error("argument --simulator: not used with --list (which prints every built-in name)")
         print("\n".join(names(args.game)))
         # the parametrised names take more values than the examples above: say which
         print("\nparametrised (any value in range):")
