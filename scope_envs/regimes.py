@@ -45,6 +45,7 @@ wrappers and is imported by ``scope_envs`` itself.
 from __future__ import annotations
 
 import functools
+import inspect
 from typing import Callable
 
 from scope_envs.core.checks import check_int
@@ -94,6 +95,14 @@ def frozen_members(game: Game, frozen: Callable[..., Simulator]) -> list[Simulat
     return [frozen(**{spec.card_keyword: c}, name=f"collapsed-{c.id}") for c in cards]
 
 
+LEARNING_USER = ("cotrain", "population")  # the regimes whose user seat is trained, so is paid a user_reward
+
+
+def _default_user_reward(game: Game):
+    parameter = inspect.signature(type(game)).parameters.get("user_reward")
+    return None if parameter is None else parameter.default
+
+
 def build(
     regime: str,
     game: Game,
@@ -116,6 +125,11 @@ def build(
         raise ValueError(
             f"regime {regime!r} takes no option(s) {sorted(unknown)}; it takes {sorted(REGIME_KWARGS[regime]) or 'none'}"
         )
+
+    paid = getattr(game, "user_reward", None)
+    if regime not in LEARNING_USER and paid is not None and paid != _default_user_reward(game):
+        raise ValueError(f"user_reward={paid!r} pays a user that learns: regime {regime!r} has none (the user_reward "
+                         f"of {' and '.join(LEARNING_USER)} only; on {regime!r} it would change nothing)")
 
     user = options.pop("user", None)
     if isinstance(user, str) and user == "reference":  # the game's reference model: no defect of a simulator

@@ -61,6 +61,16 @@ def test_bad_regime_options():
         scope_envs.make("p4g-cotrain", user_reward="kind")
 
 
+@pytest.mark.parametrize("env_id", ["p4g-frozen", "cooperbench-vs", "tau2-rotation", "p4g-heldout", "p4g-grounded"])
+def test_a_user_reward_where_no_user_learns_is_refused(env_id):
+    """user_reward pays a trained user: on a fixed user's regime it had been taken and changed nothing."""
+    with pytest.raises(ValueError, match=f"user_reward='adversarial' pays a user that learns: regime '{env_id.split('-')[1]}'"):
+        scope_envs.make(env_id, user_reward="adversarial")
+    with pytest.raises(ValueError, match="pays a user that learns"):
+        scope_envs.make_vec(env_id, 2, user_reward="curriculum")
+    scope_envs.make(env_id.split("-")[0] + "-cotrain", user_reward="adversarial")  # where one learns, taken
+
+
 def test_unknown_id_lists_close_matches():
     with pytest.raises(KeyError, match="p4g-frozen"):
         scope_envs.make("p4g-frozn")

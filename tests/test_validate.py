@@ -59,6 +59,16 @@ def test_validate_tau2_shows_its_progress(capsys):
     assert "validate tau2" not in capsys.readouterr().err
 
 
+def test_validate_p4g_shows_its_progress_and_the_bar_moves_no_number(capsys):
+    """validate p4g plays up to a million episodes (about 1.5 hours) from one random stream: a bar over the
+    episodes on stderr, and the numbers the same with and without it."""
+    shown = validate(episodes=40, seed=2, progress=True)
+    captured = capsys.readouterr()
+    assert "playing heldout" in captured.err and "40/40" in captured.err and "playing" not in captured.out
+    assert validate(episodes=40, seed=2, progress=False) == shown
+    assert "playing" not in capsys.readouterr().err
+
+
 def test_the_fit_command_bounds_its_episodes_and_says_where_out_cannot_go(tmp_path, capsys):
     """python -m scope_envs.validate.p4g --episodes took any positive count (a mistyped 14 digits calibrated for
     ever) and its --out under a file said 'folder ... does not exist'."""

@@ -24,6 +24,7 @@ from scope_envs.train.numpy_ac import Adam, bind, mlp, mlp_backward, normalize, 
 
 # kwargs of population/rotation (and of the checkpoint pool) that the frozen and cotrain envs do not take
 POPULATION_KWARGS = ("members", "schedule", "pool_size", "snapshot_every", "pool_sample")
+USER_REWARD_KWARGS = ("user_reward", "target_var", "width")
 BC_SEED_OFFSET = 777  # the cloning's episodes and draws: seed + 777
 FIT_KEY = 0x6263  # the fit's minibatches: [FIT_KEY, seed]
 MINIBATCH = 256
@@ -52,7 +53,9 @@ def frozen_targets(env_id: str, env_kwargs: dict, seed: int, episodes: int,
     zeros to the mask's width)."""
     game = scope_envs.registry[env_id].game
     kwargs = {k: v for k, v in env_kwargs.items() if k not in POPULATION_KWARGS}
-    sim = scope_envs.make(f"{game}-frozen", **kwargs).unwrapped.members[0]
+    # the frozen simulator is the same whatever the trained user is paid (frozen refuses a user_reward)
+    sim = scope_envs.make(f"{game}-frozen", **{k: v for k, v in kwargs.items() if k not in USER_REWARD_KWARGS}
+                          ).unwrapped.members[0]
     env = scope_envs.make(f"{game}-cotrain", **kwargs)
     role = env.unwrapped.game.user_role
     rng = np.random.default_rng(seed + BC_SEED_OFFSET)

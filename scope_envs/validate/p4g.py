@@ -49,14 +49,17 @@ def data_errors(data_dir):
                          "are they complete (not truncated) and in the P4G format?") from None
 
 
-def validate(data_dir: str | os.PathLike | None = None, episodes: int = 2000, seed: int = 0) -> dict:
+def validate(data_dir: str | os.PathLike | None = None, episodes: int = 2000, seed: int = 0,
+             progress: bool | None = None) -> dict:
     """The held-out human proxies against the empirical persuader, compared with the shipped real statistics or
-    with those refitted from ``data_dir``."""
+    with those refitted from ``data_dir``. ``progress``: a bar over the episodes on stderr (None: on a terminal
+    only)."""
     if episodes < 1:
         raise ValueError(f"episodes must be >= 1, got {episodes}")
     with data_errors(data_dir):
         real = real_statistics(data_dir)
-    sim = statistics(play(HumanProxyPersuadee(), EmpiricalPersuader("heldout"), "heldout", episodes, seed))
+    sim = statistics(play(HumanProxyPersuadee(), EmpiricalPersuader("heldout"), "heldout", episodes, seed,
+                          progress=progress))
     return compare(real, {**sim, "population": "heldout human proxies", "persuader": "empirical"})
 
 

@@ -16,12 +16,17 @@ from scope_envs.core.simulator import Simulator
 from scope_envs.games.p4g.game import P4GGame
 
 
-def play(user: Simulator, persuader: Simulator, split: str, episodes: int, seed: int) -> dict[str, np.ndarray]:
-    """Play ``episodes`` dialogues; return per-episode intended, actual and stated."""
+def play(user: Simulator, persuader: Simulator, split: str, episodes: int, seed: int,
+         progress: bool | None = False) -> dict[str, np.ndarray]:
+    """Play ``episodes`` dialogues; return per-episode intended, actual and stated. ``progress``: a bar over
+    the episodes on stderr (tqdm's None: on a terminal only)."""
+    from tqdm import tqdm
+
     env = DialogueParallelEnv(P4GGame(), [user], split=split)
-    rng = np.random.default_rng([seed, 1])
+    rng = np.random.default_rng([seed, 1])  # one stream over all episodes: they cannot be played in chunks
     out = {"intended": [], "actual": [], "stated": []}
-    for ep in range(episodes):
+    quiet = None if progress is None else not progress
+    for ep in tqdm(range(episodes), desc=f"playing {split}", unit="episode", disable=quiet):
         env.reset(seed=seed * 100_003 + ep)
         while env.agents:
             _, _, _, _, infos = env.step({"agent_0": persuader.act(env.view("persuader"), rng)})
