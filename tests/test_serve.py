@@ -358,6 +358,24 @@ def test_port_0_prints_the_port_the_server_listens_on():
         stop(proc)
 
 
+def test_the_printed_port_takes_connections_before_the_server_has_started():
+    """serve and study serve print their URL once the socket is bound, and uvicorn then starts: a client that
+    connected in between was refused (study's port-0 test failed so on a loaded machine). The sockets listen
+    when bound, so such a client waits in the queue."""
+    import socket
+
+    from scope_envs.serve.cli import bound_sockets
+
+    sockets = bound_sockets("127.0.0.1", 0)
+    try:
+        port = sockets[0].getsockname()[1]
+        with socket.create_connection(("127.0.0.1", port), timeout=5):
+            pass  # no uvicorn behind it yet: queued, not refused
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
 def test_every_bounded_option_states_its_bound_in_its_help():
     """A count or a duration is refused past its maximum (a typo of many digits fails at once): its help says
     that maximum, for every such option of ``serve``."""

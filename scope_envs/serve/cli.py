@@ -124,9 +124,12 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     return p
 
 
+BACKLOG = 2048  # uvicorn's default
+
+
 def bound_sockets(host: str, port: int) -> list[socket.socket]:
-    """Sockets bound to every address of ``host`` (as asyncio's server binds them: ``SO_REUSEADDR``, IPv6 only
-    on an IPv6 socket) on one port, ``port`` or, for 0, the free port the first one got: ``serve_on`` serves on
+    """Sockets bound to every address of ``host`` and listening (as asyncio's server binds them: ``SO_REUSEADDR``,
+    IPv6 only on an IPv6 socket) on one port, ``port`` or, for 0, the free port the first one got: ``serve_on`` serves on
     them, so the port printed is the one bound (uvicorn, binding port 0 itself, tells no one the port it got,
     and gets one per address)."""
     sockets = []
@@ -139,6 +142,9 @@ def bound_sockets(host: str, port: int) -> list[socket.socket]:
             if family == socket.AF_INET6:
                 sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
             sock.bind((address[0], port, *address[2:]))
+            # listening at once: a client that reads the printed URL and connects before uvicorn's loop has
+            # started is queued, not refused (uvicorn listens again with its own backlog)
+            sock.listen(BACKLOG)
             port = sock.getsockname()[1]
     except BaseException:
         for sock in sockets:
