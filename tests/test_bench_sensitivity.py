@@ -199,3 +199,21 @@ def test_bench_world_is_refused_where_a_game_lacks_it_or_with_a_reference(extra,
                            *extra, "--out", str(tmp_path)], capture_output=True, text=True)
     assert done.returncode == 2 and "--world" in done.stderr.splitlines()[-1], done.stderr
     assert not (tmp_path / "runs").exists()
+
+
+def test_bench_sensitivity_on_games_without_variants_is_refused_and_named(tmp_path, capsys, monkeypatch):
+    """cooperbench's proxies have no variants: ``--sensitivity --games cooperbench`` wrote an empty sensitivity.json
+    and a table-less section without a word; now exit 2 naming the argument, before any run. With a game that has
+    them, the table says which games were not re-judged."""
+    from scope_envs.bench import runner
+    from scope_envs.cli import main
+
+    monkeypatch.setattr(runner, "execute", lambda *a, **k: pytest.fail("a run started"))  # (the name run() calls)
+    with pytest.raises(SystemExit) as e:
+        main(["bench", "--sensitivity", "--games", "cooperbench", "--out", str(tmp_path / "x")])
+    err = capsys.readouterr().err.splitlines()[-1]
+    assert e.value.code == 2 and err.startswith("scope-envs bench: error: argument --sensitivity: cooperbench: no "
+                                                "variants") and "p4g, tau2" in err, err
+    table = sensitivity.markdown([{"game": "p4g", "variant": "default", "claim": "0. x", "held": True}],
+                                 without=["cooperbench"])
+    assert "cooperbench: no variants of the held-out proxies' assumptions (not re-judged)." in table

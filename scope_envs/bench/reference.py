@@ -262,10 +262,11 @@ def _made_with(tasks: list[dict]) -> str:
     return "; ".join(parts)
 
 
-def _bench_flags(tasks: list[dict]) -> str:
+def _bench_flags(tasks: list[dict], seeds_flag: bool = True) -> str:
     """``scope-envs bench`` flags that give run tasks ``tasks``' games, seeds and budget (the full preset by name
-    when they are its)."""
+    when they are its); ``seeds_flag`` False: no ``--seeds`` (an ``--against`` run's seeds are its own)."""
     from scope_envs.bench.presets import PRESETS, is_smoke, preset_steps, run_settings
+    from scope_envs.bench.protocol import heldout_episodes_for
 
     games = sorted({t["game"] for t in tasks})
     seeds = {g: len({t["seed"] for t in tasks if t["game"] == g}) for g in games}
@@ -277,14 +278,21 @@ def _bench_flags(tasks: list[dict]) -> str:
     flags += ["--games", *games]
     t = tasks[0]
     if not full:
-        flags += [f"--seeds {max(seeds.values())}"] + ([f"--steps {min(steps)}"] if len(steps) == 1 else [])
+        flags += [f"--seeds {max(seeds.values())}"] if seeds_flag else []
+        flags += [f"--steps {min(steps)}"] if len(steps) == 1 else []
         # a smoke run's capped evaluation comes from its --steps alone; --eval-episodes would lift its curves' caps
         smoke = len(steps) == 1 and is_smoke(min(steps), None) and all(
             t[k] == v for k, v in run_settings(steps=min(steps)).items() if k in ("eval_episodes", "curve_points",
                                                                                   "curve_episodes"))
-        flags += [f"--eval-episodes {evals.pop()}"] if len(evals) == 1 and not smoke else []
-    flags += [f"--{k.replace('_', '-')} {t[k]}" for k in ("user_reward", "advantage", "group_size")
+        # the preset's evaluation with its held-out side raised per game (no --eval-episodes: that one is exact, both
+        # sides; "--eval-episodes 500" made a default-preset reference with 500 held-out episodes, not p4g's 4672)
+        raised = evals == {PRESETS["default"]["eval_episodes"]} and any(
+            x["heldout_episodes"] != x["eval_episodes"] for x in tasks) and all(
+            x["heldout_episodes"] == heldout_episodes_for(x["game"], x["eval_episodes"]) for x in tasks)
+        flags += [f"--eval-episodes {evals.pop()}"] if len(evals) == 1 and not smoke and not raised else []
+    flags += [f"--{k.replace('_', '-')} {t[k]}" for k in ("user_reward", "advantage", "group_size", "world")
               if t.get(k) not in (None, "gae", 1)]
+    flags += ["--sensitivity"] if t.get("sensitivity") else []
     return " ".join(flags)
 
 
@@ -298,7 +306,17 @@ def rebuild_hint(against: str, path: Path, tasks: list[dict], records: list[dict
     games = {t["game"] for t in tasks}
     theirs = [r["task"] for r in records or [] if not games or r["task"].get("game") in games]
     if not code_changed and theirs and tasks:
-        return (f"the reference was made with {_made_with(theirs)}: run with those settings (any --seeds: the "
+        mine = " ".join(f"--method {m}" for m in dict.fromkeys(t.get("plugin") or t.get("method") for t in tasks) if m)
+        # options --against refuses: "run with those settings" could not be followed; the rows beside the grid can
+        made = [f"--world {w}" for w in dict.fromkeys(r.get("world") for r in theirs) if w]
+        made += ["--sensitivity"] if any(r.get("sensitivity") for r in theirs) else []
+        if made:
+            return (f"the reference was made with {' '.join(made)}, which --against does not take: run your rows "
+                    f"beside its grid instead: scope-envs bench {_bench_flags(theirs, seeds_flag=False)} {mine} "
+                    "--out my-run")
+        # its flags: the settings as typed (the default preset's raised held-out side is no --eval-episodes)
+        return (f"the reference was made with {_made_with(theirs)}: run with those settings (scope-envs bench "
+                f"{_bench_flags(theirs, seeds_flag=False)} {mine} --against {against}; any --seeds: the "
                 f"reference's rows are taken whole), or make a reference with yours: scope-envs bench {_bench_flags(tasks)} --out my-reference, "
                 "then --against my-reference")
     if against == "reference":
@@ -322,6 +340,10 @@ def select(against: str, tasks: list[dict], skip: set[str]) -> tuple[list[dict],
     paths = folders(against)
     path = paths[0]
     records = read_records(paths)
+    if any("dial" in r["task"] for r in records):  # its cells have no held-out proxies' side to compare with
+        raise ReferenceMismatch(f"--against {against}: {path} holds the calibration's cells (scope-envs bench "
+                                "--calibration), not a benchmark run's rows: name 'reference', 'reference-sb3' or "
+                                "a scope-envs bench --out folder")
     games = sorted({t["game"] for t in tasks})
     problems = []
     chosen = []
@@ -332,6 +354,15 @@ def select(against: str, tasks: list[dict], skip: set[str]) -> tuple[list[dict],
         if not theirs:
             problems.append(f"{game}: the reference has no rows of this game")
             continue
+        if all(r["task"].get("plugin") for r in theirs):  # (an entrant's task names its plug-in)
+            # no band and no frozen to score against (the run crashed in its plots after training); reference-sb3's
+            # folder holds only its SB3 rows, which its name reads beside the default reference's
+            sb3 = path.resolve() == (REPO / REFERENCES["reference-sb3"][0]).resolve()
+            raise ReferenceMismatch(
+                f"--against {against}: {path} has no built-in rows of {game}, only entrants "
+                f"({', '.join(sorted({r['result'].get('method') for r in theirs}))}): "
+                + ("name it --against reference-sb3, which reads them beside the default reference's rows" if sb3
+                   else "score against a scope-envs bench --out folder that ran the built-in grid"))
         for key in SETTINGS:
             ref_values = {json.dumps(r["task"].get(key)) for r in theirs}
             mixed |= len(ref_values) > 1

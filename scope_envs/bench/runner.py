@@ -207,9 +207,9 @@ def run(games=GAMES, methods=METHODS, seeds=None, steps=None, eval_episodes=None
                   curve_points=settings["curve_points"], curve_episodes=settings["curve_episodes"], **scope)
              for g in games for m in methods if available(g, m)
              for s in range(max(settings["seeds"], seeds_min.get(g, 0)))]
-    if sensitivity:  # each variant's own ceiling: the oracle retrained under it (bench.sensitivity)
-        from scope_envs.bench.methods import variants
+    from scope_envs.bench.methods import variants
 
+    if sensitivity:  # each variant's own ceiling: the oracle retrained under it (bench.sensitivity)
         tasks += [dict(t, assumptions=v, sensitivity=False) for t in tasks if t["method"] == "oracle"
                   for v in variants(t["game"])]
     from scope_envs.bench import entrants, reference  # --method rows; --against: the reference's runs instead of ours
@@ -254,12 +254,17 @@ def run(games=GAMES, methods=METHODS, seeds=None, steps=None, eval_episodes=None
     verdict = "" if not verdicts else ("\n## The entrants' verdicts\n\n```text\n" + entrants.summary(
         verdicts, "").rsplit("the whole report", 1)[0] + "```\n")
     write_atomic(out / "report.md", (out / "report.md").read_text() + "\n" + split.markdown(splits) + verdict)
+    # a file an earlier run wrote into this folder and this one does not: it would be read as this run's outputs
+    for name, written in (("entrants.json", plugins), ("sensitivity.json", sensitivity),
+                          ("sensitivity.md", sensitivity)):
+        if not written:
+            (out / name).unlink(missing_ok=True)
     if sensitivity:
         from scope_envs.bench import sensitivity as sens
 
         rows = sens.judge(results, variant_ceilings)
         write_json(out / "sensitivity.json", rows, ensure_ascii=False)
-        table = sens.markdown(rows)
+        table = sens.markdown(rows, without=[g for g in games if not variants(g)])
         write_atomic(out / "sensitivity.md", table)
         write_atomic(out / "report.md", (out / "report.md").read_text() + "\n" + table)
     return results
@@ -308,6 +313,13 @@ def main(args: argparse.Namespace) -> None:
             args.parser.error("argument --world: not with --against (the reference was trained in the shipped "
                               "world; run the variant's rows on their own)")
     entrants.check_arguments(args)  # --method, --against, --confirmatory (argparse errors)
+    if args.sensitivity and not args.calibration:
+        from scope_envs.bench.methods import variants
+
+        if not any(variants(g) for g in args.games):  # it wrote an empty sensitivity.json and said nothing
+            having = [g for g in GAMES if variants(g)]
+            args.parser.error(f"argument --sensitivity: {', '.join(args.games)}: no variants of the held-out "
+                              f"proxies' assumptions to re-judge under (the games that have them: {', '.join(having)})")
     for method in args.methods if args.methods != list(METHODS) else ():  # a row no game asked for has
         try:
             require_row(method, args.games)

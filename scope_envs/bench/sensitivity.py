@@ -48,8 +48,9 @@ def judge(results: dict, variant_ceilings: list[dict] = ()) -> list[dict]:
     return rows
 
 
-def markdown(rows: list[dict]) -> str:
-    """Per game, a claims x variants table: yes / no / — (not judged)."""
+def markdown(rows: list[dict], without=()) -> str:
+    """Per game, a claims x variants table: yes / no / — (not judged); ``without``: the run's games whose proxies
+    have no variants, named so that their missing table is not read as an omission."""
     mark = {True: "yes", False: "no", None: "—"}
     lines = ["## Sensitivity to the proxies' assumptions", "",
              ("Each claim judged again with every trained policy re-evaluated under each variant of the held-out "
@@ -57,6 +58,8 @@ def markdown(rows: list[dict]) -> str:
              "`scope_envs.bench.sensitivity`). "
              "yes = holds, no = does not, — = not judged (the evidence in `claims.json` says why under the default)."),
              ""]
+    if without:
+        lines += [f"{', '.join(without)}: no variants of the held-out proxies' assumptions (not re-judged).", ""]
     for game in dict.fromkeys(r["game"] for r in rows):
         names = list(dict.fromkeys(r["variant"] for r in rows if r["game"] == game))
         lines += [f"**{game}**", "", "| claim | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
