@@ -94,11 +94,21 @@ def model_source(text: str) -> str:
     return text
 
 
+RAY_ADDRESS_FORM = r"(ray://)?[A-Za-z0-9_.\-\[\]:]+:\d{1,5}"  # ray://HOST:PORT or HOST:PORT (an IPv6 host in [])
+
+
 def ray_address(text: str) -> str:
     """A Ray cluster to join: ``auto``, ``ray://HOST:PORT`` (Ray Client) or ``HOST:PORT`` (a head node's GCS)."""
     import re
 
-    if text == "auto" or re.fullmatch(r"(ray://)?[A-Za-z0-9_.\-\[\]:]+:\d{1,5}", text):
+    if text == "auto":
+        return text
+    if re.fullmatch(RAY_ADDRESS_FORM, text):
+        # a port past 65535 is wrapped by the resolver and 0 connects nowhere useful: said here, not as a refused
+        # connection to some other port or a Ray that waits minutes
+        port = int(text.rpartition(":")[2])
+        if not 1 <= port <= 65535:
+            raise argparse.ArgumentTypeError(f"the port of {text!r} must be from 1 to 65535, got {port}")
         return text
     raise argparse.ArgumentTypeError(f"expected auto, ray://HOST:PORT or HOST:PORT, got {text!r}")
 

@@ -261,6 +261,129 @@ def test_ray_failing_to_start_is_one_line_naming_the_executor(tmp_path, monkeypa
     assert not list(tmp_path.glob("runs/*.json"))
 
 
+
+@pytest.mark.parametrize("address", ["localhost:99999", "127.0.0.1:0", "ray://head:70000"])
+def test_a_port_out_of_range_is_an_argument_error(address, tmp_path, capsys):
+    """A port past 65535 was wrapped by the resolver (a refused connection to another port), and 0 left Ray waiting
+    for minutes: argparse's exit 2 naming --address instead."""
+    with pytest.raises(SystemExit) as caught:
+        main(["bench", "--games", "p4g", "--methods", "random", "--seeds", "1", "--steps", "8", "--executor", "ray",
+              "--address", address, "--out", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert caught.value.code == 2 and "argument --address" in err and "1 to 65535" in err, err
+
+
+def _answering(reply: bytes):
+    """A TCP server on 127.0.0.1 that answers each connection with ``reply`` (b"": says nothing) and closes it."""
+    import socket
+    import threading
+
+    server = socket.create_server(("127.0.0.1", 0))
+
+    def serve():
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            with conn:
+                conn.recv(64)
+                if reply:
+                    conn.sendall(reply)
+                else:
+                    time.sleep(1.0)
+
+    threading.Thread(target=serve, daemon=True).start()
+    return server, f"127.0.0.1:{server.getsockname()[1]}"
+
+
+def test_a_port_that_is_not_ray_is_refused_in_seconds_not_waited_on():
+    """--address HEAD:8265 (the dashboard, whose address Ray's job docs give) or any port that answers TCP but is
+    not Ray's: Ray retried it for many minutes, printing its own log lines. Ray's GCS and Ray Client are gRPC
+    servers, which answer HTTP/2's preface with SETTINGS; anything else is named at once."""
+    settings = bytes([0, 0, 6, 4, 0, 0, 0, 0, 0, 0, 4, 0, 64, 0, 0])  # a gRPC server's first frame
+    for reply in (b"HTTP/1.0 400 Bad Request\r\n\r\n", b""):
+        server, address = _answering(reply)
+        try:
+            for given in (address, f"ray://{address}"):
+                started = time.perf_counter()
+                with pytest.raises(executors.ExecutorUnavailable, match="answers, but not as Ray") as caught:
+                    executors.reachable(given, timeout=0.5)
+                assert time.perf_counter() - started < 5 and "\n" not in str(caught.value)
+        finally:
+            server.close()
+    server, address = _answering(settings)
+    try:
+        executors.reachable(address, timeout=2.0)  # a Ray server: no complaint
+    finally:
+        server.close()
+
+
+def test_ray_client_without_its_extra_is_an_argument_error(tmp_path, monkeypatch, capsys):
+    """ray:// needs Ray Client (grpcio, ray[client]), which plain Ray lacks: Ray's own message came after the
+    grid was planned, as exit 1; now argparse names --address before anything starts."""
+    pytest.importorskip("ray")
+    import importlib.util
+
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "grpc" else find_spec(name, *a))
+    with pytest.raises(SystemExit) as caught:
+        main(["bench", "--games", "p4g", "--methods", "random", "--seeds", "1", "--steps", "8", "--executor", "ray",
+              "--address", "ray://127.0.0.1:1", "--out", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert caught.value.code == 2 and "argument --address" in err and "ray[client]" in err, err
+
+
+def test_a_local_ray_is_started_whatever_ray_address_says(monkeypatch):
+    """No --address starts a Ray here (docs/scale-out.md); Ray's own default joins RAY_ADDRESS's cluster (set on
+    cluster nodes and by `ray job submit`) or the last `ray start` one, where num_cpus is refused."""
+    ray = pytest.importorskip("ray")
+    asked = {}
+
+    def init(**kwargs):
+        asked.update(kwargs)
+        raise Exception("stop here")
+
+    monkeypatch.setenv("RAY_ADDRESS", "127.0.0.1:1")
+    monkeypatch.setattr(ray, "init", init)
+    with pytest.raises(executors.ExecutorUnavailable, match="could not start Ray on this machine"):
+        executors.RayExecutor(2, None).start()
+    assert asked["address"] == "local" and asked["num_cpus"] == 2
+
+
+def test_address_auto_checks_the_ray_address_it_reads(tmp_path, monkeypatch):
+    """--address auto joins RAY_ADDRESS where it is set: one that does not answer left Ray retrying for minutes."""
+    ray = pytest.importorskip("ray")
+
+    def init(**kwargs):
+        raise AssertionError("ray.init was reached")
+
+    monkeypatch.setenv("RAY_ADDRESS", "127.0.0.1:1")
+    monkeypatch.setattr(ray, "init", init)
+    with pytest.raises(SystemExit, match=r"no Ray cluster answers at 127.0.0.1:1 \(RAY_ADDRESS, which --address"):
+        main(["bench", "--games", "p4g", "--methods", "random", "--seeds", "1", "--steps", "8", "--executor", "ray",
+              "--address", "auto", "--out", str(tmp_path)])
+    assert not list(tmp_path.glob("runs/*.json"))
+
+
+
+def test_a_refused_join_names_the_token_a_cluster_may_want(monkeypatch):
+    """A new Ray's cluster checks a token; joining it by HOST:PORT without RAY_AUTH_MODE=token failed after Ray's
+    retries with "Failed to connect to Ray cluster", and the hint named only `ray status`."""
+    ray = pytest.importorskip("ray")
+
+    def init(**kwargs):
+        raise Exception("Failed to connect to Ray cluster at 10.0.0.1:6379")
+
+    monkeypatch.setattr(executors, "reachable", lambda *a, **k: None)
+    monkeypatch.setattr(ray, "init", init)
+    with pytest.raises(executors.ExecutorUnavailable) as caught:
+        executors.RayExecutor(None, "10.0.0.1:6379").start()
+    message = str(caught.value)
+    assert "\n" not in message and "could not join Ray at 10.0.0.1:6379" in message
+    assert "RAY_AUTH_MODE=token" in message and "--executor local" in message
+
+
 # ---------------------------------------------------------------------------- a row's seeds in blocks
 def test_blocks_split_a_rows_seeds_and_leave_other_tasks_alone():
     rows = grid(("random", "frozen"), seeds=range(5))

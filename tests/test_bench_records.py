@@ -62,3 +62,16 @@ def test_the_command_packs_and_refuses_a_folder_without_runs(tmp_path, capsys):
     assert e.value.code == 2 and "has no runs/ folder" in capsys.readouterr().err
     lines = gzip.decompress((out / records.PACKED).read_bytes()).decode().splitlines()
     assert [json.loads(line)["name"] for line in lines] == [f"p4g-frozen-{s}" for s in range(3)]
+
+
+def test_the_documented_command_runs_without_a_warning(tmp_path):
+    """`python -m scope_envs.bench.records OUT` (docs/scale-out.md) printed runpy's RuntimeWarning on every call:
+    the package's import of the executors had loaded the module it then ran."""
+    import subprocess
+    import sys
+
+    out = _folder(tmp_path)
+    done = subprocess.run([sys.executable, "-m", "scope_envs.bench.records", str(out)], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0 and "packed 3 records" in done.stdout, done.stderr
+    assert "Warning" not in done.stderr, done.stderr

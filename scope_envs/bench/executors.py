@@ -6,9 +6,10 @@ seeds of a built-in row go to a worker as blocks of up to K, trained as one comp
 grid to an executor and keeps the books the same way for both:
 
 * ``local`` — ``--jobs`` forked worker processes on this machine (one: in this process). Needs nothing.
-* ``ray`` — one Ray task per run (``num_cpus=1``). With no ``--address`` it starts a local Ray on this
-  machine with ``--jobs`` CPUs; with one (``auto``, ``ray://head:10001``, ``host:6379``) it joins that
-  cluster and keeps as many runs in flight as the cluster has CPUs (or ``--jobs``). Ray core only
+* ``ray`` — one Ray task per run, or per block of seeds (``num_cpus=1``). With no ``--address`` it starts a
+  local Ray on this machine with ``--jobs`` CPUs (whatever ``RAY_ADDRESS`` says); with one (``auto``,
+  ``ray://head:10001``, ``host:6379``) it joins that cluster, once a Ray server answers there (``reachable``),
+  and keeps as many tasks in flight as the cluster has CPUs (or ``--jobs``). Ray core and Ray Client only
   (``pip install 'scope-envs[ray]'``): RLlib, and its gymnasium pin, are not needed.
 
 Every finished run is written at once, by this (the driving) process, to ``OUT/runs/<name>.json``
@@ -40,11 +41,12 @@ import importlib
 import json
 import math
 import os
+import re
 import sys
 import traceback
 from pathlib import Path
 
-from scope_envs.bench import records
+from scope_envs.arguments import RAY_ADDRESS_FORM
 from scope_envs.bench.reference import fingerprint, fingerprint_differs
 from scope_envs.files import OutputError, remove_leftovers, write_json
 from scope_envs.files import write_atomic as write_text
@@ -233,7 +235,7 @@ class LocalExecutor:
 
 
 class RayExecutor:
-    """One Ray task per run, on a local Ray (``address=None``) or a cluster."""
+    """One Ray task per run or block of seeds, on a local Ray (``address=None``) or a cluster."""
 
     def __init__(self, jobs: int | None, address: str | None):
         self.jobs, self.address = jobs, address
@@ -254,10 +256,14 @@ class RayExecutor:
                   **({"runtime_env": {"env_vars": pins}} if pins else {})}
         if self.address not in (None, "auto"):
             reachable(self.address)
+        elif self.address == "auto" and re.fullmatch(RAY_ADDRESS_FORM, os.environ.get("RAY_ADDRESS", "")):
+            reachable(os.environ["RAY_ADDRESS"], given="RAY_ADDRESS, which --address auto reads")
         self._sigterm = sigterm_handler()
         try:
             if self.address is None:
-                ray.init(num_cpus=self.jobs or os.cpu_count() or 1, **kwargs)
+                # "local": a new Ray here, as no --address says; with address=None Ray would join RAY_ADDRESS's
+                # cluster or the last `ray start` one instead, and refuse num_cpus there
+                ray.init(address="local", num_cpus=self.jobs or os.cpu_count() or 1, **kwargs)
             else:
                 ray.init(address=self.address, **kwargs)
             sigterm_handler(self._sigterm)
@@ -270,8 +276,9 @@ class RayExecutor:
             first = (str(e).strip().splitlines() or [type(e).__name__])[0][:300]
             where, hint = (("start Ray on this machine", "rerun with --executor local, or start Ray yourself "
                             "(`ray start --head`) and pass --address auto") if self.address is None else
-                           (f"join Ray at {self.address}", "check the cluster (`ray status` on its head), or rerun "
-                            "with --executor local"))
+                           (f"join Ray at {self.address}", "check the cluster (`ray status` on its head; one with "
+                            "token authentication, a new Ray's default, also needs RAY_AUTH_MODE=token and its token "
+                            "in RAY_AUTH_TOKEN or ~/.ray/auth_token), or rerun with --executor local"))
             raise ExecutorUnavailable(f"--executor ray: could not {where} ({first}); {hint}") from None
         cpus = int(ray.cluster_resources().get("CPU", 1))
         self.slots = max(1, min(self.jobs or cpus, cpus))
@@ -310,16 +317,37 @@ def sigterm_handler(handler=None):
     return handler
 
 
-def reachable(address: str, timeout: float = 5.0) -> None:
-    """A TCP connection to ``[ray://]HOST:PORT`` opens within ``timeout``, or ``ExecutorUnavailable``: Ray itself
-    retries an unreachable head for minutes before it gives up."""
+def reachable(address: str, timeout: float = 5.0, given: str = "--address") -> None:
+    """A Ray server answers at ``[ray://]HOST:PORT`` within ``timeout``, or ``ExecutorUnavailable``: Ray itself
+    retries an unreachable head, and a port that is not Ray's (the dashboard's 8265, the client port without
+    ray://), for many minutes before it gives up. Both Ray's GCS (HOST:PORT) and Ray Client (ray://) are gRPC
+    servers, which answer HTTP/2's connection preface with a SETTINGS frame; with ``RAY_USE_TLS`` they speak TLS
+    first, so there only the connection is checked."""
     import socket
 
+    client = address.startswith("ray://")
     host, _, port = address.removeprefix("ray://").rpartition(":")
     try:
-        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
-    except (OSError, ValueError) as e:
-        raise ExecutorUnavailable(f"no Ray cluster answers at {address}: {e}") from e
+        conn = socket.create_connection((host.strip("[]"), int(port)), timeout=timeout)
+    except (OSError, ValueError, OverflowError) as e:
+        raise ExecutorUnavailable(f"no Ray cluster answers at {address} ({given}): {e}") from e
+    head = b""
+    with conn:
+        if os.environ.get("RAY_USE_TLS", "0").lower() in ("1", "true"):
+            return
+        try:
+            conn.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0]))  # preface, SETTINGS
+            while len(head) < 9:
+                chunk = conn.recv(9 - len(head))
+                if not chunk:
+                    break
+                head += chunk
+        except OSError:  # a timeout, a reset: no gRPC server there
+            pass
+    if len(head) < 9 or head[3] != 4:  # the first frame a gRPC server sends is its SETTINGS (type 4)
+        wanted = "the Ray Client port (`ray start --head` opens 10001)" if client else \
+            "a head node's GCS port (`ray start --head` prints it, 6379 by default; ray://HOST:10001 for Ray Client)"
+        raise ExecutorUnavailable(f"{address} ({given}) answers, but not as Ray; give {wanted}")
 
 
 def make_executor(executor: str, jobs: int | None, address: str | None):
@@ -511,6 +539,8 @@ def execute(tasks: list[dict], out, *, executor: str = "local", jobs: int | None
     if len(set(names)) != len(names):
         raise ValueError("two tasks share a run name: " + ", ".join(sorted({n for n in names if names.count(n) > 1})))
     if resume:  # a packed reference resumes as a folder of runs
+        from scope_envs.bench import records  # (here: see reference.py's imports)
+
         try:
             records.unpack(out)
         except records.RecordError as e:

@@ -35,7 +35,8 @@ import sys
 from functools import lru_cache
 from pathlib import Path
 
-from scope_envs.bench import records
+# scope_envs.bench.records is imported where it is used: loaded with the package, `python -m
+# scope_envs.bench.records` (the packing command) would warn that the module it runs was already imported
 
 PACKAGE = Path(__file__).resolve().parents[1]  # scope_envs/
 REPO = PACKAGE.parent
@@ -215,6 +216,8 @@ def _report_row(report: Path, key: str) -> str | None:
 def folders(against: str) -> list[Path]:
     """The folders ``--against`` names: a known reference's, or a path; each must hold run records (``runs/``, or
     the packed ``runs.jsonl.gz`` of a committed reference: ``scope_envs.bench.records``)."""
+    from scope_envs.bench import records
+
     paths = [REPO / p for p in REFERENCES[against]] if against in REFERENCES else [Path(os.path.expanduser(against))]
     for path in paths:
         if not records.has_records(path):
@@ -232,6 +235,8 @@ def folder(against: str) -> Path:
 def read_records(path: Path | list[Path]) -> list[dict]:
     """Every ``{task, result}`` record of ``path`` (of every folder, the first one's where two hold a run;
     sensitivity ceilings left out)."""
+    from scope_envs.bench import records
+
     out, seen = [], set()
     for p in [path] if isinstance(path, Path) else path:
         try:

@@ -74,9 +74,11 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
                          f"{SMOKE_STEPS:_} without --eval-episodes, caps both sides at {SMOKE_EVAL_EPISODES}; "
                          f"at most {MAX_EVAL_EPISODES:_})")
     ap.add_argument("--jobs", type=count(MAX_JOBS), default=None,
-                    help=f"runs in flight at once (default: this machine's CPUs; on a Ray cluster, its CPUs; at most {MAX_JOBS})")
+                    help=f"tasks in flight at once, each a run or a block of seeds (--seed-block) (default: this "
+                         f"machine's CPUs; on a Ray cluster, its CPUs; at most {MAX_JOBS})")
     ap.add_argument("--executor", default="local", choices=EXECUTORS,
-                    help="local: worker processes on this machine; ray: one Ray task per run (scope-envs[ray])")
+                    help="local: worker processes on this machine; ray: one Ray task per run or block of seeds "
+                         "(--seed-block), on a local Ray or --address's cluster (scope-envs[ray])")
     ap.add_argument("--address", default=None, type=ray_address,
                     help="with --executor ray: the cluster to join (auto, ray://HOST:PORT, HOST:PORT); "
                          "default: start a local Ray on this machine")
@@ -332,6 +334,10 @@ def main(args: argparse.Namespace) -> None:
         args.parser.error("argument --address: only with --executor ray")
     if args.executor == "ray" and importlib.util.find_spec("ray") is None:
         args.parser.error("argument --executor: ray needs Ray: pip install 'scope-envs[ray]'")
+    if (args.address or "").startswith("ray://") and importlib.util.find_spec("grpc") is None:
+        # Ray Client is Ray's client extra (grpcio), which a bare `pip install ray` lacks: said before anything runs
+        args.parser.error("argument --address: ray:// (Ray Client) needs grpcio: pip install 'scope-envs[ray]' "
+                          "(or 'ray[client]'), or give the head's HOST:6379 from a node of the cluster")
     if args.calibration:
         return calibrate(args, t0)
     try:
