@@ -98,6 +98,9 @@ def test_calibration_rejects_the_benchmarks_own_rows(capsys):
     with pytest.raises(SystemExit) as e:
         main(["bench", "--calibration", "--methods", "frozen", "vs"])
     assert e.value.code == 2 and "--methods" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as e:  # taken and unused: the calibration always prints its report
+        main(["bench", "--calibration", "--print-report"])
+    assert e.value.code == 2 and "argument --print-report: not with --calibration" in capsys.readouterr().err
 
 
 @pytest.mark.slow

@@ -284,6 +284,8 @@ def calibrate(args: argparse.Namespace, t0: float) -> None:
                        ("--group-size", args.group_size != 1)):
         if used:
             args.parser.error(f"argument {flag}: not with --calibration (it trains its own grid of cells)")
+    if args.print_report:  # (it was taken and did nothing)
+        args.parser.error("argument --print-report: not with --calibration (which always prints calibration.md)")
     try:
         calibration.run(args.games, seeds=args.seeds, steps=args.steps, eval_episodes=args.eval_episodes,
                         out=args.out, jobs=args.jobs, resume=args.resume)
