@@ -70,6 +70,28 @@ def test_against_a_folder_scores_only_the_new_row(tiny_reference, plugin, tmp_pa
         assert section(ref_report, heading) == section(report, heading)
 
 
+def test_a_reference_made_in_a_world_is_scored_against_in_that_world(plugin, tmp_path, capsys):
+    """--world with --against had been refused outright, though the reference's world is one of the settings it
+    compares: a reference made with --world no-interactions now takes a new row run in that world, and is refused,
+    naming the world, without it."""
+    ref = tmp_path / "ref"
+    world = ["--world", "no-interactions"]
+    main(["bench", *REFERENCE_ARGS, *world, "--methods", "random", "oracle", "frozen", "--out", str(ref)])
+    out = tmp_path / "new"
+    main(["bench", *REFERENCE_ARGS, *world, "--method", plugin, "--against", str(ref), "--out", str(out)])
+    runs = [_json(p) for p in sorted((out / "runs").glob("*.json"))]
+    assert [r["task"]["method"] for r in runs] == ["first_legal", "first_legal"]
+    assert all(r["task"]["world"] == "no-interactions" for r in runs)
+    results = _json(out / "results.json")["p4g"]
+    assert list(results) == [*_json(ref / "results.json")["p4g"], "first_legal"]
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as e:
+        main(["bench", *REFERENCE_ARGS, "--method", plugin, "--against", str(ref), "--out", str(tmp_path / "x")])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and 'setting world is "no-interactions" in the reference, null here' in err, err
+    assert "--world no-interactions" in err and "--against" in err
+
+
 def ref_report_lines(folder) -> list[str]:
     return (folder / "report.md").read_text().splitlines()
 
@@ -314,7 +336,8 @@ def test_a_committed_folder_that_is_no_reference_is_refused_before_any_run(folde
 def test_the_hints_flags_make_the_references_settings():
     """The hint's flags for a reference made at the default preset: p4g's held-out side raised to 4672 by the
     evaluation rule is no --eval-episodes (``--eval-episodes 500`` makes both sides 500, a reference refused again);
-    a reference made with --world is run beside its grid (--against takes no --world), not "with those settings"."""
+    a reference made with --world is run against with that --world; one made with --sensitivity (which --against
+    does not take) beside its grid, not "with those settings"."""
     import shlex
 
     from scope_envs.bench.presets import run_settings
@@ -329,9 +352,13 @@ def test_the_hints_flags_make_the_references_settings():
            "reference;" in hint, hint
     world = [task(seed=s, world="no-interactions") for s in range(12)]
     hint = reference.rebuild_hint("w", reference.folder("reference"), mine, [{"task": t} for t in world], False)
+    argv = shlex.split(hint.split("run with those settings (", 1)[1].split(";", 1)[0])
+    assert argv[argv.index("--world") + 1] == "no-interactions" and argv[argv.index("--against") + 1] == "w", hint
+    sensitive = [task(seed=s, sensitivity=True) for s in range(12)]
+    hint = reference.rebuild_hint("s", reference.folder("reference"), mine, [{"task": t} for t in sensitive], False)
     assert "run with those settings" not in hint and "which --against does not take" in hint, hint
     argv = shlex.split(hint.split("instead: ", 1)[1])
-    assert argv[argv.index("--world") + 1] == "no-interactions" and "--against" not in argv
+    assert "--sensitivity" in argv and "--against" not in argv
     assert "--eval-episodes" not in argv and argv[argv.index("--method") + 1] == "/m.py:mine"
     made = reference.rebuild_hint("w", reference.REPO / "w", mine, [{"task": t} for t in world], True)
     assert "scope-envs bench --games p4g --seeds 12 --steps 20000 --world no-interactions --out" in made, made

@@ -312,9 +312,8 @@ def rebuild_hint(against: str, path: Path, tasks: list[dict], records: list[dict
     theirs = [r["task"] for r in records or [] if not games or r["task"].get("game") in games]
     if not code_changed and theirs and tasks:
         mine = " ".join(f"--method {m}" for m in dict.fromkeys(t.get("plugin") or t.get("method") for t in tasks) if m)
-        # options --against refuses: "run with those settings" could not be followed; the rows beside the grid can
-        made = [f"--world {w}" for w in dict.fromkeys(r.get("world") for r in theirs) if w]
-        made += ["--sensitivity"] if any(r.get("sensitivity") for r in theirs) else []
+        # an option --against refuses: "run with those settings" could not be followed; the rows beside the grid can
+        made = ["--sensitivity"] if any(r.get("sensitivity") for r in theirs) else []
         if made:
             return (f"the reference was made with {' '.join(made)}, which --against does not take: run your rows "
                     f"beside its grid instead: scope-envs bench {_bench_flags(theirs, seeds_flag=False)} {mine} "

@@ -177,8 +177,6 @@ def run(games=GAMES, methods=METHODS, seeds=None, steps=None, eval_episodes=None
     if group_size < 2 and (advantage == "grpo" or user_reward == "curriculum"):
         raise ValueError(f"group_size must be >= 2 with advantage='grpo' or user_reward='curriculum', got {group_size}")
     check_world(world, games)
-    if world is not None and against is not None:
-        raise ValueError("world: a reference was trained in the shipped world; run the variant on its own")
 
     settings = run_settings(seeds, steps, eval_episodes, full)
     smoke = is_smoke(steps, eval_episodes)
@@ -313,9 +311,6 @@ def main(args: argparse.Namespace) -> None:
             check_world(args.world, args.games)
         except ValueError as e:
             args.parser.error(f"argument --world: {e}")
-        if getattr(args, "against", None):
-            args.parser.error("argument --world: not with --against (the reference was trained in the shipped "
-                              "world; run the variant's rows on their own)")
     entrants.check_arguments(args)  # --method, --against, --confirmatory (argparse errors)
     if args.sensitivity and not args.calibration:
         from scope_envs.bench.methods import variants
