@@ -107,7 +107,7 @@ def _reason(e: BaseException) -> str:
 
     if type(e).__name__ == "SafetensorError":
         return f"a .safetensors weights file is corrupt or truncated ({' '.join(str(e).split())})"
-    if isinstance(e, pickle.UnpicklingError):  # torch's message is a page about weights_only, beside the point
+    if isinstance(e, pickle.UnpicklingError) or _unpickling(e):  # torch's message: a page about weights_only
         return "a .bin weights file is corrupt or not a torch checkpoint (torch.load cannot unpickle it)"
     if isinstance(e, KeyError):
         return f"its config names {e}, which this version does not know"  # e.g. an unknown peft_type
@@ -126,10 +126,20 @@ def loading(path, what: str = "model", role: str | None = None):
     any other error (a bug, out of memory) goes on as it is."""
     try:
         yield
-    except _load_errors() as e:
-        if _not_a_load_error(e):
+    except Exception as e:
+        if _not_a_load_error(e) or not (isinstance(e, _load_errors()) or _unpickling(e)):
             raise
         raise ModelLoadError(f"{str(path)!r}: cannot load the {what} there: {_reason(e)}", path, role) from None
+
+
+def _unpickling(e: BaseException) -> bool:
+    """Whether ``e`` was raised while torch.load read a .bin file: unpickling random bytes raises whatever the
+    bytes lead pickle into (UnpicklingError, a KeyError of its memo, EOFError, ...), all a file that is no
+    checkpoint."""
+    import traceback
+
+    torch_load = os.path.join("torch", "serialization.py")
+    return any(frame.filename.endswith(torch_load) for frame in traceback.extract_tb(e.__traceback__))
 
 
 def check_model_dir(path) -> str:
