@@ -18,8 +18,9 @@ import sys
 import numpy as np
 
 import scope_envs
-from scope_envs.arguments import (MAX_SIMULATED_EPISODES, count, env_id, existing_dir, float_below, json_object,
-                                  model_source, nonnegative_float, output_dir, positive_float, seed, torch_device)
+from scope_envs.arguments import (MAX_MEMBERS, MAX_POOL_SIZE, MAX_SIMULATED_EPISODES, count, env_id, existing_dir,
+                                  float_below, json_object, model_source, nonnegative_float, output_dir,
+                                  positive_float, seed, torch_device)
 from scope_envs.core.rewards import TRAINED_USER_REWARDS
 from scope_envs.games import game_names, game_spec, load
 from scope_envs.registry import REGIME_AGENTS
@@ -227,8 +228,10 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--user-model", type=model_source, default=None,
                    help="agent mode: a frozen LLM user; cotrain: the user's model (not with --shared or --lora)")
     t.add_argument("--shared", action="store_true", help="cotrain: one model plays both roles")
-    t.add_argument("--members", type=count(64), default=2, help="members mode: K users (2; at most 64)")
-    t.add_argument("--pool-size", type=count(1024), default=None, help="population: live user + snapshots (5; at most 1024)")
+    t.add_argument("--members", type=count(MAX_MEMBERS), default=2,
+                   help=f"members mode: K users (2; at most {MAX_MEMBERS})")
+    t.add_argument("--pool-size", type=count(MAX_POOL_SIZE), default=None,
+                   help=f"population: live user + snapshots (5; at most {MAX_POOL_SIZE})")
     t.add_argument("--snapshot-every", type=count(100_000), default=None, help="population: updates per snapshot (4; at most 100_000)")
     t.add_argument("--pool-sample", choices=["uniform", "latest"], default=None, help="population: the draw per batch")
     t.add_argument("--user-reward", choices=TRAINED_USER_REWARDS, default=None, help="the trained user's reward (the act level's definitions; realism: p4g only)")

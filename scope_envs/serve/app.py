@@ -38,6 +38,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from openenv.core.env_server.types import ConcurrencyConfig
 
 import scope_envs
+from scope_envs.arguments import MAX_MEMBERS, MAX_POOL_SIZE
 from scope_envs.core.surfaces import Transcript
 from scope_envs.diagnose.specs import FAMILIES
 from scope_envs.serve.environment import (MAX_SEED, RESET_OPTIONS, ScopeEnvironment, ServeConfig, check_seed,
@@ -377,7 +378,8 @@ def _frame_problem(raw, shape: bool = True) -> Optional[str]:
 # each session builds its env: families=10**6 took 48 s, members=10**7 17 s): families as the train-stream
 # families anything names (diagnose's family:I, I < FAMILIES = 1,000; SCOPE's ensemble is 3, its panel 6),
 # members and pool_size as train-llm's --members and --pool-size (64, 1,024; SCOPE's pool is 5)
-KWARG_INT_BOUNDS = {"max_turns": (1, 10_000), "families": (1, FAMILIES), "members": (1, 64), "pool_size": (1, 1024)}
+KWARG_INT_BOUNDS = {"max_turns": (1, 10_000), "families": (1, FAMILIES), "members": (1, MAX_MEMBERS),
+                    "pool_size": (1, MAX_POOL_SIZE)}
 # the rest: |value| <= MAX_KWARG_INT, a seed 0 to 2**63-1
 MAX_KWARG_INT = 1_000_000
 

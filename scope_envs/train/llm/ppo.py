@@ -326,19 +326,22 @@ def _errors(observation) -> list[str]:
 
 
 # ----------------------------------------------------------------------------- models
-def load_model(path: str, device: str, seed: int, dtype: str = "float32", tiny_dir=None, *, _built=False):
+def load_model(path: str, device: str, seed: int, dtype: str = "float32", tiny_dir=None):
     """(model, tokenizer, local path) from a local directory, weights in ``dtype``; "tiny" builds a random
     tiny Llama first, into ``tiny_dir`` (the trainer's ``out/base-model``: kept, so that LoRA adapters saved
     on it load later), or without ``tiny_dir`` into a temporary directory removed once it has loaded;
     ``random:DIR`` builds random weights from DIR's config (a GPU check's models, of any size, with nothing
     to download or load). A directory of the user's whose files transformers cannot read (corrupt weights, an
     unknown model_type, a config that is not JSON) is a ``panel.ModelLoadError`` naming it."""
-    import contextlib
-
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from scope_envs.agents.llm.backends import local_model_dir
     from scope_envs.train.llm.panel import loading
+
+    def from_dir(p):
+        tokenizer = AutoTokenizer.from_pretrained(p, local_files_only=True)
+        model = AutoModelForCausalLM.from_pretrained(p, local_files_only=True, dtype=getattr(torch, dtype))
+        return model.to(device), tokenizer
 
     if path.startswith(RANDOM):  # a config and a tokenizer, no weights: random weights built on the device
         from transformers import AutoConfig
@@ -351,8 +354,7 @@ def load_model(path: str, device: str, seed: int, dtype: str = "float32", tiny_d
         with torch.device(device):
             model = AutoModelForCausalLM.from_config(config, dtype=getattr(torch, dtype))
         return model, tokenizer, str(d)
-    built = _built or path == "tiny"  # a tiny model is built here: its files are no mistake of the user's
-    if path == "tiny":
+    if path == "tiny":  # built here: its files are no mistake of the user's (loaded without ``loading``)
         from scope_envs.agents.llm.tiny import build_tiny_model
 
         if tiny_dir is None:
@@ -360,15 +362,15 @@ def load_model(path: str, device: str, seed: int, dtype: str = "float32", tiny_d
 
             with tempfile.TemporaryDirectory(prefix="scope-tiny-") as scratch:
                 build_tiny_model(scratch, seed=seed)
-                model, tokenizer, _ = load_model(scratch, device, seed, dtype, _built=True)
+                model, tokenizer = from_dir(scratch)
             return model, tokenizer, "tiny"  # its directory is gone: nothing may load it again
         path = Path(tiny_dir).resolve()  # absolute: what adapter_config.json's base_model_name_or_path records
         build_tiny_model(path, seed=seed)
+        return (*from_dir(path), str(path))
     p = local_model_dir(path)
-    with contextlib.nullcontext() if built else loading(path):
-        tokenizer = AutoTokenizer.from_pretrained(p, local_files_only=True)
-        model = AutoModelForCausalLM.from_pretrained(p, local_files_only=True, dtype=getattr(torch, dtype))
-    return model.to(device), tokenizer, str(p)
+    with loading(path):
+        model, tokenizer = from_dir(p)
+    return model, tokenizer, str(p)
 
 
 @dataclass
