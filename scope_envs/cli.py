@@ -270,8 +270,13 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--seed", type=seed, default=0, help="0 to 2**32-1")
     t.add_argument("--out", type=output_dir, default="runs/llm",
                    help="metrics.jsonl and checkpoints/ go here (default: ./runs/llm); a run already there is "
-                        "replaced, with a note on stderr; --model tiny is built in OUT/base-model")
-    t.add_argument("--save-every", type=count(100_000, low=0), default=0, help="updates between checkpoints (0: none; at most 100_000)")
+                        "replaced, with a note on stderr (--resume continues it); --model tiny is built in "
+                        "OUT/base-model")
+    t.add_argument("--save-every", type=count(100_000, low=0), default=0, help="updates between checkpoints (0: only the final one; at most 100_000)")
+    t.add_argument("--resume", action="store_true",
+                   help="continue the run in --out from its newest checkpoint (--save-every's or the final one): "
+                        "its weights, optimizers, generators and metrics; its other settings must be given again, "
+                        "and --updates is the total")
     t.add_argument("--threads", type=count(1024, low=0), default=0, help="torch CPU threads (0: torch's default; at most 1024)")
     t.set_defaults(func=cmd_train_llm, parser=t)
     e = sub.add_parser("eval-llm", help="LLM policies against a held-out panel of LLM user simulators (JSON + Markdown)")

@@ -468,7 +468,7 @@ def test_train_llm_says_when_out_already_holds_a_run(tmp_path, capsys, monkeypat
     err = capsys.readouterr().err.splitlines()
     assert [line for line in err if "already holds a run" in line] == [
         f"scope-envs train-llm: note: --out {tmp_path} already holds a run (metrics.jsonl, checkpoints/); "
-        "this run replaces it"]
+        "this run replaces it (--resume continues it)"]
 
 
 def test_train_llm_removes_the_checkpoint_a_killed_run_was_saving(tmp_path, monkeypatch):

@@ -117,7 +117,7 @@ def warn_replaced_run(out) -> None:
     out = Path(out)
     if (out / "metrics.jsonl").is_file() or (out / "checkpoints").is_dir():
         sys.stderr.write(f"scope-envs train-llm: note: --out {out} already holds a run (metrics.jsonl, "
-                         "checkpoints/); this run replaces it\n")
+                         "checkpoints/); this run replaces it (--resume continues it)\n")
 
 
 def train_llm(args) -> None:
@@ -149,7 +149,15 @@ def train_llm(args) -> None:
         check_toy_kwargs(cfg.env_kwargs)
     if cfg.engine == "vllm" and not vllm_installed():
         raise UsageError("--engine", f"vllm: {VLLM_MISSING}; --engine hf generates with transformers")
-    warn_replaced_run(cfg.out)
+    if cfg.resume:  # the checkpoint and its settings, before any model loads
+        from scope_envs.train.llm.resume import ResumeError, resume_point
+
+        try:
+            resume_point(cfg)
+        except ResumeError as e:
+            raise UsageError(e.argument, str(e)) from None
+    else:
+        warn_replaced_run(cfg.out)
     from scope_envs.files import remove_leftovers
 
     remove_leftovers(Path(cfg.out) / "checkpoints", (".tmp", ".old"))  # what a SIGKILL cut short: a model's size

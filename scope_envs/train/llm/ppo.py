@@ -67,7 +67,7 @@ from torch import nn
 
 from scope_envs.agents.llm.templates import render, takes_tools
 from scope_envs.core.rewards import TRAINED_USER_REWARDS
-from scope_envs.files import jsonable
+from scope_envs.files import jsonable, write_atomic
 from scope_envs.train.advantage import gae
 from scope_envs.train.groups import (
     agent_score,
@@ -147,6 +147,7 @@ class Config:
     out: str = "runs/llm"
     save_every: int = 0  # 0: only at the end
     save_final: bool = True  # the final checkpoint (benchmarks/llm_gpu.py measures without writing models)
+    resume: bool = False  # continue the run in out from its newest checkpoint (scope_envs.train.llm.resume)
     log: bool = True
 
     def __post_init__(self):
@@ -935,9 +936,11 @@ class KLController:
 
 
 # ----------------------------------------------------------------------------- checkpoints
-def save_checkpoint(cfg: Config, learners: dict[str, Learner], directory: Path, snapshots: list[str] = ()) -> None:
+def save_checkpoint(cfg: Config, learners: dict[str, Learner], directory: Path, snapshots: list[str] = (),
+                    state: dict | None = None) -> None:
     """Written whole or not at all: into a temporary folder beside ``directory``, then renamed over it, so a run
-    stopped while saving leaves the previous checkpoint of that name (or none), never a torn one."""
+    stopped while saving leaves the previous checkpoint of that name (or none), never a torn one. ``state``: the
+    trainer's (``resume.capture``), what ``--resume`` continues from."""
     import os
     import shutil
 
@@ -946,6 +949,10 @@ def save_checkpoint(cfg: Config, learners: dict[str, Learner], directory: Path, 
     shutil.rmtree(directory, ignore_errors=True)
     try:
         _save_checkpoint(cfg, learners, directory, snapshots)
+        if state is not None:
+            from scope_envs.train.llm.resume import STATE
+
+            torch.save(state, directory / STATE)
         if target.exists():
             os.replace(target, old)
         os.replace(directory, target)
@@ -983,12 +990,21 @@ class MaxLenError(ValueError):
 
 
 def train(cfg: Config, make_env: Callable | None = None, learners: dict[str, Learner] | None = None) -> dict:
-    """Run ``cfg.updates`` updates; returns ``{"learners", "history"}`` (history: the JSONL lines)."""
+    """Run ``cfg.updates`` updates (with ``cfg.resume``, those after the newest checkpoint in ``cfg.out``);
+    returns ``{"learners", "history"}`` (history: the JSONL lines, the resumed run's earlier ones first)."""
+    from scope_envs.train.llm import resume
+
     rng = np.random.default_rng(cfg.seed)
     torch.manual_seed(cfg.seed)
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
     learners = learners or build_learners(cfg)
+    start, state = 1, None
+    if cfg.resume:
+        done, checkpoint = resume.resume_point(cfg)
+        state = resume.load(checkpoint, cfg.device)
+        resume.restore_learners(state, checkpoint, cfg, learners)
+        start = done + 1
     build_engines(cfg, learners)
     sync_engines(cfg, learners, out)  # vLLM: register the LoRA adapters before the first rollout
     make_env = make_env or make_env_factory(cfg, frozen_user(cfg))
@@ -1004,11 +1020,19 @@ def train(cfg: Config, make_env: Callable | None = None, learners: dict[str, Lea
                            on_snapshot=(lambda name: register_adapter(user, name, out)) if cfg.engine == "vllm"
                            else None)
     realism = Realism.for_game(envs[0].unwrapped.game, cfg.user_reward)
-    history = []
     metrics_path = out / "metrics.jsonl"
-    metrics_path.write_text("")
+    history = []
+    if state is not None:  # last: building the learners, the pool and the envs drew from the generators
+        resume.restore_loop(state, cfg, rng, kl_ctls, pool, realism, envs)
+        history = resume.metrics_until(metrics_path, start - 1)
+    write_atomic(metrics_path, "".join(json.dumps(row) + "\n" for row in history))
     first = next(iter(learners))
-    for update in range(1, cfg.updates + 1):
+
+    def checkpoint(name: str, update: int):
+        save_checkpoint(cfg, learners, out / "checkpoints" / name, pool.snapshots if pool else (),
+                        state=resume.capture(update, cfg, rng, learners, kl_ctls, pool, realism, envs))
+
+    for update in range(start, cfg.updates + 1):
         t0 = time.perf_counter()
         seats, row = None, {"update": update}
         if pool is not None:
@@ -1068,7 +1092,7 @@ def train(cfg: Config, make_env: Callable | None = None, learners: dict[str, Lea
             print(f"update {update:>4}  reward {row['reward_mean']:+.4f}  kl {row.get('kl', float('nan')):.4f}  "
                   f"tok/s {row['tokens_per_s']:.0f}  rollout {t_roll:.1f}s  update {row['time_update']:.1f}s", flush=True)
         if cfg.save_every and update % cfg.save_every == 0:
-            save_checkpoint(cfg, learners, out / "checkpoints" / f"update_{update}", pool.snapshots if pool else ())
+            checkpoint(f"update_{update}", update)
     if cfg.save_final:
-        save_checkpoint(cfg, learners, out / "checkpoints" / "final", pool.snapshots if pool else ())
+        checkpoint("final", cfg.updates)
     return {"learners": learners, "history": history}
