@@ -1,4 +1,5 @@
-"""The ``scope-envs`` command line: list, validate, demo, bench, train-llm.
+"""The ``scope-envs`` command line: list, validate, demo, bench, train, train-llm, eval-llm, study, score, diagnose,
+serve.
 
 Every argument is checked by argparse: a bad value exits 2 with the argument
 named, before anything slow starts. Every count has a maximum (``--help`` says it),
@@ -121,6 +122,12 @@ def cmd_bench(args) -> None:
     bench.main(args)
 
 
+def cmd_train(args) -> None:
+    from scope_envs import train_command
+
+    train_command.train(args)
+
+
 LLM_EXTRA = ("transformers", "tokenizers", "peft", "accelerate")  # pyproject's llm extra, as imported
 
 
@@ -216,6 +223,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     entrant_arguments(b)  # --method, --against, --confirmatory (scope_envs.bench.entrants)
     b.set_defaults(func=cmd_bench, parser=b)
+    from scope_envs import train_command
+
+    a = sub.add_parser("train", help="the bundled act-level PPO / GRPO on one env id, saved for scope-envs score",
+                       description="The bundled act-level PPO / GRPO (scope_envs.train.act_ppo) on one env id. "
+                                   "OUT receives config.json and model.pt (every learnable seat's network: the "
+                                   "folder scope-envs score --policy reads) and metrics.jsonl (a line per "
+                                   "iteration); Ctrl-C saves what is trained so far. Docs: docs/trainers.md.")
+    train_command.add_arguments(a)
+    a.set_defaults(func=cmd_train, parser=a)
     t = sub.add_parser("train-llm", help="LLM-PPO / GRPO: train LLM agents/users on text episodes (needs scope-envs[llm])")
     t.add_argument("--env", type=env_id, default="p4g-frozen", help="an env id (text surface is used) or llm-toy")
     t.add_argument("--env-kwargs", type=json_object, default={},

@@ -1,0 +1,88 @@
+"""``scope-envs train`` (``scope_envs.train_command``): the act-level PPO from the command line learns, saves
+the folder ``scope-envs score --policy`` reads, keeps its metrics after each iteration, saves on Ctrl-C, and
+refuses what it cannot train in one line naming the flag."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from scope_envs.cli import main
+
+
+def _returns(out):
+    return [json.loads(line)["return"] for line in (out / "metrics.jsonl").read_text().splitlines()]
+
+
+def test_train_learns_and_saves_the_folder_score_reads(tmp_path, capsys):
+    """p4g-frozen, 6,000 decisions on a fixed seed: the last iterations' mean return is above the first ones'."""
+    from scope_envs.train.act_ppo import PPOTrainer, load_policy
+
+    out = tmp_path / "run"
+    main(["train", "--env", "p4g-frozen", "--steps", "6000", "--seed", "0", "--out", str(out), "--no-progress"])
+    said = capsys.readouterr().out
+    assert f"scope-envs score --policy {out} --game p4g" in said
+    returns = _returns(out)
+    assert len(returns) >= 8 and np.mean(returns[-4:]) > np.mean(returns[:4]) + 0.15, returns
+    trainer = PPOTrainer.load(out)
+    assert trainer.cfg.env_id == "p4g-frozen" and trainer.agent_steps >= 6000
+    assert load_policy(out) is not None
+    rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert rows[-1]["agent_steps"] == trainer.agent_steps
+
+
+def test_a_cotrain_run_trains_the_user_seat_too(tmp_path):
+    from scope_envs.train.act_ppo import PPOTrainer
+
+    out = tmp_path / "co"
+    main(["train", "--env", "p4g-cotrain", "--steps", "600", "--user-reward", "cooperative", "--advantage", "grpo",
+          "--group-size", "4", "--out", str(out), "--no-progress"])
+    trainer = PPOTrainer.load(out)
+    assert set(trainer.seat) == {"agent_0", "user_0"}
+    assert trainer.cfg.env_kwargs == {"user_reward": "cooperative"} and trainer.cfg.group_size == 4
+
+
+@pytest.mark.parametrize("argv, flag, words", [
+    (["--env", "p4g-heldout"], "--env", "held-out population"),
+    (["--env", "p4g-frozen", "--advantage", "grpo", "--group-size", "1"], "--group-size", "group_size must be >= 2"),
+    (["--env", "p4g-frozen", "--group-size", "3"], "--episodes-per-iter", "multiple of group_size"),
+    (["--env", "p4g-frozen", "--user-reward", "adversarial"], "--user-reward", "user_reward"),
+    (["--env", "p4g-frozen", "--env-kwargs", '{"no_such_option": 1}'], "--env-kwargs", "no_such_option"),
+    (["--env", "p4g-frozen", "--steps", "0"], "--steps", ""),
+    (["--env", "p4g-frozen", "--steps", str(10**12)], "--steps", ""),
+    (["--env", "no-such-id"], "--env", ""),
+])
+def test_what_train_cannot_do_is_one_line_naming_the_flag(tmp_path, capsys, argv, flag, words):
+    with pytest.raises(SystemExit) as e:
+        main(["train", *argv, "--out", str(tmp_path / "x"), "--no-progress"])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert f"argument {flag}: " in err and words in err and "Traceback" not in err, err
+    assert not (tmp_path / "x" / "model.pt").exists()
+
+
+def test_ctrl_c_saves_the_policy_trained_so_far(tmp_path):
+    """A real process, interrupted once its first iterations are logged: exit 130, and the folder loads."""
+    from scope_envs.train.act_ppo import PPOTrainer
+
+    out = tmp_path / "cut"
+    proc = subprocess.Popen([sys.executable, "-m", "scope_envs.cli", "train", "--env", "p4g-frozen", "--steps",
+                             "10000000", "--out", str(out), "--no-progress"], stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    deadline = time.monotonic() + 120
+    while not ((out / "metrics.jsonl").is_file() and len(_returns(out)) >= 2):
+        assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert "the policy so far is saved" in err and "Traceback" not in err
+    trainer = PPOTrainer.load(out)
+    assert 0 < trainer.agent_steps < 10_000_000
