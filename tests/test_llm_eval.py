@@ -608,6 +608,36 @@ def test_eval_llm_a_policy_or_panel_model_whose_files_cannot_be_loaded_is_an_arg
             _one_line_refusal(capsys, exit_, "eval-llm", argument, *said)
 
 
+def test_eval_llm_a_broken_later_policy_or_adapter_is_refused_before_the_first_plays(tmp_path, tiny_dir, capsys,
+                                                                                   monkeypatch):
+    """With several --policy, a later one whose weights are corrupt or truncated, or whose model_type is unknown,
+    was found only when its turn came to load, after the earlier ones had played all their episodes; its
+    config and its weights' headers are now read with the others', before any episode."""
+    pytest.importorskip("peft")
+    import shutil
+
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    from scope_envs.train.llm import panel
+
+    monkeypatch.setattr(panel, "play", lambda *a, **k: pytest.fail("an episode played"))
+    good = _panel(tmp_path, [{"name": "a", "kind": "local", "path": tiny_dir}], "good.json")
+    adapter = tmp_path / "adapter"
+    get_peft_model(AutoModelForCausalLM.from_pretrained(tiny_dir),
+                   LoraConfig(r=4, lora_alpha=8, task_type="CAUSAL_LM")).save_pretrained(adapter)
+    broken_adapter = tmp_path / "adapter-truncated"
+    shutil.copytree(adapter, broken_adapter)
+    _break(broken_adapter, "truncated safetensors")
+    for later, why in [*((_broken_model(tiny_dir, tmp_path, how), BROKEN[how])
+                         for how in ("truncated safetensors", "random safetensors", "unknown model_type")),
+                       (str(broken_adapter), ADAPTER_BROKEN["truncated safetensors"])]:
+        with pytest.raises(SystemExit) as exit_:
+            main(["eval-llm", "--policy", tiny_dir, "--policy", later, "--panel", good, "--env", "p4g-frozen",
+                  "--episodes", "1", "--out", str(tmp_path / "eval")])
+        _one_line_refusal(capsys, exit_, "eval-llm", "--policy", repr(later), why)
+
+
 ADAPTER_BROKEN = {
     "random safetensors": "cannot load the LoRA adapter there: a .safetensors weights file is corrupt or truncated",
     "truncated safetensors": "cannot load the LoRA adapter there: a .safetensors weights file is corrupt or truncated",

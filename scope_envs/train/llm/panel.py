@@ -161,7 +161,23 @@ def check_model_dir(path) -> str:
     if not any(p.glob("*.safetensors")) and not any(p.glob("pytorch_model*.bin")):
         raise PanelError(f"{str(path)!r} holds no model weights (no *.safetensors, no pytorch_model*.bin); "
                          "save them there with model.save_pretrained")
+    with loading(path):  # the config and the weights' headers, in milliseconds: the second of several policies
+        # is not found broken only after the first has played (a .bin has no header to read without loading it)
+        from transformers import AutoConfig
+
+        AutoConfig.from_pretrained(str(p), local_files_only=True)
+        _read_headers(p.glob("*.safetensors"))
     return str(p)
+
+
+def _read_headers(files) -> None:
+    """Open each .safetensors file's header (its tensors' names, shapes and offsets, checked against the file's
+    size): a corrupt or truncated file raises safetensors' error here, without a tensor read."""
+    from safetensors import safe_open
+
+    for f in sorted(files):
+        with safe_open(str(f), "pt"):
+            pass
 
 
 @dataclass
@@ -300,11 +316,16 @@ def adapter_base(path) -> str | None:
     base = data.get("base_model_name_or_path")
     try:
         base = check_model_dir(base)
+    except ModelLoadError as e:
+        raise ModelLoadError(f"{str(path)!r} is a LoRA adapter whose base model cannot be loaded: {e}", e.path,
+                             e.role) from None
     except PanelError as e:
         raise PanelError(f"{str(path)!r} is a LoRA adapter whose base model is not here: {e}") from None
     if not any((config.parent / f).is_file() for f in ADAPTER_WEIGHTS):  # else peft takes it for a hub repo id
         raise PanelError(f"{str(path)!r} is a LoRA adapter without its weights (no {' or '.join(ADAPTER_WEIGHTS)}); "
                          "save them there with model.save_pretrained")
+    with loading(path, "LoRA adapter"):
+        _read_headers(config.parent.glob("*.safetensors"))
     return base
 
 
