@@ -1001,9 +1001,9 @@ def train(cfg: Config, make_env: Callable | None = None, learners: dict[str, Lea
     learners = learners or build_learners(cfg)
     start, state = 1, None
     if cfg.resume:
-        done, checkpoint = resume.resume_point(cfg)
-        state = resume.load(checkpoint, cfg.device)
-        resume.restore_learners(state, checkpoint, cfg, learners)
+        done, folder = resume.resume_point(cfg)
+        state = resume.load(folder, cfg.device)
+        resume.restore_learners(state, folder, cfg, learners)
         start = done + 1
     build_engines(cfg, learners)
     sync_engines(cfg, learners, out)  # vLLM: register the LoRA adapters before the first rollout
