@@ -229,6 +229,37 @@ def test_the_collapse_sentence_follows_the_cost_ci():
     assert "the cost has no CI" in said and "CI includes 0" not in said and "not evidence about collapse" in said
 
 
+def test_the_verdict_says_when_the_game_cannot_judge_methods():
+    """Where the reference's ceiling does not clear its floor the report says the game cannot judge methods; the
+    verdict, all that stdout shows, had given the entrant's tests (and MDEs of 1000% of a headroom within noise)
+    without a word of it."""
+    for oracle_shift, judges in ((-0.05, False), (0.5, True)):  # oracle at random's level, or well above it
+        runs = fake_runs(["random", "oracle", "frozen", "mine"], shift={"oracle": oracle_shift})
+        results = summarize(runs)
+        st = entrants.stats_by_game(results)
+        v = entrants.verdicts(results, st, {}, "heldout_success")
+        assert st["p4g"]["band"]["clears"] is judges and v["p4g"]["mine"]["band_clears"] is judges
+        said = entrants.summary(v, "r.md")
+        assert ("this game cannot judge methods" in said) is not judges, said
+        assert entrants.to_json(st)["p4g"]["mine"]["band_clears"] is judges  # entrants.json holds it too
+
+
+def test_the_verdict_says_how_far_the_entrant_crossed_its_budget():
+    """One progress call at 10x the budget is within the budget rule (the iteration that reaches it may cross it);
+    its record said so, but nothing the entrant's verdict or entrants.json showed did."""
+    runs = fake_runs(["random", "oracle", "frozen", "mine", "exact"], shift={"oracle": 0.5})
+    for r in runs:
+        r["agent_steps"] = {"mine": 10_000, "exact": 1_000}.get(r["method"], 1_020)
+    results = summarize(runs)
+    st = entrants.stats_by_game(results)
+    v = entrants.verdicts(results, st, {}, "heldout_success", runs=runs, budgets={"p4g": 1_000})
+    assert (v["p4g"]["mine"]["agent_steps_max"], v["p4g"]["mine"]["budget"]) == (10_000, 1_000)
+    said = entrants.summary(v, "r.md")
+    assert "  budget: up to 10,000 decisions of agent_0 a seed against 1,000 (10.00x" in said
+    assert said.count("  budget: ") == 1  # "exact" kept to its budget: no line
+    assert entrants.to_json(st)["p4g"]["mine"]["agent_steps_max"] == 10_000
+
+
 def test_bench_help_names_each_default(capsys):
     from scope_envs.cli import main
 

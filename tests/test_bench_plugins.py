@@ -2,6 +2,7 @@
 and a broken plug-in failing its own runs only."""
 
 import json
+import sys
 import textwrap
 from importlib.metadata import EntryPoint
 
@@ -104,7 +105,7 @@ def test_loading_from_a_file_a_module_and_an_entry_point(plugin_file, monkeypatc
     assert plugins.absolute("my_methods:FirstLegal") == "my_methods:FirstLegal"
 
 
-def test_loading_errors_name_what_is_wrong(plugin_file, tmp_path):
+def test_loading_errors_name_what_is_wrong(plugin_file, tmp_path, monkeypatch):
     with pytest.raises(PluginError, match="no such file"):
         load(f"{tmp_path}/nope.py:X")
     with pytest.raises(PluginError, match="has no 'Missing'.*FirstLegal"):
@@ -119,6 +120,18 @@ def test_loading_errors_name_what_is_wrong(plugin_file, tmp_path):
     broken.write_text("raise ImportError('needs a package you do not have')\n")
     with pytest.raises(PluginError, match="importing .*broken.py failed: ImportError: needs a package"):
         load(f"{broken}:X")
+    (tmp_path / "pkg").mkdir()  # module:NAME of a file in the working folder, which is not on the console
+    (tmp_path / "pkg" / "mine.py").write_text("X = 1\n")  # script's path: its file form is named
+    with monkeypatch.context() as m:
+        m.chdir(tmp_path)
+        m.setattr(sys, "path", [p for p in sys.path if p not in ("", ".")])
+        with pytest.raises(PluginError, match=r"cannot import pkg.mine: ModuleNotFoundError: .*; pkg/mine.py is a "
+                                              r"file here: give it as --method pkg/mine.py:X"):
+            load("pkg.mine:X")
+    exits = tmp_path / "exits.py"  # a script's sys.exit at import ended bench with its message alone, exit 1
+    exits.write_text("import sys\nsys.exit('usage: exits.py DATA')\n")
+    with pytest.raises(PluginError, match="importing .*exits.py failed: SystemExit: usage: exits.py DATA"):
+        load(f"{exits}:X")
 
 
 def test_budget_rule():
@@ -132,6 +145,15 @@ def test_budget_rule():
     with pytest.raises(BudgetExceeded, match="trained 5_000"):
         Budget("m", 1000).close(Trained(policy=UniformPolicy(), agent_steps=5000))
     assert Budget("m", 1000).close(Trained(policy=UniformPolicy())).agent_steps == 0
+
+
+def test_a_progress_call_without_a_policy_is_named_as_such(tmp_path):
+    """ctx.progress(decisions, None) had been told as "train returned NoneType", pointing at the wrong call."""
+    path = tmp_path / "early.py"
+    path.write_text("from scope_envs.train.policy import UniformPolicy\n"
+                    "def early(ctx):\n    ctx.progress(0, None)\n    return UniformPolicy()\n")
+    with pytest.raises(PluginError, match=r"method 'early': progress\(\) was given NoneType, not a policy"):
+        run_one("p4g", "early", 0, **TINY, plugin=f"{path}:early")
 
 
 def test_a_plug_in_gets_what_a_built_in_gets(plugin_file):
@@ -186,6 +208,50 @@ def test_cli_rejects_bad_method_specs(plugin_file, capsys):
     assert "argument --method: --method" in err and "has no 'Missing'" in err
     assert "argument --against: needs at least one --method" in err
     assert "two methods share a name" in err
+    # train_envs naming no env of a game: one line before any run (it had failed every run of the game, exit 1)
+    with pytest.raises(SystemExit) as e:
+        main(["bench", "--games", "p4g", "--method", f"{plugin_file}:Unregistered", "--out",
+              str(plugin_file.parent / "o")])
+    assert e.value.code == 2 and not (plugin_file.parent / "o").exists()
+    assert capsys.readouterr().err.strip().splitlines()[-1].endswith(
+        "argument --method: method 'unregistered': train_envs('p4g') names 'chess-frozen', not a registered env id "
+        "(scope-envs list)")
+
+
+def test_a_policy_that_raises_while_played_is_named_by_file_and_line(tmp_path):
+    """As a raise in train is: the line of the plug-in's own file where its policy's act raised."""
+    from scope_envs.bench.plugins import PluginFailure
+
+    path = tmp_path / "shaky.py"
+    path.write_text("class Shaky:\n    def act(self, obs, mask, greedy=False):\n"
+                    "        raise RuntimeError('a shape bug')\n\n"
+                    "def shaky(ctx):\n    return Shaky()\n")
+    with pytest.raises(PluginFailure) as e:
+        run_one("p4g", "shaky", 0, **TINY, plugin=f"{path}:shaky")
+    assert str(e.value) == f"method 'shaky': its policy failed in evaluation at {path}:3: RuntimeError: a shape bug"
+
+
+def test_a_plug_in_named_as_a_built_in_row_is_asked_for_another_name(tmp_path, capsys):
+    """A plug-in of one's own whose name is a built-in row's had been told, with --against, to "rerun built-in rows
+    without --against, with --methods"; a built-in row given by name beside a plug-in had been told to rename it."""
+    from scope_envs.bench import entrants
+    from scope_envs.cli import build_parser, main
+
+    path = tmp_path / "mine.py"
+    path.write_text("from scope_envs.train.policy import UniformPolicy\n"
+                    "def frozen(ctx):\n    return UniformPolicy()\n"
+                    "def mine(ctx):\n    return UniformPolicy()\n")
+    for against in ([], ["--against", "reference"]):
+        with pytest.raises(SystemExit) as e:
+            main(["bench", "--games", "p4g", "--method", f"{path}:frozen", *against, "--out", str(tmp_path / "o")])
+        assert e.value.code == 2
+        err = capsys.readouterr().err.strip().splitlines()[-1]
+        assert "argument --method: 'frozen' is a built-in row's name: give your method another name" in err, err
+    with pytest.raises(SystemExit):  # the built-in row itself, with --against: the reference's, taken as it is
+        main(["bench", "--games", "p4g", "--method", "frozen", "--against", "reference", "--out", str(tmp_path / "o")])
+    assert "'frozen': a row of the reference, taken as it is" in capsys.readouterr().err
+    args = build_parser().parse_args(["bench", "--games", "p4g", "--method", "frozen", "--method", f"{path}:mine"])
+    entrants.check_arguments(args)  # a built-in row by name beside a plug-in: both rows, nothing to rename
 
 
 def test_a_raising_plug_in_is_named_by_file_and_line_kept_and_not_retried(plugin_file, tmp_path, monkeypatch):

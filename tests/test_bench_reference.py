@@ -140,6 +140,23 @@ def test_an_unknown_confirmatory_row_is_refused_before_any_run(tiny_reference, p
     assert e.value.code == 2 and "'vs': not a row of this run (its rows: random, frozen, first_legal)" in err
 
 
+def test_the_against_folder_as_out_is_refused_before_anything_is_written(tiny_reference, plugin, tmp_path,  # noqa: F811
+                                                                          capsys):
+    """--out naming the --against folder made its runs/ before the reference was read: a packed reference (a
+    committed one) then read as that empty runs/, "has no rows", told to rebuild, and stayed broken."""
+    packed = tmp_path / "packed"
+    shutil.copytree(tiny_reference, packed)
+    records.pack(packed)
+    before = sorted(p.name for p in packed.iterdir())
+    for out in (str(packed), f"{packed}/../packed/"):
+        with pytest.raises(SystemExit) as e:
+            main(["bench", *REFERENCE_ARGS, "--method", plugin, "--against", str(packed), "--out", out])
+        err = capsys.readouterr().err
+        assert e.value.code == 2 and "argument --out: " in err and "is the --against folder" in err
+        assert sorted(p.name for p in packed.iterdir()) == before  # no runs/ beside runs.jsonl.gz
+    assert len(reference.read_records(packed)) == 10  # still a reference
+
+
 def test_methods_with_against_and_an_entrant_confirmed_against_itself_are_refused(tiny_reference, plugin,  # noqa: F811
                                                                                   tmp_path, capsys, monkeypatch):
     """--methods would be ignored with --against (the reference's rows are taken whole), a built-in row given as
@@ -195,6 +212,19 @@ def test_refusals_name_what_differs_and_how_to_rebuild(tiny_reference, plugin, t
     # with those settings" that names one of them
     assert "made with several settings" in err and "run with those settings" not in err
     assert "scope-envs bench --games p4g --seeds 2 --steps 400 --eval-episodes 24 --out my-reference" in err
+
+
+def test_a_reference_without_the_runs_games_names_the_games_it_has(tiny_reference, plugin, tmp_path,  # noqa: F811
+                                                                    capsys):
+    """--games tau2 against a p4g reference: its hint had said "made by other code: make it again with this code"
+    (nothing differed but the games); it gives the games and settings the reference has."""
+    with pytest.raises(SystemExit) as e:
+        main(["bench", "--games", "tau2", *REFERENCE_ARGS[2:], "--method", plugin, "--against", str(tiny_reference),
+              "--out", str(tmp_path / "x")])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and "tau2: the reference has no rows of this game" in err
+    assert "other code" not in err and "the reference was made with p4g: seeds 0..1, steps 400" in err
+    assert f"run with those settings (scope-envs bench --games p4g --steps 400 --eval-episodes 24" in err
 
 
 def test_the_data_each_game_plays_is_named(monkeypatch, capsys):

@@ -28,8 +28,9 @@ family (difference, CI, p_Holm), its power, and collapse beside it: the referenc
 budget (``uncollapsed − frozen`` on the reference model's users, ``scope_envs.bench.split``) with its CI, the
 entrant's share of it, ``(entrant − frozen) / cost`` on the same users, with its bootstrap CI
 (``stats.bootstrap_share_ci``), and, where the cost's CI includes 0, that beating ``frozen`` at this budget
-is not evidence about collapse. ``scope-envs bench`` ends its output with these blocks and appends them to
-``report.md``.
+is not evidence about collapse; where the game's ceiling does not clear its floor (``band_clears`` false), that
+the game cannot judge methods, this one included; and how far past the budget its seeds trained, where they did.
+``scope-envs bench`` ends its output with these blocks and appends them to ``report.md``.
 """
 
 from __future__ import annotations
@@ -177,19 +178,29 @@ def collapse(table: dict, entrant: str, cost: dict | None, key: str) -> dict:
             "share_ci": list(bootstrap_share_ci(x, base, top)) if costs else None}
 
 
-def verdicts(results: dict, stats_by_game_: dict, splits: dict, key: str) -> dict:
+def verdicts(results: dict, stats_by_game_: dict, splits: dict, key: str, runs: list[dict] | None = None,
+             budgets: dict | None = None) -> dict:
     """Per game and entrant, its tests (``entrant_tests``) completed into its verdict, in place (so that
     entrants.json holds it): its mean held-out success, its ``seeds``, the built-in rows' (``builtin_seeds``:
-    the most any has) and ``collapse``. Returns game -> entrant -> that verdict."""
+    the most any has) and ``collapse``; with ``runs`` (the run records) and ``budgets`` (game -> the run's budget),
+    the most decisions of agent_0 a seed of it reported (``agent_steps_max``) and that ``budget``: the budget rule
+    lets the iteration that reaches the budget cross it by any amount, so the verdict says by how much it did.
+    Returns game -> entrant -> that verdict."""
     from scope_envs.bench.stats import per_seed
 
     out = {}
     for game, st in stats_by_game_.items():
         table = results[game]
+        band = st.get("band") or {}
         for name, tests in (st.get("entrants") or {}).items():
-            tests.update(heldout_success=float(per_seed(table[name]).mean()), seeds=len(per_seed(table[name])),
+            # the pre-declared rule every row is read by: a game whose ceiling does not clear its floor judges none
+            tests.update(band_clears=bool(band["clears"]) if band.get("present") else None,
+                         heldout_success=float(per_seed(table[name]).mean()), seeds=len(per_seed(table[name])),
                          builtin_seeds=max((len(per_seed(table[m])) for m in builtin(table)), default=0),
                          collapse=collapse(table, name, (splits.get(game) or {}).get("cost"), key))
+            steps = [r.get("agent_steps") or 0 for r in runs or () if r.get("game") == game and r.get("method") == name]
+            if steps and (budgets or {}).get(game) is not None:
+                tests.update(agent_steps_max=int(max(steps)), budget=int(budgets[game]))
             out.setdefault(game, {})[name] = tests
     return out
 
@@ -219,6 +230,13 @@ def summary(verdicts_: dict, report: str) -> str:
             m = max(1, len(v["family"]))
             lines += [f"{game}: {name}, held-out success {v['heldout_success']:.3f} over {v['seeds']} seed(s) "
                       f"(the built-in rows: {v['builtin_seeds']} each)"]
+            if v.get("budget") and v.get("agent_steps_max", 0) > v["budget"]:
+                lines.append(f"  budget: up to {v['agent_steps_max']:,} decisions of agent_0 a seed against "
+                             f"{v['budget']:,} ({v['agent_steps_max'] / v['budget']:.2f}x: the iteration that "
+                             "reached the budget crossed it)")
+            if v.get("band_clears") is False:
+                lines.append("  the reference's ceiling (oracle) does not clear its floor (random): this game cannot "
+                             "judge methods (claim 0), so the comparisons below are no verdict on this one")
             for r in v["rows"]:
                 paired_ = f", paired p_Holm {_num(r['p_paired_holm'], '.2g')} on {r['n_paired']} shared seeds" \
                     if r["n_paired"] >= 2 else ""
@@ -318,26 +336,39 @@ def check_arguments(args) -> None:
                           "run the grid with --method instead)")
     if getattr(args, "confirmatory", None) and not specs:
         args.parser.error("argument --confirmatory: only with --method")
+    if getattr(args, "against", None) and getattr(args, "out", None) is not None:
+        check_out(args)
     if getattr(args, "against", None) and args.methods != args.parser.get_default("methods"):
         args.parser.error("argument --methods: not with --against (the reference's rows are taken as they are; "
                           "--method names your rows)")
     from scope_envs.bench.methods import builtin
-    from scope_envs.bench.plugins import PluginError, load
+    from scope_envs.bench.plugins import PluginError, env_specs, load
 
     names = []
     for spec in specs:
+        game = None
         try:
-            names.append(load(spec, builtin()).name)
+            method = load(spec, builtin())
+            # its simulators, for every game of the run: a wrong id is the same mistake in each of its runs
+            for game in args.games if not getattr(method, "builtin", False) else ():
+                env_specs(method, game)
         except PluginError as e:
             args.parser.error(f"argument --method: {e}")
+        except Exception as e:  # noqa: BLE001  (its train_envs, the user's code: said in one line)
+            args.parser.error(f"argument --method: {spec}: its train_envs({game!r}) failed: {type(e).__name__}: {e} "
+                              "(it gives env ids, or (env id, make() kwargs) pairs)")
+        names.append(method.name)
     if len(set(names)) != len(names):
         args.parser.error(f"argument --method: two methods share a name: {names}")
-    clash = [n for n in names if n in builtin_names()]
-    if clash and getattr(args, "against", None):  # it would retrain that row in place of the reference's
-        args.parser.error(f"argument --method: {', '.join(map(repr, clash))}: a row of the reference, taken as it is "
+    # a method of one's own (a file, a module, an entry point) named as a built-in row would be read as that row
+    own = [n for spec, n in zip(specs, names) if n in builtin_names() and spec != n]
+    if own:
+        args.parser.error(f"argument --method: {', '.join(map(repr, own))} is a built-in row's name: give your "
+                          "method another name (its `name`, or the function's)")
+    by_name = [n for spec, n in zip(specs, names) if n in builtin_names() and spec == n]
+    if by_name and getattr(args, "against", None):  # it would retrain that row in place of the reference's
+        args.parser.error(f"argument --method: {', '.join(map(repr, by_name))}: a row of the reference, taken as it is "
                           "with --against (rerun built-in rows without --against, with --methods)")
-    if clash and any(":" in s for s in specs):
-        args.parser.error(f"argument --method: {clash} are built-in row names; give your method another name")
     confirmatory = getattr(args, "confirmatory", None) or []
     if confirmatory:  # a row the run will not have would only be "not in this run" in the report, after the grid
         rows = run_rows(args, names)
@@ -349,6 +380,25 @@ def check_arguments(args) -> None:
         if alone:
             args.parser.error(f"argument --confirmatory: leaves {', '.join(map(repr, alone))} nothing to be compared "
                               "with (a row is never compared with itself)")
+
+
+def check_out(args) -> None:
+    """``--out`` must not be a folder of ``--against``: the run makes ``OUT/runs`` before it reads the reference,
+    so a packed reference (``runs.jsonl.gz``, as the committed ones are) would be read as that empty folder, and any
+    reference would get this run's outputs over its own."""
+    import os
+    from pathlib import Path
+
+    from scope_envs.bench import reference
+
+    try:
+        refs = reference.folders(args.against)
+    except reference.ReferenceMismatch:  # not a reference at all: the run's own check says so, before any run
+        return
+    out = Path(os.path.expanduser(str(args.out))).resolve()
+    if any(out == ref.resolve() for ref in refs):
+        args.parser.error(f"argument --out: {args.out} is the --against folder ({args.against}): this run would "
+                          "write its outputs over the reference's; give another --out")
 
 
 def run_rows(args, names: list[str]) -> list[str] | None:

@@ -33,7 +33,9 @@ def from_file(path: str, attr: str, spec: str, flag: str = "--method"):
         sys.modules[name] = module  # dataclasses and pickling look the module up by name
         try:
             loader_spec.loader.exec_module(module)
-        except Exception as e:  # noqa: BLE001  (the user's file: its error, named, without our traceback)
+        # the user's file: its error, named, without our traceback; a script's sys.exit at import too (it would
+        # end the command with its message alone, naming neither the file nor the flag)
+        except (Exception, SystemExit) as e:  # noqa: BLE001
             del sys.modules[name]
             raise PluginError(f"{flag} {spec}: importing {file} failed: {type(e).__name__}: {e}") from e
     return attr_of(module, attr, spec, flag)
@@ -42,8 +44,12 @@ def from_file(path: str, attr: str, spec: str, flag: str = "--method"):
 def from_module(where: str, attr: str, spec: str, flag: str = "--method"):
     try:
         module = importlib.import_module(where)
-    except Exception as e:  # noqa: BLE001
-        raise PluginError(f"{flag} {spec}: cannot import {where}: {type(e).__name__}: {e}") from e
+    except (Exception, SystemExit) as e:  # noqa: BLE001  (as from_file's)
+        # the console script's path has no working folder, where a module of one's own often is: its file form
+        file = Path(*where.split(".")).with_suffix(".py")
+        here = f"; {file} is a file here: give it as {flag} {file}:{attr}" if isinstance(e, ModuleNotFoundError) \
+            and e.name == where.split(".")[0] and file.is_file() else ""
+        raise PluginError(f"{flag} {spec}: cannot import {where}: {type(e).__name__}: {e}{here}") from e
     return attr_of(module, attr, spec, flag)
 
 

@@ -102,16 +102,19 @@ def source_digest(method) -> str | None:
         return None
 
 
-def raised_at(error: BaseException, method) -> str:
+def raised_at(error: BaseException, method, own_file_only: bool = False) -> str | None:
     """``file:line`` where ``error`` left the plug-in's own code: the last frame of its traceback in the file
-    that defines ``method`` (its class, or its function), else the last frame outside this package."""
+    that defines ``method`` (its class, or its function), else the last frame outside this package.
+    ``own_file_only``: that file's frame or None (a policy's act refused by the benchmark raises in the package)."""
     import traceback
 
     own = source_file(method)
     frames = traceback.extract_tb(error.__traceback__)
     package = str(Path(__file__).resolve().parents[1])
-    mine = [f for f in frames if own and str(Path(f.filename).resolve()) == own] or \
-        [f for f in frames if not str(Path(f.filename).resolve()).startswith(package)] or frames
+    mine = [f for f in frames if own and str(Path(f.filename).resolve()) == own]
+    if own_file_only:
+        return f"{mine[-1].filename}:{mine[-1].lineno}" if mine else None
+    mine = mine or [f for f in frames if not str(Path(f.filename).resolve()).startswith(package)] or frames
     return f"{mine[-1].filename}:{mine[-1].lineno}" if mine else "?"
 
 
@@ -306,7 +309,7 @@ def run_method_seeds(method, game: str, seeds: list[int], steps: int, eval_episo
 
         def progress(decisions, policy):
             books.report(decisions)
-            curve.at(int(decisions), check_policy(policy, method.name))
+            curve.at(int(decisions), check_policy(policy, method.name, "progress() was given"))
 
         return TrainContext(game=game, seed=seed, budget=budget, progress=progress, options=options), books, curve
 
@@ -320,8 +323,11 @@ def run_method_seeds(method, game: str, seeds: list[int], steps: int, eval_episo
         except (Exception, SystemExit) as e:  # a plug-in's sys.exit() ends its own runs, not the benchmark
             if builtin_row:
                 raise
-            what = f" raised in {call.__name__} at {raised_at(e, method)}" if stage is None else \
-                f": its policy failed {stage}"
+            if stage is None:
+                what = f" raised in {call.__name__} at {raised_at(e, method)}"
+            else:
+                where = raised_at(e, method, own_file_only=True)
+                what = f": its policy failed {stage}" + (f" at {where}" if where else "")
             raise PluginFailure(f"method {method.name!r}{what}: {type(e).__name__}: {e}") from e
 
     runs = [context(seed) for seed in seeds]

@@ -255,13 +255,14 @@ def reseeded(policy, seed: int):
     return policy
 
 
-def check_policy(policy, method: str) -> Trained:
+def check_policy(policy, method: str, given: str = "train returned") -> Trained:
     """``policy`` as returned by ``method``: a ``Trained``, or a policy (``act(obs, mask, greedy)``, an SB3 model,
-    a function, a ``PPOTrainer``) made one; ``PluginError`` naming the method otherwise."""
+    a function, a ``PPOTrainer``) made one; ``PluginError`` naming the method otherwise, and where the object came
+    from (``given``: ``train`` returned it, or a ``progress`` call was given it)."""
     from scope_envs.train.act_ppo import PPOTrainer
 
     if isinstance(policy, Trained):
-        policy.policy = check_policy(policy.policy, method).policy
+        policy.policy = check_policy(policy.policy, method, given).policy
         return policy
     if isinstance(policy, PPOTrainer):  # the package's trainer: every seat it learned, and its counts
         return Trained(policy=TrainerPlayers(policy), agent_steps=policy.agent_steps, env_steps=policy.env_steps)
@@ -270,7 +271,7 @@ def check_policy(policy, method: str) -> Trained:
     try:
         return Trained(policy=as_policy(policy))
     except TypeError as e:
-        raise PluginError(f"method {method!r}: train returned {type(policy).__name__}, not a policy ({e})") from None
+        raise PluginError(f"method {method!r}: {given} {type(policy).__name__}, not a policy ({e})") from None
 
 
 # ------------------------------------------------------------------------------------------------ saved policies

@@ -310,6 +310,8 @@ def rebuild_hint(against: str, path: Path, tasks: list[dict], records: list[dict
     own = "my-reference" if committed else str(path)
     games = {t["game"] for t in tasks}
     theirs = [r["task"] for r in records or [] if not games or r["task"].get("game") in games]
+    if not theirs and not code_changed:  # none of this run's games (no code compared): the games it has, as made
+        theirs = [r["task"] for r in records or []]
     if not code_changed and theirs and tasks:
         mine = " ".join(f"--method {m}" for m in dict.fromkeys(t.get("plugin") or t.get("method") for t in tasks) if m)
         # an option --against refuses: "run with those settings" could not be followed; the rows beside the grid can

@@ -232,7 +232,11 @@ def run(games=GAMES, methods=METHODS, seeds=None, steps=None, eval_episodes=None
     from scope_envs.bench import split  # the gap in two parts (a confirmatory definition: its module)
 
     splits = split.split_all(results)
-    verdicts = entrants.verdicts(results, stats_by_game, splits, split.REFERENCE_SUCCESS)  # collapse beside them
+    budgets = {}  # an entrant's budget (its tasks'), beside what it reported
+    for t in tasks:
+        budgets.setdefault(t["game"], t["steps"])
+    verdicts = entrants.verdicts(results, stats_by_game, splits, split.REFERENCE_SUCCESS,  # collapse beside them
+                                 runs=runs, budgets=budgets)
     if plugins:
         write_json(out / "entrants.json", entrants.to_json(stats_by_game))
     write_json(out / "curves.json", {"settings": settings, "wall_s": wall, "runs": runs})
