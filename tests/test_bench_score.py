@@ -75,6 +75,7 @@ def test_a_saved_trainer_is_scored_by_the_protocol_against_the_reference(tiny_re
     assert not other["episodes_match"] and other["episodes"]["score"] == {"eval_episodes": 500,
                                                                           "heldout_episodes": 4672}
     assert "Other episode counts than the reference's" in (tmp_path / "other" / "score.md").read_text()
+    assert "Held-out and panel: mean donation ($)." in (tmp_path / "other" / "score.md").read_text()  # the unit
     (tmp_path / "mine.py").write_text("def make():\n    return lambda obs, mask: mask.argmax(1)\n")
     err = refused(capsys, "--policy", f"{tmp_path / 'mine.py'}:make", "--game", "tau2", "--against",
                   str(tiny_reference), "--out", str(tmp_path / "o"))
@@ -153,6 +154,19 @@ def test_bad_input_is_an_argparse_error(tmp_path, capsys):
         assert message in capsys.readouterr().err
 
 
+def test_every_option_of_score_says_what_it_does():
+    """--surface, which switches between the two ways of scoring, had no help at all in score --help."""
+    import argparse
+
+    from scope_envs.bench.score import add_parser
+
+    sub = argparse.ArgumentParser().add_subparsers()
+    add_parser(sub)
+    parser = sub.choices["score"]
+    silent = [a.option_strings[0] for a in parser._actions if a.option_strings and not a.help]
+    assert silent == [], silent
+
+
 def refused(capsys, *argv):
     """``score *argv``: exit 2, one line on stderr, no traceback; returns stderr."""
     with pytest.raises(SystemExit) as e:
@@ -183,6 +197,50 @@ def test_a_ceiling_that_is_not_a_saved_trainer_is_refused_before_any_episode(tmp
         err = refused(capsys, "--surface", "text", "--policy", "floor", "--game", "p4g", "--ceiling", str(ceiling),
                       "--episodes", "1", "--out", str(tmp_path / "o"))
         assert "argument --ceiling: " in err and why in err, err
+
+
+def test_a_saved_ceiling_is_loaded_once_and_plays_as_saved(tmp_path, monkeypatch):
+    """--ceiling DIR was loaded twice (once to check it, once to play it): the same model.pt read and unpickled
+    twice. Loaded once now, and the ceiling row plays the saved trainer's agent_0 on its evaluation generator."""
+    from scope_envs.bench import score as score_module
+    from scope_envs.train.rollout import evaluation_policies
+
+    saved = tmp_path / "saved"
+    PPOTrainer(PPOConfig(env_id="p4g-frozen", seed=0, total_steps=64)).save(saved)
+    loads = []
+    real_load = PPOTrainer.load.__func__
+    counted = classmethod(lambda cls, *a, **k: loads.append(a) or real_load(cls, *a, **k))
+    monkeypatch.setattr(PPOTrainer, "load", counted)
+    score("--surface", "text", "--policy", "floor", "--game", "p4g", "--ceiling", str(saved), "--episodes", "2",
+          "--panel", "builtin", "--out", str(tmp_path / "o"))
+    assert len(loads) == 1, loads
+    result = json.loads((tmp_path / "o" / "score.json").read_text())
+    assert result["rows"]["ceiling"]["decisions"] is None
+    ceiling = evaluation_policies(real_load(PPOTrainer, saved), 0)["agent_0"]
+    direct = score_module.text_sides(score_module.ActInWords(ceiling, "ceiling"), "p4g", 0, 2, True)
+    assert result["rows"]["ceiling"]["heldout_per_episode"] == direct["heldout_per_episode"]
+    assert result["rows"]["ceiling"]["panel_per_family"] == direct["panel_per_family"]
+
+
+def test_a_trainer_of_another_game_is_refused_on_the_text_surface_before_any_episode(tmp_path, capsys,
+                                                                                      nothing_played):
+    """A cooperbench trainer as p4g's --ceiling (or as the text surface's --policy) ended, after the other rows had
+    played, in exit 1 with a numpy matmul error (its network reads cooperbench's observation width); the act
+    surface refused it by name. Now both surfaces do, before any episode; and --ceiling-steps beside --ceiling,
+    which it never read, is refused."""
+    other = tmp_path / "coop"
+    PPOTrainer(PPOConfig(env_id="cooperbench-frozen", seed=0, total_steps=64)).save(other)
+    mine = tmp_path / "p4g"
+    PPOTrainer(PPOConfig(env_id="p4g-frozen", seed=0, total_steps=64)).save(mine)
+    for argv, argument in ((["--policy", "floor", "--ceiling", str(other)], "--ceiling"),
+                           (["--policy", str(other), "--ceiling", str(mine)], "--policy")):
+        err = refused(capsys, "--surface", "text", *argv, "--game", "p4g", "--episodes", "1",
+                      "--out", str(tmp_path / "o"))
+        assert f"argument {argument}: {other} was trained on cooperbench-frozen, a game other than --game p4g" \
+            in err.strip().splitlines()[-1], err
+    err = refused(capsys, "--surface", "text", "--policy", "floor", "--ceiling", str(mine), "--ceiling-steps", "400",
+                  "--game", "p4g", "--episodes", "1", "--out", str(tmp_path / "o"))
+    assert "argument --ceiling-steps: not with --ceiling" in err.strip().splitlines()[-1], err
 
 
 def test_a_policy_folder_with_a_broken_config_names_the_file(tmp_path, capsys, nothing_played):
@@ -358,6 +416,16 @@ def test_a_learned_user_is_diagnosed_and_says_what_it_measures(sb3_models, tmp_p
     assert d["coverage"]["acts"]["modes"] == r["coverage"]["acts"]["modes"]
     for side in ("reference model", "frozen simulator", "held-out human proxies"):
         assert sides[side] == rand["fixed_agent"]["success"][side]
+
+
+def test_an_sb3_model_of_another_seat_is_refused_on_the_text_surface_too(sb3_models, tmp_path, capsys,
+                                                                        nothing_played):
+    """The act surface refused a user_0 model as agent_0 by its shapes; the text surface took it and failed in its
+    first episode (exit 1). Now it is refused as on the act surface, before any episode."""
+    user_zip, _ = sb3_models
+    err = refused(capsys, "--surface", "text", "--policy", str(user_zip), "--game", "p4g", "--episodes", "1",
+                  "--out", str(tmp_path / "o"))
+    assert "argument --policy: " in err and "p4g's agent_0 has 77 and 18" in err.strip().splitlines()[-1], err
 
 
 def test_a_saved_cotrain_trainer_gives_its_user(tmp_path):

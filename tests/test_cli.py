@@ -123,6 +123,7 @@ def test_help_states_the_defaults_of_out_and_the_smoke_cap(capsys):
     from scope_envs.bench.presets import SMOKE_EVAL_EPISODES, SMOKE_STEPS
 
     for argv, wanted in ((["score"], "(default: ./runs/score)"), (["train-llm"], "(default: ./runs/llm)"),
+                         (["diagnose"], "(default: ./runs/diagnose)"), (["demo"], "episodes per env (200;"),
                          (["bench"], f"--steps below {SMOKE_STEPS:_} without --eval-episodes, caps both sides at "
                                      f"{SMOKE_EVAL_EPISODES}")):
         with pytest.raises(SystemExit):

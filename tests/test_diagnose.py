@@ -235,6 +235,9 @@ def test_cli_writes_json_markdown_and_png(tmp_path):
     assert sorted(f.name for f in out.iterdir()) == ["diagnose.json", "diagnose.md", "diagnose.png"]  # no temp
 
 
+QUICK = ["--probe-episodes", "2", "--episodes", "2", "--bootstrap", "0", "--no-progress"]
+
+
 @pytest.mark.parametrize("args, words", [
     (["--samples", "1001"], "--samples: expected an integer from 1 to 1_000"),
     (["--episodes", "0"], "--episodes: expected an integer from 1 to 100_000"),
@@ -246,6 +249,9 @@ def test_cli_writes_json_markdown_and_png(tmp_path):
     (["--data", "."], "--data: only p4g"),
     (["--timeout", "601"], "--timeout: expected seconds in (0, 600], got 601.0"),
     (["--connect-timeout", "0"], "--connect-timeout: expected seconds in (0, 600], got 0.0"),
+    # either at 0 turns the persona probe off: the other, given, was ignored without a word
+    (["--cards", "0", "--persona-states", "5", *QUICK], "argument --persona-states: not used with --cards 0"),
+    (["--persona-states", "0", "--cards", "4", *QUICK], "argument --cards: not used with --persona-states 0"),
 ])
 def test_cli_bounds_every_count(tmp_path, args, words):
     base = ["--game", "cooperbench", "--out", str(tmp_path)]
@@ -533,6 +539,18 @@ def test_the_card_shows_no_negative_zero():
     from scope_envs.diagnose.report import number
 
     assert number(None) == "n/a" and number(-0.0001, 3) == "0.000"
+
+
+def test_the_card_and_the_table_show_no_negative_zero_explained():
+    """`explained` (1 - KL to the fit / KL to the reference) was printed with :.2f, so a fit a hair worse than
+    s = 1 (sampled answers) showed "explained -0.00" on the card, which docs/diagnose.md says never happens."""
+    from scope_envs.diagnose.report import clean, markdown
+    from scope_envs.diagnose.table import line
+
+    r = clean(diagnose("p4g", "frozen", probe_episodes=2, episodes=3, bootstrap=0, cards=0, persona_states=0))
+    r["sharpening"]["explained"] = r["sharpening_own_card"]["explained"] = -0.001
+    assert "explained 0.00" in markdown(r) and "-0.00" not in markdown(r)
+    assert "-0.00" not in line(r)
 
 
 def test_the_sharpened_references_cooperation_bias_is_documented_as_a_confound():

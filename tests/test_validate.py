@@ -109,3 +109,20 @@ def test_validate_tau2_leaves_a_task_that_checks_nothing_out_of_the_act_rates_to
     assert act_pass_rates("airline", tmp_path, tasks=["checks_nothing"])["random"] == 1.0  # vacuous
     alone = act_pass_rates("airline", tmp_path, tasks=testable)
     assert (report["oracle_act_pass_rate"], report["random_act_pass_rate"]) == (alone["oracle"], alone["random"])
+
+
+def test_validate_tau2_on_the_folder_above_the_domains_names_the_one_to_pass(tmp_path, capsys):
+    """--data ../shared/data/tau2 (as --data ../shared/data/p4g for p4g) holds domains/, not the domain folders:
+    it was refused with 'holds none of the domain folders' and no word of the folder that does."""
+    import shutil
+
+    from scope_envs.games.tau2.data import EMBEDDED
+
+    for inner in (tmp_path / "copy" / "domains", tmp_path / "checkout" / "data" / "tau2" / "domains"):
+        shutil.copytree(EMBEDDED / "airline", inner / "airline")
+        above = inner.parents[2] if inner.parent.name == "tau2" else inner.parent
+        with pytest.raises(SystemExit) as e:
+            main(["validate", "tau2", "--data", str(above)])
+        err = capsys.readouterr().err
+        assert e.value.code == 2 and "Traceback" not in err, err
+        assert err.strip().splitlines()[-1].endswith(f"but '{inner}' does: pass --data {inner}"), err

@@ -27,8 +27,9 @@ Why these: they keep the act level's meaning of the band — no strategy at all,
 package can train from the training-side knowledge of the held-out model — and they speak through the same
 channel (the game's realizer, read back by its NLU), so the band measures strategy on the text surface, and an
 LLM placed above ``ceiling`` writes better than the best act-level strategy rendered. Both need a game whose
-text surface shares the act surface's state (``legal``, ``features``, ``realize``): p4g; elsewhere the rows say
-why they are absent. ``normalized = (x - floor) / (ceiling - floor)`` on held-out success.
+text surface shares the act surface's state (``legal``, ``features``, ``realize``): p4g and cooperbench; elsewhere
+(tau2) the rows say why they are absent. ``--ceiling DIR`` plays a saved trainer of the game as the ceiling instead
+of training one. ``normalized = (x - floor) / (ceiling - floor)`` on held-out success.
 
 **A learned user** (``--seat user_0``, or another user seat of the game's ``-cotrain`` / ``-population`` ids):
 ``--policy`` is an SB3 ``.zip`` of a model trained on that seat's ``SingleAgentView`` (``examples/cotrain_sb3.py``
@@ -85,14 +86,7 @@ def score_act(spec: str, game: str, seeds: int = 1, against: str | None = "refer
         policy = policies.load(spec)
     except (ValueError, TypeError) as e:
         raise ScoreError("--policy", str(e)) from None
-    if isinstance(policy, policies.SB3Policy):  # a model of the user seat, or of another game: said before playing
-        try:
-            policies.check_seat(policy, spec, game, "agent_0")
-        except ValueError as e:
-            raise ScoreError("--policy", f"{e}; a learned user is scored with --seat user_N") from None
-    trained_on = getattr(getattr(policy, "trainer", None), "cfg", None)
-    if trained_on is not None and trained_on.env_id.split("-")[0] != game:
-        raise ScoreError("--policy", f"{spec} was trained on {trained_on.env_id}, a game other than --game {game}")
+    check_plays_agent(policy, spec, game)
     no_band = None
     if against is None:
         no_band = "no reference (--against): no band"
@@ -150,6 +144,28 @@ def score_act(spec: str, game: str, seeds: int = 1, against: str | None = "refer
             out["recovered"] = (out["heldout_success"] - rows[BASELINE]["heldout_success"]) / (
                 hi - rows[BASELINE]["heldout_success"])
     return out
+
+
+def check_plays_agent(policy, spec: str, game: str, flag: str = "--policy") -> None:
+    """``ScoreError`` on ``flag`` when ``policy`` (loaded from ``spec``: a ``policies.load`` result or a
+    ``PPOTrainer``) cannot play agent_0 of ``game``: an SB3 model of another seat or game (its shapes), a saved
+    trainer of another game or without agent_0. Said before any episode: its network would otherwise meet
+    observations of another width (a matmul error, after the other rows had played)."""
+    from scope_envs.bench import policies
+
+    if isinstance(policy, policies.SB3Policy):  # a model of the user seat, or of another game
+        try:
+            policies.check_seat(policy, spec, game, "agent_0")
+        except ValueError as e:
+            raise ScoreError(flag, f"{e}; a learned user is scored with --seat user_N") from None
+    trainer = getattr(policy, "trainer", policy)
+    trained_on = getattr(trainer, "cfg", None)
+    if trained_on is None or not hasattr(trainer, "seat"):
+        return
+    if trained_on.env_id.split("-")[0] != game:
+        raise ScoreError(flag, f"{spec} was trained on {trained_on.env_id}, a game other than --game {game}")
+    if "agent_0" not in trainer.seat:
+        raise ScoreError(flag, f"{spec} has no agent_0 network (its seats: {', '.join(sorted(trainer.seat))})")
 
 
 def check_reference_seeds(ref: list[dict], game: str, seeds: int, against: str) -> None:
@@ -266,19 +282,19 @@ def text_sides(agent, game: str, seed: int, episodes: int, builtin_panel: bool, 
     return out
 
 
-def ceiling_policy(game: str, seed: int, steps: int, saved: str | None = None):
+def ceiling_policy(game: str, seed: int, steps: int, saved=None):
     """The act level's ceiling: ``oracle``'s recipe (the held-out behaviour model on train personas), trained
-    for ``steps`` decisions (or a saved trainer), drawing from its own generator."""
+    for ``steps`` decisions, or ``saved`` (a ``PPOTrainer`` already loaded: ``score_text`` loads and checks the
+    folder once, before any episode), agent_0's network drawing from its evaluation generator."""
     from scope_envs.bench.methods import method_setup
-    from scope_envs.train.act_ppo import PPOConfig, PPOTrainer, load_policy
-
-    if saved:
-        return load_policy(saved, seed=seed)
-    env_id, kwargs, overrides = method_setup(game, "oracle")
-    trainer = PPOTrainer(PPOConfig(env_id=env_id, env_kwargs=kwargs, seed=seed, total_steps=steps, **overrides))
-    trainer.train()
+    from scope_envs.train.act_ppo import PPOConfig, PPOTrainer
     from scope_envs.train.rollout import evaluation_policies
 
+    trainer = saved
+    if trainer is None:
+        env_id, kwargs, overrides = method_setup(game, "oracle")
+        trainer = PPOTrainer(PPOConfig(env_id=env_id, env_kwargs=kwargs, seed=seed, total_steps=steps, **overrides))
+        trainer.train()
     return evaluation_policies(trainer, seed)["agent_0"]
 
 
@@ -297,11 +313,13 @@ def score_text(spec: str, game: str, seed: int = 0, episodes: int = TEXT_EPISODE
     why_not = text_capable(game)
     if spec in ("floor", "ceiling") and why_not:
         raise ScoreError("--policy", why_not)
+    saved_ceiling = None
     if ceiling and not why_not:
         try:  # a model.pt that cannot be loaded: said before any episode, not a traceback after the floor's
-            policies.load_trainer(ceiling)
+            saved_ceiling = policies.load_trainer(ceiling)
         except ValueError as e:
             raise ScoreError("--ceiling", str(e)) from None
+        check_plays_agent(saved_ceiling, ceiling, game, "--ceiling")
     llm_panels = {path: check_llm_panel(path, game) for path in files}  # before any model loads or episode plays
     if spec in ("floor", "ceiling"):
         agent = None
@@ -313,6 +331,7 @@ def score_text(spec: str, game: str, seed: int = 0, episodes: int = TEXT_EPISODE
             loaded = policies.load(spec)
         except (ValueError, TypeError) as e:
             raise ScoreError("--policy", str(e)) from None
+        check_plays_agent(loaded, spec, game)
         act = loaded.players(seed)["agent_0"] if hasattr(loaded, "players") else loaded
         agent = ActInWords(act, spec)
     else:
@@ -333,8 +352,8 @@ def score_text(spec: str, game: str, seed: int = 0, episodes: int = TEXT_EPISODE
             rows["floor"] = text_sides(ActInWords(UniformPolicy(seed=seed), "floor"), game, seed, episodes,
                                        builtin_panel, bar)
             steps = ceiling_steps or default_ceiling_steps(game, preset_steps(game))
-            rows["ceiling"] = text_sides(ActInWords(ceiling_policy(game, seed, steps, ceiling), "ceiling"), game,
-                                         seed, episodes, builtin_panel, bar)
+            best = ceiling_policy(game, seed, steps, saved_ceiling)
+            rows["ceiling"] = text_sides(ActInWords(best, "ceiling"), game, seed, episodes, builtin_panel, bar)
             rows["ceiling"]["decisions"] = None if ceiling else steps
     finally:
         bar.close()
@@ -511,7 +530,8 @@ def markdown(result: dict) -> str:
 
     lines = [f"# scope-envs score: {result['policy']} on {result['game']} ({result['surface']} surface)", ""]
     if result["surface"] == "act":
-        lines += [f"Seeds 0..{result['seeds'] - 1}, the benchmark's evaluation protocol (scope_envs.bench.protocol).",
+        lines += [f"Seeds 0..{result['seeds'] - 1}, the benchmark's evaluation protocol (scope_envs.bench.protocol). "
+                  f"Held-out and panel: {game_spec(result['game']).metric_label}.",
                   "", "| row | held-out | panel |", "|---|---|---|",
                   f"| **{result['policy']}** | {f(result['heldout_success'])} | {f(result['panel_success'])} |",
                   *(f"| {m} (reference) | {f(r['heldout_success'])} | {f(r['panel_success'])} |"
@@ -579,7 +599,10 @@ def add_parser(subparsers) -> None:
                    help="the seat --policy plays: agent_0 (the default: scored in the band) or a user seat of the "
                         "game's -cotrain / -population ids (user_0, ...: a learned user, diagnosed; --policy is then "
                         "an SB3 .zip trained on that seat's SingleAgentView or a saved trainer with the seat)")
-    p.add_argument("--surface", choices=("act", "text"), default="act")
+    p.add_argument("--surface", choices=("act", "text"), default="act",
+                   help="act (the default): the benchmark's act-level protocol on seeds 0..N-1, in the reference's "
+                        "band; text: the policy speaks on the text surface against the held-out proxies (and the "
+                        "panel), beside a floor and a ceiling row played on the same episodes")
     p.add_argument("--seeds", type=count(MAX_SEEDS), default=1, help=f"act: seeds 0..N-1 (at most {MAX_SEEDS})")
     p.add_argument("--against", default="reference", help="act: the reference giving the band (reference, "
                                                           "reference-sb3 or an --out folder; 'none' for no band)")
@@ -599,7 +622,8 @@ def add_parser(subparsers) -> None:
                    help="text: the ceiling's training decisions (default: the default preset's ceiling budget for the game; "
                         f"at most {MAX_DECISIONS:_})")
     p.add_argument("--ceiling", type=saved_trainer, default=None,
-                   help="text: a saved trainer folder (PPOTrainer.save) to use as the ceiling instead")
+                   help="text: a saved trainer folder (PPOTrainer.save) of --game to use as the ceiling instead of "
+                        "training one (not with --ceiling-steps)")
     p.add_argument("--seed", type=count(2**31 - 1, low=0), default=0,
                    help="text, a user seat: the run seed of the episodes (0; 0 to 2**31-1)")
     p.add_argument("--max-new-tokens", type=count(32_768), default=128, help="text: per message (at most 32_768)")
@@ -633,6 +657,9 @@ def main(args: argparse.Namespace) -> None:
             this = f"--seat {args.seat}" if kind == "user" else f"--surface {args.surface}"
             args.parser.error(f"argument --{dest.replace('_', '-')}: only with "
                               f"{' or '.join(KIND_NAMES[k] for k in readers)} (this is {this}{why})")
+    if args.ceiling is not None and args.ceiling_steps is not None:  # a saved ceiling is not trained: else ignored
+        args.parser.error("argument --ceiling-steps: not with --ceiling (the saved trainer is the ceiling as it is; "
+                          "--ceiling-steps sets the training of the ceiling made when --ceiling is not given)")
     try:
         out = check_output_dir(args.out)
         if kind == "user":

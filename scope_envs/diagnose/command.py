@@ -54,7 +54,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     d.add_argument("--list", action="store_true",
                    help="print the game's built-in simulator names and the ranges the parametrised ones "
                         "take, and exit")
-    d.add_argument("--out", type=output_dir, default="runs/diagnose", help="diagnose.json, diagnose.md and diagnose.png go here")
+    d.add_argument("--out", type=output_dir, default="runs/diagnose",
+                   help="diagnose.json, diagnose.md and diagnose.png go here (default: ./runs/diagnose)")
     d.add_argument("--data", type=existing_dir, default=None,
                    help="p4g: the folder of the real P4G csv files (e.g. ../shared/data/p4g) for the real-people numbers")
     d.add_argument("--sampled", action="store_true",
@@ -101,6 +102,10 @@ def run(args) -> None:
         return
     if not args.simulator:
         parser.error("argument --simulator: required (or --list to see the built-in names)")
+    for off, other in (("cards", "persona_states"), ("persona_states", "cards")):  # either 0: no persona probe
+        if getattr(args, off) == 0 and getattr(args, other) not in (0, parser.get_default(other)):
+            parser.error(f"argument --{other.replace('_', '-')}: not used with --{off.replace('_', '-')} 0 (no "
+                         "persona probe); leave it out, or give both above 0 for a persona probe")
     if not game_spec(args.game).probe_agent:  # a game outside the package may leave it unset (docs/adding-a-game.md)
         parser.error(f"argument --game: {args.game} declares no probe agent (GameSpec.probe_agent: the fixed agent "
                      "the probes play against the simulator), so it cannot be diagnosed")

@@ -49,13 +49,13 @@ def rows(r: dict) -> list[tuple[str, str, str]]:
     out = [
         ("sharpening (vs reference model)", fmt(s, 2),
          f"{r['fit']} fit on {s['states']} states; KL to fit {number(s.get('kl_fitted'))} vs to reference "
-         f"{number(s.get('kl_reference'))}" + (f", explained {s['explained']:.2f}" if s.get("explained") is not None
+         f"{number(s.get('kl_reference'))}" + (f", explained {number(s['explained'], 2)}" if s.get("explained") is not None
                                                else "") + (", AT A BOUND" if s.get("at_bound") else "")),
     ]
     own = r.get("sharpening_own_card")
     if own:
         out.append(("sharpening (vs reference on its own card)", fmt(own, 2),
-                    f"{own['against']}; explained " + (f"{own['explained']:.2f}" if own.get("explained") is not None
+                    f"{own['against']}; explained " + (number(own["explained"], 2) if own.get("explained") is not None
                                                        else "n/a") + (", AT A BOUND" if own.get("at_bound") else "")))
     out += [
         ("act-mode coverage", fmt(c["acts"], 2),
@@ -84,7 +84,7 @@ def rows(r: dict) -> list[tuple[str, str, str]]:
         out += [
             ("sharpening (vs real persuadees)", fmt(real["sharpening"], 2),
              f"{real['states']} real states of {real['dialogues']} dialogues; explained "
-             f"{real['sharpening']['explained']:.2f}" if real["sharpening"].get("explained") is not None
+             f"{number(real['sharpening']['explained'], 2)}" if real["sharpening"].get("explained") is not None
              else f"{real['states']} real states"),
             ("log-likelihood of real replies (nats/reply)", fmt(ll, 3),
              f"perplexity {ll['perplexity']:.2f}; reference model {fmt(ll['reference_model'], 3)}; "

@@ -28,11 +28,11 @@ REAL_HEADER = ("| simulator | sharpening vs real [95% CI] | explained | log-lik.
 def line(r: dict) -> str:
     s, c, p, co = r["sharpening"], r["coverage"], r["persona_sensitivity"], r["cooperation"]
     tag = " (eval only)" if r["evaluation_only"] else ""
-    explained = f"{s['explained']:.2f}" if s.get("explained") is not None else "–"
+    explained = number(s["explained"], 2) if s.get("explained") is not None else "–"
     persona = f"{number(p['value'])} ({number(p['reference']['value'])})" if p else "n/a"
     own = r.get("sharpening_own_card")
     own_text = "–" if not own else (f"{own['value']:.2f}{' (bound)' if own.get('at_bound') else ''} ("
-                                    + (f"{own['explained']:.2f}" if own.get("explained") is not None else "–") + ")")
+                                    + (number(own["explained"], 2) if own.get("explained") is not None else "–") + ")")
     return (f"| {r['game']} | `{r['simulator']}`{tag} | {r['fit']} | {fmt(s, 2)} | {explained} | {own_text} "
             f"| {number(c['acts']['value'], 2)} | {fmt(c['paths'], 2).split(' ')[0]} "
             f"| {number(c['entropy_ratio']['value'], 2)} "
@@ -43,7 +43,7 @@ def line(r: dict) -> str:
 def real_line(r: dict) -> str:
     x = r["real"]
     s, ll, co = x["sharpening"], x["log_likelihood"], x["cooperation"]
-    explained = f"{s['explained']:.2f}" if s.get("explained") is not None else "–"
+    explained = number(s["explained"], 2) if s.get("explained") is not None else "–"
     return (f"| `{r['simulator']}` | {fmt(s, 2)} | {explained} | {fmt(ll, 3)} | {ll['perplexity']:.2f} "
             f"| {co['rate']['value']:.3f} ({co['real_rate']['value']:.3f}) |")
 

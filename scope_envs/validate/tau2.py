@@ -47,6 +47,10 @@ def validate(data_dir=None, domains=DOMAINS, progress: bool | None = None) -> di
             raise FileNotFoundError(f"tau2 data folder not found: {str(path)!r}")
         if not path.is_dir():
             raise NotADirectoryError(f"tau2 data folder is not a folder: {str(path)!r}")
+        inner = domains_below(path)
+        if inner is not None:  # the folder above the domains (../shared/data/tau2, a tau2-bench checkout)
+            raise ValueError(f"{str(path)!r} holds no domain folder ({', '.join(DOMAINS)}) but {str(inner)!r} "
+                             f"does: pass --data {inner}")
     out = {}
     broken = []  # a domain folder that is there but cannot be read: an error, not a report
     quiet = None if progress is None else not progress  # tqdm's None: shown on a terminal only
@@ -81,6 +85,17 @@ def validate(data_dir=None, domains=DOMAINS, progress: bool | None = None) -> di
         raise ValueError(f"no tau2 task to validate in {str(data_dir) if data_dir is not None else 'the data'} "
                          f"({why})")
     return out
+
+
+def domains_below(path: Path) -> Path | None:
+    """The tau^2-bench ``domains`` folder under ``path`` (``domains/`` or ``data/tau2/domains/``, as a copy of
+    the data or a tau2-bench checkout holds it) when ``path`` itself holds no domain folder; else None."""
+    if any((path / d).is_dir() for d in DOMAINS):
+        return None
+    for inner in (path / "domains", path / "data" / "tau2" / "domains"):
+        if any((inner / d).is_dir() for d in DOMAINS):
+            return inner
+    return None
 
 
 def checks_something(task: dict) -> bool:
