@@ -76,6 +76,27 @@ def scope_envs_regimes():
     return REGIMES
 
 
+BAD_OPTIONS = """
+import scope_envs
+for env_id, kwargs in (("bargain-frozen", {"max_turns": 0}), ("bargain-cotrain", {"max_turns": "3"}),
+                       ("bargain-heldout", {"assumptions": "no_slips"})):
+    try:
+        scope_envs.make(env_id, **kwargs).reset(seed=0)
+    except ValueError as e:
+        print(str(e).split(",")[0])
+    else:
+        print("taken", env_id, kwargs)
+"""
+
+
+def test_the_example_refuses_a_bad_option_naming_it_as_the_built_in_games_do(game_env):
+    """The page's game checks its count (max_turns=0 was taken and broke at reset with an IndexError) and its proxy
+    refuses a variant it does not have (assumptions="no_slips" played the default silently)."""
+    out = run([sys.executable, "-c", BAD_OPTIONS], game_env).strip().splitlines()[-3:]
+    assert out == ["max_turns must be a positive int", "max_turns must be a positive int",
+                   "the bargain human proxy has no assumption variants (only 'default')"]
+
+
 def test_a_one_seed_benchmark_runs_on_the_example_game(game_env, tmp_path):
     out = tmp_path / "bench"
     run([sys.executable, "-m", "scope_envs.cli", "bench", "--games", "bargain", "--seeds", "1", "--steps", "300",

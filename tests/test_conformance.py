@@ -5,7 +5,7 @@ import warnings
 import numpy as np
 import pettingzoo
 import pytest
-from pettingzoo.test import api_test, parallel_api_test
+from pettingzoo.test import api_test, parallel_api_test, parallel_seed_test, seed_test
 from pettingzoo.utils.conversions import parallel_to_aec
 
 import scope_envs
@@ -34,6 +34,20 @@ def test_parallel_api(env_id, surface):
 @pytest.mark.parametrize("env_id", ALL_IDS)
 def test_aec_api(env_id, surface):
     api_test(parallel_to_aec(_make(env_id, surface)), num_cycles=200)
+
+
+@pytest.mark.parametrize("surface", SURFACES)
+@pytest.mark.parametrize("env_id", ALL_IDS)
+def test_pettingzoos_seed_test_in_its_aec_form(env_id, surface):
+    """docs/environments.md: PettingZoo's determinism test, sampling under the action mask."""
+    seed_test(lambda: parallel_to_aec(_make(env_id, surface)), num_cycles=100)
+
+
+def test_pettingzoos_parallel_seed_test_sends_masked_acts_on_the_act_surface_as_the_page_says():
+    """It samples without the mask: the env's refusal names the agent (the page sends users to the AEC form)."""
+    with pytest.raises(ValueError, match=r"^(agent|user)_0: act \d+ .*is illegal"):
+        parallel_seed_test(lambda: _make("p4g-cotrain"), num_cycles=100)
+    parallel_seed_test(lambda: _make("p4g-cotrain", "text"), num_cycles=100)  # the text surface has no mask
 
 
 def _same(a, b):

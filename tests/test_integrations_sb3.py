@@ -275,3 +275,26 @@ def test_sb3_player_plays_the_other_seat_of_a_single_agent_view():
                        device="cpu")
     obs, _ = SingleAgentView(scope_envs.make("p4g-frozen")).reset(seed=0)
     assert obs["action_mask"][SB3Player(flat, deterministic=True)(obs)]
+
+
+@pytest.mark.parametrize("mixed", [False, True])
+def test_a_bad_seed_or_actions_of_the_wrong_count_are_refused_where_given(mixed):
+    """``seed(-1)`` / ``seed(1.5)`` were kept and refused at the next ``reset`` as ``seed[0]``; actions of the
+    wrong count were numpy's reshape error."""
+    venv = sb3.sb3_mixed_vec_env(["p4g-frozen", "p4g-vs"], num_envs=4) if mixed else sb3_vec_env("p4g-frozen", 4)
+    for seed in (-1, 1.5, "3", True, np.int64(-2)):
+        with pytest.raises(ValueError, match=r"seed must be None or an int >= 0"):
+            venv.seed(seed)
+    assert venv.seed(np.int64(3)) == [3, 4, 5, 6]
+    venv.reset()
+    for acts in (np.ones(3, np.int64), np.ones(5, np.int64), 1):
+        with pytest.raises(ValueError, match=r"actions must be one act per slot, 4 of them, got shape"):
+            venv.step(acts)
+    venv.step(random_legal(venv.action_masks(), np.random.default_rng(0)).reshape(4, 1))  # (n, 1): still taken
+
+
+@pytest.mark.parametrize("wrong", [3, "model.zip", None])
+def test_sb3_player_of_something_not_a_model_says_what_it_plays(wrong):
+    """It was an AttributeError on ``observation_space`` (or on ``predict``) from inside the adapter."""
+    with pytest.raises(TypeError, match=r"SB3Player plays an SB3 model .*got "):
+        sb3.SB3Player(wrong)

@@ -68,9 +68,27 @@ from stable_baselines3.common.vec_env.base_vec_env import (
     VecEnvStepReturn,
 )
 
+from scope_envs.core.checks import check_seed
+from scope_envs.core.surfaces import short_repr
 from scope_envs.vec import GymVectorEnv, make_vec
 
 __all__ = ["SB3MixedVecEnv", "SB3Player", "SB3VecEnv", "sb3_mixed_vec_env", "sb3_vec_env"]
+
+
+def _checked_seed(venv: VecEnv, seed) -> Sequence[int | None]:
+    """SB3's ``seed``, the seed checked now: SB3 keeps it for the next ``reset``, where a bad one was refused as
+    ``seed[0]``, far from the call that set it."""
+    check_seed("seed", seed)
+    return VecEnv.seed(venv, None if seed is None else int(seed))
+
+
+def _slot_actions(actions, n: int) -> np.ndarray:
+    """``step``'s actions: one per slot, (n,) or anything of n elements (SB3's policies give (n,) or (n, 1))."""
+    actions = np.asarray(actions)
+    if actions.size != n:
+        raise ValueError(f"actions must be one act per slot, {n} of them, got shape {actions.shape} "
+                         f"{short_repr(actions.tolist())}")
+    return actions.reshape(n)
 
 
 def sb3_vec_env(id: str, num_envs: int = 16, **kwargs) -> SB3VecEnv:
@@ -112,8 +130,11 @@ class SB3VecEnv(VecEnv):
         self.reset_infos = [{"member": int(m)} for m in self._member]
         return self._keep(obs)
 
+    def seed(self, seed: int | None = None) -> Sequence[int | None]:
+        return _checked_seed(self, seed)
+
     def step_async(self, actions: np.ndarray) -> None:
-        self._actions = np.asarray(actions).reshape(self.num_envs)
+        self._actions = _slot_actions(actions, self.num_envs)
 
     def step_wait(self) -> VecEnvStepReturn:
         if self._actions is None:
@@ -230,8 +251,11 @@ class SB3MixedVecEnv(VecEnv):
         self._reset_options()
         return np.concatenate(obs)
 
+    def seed(self, seed: int | None = None) -> Sequence[int | None]:
+        return _checked_seed(self, seed)
+
     def step_async(self, actions: np.ndarray) -> None:
-        actions = np.asarray(actions).reshape(self.num_envs)
+        actions = _slot_actions(actions, self.num_envs)
         for block, a, b in self._spans():
             block.step_async(actions[a:b])
 
@@ -286,6 +310,9 @@ class SB3Player:
     else a draw from the model's distribution (SB3's generator, which the model's ``seed`` seeds)."""
 
     def __init__(self, model, deterministic: bool = False):
+        if not callable(getattr(model, "predict", None)) or not hasattr(model, "observation_space"):
+            raise TypeError(f"SB3Player plays an SB3 model (MaskablePPO, PPO, ...: its predict and "
+                            f"observation_space), got {type(model).__name__} {short_repr(model)}")
         self.model, self.deterministic = model, deterministic
         self.reads_dict = hasattr(model.observation_space, "spaces")
         self.masked = "action_masks" in model.predict.__code__.co_varnames
