@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 
 import scope_envs
+from scope_envs.regimes import MAX_MEMBERS  # the most co-trained users a population keeps (train-llm --members)
 
 
 def _number(cast, low: float, strict: bool, wanted: str):
@@ -137,7 +138,6 @@ SEED_MAX = 2**32 - 1  # numpy's legacy seeds and most libraries' accept this ran
 MAX_DECISIONS = 100_000_000  # the most decisions a command line may ask one run to train
 MAX_SEEDS = 1000  # the most seeds (0..N-1) a command line may ask to train or score
 MAX_SIMULATED_EPISODES = 1_000_000  # the most episodes validate p4g (and its fit) or demo may simulate
-MAX_MEMBERS = 64  # the most co-trained users a population may keep (train-llm --members, serve's members)
 MAX_POOL_SIZE = 1024  # the most users a checkpoint pool may keep (train-llm --pool-size, serve's pool_size)
 seed = count(SEED_MAX, low=0)
 

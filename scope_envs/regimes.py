@@ -69,6 +69,12 @@ REGIME_KWARGS = {
     "heldout": {"personas", "assumptions", "behaviour"},
     "grounded": set(),
 }
+# the most simulator families (rotation's families=K) and co-trained users (population's members=K) one env builds:
+# all are built in make(), so an unbounded count filled memory before make returned (families=10**9 grew past
+# 3 GB in ten minutes; members=10**7 took 21 s). FAMILIES is every family anything names (diagnose's family:I,
+# I < 1,000; SCOPE's ensemble is 3, the panel 6), MEMBERS train-llm's --members (SCOPE's population is 4).
+MAX_FAMILIES = 1000
+MAX_MEMBERS = 64
 SHARPENING = 3.0  # the frozen simulator's sharpening exponent (``sharpening=``; ``gamma=`` is its deprecated name)
 HELDOUT_PERSONAS = ("heldout", "train")  # the heldout regime's ``personas``: which split's cards/tasks it deals
 BEHAVIOURS = ("proxy", "reference")  # the heldout regime's ``behaviour``: the held-out proxies, or the reference model
@@ -181,8 +187,9 @@ def build(
                 raise ValueError("family_seed needs families=K (a positive int)")
             members = rotation()
         else:
-            if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-                raise ValueError(f"families must be a positive int (the number of simulator families), got {k!r}")
+            if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_FAMILIES:
+                raise ValueError(f"families must be an int in [1, {MAX_FAMILIES}] (the number of simulator "
+                                 f"families), got {k!r}")
             seed = options.get("family_seed", 0)
             if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
                 raise ValueError(f"family_seed must be a non-negative int, got {seed!r}")
@@ -199,7 +206,7 @@ def build(
         return CheckpointPool(env([LEARNABLE]), options.get("pool_size", 5), options.get("snapshot_every", 4),
                               options.get("pool_sample", "uniform"))
     if regime == "population":
-        k = check_int("members", options.get("members", 4), 1)  # (a bool too is refused)
+        k = check_int("members", options.get("members", 4), 1, MAX_MEMBERS)  # (a bool too is refused)
         return SimulatorPopulation(env([LEARNABLE]), [LEARNABLE] * k, schedule=options.get("schedule", "uniform"))
     # heldout: the human proxies on held-out scenarios (evaluation only); personas="train": the same behaviour
     # model on train scenarios, only for the benchmark's oracle ceiling (see the module docstring)

@@ -64,6 +64,9 @@ class UnknownEnvironment(KeyError):
 
 def make(id: str, surface: str = "act", **kwargs):
     """Build a registered environment: ``surface`` is ``"act"`` or ``"text"``; kwargs go to the regime."""
+    if not isinstance(id, str):  # (None, a number, a list: difflib's TypeError, or 'unhashable type')
+        raise UnknownEnvironment(f"an environment id is a str such as 'p4g-frozen', got {type(id).__name__} "
+                                 f"{id!r:.80}. Known ids: {', '.join(sorted(registry))}")
     if id not in registry:
         close = difflib.get_close_matches(id, list(registry), n=3, cutoff=0.5)
         hint = f" Did you mean {', '.join(map(repr, close))}?" if close else ""

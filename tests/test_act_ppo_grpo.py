@@ -200,6 +200,10 @@ def test_group_diagnostics_on_hand_made_groups():
     ({"advantage": "grpo"}, "group_size must be >= 2"),
     ({"group_size": 8, "episodes_per_iter": 20}, "episodes_per_iter.*group_size"),
     ({"env_id": "p4g-cotrain", "env_kwargs": {"user_reward": "curriculum"}}, "group_size.*curriculum"),
+    ({"episodes_per_iter": 0}, "episodes_per_iter must be a positive int"),  # train() looped forever
+    ({"num_envs": 0}, r"num_envs must be an int in \[1, 65536\]"),  # an IndexError
+    ({"num_envs": 10**12}, r"num_envs must be an int in \[1, 65536\]"),  # built scalar envs until memory ran out
+    ({"seed": -1}, r"seed must be an int in \[0, 4294967295\]"), ({"seed": 1.5}, "seed must be an int"),
 ])
 def test_bad_grouping_options(kw, match):
     with pytest.raises(ValueError, match=match):

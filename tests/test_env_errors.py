@@ -51,7 +51,7 @@ def test_wrong_type_on_text_surface():
 def test_bad_regime_options():
     with pytest.raises(ValueError, match="takes no option.*'k'"):
         scope_envs.make("p4g-frozen", k=5)
-    with pytest.raises(ValueError, match="members must be a positive int"):
+    with pytest.raises(ValueError, match=r"members must be an int in \[1, 64\]"):
         scope_envs.make("p4g-population", members=0)
     with pytest.raises(ValueError, match="weight_mode"):
         scope_envs.make("p4g-vs", weight_mode="greedy")
@@ -74,6 +74,16 @@ def test_a_user_reward_where_no_user_learns_is_refused(env_id):
 def test_unknown_id_lists_close_matches():
     with pytest.raises(KeyError, match="p4g-frozen"):
         scope_envs.make("p4g-frozn")
+
+
+@pytest.mark.parametrize("bad", [None, 3, ["p4g-frozen"], b"p4g-frozen"])
+def test_an_id_that_is_not_a_str_is_the_unknown_id_error_saying_what_an_id_is(bad):
+    from scope_envs.registry import UnknownEnvironment
+
+    with pytest.raises(UnknownEnvironment, match=r"an environment id is a str such as 'p4g-frozen'.*Known ids"):
+        scope_envs.make(bad)
+    with pytest.raises(UnknownEnvironment, match=r"an environment id is a str"):
+        scope_envs.make_vec(bad, num_envs=2)
 
 
 def test_step_after_end_is_an_error():
@@ -201,6 +211,9 @@ BAD_KWARGS = [
     ("p4g-frozen", {"max_message_chars": 0}, "max_message_chars"),  # the act surface too: a text user is cut to it
     ("cooperbench-vs", {"max_message_chars": -5}, "max_message_chars"),
     ("tau2-frozen", {"max_message_chars": 2.5}, "max_message_chars"),
+    # a Text action space whose sample() allocates its max_length (853 GiB asked at 10**12)
+    ("p4g-frozen", {"surface": "text", "max_message_chars": 10**12},
+     r"max_message_chars must be an int in \[1, 1000000\]"),
 ]
 
 
@@ -208,6 +221,18 @@ BAD_KWARGS = [
 def test_bad_make_kwargs_are_a_value_error_naming_the_argument(env_id, kwargs, name):
     with pytest.raises(ValueError, match=name):
         scope_envs.make(env_id, **kwargs)
+
+
+@pytest.mark.parametrize("regime, name, n", [("rotation", "families", 10**9), ("population", "members", 10**7)])
+def test_a_count_of_members_past_its_bound_is_refused_before_any_is_built(regime, name, n):
+    """Every member is built in make(): families=10**9 filled memory for minutes, members=10**7 took 21 s."""
+    from scope_envs import regimes
+
+    bound = {"families": regimes.MAX_FAMILIES, "members": regimes.MAX_MEMBERS}[name]
+    for bad in (bound + 1, n):
+        with pytest.raises(ValueError, match=rf"{name} must be an int in \[1, {bound}\]"):
+            scope_envs.make(f"p4g-{regime}", **{name: bad})
+    scope_envs.make(f"p4g-{regime}", **{name: bound})  # the bound itself is taken
 
 
 def test_the_bounds_of_the_checked_kwargs_are_accepted():

@@ -208,7 +208,7 @@ def test_family_seed_picks_another_ensemble():
 
 @pytest.mark.parametrize("bad", [0, -1, 2.0, "3", True])
 def test_bad_families_is_named(bad):
-    with pytest.raises(ValueError, match="families must be a positive int"):
+    with pytest.raises(ValueError, match=r"families must be an int in \[1, 1000\]"):
         scope_envs.make("p4g-rotation", families=bad)
 
 

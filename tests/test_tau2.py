@@ -119,6 +119,15 @@ def test_data_precedence(tmp_path, monkeypatch):
     assert resolve_data_dir(None)[1] == "embedded"
 
 
+def test_a_data_dir_above_the_domains_names_the_folder_to_pass(tmp_path):
+    """data_dir=../shared/data/tau2 (the folder above domains/, as p4g's data folder is given) named no way on."""
+    import shutil
+
+    shutil.copytree(tau2_data.EMBEDDED / "airline", tmp_path / "domains" / "airline")
+    with pytest.raises(ValueError, match=f"{str(tmp_path / 'domains')!r} does: pass that folder"):
+        resolve_data_dir(tmp_path)
+
+
 def test_nl_assertions_need_a_judge_and_pass_hat_k():
     task_id = "syn_air_0"  # basis DB+COMMUNICATE by default; make it an NL task
     data = load_domain("airline")

@@ -426,3 +426,50 @@ def test_the_gymnasium_views_refusal_lists_the_single_agent_regimes_of_the_regis
         GymVectorEnv(scope_envs.make_vec(f"p4g-{regime}", num_envs=2)).reset(seed=0)
     with pytest.raises(ValueError, match="act surface"):
         GymVectorEnv(scope_envs.make_vec("p4g-frozen", num_envs=2, surface="text"))
+
+
+def test_make_vec_refuses_more_slots_than_it_can_build_before_building_any():
+    from scope_envs.vec import MAX_NUM_ENVS
+
+    # 10**12 slots would be built one scalar env at a time until memory ran out; the bound is checked first
+    for n in (MAX_NUM_ENVS + 1, 10**12, np.int64(10**12)):
+        with pytest.raises(ValueError, match=rf"num_envs must be at most {MAX_NUM_ENVS:,}.*got {int(n):,}"):
+            scope_envs.make_vec("p4g-frozen", num_envs=n)
+    assert MAX_NUM_ENVS >= 16_384  # benchmarks/vec_speed.py --num-envs goes there
+
+
+@pytest.mark.parametrize("batched", [True, False])
+def test_bad_reset_slots_or_options_name_the_argument_and_reset_nothing(batched):
+    vec = vectorize([scope_envs.make("p4g-frozen") for _ in range(3)], batched=batched)
+    vec.reset(seed=0)
+    for slots in ([3], [-1], [0, 0], ["a"], [1.0], "01", 2, {0: 1}):
+        with pytest.raises(ValueError, match=r"slots must be a sequence of distinct slot indices in \[0, 3\)"):
+            vec.reset(seed=1, slots=slots)
+    for options in ([1], [{}, {}], "x", 3):
+        with pytest.raises(ValueError, match=r"options must be a dict .* or a sequence of 3 of them"):
+            vec.reset(seed=1, options=options)
+    with pytest.raises(ValueError, match=r"options\[1\] must be a dict .* or None, got int 7"):
+        vec.reset(seed=1, options=[{}, 7, None])
+    for bad in (-1, "a", 1.5):  # numpy's "expected non-negative integer" in the batched engine
+        with pytest.raises(ValueError, match=r"options\['scenario_seed'\] must be None or an int >= 0"):
+            vec.reset(seed=1, options={"scenario_seed": bad})
+        with pytest.raises(ValueError, match=r"options\[2\]\['scenario_seed'\] must be None or an int >= 0"):
+            vec.reset(seed=1, options=[None, {}, {"scenario_seed": bad}])
+    for streams in ([9, 9, 9], [0, 0], [-1, 0, 0]):  # the loop of scalar envs took any
+        with pytest.raises(ValueError, match=r"streams must be 3 labels in \[0, 3\], one per slot"):
+            vec.reset(seed=[1, 2, 3], streams=streams)
+    assert not vec.idle.any()  # every refusal came before any slot was reset
+    for slots, options in ((np.array([2, 0]), None), ([], [None, {"scenario_seed": 3}, {}]), (range(3), {})):
+        vec.reset(seed=1, slots=slots, options=options)  # still taken
+
+
+@pytest.mark.parametrize("batched", [True, False])
+def test_next_episode_options_are_checked_as_resets_are(batched):
+    vec = vectorize([scope_envs.make("p4g-frozen") for _ in range(2)], batched=batched)
+    for bad, match in ((3, r"must be a dict .* or None, got int 3"),
+                       ({"scenario_seed": -1}, r"\['scenario_seed'\] must be None or an int >= 0")):
+        vec.next_episode = lambda slot, bad=bad: bad
+        obs, _ = vec.reset(seed=0)
+        with pytest.raises(ValueError, match=match):
+            for _ in range(40):  # p4g's episodes end within 20 steps
+                obs, *_ = vec.step({"agent_0": np.argmax(obs["agent_0"]["action_mask"], 1)})

@@ -195,7 +195,8 @@ def test_record_transcripts_makes_the_folder_of_its_path(tmp_path, monkeypatch):
     assert len(read_transcripts(tmp_path / "runs" / "x.jsonl")) == 1
     (tmp_path / "afile").write_text("")
     for path, match in [("afile/x.jsonl", "path 'afile/x.jsonl'.*afile"), (None, "^path must be"),
-                        (3, "^path must be")]:
+                        (3, "^path must be"), ("runs", "path 'runs' must name a file.*got a folder"),
+                        (tmp_path, "must name a file.*got a folder"), ("", "path '' must name a file.*empty")]:
         with pytest.raises(ValueError, match=match):
             RecordTranscripts(scope_envs.make("p4g-frozen"), path)
     with pytest.raises(ValueError, match="^seed must be"):

@@ -49,6 +49,11 @@ class RecordTranscripts(BaseParallelWrapper):
             raise ValueError(f"path must be a file name (a str or os.PathLike), got {short_repr(path)}")
         super().__init__(check_scalar_env("RecordTranscripts", env))
         self.path = os.fspath(path)
+        # refused now, not when the first episode ends (an IsADirectoryError after an episode's, or a training
+        # run's, worth of work)
+        if not self.path or os.path.isdir(self.path):
+            raise ValueError(f"path {short_repr(path)} must name a file to append to (such as runs/x.jsonl), "
+                             + ("got an empty path" if not self.path else "got a folder"))
         # the file's folder is made now (``runs/x.jsonl`` without ``runs/``), not found missing when the first
         # episode ends; a folder that cannot be made is an error naming path, here
         folder = os.path.dirname(self.path)

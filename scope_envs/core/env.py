@@ -40,8 +40,8 @@ from pettingzoo import ParallelEnv
 from scope_envs.core.checks import check_int, check_seed
 from scope_envs.core.game import Game, InGameError
 from scope_envs.core.simulator import Simulator, View
-from scope_envs.core.surfaces import (MAX_MESSAGE_CHARS, SURFACES, TextSurface, act_observation, check_message,
-                                      short_repr)
+from scope_envs.core.surfaces import (MAX_MESSAGE_CHARS, MAX_MESSAGE_CHARS_LIMIT, SURFACES, TextSurface,
+                                      act_observation, check_message, short_repr)
 
 AGENT = "agent_0"
 LEARNABLE = "learnable"
@@ -99,7 +99,8 @@ class DialogueParallelEnv(ParallelEnv):
         if split not in ("train", "heldout"):
             raise ValueError(f"split must be 'train' or 'heldout', got {split!r}")
         check_int("max_errors", max_errors, 0)  # in-game errors before the episode truncates
-        check_int("max_message_chars", max_message_chars, 1)  # on every surface: a text user's messages are cut to it
+        # on every surface: a text user's messages are cut to it
+        check_int("max_message_chars", max_message_chars, 1, MAX_MESSAGE_CHARS_LIMIT)
         self.game = game
         self.surface = TextSurface(game, max_message_chars) if surface == "text" else SURFACES[surface](game)
         self.max_message_chars = max_message_chars

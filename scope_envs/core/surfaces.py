@@ -20,6 +20,10 @@ from scope_envs.core.game import Game, InGameError
 CHARSET = frozenset(string.printable)
 MAX_OBS_CHARS = 16384
 MAX_MESSAGE_CHARS = 4000
+# the largest max_message_chars an env takes: it is the Text action space's max_length, whose sample() (PettingZoo's
+# api_test, any random agent) draws a length up to it and allocates that much (10**12 asked numpy for 853 GiB); a
+# million is 30x cooperbench's whole-file writes (32,000) and the server's bound on every count it is sent
+MAX_MESSAGE_CHARS_LIMIT = 1_000_000
 # control characters (whitespace aside), surrogates and non-characters: binary, not text. U+FFFD stays
 # readable: a model's output cut inside a multi-byte character decodes to it.
 NOT_TEXT = re.compile("[\x00-\x08\x0e-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")

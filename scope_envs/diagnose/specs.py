@@ -30,10 +30,11 @@ from pathlib import Path
 
 from scope_envs.core.simulator import Simulator
 from scope_envs.games import game_names, game_spec, load
+from scope_envs.regimes import MAX_FAMILIES
 
 GAMES = game_names()
 MAX_SHARPENING = 100.0
-FAMILIES = 1000  # family:I takes I in 0..FAMILIES-1 (names() lists the default ensemble's, 0..DEFAULT_K-1)
+FAMILIES = MAX_FAMILIES  # family:I takes I in 0..FAMILIES-1 (names() lists the default ensemble's, 0..DEFAULT_K-1)
 
 
 class SpecError(ValueError):

@@ -45,6 +45,7 @@ from threadpoolctl import threadpool_limits
 from torch.distributions import Categorical
 
 import scope_envs
+from scope_envs.core.checks import check_int
 from scope_envs.core.simulator import Simulator, View
 from scope_envs.files import write_atomic
 from scope_envs.train.activation import LIMIT, rational
@@ -75,7 +76,7 @@ from scope_envs.train.rollout import (
     evaluation_rng,
     rollout_diagnostics,
 )
-from scope_envs.vec import BATCHED_KWARGS, vectorize
+from scope_envs.vec import BATCHED_KWARGS, MAX_NUM_ENVS, vectorize
 from scope_envs.wrappers import CheckpointPool
 
 AGENT = "agent_0"
@@ -135,6 +136,11 @@ class PPOConfig:
 
 def check_config(cfg: PPOConfig) -> None:
     """The grouping options' ``ValueError``s (the env-dependent one, the curriculum user, is in the trainer)."""
+    # the counts first: episodes_per_iter=0 trained forever (no iteration took a step), num_envs=0 was an
+    # IndexError, a seed out of numpy's legacy range its own message
+    check_int("num_envs", cfg.num_envs, 1, MAX_NUM_ENVS)
+    check_int("episodes_per_iter", cfg.episodes_per_iter, 1)
+    check_int("seed", cfg.seed, 0, 2**32 - 1)
     if cfg.advantage not in ADVANTAGES:
         raise ValueError(f"advantage must be one of {ADVANTAGES}, got {cfg.advantage!r}")
     if isinstance(cfg.group_size, bool) or not isinstance(cfg.group_size, int) or cfg.group_size < 1:

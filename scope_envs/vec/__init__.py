@@ -74,8 +74,8 @@ from scope_envs.vec.batched import BatchedVecEnv
 from scope_envs.vec.games import BATCHED, CooperBenchVecEnv, P4GVecEnv, Tau2VecEnv
 from scope_envs.vec.gym import GymVectorEnv, gym_vector_env, noop_mask
 
-__all__ = ["BATCHED_KWARGS", "BatchedVecEnv", "CooperBenchVecEnv", "GymVectorEnv", "LoopVecEnv", "P4GVecEnv",
-           "Tau2VecEnv", "gym_vector_env", "make_vec", "noop_mask", "vectorize"]
+__all__ = ["BATCHED_KWARGS", "MAX_NUM_ENVS", "BatchedVecEnv", "CooperBenchVecEnv", "GymVectorEnv", "LoopVecEnv",
+           "P4GVecEnv", "Tau2VecEnv", "gym_vector_env", "make_vec", "noop_mask", "vectorize"]
 
 # the keyword arguments of make() that the batched engine reproduces: the games' options it knows and every
 # regime's (scope_envs.regimes.REGIME_KWARGS) but the held-out proxies' assumption switch; any other falls back
@@ -87,12 +87,19 @@ GAME_KWARGS = frozenset({
 })
 UNBATCHED_KWARGS = frozenset({"assumptions"})
 BATCHED_KWARGS = GAME_KWARGS | frozenset().union(*REGIME_KWARGS.values()) - UNBATCHED_KWARGS
+# the most slots make_vec builds: each slot is a scalar env built before the first step (15-60 KiB and 0.2-0.6 ms
+# a slot, tau2 the most), so 65,536 slots are some 4 GiB; the benchmarks go to 16,384 and the server's
+# --max-num-envs to 65,536. A count past it would fill memory one scalar env at a time before anything ran.
+MAX_NUM_ENVS = 65_536
 
 
 def make_vec(id: str, num_envs: int = 16, **kwargs):
     """N episodes of ``id`` stepped together (``scope_envs.make(id, **kwargs)`` per slot; see the module)."""
     if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
         raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
+    if num_envs > MAX_NUM_ENVS:
+        raise ValueError(f"num_envs must be at most {MAX_NUM_ENVS:,} (each slot is a scalar env built now), got "
+                         f"{num_envs:,}; for more episodes step more often, or split them over processes")
     envs = [make(id, **kwargs) for _ in range(int(num_envs))]
     return vectorize(envs, batched=not set(kwargs) - BATCHED_KWARGS)
 

@@ -17,6 +17,18 @@ from scope_envs.core.surfaces import short_repr
 from scope_envs.train.groups import agent_score
 
 
+def check_reset_options(name: str, options) -> dict:
+    """One episode's ``reset`` options, as the scalar env checks them: None or a dict, its ``scenario_seed`` None
+    or an int >= 0 (the batched engine hands it to numpy, whose refusal named neither)."""
+    if options is None:
+        return {}
+    if not isinstance(options, Mapping):
+        raise ValueError(f"{name} must be a dict (such as {{'scenario_seed': 3}}) or None, got "
+                         f"{type(options).__name__} {short_repr(options)}")
+    check_seed(f"{name}['scenario_seed']", options.get("scenario_seed"))
+    return dict(options)
+
+
 def always_next(slot: int) -> dict:
     """The default ``next_episode``: every slot starts its next episode at once."""
     return {}
@@ -58,7 +70,7 @@ class VecBase:
 
     def _reset_args(self, seed, options, slots):
         n = self.num_envs
-        slots = list(range(n)) if slots is None else [int(s) for s in slots]
+        slots = list(range(n)) if slots is None else self._check_slots(slots)
         expected = f"an int >= 0 or a sequence of {n} of them (one per slot)"
         if seed is None:
             seeds = [None] * n
@@ -75,11 +87,37 @@ class VecBase:
                 raise ValueError(f"seed must be {expected}, got a sequence of {len(seeds)}")
             for i, s in enumerate(seeds):  # None: that slot's seed is left out (its generator is kept)
                 check_seed(f"seed[{i}]", s)
-        if options is None or isinstance(options, dict):
-            opts = [dict(options or {}) for _ in range(n)]
-        else:
-            opts = [dict(o or {}) for o in options]
+        if options is None or isinstance(options, Mapping):
+            one = check_reset_options("options", options)
+            opts = [dict(one) for _ in range(n)]
+        else:  # one dict (or None) per slot
+            wanted = f"a dict (such as {{'scenario_seed': 3}}), None, or a sequence of {n} of them (one per slot)"
+            if isinstance(options, (str, bytes)) or not hasattr(options, "__len__") or len(options) != n:
+                raise ValueError(f"options must be {wanted}, got {type(options).__name__} {short_repr(options)}")
+            opts = [check_reset_options(f"options[{i}]", o) for i, o in enumerate(options)]
         return slots, seeds, opts
+
+    def _check_streams(self, streams) -> None:
+        """``reset(streams=)``: None, or a label in [0, num_envs] per slot (``BatchedVecEnv.reset``)."""
+        if streams is None:
+            return
+        label = np.asarray(streams)
+        if label.shape != (self.num_envs,) or not np.issubdtype(label.dtype, np.integer) or (
+                len(label) and (label.min() < 0 or label.max() > self.num_envs)):
+            raise ValueError(f"streams must be {self.num_envs} labels in [0, {self.num_envs}], one per slot")
+
+    def _check_slots(self, slots) -> list[int]:
+        """``reset(slots=)``: distinct slot indices in [0, num_envs), refused whole before any slot is reset."""
+        n = self.num_envs
+        wanted = f"a sequence of distinct slot indices in [0, {n})"
+        if isinstance(slots, (str, bytes, Mapping)) or not hasattr(slots, "__iter__"):
+            raise ValueError(f"slots must be {wanted}, got {type(slots).__name__} {short_repr(slots)}")
+        slots = list(slots)
+        for s in slots:
+            check_int("slots", s, 0, n - 1, wanted=wanted)
+        if len(set(int(s) for s in slots)) != len(slots):
+            raise ValueError(f"slots must be {wanted}: a slot is listed more than once, got {short_repr(slots)}")
+        return [int(s) for s in slots]
 
     def close(self):
         for env in self.envs:
@@ -144,6 +182,7 @@ class LoopVecEnv(VecBase):
     def reset(self, seed=None, options=None, slots=None, streams=None):
         """``streams`` is the batched engine's (``BatchedVecEnv.reset``): each scalar env draws from its own generator."""
         slots, seeds, opts = self._reset_args(seed, options, slots)
+        self._check_streams(streams)  # (this engine has no use for them: refused as the batched engine's are)
         n = self.num_envs
         self._obs, self._infos = [None] * n, [None] * n
         self._ret = np.zeros(n)
@@ -205,6 +244,7 @@ class LoopVecEnv(VecBase):
                 if nxt is None:
                     self.idle[i] = True
                 else:
+                    nxt = check_reset_options(f"next_episode({i})", nxt)
                     self._obs[i], self._infos[i] = env.reset(options=nxt or None)
         infos = self._stack_infos()
         if any(f is not None for f in final):

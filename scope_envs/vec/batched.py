@@ -13,7 +13,7 @@ from scope_envs.core.env import AGENT, LEARNABLE, DirectAnswer, member_generator
 from scope_envs.core.game import Turn
 from scope_envs.core.simulator import Simulator, View
 from scope_envs.core.surfaces import FEATURE_BOUND
-from scope_envs.vec.base import VecBase, always_next
+from scope_envs.vec.base import VecBase, always_next, check_reset_options
 
 SPLITS = ("train", "heldout")  # an env's split (``DialogueParallelEnv.split``), as codes
 # the roster fields of a member (dealing reads them): its batched reply model (``_kinds``; -1: none), its learnable user
@@ -179,6 +179,7 @@ class BatchedVecEnv(VecBase):
         episodes depend on no other stream's (the seed axis: a row's seeds in one vec env,
         ``scope_envs.train.rollout.collect_blocks``)."""
         slots, seeds, opts = self._reset_args(seed, options, slots)
+        self._check_streams(streams)  # before anything changes
         self.idle[:] = True
         self._seed_streams(seed, seeds, streams)
         from scope_envs.core.env import FirstOrUniform
@@ -417,7 +418,7 @@ class BatchedVecEnv(VecBase):
                     nxt = self.next_episode(i)
                     if nxt is not None:
                         restart.append(i)
-                        options.append(nxt)
+                        options.append(check_reset_options(f"next_episode({i})", nxt))
             self.idle[ended] = True
             if len(restart):
                 self._start(restart, options)

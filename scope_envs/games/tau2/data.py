@@ -60,7 +60,10 @@ def resolve_data_dir(data_dir: str | Path | None = None) -> tuple[Path, str]:
         if not path.is_dir():
             raise ValueError(f"tau2 {name} {str(path)!r} is not a folder (expected a tau^2-bench data/tau2/domains)")
         if not any((path / d).is_dir() for d in DOMAINS):
-            raise ValueError(f"tau2 {name} {str(path)!r} holds none of the domain folders {DOMAINS}")
+            inner = next((p for p in (path / "domains", path / "data" / "tau2" / "domains")
+                          if any((p / d).is_dir() for d in DOMAINS)), None)
+            raise ValueError(f"tau2 {name} {str(path)!r} holds none of the domain folders {DOMAINS}"
+                             + (f"; {str(inner)!r} does: pass that folder" if inner is not None else ""))
         return path.resolve(), "data_dir"
     installed = installed_data_dir()
     if installed is not None:
