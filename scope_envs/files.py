@@ -16,6 +16,7 @@ read-only file system is one ``OutputError`` with the reason, not a traceback af
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import math
@@ -95,6 +96,36 @@ def save_figure(fig, path: str | os.PathLike, **savefig_kwargs) -> None:
     buf = io.BytesIO()
     fig.savefig(buf, format=savefig_kwargs.pop("format", path.suffix.lstrip(".") or "png"), **savefig_kwargs)
     write_atomic(path, buf.getvalue())
+
+
+@contextlib.contextmanager
+def output_set(folder: str | os.PathLike, belongs=lambda name: False):
+    """Write a set of outputs that are read together (a run's ``results.json``, ``report.md``, plots) into a
+    hidden folder beside them (``.outputs.<pid>.tmp``, yielded), then move them into ``folder`` one after the
+    other once every one is written, and remove each file of ``folder`` that ``belongs(name)`` to the set and
+    this one did not write. A run killed while it writes them leaves the earlier set as it was, not a new
+    ``results.json`` beside an old ``report.md``; on an error nothing moves, and the hidden folder goes."""
+    import shutil
+
+    folder = Path(folder)
+    stage = folder / f".outputs.{os.getpid()}.tmp"
+    shutil.rmtree(stage, ignore_errors=True)
+    stage.mkdir(parents=True)
+    try:
+        try:
+            yield stage
+        except OSError as e:  # a full disk names the file where it goes, not the hidden folder
+            if e.filename and str(e.filename).startswith(str(stage)):
+                e.filename = str(folder / Path(e.filename).relative_to(stage))
+            raise
+        written = {p.name for p in stage.iterdir()}
+        for name in sorted(written):
+            os.replace(stage / name, folder / name)
+        for old in folder.iterdir():
+            if old.is_file() and old.name not in written and belongs(old.name):
+                old.unlink(missing_ok=True)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
 
 
 def check_output_dir(folder: str | os.PathLike) -> Path:

@@ -262,6 +262,38 @@ def test_the_next_run_removes_the_temporary_files_a_killed_bench_left_beside_its
     assert not [p for p in left if p.exists()] and live.exists()
 
 
+def test_a_run_stopped_while_it_writes_its_outputs_leaves_the_earlier_set_whole(tmp_path, monkeypatch):
+    """The outputs are one set, read together: a run stopped after results.json and before the plots had left a new
+    results.json beside the earlier run's report.md. Now they are written aside and moved in once all are."""
+    from scope_envs.bench import runner
+
+    out = tmp_path / "out"
+    main([*TINY, "--out", str(out)])
+    before = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
+    assert {"results.json", "report.md", "curves.json", "p4g_learning_curves.png"} <= set(before)
+
+    def stopped(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(runner, "plot", stopped)
+    with pytest.raises((KeyboardInterrupt, SystemExit)):
+        main([*TINY, "--eval-episodes", "6", "--out", str(out)])  # other runs: every output would differ
+    assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == before
+    assert not [p for p in out.iterdir() if p.name.startswith(".")]  # the set written aside is gone
+
+
+def test_a_run_removes_the_outputs_an_earlier_run_wrote_and_it_does_not(tmp_path):
+    """Another game's plots (and entrants.json, the sensitivity table) from an earlier run into the same --out were
+    left beside this run's, as if they were its own; a file of the user's stays."""
+    out = tmp_path / "out"
+    main([*TINY, "--games", "p4g", "cooperbench", "--out", str(out)])
+    assert (out / "cooperbench_learning_curves.png").is_file()
+    (out / "notes.txt").write_text("mine")
+    main([*TINY, "--out", str(out)])
+    assert not list(out.glob("cooperbench_*")) and (out / "p4g_learning_curves.png").is_file()
+    assert (out / "notes.txt").read_text() == "mine"
+
+
 def test_resume_says_what_it_keeps_and_what_it_replaces(tmp_path, capsys):
     """--resume said nothing of what it kept: with other settings (a --steps forgotten) it ran every run again and
     replaced every file, without a word."""

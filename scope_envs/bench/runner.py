@@ -34,7 +34,7 @@ from scope_envs.bench.plots import plot
 from scope_envs.bench.presets import SMOKE_EVAL_EPISODES, SMOKE_STEPS, is_smoke, run_settings
 from scope_envs.bench.report import write_report
 from scope_envs.bench.stats import claims, summarize
-from scope_envs.files import OutputError, check_output_dir, describe, write_atomic, write_json
+from scope_envs.files import OutputError, check_output_dir, describe, output_set, write_atomic, write_json
 
 # upper bounds of the counts (argparse checks them before anything starts; `scope-envs bench --help` says them)
 MAX_EVAL_EPISODES = 1_000_000
@@ -226,52 +226,60 @@ def run(games=GAMES, methods=METHODS, seeds=None, steps=None, eval_episodes=None
     variant_ceilings = [r for r in runs if r.get("assumptions")]
     runs = reference_runs + [r for r in runs if not r.get("assumptions")]
     results = summarize(runs)
-    write_json(out / "results.json", results)
-    stats_by_game = entrants.stats_by_game(results, confirmatory)  # the built-in rows' tests from them alone
-    write_json(out / "claims.json", claims(entrants.builtin_results(results), stats_by_game), ensure_ascii=False)
-    from scope_envs.bench import split  # the gap in two parts (a confirmatory definition: its module)
+    with output_set(out, belongs=run_output) as staged:  # written as one set: a kill leaves the earlier one
+        write_json(staged / "results.json", results)
+        stats_by_game = entrants.stats_by_game(results, confirmatory)  # the built-in rows' tests from them alone
+        write_json(staged / "claims.json", claims(entrants.builtin_results(results), stats_by_game),
+                   ensure_ascii=False)
+        from scope_envs.bench import split  # the gap in two parts (a confirmatory definition: its module)
 
-    splits = split.split_all(results)
-    budgets = {}  # an entrant's budget (its tasks'), beside what it reported
-    for t in tasks:
-        budgets.setdefault(t["game"], t["steps"])
-    verdicts = entrants.verdicts(results, stats_by_game, splits, split.REFERENCE_SUCCESS,  # collapse beside them
-                                 runs=runs, budgets=budgets)
-    if plugins:
-        write_json(out / "entrants.json", entrants.to_json(stats_by_game))
-    write_json(out / "curves.json", {"settings": settings, "wall_s": wall, "runs": runs})
-    per_game = {key: ", ".join(f"{g} {next(t[key] for t in tasks if t['game'] == g)}" for g in games)
-                for key in ("steps", "eval_episodes", "heldout_episodes")}  # the presets scale these per game
-    per_game["seeds"] = ", ".join(f"{g} {len({t['seed'] for t in tasks if t['game'] == g})}" for g in games)
-    if against:  # the reference's rows keep every seed they have
-        per_game["seeds"] += " (the new rows); the reference's rows: " + ", ".join(
-            f"{g} {len({r['seed'] for r in reference_runs if r['game'] == g})}" for g in games)
-    rows = list(dict.fromkeys(m for table in results.values() for m in table))  # the reference's and the new ones
-    write_report(out, results, runs, {**settings, **per_game, "games": list(games), "methods": rows, "jobs": jobs,
-                                      "user_reward": user_reward or "each game's default", "advantage": advantage,
-                                      "group_size": group_size, **({"world": world} if world else {}),
-                                      **reference.settings_rows(games, against),
-                                      "machine": machine()}, wall,
-                 stats_by_game, trained_here=runs[len(reference_runs):])
-    plot(out, runs)
-    write_json(out / "split.json", splits)
-    verdict = "" if not verdicts else ("\n## The entrants' verdicts\n\n```text\n" + entrants.summary(
-        verdicts, "").rsplit("the whole report", 1)[0] + "```\n")
-    write_atomic(out / "report.md", (out / "report.md").read_text() + "\n" + split.markdown(splits) + verdict)
-    # a file an earlier run wrote into this folder and this one does not: it would be read as this run's outputs
-    for name, written in (("entrants.json", plugins), ("sensitivity.json", sensitivity),
-                          ("sensitivity.md", sensitivity)):
-        if not written:
-            (out / name).unlink(missing_ok=True)
-    if sensitivity:
-        from scope_envs.bench import sensitivity as sens
+        splits = split.split_all(results)
+        budgets = {}  # an entrant's budget (its tasks'), beside what it reported
+        for t in tasks:
+            budgets.setdefault(t["game"], t["steps"])
+        verdicts = entrants.verdicts(results, stats_by_game, splits, split.REFERENCE_SUCCESS,  # collapse beside them
+                                     runs=runs, budgets=budgets)
+        if plugins:
+            write_json(staged / "entrants.json", entrants.to_json(stats_by_game))
+        write_json(staged / "curves.json", {"settings": settings, "wall_s": wall, "runs": runs})
+        per_game = {key: ", ".join(f"{g} {next(t[key] for t in tasks if t['game'] == g)}" for g in games)
+                    for key in ("steps", "eval_episodes", "heldout_episodes")}  # the presets scale these per game
+        per_game["seeds"] = ", ".join(f"{g} {len({t['seed'] for t in tasks if t['game'] == g})}" for g in games)
+        if against:  # the reference's rows keep every seed they have
+            per_game["seeds"] += " (the new rows); the reference's rows: " + ", ".join(
+                f"{g} {len({r['seed'] for r in reference_runs if r['game'] == g})}" for g in games)
+        rows = list(dict.fromkeys(m for table in results.values() for m in table))  # the reference's rows and ours
+        write_report(staged, results, runs, {**settings, **per_game, "games": list(games), "methods": rows,
+                                             "jobs": jobs, "user_reward": user_reward or "each game's default",
+                                             "advantage": advantage, "group_size": group_size,
+                                             **({"world": world} if world else {}),
+                                             **reference.settings_rows(games, against), "machine": machine()},
+                     wall, stats_by_game, trained_here=runs[len(reference_runs):])
+        plot(staged, runs)
+        write_json(staged / "split.json", splits)
+        verdict = "" if not verdicts else ("\n## The entrants' verdicts\n\n```text\n" + entrants.summary(
+            verdicts, "").rsplit("the whole report", 1)[0] + "```\n")
+        write_atomic(staged / "report.md",
+                     (staged / "report.md").read_text() + "\n" + split.markdown(splits) + verdict)
+        if sensitivity:
+            from scope_envs.bench import sensitivity as sens
 
-        rows = sens.judge(results, variant_ceilings)
-        write_json(out / "sensitivity.json", rows, ensure_ascii=False)
-        table = sens.markdown(rows, without=[g for g in games if not variants(g)])
-        write_atomic(out / "sensitivity.md", table)
-        write_atomic(out / "report.md", (out / "report.md").read_text() + "\n" + table)
+            rows = sens.judge(results, variant_ceilings)
+            write_json(staged / "sensitivity.json", rows, ensure_ascii=False)
+            table = sens.markdown(rows, without=[g for g in games if not variants(g)])
+            write_atomic(staged / "sensitivity.md", table)
+            write_atomic(staged / "report.md", (staged / "report.md").read_text() + "\n" + table)
     return results
+
+
+def run_output(name: str) -> bool:
+    """Whether a file named ``name`` is one of the outputs a run writes beside ``runs/``: an earlier run's that
+    this one does not write (another game's plots, ``entrants.json`` without ``--method``) goes."""
+    from scope_envs.games import game_names
+
+    plots = {f"{g}_{kind}.png" for g in game_names() for kind in ("learning_curves", "entropy", "collapse")}
+    return name in plots | {"results.json", "claims.json", "entrants.json", "curves.json", "split.json", "report.md",
+                            "performance_profiles.png", "sensitivity.json", "sensitivity.md"}
 
 
 def calibrate(args: argparse.Namespace, t0: float) -> None:
