@@ -566,3 +566,30 @@ def test_an_llm_policy_whose_backend_fails_mid_run_is_one_line(tmp_path, capsys,
               "--out", str(tmp_path / "o"))
     assert e.value.code == "scope-envs score: error: the endpoint stopped answering"
     assert "Traceback" not in capsys.readouterr().err
+
+
+def test_recovered_is_read_only_where_the_ceiling_clears_frozen_as_claims_2a_2b_read_it():
+    """On cooperbench's reference-sb3 the oracle was above frozen by 0.006, within noise: score printed
+    "recovered -43.000". recovered now needs the 95% CI of oracle − frozen above 0, as the claims do."""
+    from scope_envs.bench.score import band_position, markdown
+
+    def seeds(values):
+        return {"heldout_success": sum(values) / len(values),
+                "per_seed": {i: {"heldout_success": v} for i, v in enumerate(values)}}
+
+    def rows(oracle, frozen):
+        return {"random": seeds([0.10, 0.11, 0.09]), "oracle": seeds(oracle), "frozen": seeds(frozen)}
+
+    clear = band_position(0.30, rows([0.50, 0.52, 0.48], [0.20, 0.21, 0.19]))
+    assert clear["recovered"] == pytest.approx((0.30 - 0.20) / (0.50 - 0.20))
+    assert clear["normalized"] == pytest.approx((0.30 - 0.10) / (0.50 - 0.10))
+    noise = band_position(0.10, rows([0.262, 0.30, 0.22], [0.26, 0.28, 0.224]))
+    assert "recovered" not in noise and "oracle − frozen is +0.006, 95% CI [" in noise["recovered_not"]
+    assert noise["normalized"] == pytest.approx(0.0, abs=1e-9)
+    below = band_position(0.5, rows([0.3, 0.3, 0.3], [0.4, 0.4, 0.4]))
+    assert "recovered" not in below and "oracle − frozen is -0.100" in below["recovered_not"]
+    one_seed = band_position(0.5, rows([0.9], [0.4]))
+    assert "fewer than 2 seeds" in one_seed["recovered_not"]
+    page = markdown({"surface": "act", "policy": "p", "game": "cooperbench", "seeds": 3, "heldout_success": 0.1,
+                     "panel_success": None, "rows": {}, **noise})
+    assert "recovered (frozen → oracle): not judged, no gap to recover" in page

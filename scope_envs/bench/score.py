@@ -6,7 +6,8 @@ or a class / function of no arguments returning one). It is evaluated by ``proto
 ``0..N-1`` (``--seeds``): the train side (``<game>-frozen``), the held-out human proxies and the held-out panel,
 with the benchmark's very episodes. The band and the comparison rows come from a reference (``--against``,
 default ``reference`` where it is committed): normalized = (x - random) / (oracle - random), recovered =
-(x - frozen) / (oracle - frozen), from the reference's rows on the same seeds.
+(x - frozen) / (oracle - frozen), from the reference's rows on the same seeds, where the 95% CI of oracle − frozen
+is above 0 (as claims 2a and 2b read it; else not judged, and ``recovered_not`` says why).
 
 **Text surface** (``--surface text``): ``--policy`` is a text policy — a local transformers model folder,
 ``vllm:DIR`` (where vLLM is installed) or ``openai:BASE_URL#MODEL`` (any OpenAI-compatible endpoint; the
@@ -136,13 +137,34 @@ def score_act(spec: str, game: str, seeds: int = 1, against: str | None = "refer
         row["panel_success"] = float(np.mean(panel)) if panel else None
     out["reference"] = str(path)
     out["reference_matches"] = not stale
-    rows = out["rows"]
-    if FLOOR in rows and CEILING in rows and rows[CEILING]["heldout_success"] > rows[FLOOR]["heldout_success"]:
-        lo, hi = rows[FLOOR]["heldout_success"], rows[CEILING]["heldout_success"]
-        out["normalized"] = (out["heldout_success"] - lo) / (hi - lo)
-        if BASELINE in rows and hi > rows[BASELINE]["heldout_success"]:
-            out["recovered"] = (out["heldout_success"] - rows[BASELINE]["heldout_success"]) / (
-                hi - rows[BASELINE]["heldout_success"])
+    out.update(band_position(out["heldout_success"], out["rows"]))
+    return out
+
+
+def band_position(x: float, rows: dict) -> dict:
+    """Where held-out success ``x`` stands among the reference's ``rows`` (each with ``heldout_success`` and its
+    ``per_seed``): ``normalized`` where the ceiling is above the floor, and ``recovered`` as claims 2a and 2b
+    read it (``stats.claims``): only where the 95% CI of oracle − frozen is above 0, else ``recovered_not``
+    says why (a gap of a few thousandths made a recovered of -43)."""
+    from scope_envs.bench.stats import BASELINE, CEILING, FLOOR, bootstrap_diff_ci
+
+    out = {}
+    if not (FLOOR in rows and CEILING in rows and rows[CEILING]["heldout_success"] > rows[FLOOR]["heldout_success"]):
+        return out
+    lo, hi = rows[FLOOR]["heldout_success"], rows[CEILING]["heldout_success"]
+    out["normalized"] = (x - lo) / (hi - lo)
+    if BASELINE not in rows:
+        return out
+    base = rows[BASELINE]["heldout_success"]
+    per_seed = {m: [v["heldout_success"] for v in rows[m]["per_seed"].values()] for m in (CEILING, BASELINE)}
+    ci = bootstrap_diff_ci(per_seed[CEILING], per_seed[BASELINE]) if hi > base else None
+    if ci is not None and ci[0] > 0:
+        out["recovered"] = (x - base) / (hi - base)
+    else:
+        shown = "" if ci is None or not np.isfinite(ci[0]) else f", 95% CI [{ci[0]:+.3f}, {ci[1]:+.3f}]"
+        out["recovered_not"] = (f"no gap to recover: the reference's oracle − frozen is {hi - base:+.3f}{shown}"
+                                if ci is None or np.isfinite(ci[0]) else
+                                "the reference has fewer than 2 seeds of oracle or frozen: no CI of their gap")
     return out
 
 
@@ -539,7 +561,8 @@ def markdown(result: dict) -> str:
         if "normalized" in result:
             lines.append(f"normalized (random → oracle of the reference) {result['normalized']:+.3f}"
                          + (f", recovered (frozen → oracle) {result['recovered']:+.3f}" if "recovered" in result
-                            else ""))
+                            else f"; recovered (frozen → oracle): not judged, {result['recovered_not']}"
+                            if "recovered_not" in result else ""))
         else:
             lines.append(result.get("band", "no band: the reference has no random/oracle rows that clear each other"))
         if result.get("episodes_match") is False:
