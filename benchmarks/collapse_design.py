@@ -68,8 +68,10 @@ def main() -> None:
                     help="a variant of the games' training-side world (GameSpec.worlds; p4g: no-interactions), "
                          "users and simulators alike: the design's sensitivity to that assumption (default: as "
                          "shipped; the output goes to OUT-<world>)")
-    ap.add_argument("--resume", action="store_true")
-    ap.add_argument("--out", type=output_path, default=OUT)
+    ap.add_argument("--resume", action="store_true", help="keep the runs already in OUT/runs")
+    ap.add_argument("--out", type=output_path, default=OUT,
+                    help="the output folder (default: the committed benchmarks/results/collapse_design; give "
+                         "another for a trial run)")
     args = ap.parse_args()
     if args.world is not None:
         for game in args.games:

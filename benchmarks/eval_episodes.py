@@ -92,7 +92,9 @@ def main(argv=None) -> None:
                          "scores alike give a spread of 0, which the rule cannot use: an error, play more)")
     ap.add_argument("--results", type=Path, default=HERE / "results" / "default" / "results.json",
                     help="a default run's results.json: its random and oracle rows give each game's band")
-    ap.add_argument("--out", type=output_path, default=HERE / "results" / "eval_episodes")
+    ap.add_argument("--out", type=output_path, default=HERE / "results" / "eval_episodes",
+                    help="the folder of eval_episodes.json (default: the committed benchmarks/results/eval_episodes; "
+                         "give another for a trial run)")
     args = ap.parse_args(argv)
     if not args.results.is_file():
         ap.error(f"argument --results: no such file: {args.results}")

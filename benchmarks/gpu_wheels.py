@@ -16,13 +16,13 @@ On the GPU machine, with the folder carried along::
 
 ``pip download`` runs once per package with ``--only-binary=:all: --python-version 3.12 --no-deps``, so
 nothing but those wheels is fetched and a package without a pure-Python wheel is an error, not a
-source download. The folder is emptied first; the total size is printed (it must stay under 64 MiB).
+source download. The folder's wheels are deleted first (a folder holding anything else is refused); the
+total size is printed (it must stay under 64 MiB).
 """
 
 from __future__ import annotations
 
 import argparse
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -42,15 +42,30 @@ def output_dir(text: str) -> str:
     return check(text)
 
 
+def wheels_dir(text: str) -> str:
+    """``--dest``: a folder that holds nothing but wheels, or none yet: emptying it must never delete anything
+    else (``--dest .`` in the checkout would delete the checkout)."""
+    text = output_dir(text)
+    path = Path(text)
+    others = sorted(p.name for p in path.iterdir() if not (p.is_file() and p.suffix == ".whl")) \
+        if path.is_dir() else []
+    if others:
+        raise argparse.ArgumentTypeError(f"{text!r} holds more than wheels ({', '.join(others[:3])}"
+                                         f"{', ...' if len(others) > 3 else ''}), which emptying it would delete; "
+                                         "give a new folder or one this script filled")
+    return text
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--dest", type=output_dir, default=str(ROOT / "benchmarks" / "wheels"),
-                    help="the folder (emptied first)")
+    ap.add_argument("--dest", type=wheels_dir, default=str(ROOT / "benchmarks" / "wheels"),
+                    help="the folder (default benchmarks/wheels), new or holding only wheels: its wheels are "
+                         "deleted first")
     args = ap.parse_args()
     dest = Path(args.dest)
-    if dest.exists():
-        shutil.rmtree(dest)
-    dest.mkdir(parents=True)
+    dest.mkdir(parents=True, exist_ok=True)
+    for old in dest.glob("*.whl"):
+        old.unlink()
     pip = [sys.executable, "-m", "pip"]
     for spec in WHEELS:
         subprocess.run(pip + ["download", "--quiet", "--no-deps", "--only-binary=:all:", "--python-version", "3.12",

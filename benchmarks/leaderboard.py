@@ -31,6 +31,22 @@ def cell(values) -> str:
     return f"{np.mean(xs):.3f}{ci}"
 
 
+def not_results(results) -> str | None:
+    """Why ``results`` is not a ``scope-envs bench`` results.json (game -> row -> per_seed -> seed -> held-out
+    success), None when it is one."""
+    if not isinstance(results, dict) or not results:
+        return "not a JSON object of games"
+    for game, table in results.items():
+        if not isinstance(table, dict):
+            return f"its {game!r} is not a table of rows"
+        for method, row in table.items():
+            seeds = row.get("per_seed") if isinstance(row, dict) else None
+            if not isinstance(seeds, dict) or not seeds or not all(
+                    isinstance(s, dict) and isinstance(s.get("heldout_success"), (int, float)) for s in seeds.values()):
+                return f"its {game} row {method!r} has no per-seed held-out success"
+    return None
+
+
 def leaderboard(results: dict) -> str:
     lines = []
     for game, table in results.items():
@@ -59,6 +75,10 @@ def main(argv=None) -> None:
         results = json.loads(path.read_text())
     except (OSError, ValueError) as e:
         ap.error(f"argument folder: cannot read {path}: {e}")
+    problem = not_results(results)
+    if problem is not None:
+        ap.error(f"argument folder: {path} is not a scope-envs bench results.json ({problem}); give a folder the "
+                 "benchmark wrote")
     text = leaderboard(results)
     if args.out:
         from scope_envs.files import write_atomic

@@ -23,7 +23,9 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("game", choices=["p4g", "cooperbench", "tau2"])
     ap.add_argument("steps", type=count(100_000_000), help="agent decisions to train for (at most 100_000_000)")
-    ap.add_argument("--out", type=output_path, default=Path(__file__).parent / "results" / "oracle_budget")
+    ap.add_argument("--out", type=output_path, default=Path(__file__).parent / "results" / "oracle_budget",
+                    help="the folder of oracle_GAME.json (default: the committed benchmarks/results/oracle_budget; "
+                         "give another for a trial run)")
     args = ap.parse_args()
     # loaded here, not at the top: --help and a bad argument answer without torch
     import torch

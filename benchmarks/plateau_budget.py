@@ -165,7 +165,9 @@ def main() -> None:
                     help=f"the highest rung judged (default: the rule's {budgets.MAX_RUNG}; a lower one is a quick "
                          "check of this script)")
     ap.add_argument("--resume", action="store_true", help="keep the runs already in OUT/runs")
-    ap.add_argument("--out", type=output_path, default=OUT)
+    ap.add_argument("--out", type=output_path, default=OUT,
+                    help="the output folder (default: the committed benchmarks/results/plateau_budget; give "
+                         "another for a trial run)")
     args = ap.parse_args()
     (args.out / "runs").mkdir(parents=True, exist_ok=True)
     searches = {(g, r): Search(g, r, args.seeds, args.base, args.max_rung) for g in args.games for r in args.rows}

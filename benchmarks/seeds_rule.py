@@ -180,7 +180,7 @@ def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--tau2-speedup", type=float, default=1.0,
                     help="tau2's run clocks divided by this in the wall estimate (the batched engine's measured "
-                         "factor on tau2's benchmark runs; default 1: the committed clocks as they are)")
+                         "factor on tau2's benchmark runs; default 1: the committed clocks as they are; 0.1 to 100)")
     ap.add_argument("--runs", nargs="+", default=None, metavar="REV",
                     help="read the committed default runs of these revisions instead of RUNS (made at today's "
                          "default preset)")

@@ -118,7 +118,8 @@ def main(argv=None) -> None:
     ap.add_argument("--clients", type=count(256), default=32, help="concurrent /ws clients (1 to 256)")
     ap.add_argument("--steps", type=count(100_000), default=100,
                     help="timed steps per client (default 100, at most 100_000)")
-    ap.add_argument("--rows", type=row, nargs="+", default=[row(r) for r in ROWS], metavar="ID:SURFACE")
+    ap.add_argument("--rows", type=row, nargs="+", default=[row(r) for r in ROWS], metavar="ID:SURFACE",
+                    help=f"a served id and its surface, act or text, each (default {' '.join(ROWS)})")
     args = ap.parse_args(argv)
     load = [round(x, 2) for x in os.getloadavg()]
     rows = [measure(env_id, surface, args.clients, args.steps) for env_id, surface in args.rows]

@@ -222,20 +222,29 @@ def _folder(text: str) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--env", type=_env_id, default="tau2-frozen", help="a registered tau2 id (default tau2-frozen)")
-    ap.add_argument("--steps", type=_count(100_000_000), default=5000,
-                    help="env steps (random) and agent decisions (trainer); at most 100_000_000")
-    ap.add_argument("--rounds", type=_count(1000), default=3, help="at most 1000")
+    ap.add_argument("--steps", type=_count(100_000_000), default=None,
+                    help="env steps (random) and agent decisions (trainer) (default 5000, at most 100_000_000)")
+    ap.add_argument("--rounds", type=_count(1000), default=None, help="(default 3, at most 1000)")
     ap.add_argument("--embedded", action="store_true", help="the embedded synthetic tasks instead of the real ones")
     ap.add_argument("--trainer-first", action="store_true",
                     help="time the trainer before the random acts (cold: a fresh process, as a training run starts)")
     ap.add_argument("--baseline", metavar="DIR", type=_folder,
                     help="paired runs against the code in DIR (see ``paired``)")
     ap.add_argument("--fingerprint", type=_count(1_000_000), metavar="EPISODES",
-                    help="only print the fingerprints of EPISODES random-act episodes per regime and surface")
+                    help="only print the fingerprints of EPISODES random-act episodes per regime and surface "
+                         "(at most 1_000_000; each regime, on both data: no other option applies)")
     args = ap.parse_args()
     if args.fingerprint:
+        for flag, given in (("--env", args.env != "tau2-frozen"), ("--steps", args.steps is not None),
+                            ("--rounds", args.rounds is not None), ("--embedded", args.embedded),
+                            ("--trainer-first", args.trainer_first), ("--baseline", args.baseline)):
+            if given:  # (it was taken and ignored)
+                ap.error(f"argument {flag}: not with --fingerprint, which plays its own episodes of each tau2 regime "
+                         "on the real and the embedded data")
         print(json.dumps(fingerprints(args.fingerprint), indent=1))
         return
+    args.steps = 5000 if args.steps is None else args.steps
+    args.rounds = 3 if args.rounds is None else args.rounds
     if args.baseline:
         return paired(args)
     if args.embedded:

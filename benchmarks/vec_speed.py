@@ -166,15 +166,20 @@ def main(argv=None) -> None:
                          " at most 100_000)")
     ap.add_argument("--scalar-steps", type=count(10_000_000), default=10_000,
                     help="scalar and rps_v2 steps per round (default 10_000, at most 10_000_000)")
-    ap.add_argument("--steps", type=count(10_000_000), default=10_000,
+    ap.add_argument("--steps", type=count(10_000_000), default=None,
                     help="persuader decisions per trainer round (default 10_000, at most 10_000_000)")
     ap.add_argument("--rounds", type=count(100), default=3, help="rounds (default 3, at most 100)")
-    ap.add_argument("--baseline-rev", default=BASELINE_REV,
+    ap.add_argument("--baseline-rev", default=None,
                     help="the git revision whose trainer and evaluation are the baseline (default: main when "
                          "issue 17 was filed)")
     ap.add_argument("--env-only", action="store_true",
                     help="measure the envs only (batched, rps_v2, scalar), not the trainer or evaluate")
     args = ap.parse_args(argv)
+    for flag, given in (("--steps", args.steps is not None), ("--baseline-rev", args.baseline_rev is not None)):
+        if args.env_only and given:  # (it was taken and ignored)
+            ap.error(f"argument {flag}: not with --env-only, which times no trainer")
+    args.steps = 10_000 if args.steps is None else args.steps
+    args.baseline_rev = BASELINE_REV if args.baseline_rev is None else args.baseline_rev
     for name in ("num_envs", "vec_steps", "scalar_steps", "steps", "rounds"):
         if not 1 <= getattr(args, name) <= 10**7:
             ap.error(f"argument --{name.replace('_', '-')}: must be in [1, 10000000], got {getattr(args, name)}")

@@ -23,6 +23,8 @@ BAD = [
     ("trainer_speed", ["--seeds", "0"], "--seeds", "an integer from 1 to"),
     ("vec_speed", ["--num-envs", "0"], "--num-envs", "an integer from 1 to"),
     ("vec_speed", ["--rounds", "1000"], "--rounds", "an integer from 1 to 100"),
+    ("vec_speed", ["--env-only", "--steps", "64"], "--steps", "not with --env-only"),  # was ignored
+    ("vec_speed", ["--env-only", "--baseline-rev", "HEAD"], "--baseline-rev", "not with --env-only"),
     ("tau2_act_speed", ["--env", "nosuch"], "--env", "unknown environment id 'nosuch'"),
     ("tau2_act_speed", ["--fingerprint", "-1"], "--fingerprint", "an integer from 1 to"),
     ("tau2_calculate", ["--repeats", "0"], "--repeats", "an integer from 1 to"),
@@ -74,6 +76,8 @@ BAD = [
     ("tanh_speed", ["--check", "--out", "t.json"], "--out", "not with --check"),  # wrote nothing
     ("tanh_speed", ["--fit-points", "100"], "--fit-points", "only with --fit"),
     ("tau2_act_speed", ["--env", "p4g-frozen"], "--env", "is not a tau2 environment"),
+    ("tau2_act_speed", ["--fingerprint", "1", "--steps", "100"], "--steps", "not with --fingerprint"),  # was ignored
+    ("tau2_act_speed", ["--fingerprint", "1", "--embedded"], "--embedded", "not with --fingerprint"),
     ("llm_gpu", ["--sizes", ","], "--sizes", "no size given"),  # was an IndexError
     ("llm_gpu", ["--fit-sizes", "14B,3B"], "--fit-sizes", "not ascending"),
     ("llm_gpu", ["--dry-run", "--batch", "2"], "--batch", "--dry-run uses fixed tiny sizes"),  # was replaced
@@ -131,6 +135,15 @@ HELP_BOUNDS = [  # (script, its help's command line, what it must say): every bo
     ("study_load", ["--help"], ["at most 1000", "at most 86400"]),
     ("realism_known_answers", ["--help"], ["with real dialogues to ground in (p4g)", "Writes ``known_answers.json``"]),
     ("llm_gpu", ["--help"], ["docs/llm-training.md", "it refuses the options above"]),
+    # a run without --out writes into the committed results: the help says so
+    ("collapse_design", ["--help"], ["default: the committed benchmarks/results/collapse_design", "keep the runs"]),
+    ("plateau_budget", ["--help"], ["default: the committed benchmarks/results/plateau_budget"]),
+    ("eval_episodes", ["--help"], ["default: the committed benchmarks/results/eval_episodes"]),
+    ("oracle_budget", ["--help"], ["default: the committed benchmarks/results/oracle_budget"]),
+    ("seeds_rule", ["--help"], ["the committed clocks as they are; 0.1 to 100)"]),
+    ("serve_latency", ["--help"], ["(default p4g-cotrain:act tau2-frozen:act tau2-frozen:text)"]),
+    ("tau2_act_speed", ["--help"], ["default 5000, at most 100_000_000", "default 3, at most 1000",
+                                    "EPISODES random-act episodes per regime and surface (at most 1_000_000"]),
 ]
 
 
@@ -184,3 +197,25 @@ def test_eval_speed_stops_in_one_line_where_a_round_measured_nothing(monkeypatch
                                       str(tmp_path)])
     with pytest.raises(SystemExit, match="the baseline code's round measured no evaluation time for p4g"):
         module.main()
+
+
+@pytest.mark.parametrize("content", ["[1, 2]", "{}", '{"p4g": {"random": {}}}', '{"p4g": 3}'],
+                         ids=["list", "empty", "no-per-seed", "not-a-table"])
+def test_leaderboard_of_a_results_json_the_benchmark_did_not_write_is_one_line(content, tmp_path):
+    """Was an AttributeError or KeyError traceback: a results.json of another shape names the folder argument."""
+    (tmp_path / "results.json").write_text(content)
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "leaderboard.py"), str(tmp_path)],
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr[-2000:]
+    assert "argument folder:" in done.stderr and "is not a scope-envs bench results.json" in done.stderr
+
+
+def test_gpu_wheels_refuses_a_dest_holding_more_than_wheels_and_deletes_nothing(tmp_path):
+    """--dest is emptied before the download: it was ``rmtree``, so ``--dest .`` in the checkout deleted it."""
+    (tmp_path / "keep.txt").write_text("mine")
+    (tmp_path / "old-0.1-py3-none-any.whl").write_text("")
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gpu_wheels.py"), "--dest", str(tmp_path)],
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert done.returncode == 2 and "argument --dest" in done.stderr and "holds more than wheels (keep.txt)" in \
+        done.stderr, (done.returncode, done.stderr[-2000:])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["keep.txt", "old-0.1-py3-none-any.whl"]

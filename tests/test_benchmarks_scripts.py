@@ -1,7 +1,8 @@
-"""Every script under ``benchmarks/`` runs: its ``--help``, and where it has a reduced size, a tiny run of it, exit 0
-and no traceback; a child process that fails ends the script with the child's own error (``baseline_tree``'s
-``child_output``), and ``vec_speed.py``'s baseline process imports nothing this tree alone has (its run with the
-baseline trainer, marked slow). (Bad arguments: tests/test_benchmarks_args.py.)"""
+"""Every script under ``benchmarks/`` runs: its ``--help``, and where it has a reduced size, a tiny run of it (here
+or in its own test file, ``ELSEWHERE``; ``NO_TINY`` says why a script has none), exit 0 and no traceback; a child
+process that fails ends the script with the child's own error (``baseline_tree``'s ``child_output``), and
+``vec_speed.py``'s baseline process imports nothing this tree alone has (its run with the baseline trainer, marked
+slow). (Bad arguments: tests/test_benchmarks_args.py.)"""
 
 import importlib.util
 import subprocess
@@ -11,6 +12,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+needs_git = pytest.mark.skipif(not (ROOT / ".git").exists(), reason="needs this checkout's git history")
+needs_p4g_data = pytest.mark.skipif(not (ROOT.parent / "shared" / "data" / "p4g" / "full_info.csv").exists(),
+                                    reason="the real P4G data (the script's default --data) is not here")
 needs_numba = pytest.mark.skipif(importlib.util.find_spec("numba") is None,
                                  reason="numba (the `fast` extra) is not installed")
 SCRIPTS = sorted(p.stem for p in (ROOT / "benchmarks").glob("*.py"))
@@ -45,7 +49,35 @@ TINY = [  # (script, a run at a reduced size of its documented command line)
     pytest.param("vec_speed", ["--games", "p4g", "--rounds", "1", "--steps", "64", "--vec-steps", "3",
                                "--scalar-steps", "50", "--num-envs", "4"], marks=pytest.mark.slow,
                  id="vec_speed-with-its-baseline-trainer"),  # exports the baseline revision: needs git history
+    pytest.param("baseline_tree", ["HEAD", "{tmp}/base"], marks=needs_git, id="baseline_tree"),
+    ("cooperbench_code_speed", ["--rounds", "1"]),
+    ("eval_episodes", ["--games", "cooperbench", "--episodes", "16", "--out", "{tmp}"]),  # the committed band
+    ("gc_share", ["--steps", "10", "--warmup", "1", "--num-envs", "1"]),
+    ("leaderboard", [str(ROOT / "benchmarks" / "results" / "default")]),
+    pytest.param("p4g_out_of_sample", ["--replications", "1", "--out", "{tmp}"], marks=needs_p4g_data,
+                 id="p4g_out_of_sample"),
+    ("same_numbers", ["run", "--seeds", "1", "--steps", "100", "--games", "p4g", "--jobs", "1", "--out",
+                      "{tmp}/s.json"]),
+    ("seeds_rule", ["--out", "{tmp}/s.json"]),
+    ("serve_latency", ["--clients", "1", "--steps", "1", "--rows", "p4g-cotrain:act"]),
+    ("serve_speed", ["--steps", "10", "--sessions", "1", "--num-envs", "1", "--text-episodes", "1",
+                     "--train-steps", "0", "--out", "{tmp}/s.json"]),
+    ("tau2_act_speed", ["--embedded", "--steps", "50", "--rounds", "1"]),
+    pytest.param("tau2_act_speed", ["--fingerprint", "1"], id="tau2_act_speed-fingerprint"),
+    ("tau2_speed", ["--domains", "mock", "--repeat", "1"]),
+    ("tau2_state_revisits", ["--episodes", "1", "--steps", "1"]),
+    ("tau2_step_split", ["--num-envs", "1", "--steps", "1", "--warmup", "1"]),
+    ("user_reward_ablation", ["--games", "p4g", "--seeds", "1", "--group-size", "2", "--out", "{tmp}"]),
 ]
+# scripts whose tiny run is elsewhere, or that have none (and why)
+ELSEWHERE = {"p4g_split_fit": "tests/test_benchmarks_p4g_split_fit.py",
+             "realism_known_answers": "tests/test_benchmarks_realism_known_answers.py",
+             "restamp": "tests/test_benchmarks_restamp.py", "row_speed": "tests/test_benchmarks_row_speed.py",
+             "seed_batch_speed": "tests/test_benchmarks_seed_batch_speed.py"}
+NO_TINY = {"gpu_wheels": "downloads wheels from PyPI",
+           "llm_gpu": "the GPU check; its --dry-run takes minutes on a CPU",
+           "seed_phases": "no reduced size: its rows at the default preset (tests/test_benchmarks_seed_phases.py "
+                          "profiles a small run)"}
 
 
 def run(script: str, *argv: str, cwd) -> subprocess.CompletedProcess:
@@ -64,7 +96,15 @@ def test_every_script_answers_help(script, tmp_path):
 def test_a_tiny_run_of_each_script_runs(script, argv, tmp_path):
     done = run(script, *(a.replace("{tmp}", str(tmp_path)) for a in argv), cwd=tmp_path)
     assert done.returncode == 0, (done.returncode, done.stderr[-3000:])
-    assert "Traceback" not in done.stderr and done.stdout.strip()
+    assert "Traceback" not in done.stderr and (done.stdout.strip() or any(tmp_path.iterdir()))  # printed or wrote
+
+
+def test_every_script_has_a_tiny_run_or_says_why_not():
+    tiny = {t.values[0] if hasattr(t, "values") else t[0] for t in TINY}
+    missing = [s for s in SCRIPTS if s not in tiny | set(ELSEWHERE) | set(NO_TINY)]
+    assert not missing, f"add a tiny run of {missing} to TINY (or its reason to NO_TINY)"
+    for script, test in ELSEWHERE.items():
+        assert script in (ROOT / test).read_text(), (script, test)
 
 
 def test_a_failing_child_ends_the_script_with_the_childs_error():
