@@ -713,3 +713,33 @@ def test_only_the_errors_of_broken_files_become_one_line(tmp_path):
         with pytest.raises(type(error)) as raised, loading(tmp_path):
             raise error
         assert raised.value is error
+
+
+def test_eval_llm_connect_timeout_reaches_an_endpoint_policy(tmp_path, tiny_dir, capsys, monkeypatch):
+    """--connect-timeout is the wait for every endpoint, an openai: policy's too (it had the 5 s default), and
+    an unreachable policy is named as the policy, not as a panel simulator."""
+    from scope_envs.train.llm import panel as panel_module
+
+    _no_work(monkeypatch)
+    url = f"http://127.0.0.1:{_closed_port()}/v1"
+    waits = []
+    real = panel_module.check_reachable
+    monkeypatch.setattr(panel_module, "check_reachable", lambda sim, timeout=5.0: (waits.append(timeout),
+                                                                                    real(sim, timeout))[1])
+    panel = _panel(tmp_path, [{"name": "a", "kind": "local", "path": tiny_dir}])
+    with pytest.raises(SystemExit) as exit_:
+        main(["eval-llm", "--policy", f"openai:{url}#m", "--env", "p4g-frozen", "--panel", panel,
+              "--connect-timeout", "2"])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and "argument --policy" in err and "unreachable" in err and waits == [2.0]
+    assert "simulator" not in err and f"'openai:{url}#m'" in err
+
+
+def test_eval_llm_refuses_a_policy_given_twice(tmp_path, tiny_dir, capsys, monkeypatch):
+    """eval.json keys its rows by the --policy spec: a repeat was played twice, kept once and compared with itself."""
+    _no_work(monkeypatch)
+    panel = _panel(tmp_path, [{"name": "a", "kind": "local", "path": tiny_dir}])
+    with pytest.raises(SystemExit) as exit_:
+        main(["eval-llm", "--policy", tiny_dir, "--policy", tiny_dir, "--env", "p4g-frozen", "--panel", panel])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and "argument --policy" in err and "more than once" in err and "Traceback" not in err

@@ -131,3 +131,45 @@ def test_a_resume_that_cannot_continue_the_run_is_one_line_naming_the_flag(tmp_p
     assert "already holds a run" not in err
     lines = (tmp_path / "metrics.jsonl").read_text().splitlines()
     assert [json.loads(line)["update"] for line in lines] == [1, 2, 3]
+
+
+def test_a_checkpoint_killed_between_its_two_renames_is_put_back_and_resumed(tmp_path, capsys, _one_thread):
+    """SIGKILL between save_checkpoint's renames leaves the previous checkpoint only as .NAME.PID.old: --resume
+    goes on from it (the leftover sweep at the start had deleted it, and the run had no checkpoint)."""
+    import subprocess
+    import sys
+
+    base = ["train-llm", "--env", "llm-toy", "--model", tiny_model_dir(), "--groups", "1", "--group-size", "2",
+            "--max-new-tokens", "2", "--out", str(tmp_path)]
+    main(base + ["--updates", "2"])
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()  # a pid no live process has: the killed saver's
+    checkpoints = tmp_path / "checkpoints"
+    (checkpoints / "final").rename(checkpoints / f".final.{gone.pid}.old")
+    capsys.readouterr()
+    main(base + ["--updates", "3", "--resume"])
+    lines = (tmp_path / "metrics.jsonl").read_text().splitlines()
+    assert [json.loads(line)["update"] for line in lines] == [1, 2, 3]
+    assert sorted(p.name for p in checkpoints.iterdir()) == ["final"]
+
+
+def test_a_run_resumed_on_another_device_keeps_its_dtype(tmp_path, capsys, monkeypatch, _one_thread):
+    """--device may change on --resume (docs/llm-training.md), but --dtype and --gradient-checkpointing default
+    from it (bfloat16 and on, on cuda): a CPU run resumed on a GPU was refused for two flags it never set. It
+    keeps its float32 weights; checkpointing (memory, not math) follows the new device."""
+    import torch
+
+    from scope_envs.train.llm import ppo
+
+    base = ["train-llm", "--env", "llm-toy", "--model", tiny_model_dir(), "--groups", "1", "--group-size", "2",
+            "--max-new-tokens", "2", "--out", str(tmp_path)]
+    main(base + ["--updates", "1"])
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)  # a GPU machine, as far as the checks can tell
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    seen = []
+    monkeypatch.setattr(ppo, "train", lambda cfg: seen.append(cfg))
+    main(base + ["--updates", "2", "--device", "cuda", "--resume"])
+    assert [(c.device, c.dtype, c.gradient_checkpointing) for c in seen] == [("cuda", "float32", True)]
+    with pytest.raises(SystemExit) as e:  # a dtype given, not the run's: a different run
+        main(base + ["--updates", "2", "--device", "cuda", "--dtype", "bfloat16", "--resume"])
+    assert e.value.code == 2 and "--dtype was 'float32', now 'bfloat16'" in capsys.readouterr().err

@@ -236,3 +236,19 @@ def test_the_container_entry_takes_the_user_llm(endpoint, monkeypatch):
     assert app.state.scope_spec["user_llm"]["plays"] == "user"
     with pytest.raises(RuntimeError, match="SCOPE_USER_LLM: .*--surface text"):
         from_environment({**environ, "SCOPE_ENV_SURFACE": "act"})
+
+
+def test_a_lora_adapter_as_the_user_llm_names_its_base_model(tmp_path):
+    """An adapter folder (a --lora run's checkpoints/final/adapters/user) passes eval-llm's policy check but is
+    no model the server loads: one line naming the base model to pass, not transformers' tokenizer complaint."""
+    pytest.importorskip("peft")
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    base_dir = tiny_model_dir()
+    lora = get_peft_model(AutoModelForCausalLM.from_pretrained(base_dir), LoraConfig(r=4, target_modules=["q_proj"]))
+    lora.save_pretrained(tmp_path / "user")
+    for spec in (str(tmp_path / "user"), f"hf:{tmp_path / 'user'}"):
+        with pytest.raises(UserLLMError, match="is a LoRA adapter, not a model: pass its base model") as refused:
+            ServedLLM(spec)
+        assert base_dir in str(refused.value) and "\n" not in str(refused.value)

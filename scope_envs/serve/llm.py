@@ -92,15 +92,20 @@ def build_backend(spec: str, options: UserLLMOptions):
     """The backend of ``spec``, checked before anything listens (``UserLLMError`` says what is wrong): an
     endpoint must answer, a directory must hold a model and its tokenizer (``eval-llm``'s checks)."""
     from scope_envs.agents.llm.backends import BackendError, load_backend
-    from scope_envs.train.llm.panel import PanelError, check_policy
+    from scope_envs.train.llm.panel import PanelError, adapter_base, check_policy
 
     check_spec_form(spec)
     try:
         check_policy(spec if spec.startswith(("openai:", "vllm:")) else spec.removeprefix("hf:"))
     except PanelError as e:
-        raise UserLLMError(str(e).replace("simulator 'policy': ", "")) from None
+        raise UserLLMError(str(e)) from None
     if spec.startswith("openai:"):
         return load_backend(spec, timeout=options.timeout, retries=options.retries)
+    if not spec.startswith("vllm:") and (base := adapter_base(spec.removeprefix("hf:"))) is not None:
+        # check_policy takes an adapter (eval-llm merges it into its base), the server's backend does not: it
+        # would fail reading a tokenizer the adapter folder does not hold, in transformers' words
+        raise UserLLMError(f"{spec[:200]!r} is a LoRA adapter, not a model: pass its base model {base!r} to "
+                           "--user-llm (a population id's adapters are served by name from --user-adapter-dir)")
     try:
         return load_backend(spec)
     except BackendError as e:
@@ -109,7 +114,7 @@ def build_backend(spec: str, options: UserLLMOptions):
         raise UserLLMError(f"a local model needs the llm extra: pip install 'scope-envs[llm]' ({e.name} is "
                            "missing)") from None
     except (OSError, ValueError) as e:  # transformers' own refusal of a directory that holds no model
-        raise UserLLMError(f"{spec[:200]!r} is not a loadable model directory: {e}") from None
+        raise UserLLMError(f"{spec[:200]!r} is not a loadable model directory: {' '.join(str(e).split())}") from None
 
 
 class ServedLLM:

@@ -127,9 +127,19 @@ def train_llm(args) -> None:
 
     check_model("--model", args.model)
     check_model("--user-model", args.user_model)
+    from scope_envs.train.llm.resume import put_back_interrupted, run_settings
+
     fields = set(ppo.Config.__dataclass_fields__)
+    given = {k: v for k, v in vars(args).items() if k in fields and v is not None}
+    put_back_interrupted(given.get("out", "runs/llm"))  # before remove_leftovers below sweeps it away
+    if given.get("resume") and "dtype" not in given:
+        # --dtype's default follows --device (bfloat16 on cuda), which a resumed run may change: its weights keep
+        # the run's dtype unless one is given
+        saved = run_settings(given.get("out", "runs/llm")).get("dtype")
+        if saved in ppo.DTYPES:
+            given["dtype"] = saved
     try:
-        cfg = ppo.Config(**{k: v for k, v in vars(args).items() if k in fields and v is not None})
+        cfg = ppo.Config(**given)
     except ValueError as e:
         raise UsageError(_flag(str(e)), str(e)) from None
     if cfg.env != "llm-toy":  # the env and its options are checked before any model loads
@@ -188,9 +198,12 @@ def eval_llm(args) -> None:
         sims, options = check_panel(args.panel, connect_timeout=args.connect_timeout)
     except panel.PanelError as e:
         raise UsageError("--panel", str(e)) from None
+    twice = sorted({spec for spec in args.policy if args.policy.count(spec) > 1})
+    if twice:  # eval.json keys its rows by the spec: a repeat would overwrite its row and be compared with itself
+        raise UsageError("--policy", f"{twice[0]!r} is given more than once; give each policy once")
     for spec in args.policy:
         try:
-            panel.check_policy(spec)
+            panel.check_policy(spec, timeout=args.connect_timeout)
         except panel.PanelError as e:
             raise UsageError("--policy", str(e)) from None
         if why := vllm_missing(spec):

@@ -354,12 +354,17 @@ def policy_backend(spec: str):
     return TransformersBackend(model.eval(), backend.tokenizer)
 
 
-def check_policy(spec: str) -> None:
+def check_policy(spec: str, timeout: float = 5.0) -> None:
+    """``spec`` can be played: an endpoint answers within ``timeout`` seconds, a directory holds a model or a
+    LoRA adapter with its base; else ``PanelError``, naming ``spec``."""
     if spec.startswith("openai:"):
         url, _, model = spec[len("openai:"):].partition("#")
         if not model:
             raise PanelError(f"{spec!r}: an endpoint policy is openai:BASE_URL#MODEL")
-        check_reachable(Simulator("policy", "openai", base_url=url, model=model))
+        try:
+            check_reachable(Simulator("policy", "openai", base_url=url, model=model), timeout=timeout)
+        except PanelError as e:  # a policy, not a panel simulator
+            raise PanelError(str(e).replace("simulator 'policy'", repr(spec), 1)) from None
     elif spec.startswith("vllm:") or adapter_base(spec) is None:
         try:
             check_model_dir(spec.removeprefix("vllm:"))

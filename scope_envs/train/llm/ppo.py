@@ -1001,6 +1001,7 @@ def train(cfg: Config, make_env: Callable | None = None, learners: dict[str, Lea
     learners = learners or build_learners(cfg)
     start, state = 1, None
     if cfg.resume:
+        resume.put_back_interrupted(out)
         done, folder = resume.resume_point(cfg)
         state = resume.load(folder, cfg.device)
         resume.restore_learners(state, folder, cfg, learners)

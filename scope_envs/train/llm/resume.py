@@ -6,8 +6,9 @@ runs) and KL coefficient, the LoRA adapters' weights (the pool's snapshots too),
 the pool's draw, the realism discriminator and the envs' member schedules. Resumed with the same settings, a
 run continues as if it had never stopped: the same metrics, update for update, and the same final weights
 (``tests/test_llm_resume.py``). What only places a run (``--device``, ``--engine``, ``--gpu-memory-fraction``,
-``chunk_tokens``), how long it runs (``--updates``: the total, so a larger one trains more) and what it writes
-(``--save-every``, ``--out``) may change; any other setting must be the run's own.
+``chunk_tokens``, ``--gradient-checkpointing``: memory, not math), how long it runs (``--updates``: the total, so a
+larger one trains more) and what it writes (``--save-every``, ``--out``) may change; any other setting must be the
+run's own.
 
     >>> sorted(PLACEMENT)[:3]
     ['chunk_tokens', 'device', 'engine']
@@ -25,8 +26,8 @@ import torch
 
 STATE = "trainer_state.pt"
 # the settings a resumed run may change: where it runs, how long, what it writes (never what it computes)
-PLACEMENT = frozenset({"device", "engine", "gpu_memory_fraction", "chunk_tokens", "updates", "save_every",
-                       "save_final", "log", "out", "resume"})
+PLACEMENT = frozenset({"device", "engine", "gpu_memory_fraction", "chunk_tokens", "gradient_checkpointing",
+                       "updates", "save_every", "save_final", "log", "out", "resume"})
 
 
 class ResumeError(ValueError):
@@ -35,6 +36,39 @@ class ResumeError(ValueError):
     def __init__(self, argument: str, message: str):
         super().__init__(message)
         self.argument = argument
+
+
+def put_back_interrupted(out: Path) -> None:
+    """A checkpoint whose save was killed (SIGKILL: no handler runs) between its two renames
+    (``ppo.save_checkpoint``) lies only in ``.NAME.PID.old``: renamed back to ``NAME`` while ``NAME`` is free and
+    PID is gone, before ``files.remove_leftovers`` would sweep it as a leftover and ``--resume`` look for it."""
+    import os
+
+    for left in (Path(out) / "checkpoints").glob(".*.old"):
+        name, _, pid = left.name[1:-len(".old")].rpartition(".")
+        if not name or not pid.isdigit() or not left.is_dir():
+            continue
+        try:
+            os.kill(int(pid), 0)
+            continue  # a live process is still saving it
+        except ProcessLookupError:
+            pass
+        except OSError:  # (PermissionError: another user's live process)
+            continue
+        if not (left.parent / name).exists():
+            os.replace(left, left.parent / name)
+
+
+def run_settings(out) -> dict:
+    """The settings of the run in ``out`` as its newest checkpoint saved them (``{}`` when there is none)."""
+    found = checkpoints(out)
+    if not found:
+        return {}
+    try:
+        saved = json.loads((found[-1][1] / "config.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    return saved if isinstance(saved, dict) else {}
 
 
 def checkpoints(out: Path) -> list[tuple[int, Path]]:
