@@ -245,7 +245,8 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--algo", choices=["ppo", "grpo"], default="ppo")
     t.add_argument("--model", type=model_source, default="tiny", help="a local model directory, or 'tiny' (random tiny Llama; no download)")
     t.add_argument("--user-model", type=model_source, default=None,
-                   help="agent mode: a frozen LLM user; cotrain: the user's model (not with --shared or --lora)")
+                   help="agent mode: a frozen LLM user; cotrain: the user's model (not with --shared or --lora); members "
+                        "without --lora: each user's model")
     t.add_argument("--shared", action="store_true", help="cotrain: one model plays both roles")
     t.add_argument("--members", type=count(MAX_MEMBERS), default=2,
                    help=f"members mode: K users (2; at most {MAX_MEMBERS})")
