@@ -6,7 +6,7 @@ from the command line, saved as the folder that ``scope-envs score --policy`` an
 
 ``OUT`` receives ``config.json`` and ``model.pt`` (``PPOTrainer.save``: every learnable seat's network, so a
 ``-cotrain`` run's user is scored with ``--seat user_0``) and ``metrics.jsonl``, one line per iteration (the
-trainer's log row: decisions so far, mean return, entropies, losses), rewritten whole after each. A run stopped
+trainer's log row: decisions so far, mean return, entropies, losses), appended as each ends. A run stopped
 with Ctrl-C saves what it has trained so far. The held-out regime is refused: it is the population every
 policy is evaluated against (the benchmark's ceiling, ``oracle``, trains on its *train* personas).
 """
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -92,11 +93,11 @@ def build(args, parser: argparse.ArgumentParser):
 
 
 def train(args) -> None:
-    """``scope-envs train``: train, writing the metrics after each iteration, and save (on Ctrl-C too)."""
+    """``scope-envs train``: train, a metrics line after each iteration, and save (on Ctrl-C too)."""
     from tqdm import tqdm
 
     import scope_envs
-    from scope_envs.files import jsonable, write_atomic
+    from scope_envs.files import jsonable
 
     trainer = build(args, args.parser)
     out = Path(args.out)
@@ -104,10 +105,13 @@ def train(args) -> None:
     rows, t0 = [], time.perf_counter()
     bar = tqdm(total=args.steps, desc=f"train {args.env}", unit="decision", disable=args.no_progress,
                file=sys.stderr)
+    # a line a write: a run of a million iterations must not rewrite its whole log after each, and one write()
+    # of a line is there whole or not at all when the process is killed
+    metrics = os.open(out / "metrics.jsonl", os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
 
     def logged(row):
         rows.append(row)
-        write_atomic(out / "metrics.jsonl", "".join(json.dumps(jsonable(r)) + "\n" for r in rows))
+        os.write(metrics, (json.dumps(jsonable(row)) + "\n").encode())
         bar.update(min(row["agent_steps"], args.steps) - bar.n)
         bar.set_postfix(ret=f"{row['return']:.3f}")
 
@@ -119,6 +123,8 @@ def train(args) -> None:
         print(f"interrupted after {trainer.agent_steps} of {args.steps} decisions: the policy so far is saved in "
               f"{out}", file=sys.stderr)
         sys.exit(130)
+    finally:
+        os.close(metrics)
     bar.close()
     trainer.save(out)
     game = scope_envs.registry[args.env].game
