@@ -295,3 +295,21 @@ def test_the_checks_module_examples_run():
     from scope_envs.core import checks
 
     assert doctest.testmod(checks).failed == 0
+
+
+@pytest.mark.parametrize("env_id, kwargs, name", [
+    ("p4g-frozen", {"max_turns": 10**9}, "max_turns"),
+    ("cooperbench-frozen", {"max_turns": 10**9}, "max_turns"),
+    ("tau2-frozen", {"max_steps": 10**9}, "max_steps"),
+    ("p4g-vs", {"k": 10**9}, "k"),
+])
+def test_an_episode_length_or_a_verbalized_list_past_its_edge_is_refused_in_make(env_id, kwargs, name):
+    """max_turns=10**9 was taken (an episode no side ends ran for hours), k=10**9 too (each user turn allocated
+    k slots in infos: a MemoryError at reset)."""
+    from scope_envs.core.checks import MAX_EPISODE_TURNS
+    from scope_envs.wrappers.verbalized import MAX_K
+
+    high = MAX_K if name == "k" else MAX_EPISODE_TURNS
+    with pytest.raises(ValueError, match=rf"^{name} must be .*{high}"):
+        scope_envs.make(env_id, **kwargs)
+    scope_envs.make(env_id, **{name: high}).reset(seed=0)  # the edge itself is taken

@@ -37,6 +37,7 @@ from scope_envs.wrappers.infos import InfosWrapper
 WEIGHT_MODES = ("elicited", "softmax", "uniform")
 SELECTIONS = ("random", "prob")  # SCOPE's names for its verbalized-sampling draw
 PROB_FLOOR = 1e-6  # SCOPE's floor on stated probabilities under ``selection="prob"``
+MAX_K = 1000  # the longest verbalized list: SCOPE asks for 5, and a k of 10**9 allocated each turn's k slots in infos
 
 
 def check_selection(selection: str | None, weight_mode: str) -> None:
@@ -69,7 +70,7 @@ class VSOptions:
     def __post_init__(self):
         # each refused with a ValueError naming it (never a comparison's or numpy's TypeError mid-episode); an
         # accepted value is kept as given
-        check_int("k", self.k, 1)
+        check_int("k", self.k, 1, MAX_K)
         if self.tau is not None:  # a floor on stated probabilities: 0 floors nothing, above 1 keeps min_survivors
             check_number("tau", self.tau, 0.0, wanted="None or a finite number >= 0 (a floor on the stated "
                                                       "probabilities)")

@@ -32,6 +32,11 @@ def _range(kind: str, low, high, low_open: bool = False, high_open: bool = False
     return kind
 
 
+# the longest episode a game takes (max_turns, tau2's max_steps): the server's bound too; past it an episode that
+# no side ends would run for hours (10**9 turns) and the engines' per-turn arrays would not fit
+MAX_EPISODE_TURNS = 10_000
+
+
 def check_int(name: str, value, low: int | None = None, high: int | None = None, *, wanted: str | None = None):
     """``value``, an integer (Python or numpy; not a bool) from ``low`` to ``high`` (either None: unbounded);
     anything else is a ``ValueError`` naming ``name`` and saying what was ``wanted``."""

@@ -39,6 +39,7 @@ from openenv.core.env_server.types import ConcurrencyConfig
 
 import scope_envs
 from scope_envs.arguments import MAX_MEMBERS, MAX_POOL_SIZE
+from scope_envs.core.checks import MAX_EPISODE_TURNS
 from scope_envs.core.surfaces import Transcript
 from scope_envs.diagnose.specs import FAMILIES
 from scope_envs.serve.environment import (MAX_SEED, RESET_OPTIONS, ScopeEnvironment, ServeConfig, check_seed,
@@ -374,11 +375,9 @@ def _frame_problem(raw, shape: bool = True) -> Optional[str]:
     return json_problem(value)
 
 
-# the counts a session's env is built from, bounded as the package uses them (make takes any positive count, and
-# each session builds its env: families=10**6 took 48 s, members=10**7 17 s): families as the train-stream
-# families anything names (diagnose's family:I, I < FAMILIES = 1,000; SCOPE's ensemble is 3, its panel 6),
-# members and pool_size as train-llm's --members and --pool-size (64, 1,024; SCOPE's pool is 5)
-KWARG_INT_BOUNDS = {"max_turns": (1, 10_000), "families": (1, FAMILIES), "members": (1, MAX_MEMBERS),
+# the counts a session's env is built from, with make's own bounds (max_turns, families, members) and train-llm's
+# --pool-size (1,024; SCOPE's pool is 5), refused as a 422 before the session builds anything
+KWARG_INT_BOUNDS = {"max_turns": (1, MAX_EPISODE_TURNS), "families": (1, FAMILIES), "members": (1, MAX_MEMBERS),
                     "pool_size": (1, MAX_POOL_SIZE)}
 # the rest: |value| <= MAX_KWARG_INT, a seed 0 to 2**63-1
 MAX_KWARG_INT = 1_000_000

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from scope_envs.core.checks import check_int
+from scope_envs.core.checks import MAX_EPISODE_TURNS, check_int
 from scope_envs.core.game import ONE, InGameError, Persona, RowGame
 from scope_envs.core.rewards import curriculum_options
 from scope_envs.games.p4g import dialogue_acts, language, personas
@@ -47,7 +47,7 @@ class P4GGame(RowGame):
         super().__init__()
         if user_reward not in USER_REWARDS:
             raise ValueError(f"user_reward must be one of {USER_REWARDS}, got {user_reward!r}")
-        check_int("max_turns", max_turns, 1)  # a str, a float or a bool is refused here, naming max_turns
+        check_int("max_turns", max_turns, 1, MAX_EPISODE_TURNS)  # a str, a float or a bool too, naming it
         self.max_turns = max_turns
         self.user_reward = user_reward
         self.target_var, self.width = curriculum_options(user_reward, target_var, width)

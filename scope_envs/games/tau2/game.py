@@ -49,7 +49,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from scope_envs.core.checks import check_int
+from scope_envs.core.checks import MAX_EPISODE_TURNS, check_int
 from scope_envs.core.game import Game, Persona, Turn
 from scope_envs.core.rewards import (
     SIMULATOR_REWARDS,
@@ -274,7 +274,7 @@ class Tau2Game(Game):
         if not domains or any(d not in DOMAINS for d in domains):
             raise ValueError(f"domain must be a tau2 domain name or a sequence of names from {DOMAINS}, "
                              f"got {given!r}")
-        check_int("max_steps", max_steps, 2)
+        check_int("max_steps", max_steps, 2, MAX_EPISODE_TURNS)
         check_int("max_tool_errors", max_tool_errors, 1)
         if judge is not None and not callable(judge):
             raise ValueError("judge must be a callable judge(assertions, messages) -> list[bool]")
