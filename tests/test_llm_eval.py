@@ -54,6 +54,8 @@ def test_eval_llm_reports_per_simulator_and_mean_with_welch_holm(tmp_path, tiny_
           "--episodes", "3", "--max-new-tokens", "8", "--env-kwargs", '{"max_turns": 1}', "--out", str(out)])
     report = json.loads((out / "eval.json").read_text())
     assert set(report["policies"]) == {tiny_dir, other}
+    # what a rerun needs beside the panel: the env's options and the tokens per message (they were not kept)
+    assert (report["env_kwargs"], report["max_new_tokens"], report["episodes"]) == ({"max_turns": 1}, 8, 3)
     for r in report["policies"].values():
         per = r["simulators"]
         assert set(per) == {"sim-a", "sim-b"} and all(len(p["scores"]) == 3 for p in per.values())

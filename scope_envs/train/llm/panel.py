@@ -464,7 +464,8 @@ def evaluate(policies: list[str], env_id: str, panel, episodes: int, *, seed: in
                         "episodes")
     finally:
         bar.close()
-    report = {"env": run_id, "episodes": episodes, "seed": seed, "panel": [asdict(s) for s in sims],
+    report = {"env": run_id, "env_kwargs": dict(env_kwargs or {}), "episodes": episodes, "seed": seed,
+              "max_new_tokens": max_new_tokens, "panel": [asdict(s) for s in sims],  # all a rerun needs
               "verbalized_sampling": options["verbalized_sampling"], "policies": {}, "comparisons": []}
     for spec, by_sim in scores.items():
         per = {name: {"score": float(np.mean(v)), "success": float(np.mean(np.asarray(v) > 0)), "scores": v}
