@@ -98,6 +98,7 @@ TEMPLATE_MARKERS = {
     "qwen3_5_nothink": ("<|im_end|>", ["<|im_start|>", "<think>", "</think>"]),
     "llama3_2": ("<|eot_id|>", ["<|begin_of_text|>", "<|start_header_id|>", "<|end_header_id|>"]),
     "gemma": ("<end_of_turn>", ["<bos>", "<start_of_turn>"]),
+    "phi3": ("<|end|>", ["<|system|>", "<|user|>", "<|assistant|>"]),
 }
 
 

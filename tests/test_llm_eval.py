@@ -341,7 +341,7 @@ def test_train_llm_help_states_the_range_of_clip_low(capsys):
 
 # ----------------------------------------------------------------------------- eval-llm's --env-kwargs
 @pytest.mark.parametrize("kwargs, why", [('{"nonsense": 1}', "takes no option(s) ['nonsense']"),
-                                         ('{"max_turns": "x"}', "max_turns must be a positive int, got 'x'")])
+                                         ('{"max_turns": "x"}', "max_turns must be an int in [1, 10000], got 'x'")])
 def test_eval_llm_checks_env_kwargs_as_train_llm_does(tmp_path, tiny_dir, capsys, monkeypatch, kwargs, why):
     """The same check (commands.check_env_kwargs) and the same line as train-llm, before any model loads."""
     _no_work(monkeypatch)

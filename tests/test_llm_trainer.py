@@ -433,6 +433,8 @@ THINK = {"agent_0": ["<think>\nOpen warmly.\n</think>\n\n" + x for x in LINES["a
     ("gemma", False),  # no system role, roles alternate from a user turn: conformed once, then exact
     ("qwen3_5_nothink", True),  # needs a user query first; prompts an empty <think>, dropped from earlier turns
     ("qwen3", True),  # hybrid thinking: drops earlier turns' <think> blocks, the documented fallback
+    ("phi3", True),  # closes a rendering without a generation prompt with the eos: never a prefix, and that eos is
+    # no part of the assistant's closing glue (its traces were a ValueError at the first rollout)
 ])
 def test_chat_templates_of_common_models_keep_a_token_trace(tmp_path, tiny_dir, name, fallback):
     from llm_fixtures import template_tokenizer
@@ -474,6 +476,37 @@ def test_chat_templates_of_common_models_keep_a_token_trace(tmp_path, tiny_dir, 
         assert agent_conv[1] == {"role": "user", "content": OPENING}
     if lines is THINK:  # the reasoning the agent sampled stays in its stream after the partner answered
         assert tok.decode(by_agent["agent_0"].ids).count("Open warmly.") == by_agent["agent_0"].turns
+
+
+def test_a_turn_that_ends_on_the_templates_end_of_turn_marker_holds_it_once(tmp_path, tiny_dir):
+    """A real Phi-3 stops on <|end|>, which is not its tokenizer's eos (<|endoftext|>): the glue after a finished
+    turn was the whole suffix, so the stream held <|end|> twice where the template renders it once."""
+    from llm_fixtures import template_tokenizer
+
+    from scope_envs.train.llm import ppo
+
+    tok = template_tokenizer("phi3")
+    tok.add_special_tokens({"additional_special_tokens": ["<|endoftext|>"]})
+    end = tok.convert_tokens_to_ids("<|end|>")
+    tok.eos_token = "<|endoftext|>"
+
+    class StopsOnEnd(ScriptedEngine):
+        def generate_ids(self, prompts, **kw):
+            gens = super().generate_ids(prompts, **kw)
+            for g in gens:
+                g.token_ids[-1] = end
+            return gens
+
+    cfg = _cfg(tmp_path, env="p4g-cotrain", mode="cotrain", env_kwargs={"max_turns": 3}, groups=1)
+    learners = _learners(cfg)
+    for learner, agent in ((learners["agent"], "agent_0"), (learners["user"], "user_0")):
+        learner.tokenizer = tok
+        learner.engine = StopsOnEnd(tok, LINES[agent])
+    traces, _ = ppo.rollout(cfg, [ppo.make_env_factory(cfg)()], learners, seed=0, rng=np.random.default_rng(0))
+    agent = next(t for t in traces if t.agent == "agent_0")
+    text = tok.decode(agent.ids)
+    assert agent.turns >= 2 and "<|end|><|end|>" not in text.replace("\n", "")
+    assert f"{LINES['agent_0'][0]}<|end|>\n<|user|>" in text  # as the template renders a reply and the next turn
 
 
 # ----------------------------------------------------------------------------- simulator rewards, diagnostics

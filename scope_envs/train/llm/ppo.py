@@ -212,11 +212,24 @@ class Config:
 
 # ----------------------------------------------------------------------------- token traces
 def assistant_suffix(tokenizer) -> str:
-    """What the chat template writes after an assistant message's content (e.g. ``<|im_end|>\\n``)."""
+    """What the chat template writes after an assistant message's content (e.g. ``<|im_end|>\\n``): the tokens
+    it writes there both where the conversation ends and where a user message follows. A template that closes
+    a rendering without a generation prompt with the eos (Phi-3's ``<|end|>\\n<|endoftext|>``) writes that
+    only at the end, so it is not the assistant's closing glue."""
     probe = "\x00PROBE\x00"
-    text = tokenizer.apply_chat_template([{"role": "user", "content": "hi"}, {"role": "assistant", "content": probe}],
-                                         tokenize=False)
-    return text[text.rindex(probe) + len(probe):]
+    turns = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": probe}]
+    last = tokenizer.apply_chat_template(turns, tokenize=False)
+    last = last[last.rindex(probe) + len(probe):]
+    try:
+        going_on = tokenizer.apply_chat_template(turns + [{"role": "user", "content": "and?"}], tokenize=False,
+                                                 add_generation_prompt=True)
+    except Exception:  # noqa: BLE001  (a template that refuses the shape: the ending alone, as it renders)
+        return last
+    going_on = going_on[going_on.rindex(probe) + len(probe):]
+    a, b = _encode(tokenizer, last), _encode(tokenizer, going_on)
+    n = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+    shared = tokenizer.decode(a[:n])
+    return shared if n < len(a) and last.startswith(shared) else last
 
 
 def with_tools(tokenizer, messages: list[dict], tools) -> list[dict]:
@@ -302,7 +315,11 @@ class Trace:
         self._append(list(token_ids), 1, list(logprobs))
         self.turns += 1
         self._last_reply = {"role": "assistant", "content": text}
-        glue = suffix[len(stop_text):] if finished and suffix.startswith(stop_text) else suffix
+        # the token that ended the turn is the glue's start where the template writes it (Phi-3 stops on <|end|>,
+        # which is not its tokenizer's eos): the stream then holds it once, as the template renders the reply
+        ended = tokenizer.decode(list(token_ids[-1:])) if finished and len(token_ids) else ""
+        glue = (suffix[len(ended):] if ended and suffix.startswith(ended) else
+                suffix[len(stop_text):] if finished and suffix.startswith(stop_text) else suffix)
         self._last_turn_end = len(self.ids) - 1
         if self._pending:
             self.add_reward(0.0)
