@@ -127,7 +127,7 @@ def train_llm(args) -> None:
 
     check_model("--model", args.model)
     check_model("--user-model", args.user_model)
-    from scope_envs.train.llm.resume import put_back_interrupted, run_settings
+    from scope_envs.train.llm.resume import ResumeError, put_back_interrupted, resume_point, run_settings
 
     fields = set(ppo.Config.__dataclass_fields__)
     given = {k: v for k, v in vars(args).items() if k in fields and v is not None}
@@ -160,8 +160,6 @@ def train_llm(args) -> None:
     if cfg.engine == "vllm" and not vllm_installed():
         raise UsageError("--engine", f"vllm: {VLLM_MISSING}; --engine hf generates with transformers")
     if cfg.resume:  # the checkpoint and its settings, before any model loads
-        from scope_envs.train.llm.resume import ResumeError, resume_point
-
         try:
             resume_point(cfg)
         except ResumeError as e:
