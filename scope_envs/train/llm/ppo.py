@@ -262,6 +262,7 @@ class Trace:
     _pending: float = 0.0
     _last_reply: dict | None = None
     _last_turn_end: int = -1
+    _suffix: str = ""  # the template's closing glue after a reply (``assistant_suffix``), as add_turn was given it
     _env_seen: int = 0  # how many of the env's messages are already in ``ids``
     _tools: list | None = None
 
@@ -302,8 +303,7 @@ class Trace:
             if full.startswith(prev_text):  # prefix-preserving: the stream is the template's own rendering
                 text = full[len(prev_text):]
             else:  # the template rewrites earlier turns (Qwen3's <think>): keep them as sampled, add what is new
-                text = new_turn_text(tokenizer, prev_conv, new_conv[len(prev_conv):], assistant_suffix(tokenizer),
-                                     self._tools)
+                text = new_turn_text(tokenizer, prev_conv, new_conv[len(prev_conv):], self._suffix, self._tools)
                 self.template_fallbacks += 1
             self._append(_encode(tokenizer, text), 0)
         self._env_seen = len(messages)
@@ -314,7 +314,7 @@ class Trace:
         """Append a sampled turn (mask 1) and the template's closing glue (mask 0)."""
         self._append(list(token_ids), 1, list(logprobs))
         self.turns += 1
-        self._last_reply = {"role": "assistant", "content": text}
+        self._last_reply, self._suffix = {"role": "assistant", "content": text}, suffix
         # the token that ended the turn is the glue's start where the template writes it (Phi-3 stops on <|end|>,
         # which is not its tokenizer's eos): the stream then holds it once, as the template renders the reply
         ended = tokenizer.decode(list(token_ids[-1:])) if finished and len(token_ids) else ""
@@ -653,7 +653,9 @@ def rollout(cfg: Config, envs: list, learners: dict[str, Learner], seed: int, rn
         for name, reqs in requests.items():
             learner = speakers[name]
             tok = learner.tokenizer
-            suffix, stop_text = glue.setdefault(name, (assistant_suffix(tok), tok.eos_token or ""))
+            if name not in glue:  # (setdefault would render the template's probes at every batch)
+                glue[name] = (assistant_suffix(tok), tok.eos_token or "")
+            suffix, stop_text = glue[name]
             t0 = time.perf_counter()
             gens = learner.engine.generate_ids([r[3] for r in reqs], max_new_tokens=cfg.max_new_tokens,
                                                temperature=cfg.temperature, adapter=learner.adapter,
