@@ -11,6 +11,7 @@ import ipaddress
 import re
 
 from scope_envs.arguments import count, listen_problem, registered_id
+from scope_envs.vec import MAX_NUM_ENVS
 
 MAX_PORT = 65535
 MAX_KWARG_CHARS = 4096
@@ -98,7 +99,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    help="concurrent sessions, /ws and /mcp together: OpenEnv's server counts both against one "
                         "limit (1 to 4096)")
     p.add_argument("--max-vec-sessions", type=count(256), default=8, help="concurrent batched sessions (1 to 256)")
-    p.add_argument("--max-num-envs", type=count(65536), default=1024, help="episodes per batched session (1 to 65536)")
+    p.add_argument("--max-num-envs", type=count(MAX_NUM_ENVS), default=1024,
+                   help=f"episodes per batched session (1 to {MAX_NUM_ENVS}: make_vec's bound)")
     p.add_argument("--idle-timeout", type=idle_seconds, default=300.0,
                    help="seconds before an idle session closes (at most 7 days)")
     p.add_argument("--max-body-bytes", type=count(1 << 30, low=1024), default=4 << 20,
