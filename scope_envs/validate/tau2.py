@@ -29,7 +29,7 @@ import numpy as np
 import scope_envs
 from scope_envs.agents.tau2 import oracle_act
 from scope_envs.core.game import Persona
-from scope_envs.games.tau2.data import DOMAINS, load_domain
+from scope_envs.games.tau2.data import DOMAINS, domains_below, load_domain
 from scope_envs.games.tau2.replay import replay
 
 
@@ -85,17 +85,6 @@ def validate(data_dir=None, domains=DOMAINS, progress: bool | None = None) -> di
         raise ValueError(f"no tau2 task to validate in {str(data_dir) if data_dir is not None else 'the data'} "
                          f"({why})")
     return out
-
-
-def domains_below(path: Path) -> Path | None:
-    """The tau^2-bench ``domains`` folder under ``path`` (``domains/`` or ``data/tau2/domains/``, as a copy of
-    the data or a tau2-bench checkout holds it) when ``path`` itself holds no domain folder; else None."""
-    if any((path / d).is_dir() for d in DOMAINS):
-        return None
-    for inner in (path / "domains", path / "data" / "tau2" / "domains"):
-        if any((inner / d).is_dir() for d in DOMAINS):
-            return inner
-    return None
 
 
 def checks_something(task: dict) -> bool:

