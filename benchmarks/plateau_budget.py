@@ -201,7 +201,8 @@ def main() -> None:
             for f in done:
                 s, rung, seed = running.pop(f)
                 rec = f.result()
-                write_json(args.out / "runs" / f"{name(s.game, s.row, rung, seed)}.json", as_record(rec))
+                write_json(args.out / "runs" / f"{name(s.game, s.row, rung, seed)}.json", as_record(rec),
+                           strict=False)
                 s.done[(rung, seed)] = rec
                 s.waiting.discard((rung, seed))
                 bar.update(1)

@@ -97,7 +97,7 @@ def restamp(pairs: dict[str, tuple[dict, dict]], root: Path, dry_run: bool,
             if name in moved:
                 record["result"]["fingerprint"] = pairs[record["task"]["game"]][1]
                 if (folder / "runs").is_dir():
-                    write_json(folder / "runs" / f"{name}.json", record)  # as the benchmark writes its records
+                    write_json(folder / "runs" / f"{name}.json", record, strict=False)  # as the benchmark writes its records
         if not (folder / "runs").is_dir():
             records.write_packed(folder, kept)
     return counts, left

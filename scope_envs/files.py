@@ -82,10 +82,24 @@ def remove_leftovers(folder: str | os.PathLike, suffixes: tuple[str, ...] = (".t
             pass
 
 
-def write_json(path: str | os.PathLike, value, **dump_kwargs) -> None:
-    """``json.dumps(value, **dump_kwargs)`` written atomically (``indent=1`` unless given)."""
+def write_json(path: str | os.PathLike, value, strict: bool = True, **dump_kwargs) -> None:
+    """``json.dumps(value, **dump_kwargs)`` written atomically (``indent=1`` unless given). ``strict``: a NaN or
+    infinity is written ``null``, so that any JSON reader opens the file (Python's writes a bare ``NaN``, which
+    JavaScript's ``JSON.parse``, Go's and serde's refuse); a run's records, which the package reads back as
+    written, are not strict."""
     dump_kwargs.setdefault("indent", 1)
-    write_atomic(path, json.dumps(value, **dump_kwargs))
+    write_atomic(path, json.dumps(finite(value) if strict else value, allow_nan=not strict, **dump_kwargs))
+
+
+def finite(value: Any) -> Any:
+    """``value`` with every NaN and infinity in its dicts, lists and tuples as None (JSON has none)."""
+    if isinstance(value, float):
+        return _float(value)
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite(v) for v in value]
+    return value
 
 
 def save_figure(fig, path: str | os.PathLike, **savefig_kwargs) -> None:

@@ -105,3 +105,32 @@ def test_an_earlier_runs_sensitivity_and_entrants_files_do_not_outlive_it(tmp_pa
               progress=False)
     assert (tmp_path / "results.json").is_file()
     assert not any((tmp_path / name).exists() for name in ("sensitivity.json", "sensitivity.md", "entrants.json"))
+
+
+def test_every_json_output_opens_in_a_strict_json_reader(tmp_path):
+    """A frozen row has no learned user: its training log's user entropy is NaN, which curves.json held as a bare
+    ``NaN`` (JavaScript's JSON.parse, Go's and serde's refuse it). The outputs now write it null; the run records,
+    which --resume and --against read back, keep it as computed."""
+    def refuse(constant):
+        raise ValueError(f"{constant} is not JSON")
+
+    bench.run(games=["p4g"], methods=["frozen"], seeds=1, steps=64, eval_episodes=8, out=tmp_path, jobs=1,
+              progress=False)
+    outputs = sorted(tmp_path.glob("*.json"))
+    assert {p.name for p in outputs} >= {"results.json", "claims.json", "curves.json", "split.json"}
+    for path in outputs:
+        json.loads(path.read_text(), parse_constant=refuse)
+    training = json.loads((tmp_path / "curves.json").read_text())["runs"][0]["training"]
+    assert training and all(row["user_entropy"] is None for row in training)
+    record = json.loads(next((tmp_path / "runs").glob("*.json")).read_text())
+    assert np.isnan(record["result"]["training"][0]["user_entropy"])
+
+
+def test_write_json_writes_nan_null_unless_not_strict(tmp_path):
+    from scope_envs.files import write_json
+
+    path = tmp_path / "x.json"
+    write_json(path, {"a": [1.0, float("nan"), (float("inf"), -float("inf"))], "b": "NaN"})
+    assert json.loads(path.read_text()) == {"a": [1.0, None, [None, None]], "b": "NaN"}
+    write_json(path, {"a": float("nan")}, strict=False)
+    assert np.isnan(json.loads(path.read_text())["a"])

@@ -109,7 +109,7 @@ def cost(task: dict) -> float:
 
 def write_atomic(path: Path, data: dict) -> None:
     """The whole file or none (``scope_envs.files.write_json``: beside its name, flushed, renamed into place)."""
-    write_json(path, data)
+    write_json(path, data, strict=False)  # a record: read back as written (--resume, --against)
 
 
 def end_with_parent(parent: int) -> None:

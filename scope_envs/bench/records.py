@@ -117,7 +117,7 @@ def unpack(folder: Path) -> int:
     for name, record in read_packed(folder):
         path = folder / "runs" / f"{name}.json"
         if not path.exists():
-            write_json(path, record)
+            write_json(path, record, strict=False)
             written += 1
     (folder / PACKED).unlink()
     return written

