@@ -9,6 +9,12 @@ from scope_envs.core.deprecation import sharpening_of
 from scope_envs.core.game import Persona
 from scope_envs.core.simulator import Simulator, View
 
+# the sharpest reference a simulator takes (diagnose fits the exponent on [0.01, 100]: ``measures.S_MAX``). Past a few
+# hundred ``p ** sharpening`` underflows to 0 on every act: the scalar env stopped mid-episode with numpy's
+# "Probabilities contain NaN" and the batched engine, in log space, drew from overflowed (NaN) weights
+MAX_SHARPENING = 100.0
+
+
 class SharpenedReference(Simulator):
     """A reference user model sharpened by the exponent ``sharpening`` (typicality bias; docs/architecture.md §1).
 
@@ -44,8 +50,8 @@ class SharpenedReference(Simulator):
     def __init__(self, sharpening: float | None = None, persona: Persona | None = None,
                  calibration_noise: float = 0.25, name: str = "reference", *, cooperation: float = 0.0,
                  gamma: float | None = None):
-        sharpening = check_number("sharpening", sharpening_of(sharpening, gamma, 1.0), 1,
-                                  wanted=">= 1, a finite number (a sharpened reference)")
+        sharpening = check_number("sharpening", sharpening_of(sharpening, gamma, 1.0), 1, MAX_SHARPENING,
+                                  wanted=f">= 1 and <= {MAX_SHARPENING:g}, a finite number (a sharpened reference)")
         self.sharpening, self.persona, self.cooperation = sharpening, persona, cooperation
         self.calibration_noise, self.name = calibration_noise, name
 

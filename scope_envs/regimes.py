@@ -187,12 +187,9 @@ def build(
                 raise ValueError("family_seed needs families=K (a positive int)")
             members = rotation()
         else:
-            if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_FAMILIES:
-                raise ValueError(f"families must be an int in [1, {MAX_FAMILIES}] (the number of simulator "
-                                 f"families), got {k!r}")
-            seed = options.get("family_seed", 0)
-            if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-                raise ValueError(f"family_seed must be a non-negative int, got {seed!r}")
+            k = int(check_int("families", k, 1, MAX_FAMILIES, wanted=f"an int in [1, {MAX_FAMILIES}] (the number "
+                                                                    "of simulator families)"))
+            seed = int(check_int("family_seed", options.get("family_seed", 0), 0, wanted="a non-negative int"))
             from scope_envs.agents.families import families
 
             members = families(game.name, "train", k, seed=seed)

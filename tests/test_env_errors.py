@@ -313,3 +313,24 @@ def test_an_episode_length_or_a_verbalized_list_past_its_edge_is_refused_in_make
     with pytest.raises(ValueError, match=rf"^{name} must be .*{high}"):
         scope_envs.make(env_id, **kwargs)
     scope_envs.make(env_id, **{name: high}).reset(seed=0)  # the edge itself is taken
+
+
+def test_a_reset_option_the_env_does_not_read_is_ignored_with_a_warning_at_the_callers_line():
+    """A typo (``scenario_sed``) had played another episode than the one asked for, silently. It is still ignored,
+    as Gymnasium's and PettingZoo's envs ignore keys they do not read (PettingZoo's API test resets with
+    ``{"options": 1}``), but a UserWarning names it, at the caller's line; the keys the env reads warn nothing."""
+    import warnings
+
+    env = scope_envs.make("p4g-frozen")
+    vec = scope_envs.make_vec("p4g-frozen", num_envs=2)
+    for reset in (env.reset, vec.reset):
+        with pytest.warns(UserWarning, match=r"reads only scenario_seed, reset_schedule; ignoring 'scenario_sed'") \
+                as caught:
+            reset(seed=0, options={"scenario_sed": 3})
+        assert [w.filename for w in caught] == [__file__]
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            reset(seed=0, options={"scenario_seed": 3, "reset_schedule": True})
+    with pytest.warns(UserWarning):
+        first = env.reset(seed=0, options={"scenario_sed": 3})
+    assert first[0]["agent_0"]["observation"].tolist() == env.reset(seed=0)[0]["agent_0"]["observation"].tolist()

@@ -59,6 +59,18 @@ def test_bad_calls_say_what_is_wrong():
         evaluate(object(), "p4g-frozen", episodes=2)
 
 
+def test_a_policy_whose_act_returns_bare_acts_is_told_to_return_decisions():
+    """``act`` returning the acts as an array, not ``Decisions``, had been numpy's AttributeError ('numpy.ndarray'
+    object has no attribute 'actions') from inside the rollout, naming neither the policy nor the protocol."""
+    class BareActs:
+        def act(self, obs, mask, greedy=False):
+            return mask.argmax(1)
+
+    with pytest.raises(TypeError, match=r"BareActs.act returned ndarray, not Decisions: return "
+                                        r"scope_envs.train.policy.Decisions\(actions\)"):
+        evaluate(BareActs(), "p4g-frozen", episodes=2)
+
+
 def test_the_scalar_rollout_is_gone():
     assert not hasattr(PPOTrainer, "play_scalar") and not hasattr(PPOTrainer, "play_vec")
 

@@ -473,3 +473,29 @@ def test_next_episode_options_are_checked_as_resets_are(batched):
         with pytest.raises(ValueError, match=match):
             for _ in range(40):  # p4g's episodes end within 20 steps
                 obs, *_ = vec.step({"agent_0": np.argmax(obs["agent_0"]["action_mask"], 1)})
+
+
+@pytest.mark.parametrize("batched", [True, False])
+def test_malformed_act_arrays_are_refused_alike_by_both_engines_and_the_gymnasium_view(batched):
+    """The loop over scalar envs refuses what the batched engine refuses, naming the agent: no action for the agent
+    to move (a KeyError there), or not an int array of shape (N,) (a short one was an IndexError, a scalar a
+    TypeError, a float array read as truncated acts, a bool one as acts 0 and 1, a long one cut). The Gymnasium view
+    passes the acts on as given (its cast to int64 read 1.7 as act 1 on both engines)."""
+    vec = vectorize([scope_envs.make("p4g-frozen") for _ in range(3)], batched=batched)
+    assert isinstance(vec, BatchedVecEnv if batched else LoopVecEnv)
+    obs, _ = vec.reset(seed=0)
+    legal = np.argmax(obs["agent_0"]["action_mask"], 1)
+    with pytest.raises(ValueError, match=r"agent_0: it is this agent's turn in slots \[0.* but no action was given"):
+        vec.step({})
+    for bad in (legal.astype(float) + 0.5, legal.astype(bool), np.full(3, np.nan), legal[:2], np.r_[legal, 1],
+                legal[:, None], int(legal[0]), "abc", None, [None] * 3):
+        with pytest.raises(ValueError, match=r"agent_0: actions must be an int array of shape \(3,\), got"):
+            vec.step({"agent_0": bad})
+    gym = GymVectorEnv(vec)
+    gym.reset(seed=0)
+    for bad in (legal.astype(float) + 0.5, legal.astype(bool)):
+        with pytest.raises(ValueError, match=r"agent_0: actions must be an int array of shape \(3,\), got"):
+            gym.step(bad)
+    obs, _, _, _, infos = vec.step({"agent_0": legal.tolist()})  # nothing was applied before: the first move now
+    assert infos["turn"].tolist() == [2, 2, 2]
+    gym.step(np.argmax(obs["agent_0"]["action_mask"], 1).astype(np.int32))  # any int dtype is taken

@@ -14,8 +14,8 @@ from gymnasium.utils.env_checker import check_env
 import scope_envs
 from scope_envs.agents.p4g import EmpiricalPersuader, ScriptedPersuader
 from scope_envs.core.env import LEARNABLE
-from scope_envs.wrappers import (LegalActions, RecordTranscripts, SimulatorPopulation, SingleAgentView,
-                                 VerbalizedSampling, read_transcripts)
+from scope_envs.wrappers import (CheckpointPool, LegalActions, RecordTranscripts, SimulatorPopulation,
+                                 SingleAgentView, VerbalizedSampling, read_transcripts)
 from conftest import play_episode
 
 GAMES = sorted({spec.game for spec in scope_envs.registry.values()})
@@ -157,13 +157,51 @@ def test_single_agent_view_clear_errors():
             view.reset(seed=seed)
 
 
-@pytest.mark.parametrize("wrapper", [SingleAgentView, LegalActions, lambda env: RecordTranscripts(env, "x.jsonl")])
+@pytest.mark.parametrize("wrapper", [SingleAgentView, LegalActions, lambda env: RecordTranscripts(env, "x.jsonl"),
+                                     VerbalizedSampling, lambda env: SimulatorPopulation(env, [LEARNABLE] * 2),
+                                     CheckpointPool])
 def test_a_wrapper_of_one_env_refuses_an_id_or_a_vec_env_saying_what_to_pass(wrapper, tmp_path, monkeypatch):
+    # (VerbalizedSampling took a make_vec env and changed nothing of it; SimulatorPopulation and CheckpointPool
+    # failed with an AttributeError on an id or a make_vec env)
     monkeypatch.chdir(tmp_path)
     with pytest.raises(TypeError, match=r"not an id: \w+\(scope_envs.make\('p4g-frozen'\)\)"):
         wrapper("p4g-frozen")
     with pytest.raises(TypeError, match="got a P4GVecEnv; a make_vec env batches"):
         wrapper(scope_envs.make_vec("p4g-frozen", num_envs=2))
+
+
+@pytest.mark.parametrize("wrapper", [VerbalizedSampling, lambda env: SimulatorPopulation(env, [LEARNABLE]),
+                                     CheckpointPool])
+def test_a_wrapper_that_sets_the_user_seat_refuses_an_env_it_cannot_set(wrapper):
+    """A remote env (or anything else whose ``unwrapped`` is not an env of this process) has no user seat here to
+    set: VerbalizedSampling set an attribute nothing read."""
+    class Elsewhere:  # the shape of scope_envs.remote.RemoteParallelEnv: its own unwrapped, a surface
+        possible_agents = ["agent_0", "user_0"]
+        surface = scope_envs.make("p4g-frozen").unwrapped.surface
+
+        @property
+        def unwrapped(self):
+            return self
+
+    with pytest.raises(TypeError, match=r"gives its part to an env of scope_envs.make\(id\) in this process, got a "
+                                        r"Elsewhere"):
+        wrapper(Elsewhere())
+
+
+@pytest.mark.parametrize("exploration", ["1", None, float("nan"), float("inf"), -0.5, True])
+def test_a_bandits_exploration_is_checked_when_the_population_is_made(exploration):
+    """A str failed at the bandit's first pick past the unplayed members (numpy's UFuncTypeError), NaN made every pick
+    member 0, a negative width turned the lower confidence bound into an upper one."""
+    from scope_envs.agents.p4g import CollapsedPersuadee
+
+    for schedule in ("bandit", "uniform"):
+        with pytest.raises(ValueError, match=r"^exploration must be a finite number >= 0 \(the bandit's confidence "
+                                             r"width\), got"):
+            SimulatorPopulation(scope_envs.make("p4g-frozen"), [CollapsedPersuadee()] * 2, schedule=schedule,
+                                exploration=exploration)
+    for fine in (0, 0.5, np.float64(2.0), 3):
+        SimulatorPopulation(scope_envs.make("p4g-frozen"), [CollapsedPersuadee()] * 2, schedule="bandit",
+                            exploration=fine)
 
 
 # -- RecordTranscripts -------------------------------------------------------------------

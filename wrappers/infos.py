@@ -9,8 +9,21 @@ from __future__ import annotations
 
 from pettingzoo.utils import BaseParallelWrapper
 
+from scope_envs.core.checks import check_scalar_env
+from scope_envs.core.env import DialogueParallelEnv
+
 
 class InfosWrapper(BaseParallelWrapper):
+    def __init__(self, env):
+        # the part it gives goes to the env built in this process (``env.unwrapped``): an id, a make_vec env or a
+        # remote env is refused here, not ignored (a make_vec or remote env kept its own user seat) or met later
+        # as an AttributeError
+        check_scalar_env(type(self).__name__, env)
+        if not isinstance(env.unwrapped, DialogueParallelEnv):
+            raise TypeError(f"{type(self).__name__} gives its part to an env of scope_envs.make(id) in this process, "
+                            f"got a {type(env.unwrapped).__name__}")
+        super().__init__(env)
+
     def reset(self, seed=None, options=None):
         obs, infos = self.env.reset(seed=seed, options=options)
         return obs, self.annotate(infos)

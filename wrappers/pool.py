@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from scope_envs.core.checks import check_int
 from scope_envs.core.env import LEARNABLE
 from scope_envs.core.simulator import Simulator
 from scope_envs.wrappers.infos import InfosWrapper
@@ -56,9 +57,8 @@ class CheckpointPool(InfosWrapper):
 
     def __init__(self, env, pool_size: int = 5, snapshot_every: int = 4, sample: str = "uniform"):
         super().__init__(env)
-        for name, value in (("pool_size", pool_size), ("snapshot_every", snapshot_every)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive int, got {value!r}")
+        pool_size, snapshot_every = (int(check_int(name, value, 1)) for name, value in
+                                     (("pool_size", pool_size), ("snapshot_every", snapshot_every)))
         if sample not in POOL_SAMPLES:
             raise ValueError(f"pool_sample must be one of {POOL_SAMPLES}, got {sample!r}")
         self.pool_size, self.snapshot_every, self.sample = pool_size, snapshot_every, sample

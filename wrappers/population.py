@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from scope_envs.core.checks import check_number
 from scope_envs.wrappers.infos import InfosWrapper
 
 SCHEDULES = ("uniform", "round_robin", "index", "bandit")
@@ -43,6 +44,9 @@ class MemberSchedule:
     def __init__(self, n: int, kind: str = "uniform", exploration: float = 1.0):
         if kind not in SCHEDULES:
             raise ValueError(f"schedule must be one of {SCHEDULES}, got {kind!r}")
+        # the bandit's confidence width: refused here, not at its first pick (a str: numpy's UFuncTypeError; NaN
+        # made every pick member 0; a negative width turns the lower confidence bound into an upper one)
+        check_number("exploration", exploration, 0, wanted="a finite number >= 0 (the bandit's confidence width)")
         self.kind, self.exploration, self.n = kind, exploration, n
         self.reset()
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import sys
 
 from scope_envs.core.surfaces import short_repr
 
@@ -35,6 +36,25 @@ def _range(kind: str, low, high, low_open: bool = False, high_open: bool = False
 # the longest episode a game takes (max_turns, tau2's max_steps): the server's bound too; past it an episode that
 # no side ends would run for hours (10**9 turns) and the engines' per-turn arrays would not fit
 MAX_EPISODE_TURNS = 10_000
+
+# the keys of reset()'s options the env reads. Another is ignored, as Gymnasium's and PettingZoo's envs ignore theirs
+# (PettingZoo's own API test resets with {"options": 1}), but not silently: a typo (scenario_sed) plays another
+# episode than the one asked for. The server, whose clients can be told, refuses it.
+RESET_OPTIONS = ("scenario_seed", "reset_schedule")
+
+
+def warn_unknown_options(name: str, options) -> None:
+    """A ``UserWarning`` naming each key of the mapping ``options`` that the env does not read."""
+    unknown = [k for k in options if k not in RESET_OPTIONS]
+    if unknown:
+        import warnings
+
+        shown = ", ".join(short_repr(k) for k in unknown[:5])
+        level, frame = 2, sys._getframe(1)  # the warning points at the caller's line, outside the package
+        while frame is not None and frame.f_globals.get("__name__", "").startswith("scope_envs."):
+            level, frame = level + 1, frame.f_back
+        warnings.warn(f"{name}: the env reads only {', '.join(RESET_OPTIONS)}; ignoring {shown}", UserWarning,
+                      stacklevel=level)
 
 
 def check_int(name: str, value, low: int | None = None, high: int | None = None, *, wanted: str | None = None):

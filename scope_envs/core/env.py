@@ -37,7 +37,7 @@ from typing import Any, Callable
 import numpy as np
 from pettingzoo import ParallelEnv
 
-from scope_envs.core.checks import check_int, check_seed
+from scope_envs.core.checks import check_int, check_seed, warn_unknown_options
 from scope_envs.core.game import Game, InGameError
 from scope_envs.core.simulator import Simulator, View
 from scope_envs.core.surfaces import (MAX_MESSAGE_CHARS, MAX_MESSAGE_CHARS_LIMIT, SURFACES, TextSurface,
@@ -168,6 +168,7 @@ class DialogueParallelEnv(ParallelEnv):
             raise ValueError(f"options must be a dict (such as {{'scenario_seed': 3}}) or None, "
                              f"got {short_repr(options)}")
         options = options or {}
+        warn_unknown_options("reset options", options)
         scenario = check_seed("scenario_seed", options.get("scenario_seed"))
         if seed is not None:
             self._rng = np.random.default_rng(seed)
@@ -334,6 +335,18 @@ class DialogueParallelEnv(ParallelEnv):
 
     def state(self) -> np.ndarray:
         return np.concatenate([self.game.features(r) for r in self.game.roles]).astype(np.float32)
+
+    @property
+    def state_space(self):
+        """The space of ``state()``, PettingZoo's global observation: every role's features concatenated, unclipped
+        (so unbounded): a ``gymnasium.spaces.Box``. ``parallel_to_aec`` copies it; PettingZoo's ``state_test``
+        reads it."""
+        space = self.__dict__.get("_state_space")
+        if space is None:
+            from gymnasium import spaces
+
+            space = self._state_space = spaces.Box(-np.inf, np.inf, self.state().shape, np.float32)
+        return space
 
     def close(self):
         close = getattr(self.game, "close", None)  # a game that holds resources (worktrees, subprocesses)

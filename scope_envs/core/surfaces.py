@@ -156,8 +156,9 @@ class TextSurface:
     name = "text"
 
     def __init__(self, game: Game, max_message_chars: int = MAX_MESSAGE_CHARS):
-        if not isinstance(max_message_chars, int) or max_message_chars < 1:
-            raise ValueError(f"max_message_chars must be a positive int, got {max_message_chars!r}")
+        from scope_envs.core.checks import check_int  # (checks reads this module's short_repr)
+
+        max_message_chars = int(check_int("max_message_chars", max_message_chars, 1))
         self.game = game
         self.max_message_chars = max_message_chars
         self._obs_space = Transcript(MAX_OBS_CHARS, min_length=0, charset=CHARSET)

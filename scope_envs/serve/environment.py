@@ -34,6 +34,7 @@ from openenv.core.env_server.interfaces import Environment
 from openenv.core.env_server.types import EnvironmentMetadata
 
 import scope_envs
+from scope_envs.core.checks import RESET_OPTIONS
 from scope_envs.core.simulator import Simulator
 from scope_envs.games import build, game_names, game_spec, load
 from scope_envs.serve.codec import jsonable
@@ -43,7 +44,6 @@ from scope_envs.serve.models import AgentStep, ScopeAction, ScopeObservation, Sc
 from scope_envs.serve.snapshot import MLPSnapshot, SnapshotError
 from scope_envs.wrappers import CheckpointPool
 
-RESET_OPTIONS = frozenset({"scenario_seed", "reset_schedule"})
 MAX_SEED = 2**63 - 1
 
 

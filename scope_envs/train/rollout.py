@@ -185,6 +185,9 @@ def collect_blocks(vec, blocks: list[Block], greedy: bool = False, decisions: bo
                 slots, x, m = slots[order], np.concatenate([r[2] for r in rows])[order], \
                     np.concatenate([r[3] for r in rows])[order]
             d: Decisions = policy.act(x, m, greedy)
+            if not isinstance(d, Decisions):  # (a bare array of acts had been numpy's AttributeError, naming no one)
+                raise TypeError(f"{type(policy).__name__}.act returned {type(d).__name__}, not Decisions: return "
+                                "scope_envs.train.policy.Decisions(actions) (the policy protocol)")
             mine = [(rows[0][0], slice(None))] if len(rows) == 1 else \
                 [(a, np.array(seat_of) == a) for a in dict.fromkeys(seat_of)]
             for seat, rows_of in mine:  # each seat's acts in one write

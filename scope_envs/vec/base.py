@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from scope_envs.core.checks import check_int, check_seed
+from scope_envs.core.checks import check_int, check_seed, warn_unknown_options
 from scope_envs.core.env import AGENT, DialogueParallelEnv
 from scope_envs.core.game import InGameError
 from scope_envs.core.surfaces import short_repr
@@ -25,6 +25,7 @@ def check_reset_options(name: str, options) -> dict:
     if not isinstance(options, Mapping):
         raise ValueError(f"{name} must be a dict (such as {{'scenario_seed': 3}}) or None, got "
                          f"{type(options).__name__} {short_repr(options)}")
+    warn_unknown_options(name, options)
     check_seed(f"{name}['scenario_seed']", options.get("scenario_seed"))
     return dict(options)
 
@@ -169,10 +170,18 @@ class LoopVecEnv(VecBase):
         action_mask)`` arrays: fixed when the envs are made."""
         return frozenset(a for a in self.possible_agents if not isinstance(self.observation_space(a), spaces.Dict))
 
-    def _column(self, actions, agent: str, text: bool) -> list:
-        """``actions[agent]`` as a list over the slots (read lazily: only the slots where the agent moves)."""
+    def _column(self, actions, agent: str, text: bool, slot: int) -> list:
+        """``actions[agent]`` as a list over the slots (read lazily: only the slots where the agent moves), refused
+        as the batched engine refuses it (``BatchedVecEnv._read``): missing where ``agent`` moves in ``slot``, or on
+        the act surface not an int array of shape (N,) (a float or bool array, a scalar, a wrong length)."""
+        if agent not in actions:
+            raise ValueError(f"{agent}: it is this agent's turn in slots [{slot}] but no action was given")
         if not text:
-            return np.asarray(actions[agent]).tolist()
+            a = np.asarray(actions[agent])
+            if a.shape != (self.num_envs,) or a.dtype.kind not in "iu":
+                raise ValueError(f"{agent}: actions must be an int array of shape ({self.num_envs},), got "
+                                 f"{a.dtype} {a.shape}")
+            return a.tolist()
         col = actions[agent]
         if isinstance(col, (str, bytes)) or not hasattr(col, "__len__") or len(col) != self.num_envs:
             raise ValueError(f"{agent}: actions must be a sequence of {self.num_envs} strs on the text surface "
@@ -210,7 +219,7 @@ class LoopVecEnv(VecBase):
                 if self._infos[i][a]["active"]:
                     col = columns.get(a)
                     if col is None:
-                        col = columns[a] = self._column(actions, a, a in text)
+                        col = columns[a] = self._column(actions, a, a in text, i)
                     act[a] = col[i] if a in text else int(col[i])
                 else:
                     act[a] = "" if a in text else 0  # the no-op (on the text surface any str, unread off turn)

@@ -60,7 +60,9 @@ class GymVectorEnv(VectorEnv):
         return obs[AGENT], {"member": infos["member"]}
 
     def step(self, actions):
-        obs, rew, term, trunc, infos = self.vec.step({AGENT: np.asarray(actions, np.int64)})
+        # as given: the vec env refuses what is not an int array of shape (num_envs,) (a cast to int64 here read
+        # 1.7 as act 1 and True as act 1)
+        obs, rew, term, trunc, infos = self.vec.step({AGENT: np.asarray(actions)})
         out = {"member": infos["member"]}
         done = infos["_final_info"]
         if done.any():

@@ -75,7 +75,7 @@ Partners (``styles.py``, ``scope_envs.agents.cooperbench``)
 
 Arguments
     ``surface``, ``max_turns`` (12), ``user_reward`` (``persona``), ``target_var`` (0.25) and
-    ``width`` (0.02) with ``curriculum``, ``sharpening`` (``gamma`` deprecated)
+    ``width`` (0.02) with ``curriculum``, ``sharpening`` (from 1 to 100; ``gamma`` deprecated)
     (3.0), ``render_mode``, ``max_errors``, ``max_message_chars`` (4000); regime options as for every game.
 
 Version history

@@ -82,7 +82,7 @@ Users
 Arguments
     ``surface`` (``act``|``text``), ``max_turns`` (10), ``user_reward``
     (``mixed``), ``target_var`` (0.25) and ``width`` (0.02) with ``curriculum``,
-    ``sharpening`` (3.0, sharpness of the frozen simulator; ``gamma`` is its deprecated name),
+    ``sharpening`` (3.0, sharpness of the frozen simulator, from 1 to 100; ``gamma`` is its deprecated name),
     ``render_mode`` (``ansi``), ``max_errors`` (3, in-game errors of one agent
     before the episode truncates, text surface), ``max_message_chars`` (4000,
     text surface: a longer message is an in-game error); ``vs``: ``k``, ``tau``,

@@ -96,7 +96,8 @@ Arguments
     ``surface`` (``act``), ``domain`` (a name or a sequence of names),
     ``data_dir``, ``max_steps`` (100), ``max_tool_errors`` (10), ``judge``,
     ``user_reward`` (``shared``), ``target_var`` (0.25) and ``width`` (0.02) with ``curriculum``,
-    ``sharpening`` (3.0, the collapsed user's; ``gamma`` is its deprecated name), ``render_mode`` (``ansi``),
+    ``sharpening`` (3.0, the collapsed user's, from 1 to 100; ``gamma`` is its deprecated name),
+    ``render_mode`` (``ansi``),
     ``max_errors`` (3 in-game errors), ``max_message_chars`` (4000: a longer message or tool call is an
     in-game error); regime options as in ``scope_envs.regimes``; ``heldout`` also takes ``assumptions`` (a
     name of ``human_proxy.VARIANTS`` or a dict of ``human_proxy.Assumptions`` fields: factors on slips,
