@@ -292,3 +292,18 @@ def test_a_class_missing_an_attribute_is_told_which(tmp_path, body, missing):
     path.write_text(f"class Partial:\n    {body}\n")
     with pytest.raises(PluginError, match=f"Partial is not a method: it has no {missing} "):
         load(f"{path}:Partial")
+
+
+@pytest.mark.parametrize("seats,env,named", [('{"user_0": UniformPolicy()}', "frozen", "'user_0'"),
+                                             ('{"agent_0": UniformPolicy()}', "cotrain", "'agent_0'")])
+def test_a_seat_the_training_envs_have_no_learned_user_in_is_refused(tmp_path, seats, env, named):
+    """Trained(seats={"user_0": ...}) from a method training on -frozen (whose user is the env's simulator) had
+    been left unplayed without a word, and seats={"agent_0": ...} replaced the policy on the train side only."""
+    path = tmp_path / "seated.py"
+    path.write_text("from scope_envs.bench.plugins import Trained\n"
+                    "from scope_envs.train.policy import UniformPolicy\n"
+                    f"def seated(ctx):\n    return Trained(policy=UniformPolicy(), seats={seats})\n"
+                    f"seated.train_envs = ['{{game}}-{env}']\n")
+    with pytest.raises(PluginError, match=rf"method 'seated': Trained\(seats=...\) names {named}, not a learned "
+                                          rf"user's seat of its training envs \(p4g-{env}; their seats: "):
+        run_one("p4g", "seated", 0, **TINY, plugin=f"{path}:seated")

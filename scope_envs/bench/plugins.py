@@ -350,6 +350,8 @@ def run_method_seeds(method, game: str, seeds: list[int], steps: int, eval_episo
 
     t1 = time.perf_counter()
     trained = [books.close(check_policy(result, method.name)) for (_, books, _), result in zip(runs, results)]
+    if not builtin_row:
+        check_seats(method.name, trained, specs)
     records = guarded(lambda policies: protocol.evaluate_policies(
         policies, game, list(seeds), train_envs=specs, eval_episodes=eval_episodes, heldout_episodes=heldout_episodes,
         sensitivity=sensitivity, assumptions=assumptions, method=method.name), trained, "in evaluation")
@@ -366,6 +368,25 @@ def run_method_seeds(method, game: str, seeds: list[int], steps: int, eval_episo
         if together:
             record["trained_with"] = len(seeds)
     return records
+
+
+def check_seats(method: str, trained: list[Trained], specs: list[tuple[str, dict]]) -> None:
+    """Each seat a method's ``Trained.seats`` names must be a learned user's seat of its training envs: another (a
+    ``user_0`` on ``-frozen``, whose user is the env's simulator; ``agent_0``, which ``policy`` plays) was left
+    unplayed without a word. ``PluginError`` naming it and the seats there are."""
+    asked = sorted({seat for t in trained for seat in t.seats})
+    if not asked:
+        return
+    import scope_envs
+
+    seats = sorted({a for env_id, kwargs in specs for a in scope_envs.make(env_id, **kwargs).possible_agents
+                    if a != "agent_0"})
+    wrong = [seat for seat in asked if seat not in seats]
+    if wrong:
+        there = ", ".join(seats) if seats else "none: their users are simulators, played inside the env"
+        raise PluginError(f"method {method!r}: Trained(seats=...) names {', '.join(map(repr, wrong))}, not a learned "
+                          f"user's seat of its training envs ({', '.join(env_id for env_id, _ in specs)}; their "
+                          f"seats: {there}); agent_0 is Trained.policy")
 
 
 def training_record(record: dict, trained: Trained, curve, budget: int, train_time: float) -> None:
