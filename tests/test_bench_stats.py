@@ -433,3 +433,33 @@ def test_seeds_min_is_the_rules_output_on_the_committed_runs():
     for g, r in out.items():  # the smallest such n: one seed fewer misses the target
         assert r["mde_frac_at_seeds"] <= methods.SEEDS_MDE_FRACTION
         assert stats.mde(r["seeds"] - 1, r["family"]) * r["sd"] > r["target_mde"]
+
+
+# ------------------------------------------------------------------------------------ edge cases of the tests' inputs
+
+def test_welch_is_undefined_with_one_seed_or_a_nan_and_never_significant():
+    nan = float("nan")
+    for x, y in (([0.9], [0.0, 0.1, 0.2]),  # one seed: no variance, no test
+                 ([0.3, nan, 0.5], [0.3, 0.4, 0.5]),  # a missing value: no test, not p = 0
+                 ([], [0.1, 0.2])):
+        row = stats.welch(x, y)
+        assert np.isnan(row["p"]) and np.isnan(row["t"]) and np.isnan(row["d"]), (x, y, row)
+        assert row["degenerate"]
+    # both arms constant and different: t is infinite, p 0 (as before); equal: p 1
+    assert stats.welch([1.0, 1.0, 1.0], [0.0, 0.0, 0.0])["p"] == 0.0
+    assert stats.welch([1.0, 1.0, 1.0], [1.0, 1.0, 1.0])["p"] == 1.0
+
+
+def test_holm_leaves_an_undefined_p_undefined_and_the_others_as_they_were():
+    nan = float("nan")
+    adj = stats.holm([0.01, nan, 0.04])
+    assert adj[0] == pytest.approx(0.03) and adj[2] == pytest.approx(0.08) and np.isnan(adj[1])
+    rows = stats.pairwise_tests({"a": [0.3, nan, 0.5], "b": [0.1, 0.2, 0.15], "c": [0.5, 0.6, 0.55]},
+                                [("a", "b"), ("c", "b")])
+    by = {r["a"]: r for r in rows}
+    assert np.isnan(by["a"]["p_holm"]) and not by["a"]["p_holm"] < 0.05
+    assert by["c"]["p_holm"] == pytest.approx(2 * by["c"]["p"])
+
+
+def test_iqm_of_no_runs_is_nan():
+    assert np.isnan(stats.iqm([])) and np.isnan(stats.iqm(np.array([])))

@@ -91,7 +91,10 @@ def holm(pvalues: list[float], m: int | None = None) -> list[float]:
     order = np.argsort(p, kind="stable")
     adj = np.empty_like(p)
     running = 0.0
-    for rank, i in enumerate(order):
+    for rank, i in enumerate(order):  # argsort puts nan last: an undefined p moves no other's adjustment
+        if np.isnan(p[i]):
+            adj[i] = np.nan  # undefined stays undefined (Python's min/max would have made it 1.0)
+            continue
         running = max(running, min(1.0, (m - rank) * p[i]))
         adj[i] = running
     return adj.tolist()
@@ -99,10 +102,15 @@ def holm(pvalues: list[float], m: int | None = None) -> list[float]:
 
 def welch(x, y) -> dict:
     """Welch's t-test of mean(x) - mean(y), Cohen's d (average of the two variances), and whether d is
-    degenerate (one arm did not vary). Both arms need >= 2 values."""
+    degenerate (one arm did not vary). Both arms need >= 2 values, all finite: otherwise t, p and d are nan
+    (undefined, never significant) and ``degenerate`` is True."""
     from scipy import stats
 
     x, y = np.asarray(x, float), np.asarray(y, float)
+    if len(x) < 2 or len(y) < 2 or not (np.isfinite(x).all() and np.isfinite(y).all()):
+        nan = float("nan")
+        diff = float(x.mean() - y.mean()) if len(x) and len(y) else nan
+        return {"diff": diff, "t": nan, "p": nan, "d": nan, "degenerate": True}
     t, p = stats.ttest_ind(x, y, equal_var=False)
     sd = np.sqrt((x.var(ddof=1) + y.var(ddof=1)) / 2)
     diff = float(x.mean() - y.mean())
@@ -240,7 +248,8 @@ def iqm(scores) -> float:
     """The interquartile mean of all runs of all tasks (rliable's ``aggregate_iqm``): ``trim_mean`` at 0.25."""
     from scipy.stats import trim_mean
 
-    runs = np.concatenate(_tasks(scores))
+    tasks = _tasks(scores)
+    runs = np.concatenate(tasks) if tasks else np.empty(0)
     return float(trim_mean(runs, IQM_CUT)) if len(runs) else float("nan")
 
 
