@@ -53,6 +53,7 @@ TINY = [  # (script, a run at a reduced size of its documented command line)
     ("cooperbench_code_speed", ["--rounds", "1"]),
     ("eval_episodes", ["--games", "cooperbench", "--episodes", "16", "--out", "{tmp}"]),  # the committed band
     ("gc_share", ["--steps", "10", "--warmup", "1", "--num-envs", "1"]),
+    ("instrument_checks", ["--reps", "10", "--out", "{tmp}/i.json"]),  # the committed default reference
     ("leaderboard", [str(ROOT / "benchmarks" / "results" / "default")]),
     pytest.param("p4g_out_of_sample", ["--replications", "1", "--out", "{tmp}"], marks=needs_p4g_data,
                  id="p4g_out_of_sample"),
