@@ -4,7 +4,9 @@ The GPU machine (one H200; Python 3.12, torch, transformers, peft and accelerate
 gets this project's code and its small pure-Python dependencies as wheels, at most 64 MiB in all. This
 script puts exactly those in ``benchmarks/wheels/`` (git-ignored):
 
-* ``scope_envs-*.whl``, this checkout built as a wheel (pure Python);
+* ``scope_envs-*.whl``, this checkout built as a wheel (pure Python) from a copy of its files (those git tracks,
+  and the new ones it does not ignore): a build in the checkout itself reuses its ``build/`` folder, which can
+  carry a module deleted since into the wheel;
 * the pure-Python packages ``import scope_envs`` and the LLM trainer need beyond that image:
   ``WHEELS`` below (gymnasium and its two small dependencies, pettingzoo, tqdm, threadpoolctl),
   pinned to the versions this checkout's tests run with.
@@ -23,8 +25,10 @@ total size is printed (it must stay under 64 MiB).
 from __future__ import annotations
 
 import argparse
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -56,6 +60,18 @@ def wheels_dir(text: str) -> str:
     return text
 
 
+def copy_checkout(root: Path, to: Path) -> list[str]:
+    """The checkout's files (git's tracked files that exist, and the untracked ones it does not ignore) copied
+    under ``to``: what a clean clone with this working tree's changes holds; their paths."""
+    listed = subprocess.run(["git", "-C", str(root), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+                            capture_output=True, check=True).stdout.decode().split("\0")
+    files = sorted({f for f in listed if f and (root / f).is_file()})
+    for f in files:
+        (to / f).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(root / f, to / f)
+    return files
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dest", type=wheels_dir, default=str(ROOT / "benchmarks" / "wheels"),
@@ -70,8 +86,10 @@ def main() -> None:
     for spec in WHEELS:
         subprocess.run(pip + ["download", "--quiet", "--no-deps", "--only-binary=:all:", "--python-version", "3.12",
                               "--dest", str(dest), spec], check=True)
-    subprocess.run(pip + ["wheel", "--quiet", "--no-deps", "--no-build-isolation", "--wheel-dir", str(dest),
-                          str(ROOT)], check=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        copy_checkout(ROOT, Path(tmp))
+        subprocess.run(pip + ["wheel", "--quiet", "--no-deps", "--no-build-isolation", "--wheel-dir", str(dest),
+                              tmp], check=True)
     files = sorted(dest.glob("*.whl"))
     not_pure = [f.name for f in files if not f.name.endswith("-none-any.whl")]
     if not_pure:

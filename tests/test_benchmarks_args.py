@@ -219,3 +219,30 @@ def test_gpu_wheels_refuses_a_dest_holding_more_than_wheels_and_deletes_nothing(
     assert done.returncode == 2 and "argument --dest" in done.stderr and "holds more than wheels (keep.txt)" in \
         done.stderr, (done.returncode, done.stderr[-2000:])
     assert sorted(p.name for p in tmp_path.iterdir()) == ["keep.txt", "old-0.1-py3-none-any.whl"]
+
+
+def test_gpu_wheels_builds_from_the_checkouts_files_not_its_build_folder(tmp_path):
+    """The wheel had been built in the checkout, whose build/ (git-ignored) can hold a module deleted since: it
+    went into the wheel. The build now reads a copy of git's tracked files that exist and the untracked ones git
+    does not ignore."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("gpu_wheels", ROOT / "benchmarks" / "gpu_wheels.py")
+    gpu_wheels = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gpu_wheels)
+    repo = tmp_path / "repo"
+    (repo / "pkg").mkdir(parents=True)
+    for name in ("pkg/kept.py", "pkg/deleted.py", ".gitignore"):
+        (repo / name).write_text("build/\n" if name == ".gitignore" else "x = 1\n")
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(git + ["init", "-q"], check=True)
+    subprocess.run(git + ["add", "."], check=True)
+    subprocess.run(git + ["commit", "-qm", "x"], check=True)
+    (repo / "pkg" / "deleted.py").unlink()
+    (repo / "pkg" / "new.py").write_text("y = 2\n")
+    (repo / "build" / "lib" / "pkg").mkdir(parents=True)
+    (repo / "build" / "lib" / "pkg" / "deleted.py").write_text("x = 1\n")
+    copied = gpu_wheels.copy_checkout(repo, tmp_path / "copy")
+    assert copied == [".gitignore", "pkg/kept.py", "pkg/new.py"]
+    assert sorted(str(p.relative_to(tmp_path / "copy")) for p in (tmp_path / "copy").rglob("*") if p.is_file()) \
+        == copied
