@@ -533,6 +533,8 @@ def _break(folder, how: str) -> None:
         config.write_text(json.dumps(data))
     elif how == "config not json":
         config.write_text("{not json")
+    elif how == "r not an int":
+        config.write_text(json.dumps({**json.loads(config.read_text()), "r": "4"}))
     else:
         raise AssertionError(how)
 
@@ -646,6 +648,7 @@ ADAPTER_BROKEN = {
     "garbage bin": "cannot load the LoRA adapter there: a .bin weights file is corrupt or not a torch checkpoint",
     "unknown model_type": "its config names 'not-a-model', which this version does not know",  # the peft_type
     "config not json": "its adapter_config.json is not readable JSON",
+    "r not an int": "its config has a field of the wrong type",  # peft's TypeError
 }
 
 

@@ -193,6 +193,21 @@ def test_local_model_adapters(tmp_path):
     with pytest.raises(UserLLMError, match="local model needs --user-adapter-dir") as refused:
         create_app("p4g-population", "text", {"pool_size": 2}, user_llm=served.backend)
     assert refused.value.argument == "--user-adapter-dir"
+    # an adapter whose config has a field of the wrong type (peft's TypeError) or names an unknown peft type
+    # (its KeyError) is a failed backend call, which costs the user a turn's try, not the server's thread
+    import json
+    import shutil
+
+    from scope_envs.agents.llm.backends import BackendError
+
+    for name, change in (("typed", {"r": "4"}), ("unknown", {"peft_type": "NOT-A-TYPE"})):
+        shutil.copytree(tmp_path / "u1", tmp_path / name)
+        config = tmp_path / name / "adapter_config.json"
+        config.write_text(json.dumps({**json.loads(config.read_text()), **change}))
+        with pytest.raises(BackendError, match=f"adapter '{name}' could not be loaded"):
+            served.adapter_player(name).player.backend.chat([chat], max_new_tokens=6, seed=7)
+    again = player.player.backend.chat([chat], max_new_tokens=6, temperature=1.0, seed=7)[0]
+    assert (again.token_ids, again.logprobs) == (tuned.token_ids, tuned.logprobs)  # u1 plays as before
 
 
 def run_cli(*args):

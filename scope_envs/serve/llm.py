@@ -213,7 +213,9 @@ class LocalAdapter:
         backend = self.served.backend
         try:  # the caller (SeatedLLM) holds the served model's lock
             self.served.load_adapter(self.name, self.path)
-        except (OSError, ValueError, RuntimeError) as e:  # the adapter does not fit the model, or went away
+        # the adapter does not fit the model, went away, or its config names an unknown type or a field of the
+        # wrong type (peft's KeyError, TypeError)
+        except (OSError, ValueError, RuntimeError, KeyError, TypeError) as e:
             raise BackendError(f"adapter {self.name!r} could not be loaded from {self.path}: {e}") from None
         prompts = [backend.encode(backend.render(m)) for m in conversations]
         return backend.generate_ids(prompts, max_new_tokens=max_new_tokens, temperature=temperature, seed=seed,

@@ -111,6 +111,8 @@ def _reason(e: BaseException) -> str:
         return "a .bin weights file is corrupt or not a torch checkpoint (torch.load cannot unpickle it)"
     if isinstance(e, KeyError):
         return f"its config names {e}, which this version does not know"  # e.g. an unknown peft_type
+    if isinstance(e, TypeError):  # (only where ``loading`` was asked to take it: peft reading a config's fields)
+        return f"its config has a field of the wrong type ({' '.join(str(e).split())[:200]})"
     lines = [" ".join(line.split()) for line in str(e).splitlines() if line.strip()]
     line = lines[0] if lines else type(e).__name__
     if len(line) > 240:  # transformers' messages run on: the sentences that say what is wrong
@@ -120,14 +122,14 @@ def _reason(e: BaseException) -> str:
 
 
 @contextlib.contextmanager
-def loading(path, what: str = "model", role: str | None = None):
+def loading(path, what: str = "model", role: str | None = None, also: tuple[type, ...] = ()):
     """Around a from_pretrained (or config-loading) call on the user's directory ``path``: the errors those
-    libraries raise for its broken files (``_load_errors``) become one ``ModelLoadError`` naming ``path``;
-    any other error (a bug, out of memory) goes on as it is."""
+    libraries raise for its broken files (``_load_errors``, and the types ``also`` names) become one
+    ``ModelLoadError`` naming ``path``; any other error (a bug, out of memory) goes on as it is."""
     try:
         yield
     except Exception as e:
-        if _not_a_load_error(e) or not (isinstance(e, _load_errors()) or _unpickling(e)):
+        if _not_a_load_error(e) or not (isinstance(e, _load_errors() + also) or _unpickling(e)):
             raise
         raise ModelLoadError(f"{str(path)!r}: cannot load the {what} there: {_reason(e)}", path, role) from None
 
@@ -348,7 +350,8 @@ def policy_backend(spec: str):
     except ModelLoadError as e:
         raise ModelLoadError(f"{spec!r} is a LoRA adapter whose base model cannot be loaded: {e}", e.path,
                              e.role) from None
-    with loading(spec, "LoRA adapter", role="policy"):
+    # peft reads adapter_config.json's fields as they are: one of the wrong type ("r": "4") is its TypeError
+    with loading(spec, "LoRA adapter", role="policy", also=(TypeError,)):
         model = PeftModel.from_pretrained(backend.model, spec)
     model = model.merge_and_unload()  # the adapter folded in
     return TransformersBackend(model.eval(), backend.tokenizer)
