@@ -88,7 +88,7 @@ def write_json(path: str | os.PathLike, value, strict: bool = True, **dump_kwarg
     JavaScript's ``JSON.parse``, Go's and serde's refuse); a run's records, which the package reads back as
     written, are not strict."""
     dump_kwargs.setdefault("indent", 1)
-    write_atomic(path, json.dumps(finite(value) if strict else value, allow_nan=not strict, **dump_kwargs))
+    write_atomic(path, json.dumps(finite(value) if strict else value, **dump_kwargs))
 
 
 def finite(value: Any) -> Any:
