@@ -34,7 +34,9 @@ from __future__ import annotations
 
 import http.client
 import json
+import threading
 import urllib.parse
+import weakref
 from typing import Any, Optional
 
 import numpy as np
@@ -155,6 +157,25 @@ def _openenv_client(base_url: str, timeout: float):
     return ScopeEnvClient(base_url=base_url, message_timeout_s=timeout).sync()
 
 
+def _close_quietly(client) -> None:
+    try:
+        client.close()
+    except Exception:  # closing a connection that is already gone
+        pass
+
+
+def _release_client(client) -> None:
+    """Close an OpenEnv sync client: ``RemoteParallelEnv.close``, and its finalizer where an env is dropped
+    without ``close()``. The client's event-loop thread holds the client (so it is never collected, nor its
+    thread stopped, by itself): an env left so kept its thread, its loop's descriptors and its socket (a server
+    connection) for the life of the process. Where the env is collected on that loop thread itself (a reference
+    cycle collected there), ``close`` would wait on its own loop: another thread closes it."""
+    if getattr(client, "_loop_thread", None) is threading.current_thread():
+        threading.Thread(target=_close_quietly, args=(client,), daemon=True).start()
+    else:
+        _close_quietly(client)
+
+
 class RemoteSurface:
     """The served surface's name (``"act"`` or ``"text"``), where wrappers read ``env.unwrapped.surface``."""
 
@@ -189,6 +210,7 @@ class RemoteParallelEnv(ParallelEnv):
         self.episode_id: Optional[str] = None
         self._lost: Optional[str] = None  # why the last episode is gone, until the next reset
         self._client = None
+        self._release = None  # closes _client once: at close(), or when this env is collected without it
         self._adapter: Optional[str] = None  # add_adapter's name, sent with the next reset
 
     def observation_space(self, agent):
@@ -247,12 +269,9 @@ class RemoteParallelEnv(ParallelEnv):
         return self._call(lambda c: c.state())
 
     def close(self):
-        if self._client is not None:
-            try:
-                self._client.close()
-            except Exception:  # closing a connection that is already gone
-                pass
-            self._client = None
+        release, self._release, self._client = self._release, None, None
+        if release is not None:
+            release()
 
     # -- the wire ---------------------------------------------------------------------------------------
     def _call(self, fn):
@@ -260,6 +279,8 @@ class RemoteParallelEnv(ParallelEnv):
 
         if self._client is None:
             self._client = _openenv_client(self.base_url, self.timeout)
+            self._release = weakref.finalize(self, _release_client, self._client)
+            self._release.atexit = False  # (at exit the loop thread, a daemon, ends with the process)
         try:
             return fn(self._client)
         except RuntimeError as e:

@@ -382,3 +382,29 @@ def test_a_refused_batched_step_leaves_the_remote_batch_as_it_was():
         finally:
             for v in twins:
                 v.close()
+
+
+def test_an_env_dropped_without_close_lets_go_of_its_connection(frozen_url):
+    """A ``RemoteParallelEnv`` dropped without ``close()`` closes its session's client when it is collected: the
+    client's event-loop thread holds the client, so each such env had kept a thread, its loop's descriptors and
+    its socket (a connection the server kept open) for the life of the process."""
+    import gc
+    import threading
+
+    def fds():
+        return len(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else 0
+
+    def dropped(seed):
+        env = RemoteParallelEnv(frozen_url)
+        obs, _ = env.reset(seed=seed)
+        while env.agents:
+            obs, *_ = env.step({"agent_0": int(np.flatnonzero(obs["agent_0"]["action_mask"])[0])})
+
+    dropped(0)  # (imports and first-use caches)
+    gc.collect()
+    threads, open_fds = set(threading.enumerate()), fds()
+    for seed in range(1, 9):
+        dropped(seed)
+    gc.collect()
+    assert not [t for t in threading.enumerate() if t not in threads and t.is_alive()]
+    assert fds() <= open_fds + 2

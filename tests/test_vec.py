@@ -177,6 +177,29 @@ def test_a_pools_snapshots_answer_all_their_slots_at_once_as_the_scalar_envs(gam
     assert max(answered) > 1  # a call answered several slots
 
 
+@pytest.mark.parametrize("game", ["p4g", "cooperbench", "tau2"])
+def test_a_batched_vec_env_lets_go_of_the_snapshots_that_left_the_pool(game):
+    """A long run adds a snapshot to the pool every few updates and the oldest leaves: the batched engine keeps
+    only the simulators some slot's roster still holds (it had kept every snapshot ever added, one entry per
+    slot, for as long as the vec env lived)."""
+    import gc
+    import weakref
+
+    vec = scope_envs.make_vec(f"{game}-population", num_envs=4, pool_size=3)
+    alive, sizes = [], []
+    for k in range(12):
+        snap = snapshots(vec.envs[0], seed=k)[0]
+        alive.append(weakref.ref(snap))
+        for env in vec.envs:
+            env.add_snapshot(snap)
+        del snap
+        play(vec, 6, seed=k)
+        sizes.append(len(vec._kind_of))
+    gc.collect()
+    assert sum(r() is not None for r in alive) <= 2  # the pool's two frozen entries (pool_size 3: and the live user)
+    assert max(sizes[4:]) <= 2 * vec.num_envs  # (snapshot, slot) pairs of the entries in the rosters
+
+
 @pytest.mark.parametrize("env_id", ["cooperbench-frozen", "cooperbench-heldout", "tau2-frozen", "tau2-heldout"])
 def test_replies_declared_by_row_are_the_same_for_any_part_of_the_slots(env_id):
     """``replies_by_row``: the engine computes every stream's replies in one call, which is right only if each

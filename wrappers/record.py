@@ -40,7 +40,7 @@ import numpy as np
 from pettingzoo.utils import BaseParallelWrapper
 
 from scope_envs.core.checks import check_scalar_env, check_seed
-from scope_envs.core.surfaces import short_repr
+from scope_envs.core.checks import short_repr
 
 
 class RecordTranscripts(BaseParallelWrapper):

@@ -18,9 +18,16 @@ from __future__ import annotations
 
 import math
 import numbers
+import reprlib
 import sys
 
-from scope_envs.core.surfaces import short_repr
+
+def short_repr(value) -> str:
+    """A bounded repr for error messages: huge strings, lists and integers (over 4,300 digits
+    ``repr`` itself raises) shown in part."""
+    if isinstance(value, int) and value.bit_length() > 64:
+        return f"<an int of {value.bit_length()} bits>"
+    return reprlib.repr(value)
 
 
 def _range(kind: str, low, high, low_open: bool = False, high_open: bool = False) -> str:

@@ -37,11 +37,11 @@ from typing import Any, Callable
 import numpy as np
 from pettingzoo import ParallelEnv
 
-from scope_envs.core.checks import check_int, check_seed, warn_unknown_options
+from scope_envs.core.checks import check_int, check_seed, short_repr, warn_unknown_options
 from scope_envs.core.game import Game, InGameError
 from scope_envs.core.simulator import Simulator, View
 from scope_envs.core.surfaces import (MAX_MESSAGE_CHARS, MAX_MESSAGE_CHARS_LIMIT, SURFACES, TextSurface,
-                                      act_observation, check_message, short_repr)
+                                      act_observation, check_message)
 
 AGENT = "agent_0"
 LEARNABLE = "learnable"

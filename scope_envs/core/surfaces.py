@@ -9,12 +9,12 @@ chat-format message list rides in ``infos[agent]["messages"]``.
 from __future__ import annotations
 
 import re
-import reprlib
 import string
 
 import numpy as np
 from gymnasium import spaces
 
+from scope_envs.core.checks import check_int, short_repr
 from scope_envs.core.game import Game, InGameError
 
 CHARSET = frozenset(string.printable)
@@ -51,14 +51,6 @@ FEATURE_BOUND = 5.0  # act observations are the game's features clipped to [-5, 
 def act_observation(game: Game, role: str) -> np.ndarray:
     """The act surface's observation vector of ``role``: what a trained act-level network reads."""
     return np.clip(game.features(role), -FEATURE_BOUND, FEATURE_BOUND).astype(np.float32)
-
-
-def short_repr(value) -> str:
-    """A bounded repr for error messages: huge strings, lists and integers (over 4,300 digits
-    ``repr`` itself raises) shown in part."""
-    if isinstance(value, int) and value.bit_length() > 64:
-        return f"<an int of {value.bit_length()} bits>"
-    return reprlib.repr(value)
 
 
 class ActSurface:
@@ -156,8 +148,6 @@ class TextSurface:
     name = "text"
 
     def __init__(self, game: Game, max_message_chars: int = MAX_MESSAGE_CHARS):
-        from scope_envs.core.checks import check_int  # (checks reads this module's short_repr)
-
         max_message_chars = int(check_int("max_message_chars", max_message_chars, 1))
         self.game = game
         self.max_message_chars = max_message_chars

@@ -69,7 +69,7 @@ from stable_baselines3.common.vec_env.base_vec_env import (
 )
 
 from scope_envs.core.checks import check_seed
-from scope_envs.core.surfaces import short_repr
+from scope_envs.core.checks import short_repr
 from scope_envs.vec import GymVectorEnv, make_vec
 
 __all__ = ["SB3MixedVecEnv", "SB3Player", "SB3VecEnv", "sb3_mixed_vec_env", "sb3_vec_env"]

@@ -13,7 +13,7 @@ from gymnasium import spaces
 from scope_envs.core.checks import check_int, check_seed, warn_unknown_options
 from scope_envs.core.env import AGENT, DialogueParallelEnv
 from scope_envs.core.game import InGameError
-from scope_envs.core.surfaces import short_repr
+from scope_envs.core.checks import short_repr
 from scope_envs.train.groups import agent_score
 
 

@@ -357,7 +357,20 @@ class BatchedVecEnv(VecBase):
                                       -1 if own is None else self._own.index(own), kind < 0 and not learnable)
             self._m_count[i] = k
             known[i] = env.members
+        if changed:
+            self._forget_kinds()
         return changed
+
+    def _forget_kinds(self) -> None:
+        """Drop ``_kind_of``'s entries of the simulators that no slot's roster holds any more: an entry holds its
+        simulator (to keep its id), so a checkpoint pool's snapshots, which leave the pool as new ones join, were
+        kept alive, network and all, one entry per slot, for as long as the vec env lived. A simulator that comes
+        back is asked again and gets the same code (``_kinds`` is kept), so no episode changes."""
+        live = {(id(sim), id(env.user_sampler))
+                for env, known in zip(self._u, self._m_ref) for members in (env.members, known or ())
+                for sim in members if not isinstance(sim, str)}
+        if not live.issuperset(self._kind_of):
+            self._kind_of = {key: hit for key, hit in self._kind_of.items() if key in live}
 
     def _kind(self, sim, sampler) -> int:
         """The code of ``sim``'s batched reply model (into ``_kinds``), or -1: ask it slot by slot."""
