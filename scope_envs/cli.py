@@ -232,7 +232,7 @@ def build_parser() -> argparse.ArgumentParser:
                        description="The bundled act-level PPO / GRPO (scope_envs.train.act_ppo) on one env id. "
                                    "OUT receives config.json and model.pt (every learnable seat's network: the "
                                    "folder scope-envs score --policy reads) and metrics.jsonl (a line per "
-                                   "iteration); Ctrl-C saves what is trained so far. Docs: docs/trainers.md.")
+                                   "iteration); Ctrl-C saves what is trained, after the iteration under way. Docs: docs/trainers.md.")
     train_command.add_arguments(a)
     a.set_defaults(func=cmd_train, parser=a)
     t = sub.add_parser("train-llm", help="LLM-PPO / GRPO: train LLM agents/users on text episodes (needs scope-envs[llm])")

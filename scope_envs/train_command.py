@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -109,11 +110,23 @@ def train(args) -> None:
     # of a line is there whole or not at all when the process is killed
     metrics = os.open(out / "metrics.jsonl", os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
 
+    # Ctrl-C stops the run after the iteration under way, whose update is then whole: a KeyboardInterrupt raised
+    # anywhere in it could leave a network half-updated, and the saved policy with it. A second Ctrl-C stops at once.
+    stop = []
+
+    def on_interrupt(signum, frame):
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        stop.append(signum)
+
+    previous = signal.signal(signal.SIGINT, on_interrupt)
+
     def logged(row):
         rows.append(row)
         os.write(metrics, (json.dumps(jsonable(row)) + "\n").encode())
         bar.update(min(row["agent_steps"], args.steps) - bar.n)
         bar.set_postfix(ret=f"{row['return']:.3f}")
+        if stop:
+            raise KeyboardInterrupt
 
     try:
         trainer.train(callback=logged)
@@ -125,6 +138,7 @@ def train(args) -> None:
         sys.exit(130)
     finally:
         os.close(metrics)
+        signal.signal(signal.SIGINT, previous)
     bar.close()
     trainer.save(out)
     game = scope_envs.registry[args.env].game
