@@ -50,9 +50,14 @@ MAX_EPISODE_TURNS = 10_000
 RESET_OPTIONS = ("scenario_seed", "reset_schedule")
 
 
+def unknown_options(options) -> list:
+    """The keys of the mapping ``options`` that the env does not read."""
+    return [k for k in options if k not in RESET_OPTIONS]
+
+
 def warn_unknown_options(name: str, options) -> None:
     """A ``UserWarning`` naming each key of the mapping ``options`` that the env does not read."""
-    unknown = [k for k in options if k not in RESET_OPTIONS]
+    unknown = unknown_options(options)
     if unknown:
         import warnings
 

@@ -31,6 +31,7 @@ members hold cards of their own (p4g's frozen simulator, a rotation).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any, Callable
 
@@ -336,17 +337,14 @@ class DialogueParallelEnv(ParallelEnv):
     def state(self) -> np.ndarray:
         return np.concatenate([self.game.features(r) for r in self.game.roles]).astype(np.float32)
 
-    @property
+    @functools.cached_property
     def state_space(self):
         """The space of ``state()``, PettingZoo's global observation: every role's features concatenated, unclipped
         (so unbounded): a ``gymnasium.spaces.Box``. ``parallel_to_aec`` copies it; PettingZoo's ``state_test``
         reads it."""
-        space = self.__dict__.get("_state_space")
-        if space is None:
-            from gymnasium import spaces
+        from gymnasium import spaces
 
-            space = self._state_space = spaces.Box(-np.inf, np.inf, self.state().shape, np.float32)
-        return space
+        return spaces.Box(-np.inf, np.inf, self.state().shape, np.float32)
 
     def close(self):
         close = getattr(self.game, "close", None)  # a game that holds resources (worktrees, subprocesses)

@@ -34,7 +34,7 @@ from openenv.core.env_server.interfaces import Environment
 from openenv.core.env_server.types import EnvironmentMetadata
 
 import scope_envs
-from scope_envs.core.checks import RESET_OPTIONS
+from scope_envs.core.checks import RESET_OPTIONS, unknown_options
 from scope_envs.core.simulator import Simulator
 from scope_envs.games import build, game_names, game_spec, load
 from scope_envs.serve.codec import jsonable
@@ -96,7 +96,7 @@ def check_options(options, name: str = "options") -> Optional[dict]:
     if not isinstance(options, dict):
         raise BadRequest(f"{name} must be a dict (keys the env reads: {sorted(RESET_OPTIONS)}), "
                          f"got {options!r:.200}")
-    unknown = [k for k in options if k not in RESET_OPTIONS]
+    unknown = unknown_options(options)
     if unknown:
         shown = ", ".join(repr(str(k)[:60]) for k in unknown[:5])
         raise BadRequest(f"{name}: unknown key(s) {shown}; the env reads {sorted(RESET_OPTIONS)}")

@@ -10,10 +10,9 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from scope_envs.core.checks import check_int, check_seed, warn_unknown_options
+from scope_envs.core.checks import RESET_OPTIONS, check_int, check_seed, short_repr, warn_unknown_options
 from scope_envs.core.env import AGENT, DialogueParallelEnv
 from scope_envs.core.game import InGameError
-from scope_envs.core.checks import short_repr
 from scope_envs.train.groups import agent_score
 
 
@@ -27,7 +26,8 @@ def check_reset_options(name: str, options) -> dict:
                          f"{type(options).__name__} {short_repr(options)}")
     warn_unknown_options(name, options)
     check_seed(f"{name}['scenario_seed']", options.get("scenario_seed"))
-    return dict(options)
+    # what an env reads: the loop engine's envs would warn again, once per slot, of a key said here
+    return {k: v for k, v in options.items() if k in RESET_OPTIONS}
 
 
 def always_next(slot: int) -> dict:
@@ -38,6 +38,18 @@ def always_next(slot: int) -> dict:
 class VecBase:
     num_envs: int
     envs: list
+
+    def _act_column(self, actions, agent: str, slots) -> np.ndarray:
+        """``actions[agent]``, an int array of shape (N,) on the act surface, or a ``ValueError`` naming ``agent``:
+        missing where it moves (in ``slots``), or another shape or dtype (a float or bool array, a scalar, a
+        wrong length); both engines refuse the same."""
+        if agent not in actions:
+            raise ValueError(f"{agent}: it is this agent's turn in slots {list(slots)[:5]} but no action was given")
+        a = np.asarray(actions[agent])
+        if a.shape != (self.num_envs,) or a.dtype.kind not in "iu":
+            raise ValueError(f"{agent}: actions must be an int array of shape ({self.num_envs},), got "
+                             f"{a.dtype} {a.shape}")
+        return a
 
     def __init__(self, envs):
         if not envs:
@@ -174,14 +186,10 @@ class LoopVecEnv(VecBase):
         """``actions[agent]`` as a list over the slots (read lazily: only the slots where the agent moves), refused
         as the batched engine refuses it (``BatchedVecEnv._read``): missing where ``agent`` moves in ``slot``, or on
         the act surface not an int array of shape (N,) (a float or bool array, a scalar, a wrong length)."""
+        if not text:
+            return self._act_column(actions, agent, [slot]).tolist()
         if agent not in actions:
             raise ValueError(f"{agent}: it is this agent's turn in slots [{slot}] but no action was given")
-        if not text:
-            a = np.asarray(actions[agent])
-            if a.shape != (self.num_envs,) or a.dtype.kind not in "iu":
-                raise ValueError(f"{agent}: actions must be an int array of shape ({self.num_envs},), got "
-                                 f"{a.dtype} {a.shape}")
-            return a.tolist()
         col = actions[agent]
         if isinstance(col, (str, bytes)) or not hasattr(col, "__len__") or len(col) != self.num_envs:
             raise ValueError(f"{agent}: actions must be a sequence of {self.num_envs} strs on the text surface "

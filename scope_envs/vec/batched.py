@@ -470,12 +470,7 @@ class BatchedVecEnv(VecBase):
         return final
 
     def _read(self, actions, agent, idx, role) -> np.ndarray:
-        if agent not in actions:
-            raise ValueError(f"{agent}: it is this agent's turn in slots {idx[:5].tolist()} but no action was given")
-        a = np.asarray(actions[agent])
-        if a.shape != (self.num_envs,) or a.dtype.kind not in "iu":
-            raise ValueError(f"{agent}: actions must be an int array of shape ({self.num_envs},), got "
-                             f"{a.dtype} {a.shape}")
+        a = self._act_column(actions, agent, idx[:5].tolist())
         # every slot's int64 acts are read as they are (the env keeps no reference to them)
         if len(idx) < len(a) or a.dtype != np.int64:
             a = a[idx].astype(np.int64)
