@@ -478,7 +478,8 @@ def test_bad_reset_slots_or_options_name_the_argument_and_reset_nothing(batched)
             vec.reset(seed=1, options={"scenario_seed": bad})
         with pytest.raises(ValueError, match=r"options\[2\]\['scenario_seed'\] must be None or an int >= 0"):
             vec.reset(seed=1, options=[None, {}, {"scenario_seed": bad}])
-    for streams in ([9, 9, 9], [0, 0], [-1, 0, 0]):  # the loop of scalar envs took any
+    # the loop of scalar envs took any; numpy read True as label 1 and refused a ragged list naming no argument
+    for streams in ([9, 9, 9], [0, 0], [-1, 0, 0], [True, 0, 0], [[1], [1, 2], 0]):
         with pytest.raises(ValueError, match=r"streams must be 3 labels in \[0, 3\], one per slot"):
             vec.reset(seed=[1, 2, 3], streams=streams)
     assert not vec.idle.any()  # every refusal came before any slot was reset
@@ -502,7 +503,8 @@ def test_next_episode_options_are_checked_as_resets_are(batched):
 def test_malformed_act_arrays_are_refused_alike_by_both_engines_and_the_gymnasium_view(batched):
     """The loop over scalar envs refuses what the batched engine refuses, naming the agent: no action for the agent
     to move (a KeyError there), or not an int array of shape (N,) (a short one was an IndexError, a scalar a
-    TypeError, a float array read as truncated acts, a bool one as acts 0 and 1, a long one cut). The Gymnasium view
+    TypeError, a float array read as truncated acts, a bool one as acts 0 and 1, a long one cut; a list holding a
+    bool was read as acts, a ragged one gave numpy's error naming no agent). The Gymnasium view
     passes the acts on as given (its cast to int64 read 1.7 as act 1 on both engines)."""
     vec = vectorize([scope_envs.make("p4g-frozen") for _ in range(3)], batched=batched)
     assert isinstance(vec, BatchedVecEnv if batched else LoopVecEnv)
@@ -511,7 +513,7 @@ def test_malformed_act_arrays_are_refused_alike_by_both_engines_and_the_gymnasiu
     with pytest.raises(ValueError, match=r"agent_0: it is this agent's turn in slots \[0.* but no action was given"):
         vec.step({})
     for bad in (legal.astype(float) + 0.5, legal.astype(bool), np.full(3, np.nan), legal[:2], np.r_[legal, 1],
-                legal[:, None], int(legal[0]), "abc", None, [None] * 3):
+                legal[:, None], int(legal[0]), "abc", None, [None] * 3, [True, 0, 0], [[1], [2, 3], [0]]):
         with pytest.raises(ValueError, match=r"agent_0: actions must be an int array of shape \(3,\), got"):
             vec.step({"agent_0": bad})
     gym = GymVectorEnv(vec)

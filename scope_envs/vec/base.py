@@ -30,6 +30,19 @@ def check_reset_options(name: str, options) -> dict:
     return {k: v for k, v in options.items() if k in RESET_OPTIONS}
 
 
+def int_column(value, n: int) -> np.ndarray | None:
+    """``value`` as an int array of shape (n,), or None where it is not one: a float or bool array, a list holding a
+    bool (numpy would read True as 1), a ragged list (numpy's own error names no argument), another length."""
+    if not isinstance(value, np.ndarray) and isinstance(value, (list, tuple)) and any(
+            isinstance(v, (bool, np.bool_)) for v in value):
+        return None
+    try:
+        a = np.asarray(value)
+    except ValueError:
+        return None
+    return a if a.shape == (n,) and a.dtype.kind in "iu" else None
+
+
 def always_next(slot: int) -> dict:
     """The default ``next_episode``: every slot starts its next episode at once."""
     return {}
@@ -45,10 +58,12 @@ class VecBase:
         wrong length); both engines refuse the same."""
         if agent not in actions:
             raise ValueError(f"{agent}: it is this agent's turn in slots {list(slots)[:5]} but no action was given")
-        a = np.asarray(actions[agent])
-        if a.shape != (self.num_envs,) or a.dtype.kind not in "iu":
-            raise ValueError(f"{agent}: actions must be an int array of shape ({self.num_envs},), got "
-                             f"{a.dtype} {a.shape}")
+        a = int_column(actions[agent], self.num_envs)
+        if a is None:
+            given = actions[agent]
+            raise ValueError(f"{agent}: actions must be an int array of shape ({self.num_envs},), got " + (
+                f"{given.dtype} {given.shape}" if isinstance(given, np.ndarray) else
+                f"{type(given).__name__} {short_repr(given)}"))
         return a
 
     def __init__(self, envs):
@@ -114,9 +129,8 @@ class VecBase:
         """``reset(streams=)``: None, or a label in [0, num_envs] per slot (``BatchedVecEnv.reset``)."""
         if streams is None:
             return
-        label = np.asarray(streams)
-        if label.shape != (self.num_envs,) or not np.issubdtype(label.dtype, np.integer) or (
-                len(label) and (label.min() < 0 or label.max() > self.num_envs)):
+        label = int_column(streams, self.num_envs)
+        if label is None or (len(label) and (label.min() < 0 or label.max() > self.num_envs)):
             raise ValueError(f"streams must be {self.num_envs} labels in [0, {self.num_envs}], one per slot")
 
     def _check_slots(self, slots) -> list[int]:
