@@ -43,6 +43,7 @@ import numpy as np
 from gymnasium import spaces
 from pettingzoo import ParallelEnv
 
+from scope_envs.core.checks import short_repr
 from scope_envs.core.surfaces import Transcript
 from scope_envs.serve.codec import pack, unpack
 
@@ -371,7 +372,14 @@ class RemoteVecEnv:
         # does (cast here, an act of 1.7 would be played as 1)
         wire = {}
         for a, v in actions.items():
-            v = np.asarray(v)
+            held_bool = isinstance(v, (list, tuple)) and any(isinstance(x, (bool, np.bool_)) for x in v)
+            try:
+                v = np.asarray(v)
+            except ValueError:  # a ragged list: numpy's own error names no agent
+                raise ValueError(f"{a}: actions must be an int array of shape ({self.num_envs},), got "
+                                 f"{type(v).__name__} {short_repr(v)}") from None
+            if held_bool:  # numpy reads True as act 1: sent as bools, for the server to refuse as make_vec does
+                v = v.astype(bool)
             wire[a] = pack(v.astype(np.int64, copy=False) if v.dtype.kind in "iu" else v)
         out = unpack(self._post("step", {"actions": wire, "final_obs": bool(self._final_obs)}))
         return out["obs"], out["rewards"], out["terminations"], out["truncations"], out["infos"]

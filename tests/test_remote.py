@@ -145,7 +145,8 @@ def test_vec_env_is_make_vec(frozen_url):
 
 def test_vec_env_refuses_what_make_vec_refuses(frozen_url):
     """As make_vec: a step before reset is a ValueError (not SessionLost: no episode was lost), and float or bool
-    acts are refused, never cast (1.7 was played as act 1)."""
+    acts are refused, never cast (1.7 was played as act 1), as are a list holding a bool (numpy's cast played True as
+    act 1) and a ragged list (numpy's error named no agent)."""
     remote, local = RemoteVecEnv(frozen_url, num_envs=2), scope_envs.make_vec("p4g-frozen", num_envs=2)
     try:
         for vec in (remote, local):
@@ -153,7 +154,7 @@ def test_vec_env_refuses_what_make_vec_refuses(frozen_url):
                 vec.step({"agent_0": np.ones(2, np.int64)})
             obs, _ = vec.reset(seed=0)
             act = np.array([np.flatnonzero(m)[0] for m in obs["agent_0"]["action_mask"]])
-            for bad in (act + 0.7, act.astype(float), np.ones(2, bool)):
+            for bad in (act + 0.7, act.astype(float), np.ones(2, bool), [True, 0], [[1], [1, 2]]):
                 with pytest.raises(ValueError, match="agent_0"):
                     vec.step({"agent_0": bad})
         assert same(remote.step({"agent_0": act}), local.step({"agent_0": act}))  # the refusals moved nothing
