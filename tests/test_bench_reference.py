@@ -3,8 +3,12 @@ only are trained, the report is the whole grid's, the reference's rows and tests
 reference made with other settings, other code or other data is refused with what differs."""
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 import textwrap
+import zipfile
 
 import pytest
 from bench_fixtures import REFERENCE_ARGS, tiny_reference  # noqa: F401
@@ -392,3 +396,49 @@ def test_the_hints_flags_make_the_references_settings():
     assert "--eval-episodes" not in argv and argv[argv.index("--method") + 1] == "/m.py:mine"
     made = reference.rebuild_hint("w", reference.REPO / "w", mine, [{"task": t} for t in world], True)
     assert "scope-envs bench --games p4g --seeds 12 --steps 20000 --world no-interactions --out" in made, made
+
+
+def test_an_installed_wheel_carries_the_named_references(tmp_path):
+    """``--against reference`` works from a wheel as from the checkout: the wheel (built from the checkout's files,
+    as benchmarks/gpu_wheels.py builds it) carries the default and SB3 references' records and reports, and the
+    installed package reads them there, every record with its fingerprint equal to the installed code's (what
+    ``--against`` checks, the data played aside). Before, it looked for site-packages/benchmarks/results/default
+    and refused."""
+    sys.path.insert(0, str(reference.REPO / "benchmarks"))
+    try:
+        from gpu_wheels import copy_checkout
+    finally:
+        sys.path.remove(str(reference.REPO / "benchmarks"))
+    source, wheels, installed = tmp_path / "checkout", tmp_path / "wheels", tmp_path / "site"
+    copy_checkout(reference.REPO, source)
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
+                    "--wheel-dir", str(wheels), str(source)], check=True)
+    wheel, = wheels.glob("scope_envs-*.whl")
+    with zipfile.ZipFile(wheel) as z:
+        for name in ("default", "reference-sb3"):
+            for file in ("runs.jsonl.gz", "report.md"):
+                committed = (reference.REPO / "benchmarks" / "results" / name / file).read_bytes()
+                assert z.read(f"scope_envs/bench/references/{name}/{file}") == committed
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(installed),
+                    str(wheel)], check=True)
+    probe = textwrap.dedent("""
+        import json
+        from scope_envs.bench import records, reference
+        out = {}
+        for against in ("reference", "reference-sb3"):
+            paths = reference.folders(against)
+            now = {game: reference.fingerprint(game) for game in ("p4g", "cooperbench", "tau2")}
+            stale = sorted({f"{r['task']['game']}: {k}" for p in paths for _, r in records.read(p)
+                            for k in reference.fingerprint_differs(r["result"]["fingerprint"], now[r["task"]["game"]])
+                            if k != "data"})  # the data tau2 plays is this machine's (the tests': embedded)
+            out[against] = [[str(p) for p in paths], sum(1 for p in paths for _ in records.read(p)), stale]
+        print(json.dumps(out))
+        """)
+    done = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(installed)})
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    shipped = installed / "scope_envs" / "bench" / "references"
+    assert out["reference"][0] == [str(shipped / "default")] and out["reference"][1] == 486
+    assert out["reference-sb3"][0] == [str(shipped / "reference-sb3"), str(shipped / "default")]
+    assert out["reference"][2] == [] and out["reference-sb3"][2] == []  # the installed code's fingerprint

@@ -44,6 +44,8 @@ REPO = PACKAGE.parent
 # untrained, which need no trainer)
 REFERENCES = {"reference": ("benchmarks/results/default",),
               "reference-sb3": ("benchmarks/results/reference-sb3", "benchmarks/results/default")}
+# where an installed wheel carries them (setup.py's BuildPy: their records and reports), read without a checkout
+SHIPPED = PACKAGE / "bench" / "references"
 # the settings a reference's records must share with the new run (the run's task, minus who and which seed)
 SETTINGS = ("steps", "eval_episodes", "heldout_episodes", "curve_points", "curve_episodes", "user_reward",
             "advantage", "group_size", "sensitivity", "world")
@@ -213,12 +215,19 @@ def _report_row(report: Path, key: str) -> str | None:
 
 
 # ------------------------------------------------------------------------------------------------ reference folders
+def named_folder(relative: str) -> Path:
+    """A named reference's folder (``REFERENCES``): the checkout's, or else the copy an installed wheel carries."""
+    checkout, shipped = REPO / relative, SHIPPED / Path(relative).name
+    return shipped if not checkout.exists() and shipped.exists() else checkout
+
+
 def folders(against: str) -> list[Path]:
     """The folders ``--against`` names: a known reference's, or a path; each must hold run records (``runs/``, or
     the packed ``runs.jsonl.gz`` of a committed reference: ``scope_envs.bench.records``)."""
     from scope_envs.bench import records
 
-    paths = [REPO / p for p in REFERENCES[against]] if against in REFERENCES else [Path(os.path.expanduser(against))]
+    paths = ([named_folder(p) for p in REFERENCES[against]] if against in REFERENCES
+             else [Path(os.path.expanduser(against))])
     for path in paths:
         if not records.has_records(path):
             hint = (" (the committed references are made by the commands in benchmarks/README.md, 'Benchmark "
@@ -306,7 +315,7 @@ def rebuild_hint(against: str, path: Path, tasks: list[dict], records: list[dict
     """What to do about a refusal: where only settings differ, run with the reference's (or make one with
     yours); where the code differs, make the reference again with this code, into a folder of your own (never
     over a committed one). ``tasks``: this run's; ``records``: the reference's."""
-    committed = (REPO / "benchmarks" / "results").resolve() in path.resolve().parents
+    committed = any(root.resolve() in path.resolve().parents for root in (REPO / "benchmarks" / "results", SHIPPED))
     own = "my-reference" if committed else str(path)
     games = {t["game"] for t in tasks}
     theirs = [r["task"] for r in records or [] if not games or r["task"].get("game") in games]
@@ -363,7 +372,7 @@ def select(against: str, tasks: list[dict], skip: set[str]) -> tuple[list[dict],
         if all(r["task"].get("plugin") for r in theirs):  # (an entrant's task names its plug-in)
             # no band and no frozen to score against (the run crashed in its plots after training); reference-sb3's
             # folder holds only its SB3 rows, which its name reads beside the default reference's
-            sb3 = path.resolve() == (REPO / REFERENCES["reference-sb3"][0]).resolve()
+            sb3 = path.resolve() == named_folder(REFERENCES["reference-sb3"][0]).resolve()
             raise ReferenceMismatch(
                 f"--against {against}: {path} has no built-in rows of {game}, only entrants "
                 f"({', '.join(sorted({r['result'].get('method') for r in theirs}))}): "
