@@ -177,6 +177,18 @@ def _release_client(client) -> None:
         _close_quietly(client)
 
 
+def _end_vec_session(http: "_Http", session_id: str) -> None:
+    """Delete a batched session and close its connection: ``RemoteVecEnv.close``, and its finalizer where an env is
+    dropped without ``close()`` (the session had held one of the server's ``--max-vec-sessions`` until its idle
+    timeout)."""
+    try:
+        http("DELETE", f"/scope/vec/{session_id}")
+    except (SessionLost, RuntimeError, ValueError):
+        pass  # already gone with the server
+    finally:
+        http.close()
+
+
 class RemoteSurface:
     """The served surface's name (``"act"`` or ``"text"``), where wrappers read ``env.unwrapped.surface``."""
 
@@ -344,6 +356,8 @@ class RemoteVecEnv:
         self._final_obs = False  # GymVectorEnv sets it: keep finished episodes' last observations
         self._closed = False
         self._started = False  # as make_vec, a step before any reset is the caller's ValueError
+        self._end = weakref.finalize(self, _end_vec_session, self._http, self.session_id)
+        self._end.atexit = False  # at exit the server's idle timeout frees it: no request while Python shuts down
 
     @property
     def unwrapped(self):
@@ -396,11 +410,7 @@ class RemoteVecEnv:
     def close(self):
         if not self._closed:
             self._closed = True
-            try:
-                self._http("DELETE", f"/scope/vec/{self.session_id}")
-            except (SessionLost, RuntimeError):
-                pass  # already gone with the server
-            self._http.close()
+            self._end()
 
     def _post(self, route: str, body: dict) -> dict:
         if self._closed:

@@ -409,3 +409,23 @@ def test_an_env_dropped_without_close_lets_go_of_its_connection(frozen_url):
     gc.collect()
     assert not [t for t in threading.enumerate() if t not in threads and t.is_alive()]
     assert fds() <= open_fds + 2
+
+
+def test_a_vec_env_dropped_without_close_frees_its_server_session():
+    """A ``RemoteVecEnv`` dropped without ``close()`` deletes its batched session when it is collected: the server
+    had held it, one of its ``--max-vec-sessions``, until the idle timeout (300 s), refusing new ones meanwhile."""
+    import gc
+
+    with serving("p4g-frozen", "--max-vec-sessions", "1") as url:
+        def dropped(seed):
+            vec = RemoteVecEnv(url, num_envs=2)
+            vec.reset(seed=seed)
+
+        for seed in range(3):  # each opens the server's only batched session, then lets go of it
+            dropped(seed)
+            gc.collect()
+        vec = RemoteVecEnv(url, num_envs=2)
+        vec.close()
+        vec.close()  # a second close sends nothing
+        with pytest.raises(SessionLost, match="closed"):
+            vec.reset(seed=0)
