@@ -6,15 +6,23 @@ project maps into it (``agents/`` as ``scope_envs.agents``, ``wrappers/`` as ``s
 the package, in ``benchmarks/results/``.
 """
 
+import ast
 from pathlib import Path
 
 from setuptools import find_packages, setup
 from setuptools.command.build_py import build_py
 
 MAPPED = ("agents", "wrappers")  # folder -> scope_envs.<folder>
-# the named references --against reads (scope_envs.bench.reference.REFERENCES): their records and report
-SHIPPED = {"benchmarks/results/default": ("runs.jsonl.gz", "report.md"),
-           "benchmarks/results/reference-sb3": ("runs.jsonl.gz", "report.md")}
+SHIPPED_FILES = ("runs.jsonl.gz", "report.md")  # what --against reads of a reference: its records, its machine
+
+
+def named_references() -> list[str]:
+    """The folders of the named references ``--against`` reads: ``REFERENCES`` in scope_envs/bench/reference.py,
+    read without importing the package (a build environment need not hold its dependencies)."""
+    tree = ast.parse(Path("scope_envs/bench/reference.py").read_text())
+    value = next(node.value for node in tree.body if isinstance(node, ast.Assign)
+                 and [getattr(t, "id", None) for t in node.targets] == ["REFERENCES"])
+    return sorted({folder for folders in ast.literal_eval(value).values() for folder in folders})
 
 
 class BuildPy(build_py):
@@ -26,8 +34,8 @@ class BuildPy(build_py):
         super().run()
         if getattr(self, "editable_mode", False):
             return
-        for folder, names in SHIPPED.items():
-            for name in names:
+        for folder in named_references():
+            for name in SHIPPED_FILES:
                 source = Path(folder) / name
                 if source.is_file():
                     target = Path(self.build_lib) / "scope_envs" / "bench" / "references" / Path(folder).name / name

@@ -44,7 +44,7 @@ REPO = PACKAGE.parent
 # untrained, which need no trainer)
 REFERENCES = {"reference": ("benchmarks/results/default",),
               "reference-sb3": ("benchmarks/results/reference-sb3", "benchmarks/results/default")}
-# where an installed wheel carries them (setup.py's BuildPy: their records and reports), read without a checkout
+# where an installed wheel carries them (setup.py reads REFERENCES and copies their records and reports there)
 SHIPPED = PACKAGE / "bench" / "references"
 # the settings a reference's records must share with the new run (the run's task, minus who and which seed)
 SETTINGS = ("steps", "eval_episodes", "heldout_episodes", "curve_points", "curve_episodes", "user_reward",
