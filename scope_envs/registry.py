@@ -1,7 +1,8 @@
-"""Environment ids ``<game>-<regime>``, like gymnasium's registry, mirrored into PettingZoo's.
+"""Environment ids ``<game>-<regime>``, like gymnasium's registry, mirrored into PettingZoo's and Gymnasium's.
 
 ``scope_envs.make("p4g-vs", k=5)`` and ``pettingzoo.make("parallel", "scope/P4G-Vs-v0")``
-build the same environment.
+build the same environment; ``gymnasium.make("scope/P4G-Vs-v0", k=5)`` its ``agent_0`` seat as a
+``gymnasium.Env`` (``scope_envs.integrations.gymnasium_registry``).
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 import pettingzoo
+
+from scope_envs.integrations import gymnasium_registry
 
 REGIMES = ("frozen", "vs", "rotation", "cotrain", "population", "heldout")  # every game has these
 # a regime only a game that declares its simulator has (``GameSpec.grounded``: a frozen user simulator fitted to the
@@ -54,6 +57,7 @@ def register(id: str, entry_point: Callable, game: str, regime: str, **kwargs) -
     spec = EnvSpec(id, game, regime, entry_point, kwargs)
     registry[id] = spec
     pettingzoo.register("parallel", spec.pettingzoo_id, entry_point=spec.make)
+    gymnasium_registry.register(id, spec.pettingzoo_id, single_agent=REGIME_AGENTS.get(regime) == "agent_0")
     return spec
 
 

@@ -26,7 +26,9 @@ shared loop is ``scope_envs.integrations.episodes.play`` and the token bookkeepi
 ``Trace`` that ``scope_envs.train.llm.ppo`` trains on.
 
 On the act surface, ``scope_envs.integrations.sb3`` gives Stable-Baselines3 (and sb3-contrib's
-``MaskablePPO``) ``make_vec``'s batched rollouts as an SB3 ``VecEnv`` (extra ``sb3``; not imported here).
+``MaskablePPO``) ``make_vec``'s batched rollouts as an SB3 ``VecEnv`` (extra ``sb3``; not imported here), and
+``scope_envs.integrations.gymnasium_registry`` puts every id in Gymnasium's registry (``gymnasium.make``,
+``gymnasium.make_vec``).
 """
 
 from scope_envs.integrations.episodes import (

@@ -1,0 +1,94 @@
+"""Every id in Gymnasium's registry (scope_envs.integrations.gymnasium_registry): ``gymnasium.make`` gives the
+``agent_0`` seat as ``SingleAgentView`` does, passing Gymnasium's own checker, and ``gymnasium.make_vec`` on a
+single-agent id steps the batched engine, episode for episode as ``scope_envs.make_vec``."""
+
+import warnings
+
+import gymnasium
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+import scope_envs
+from scope_envs.vec import GymVectorEnv
+from scope_envs.wrappers import SingleAgentView
+
+SINGLE = [i for i, spec in scope_envs.registry.items() if spec.regime in ("frozen", "vs", "rotation", "heldout")]
+
+
+def first_legal(mask) -> np.ndarray:
+    return np.argmax(np.asarray(mask), axis=-1)
+
+
+@pytest.mark.parametrize("env_id", sorted(scope_envs.registry))
+def test_every_id_is_in_gymnasiums_registry(env_id):
+    name = scope_envs.registry[env_id].pettingzoo_id
+    assert gymnasium.spec(name).kwargs == {"env_id": env_id}
+
+
+@pytest.mark.parametrize("env_id", ["p4g-frozen", "tau2-vs", "cooperbench-heldout"])
+def test_make_is_the_single_agent_view_and_passes_gymnasiums_checker(env_id):
+    name = scope_envs.registry[env_id].pettingzoo_id
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the passive checker warns of what does not hold
+        env = gymnasium.make(name)
+        assert isinstance(env.unwrapped, SingleAgentView) and env.spec.id == name
+        check_env(env.unwrapped, skip_render_check=True)
+    mine, theirs = gymnasium.make(name), SingleAgentView(scope_envs.make(env_id))
+    (a, _), (b, _) = mine.reset(seed=3), theirs.reset(seed=3)
+    done = False
+    while not done:
+        assert np.array_equal(a["observation"], b["observation"])
+        act = int(first_legal(a["action_mask"]))
+        a, ra, ta, ua, _ = mine.step(act)
+        b, rb, tb, ub, _ = theirs.step(act)
+        assert (ra, ta, ua) == (rb, tb, ub)
+        done = ta or ua
+
+
+def test_make_takes_the_envs_and_the_views_options():
+    """Keyword arguments go to ``scope_envs.make`` (the regime's options) and to the view (``role``, ``others``); a
+    co-trained user needs ``others``, and a wrong option is the env's own error."""
+    with pytest.raises(ValueError, match=r"k must be an int in \[1, 1000\], got 0"):
+        gymnasium.make("scope/P4G-Vs-v0", k=0)
+    user = gymnasium.make("scope/P4G-Cotrain-v0", role="user_0", others={"agent_0": lambda obs: int(
+        first_legal(obs["action_mask"]))})
+    obs, info = user.reset(seed=0)
+    assert user.action_space.n == obs["action_mask"].shape[0] and info["active"]
+    lone = gymnasium.make("scope/P4G-Cotrain-v0")
+    lone.reset(seed=0)
+    with pytest.raises(ValueError, match=r"user_0 is live but has no policy: pass others="):
+        lone.step(0)
+    with pytest.raises(ValueError, match=r"regime 'frozen' takes no option\(s\) \['not_an_option'\]"):
+        gymnasium.make("scope/P4G-Frozen-v0", not_an_option=1)
+
+
+def test_make_vec_steps_the_batched_engine_as_make_vec_does():
+    """On a single-agent id ``gymnasium.make_vec`` is the batched engine (not Gymnasium's loop over N envs), and
+    its episodes are ``scope_envs.make_vec``'s; on an id with a learned user it is Gymnasium's loop over
+    ``make``, whose views need ``others``."""
+    envs = gymnasium.make_vec("scope/P4G-Frozen-v0", num_envs=6)
+    local = GymVectorEnv(scope_envs.make_vec("p4g-frozen", num_envs=6))
+    assert isinstance(envs, GymVectorEnv)
+    (a, _), (b, _) = envs.reset(seed=11), local.reset(seed=11)
+    for _ in range(40):
+        assert np.array_equal(a["observation"], b["observation"])
+        acts = first_legal(a["action_mask"])
+        a, ra, ta, ua, _ = envs.step(acts)
+        b, rb, tb, ub, _ = local.step(acts)
+        assert np.array_equal(ra, rb) and np.array_equal(ta, tb) and np.array_equal(ua, ub)
+    assert set(SINGLE) <= {i for i, s in scope_envs.registry.items()
+                           if gymnasium.spec(s.pettingzoo_id).vector_entry_point is not None}
+    sync = gymnasium.make_vec("scope/P4G-Cotrain-v0", num_envs=2, others={"user_0": lambda obs: int(
+        first_legal(obs["action_mask"]))})
+    assert isinstance(sync, gymnasium.vector.SyncVectorEnv)
+    sync.reset(seed=0)
+
+
+def test_the_modules_example_runs():
+    import doctest
+
+    from scope_envs.integrations import gymnasium_registry
+
+    result = doctest.testmod(gymnasium_registry)
+    assert result.attempted >= 4 and result.failed == 0
