@@ -59,6 +59,12 @@ def test_make_takes_the_envs_and_the_views_options():
     lone.reset(seed=0)
     with pytest.raises(ValueError, match=r"user_0 is live but has no policy: pass others="):
         lone.step(0)
+    text = gymnasium.make("scope/P4G-Frozen-v0", surface="text")  # strings in, strings out, through the checker
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        obs, _ = text.reset(seed=0)
+        _, reward, *_ = text.step("Would you consider donating to Save the Children?")
+    assert isinstance(text.observation_space, gymnasium.spaces.Text) and isinstance(obs, str) and reward == 0.0
     with pytest.raises(ValueError, match=r"regime 'frozen' takes no option\(s\) \['not_an_option'\]"):
         gymnasium.make("scope/P4G-Frozen-v0", not_an_option=1)
 
