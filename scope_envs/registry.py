@@ -11,9 +11,8 @@ import difflib
 from dataclasses import dataclass, field
 from typing import Callable
 
+import gymnasium
 import pettingzoo
-
-from scope_envs.integrations import gymnasium_registry
 
 REGIMES = ("frozen", "vs", "rotation", "cotrain", "population", "heldout")  # every game has these
 # a regime only a game that declares its simulator has (``GameSpec.grounded``: a frozen user simulator fitted to the
@@ -57,7 +56,10 @@ def register(id: str, entry_point: Callable, game: str, regime: str, **kwargs) -
     spec = EnvSpec(id, game, regime, entry_point, kwargs)
     registry[id] = spec
     pettingzoo.register("parallel", spec.pettingzoo_id, entry_point=spec.make)
-    gymnasium_registry.register(id, spec.pettingzoo_id, single_agent=REGIME_AGENTS.get(regime) == "agent_0")
+    # named, not imported: the view and the vector env sit in layers above this one (tests/test_layers.py)
+    entry = "scope_envs.integrations.gymnasium_registry"
+    gymnasium.register(spec.pettingzoo_id, entry_point=f"{entry}:make_view", kwargs={"env_id": id},
+                       vector_entry_point=f"{entry}:make_vector" if REGIME_AGENTS.get(regime) == "agent_0" else None)
     return spec
 
 

@@ -1,7 +1,7 @@
 """Every scope-envs id in Gymnasium's registry, under its PettingZoo name (``scope/P4G-Frozen-v0``).
 
-``scope_envs.registry.register`` puts each id here as it puts it in PettingZoo's registry, so after
-``import scope_envs``:
+``scope_envs.registry.register`` registers each id with Gymnasium as it does with PettingZoo, these two functions
+its entry points, so after ``import scope_envs``:
 
 * ``gymnasium.make(name, role="agent_0", others=None, illegal="random", **kwargs)`` is
   ``SingleAgentView(scope_envs.make(id, **kwargs), role, others, illegal)`` (``scope_envs.wrappers``): one seat as a
@@ -25,14 +25,13 @@ Example::
 
 from __future__ import annotations
 
-import gymnasium
+from scope_envs.registry import make
+from scope_envs.vec import GymVectorEnv, make_vec
+from scope_envs.wrappers import SingleAgentView
 
 
 def make_view(env_id: str, role: str = "agent_0", others=None, illegal: str = "random", render_mode=None, **kwargs):
     """``gymnasium.make``'s entry point: one seat of ``scope_envs.make(env_id, **kwargs)``."""
-    from scope_envs.registry import make
-    from scope_envs.wrappers import SingleAgentView
-
     if render_mode is not None:  # gymnasium passes it through; the env takes it as its own
         kwargs["render_mode"] = render_mode
     return SingleAgentView(make(env_id, **kwargs), role=role, others=others, illegal=illegal)
@@ -41,13 +40,4 @@ def make_view(env_id: str, role: str = "agent_0", others=None, illegal: str = "r
 def make_vector(env_id: str, num_envs: int = 1, **kwargs):
     """``gymnasium.make_vec``'s entry point: ``scope_envs.make_vec(env_id, num_envs, **kwargs)`` as a
     ``gymnasium.vector.VectorEnv``."""
-    from scope_envs.vec import GymVectorEnv, make_vec
-
     return GymVectorEnv(make_vec(env_id, num_envs=num_envs, **kwargs))
-
-
-def register(env_id: str, name: str, single_agent: bool) -> None:
-    """Register ``env_id`` with Gymnasium as ``name``; ``single_agent``: its only agent is ``agent_0`` (the batched
-    vector entry point; another id's ``make_vec`` is Gymnasium's loop over ``make``)."""
-    gymnasium.register(name, entry_point=make_view, vector_entry_point=make_vector if single_agent else None,
-                       kwargs={"env_id": env_id}, disable_env_checker=False)
