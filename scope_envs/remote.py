@@ -46,6 +46,7 @@ from pettingzoo import ParallelEnv
 from scope_envs.core.checks import short_repr
 from scope_envs.core.surfaces import Transcript
 from scope_envs.serve.codec import pack, unpack
+from scope_envs.vec.base import holds_bool
 
 __all__ = ["RemoteParallelEnv", "RemoteVecEnv", "SessionLost", "build_space", "fetch_spec"]
 
@@ -386,7 +387,7 @@ class RemoteVecEnv:
         # does (cast here, an act of 1.7 would be played as 1)
         wire = {}
         for a, v in actions.items():
-            held_bool = isinstance(v, (list, tuple)) and any(isinstance(x, (bool, np.bool_)) for x in v)
+            held_bool = holds_bool(v)
             try:
                 v = np.asarray(v)
             except ValueError:  # a ragged list: numpy's own error names no agent

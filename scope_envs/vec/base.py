@@ -30,11 +30,15 @@ def check_reset_options(name: str, options) -> dict:
     return {k: v for k, v in options.items() if k in RESET_OPTIONS}
 
 
+def holds_bool(value) -> bool:
+    """``value`` is a list or tuple holding a bool, which ``np.asarray`` would read as an int (True as 1)."""
+    return isinstance(value, (list, tuple)) and any(isinstance(v, (bool, np.bool_)) for v in value)
+
+
 def int_column(value, n: int) -> np.ndarray | None:
     """``value`` as an int array of shape (n,), or None where it is not one: a float or bool array, a list holding a
-    bool (numpy would read True as 1), a ragged list (numpy's own error names no argument), another length."""
-    if not isinstance(value, np.ndarray) and isinstance(value, (list, tuple)) and any(
-            isinstance(v, (bool, np.bool_)) for v in value):
+    bool (``holds_bool``), a ragged list (numpy's own error names no argument), another length."""
+    if holds_bool(value):
         return None
     try:
         a = np.asarray(value)
