@@ -590,6 +590,9 @@ def test_recovered_is_read_only_where_the_ceiling_clears_frozen_as_claims_2a_2b_
     assert "recovered" not in below and "oracle − frozen is -0.100" in below["recovered_not"]
     one_seed = band_position(0.5, rows([0.9], [0.4]))
     assert "fewer than 2 seeds" in one_seed["recovered_not"]
+    # score's default --seeds 1 reads one seed of a reference that has more: said as the option to change
+    read_one = band_position(0.5, rows([0.9], [0.4]), reference_seeds=12)
+    assert "recovered" not in read_one and "the reference has 12; pass --seeds 2 to 12" in read_one["recovered_not"]
     page = markdown({"surface": "act", "policy": "p", "game": "cooperbench", "seeds": 3, "heldout_success": 0.1,
                      "panel_success": None, "rows": {}, **noise})
     assert "recovered (frozen → oracle): not judged, no gap to recover" in page

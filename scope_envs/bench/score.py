@@ -104,7 +104,7 @@ def score_act(spec: str, game: str, seeds: int = 1, against: str | None = "refer
         else:
             if not ref:
                 raise ScoreError("--against", f"{path} has no rows of {game}: no band for it")
-            check_reference_seeds(ref, game, seeds, against)
+            reference_seeds = check_reference_seeds(ref, game, seeds, against)
             ref = [r for r in ref if r["seed"] < seeds]
     records = [evaluate_policy(policy, game, s, eval_episodes=eval_episodes, heldout_episodes=heldout_episodes,
                                method="policy")
@@ -137,15 +137,16 @@ def score_act(spec: str, game: str, seeds: int = 1, against: str | None = "refer
         row["panel_success"] = float(np.mean(panel)) if panel else None
     out["reference"] = str(path)
     out["reference_matches"] = not stale
-    out.update(band_position(out["heldout_success"], out["rows"]))
+    out.update(band_position(out["heldout_success"], out["rows"], reference_seeds))
     return out
 
 
-def band_position(x: float, rows: dict) -> dict:
+def band_position(x: float, rows: dict, reference_seeds: int = 0) -> dict:
     """Where held-out success ``x`` stands among the reference's ``rows`` (each with ``heldout_success`` and its
     ``per_seed``): ``normalized`` where the ceiling is above the floor, and ``recovered`` as claims 2a and 2b
     read it (``stats.claims``): only where the 95% CI of oracle − frozen is above 0, else ``recovered_not``
-    says why (a gap of a few thousandths made a recovered of -43)."""
+    says why (a gap of a few thousandths made a recovered of -43). ``reference_seeds``: how many seeds the
+    reference holds, of which ``rows`` may read fewer (``--seeds``), so that a one-seed band says how to get a CI."""
     from scope_envs.bench.stats import BASELINE, CEILING, FLOOR, bootstrap_diff_ci
 
     out = {}
@@ -162,9 +163,13 @@ def band_position(x: float, rows: dict) -> dict:
         out["recovered"] = (x - base) / (hi - base)
     else:
         shown = "" if ci is None or not np.isfinite(ci[0]) else f", 95% CI [{ci[0]:+.3f}, {ci[1]:+.3f}]"
-        out["recovered_not"] = (f"no gap to recover: the reference's oracle − frozen is {hi - base:+.3f}{shown}"
-                                if ci is None or np.isfinite(ci[0]) else
-                                "the reference has fewer than 2 seeds of oracle or frozen: no CI of their gap")
+        if ci is None or np.isfinite(ci[0]):
+            out["recovered_not"] = f"no gap to recover: the reference's oracle − frozen is {hi - base:+.3f}{shown}"
+        elif reference_seeds >= 2:
+            out["recovered_not"] = (f"one seed of the reference's oracle and frozen read: no CI of their gap (the "
+                                    f"reference has {reference_seeds}; pass --seeds 2 to {reference_seeds})")
+        else:
+            out["recovered_not"] = "the reference has fewer than 2 seeds of oracle or frozen: no CI of their gap"
     return out
 
 
@@ -190,15 +195,15 @@ def check_plays_agent(policy, spec: str, game: str, flag: str = "--policy") -> N
         raise ScoreError(flag, f"{spec} has no agent_0 network (its seats: {', '.join(sorted(trainer.seat))})")
 
 
-def check_reference_seeds(ref: list[dict], game: str, seeds: int, against: str) -> None:
+def check_reference_seeds(ref: list[dict], game: str, seeds: int, against: str) -> int:
     """The band compares on the same seeds (docs/benchmark-your-algorithm.md): ``ScoreError`` on ``--seeds`` when
     the reference lacks one of seeds ``0..seeds-1`` in any of its rows of ``game`` (none of them: no band, said
-    later)."""
+    later). Returns how many seeds ``0..`` every row holds."""
     by_row: dict[str, set] = {}
     for r in ref:
         by_row.setdefault(r["method"], set()).add(int(r["seed"]))
     if not by_row:
-        return
+        return 0
     shared = set.intersection(*by_row.values())
     have = 0
     while have in shared:
@@ -208,6 +213,7 @@ def check_reference_seeds(ref: list[dict], game: str, seeds: int, against: str) 
         raise ScoreError("--seeds", f"the reference has {have} seeds of {game} ({against}: {held} in every row), "
                                     f"--seeds asks for {seeds}: the band compares on the same seeds"
                                     + (f"; pass --seeds {have} or fewer" if have else ""))
+    return have
 
 
 # ------------------------------------------------------------------------------------------------ text surface
@@ -626,7 +632,9 @@ def add_parser(subparsers) -> None:
                    help="act (the default): the benchmark's act-level protocol on seeds 0..N-1, in the reference's "
                         "band; text: the policy speaks on the text surface against the held-out proxies (and the "
                         "panel), beside a floor and a ceiling row played on the same episodes")
-    p.add_argument("--seeds", type=count(MAX_SEEDS), default=1, help=f"act: seeds 0..N-1 (at most {MAX_SEEDS})")
+    p.add_argument("--seeds", type=count(MAX_SEEDS), default=1,
+                   help=f"act: seeds 0..N-1 (default 1; recovered needs 2 or more: it is read where the CI of the "
+                        f"reference's oracle − frozen on the same seeds is above 0; at most {MAX_SEEDS})")
     p.add_argument("--against", default="reference", help="act: the reference giving the band (reference, "
                                                           "reference-sb3 or an --out folder; 'none' for no band)")
     p.add_argument("--episodes", type=count(MAX_EPISODES), default=None,
