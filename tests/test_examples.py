@@ -14,7 +14,8 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 CASES = [("domain_randomization.py", "DomainRandomization", "domain-randomization", "sb3_contrib"),
          ("entropy_target.py", "TargetEntropyPG", "entropy-target", None),
          ("my_simulator.py", "MySimulator", "my-simulator", None),
-         ("cotrain_sb3.py", "CoTrainSB3", "cotrain-sb3", "sb3_contrib")]
+         ("cotrain_sb3.py", "CoTrainSB3", "cotrain-sb3", "sb3_contrib"),
+         ("benchmarl_mappo.py", "BenchMARLMAPPO", "benchmarl-mappo", "benchmarl")]  # .ci/benchmarl.sh runs it
 
 
 @pytest.mark.parametrize("file, attr, row, needs", CASES, ids=[c[2] for c in CASES])

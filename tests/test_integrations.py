@@ -115,7 +115,7 @@ SNIPPETS = readme_snippets()
 
 
 def test_readme_has_a_snippet_per_library():
-    libraries = ("sb3_contrib", "supersuit", "torchrl", "ray")
+    libraries = ("sb3_contrib", "supersuit", "torchrl", "ray", "benchmarl")
     for lib in libraries:
         assert any(re.search(rf"^(from|import) {lib}\b", s, re.M) for s in SNIPPETS), lib
 
@@ -131,7 +131,8 @@ def test_every_python_block_of_the_page_is_run():
 
 
 @pytest.mark.parametrize("index", range(len(SNIPPETS)))
-def test_readme_snippet_runs(index):
+def test_readme_snippet_runs(index, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # what a library writes into the working directory (BenchMARL's run folder)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         run_snippet(SNIPPETS[index])

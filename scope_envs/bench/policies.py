@@ -30,22 +30,9 @@ import numpy as np
 
 from scope_envs.bench.loading import PluginError, load_object
 from scope_envs.core.simulator import Simulator, View
-from scope_envs.train.policy import Decisions, Policy, UniformPolicy
+from scope_envs.train.policy import Decisions, Policy, UniformPolicy, sample_masked
 
 SB3_KEY = 0x736233  # an SB3 adapter's generator: [SB3_KEY, seed]
-
-
-def _sample(logp: np.ndarray, rng: np.random.Generator, greedy: bool) -> Decisions:
-    """Acts from rows of masked log-probabilities (-inf on illegal acts), by inverse CDF with one uniform per row."""
-    probs = np.exp(logp)
-    if greedy:
-        a = probs.argmax(-1)
-    else:
-        cdf = probs.cumsum(-1)
-        a = np.minimum((cdf <= rng.random(len(probs))[:, None] * cdf[:, -1:]).sum(-1), probs.shape[1] - 1)
-    with np.errstate(invalid="ignore"):
-        ent = -np.where(probs > 0, probs * logp, 0.0).sum(-1)
-    return Decisions(a.astype(np.int64), logp[np.arange(len(a)), a], None, ent)
 
 
 class SB3Policy:
@@ -81,7 +68,7 @@ class SB3Policy:
 
     def act(self, obs: np.ndarray, mask: np.ndarray, greedy: bool = False) -> Decisions:
         logp, values = self.log_probabilities(obs, mask)
-        d = _sample(logp, self.rng, greedy)
+        d = sample_masked(logp, self.rng, greedy)
         return Decisions(d.actions, d.logp, values, d.entropy)
 
     def log_probabilities(self, obs: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:

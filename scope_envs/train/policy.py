@@ -78,3 +78,17 @@ class UniformPolicy:
         k = np.floor(self.rng.random(len(mask)) * n).astype(np.int64)
         actions = (np.cumsum(mask, 1) <= k[:, None]).sum(1)
         return Decisions(actions, -np.log(n), np.zeros(len(mask)), np.log(n))
+
+
+def sample_masked(logp: np.ndarray, rng: np.random.Generator, greedy: bool) -> Decisions:
+    """Acts from rows of masked log-probabilities (-inf on illegal acts), by inverse CDF with one uniform per row
+    from ``rng`` (``greedy``: the most probable); for the adapters of outside policies (SB3, BenchMARL)."""
+    probs = np.exp(logp)
+    if greedy:
+        a = probs.argmax(-1)
+    else:
+        cdf = probs.cumsum(-1)
+        a = np.minimum((cdf <= rng.random(len(probs))[:, None] * cdf[:, -1:]).sum(-1), probs.shape[1] - 1)
+    with np.errstate(invalid="ignore"):
+        ent = -np.where(probs > 0, probs * logp, 0.0).sum(-1)
+    return Decisions(a.astype(np.int64), logp[np.arange(len(a)), a], None, ent)
