@@ -11,7 +11,7 @@ import pytest
 pytest.importorskip("benchmarl", reason="BenchMARL pins torchrl<0.12: bash .ci/benchmarl.sh runs these")
 
 import torch  # noqa: E402
-from benchmarl.algorithms import IqlConfig, MappoConfig  # noqa: E402
+from benchmarl.algorithms import IppoConfig, IqlConfig, MappoConfig, MasacConfig, QmixConfig  # noqa: E402
 from benchmarl.experiment import Experiment, ExperimentConfig  # noqa: E402
 from benchmarl.models.mlp import MlpConfig  # noqa: E402
 from torchrl.envs.utils import check_env_specs  # noqa: E402
@@ -114,3 +114,17 @@ def test_a_q_learner_plays_its_greedy_legal_act(tmp_path):
     d = BenchMARLPolicy(run).act(obs, mask)
     assert mask[np.arange(16), d.actions].all()
     assert np.array_equal(d.actions, BenchMARLPolicy(run, seed=5).act(obs, mask).actions)  # greedy: no draw
+
+
+@pytest.mark.parametrize("algorithm", [IppoConfig, MasacConfig, QmixConfig], ids=["ippo", "masac", "qmix"])
+def test_benchmarl_algorithms_of_each_family_run_on_a_cotrain_id(algorithm, tmp_path):
+    """On-policy, off-policy actor-critic and value factorisation, each over both groups: one iteration runs and
+    each group plays legal acts of its own seat through the adapter."""
+    run = experiment(ScopeEnvsTask.P4G_COTRAIN.get_task(), tmp_path, algorithm=algorithm)
+    run.run()
+    env = scope_envs.make("p4g-cotrain")
+    firsts = [env.reset(seed=s)[0] for s in range(8)]
+    for group, seat in (("agent", "agent_0"), ("user", "user_0")):
+        obs = np.stack([f[seat]["observation"] for f in firsts])
+        mask = np.stack([f[seat]["action_mask"] for f in firsts]).astype(bool)
+        assert mask[np.arange(8), BenchMARLPolicy(run, group).act(obs, mask).actions].all(), group
