@@ -30,7 +30,7 @@ import numpy as np
 
 from scope_envs.bench.loading import PluginError, load_object
 from scope_envs.core.simulator import Simulator, View
-from scope_envs.train.policy import Decisions, Policy, UniformPolicy, sample_masked
+from scope_envs.train.policy import Decisions, Policy, UniformPolicy, masked_logp, sample_masked
 
 SB3_KEY = 0x736233  # an SB3 adapter's generator: [SB3_KEY, seed]
 
@@ -89,8 +89,7 @@ class SB3Policy:
                 x = torch.as_tensor(np.asarray(obs, np.float32), device=policy.device)
             logits = policy.get_distribution(x).distribution.logits.cpu().numpy().astype(np.float64)
             values = policy.predict_values(x).cpu().numpy()[:, 0] if hasattr(policy, "predict_values") else None
-        logits = np.where(mask, logits, -np.inf)
-        return logits - np.logaddexp.reduce(logits, axis=1, keepdims=True), values
+        return masked_logp(logits, mask), values
 
 
 def checked_acts(actions, mask: np.ndarray, who: str) -> np.ndarray:

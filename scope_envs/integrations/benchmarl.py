@@ -17,8 +17,8 @@ against the simulator inside the env. The action mask of the act surface is Benc
 So ``scope_envs.bench.evaluate_policy`` scores it on the four sides every built-in row is scored on, and a
 ``train(ctx)`` method that runs BenchMARL enters ``scope-envs bench --method`` (docs/trainers.md).
 
-Example (``pip install benchmarl``: it pins ``torchrl<0.12``, so it lives in a virtualenv of its own, as
-``.ci/benchmarl.sh`` makes one)::
+Example (BenchMARL pins ``torchrl<0.12``, so it lives in a virtualenv of its own, installed as
+``.ci/benchmarl.sh`` and docs/trainers.md install it)::
 
     from benchmarl.algorithms import MappoConfig
     from benchmarl.experiment import Experiment, ExperimentConfig
@@ -46,9 +46,14 @@ from benchmarl.environments.common import Task, TaskClass
 from benchmarl.experiment.callback import Callback
 
 from scope_envs.registry import UnknownEnvironment, make, registry
-from scope_envs.train.policy import Decisions, sample_masked
+from scope_envs.train.policy import Decisions, masked_logp, sample_masked
 
 BENCHMARL_KEY = 0x626D61  # a BenchMARLPolicy's generator: [BENCHMARL_KEY, seed]
+# the regimes whose ids are not tasks, and why
+NOT_TASKS = {"population": "one of K users lives per episode, which TorchRL's PettingZooWrapper cannot group (it "
+                           "reads every possible agent at reset); the other regimes are tasks",
+             "heldout": "the held-out human proxies, for evaluation only: score a trained policy on them with "
+                        "BenchMARLPolicy and scope_envs.bench.evaluate_policy"}
 
 
 def task_name(env_id: str) -> str:
@@ -63,13 +68,9 @@ def env_id_of(name: str) -> str:
     env_id = by_name.get(str(name).upper())
     if env_id is None:
         raise UnknownEnvironment(f"{name!r} names no scope-envs id; the tasks: {', '.join(sorted(trainable_tasks()))}")
-    regime = registry[env_id].regime
-    if regime == "population":
-        raise ValueError(f"{env_id}: one of K users lives per episode, which TorchRL's PettingZooWrapper cannot "
-                         "group (it reads every possible agent at reset); the other regimes are tasks")
-    if regime == "heldout":
-        raise ValueError(f"{env_id} is the held-out human proxies, for evaluation only: score a trained policy on "
-                         "them with BenchMARLPolicy and scope_envs.bench.evaluate_policy")
+    why = NOT_TASKS.get(registry[env_id].regime)
+    if why is not None:
+        raise ValueError(f"{env_id}: {why}")
     return env_id
 
 
@@ -143,7 +144,7 @@ class ScopeEnvsClass(TaskClass):
 
 def trainable_tasks() -> list[str]:
     """The names of the ids BenchMARL can train on (the module docstring)."""
-    return [task_name(i) for i, spec in registry.items() if spec.regime not in ("population", "heldout")]
+    return [task_name(i) for i, spec in registry.items() if spec.regime not in NOT_TASKS]
 
 
 class _ScopeEnvsTasks(Task):
@@ -190,10 +191,9 @@ class BenchMARLPolicy:
             out = self.experiment.group_policies[g](td)
         if (g, "logits") in out.keys(True):
             logits = out[g, "logits"][:, 0].double().numpy()
-        else:  # a Q-learner: its greedy act, ties to the lowest (the mask's -inf keeps illegal acts out)
+        else:  # a Q-learner: its greedy act, ties to the lowest (illegal acts masked out)
             logits, greedy = out[g, "action_value"][:, 0].double().numpy(), True
-        logits = np.where(mask, logits, -np.inf)
-        return sample_masked(logits - np.logaddexp.reduce(logits, axis=1, keepdims=True), self.rng, greedy)
+        return sample_masked(masked_logp(logits, mask), self.rng, greedy)
 
 
 class Progress(Callback):

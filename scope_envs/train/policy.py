@@ -80,6 +80,13 @@ class UniformPolicy:
         return Decisions(actions, -np.log(n), np.zeros(len(mask)), np.log(n))
 
 
+def masked_logp(logits: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Rows of log-probabilities from rows of ``logits`` with the acts ``mask`` rules out removed (-inf there) and
+    the rest renormalized: what ``sample_masked`` draws from."""
+    logits = np.where(mask, logits, -np.inf)
+    return logits - np.logaddexp.reduce(logits, axis=1, keepdims=True)
+
+
 def sample_masked(logp: np.ndarray, rng: np.random.Generator, greedy: bool) -> Decisions:
     """Acts from rows of masked log-probabilities (-inf on illegal acts), by inverse CDF with one uniform per row
     from ``rng`` (``greedy``: the most probable); for the adapters of outside policies (SB3, BenchMARL)."""
