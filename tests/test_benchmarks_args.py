@@ -14,6 +14,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 BAD = [
     ("env_speed", ["--env", "nosuch"], "--env", "unknown environment id 'nosuch'"),
+    ("torchrl_speed", ["--ids", "nosuch"], "--ids", "unknown environment id 'nosuch'"),
+    ("torchrl_speed", ["--envs", "4097"], "--envs", "an integer from 1 to 4_096"),
+    ("torchrl_speed", ["--benchmarl"], "--benchmarl", "BenchMARL is not installed here"),
     ("env_speed", ["--env", "llm-toy"], "--env", "unknown environment id"),  # not a registered env
     ("env_speed", ["--steps", "0"], "--steps", "an integer from 1 to"),  # was a ZeroDivisionError
     ("env_speed", ["--rounds", "0"], "--rounds", "an integer from 1 to"),  # was exit 0 with NaN

@@ -68,6 +68,7 @@ TINY = [  # (script, a run at a reduced size of its documented command line)
     ("tau2_speed", ["--domains", "mock", "--repeat", "1"]),
     ("tau2_state_revisits", ["--episodes", "1", "--steps", "1"]),
     ("tau2_step_split", ["--num-envs", "1", "--steps", "1", "--warmup", "1"]),
+    ("torchrl_speed", ["--ids", "p4g-frozen", "--envs", "2", "--frames", "20", "--rounds", "1", "--out", "{tmp}/t.json"]),
     ("user_reward_ablation", ["--games", "p4g", "--seeds", "1", "--group-size", "2", "--out", "{tmp}"]),
 ]
 # scripts whose tiny run is elsewhere, or that have none (and why)

@@ -524,3 +524,31 @@ def test_malformed_act_arrays_are_refused_alike_by_both_engines_and_the_gymnasiu
     obs, _, _, _, infos = vec.step({"agent_0": legal.tolist()})  # nothing was applied before: the first move now
     assert infos["turn"].tolist() == [2, 2, 2]
     gym.step(np.argmax(obs["agent_0"]["action_mask"], 1).astype(np.int32))  # any int dtype is taken
+
+
+@pytest.mark.parametrize("env_id", ["p4g-cotrain", "p4g-population", "cooperbench-population"])
+def test_a_finished_episode_keeps_every_seats_last_observation(env_id):
+    """``final_info["obs"]`` (kept when a view asks: the Gymnasium and TorchRL views) holds each agent's last
+    observation on both engines, a user's zero in the slots where another member was seated."""
+    for vec in (scope_envs.make_vec(env_id, num_envs=6), LoopVecEnv([scope_envs.make(env_id) for _ in range(6)])):
+        vec._final_obs = True
+        obs, infos = vec.reset(seed=1)
+        rng, seen = np.random.default_rng(0), 0
+        for _ in range(60):
+            seated = {a: infos["live"][a].copy() for a in vec.possible_agents}
+            acts = {a: np.array([rng.choice(np.flatnonzero(m)) for m in obs[a]["action_mask"]])
+                    for a in vec.possible_agents}
+            obs, _, _, _, infos = vec.step(acts)
+            ended = infos["_final_info"]
+            if not ended.any():
+                continue
+            final = infos["final_info"]["obs"]
+            assert sorted(final) == sorted(vec.possible_agents), type(vec).__name__
+            for a in vec.possible_agents:
+                assert final[a].shape == obs[a]["observation"].shape and final[a].dtype == np.float32
+                space = vec.observation_space(a)["observation"]
+                for i in np.flatnonzero(ended):
+                    assert (final[a][i] != 0).any() == bool(seated[a][i]), (type(vec).__name__, a, i)
+                    assert space.contains(final[a][i])
+            seen += int(ended.sum())
+        assert seen >= 6, type(vec).__name__

@@ -28,8 +28,9 @@ shared loop is ``scope_envs.integrations.episodes.play`` and the token bookkeepi
 On the act surface, ``scope_envs.integrations.sb3`` gives Stable-Baselines3 (and sb3-contrib's
 ``MaskablePPO``) ``make_vec``'s batched rollouts as an SB3 ``VecEnv`` (extra ``sb3``; not imported here);
 ``scope_envs.integrations.gymnasium_registry`` puts every id in Gymnasium's registry (``gymnasium.make``,
-``gymnasium.make_vec``); ``scope_envs.integrations.benchmarl`` makes every trainable id a BenchMARL task (needs
-``benchmarl``, in a virtualenv of its own; not imported here).
+``gymnasium.make_vec``); ``scope_envs.integrations.torchrl_env`` gives TorchRL ``make_vec`` as one batched env
+(``TorchRLVecEnv``, extra ``torchrl``; not imported here), on which ``scope_envs.integrations.benchmarl`` makes every
+trainable id a BenchMARL task (needs ``benchmarl``, in a virtualenv of its own; not imported here).
 """
 
 from scope_envs.integrations.episodes import (

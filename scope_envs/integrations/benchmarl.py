@@ -1,16 +1,18 @@
 """BenchMARL's algorithms on scope-envs, and the policies they train scored by the benchmark's protocol.
 
 BenchMARL (MAPPO, IPPO, MASAC, QMIX, ... over TorchRL) runs a ``Task``: here ``ScopeEnvsTask``, one member per
-id a policy trains on and TorchRL's ``PettingZooWrapper`` can group, named as BenchMARL names tasks:
-``p4g-cotrain`` is ``ScopeEnvsTask.P4G_COTRAIN``. Not ``population`` (one of K users lives per episode, and the
-wrapper reads every possible agent at reset) and not ``heldout`` (the held-out human proxies: for evaluation only,
-by ``BenchMARLPolicy`` below).
+id a policy trains on, named as BenchMARL names tasks: ``p4g-cotrain`` is ``ScopeEnvsTask.P4G_COTRAIN``. Not
+``heldout`` (the held-out human proxies: for evaluation only, by ``BenchMARLPolicy`` below).
 ``get_task()`` needs no YAML file; its ``config`` is ``scope_envs.make``'s options (``{"max_turns": 8}``).
 
-The agents are grouped by the id's prefix, as ``PettingZooWrapper`` groups them: ``agent`` (``agent_0``) and, in
-``cotrain``, ``user`` (``user_0``), each group with its own networks. So on a ``-cotrain`` id BenchMARL co-trains
-the user simulator beside the agent; on ``frozen``, ``vs``, ``rotation`` and ``grounded`` it trains ``agent_0``
-against the simulator inside the env. The action mask of the act surface is BenchMARL's ``action_mask``.
+A task's env is the batched engine as one TorchRL env of batch size ``(n_envs_per_worker,)``
+(``scope_envs.integrations.torchrl_env.TorchRLVecEnv``), so BenchMARL collects every env of a worker in one
+array step, as it does on VMAS, not through a ``SerialEnv`` of scalar envs. The agents are grouped by the id's
+prefix, as TorchRL groups a PettingZoo env: ``agent`` (``agent_0``) and, where users learn, ``user`` (``user_0``;
+a ``population``'s K members, one seated per episode), each group with its own networks. So on a ``-cotrain`` id
+BenchMARL co-trains the user simulator beside the agent, and on ``population`` a population of them; on
+``frozen``, ``vs``, ``rotation`` and ``grounded`` it trains ``agent_0`` against the simulator inside the env. The
+action mask of the act surface is BenchMARL's ``action_mask``.
 
 ``BenchMARLPolicy(experiment)`` is the trained ``agent`` group as a scope-envs ``Policy``
 (``scope_envs.train.policy``): its logits, masked to the legal acts, sampled from the adapter's own generator.
@@ -38,7 +40,6 @@ Example (BenchMARL pins ``torchrl<0.12``, so it lives in a virtualenv of its own
 from __future__ import annotations
 
 import copy
-import warnings
 from collections.abc import Callable
 
 import numpy as np
@@ -50,9 +51,7 @@ from scope_envs.train.policy import Decisions, masked_logp, sample_masked
 
 BENCHMARL_KEY = 0x626D61  # a BenchMARLPolicy's generator: [BENCHMARL_KEY, seed]
 # the regimes whose ids are not tasks, and why
-NOT_TASKS = {"population": "one of K users lives per episode, which TorchRL's PettingZooWrapper cannot group (it "
-                           "reads every possible agent at reset); the other regimes are tasks",
-             "heldout": "the held-out human proxies, for evaluation only: score a trained policy on them with "
+NOT_TASKS = {"heldout": "the held-out human proxies, for evaluation only: score a trained policy on them with "
                         "BenchMARLPolicy and scope_envs.bench.evaluate_policy"}
 
 
@@ -87,12 +86,9 @@ class ScopeEnvsClass(TaskClass):
         make(env_id, **kwargs).close()  # a bad option fails here, in the caller's frame, not in a collector
 
         def build():
-            from torchrl.envs import PettingZooWrapper
+            from scope_envs.integrations.torchrl_env import TorchRLVecEnv
 
-            with warnings.catch_warnings():  # TorchRL's notice that it tests PettingZoo at one version
-                warnings.filterwarnings("ignore", message="PettingZoo in TorchRL is tested")
-                return PettingZooWrapper(make(env_id, **kwargs), use_mask=True, categorical_actions=True,
-                                         seed=seed, device=device)
+            return TorchRLVecEnv(env_id, num_envs, seed=seed, device=device, **kwargs)
         return build
 
     def supports_continuous_actions(self) -> bool:
@@ -112,8 +108,9 @@ class ScopeEnvsClass(TaskClass):
 
     @staticmethod
     def _only(env, key: str):
-        """The observation spec with each group's ``key`` alone (None where no group has it)."""
-        spec = env.observation_spec.clone()
+        """The observation spec of one env (the batch axis dropped) with each group's ``key`` alone (None where no
+        group has it)."""
+        spec = env.full_observation_spec_unbatched.clone()
         for group in env.group_map:
             for k in list(spec[group].keys()):
                 if k != key:
@@ -135,7 +132,7 @@ class ScopeEnvsClass(TaskClass):
         return None  # each group's critic reads its own observations: no seat sees the user's hidden persona
 
     def action_spec(self, env):
-        return env.full_action_spec
+        return env.full_action_spec_unbatched
 
     @staticmethod
     def env_name() -> str:
@@ -163,36 +160,43 @@ ScopeEnvsTask.__doc__ = "Every scope-envs id BenchMARL can run, as BenchMARL's t
 
 
 class BenchMARLPolicy:
-    """A BenchMARL experiment's ``group`` (``agent``: agent_0) as a scope-envs ``Policy``: the group's logits for
-    each row (MAPPO, IPPO, MASAC, ...), illegal acts removed, sampled from this adapter's generator (``seed``);
-    ``greedy``: the most probable legal act. A value-based group (QMIX, VDN, IQL) acts greedily on its action
-    values, its policy without exploration. ``reseeded`` gives the same networks with another stream, as the
-    benchmark's protocol asks."""
+    """A BenchMARL experiment's ``group`` (``agent``: agent_0) as a scope-envs ``Policy``: the logits of the
+    group's ``agent``-th member (a population's ``user`` group has K) for each row (MAPPO, IPPO, MASAC, ...),
+    illegal acts removed, sampled from this adapter's generator (``seed``); ``greedy``: the most probable legal
+    act. A value-based group (QMIX, VDN, IQL) acts greedily on its action values, its policy without exploration.
+    ``reseeded`` gives the same networks with another stream, as the benchmark's protocol asks."""
 
-    def __init__(self, experiment, group: str = "agent", seed: int = 0):
+    def __init__(self, experiment, group: str = "agent", seed: int = 0, agent: int = 0):
         if group not in experiment.group_map:
             raise ValueError(f"the experiment has no group {group!r} (its groups: {sorted(experiment.group_map)})")
-        self.experiment, self.group, self.seed = experiment, group, seed
+        members = experiment.group_map[group]
+        if isinstance(agent, bool) or not isinstance(agent, int) or not 0 <= agent < len(members):
+            raise ValueError(f"agent must be an index into group {group!r}'s {len(members)} agents {members}, "
+                             f"got {agent!r}")
+        self.experiment, self.group, self.seed, self.agent = experiment, group, seed, agent
         self.rng = np.random.default_rng([BENCHMARL_KEY, seed])
 
     def reseeded(self, seed: int) -> BenchMARLPolicy:
-        return BenchMARLPolicy(self.experiment, self.group, seed)
+        return BenchMARLPolicy(self.experiment, self.group, seed, self.agent)
 
     def act(self, obs: np.ndarray, mask: np.ndarray, greedy: bool = False) -> Decisions:
         import torch
         from tensordict import TensorDict
 
         mask = np.asarray(mask, bool)
-        g = self.group
-        # one row per episode, one agent per group: the layout BenchMARL's networks were built on
-        td = TensorDict({(g, "observation", "observation"): torch.as_tensor(np.asarray(obs, np.float32))[:, None],
-                         (g, "action_mask"): torch.as_tensor(mask)[:, None]}, batch_size=[len(mask)])
+        g, k, j = self.group, len(self.experiment.group_map[self.group]), self.agent
+        # one row per episode, the group's k agents each seeing it (the layout its networks were built on; each
+        # agent's actor reads its own observation), agent j's output read
+        td = TensorDict({(g, "observation", "observation"):
+                         torch.as_tensor(np.asarray(obs, np.float32))[:, None].expand(-1, k, -1),
+                         (g, "action_mask"): torch.as_tensor(mask)[:, None].expand(-1, k, -1)},
+                        batch_size=[len(mask)])
         with torch.no_grad():
             out = self.experiment.group_policies[g](td)
         if (g, "logits") in out.keys(True):
-            logits = out[g, "logits"][:, 0].double().numpy()
+            logits = out[g, "logits"][:, j].double().numpy()
         else:  # a Q-learner: its greedy act, ties to the lowest (illegal acts masked out)
-            logits, greedy = out[g, "action_value"][:, 0].double().numpy(), True
+            logits, greedy = out[g, "action_value"][:, j].double().numpy(), True
         return sample_masked(masked_logp(logits, mask), self.rng, greedy)
 
 

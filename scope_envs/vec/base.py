@@ -272,8 +272,8 @@ class LoopVecEnv(VecBase):
                 game = env.unwrapped.game
                 user_acts = [t.act for t in game.history if t.role == game.user_role]
                 final[i] = _finished_record(game, float(self._ret[i]), env.unwrapped.member, user_acts)
-                if self._final_obs:
-                    final[i]["obs"] = {a: o if a in text else o["observation"] for a, o in self._obs[i].items()}
+                if self._final_obs:  # every seat's, a user's zero (or "") where another member was seated
+                    final[i]["obs"] = {a: self._last_obs(a, i, text) for a in agents}
                 self._ret[i] = 0.0
                 nxt = self.next_episode(i)
                 if nxt is None:
@@ -285,6 +285,13 @@ class LoopVecEnv(VecBase):
         if any(f is not None for f in final):
             infos["final_info"], infos["_final_info"] = _stack_final(final), np.array([f is not None for f in final])
         return self._stack_obs(), rewards, terms, truncs, infos
+
+    def _last_obs(self, agent: str, i: int, text: frozenset):
+        o = self._obs[i].get(agent)
+        if agent in text:
+            return np.str_("") if o is None else o
+        return np.zeros(self.observation_space(agent)["observation"].shape, np.float32) if o is None else \
+            o["observation"]
 
     def _stack_obs(self):
         out = {}

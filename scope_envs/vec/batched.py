@@ -465,8 +465,12 @@ class BatchedVecEnv(VecBase):
             user_acts[i], start = acts[start:end], end
         final = {"outcome": outcome, "agent_score": score, "return": ret, "member": self.member.copy(),
                  "persona": persona, "user_acts": user_acts, "_mask": mask}
-        if self._final_obs:
+        if self._final_obs:  # every seat's last observation, zero where a user was not seated (as LoopVecEnv's)
             final["obs"] = {AGENT: self._bounded(b.features(0))}
+            if self._users:
+                x = self._bounded(b.features(1))
+                for j, a in enumerate(self._users):
+                    final["obs"][a] = np.where((self.seat == j)[:, None], x, np.float32(0))
         return final
 
     def _read(self, actions, agent, idx, role) -> np.ndarray:
