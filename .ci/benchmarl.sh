@@ -19,13 +19,10 @@ if [ "$PHASE" != test ]; then
     assert torch.__version__.startswith('2.13.0'), torch.__version__"
 fi
 if [ "$PHASE" != install ]; then
-    # examples/benchmarl_mappo.py against a small reference, in a process of its own: the bench's forked workers
-    # hang where the process forking them has run a BenchMARL experiment (measured: the test ran alone in 38 s,
-    # and never ended after this file's other tests); then the integration's tests, the batched TorchRL env its
-    # tasks run on (here at BenchMARL's torchrl) and docs/trainers.md's blocks (the BenchMARL one runs here; those of
-    # libraries this virtualenv lacks skip)
-    "$VENV"/bin/python -m pytest -q -p no:cacheprovider \
-        "tests/test_examples.py::test_example_is_benchmarked_against_the_reference[benchmarl-mappo]"
+    # the integration's tests, the batched TorchRL env its tasks run on (here at BenchMARL's torchrl), docs/trainers.md's
+    # blocks (the BenchMARL one runs here; those of libraries this virtualenv lacks skip) and examples/benchmarl_mappo.py
+    # against a small reference
     "$VENV"/bin/python -m pytest -q -p no:cacheprovider tests/test_integrations_benchmarl.py \
-        tests/test_integrations_torchrl_env.py tests/test_integrations.py::test_readme_snippet_runs
+        tests/test_integrations_torchrl_env.py tests/test_integrations.py::test_readme_snippet_runs \
+        "tests/test_examples.py::test_example_is_benchmarked_against_the_reference[benchmarl-mappo]"
 fi
