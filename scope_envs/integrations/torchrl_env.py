@@ -83,7 +83,6 @@ class TorchRLVecEnv(EnvBase):
         self.vec, self.env_id, self.num_envs = vec, env_id, int(num_envs)
         vec._final_obs = True  # a finished episode's last observation: "next" of the step that ends it
         super().__init__(device=device, batch_size=torch.Size([self.num_envs]))
-        self._n_acts = {a: int(spaces[a]["action_mask"].shape[0]) for a in agents}
         self._make_specs(spaces)
         self._seed = seed
         self._ended = np.zeros(self.num_envs, bool)  # the slots whose episode ended in the last step
