@@ -36,8 +36,18 @@ OUT = Path(__file__).resolve().parent / "results" / "torchrl_speed.json"
 IDS = ["p4g-cotrain", "cooperbench-cotrain", "tau2-cotrain"]
 
 
+def wrapped(env_id: str, kwargs: dict | None = None, seed: int | None = None, device=None):
+    """One scalar env of ``env_id`` through TorchRL's PettingZoo wrapper, as BenchMARL wraps a PettingZoo task."""
+    from torchrl.envs import PettingZooWrapper
+
+    with warnings.catch_warnings():  # TorchRL's notice that it tests PettingZoo at one version
+        warnings.filterwarnings("ignore", message="PettingZoo in TorchRL is tested")
+        return PettingZooWrapper(scope_envs.make(env_id, **(kwargs or {})), use_mask=True, categorical_actions=True,
+                                 seed=seed, device=device)
+
+
 try:  # BenchMARL pickles its task into the run folder: the baseline's class is found at module level
-    from scope_envs.integrations.benchmarl import ScopeEnvsClass
+    from scope_envs.integrations.benchmarl import ScopeEnvsClass, task_name
 except ImportError:  # the main virtualenv: no --benchmarl
     ScopeEnvsClass = None
 else:
@@ -45,23 +55,15 @@ else:
         """The task as BenchMARL runs a PettingZoo env: one scalar env, which it repeats in a ``SerialEnv``."""
 
         def get_env_fun(self, num_envs, continuous_actions, seed, device):
-            from torchrl.envs import PettingZooWrapper
-
             env_id, kwargs = self.env_id, self.config
-            return lambda: PettingZooWrapper(scope_envs.make(env_id, **kwargs), use_mask=True,
-                                             categorical_actions=True, seed=seed, device=device)
+            return lambda: wrapped(env_id, kwargs, seed, device)
 
 
 def serial_env(env_id: str, num_envs: int, seed: int):
     """N scalar envs of ``env_id`` through TorchRL's PettingZoo wrapper in a ``SerialEnv``: the baseline."""
-    from torchrl.envs import PettingZooWrapper, SerialEnv
+    from torchrl.envs import SerialEnv
 
-    def one():
-        with warnings.catch_warnings():  # TorchRL's notice that it tests PettingZoo at one version
-            warnings.filterwarnings("ignore", message="PettingZoo in TorchRL is tested")
-            return PettingZooWrapper(scope_envs.make(env_id), use_mask=True, categorical_actions=True)
-
-    env = SerialEnv(num_envs, one)
+    env = SerialEnv(num_envs, lambda: wrapped(env_id))
     env.set_seed(seed)
     return env
 
@@ -91,8 +93,6 @@ def benchmarl_fps(env_id: str, envs: int, frames: int, iterations: int, batched:
     from benchmarl.algorithms import MappoConfig
     from benchmarl.experiment import Experiment, ExperimentConfig
     from benchmarl.models.mlp import MlpConfig
-
-    from scope_envs.integrations.benchmarl import ScopeEnvsClass, task_name
 
     task = (ScopeEnvsClass if batched else SerialTask)(task_name(env_id), {})
     config = ExperimentConfig.get_from_yaml()

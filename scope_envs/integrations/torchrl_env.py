@@ -49,6 +49,8 @@ from torchrl.envs.utils import MarlGroupMapType
 
 from scope_envs.vec import make_vec, noop_mask
 
+DONE_KEYS = ("done", "terminated", "truncated")
+
 
 def default_group_map(agents: list[str]) -> dict[str, list[str]]:
     """Agents named ``<group>_<int>`` grouped under ``<group>``, any other alone (TorchRL's PettingZoo grouping)."""
@@ -111,18 +113,19 @@ class TorchRLVecEnv(EnvBase):
             rew[g] = Composite(reward=Unbounded(shape=(*shape, 1), dtype=torch.float32, device=self.device),
                                shape=shape)
             done[g] = Composite({key: Categorical(2, shape=(n, k, 1), dtype=torch.bool, device=self.device)
-                                 for key in ("done", "terminated", "truncated")}, shape=shape)
+                                 for key in DONE_KEYS}, shape=shape)
         self.observation_spec = Composite(obs, shape=(n,))
         self.action_spec = Composite(act, shape=(n,))
         self.reward_spec = Composite(rew, shape=(n,))
         self.done_spec = Composite({**done, **{key: Categorical(2, shape=(n, 1), dtype=torch.bool,
                                                                 device=self.device)
-                                               for key in ("done", "terminated", "truncated")}}, shape=(n,))
+                                               for key in DONE_KEYS}}, shape=(n,))
 
     # -- the engine's arrays as TorchRL's tensors -----------------------------------------------------------------
-    def _observation(self, obs: dict, infos: dict, ended: np.ndarray | None = None, final: dict | None = None) -> dict:
+    def _observation(self, obs: dict, infos: dict, ended: np.ndarray | None = None, final: dict | None = None,
+                     seats: dict | None = None) -> dict:
         """Each group's observation entries; ``ended`` slots show their finished episode's last observation
-        (``final``) and only the no-op."""
+        (``final``), its seats (``seats``: the step's ``live`` before it ended) and only the no-op."""
         out = {}
         for g, members in self.group_map.items():
             x = np.stack([obs[a]["observation"] for a in members], 1)
@@ -131,21 +134,13 @@ class TorchRLVecEnv(EnvBase):
             if ended is not None and ended.any():
                 x[ended] = np.stack([final["obs"][a][ended] for a in members], 1)
                 m[ended] = noop_mask(m.shape[-1]).astype(bool)
-                seated[ended] = self._seated[ended][:, [self._agents.index(a) for a in members]]
+                seated[ended] = np.stack([seats[a] for a in members], 1)[ended]
             shape = (self.num_envs, len(members))
             out[g] = TensorDict({"observation": TensorDict({"observation": torch.from_numpy(x)}, batch_size=shape),
                                  "action_mask": torch.from_numpy(m), "mask": torch.from_numpy(seated)},
                                 batch_size=shape)
             self.action_spec[g, "action"].update_mask(out[g]["action_mask"].to(self.device))
         return out
-
-    @property
-    def _agents(self) -> list[str]:
-        return self.vec.possible_agents
-
-    def _keep(self, infos: dict) -> None:
-        """The seats of the episodes now in play: which agents the step that ends them shows as seated."""
-        self._seated = np.stack([infos["live"][a] for a in self._agents], 1)
 
     def _set_seed(self, seed: int | None) -> None:
         self._seed = seed
@@ -161,12 +156,10 @@ class TorchRLVecEnv(EnvBase):
             raise ValueError(f"slots {running[:8]} are mid-episode: TorchRLVecEnv resets every slot, or the slots "
                              "whose episode just ended (the engine has begun their next one)")
         self._ended = np.zeros(n, bool)
-        self._keep(self._infos)
         out = self._observation(self._obs, self._infos)
         for g, members in self.group_map.items():
-            out[g].update({key: torch.zeros(n, len(members), 1, dtype=torch.bool)
-                           for key in ("done", "terminated", "truncated")})
-        out.update({key: torch.zeros(n, 1, dtype=torch.bool) for key in ("done", "terminated", "truncated")})
+            out[g].update({key: torch.zeros(n, len(members), 1, dtype=torch.bool) for key in DONE_KEYS})
+        out.update({key: torch.zeros(n, 1, dtype=torch.bool) for key in DONE_KEYS})
         return TensorDict(out, batch_size=self.batch_size, device=self.device)
 
     def _reset_slots(self, tensordict: TensorDictBase | None) -> np.ndarray | None:
@@ -183,10 +176,10 @@ class TorchRLVecEnv(EnvBase):
             acts = tensordict.get((g, "action")).cpu().numpy().astype(np.int64, copy=False)
             for j, a in enumerate(members):
                 actions[a] = np.ascontiguousarray(acts[:, j])
+        seats = self._infos["live"]  # of the episodes this step may end
         self._obs, rewards, terms, truncs, self._infos = self.vec.step(actions)
         ended = self._infos["_final_info"]
-        out = self._observation(self._obs, self._infos, ended, self._infos.get("final_info"))
-        self._keep(self._infos)
+        out = self._observation(self._obs, self._infos, ended, self._infos.get("final_info"), seats)
         n = self.num_envs
         for g, members in self.group_map.items():
             r = np.stack([rewards[a] for a in members], 1).astype(np.float32)
@@ -197,7 +190,7 @@ class TorchRLVecEnv(EnvBase):
             out[g]["terminated"] = torch.from_numpy(term)[..., None]
             out[g]["truncated"] = torch.from_numpy(trunc)[..., None]
             out[g]["done"] = torch.from_numpy(term | trunc)[..., None]
-        truncated = np.logical_or.reduce([truncs[a] for a in self._agents])
+        truncated = np.logical_or.reduce(list(truncs.values()))
         self._ended = ended.copy()
         out["terminated"] = torch.from_numpy(ended & ~truncated).reshape(n, 1)
         out["truncated"] = torch.from_numpy(truncated).reshape(n, 1)
