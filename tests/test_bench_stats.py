@@ -57,6 +57,22 @@ def test_normalized_absent_without_rows_or_headroom():
     json.loads(json.dumps(t, allow_nan=False))
 
 
+def test_recovered_is_not_read_against_a_gap_within_noise():
+    """results.json, the claims and ``scope-envs score`` read one gap: oracle − frozen, only where its CI is above 0."""
+    from scope_envs.bench.score import band_position
+
+    noisy = table(random=[0.10, 0.11, 0.09], oracle=[0.262, 0.30, 0.22], frozen=[0.26, 0.28, 0.224],
+                  vs=[0.5, 0.6, 0.7])
+    t = stats.normalize({"g": noisy})["g"]
+    assert t["vs"]["recovered"] is None and all(s["recovered"] is None for s in t["vs"]["per_seed"].values())
+    assert t["vs"]["normalized"] == pytest.approx((0.6 - 0.1) / (0.782 / 3 - 0.1))  # the band is read
+    assert "recovered" not in band_position(0.6, noisy) and "95% CI" in band_position(0.6, noisy)["recovered_not"]
+    assert "no gap to recover" in by_label(stats.claims({"g": t}))["2a"]["evidence"]
+    clear = table(random=[0.10, 0.11, 0.09], oracle=[0.50, 0.52, 0.48], frozen=[0.20, 0.21, 0.19], vs=[0.3] * 3)
+    t = stats.normalize({"g": clear})["g"]
+    assert t["vs"]["recovered"] == pytest.approx(band_position(0.3, clear)["recovered"]) == pytest.approx(1 / 3)
+
+
 def test_summarize_means_panel_success_and_keeps_per_family_per_seed():
     def run(method, seed, x, fams):
         return {"game": "g", "method": method, "seed": seed,

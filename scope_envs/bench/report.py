@@ -91,7 +91,8 @@ def definitions() -> list[str]:
         f"{LEVEL:.0%} CI of oracle − random includes 0) **cannot judge methods**, and none of its claims is judged.",
         "* **normalized** = (x − mean(random)) / (mean(oracle) − mean(random)); **recovered** = (x − mean(frozen)) / "
         "(mean(oracle) − mean(frozen)); x = held-out success, per seed and its mean (the table shows mean ± sd of "
-        "the per-seed values). Absent (—) where the rows they need are missing or the denominator is <= 0.",
+        "the per-seed values). Absent (—) where the rows they need are missing or the denominator is <= 0; "
+        f"recovered also where the {LEVEL:.0%} CI of oracle − frozen reaches 0 (no gap to recover).",
         f"* **Confirmatory family**: each method against `{BASELINE}` on held-out success — Welch's t-test, "
         f"Holm-Bonferroni within this family only (significant: p_Holm < {ALPHA}). Every other pair is "
         "**exploratory**: reported in its own table, with Holm over the exploratory pairs, and no claim rests on it. "

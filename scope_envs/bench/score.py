@@ -147,7 +147,7 @@ def band_position(x: float, rows: dict, reference_seeds: int = 0) -> dict:
     read it (``stats.claims``): only where the 95% CI of oracle − frozen is above 0, else ``recovered_not``
     says why (a gap of a few thousandths made a recovered of -43). ``reference_seeds``: how many seeds the
     reference holds, of which ``rows`` may read fewer (``--seeds``), so that a one-seed band says how to get a CI."""
-    from scope_envs.bench.stats import BASELINE, CEILING, FLOOR, bootstrap_diff_ci
+    from scope_envs.bench.stats import BASELINE, CEILING, FLOOR, gap_to_recover, recoverable
 
     out = {}
     if not (FLOOR in rows and CEILING in rows and rows[CEILING]["heldout_success"] > rows[FLOOR]["heldout_success"]):
@@ -158,8 +158,8 @@ def band_position(x: float, rows: dict, reference_seeds: int = 0) -> dict:
         return out
     base = rows[BASELINE]["heldout_success"]
     per_seed = {m: [v["heldout_success"] for v in rows[m]["per_seed"].values()] for m in (CEILING, BASELINE)}
-    ci = bootstrap_diff_ci(per_seed[CEILING], per_seed[BASELINE]) if hi > base else None
-    if ci is not None and ci[0] > 0:
+    _, ci = gap_to_recover(per_seed[CEILING], per_seed[BASELINE])
+    if recoverable(ci):
         out["recovered"] = (x - base) / (hi - base)
     else:
         shown = "" if ci is None or not np.isfinite(ci[0]) else f", 95% CI [{ci[0]:+.3f}, {ci[1]:+.3f}]"

@@ -9,7 +9,8 @@ Everything here is computed from per-seed numbers (``results[game][method]["per_
 * **Normalized scores.** ``normalized = (x - mean(random)) / headroom`` and
   ``recovered = (x - mean(frozen)) / (mean(oracle) - mean(frozen))``, per seed (x = that seed's held-out success)
   and for the mean over seeds (which equals the mean of the per-seed values); null where the rows it needs are
-  missing or its denominator is <= 0.
+  missing or its denominator is <= 0, and ``recovered`` null too where the 95% CI of oracle - frozen reaches 0
+  (``gap_to_recover``: a gap of a few thousandths would make a recovered share of -43).
 * **Confirmatory family.** Each method against ``frozen`` on held-out success (measurement rows excluded):
   Welch's t, Holm-Bonferroni within that family only. Every other pair of methods is exploratory, with its own
   Holm correction over the exploratory pairs.
@@ -427,11 +428,26 @@ def summarize(runs: list[dict]) -> dict:
     return out
 
 
+def gap_to_recover(ceiling, frozen) -> tuple[float, tuple | None]:
+    """The gap a ``recovered`` share is read against, mean(ceiling) - mean(frozen) over seeds, and its 95%
+    bootstrap CI (None where the gap is not positive). The share is read only where that CI lies above 0: in
+    ``results.json``, in claims 2a and 2b, and in ``scope-envs score`` alike (``recoverable``)."""
+    ceiling, frozen = np.asarray(ceiling, float), np.asarray(frozen, float)
+    gap = float(ceiling.mean() - frozen.mean()) if len(ceiling) and len(frozen) else float("nan")
+    return gap, (bootstrap_diff_ci(ceiling, frozen) if gap > 0 else None)
+
+
+def recoverable(gap_ci: tuple | None) -> bool:
+    """Whether ``gap_to_recover``'s CI lies above 0 (nan, from one seed, does not)."""
+    return gap_ci is not None and bool(gap_ci[0] > 0)
+
+
 def normalize(results: dict) -> dict:
     """Sets, in place, ``normalized`` (needs random and oracle, oracle - random > 0) and ``recovered`` (needs
-    frozen and oracle, oracle - frozen > 0) on every method of every game, per seed and as the mean; None
-    (JSON null) where the rows it needs are missing or its denominator is <= 0, so that no sign-flipped or
-    infinite score is ever written and every entry has the same keys."""
+    frozen and oracle, the 95% CI of oracle - frozen above 0: ``gap_to_recover``) on every method of every game,
+    per seed and as the mean; None (JSON null) where the rows it needs are missing or its denominator is not
+    read, so that no sign-flipped, infinite or noise-sized score is ever written and every entry has the same
+    keys."""
     for table in results.values():
         means = {m: float(per_seed(e).mean()) for m, e in table.items() if len(per_seed(e))}
         scales = {"normalized": (FLOOR, CEILING), "recovered": (BASELINE, CEILING)}
@@ -439,6 +455,8 @@ def normalize(results: dict) -> dict:
             origin = means.get(low)
             scale = means[high] - origin if low in means and high in means else float("nan")
             ok = scale > 0
+            if key == "recovered" and ok:
+                ok = recoverable(gap_to_recover(per_seed(table[high]), per_seed(table[low]))[1])
             for method, entry in table.items():
                 for s in entry["per_seed"].values():
                     s[key] = (s[SUCCESS] - origin) / scale if ok and SUCCESS in s else None
@@ -564,8 +582,8 @@ def game_claims(game: str, table: dict, st: dict | None = None) -> list[dict]:
             add("1", high and near, ev)
 
     # 2a / 2b: recovering most of the gap oracle − frozen (it and its CI computed once for both)
-    gap = mean[CEILING] - mean[BASELINE] if b["present"] and BASELINE in mean else float("nan")
-    gap_ci = bootstrap_diff_ci(held[CEILING], held[BASELINE]) if gap > 0 else None
+    gap, gap_ci = gap_to_recover(held[CEILING], held[BASELINE]) if b["present"] and BASELINE in mean \
+        else (float("nan"), None)
     for key, method in (("2a", "vs"), ("2b", "cotrain")):
         if not {BASELINE, method} <= set(table):
             add(key, None, f"not judged ({BASELINE} and {method} are not both in this run)")
@@ -584,7 +602,7 @@ def game_claims(game: str, table: dict, st: dict | None = None) -> list[dict]:
             add(key, None, f"not judged (frozen is at or above the ceiling: no gap to recover); {ev}")
         elif _undefined(ci):
             add(key, None, f"not judged (fewer than 2 seeds: no CI); {ev}")
-        elif gap_ci[0] <= 0:
+        elif not recoverable(gap_ci):
             add(key, None, f"not judged (the ceiling is above frozen within noise: the 95% CI of oracle − frozen "
                            f"{_ci(gap_ci)} reaches 0, no gap to recover); {ev}")
         else:
