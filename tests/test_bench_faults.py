@@ -294,6 +294,19 @@ def test_a_run_removes_the_outputs_an_earlier_run_wrote_and_it_does_not(tmp_path
     assert (out / "notes.txt").read_text() == "mine"
 
 
+def test_a_packed_folder_resumed_writes_its_curves_back(tmp_path):
+    """Packing drops curves.json (the records' second copy); --resume, running nothing, writes the same runs back."""
+    from scope_envs.bench import records
+
+    out = tmp_path / "out"
+    main([*TINY, "--seeds", "2", "--out", str(out)])
+    runs = json.loads((out / "curves.json").read_text())["runs"]
+    records.pack(out)
+    assert not (out / "curves.json").exists()
+    main([*TINY, "--seeds", "2", "--resume", "--out", str(out)])
+    assert json.loads((out / "curves.json").read_text())["runs"] == runs
+
+
 def test_resume_says_what_it_keeps_and_what_it_replaces(tmp_path, capsys):
     """--resume said nothing of what it kept: with other settings (a --steps forgotten) it ran every run again and
     replaced every file, without a word."""

@@ -28,6 +28,23 @@ def test_packing_keeps_every_record_and_reads_the_same(tmp_path):
     assert reference.read_records(out) == [r for _, r in before]
 
 
+def test_packing_drops_curves_json_the_records_second_copy(tmp_path):
+    out = _folder(tmp_path)
+    write_json(out / records.CURVES, {"settings": {}, "wall_s": 1.0, "runs": [r for _, r in records.read(out)]})
+    (out / "report.md").write_text("kept")
+    records.pack(out)
+    assert not (out / records.CURVES).exists() and (out / "report.md").read_text() == "kept"
+
+
+def test_the_committed_references_keep_one_copy_of_their_records():
+    """Each packed reference under benchmarks/results holds its runs once (runs.jsonl.gz), not again uncompressed in
+    curves.json (33 MB of the 41 MB there were such copies, and their fingerprints went stale on a restamp)."""
+    results = reference.REPO / "benchmarks" / "results"
+    packed = [f.parent for f in results.glob("**/" + records.PACKED)]
+    assert {"default", "full", "reference-sb3"} <= {f.name for f in packed}
+    assert [f for f in packed if (f / records.CURVES).exists()] == []
+
+
 def test_packing_the_same_records_twice_gives_the_same_bytes(tmp_path):
     a, b = _folder(tmp_path / "a"), _folder(tmp_path / "b")
     records.pack(a), records.pack(b)

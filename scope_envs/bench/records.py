@@ -6,7 +6,9 @@ stopped (``--resume``). A reference that is kept (``benchmarks/results/default``
 object per line, sorted by name, gzip with no timestamp, so that packing the same records twice gives the same
 bytes and a repository stores a few megabytes instead of hundreds of files. Everything that reads records
 (``--against``, ``score``, the restamp script) reads both through ``read``; ``pack`` turns the first into the
-second, and a resumed run (``--resume``) on a packed folder first ``unpack``s it, so that it adds to its records:
+second, and a resumed run (``--resume``) on a packed folder first ``unpack``s it, so that it adds to its records.
+Packing also removes the folder's ``curves.json``: the same records again, uncompressed (four references' copies
+were 33 MB); a resumed run writes it back from the records:
 
     python -m scope_envs.bench.records benchmarks/results/default     # runs/ -> runs.jsonl.gz
 """
@@ -24,6 +26,7 @@ from pathlib import Path
 from scope_envs.files import write_atomic, write_json
 
 PACKED = "runs.jsonl.gz"
+CURVES = "curves.json"  # the run's records with its settings, as a run writes them: what packing replaces
 
 
 class RecordError(ValueError):
@@ -88,8 +91,9 @@ def write_packed(folder: Path, records: list[tuple[str, dict]]) -> None:
 
 
 def pack(folder: Path) -> int:
-    """Pack ``folder/runs`` into ``folder/runs.jsonl.gz`` and remove ``runs/``; the number of records. The
-    packed file is written (atomically) and read back before anything is removed."""
+    """Pack ``folder/runs`` into ``folder/runs.jsonl.gz`` and remove ``runs/`` and ``curves.json`` (the same
+    records); the number of records. The packed file is written (atomically) and read back before anything is
+    removed."""
     records = list(read(folder)) if (folder / "runs").is_dir() else None
     if records is None:
         raise RecordError(f"{folder} has no runs/ folder to pack")
@@ -104,6 +108,7 @@ def pack(folder: Path) -> int:
         (folder / PACKED).unlink(missing_ok=True)
         raise
     shutil.rmtree(folder / ".runs.packed")
+    (folder / CURVES).unlink(missing_ok=True)
     return len(records)
 
 
