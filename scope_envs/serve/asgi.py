@@ -18,7 +18,6 @@ import json
 import math
 import os
 
-from scope_envs.serve.app import DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_SESSIONS, create_app
 from scope_envs.serve.llm import UserLLMError
 
 SURFACES = ("act", "text")
@@ -60,11 +59,16 @@ def from_environment(environ=os.environ):
         raise ConfigError(f"SCOPE_ENV_KWARGS is not JSON: {e}") from None
     if not isinstance(kwargs, dict):
         raise ConfigError("SCOPE_ENV_KWARGS must be a JSON object of make() keyword arguments")
-    max_sessions = _number(environ, "SCOPE_MAX_SESSIONS", int, DEFAULT_MAX_SESSIONS, 1, 4096)
-    idle_timeout = _number(environ, "SCOPE_IDLE_TIMEOUT", float, DEFAULT_IDLE_TIMEOUT, 1e-3, 7 * 86400.0)
+    max_sessions = _number(environ, "SCOPE_MAX_SESSIONS", int, None, 1, 4096)
+    idle_timeout = _number(environ, "SCOPE_IDLE_TIMEOUT", float, None, 1e-3, 7 * 86400.0)
     llm = {}
     if environ.get("SCOPE_USER_LLM"):
         llm = {"user_llm": environ["SCOPE_USER_LLM"], "user_adapter_dir": environ.get("SCOPE_USER_ADAPTER_DIR") or None}
+    # OpenEnv's server loads Gradio (about 4 s): a variable that cannot serve is said before it loads
+    from scope_envs.serve.app import DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_SESSIONS, create_app
+
+    max_sessions = DEFAULT_MAX_SESSIONS if max_sessions is None else max_sessions
+    idle_timeout = DEFAULT_IDLE_TIMEOUT if idle_timeout is None else idle_timeout
     try:
         return create_app(env_id, surface, kwargs, max_sessions=max_sessions, idle_timeout=idle_timeout, **llm)
     except UserLLMError as e:
