@@ -93,6 +93,13 @@ def test_known_answers_are_judged_from_the_cells():
     ka = {k["key"]: k["held"] for k in cal.analyse(_runs(flat))["p4g"]["known_answers"]}
     assert ka["K2"] is False and ka["K3"] is None and ka["K4"] is None  # no gap: nothing to recover
 
+    # one seed: no CI of any gap, so no expectation that rests on one is failed; K1 (a point share) still judged
+    one = {k["key"]: k for k in cal.analyse(_runs(good, seeds=1))["p4g"]["known_answers"]}
+    assert one["K1"]["held"] is True
+    for key in ("K2", "K3", "K4", "K5"):
+        assert one[key]["held"] is None and "fewer than 2 seeds" in one[key]["evidence"], one[key]
+        assert "--seeds 2" in one[key]["evidence"]
+
 
 def test_calibration_rejects_the_benchmarks_own_rows(capsys):
     with pytest.raises(SystemExit) as e:
