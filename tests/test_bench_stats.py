@@ -192,6 +192,20 @@ def test_a_game_whose_oracle_does_not_clear_random_is_flagged():
     assert stats.band(table(random=[0.05, 0.15, 0.2], oracle=[0.1, 0.2, 0.3]))["headroom"] > 0  # yet flagged
 
 
+def test_one_seed_leaves_the_band_unjudged_not_failed():
+    """One seed of the floor and ceiling has no CI: claim 0 is not judged (and says how to judge it), the game still
+    judges no method, and the report says why in those words."""
+    from scope_envs.bench.report import game_section
+
+    t = stats.normalize({"g": table(random=[0.1], oracle=[0.9], frozen=[0.5], untrained=[0.2], vs=[0.6],
+                                    cotrain=[0.4])})["g"]
+    c = by_label(stats.claims({"g": t}))
+    assert c["0"]["held"] is None and "--seeds 2" in c["0"]["evidence"]
+    assert all(c[k]["held"] is None and "cannot judge methods" in c[k]["evidence"] for k in ("1", "2a", "2b"))
+    text = "\n".join(game_section("g", t, {"g": t}, [], stats.game_stats(t), stats.game_claims("g", t)))
+    assert "one seed cannot show its ceiling clearing its floor" in text
+
+
 def test_negative_gap_is_never_a_recovery():
     band = table(random=[0.0, 0.02, 0.04], oracle=[0.95, 0.97, 0.99])
     worse = [x - 0.2 for x in FROZEN]

@@ -201,7 +201,9 @@ def game_section(game: str, table: dict, results: dict, runs: list[dict], st: di
                   f"{b['headroom']:+.3f}, {LEVEL:.0%} CI {_signed_ci(b['ci'])}. The ceiling clears the floor: this "
                   "game can judge methods.", ""]
     else:
-        lines += [f"**This game cannot judge methods**: its ceiling does not clear its floor (random "
+        why = ("one seed cannot show its ceiling clearing its floor (run --seeds 2 or more)"
+               if not np.isfinite(b["ci"][0]) else "its ceiling does not clear its floor")
+        lines += [f"**This game cannot judge methods**: {why} (random "
                   f"{b['floor']:.3f}, oracle {b['ceiling']:.3f}, headroom {b['headroom']:+.3f}, {LEVEL:.0%} CI "
                   f"{_signed_ci(b['ci'])}). The tables below are descriptive; no claim is judged on this game.", ""]
     panel = any(PANEL in s for e in table.values() for s in e["per_seed"].values())

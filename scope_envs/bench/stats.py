@@ -549,8 +549,11 @@ def game_claims(game: str, table: dict, st: dict | None = None) -> list[dict]:
         ev = (f"floor (random) {_f(b['floor'])}, ceiling (oracle) {_f(b['ceiling'])}; headroom oracle − random "
               f"{b['headroom']:+.3f}, 95% CI {_ci(b['ci'])}" + (" (fewer than 2 seeds: no CI)" if _undefined(b["ci"])
                                                                   else ""))
-        add("0", b["clears"], ev + ("" if b["clears"] else "; the ceiling does not clear the floor, so this game "
-                                    "cannot judge methods"))
+        if _undefined(b["ci"]):  # one seed cannot show the band either way: not a failed claim
+            add("0", None, f"not judged; {ev}; this game cannot judge methods (run --seeds 2 or more)")
+        else:
+            add("0", b["clears"], ev + ("" if b["clears"] else "; the ceiling does not clear the floor, so this game "
+                                        "cannot judge methods"))
         gate = None if b["clears"] else f"not judged (this game cannot judge methods: {ev})"
     headroom = b.get("headroom", float("nan"))
 
