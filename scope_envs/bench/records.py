@@ -7,8 +7,8 @@ object per line, sorted by name, gzip with no timestamp, so that packing the sam
 bytes and a repository stores a few megabytes instead of hundreds of files. Everything that reads records
 (``--against``, ``score``, the restamp script) reads both through ``read``; ``pack`` turns the first into the
 second, and a resumed run (``--resume``) on a packed folder first ``unpack``s it, so that it adds to its records.
-Packing also removes the folder's ``curves.json``: the same records again, uncompressed (four references' copies
-were 33 MB); a resumed run writes it back from the records:
+Packing also removes the folder's ``curves.json``, the same records again uncompressed (a reference's is about
+9 MB); a resumed run writes it back from the records:
 
     python -m scope_envs.bench.records benchmarks/results/default     # runs/ -> runs.jsonl.gz
 """
