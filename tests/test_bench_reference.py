@@ -295,6 +295,22 @@ def test_a_committed_reference_is_never_the_folder_the_hint_writes_into():
     assert "scope-envs bench --out my-reference" in hint and str(default) not in hint
 
 
+def test_reference_full_is_the_committed_full_preset_and_its_hint_keeps_the_name(plugin, tmp_path, capsys,  # noqa: F811
+                                                                                   monkeypatch):
+    """``--against reference-full`` reads benchmarks/results/full; a run at the default preset is refused, naming
+    the settings, with a hint that runs --full against the same name."""
+    from scope_envs.bench import runner
+
+    assert reference.folders("reference-full") == [reference.REPO / "benchmarks" / "results" / "full"]
+    monkeypatch.setattr(runner, "execute", lambda *a, **k: pytest.fail("a run started"))
+    with pytest.raises(SystemExit) as e:
+        main(["bench", "--games", "p4g", "--seeds", "1", "--method", plugin, "--against", "reference-full",
+              "--out", str(tmp_path / "x")])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and "steps 100000" in err and "--against reference-full" in err, err
+    assert "scope-envs bench --full --games p4g --method" in err, err
+
+
 def test_a_smoke_runs_hint_makes_a_reference_with_its_own_capped_evaluation():
     """A smoke run's evaluation is capped by its --steps alone; a hint that added --eval-episodes lifted the curves'
     caps, and the reference it made was refused again for its curves."""
@@ -415,7 +431,7 @@ def test_an_installed_wheel_carries_the_named_references(tmp_path):
                     "--wheel-dir", str(wheels), str(source)], check=True)
     wheel, = wheels.glob("scope_envs-*.whl")
     with zipfile.ZipFile(wheel) as z:
-        for name in ("default", "reference-sb3"):
+        for name in ("default", "reference-sb3", "full"):
             for file in ("runs.jsonl.gz", "report.md"):
                 committed = (reference.REPO / "benchmarks" / "results" / name / file).read_bytes()
                 assert z.read(f"scope_envs/bench/references/{name}/{file}") == committed
@@ -425,7 +441,7 @@ def test_an_installed_wheel_carries_the_named_references(tmp_path):
         import json
         from scope_envs.bench import records, reference
         out = {}
-        for against in ("reference", "reference-sb3"):
+        for against in ("reference", "reference-sb3", "reference-full"):
             paths = reference.folders(against)
             now = {game: reference.fingerprint(game) for game in ("p4g", "cooperbench", "tau2")}
             stale = sorted({f"{r['task']['game']}: {k}" for p in paths for _, r in records.read(p)
@@ -442,4 +458,5 @@ def test_an_installed_wheel_carries_the_named_references(tmp_path):
     committed = sum(1 for _ in records.read(reference.REPO / "benchmarks" / "results" / "default"))
     assert out["reference"][0] == [str(shipped / "default")] and out["reference"][1] == committed
     assert out["reference-sb3"][0] == [str(shipped / "reference-sb3"), str(shipped / "default")]
-    assert out["reference"][2] == [] and out["reference-sb3"][2] == []  # the installed code's fingerprint
+    assert out["reference-full"][0] == [str(shipped / "full")]
+    assert out["reference"][2] == out["reference-sb3"][2] == out["reference-full"][2] == []  # the installed code's

@@ -317,7 +317,8 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
                          f"entry point of the group scope_envs.methods (repeat for several; at most {MAX_PLUGINS})")
     ap.add_argument("--against", default=None, metavar="REF",
                     help="train and evaluate only the --method rows; take the others from REF: 'reference' (the "
-                         "committed default run), 'reference-sb3' (its SB3 rows) or an earlier --out folder; "
+                         "committed default run), 'reference-sb3' (its SB3 rows), 'reference-full' (the committed "
+                         "--full run; with --full) or an earlier --out folder; "
                          "refused when its settings or fingerprint differ")
     ap.add_argument("--confirmatory", nargs="+", default=None, metavar="ROW",
                     help="the rows each --method row is tested against (default: frozen and the best built-in "

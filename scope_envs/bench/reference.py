@@ -16,7 +16,8 @@ of what determines its episodes and its evaluation (``fingerprint(game)``):
 
 ``scope-envs bench --method FILE.py:NAME --against REF`` trains and evaluates only the new rows and takes the
 others from ``REF`` (``reference`` = the committed default run, ``benchmarks/results/default``;
-``reference-sb3`` = its SB3 rows, ``benchmarks/results/reference-sb3``; any output folder with ``runs/``).
+``reference-sb3`` = its SB3 rows, ``benchmarks/results/reference-sb3``; ``reference-full`` = the committed full
+preset, ``benchmarks/results/full``, for ``--full`` runs; any output folder with ``runs/``).
 It refuses (``ReferenceMismatch``), naming what differs and how to rebuild the reference, unless for every
 game of the run the reference's records have this very fingerprint and the same settings (budget, evaluation
 episodes per side, curve points and episodes, the learned user's reward, the advantage, the group size).
@@ -43,7 +44,8 @@ REPO = PACKAGE.parent
 # a named reference's folders: reference-sb3's SB3 rows are read with the default reference (its band, random and
 # untrained, which need no trainer)
 REFERENCES = {"reference": ("benchmarks/results/default",),
-              "reference-sb3": ("benchmarks/results/reference-sb3", "benchmarks/results/default")}
+              "reference-sb3": ("benchmarks/results/reference-sb3", "benchmarks/results/default"),
+              "reference-full": ("benchmarks/results/full",)}
 # where an installed wheel carries them (setup.py reads REFERENCES and copies their records and reports there)
 SHIPPED = PACKAGE / "bench" / "references"
 # the settings a reference's records must share with the new run (the run's task, minus who and which seed)
@@ -357,8 +359,8 @@ def select(against: str, tasks: list[dict], skip: set[str]) -> tuple[list[dict],
     records = read_records(paths)
     if any("dial" in r["task"] for r in records):  # its cells have no held-out proxies' side to compare with
         raise ReferenceMismatch(f"--against {against}: {path} holds the calibration's cells (scope-envs bench "
-                                "--calibration), not a benchmark run's rows: name 'reference', 'reference-sb3' or "
-                                "a scope-envs bench --out folder")
+                                "--calibration), not a benchmark run's rows: name 'reference', 'reference-sb3', "
+                                "'reference-full' or a scope-envs bench --out folder")
     games = sorted({t["game"] for t in tasks})
     problems = []
     chosen = []

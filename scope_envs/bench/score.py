@@ -636,7 +636,8 @@ def add_parser(subparsers) -> None:
                    help=f"act: seeds 0..N-1 (default 1; recovered needs 2 or more: it is read where the CI of the "
                         f"reference's oracle − frozen on the same seeds is above 0; at most {MAX_SEEDS})")
     p.add_argument("--against", default="reference", help="act: the reference giving the band (reference, "
-                                                          "reference-sb3 or an --out folder; 'none' for no band)")
+                                                          "reference-sb3, reference-full or an --out folder; 'none' "
+                                                          "for no band)")
     p.add_argument("--episodes", type=count(MAX_EPISODES), default=None,
                    help=f"text: episodes per side (default {TEXT_EPISODES}); act: the evaluation episodes of both "
                         f"sides (default: the protocol's); a user seat: the episodes it plays in its diagnosis and "
