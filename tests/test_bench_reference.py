@@ -416,7 +416,7 @@ def test_the_hints_flags_make_the_references_settings():
 
 def test_an_installed_wheel_carries_the_named_references(tmp_path):
     """``--against reference`` works from a wheel as from the checkout: the wheel (built from the checkout's files,
-    as benchmarks/gpu_wheels.py builds it) carries the default and SB3 references' records and reports, and the
+    as benchmarks/gpu_wheels.py builds it) carries the named references' records and reports, and the
     installed package reads them there, every record with its fingerprint equal to the installed code's (what
     ``--against`` checks, the data played aside). Before, it looked for site-packages/benchmarks/results/default
     and refused."""
@@ -459,4 +459,5 @@ def test_an_installed_wheel_carries_the_named_references(tmp_path):
     assert out["reference"][0] == [str(shipped / "default")] and out["reference"][1] == committed
     assert out["reference-sb3"][0] == [str(shipped / "reference-sb3"), str(shipped / "default")]
     assert out["reference-full"][0] == [str(shipped / "full")]
-    assert out["reference"][2] == out["reference-sb3"][2] == out["reference-full"][2] == []  # the installed code's
+    # every record with the installed code's fingerprint
+    assert out["reference"][2] == out["reference-sb3"][2] == out["reference-full"][2] == []
