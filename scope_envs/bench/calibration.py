@@ -275,14 +275,11 @@ def known_answers(mean: dict, band: float, dials: dict) -> list[dict]:
     # one seed of a cell: no CI of a gap, so no gap can open; said as that, not as a failed expectation
     one_seed = [d for d, v in dials.items() if v["ci"][0] is None or not np.isfinite(v["ci"][0])]
     no_ci = "not judged (fewer than 2 seeds: no CI of a gap; run --seeds 2 or more)"
-    parts = [f"{d} {v['gap_share']:+.2f} of the band (CI of the gap [{v['ci'][0]:+.3f}, {v['ci'][1]:+.3f}])"
+    parts = [f"{d} {v['gap_share']:+.2f} of the band"
+             + ("" if one_seed else f" (CI of the gap [{v['ci'][0]:+.3f}, {v['ci'][1]:+.3f}])")
              for d, v in dials.items() if v["gap_share"] is not None]
-    if parts and one_seed:
-        add("K2", None, f"{no_ci}; " + "; ".join(f"{d} {v['gap_share']:+.2f} of the band" for d, v in dials.items()
-                                                 if v["gap_share"] is not None))
-    else:
-        add("K2", bool(dials) and all(v["opened"] for v in dials.values()) if parts else None,
-            "; ".join(parts) or "no band")
+    add("K2", bool(dials) and all(v["opened"] for v in dials.values()) if parts and not one_seed else None,
+        "; ".join(([no_ci] if one_seed and parts else []) + parts) or "no band")
 
     def recovered(method, names, test):
         judged = [(d, dials[d]["recovered"].get(method)) for d in names if d in dials and dials[d]["opened"]]

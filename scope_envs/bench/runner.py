@@ -231,7 +231,7 @@ def run(games=GAMES, methods=METHODS, seeds=None, steps=None, eval_episodes=None
         stats_by_game = entrants.stats_by_game(results, confirmatory)  # the built-in rows' tests from them alone
         write_json(staged / "claims.json", claims(entrants.builtin_results(results), stats_by_game),
                    ensure_ascii=False)
-        from scope_envs.bench import split  # the gap in two parts (a confirmatory definition: its module)
+        from scope_envs.bench import records, split  # split: the gap in two parts (a confirmatory definition)
 
         splits = split.split_all(results)
         budgets = {}  # an entrant's budget (its tasks'), beside what it reported
@@ -241,7 +241,7 @@ def run(games=GAMES, methods=METHODS, seeds=None, steps=None, eval_episodes=None
                                      runs=runs, budgets=budgets)
         if plugins:
             write_json(staged / "entrants.json", entrants.to_json(stats_by_game))
-        write_json(staged / "curves.json", {"settings": settings, "wall_s": wall, "runs": runs})
+        write_json(staged / records.CURVES, {"settings": settings, "wall_s": wall, "runs": runs})
         per_game = {key: ", ".join(f"{g} {next(t[key] for t in tasks if t['game'] == g)}" for g in games)
                     for key in ("steps", "eval_episodes", "heldout_episodes")}  # the presets scale these per game
         per_game["seeds"] = ", ".join(f"{g} {len({t['seed'] for t in tasks if t['game'] == g})}" for g in games)
@@ -275,10 +275,11 @@ def run(games=GAMES, methods=METHODS, seeds=None, steps=None, eval_episodes=None
 def run_output(name: str) -> bool:
     """Whether a file named ``name`` is one of the outputs a run writes beside ``runs/``: an earlier run's that
     this one does not write (another game's plots, ``entrants.json`` without ``--method``) goes."""
+    from scope_envs.bench.records import CURVES  # not at import: `python -m scope_envs.bench.records` runs it
     from scope_envs.games import game_names
 
     plots = {f"{g}_{kind}.png" for g in game_names() for kind in ("learning_curves", "entropy", "collapse")}
-    return name in plots | {"results.json", "claims.json", "entrants.json", "curves.json", "split.json", "report.md",
+    return name in plots | {"results.json", "claims.json", "entrants.json", CURVES, "split.json", "report.md",
                             "performance_profiles.png", "sensitivity.json", "sensitivity.md"}
 
 
