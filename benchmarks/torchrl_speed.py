@@ -121,10 +121,9 @@ def main(argv=None):
                     help="MAPPO iterations of --frames frames with --benchmarl (at most 100; default 4)")
     ap.add_argument("--out", type=output_file, default=OUT, help=f"the JSON written (default {OUT})")
     args = ap.parse_args(argv)
-    if args.benchmarl:
-        if ScopeEnvsClass is None:
-            ap.error("argument --benchmarl: BenchMARL is not installed here (bash .ci/benchmarl.sh install, then "
-                     "run this script with .venv-benchmarl/bin/python)")
+    if args.benchmarl and ScopeEnvsClass is None:
+        ap.error("argument --benchmarl: BenchMARL is not installed here (bash .ci/benchmarl.sh install, then run "
+                 "this script with .venv-benchmarl/bin/python)")
     torch.set_num_threads(1)
     results = {}
     for env_id in tqdm(args.ids, desc="ids"):
