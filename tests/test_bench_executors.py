@@ -126,6 +126,27 @@ def test_a_worker_that_dies_is_replaced_and_its_run_retried(tmp_path, monkeypatc
     assert "p4g-frozen-0.1" in calls(calls_dir)
 
 
+def test_the_workers_are_forked_before_the_bench_starts_a_thread(tmp_path, monkeypatch):
+    """A fork copies a lock another thread holds as held: the progress bar's thread (tqdm's monitor) must not be
+    alive when the local executor forks its workers."""
+    import threading
+
+    calls_dir = tmp_path / "calls"
+    calls_dir.mkdir()
+    monkeypatch.setattr(methods, "run_one", fake_run_one(calls_dir))
+    before = set(threading.enumerate())
+    at_fork = []
+    fork = os.fork
+
+    def watched_fork():
+        at_fork.append(set(threading.enumerate()) - before)
+        return fork()
+
+    monkeypatch.setattr(os, "fork", watched_fork)
+    execute(grid(seeds=(0, 1)), tmp_path / "out", jobs=2, progress=True)
+    assert len(at_fork) == 2 and at_fork == [set(), set()], at_fork
+
+
 def test_a_write_cut_short_leaves_no_run_file(tmp_path, monkeypatch):
     path = tmp_path / "runs" / "p4g-random-0.json"
     path.parent.mkdir()
