@@ -175,12 +175,16 @@ class LocalExecutor:
         if self.slots > 1:
             import multiprocessing as mp
             from concurrent.futures import ProcessPoolExecutor
+            from concurrent.futures.process import BrokenProcessPool
 
             self._pool = ProcessPoolExecutor(self.slots, mp_context=mp.get_context("fork"),
                                              initializer=end_with_parent, initargs=(os.getpid(),))
             # the workers are forked now, before the progress bar starts tqdm's monitor thread: a fork copies a
             # lock another thread holds as held (Python 3.12 warns of it); the pool forks them on its first task
-            self._pool.submit(int).result()
+            try:
+                self._pool.submit(int).result()
+            except BrokenProcessPool:  # a worker died at once: the next submit counts a failed try, as on any break
+                pass
 
     def submit(self, task: dict):
         if self._pool is None:  # in this process: it runs at the next wait
