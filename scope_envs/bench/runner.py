@@ -52,7 +52,13 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
                          "10 curve points, 8 seeds per game (the default preset gives each game its seeds-rule count)")
     ap.add_argument("--games", nargs="+", type=game_name, default=list(GAMES),
                     help=f"the games (default: {' '.join(GAMES)})")
-    ap.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS + EXTRA_METHODS)
+    ap.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS + EXTRA_METHODS, metavar="ROW",
+                    help=f"the built-in rows to run, of {', '.join(METHODS + EXTRA_METHODS)} (default: all but "
+                         "population_members; a game plays only the rows it has: grounded and the realism rows are "
+                         "p4g's). random and oracle are the band's floor and "
+                         "ceiling, uncollapsed frozen's recipe against the defect-free training-side users; "
+                         "population_members trains K co-trained users, one per episode, with a diversity term. "
+                         "Each row: docs/benchmark.md")
     seeds = ", ".join(f"{g} {max(PRESETS['default']['seeds'], SEEDS_MIN.get(g, 0))}" for g in GAMES)
     steps = ", ".join(f"{g} {preset_steps(g):_}" for g in GAMES)
     ceilings = ", ".join(f"{g} {ceiling_steps(g, preset_steps(g)):_}" for g in GAMES)
