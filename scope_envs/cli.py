@@ -195,7 +195,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = ap.add_subparsers(dest="command", required=True)
     sub.add_parser("list", help="every environment id with its regime and live agents").set_defaults(func=cmd_list)
     v = sub.add_parser("validate", help="real versus simulated statistics of a game (JSON)")
-    v.add_argument("game", choices=[g for g in game_names() if game_spec(g).validate])
+    v.add_argument("game", choices=[g for g in game_names() if game_spec(g).validate],
+                   help="the game whose simulated statistics are set beside the real ones")
     v.add_argument("--data", type=existing_dir, default=None,
                    help="p4g: the folder of the P4G csv files (e.g. ../shared/data/p4g; default: the real numbers "
                         "shipped with the fit); tau2: a tau^2-bench data/tau2/domains folder (e.g. "
@@ -242,7 +243,9 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--mode", choices=["agent", "cotrain", "population", "members"], default="agent",
                    help="population: the user's LoRA snapshots in a pool (SCOPE); members: K users (K adapters with --lora, "
                         "else K full models)")
-    t.add_argument("--algo", choices=["ppo", "grpo"], default="ppo")
+    t.add_argument("--algo", choices=["ppo", "grpo"], default="ppo",
+                   help="ppo (default): GAE on a value head, a KL penalty to the reference; grpo (SCOPE's): each "
+                        "episode's return minus its group's mean, no value head")
     t.add_argument("--model", type=model_source, default="tiny", help="a local model directory, or 'tiny' (random tiny Llama; no download)")
     t.add_argument("--user-model", type=model_source, default=None,
                    help="agent mode: a frozen LLM user; cotrain: the user's model (not with --shared or --lora); members "
@@ -255,7 +258,7 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--snapshot-every", type=count(100_000), default=None, help="population: updates per snapshot (4; at most 100_000)")
     t.add_argument("--pool-sample", choices=["uniform", "latest"], default=None, help="population: the draw per batch")
     t.add_argument("--user-reward", choices=TRAINED_USER_REWARDS, default=None, help="the trained user's reward (the act level's definitions; realism: p4g only)")
-    t.add_argument("--lora", action="store_true")
+    t.add_argument("--lora", action="store_true", help="train LoRA adapters (peft) rather than every weight")
     t.add_argument("--lora-r", type=count(1024), default=8, help="LoRA rank (8; at most 1024)")
     t.add_argument("--engine", choices=["hf", "vllm"], default="hf",
                    help="hf: transformers (CPU or GPU); vllm: vLLM (GPU; needs scope-envs[vllm], checked first)")

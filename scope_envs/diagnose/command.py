@@ -48,7 +48,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
     d = subparsers.add_parser("diagnose", help="how collapsed is a simulator? sharpening, mode coverage, persona "
                                                "sensitivity, cooperation bias (JSON + Markdown + PNG)")
-    d.add_argument("--game", choices=GAMES, required=True)
+    d.add_argument("--game", choices=GAMES, required=True, help="the game the simulator plays the user of")
     d.add_argument("--simulator", default=None,
                    help="a built-in name (--list), path/file.py:ClassName, openai:BASE_URL#MODEL or hf:DIR")
     d.add_argument("--list", action="store_true",
@@ -78,7 +78,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    help=f"seconds to wait for an endpoint (default 5; more than 0, at most {SECONDS_MAX})")
     d.add_argument("--timeout", type=seconds, default=60.0,
                    help=f"seconds per LLM request (default 60; more than 0, at most {SECONDS_MAX})")
-    d.add_argument("--no-progress", action="store_true")
+    d.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     d.set_defaults(func=run, parser=d)
     return d
 

@@ -92,7 +92,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("id", type=served_id, help="a registered id (`scope-envs list`)")
     p.add_argument("--host", type=host, default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
     p.add_argument("--port", type=count(MAX_PORT, low=0), default=8000, help="0 to 65535 (0: any free port)")
-    p.add_argument("--surface", choices=("act", "text"), default="act")
+    p.add_argument("--surface", choices=("act", "text"), default="act",
+                   help="act (default): dialogue acts with a legal mask; text: strings in and out")
     p.add_argument("--kwarg", type=kwarg, action="append", default=[], metavar="KEY=VALUE",
                    help="a keyword argument of make (repeatable; the value is read as JSON when it parses)")
     p.add_argument("--max-sessions", type=count(4096), default=64,
