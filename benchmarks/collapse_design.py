@@ -55,7 +55,7 @@ def choose(analysis: dict) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--games", nargs="+", type=game_name, default=list(GAMES))
+    ap.add_argument("--games", nargs="+", type=game_name, default=list(GAMES), help="the games (default: all of them)")
     ap.add_argument("--seeds", type=count(64), default=calibration.DEFAULT_SEEDS,
                     help=f"seeds per cell (default {calibration.DEFAULT_SEEDS}; at most 64)")
     ap.add_argument("--steps", type=count(100_000_000), default=None,

@@ -86,7 +86,7 @@ def results_name(path: Path) -> str:
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--games", nargs="+", default=list(GAMES), choices=GAMES)
+    ap.add_argument("--games", nargs="+", default=list(GAMES), choices=GAMES, help="the games (default: all of them)")
     ap.add_argument("--episodes", type=count(1_000_000, low=2), default=4000,
                     help="held-out episodes per band row (2 to 1_000_000; so few that every episode of each row "
                          "scores alike give a spread of 0, which the rule cannot use: an error, play more)")

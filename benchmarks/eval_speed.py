@@ -79,7 +79,7 @@ def main() -> None:
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rounds", type=count(MAX_ROUNDS), default=5, help=f"paired rounds (at most {MAX_ROUNDS})")
-    ap.add_argument("--games", nargs="+", default=list(GAMES), choices=GAMES)
+    ap.add_argument("--games", nargs="+", default=list(GAMES), choices=GAMES, help="the games (default: all of them)")
     ap.add_argument("--baseline", metavar="DIR", type=existing_dir, help="paired rounds against the code in DIR (on PYTHONPATH)")
     args = ap.parse_args()
     codes = ("baseline", "current") if args.baseline else ("current",)

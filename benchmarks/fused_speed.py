@@ -130,7 +130,8 @@ def check_every_float32(chunk: int = 1 << 24) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seeds", type=count(MAX_SEEDS), default=8, help=f"a row's seeds (at most {MAX_SEEDS})")
-    ap.add_argument("--games", nargs="+", choices=list(GAMES), default=list(GAMES))
+    ap.add_argument("--games", nargs="+", choices=list(GAMES), default=list(GAMES),
+                    help="the games (default: all of them)")
     ap.add_argument("--steps", type=count(100_000_000), default=None,
                     help="decisions per seed (default: the default preset's budget of each game; at most 100_000_000)")
     ap.add_argument("--rounds", type=count(1000), default=2, help="at most 1000")

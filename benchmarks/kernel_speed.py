@@ -93,7 +93,7 @@ def main() -> None:
     ap.add_argument("--steps", type=count(10_000_000), default=20_000, help="decisions per run (at most 10_000_000)")
     ap.add_argument("--eval-episodes", type=count(100_000), default=500, help="episodes per side (at most 100_000)")
     ap.add_argument("--rounds", type=count(100), default=2, help="rounds, the levels alternating (at most 100)")
-    ap.add_argument("--out", type=output_file, default=OUT)
+    ap.add_argument("--out", type=output_file, default=OUT, help=f"the JSON (default {OUT})")
     args = ap.parse_args()
     rows = []
     for game, method in args.runs:

@@ -21,7 +21,7 @@ from scope_envs.files import write_atomic
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("game", choices=["p4g", "cooperbench", "tau2"])
+    ap.add_argument("game", choices=["p4g", "cooperbench", "tau2"], help="the game whose ceiling trains")
     ap.add_argument("steps", type=count(100_000_000), help="agent decisions to train for (at most 100_000_000)")
     ap.add_argument("--out", type=output_path, default=Path(__file__).parent / "results" / "oracle_budget",
                     help="the folder of oracle_GAME.json (default: the committed benchmarks/results/oracle_budget; "

@@ -151,8 +151,10 @@ def markdown(answers: list[dict], settings: dict, chosen: dict) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--games", nargs="+", type=game_name, default=list(GAMES))
-    ap.add_argument("--rows", nargs="+", choices=budgets.ROWS, default=list(budgets.ROWS))
+    ap.add_argument("--games", nargs="+", type=game_name, default=list(GAMES), help="the games (default: all of them)")
+    ap.add_argument("--rows", nargs="+", choices=budgets.ROWS, default=list(budgets.ROWS),
+                    help="the rows whose plateau is found: uncollapsed sets the methods' budget, oracle the "
+                         "ceiling's (default: both)")
     ap.add_argument("--seeds", type=count(64), default=budgets.PLATEAU_SEEDS,
                     help=f"seeds per rung (default: the rule's {budgets.PLATEAU_SEEDS}; at most 64)")
     ap.add_argument("--eval-episodes", type=count(100_000), default=EVAL_EPISODES,

@@ -87,7 +87,8 @@ def markdown(result: dict) -> str:
 def main(argv=None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--game", default="p4g", choices=[g for g in game_names() if game_spec(g).realism])
+    ap.add_argument("--game", default="p4g", choices=[g for g in game_names() if game_spec(g).realism],
+                    help="a game with real dialogues to ground its users in (default p4g)")
     ap.add_argument("--seeds", type=count(64), default=8, help="seeds of R2 (default 8, at most 64)")
     ap.add_argument("--steps", type=count(10_000_000), default=None,
                     help="decisions of each training run (default: the game's budget, GameSpec.budget; "

@@ -95,7 +95,7 @@ def main(argv=None) -> None:
     ap.add_argument("--rounds", type=count(20), default=2, help="rounds, the trees alternating (at most 20)")
     ap.add_argument("--baseline-rev", type=revision, default="HEAD",
                     help="the git revision to compare with (default HEAD)")
-    ap.add_argument("--out", type=output_file, default=OUT)
+    ap.add_argument("--out", type=output_file, default=OUT, help=f"the JSON (default {OUT})")
     args = ap.parse_args(argv)
     rows = []
     with tempfile.TemporaryDirectory() as base:

@@ -514,7 +514,7 @@ def cpu_model() -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--games", nargs="+", choices=GAMES, default=list(GAMES))
+    ap.add_argument("--games", nargs="+", choices=GAMES, default=list(GAMES), help="the games (default: all of them)")
     ap.add_argument("--seeds", nargs="+", type=count(64), default=[1, 8, 16, 26],
                     help="row sizes S to time (each at most 64)")
     ap.add_argument("--rounds", type=count(100), default=7, help="timing rounds, variants alternating (at most 100)")

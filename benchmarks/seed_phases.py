@@ -48,7 +48,7 @@ def phase_seconds(profile: cProfile.Profile) -> dict[str, float]:
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--game", type=game_name, default="p4g")
+    ap.add_argument("--game", type=game_name, default="p4g", help="the game (default p4g)")
     ap.add_argument("--seed", type=count(1000, low=0), default=0, help="the run seed (default 0, 0 to 1000)")
     args = ap.parse_args(argv)
 

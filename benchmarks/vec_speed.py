@@ -156,7 +156,7 @@ def main(argv=None) -> None:
     from scope_envs.arguments import count  # (this tree's; not imported in a baseline revision's process)
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--games", nargs="+", default=list(GAMES), choices=GAMES)
+    ap.add_argument("--games", nargs="+", default=list(GAMES), choices=GAMES, help="the games (default: all of them)")
     ap.add_argument("--num-envs", type=count(16_384), default=256,
                     help="slots of the batched env (default 256, at most 16_384)")
     ap.add_argument("--vec-steps", type=count(100_000), default=200,
