@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from bench_fixtures import load_script
+from cli_fixtures import bare_arguments
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -158,45 +159,9 @@ def test_help_states_the_bounds_argparse_enforces(script, argv, wanted, tmp_path
     assert done.returncode == 0 and all(w in text for w in wanted), [w for w in wanted if w not in text]
 
 
-EVERY_PARSER = """
-import argparse, json, runpy, sys
-from pathlib import Path
-
-class Parsed(Exception):
-    pass
-
-def stop(self, args=None, namespace=None):  # the script's parser, caught before anything runs
-    raise Parsed(self)
-
-argparse.ArgumentParser.parse_args = argparse.ArgumentParser.parse_known_args = stop
-folder = Path(sys.argv[1])
-sys.path.insert(0, str(folder))
-bare = {}
-for path in sorted(folder.glob("*.py")):
-    sys.argv = [str(path)]
-    try:
-        runpy.run_path(str(path), run_name="__main__")
-        bare[path.name] = "parsed no arguments"
-        continue
-    except Parsed as e:
-        parsers = [([], e.args[0])]
-    while parsers:
-        words, parser = parsers.pop()
-        for action in parser._actions:
-            if isinstance(action, argparse._SubParsersAction):
-                parsers += [([*words, name], sub) for name, sub in action.choices.items()]
-            elif not isinstance(action, argparse._HelpAction) and not (action.help or "").strip():
-                bare.setdefault(path.name, []).append(" ".join([*words, *(action.option_strings or [action.dest])]))
-print(json.dumps(bare))
-"""
-
-
 def test_every_argument_of_every_script_says_what_it_is(tmp_path):
     """A script's --help is its reference: no option or positional of any ``benchmarks/`` script is a bare name."""
-    done = subprocess.run([sys.executable, "-c", EVERY_PARSER, str(ROOT / "benchmarks")], capture_output=True,
-                          text=True, timeout=300, cwd=tmp_path)
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert json.loads(done.stdout.strip().splitlines()[-1]) == {}
+    assert bare_arguments([str(p) for p in sorted((ROOT / "benchmarks").glob("*.py"))], tmp_path) == {}
 
 
 def band(tmp_path, floor: float, ceiling: float) -> str:

@@ -189,22 +189,13 @@ def test_help_states_the_maximum_of_every_count(argv, capsys):
             assert shown in text or str(action.type.maximum) in text or "2**32-1" in text, (argv, action.dest)
 
 
-def test_every_argument_of_every_command_says_what_it_is():
-    """--help is the reference a user reads: no option or positional of any subcommand is a bare name."""
-    import argparse
+def test_every_argument_of_every_command_says_what_it_is(tmp_path):
+    """--help is the reference a user reads: no option or positional of ``scope-envs`` (any subcommand) or of the
+    package's ``python -m`` commands is a bare name."""
+    from cli_fixtures import bare_arguments
 
-    bare = []
-
-    def walk(parser, path):
-        for action in parser._actions:
-            if isinstance(action, argparse._SubParsersAction):
-                for name, sub in action.choices.items():
-                    walk(sub, [*path, name])
-            elif not isinstance(action, argparse._HelpAction) and not (action.help or "").strip():
-                bare.append(" ".join([*path, *(action.option_strings or [action.dest])]))
-
-    walk(parser_of([]), ["scope-envs"])
-    assert not bare, bare
+    assert bare_arguments(["scope_envs.cli", "scope_envs.validate.p4g", "scope_envs.games.p4g.grounded",
+                           "scope_envs.diagnose.table", "scope_envs.bench.records"], tmp_path) == {}
 
 
 def parser_of(argv):

@@ -55,8 +55,9 @@ def main(argv=None) -> None:
     from scope_envs.files import check_output_dir, write_atomic, write_json
 
     ap = argparse.ArgumentParser(prog="python -m scope_envs.diagnose.table", description=__doc__)
-    ap.add_argument("--out", type=output_dir, default="runs/diagnose-table")
-    ap.add_argument("--games", nargs="+", choices=GAMES, default=list(GAMES))
+    ap.add_argument("--out", type=output_dir, default="runs/diagnose-table",
+                    help="table.md and table.json go here (default: ./runs/diagnose-table)")
+    ap.add_argument("--games", nargs="+", choices=GAMES, default=list(GAMES), help="the games (default: all of them)")
     ap.add_argument("--data", default=None, help="the P4G data folder, for p4g's real-people columns")
     ap.add_argument("--bootstrap", type=count(100_000, low=0), default=300,
                     help="bootstrap replicates of each diagnosis (default 300; 0 to 100_000)")
