@@ -55,10 +55,9 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS + EXTRA_METHODS, metavar="ROW",
                     help=f"the built-in rows to run, of {', '.join(METHODS + EXTRA_METHODS)} (default: all but "
                          "population_members; a game plays only the rows it has: grounded and the realism rows are "
-                         "p4g's). random and oracle are the band's floor and "
-                         "ceiling, uncollapsed frozen's recipe against the defect-free training-side users; "
-                         "population_members trains K co-trained users, one per episode, with a diversity term. "
-                         "Each row: docs/benchmark.md")
+                         "p4g's). random and oracle are the band's floor and ceiling, uncollapsed frozen's recipe "
+                         "against the defect-free training-side users; population_members trains K co-trained "
+                         "users, one per episode, with a diversity term. Each row: docs/benchmark.md")
     seeds = ", ".join(f"{g} {max(PRESETS['default']['seeds'], SEEDS_MIN.get(g, 0))}" for g in GAMES)
     steps = ", ".join(f"{g} {preset_steps(g):_}" for g in GAMES)
     ceilings = ", ".join(f"{g} {ceiling_steps(g, preset_steps(g)):_}" for g in GAMES)
