@@ -9,7 +9,7 @@ import numpy as np
 from scope_envs.bench.methods import DIAGNOSTICS, REALISM_METRICS
 from scope_envs.bench.stats import (ALPHA, BASELINE, BOOT_RESAMPLES, BOOT_SEED, CEILING, CLAIM_DEFINITIONS, CLAIMS,
                                     FLOOR, LEVEL, PANEL, PANEL_FAMILIES, POWER, SUCCESS, aggregate, game_claims,
-                                    game_stats)
+                                    game_stats, undefined_ci)
 from scope_envs.games import game_names, game_spec, load
 
 
@@ -202,7 +202,7 @@ def game_section(game: str, table: dict, results: dict, runs: list[dict], st: di
                   "game can judge methods.", ""]
     else:
         why = ("one seed cannot show its ceiling clearing its floor (run --seeds 2 or more)"
-               if not np.isfinite(b["ci"][0]) else "its ceiling does not clear its floor")
+               if undefined_ci(b["ci"]) else "its ceiling does not clear its floor")
         lines += [f"**This game cannot judge methods**: {why} (random "
                   f"{b['floor']:.3f}, oracle {b['ceiling']:.3f}, headroom {b['headroom']:+.3f}, {LEVEL:.0%} CI "
                   f"{_signed_ci(b['ci'])}). The tables below are descriptive; no claim is judged on this game.", ""]

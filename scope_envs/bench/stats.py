@@ -523,7 +523,8 @@ def _ci(ci: tuple) -> str:
     return "[n/a]" if not all(np.isfinite(ci)) else f"[{ci[0]:+.3f}, {ci[1]:+.3f}]"
 
 
-def _undefined(*cis) -> bool:
+def undefined_ci(*cis) -> bool:
+    """Any of these CIs is undefined: fewer than 2 seeds (or a NaN) gave no interval."""
     return any(not all(np.isfinite(ci)) for ci in cis)
 
 
@@ -547,9 +548,9 @@ def game_claims(game: str, table: dict, st: dict | None = None) -> list[dict]:
         gate = None  # claim 3 does not need the band; claims 1, 2a, 2b check for it themselves
     else:
         ev = (f"floor (random) {_f(b['floor'])}, ceiling (oracle) {_f(b['ceiling'])}; headroom oracle − random "
-              f"{b['headroom']:+.3f}, 95% CI {_ci(b['ci'])}" + (" (fewer than 2 seeds: no CI)" if _undefined(b["ci"])
+              f"{b['headroom']:+.3f}, 95% CI {_ci(b['ci'])}" + (" (fewer than 2 seeds: no CI)" if undefined_ci(b["ci"])
                                                                   else ""))
-        if _undefined(b["ci"]):  # one seed cannot show the band either way: not a failed claim
+        if undefined_ci(b["ci"]):  # one seed cannot show the band either way: not a failed claim
             add("0", None, f"not judged; {ev}; this game cannot judge methods (run --seeds 2 or more)")
         else:
             add("0", b["clears"], ev + ("" if b["clears"] else "; the ceiling does not clear the floor, so this game "
@@ -573,7 +574,7 @@ def game_claims(game: str, table: dict, st: dict | None = None) -> list[dict]:
             add("1", None, f"{gate}; {ev}")
         elif not b["present"]:
             add("1", None, f"{NO_BAND}; {ev}")
-        elif _undefined(ci_t, ci_h):
+        elif undefined_ci(ci_t, ci_h):
             add("1", None, f"not judged (fewer than 2 seeds: no CI); {ev}")
         else:
             includes0 = ci_h[0] <= 0 <= ci_h[1]
@@ -603,7 +604,7 @@ def game_claims(game: str, table: dict, st: dict | None = None) -> list[dict]:
             add(key, None, f"{gate}; {ev}")
         elif not gap > 0:
             add(key, None, f"not judged (frozen is at or above the ceiling: no gap to recover); {ev}")
-        elif _undefined(ci):
+        elif undefined_ci(ci):
             add(key, None, f"not judged (fewer than 2 seeds: no CI); {ev}")
         elif not recoverable(gap_ci):
             add(key, None, f"not judged (the ceiling is above frozen within noise: the 95% CI of oracle − frozen "
