@@ -95,6 +95,7 @@ def cmd_demo(args) -> None:
     from scope_envs.agents.p4g import ScriptedPersuader
 
     persuader = ScriptedPersuader()
+    means, variances = [], []
     for id_ in ("p4g-frozen", "p4g-heldout"):
         env = scope_envs.make(id_)
         rng = np.random.default_rng(args.seed)
@@ -104,7 +105,20 @@ def cmd_demo(args) -> None:
             while env.agents:
                 _, rew, _, _, _ = env.step({"agent_0": persuader.act(env.unwrapped.view("persuader"), rng)})
             gifts.append(rew["agent_0"])
-        print(f"{id_:<12} scripted persuader: mean donation ${np.mean(gifts):.3f} over {len(gifts)} episodes")
+        means.append(np.mean(gifts))
+        variances.append(np.var(gifts, ddof=1) / len(gifts) if len(gifts) > 1 else np.nan)
+        print(f"{id_:<12} scripted persuader: mean donation ${means[-1]:.3f} over {len(gifts)} episodes")
+    gap, half = means[0] - means[1], 1.96 * np.sqrt(sum(variances))  # the normal 95% interval of a difference
+    if not np.isfinite(half):
+        verdict = "(one episode a side: no CI)"
+    else:
+        verdict = f"(95% CI [{gap - half:+.3f}, {gap + half:+.3f}]): " + (
+            "the collapsed simulator gives this persuader more than the held-out human proxies do" if gap - half > 0
+            else "the collapsed simulator gives this persuader less than the held-out human proxies do"
+            if gap + half < 0 else
+            f"no difference shown over {args.episodes} episodes")
+    print(f"\nfrozen - held-out: {gap:+.3f} dollars {verdict}.\n`scope-envs bench` trains policies against each kind of "
+          "simulator and scores them on the held-out proxies (docs/benchmark.md).")
 
 
 def cmd_bench(args) -> None:

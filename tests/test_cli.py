@@ -119,6 +119,22 @@ def test_an_out_folder_is_probed_and_nothing_is_left(tmp_path, capsys):
     assert exit_.value.code == 2 and list(tmp_path.iterdir()) == []
 
 
+def test_the_demo_shows_the_collapsed_simulator_giving_more_than_the_held_out_proxies(capsys):
+    """The demo's known answer: one scripted persuader, the frozen simulator against the held-out proxies, the gap
+    with its interval; one episode a side has no interval and says so."""
+    import re
+
+    main(["demo"])
+    out = capsys.readouterr().out
+    frozen, heldout = (float(x) for x in re.findall(r"mean donation \$([0-9.]+) over 200 episodes", out))
+    gap, low, high = (float(x) for x in re.search(r"frozen - held-out: ([+-][0-9.]+) dollars \(95% CI "
+                                                   r"\[([+-][0-9.]+), ([+-][0-9.]+)\]\)", out).groups())
+    assert gap == pytest.approx(frozen - heldout, abs=2e-3) and 0 < low < gap < high
+    assert "gives this persuader more than the held-out human proxies do" in out
+    main(["demo", "--episodes", "1"])
+    assert "(one episode a side: no CI)" in capsys.readouterr().out
+
+
 def test_help_states_the_defaults_of_out_and_the_smoke_cap(capsys):
     from scope_envs.bench.presets import SMOKE_EVAL_EPISODES, SMOKE_STEPS
 
