@@ -134,3 +134,21 @@ def test_write_json_writes_nan_null_unless_not_strict(tmp_path):
     assert json.loads(path.read_text()) == {"a": [1.0, None, [None, None]], "b": "NaN"}
     write_json(path, {"a": float("nan")}, strict=False)
     assert np.isnan(json.loads(path.read_text())["a"])
+
+
+def test_the_closing_summary_says_each_claim_with_its_verdict(tmp_path):
+    """The lines a run ends with: per game and claim, its verdict and what the claim says, in columns."""
+    from pathlib import Path
+
+    from scope_envs.bench.runner import summary
+
+    reference = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "default"
+    claims = json.loads((reference / "claims.json").read_text())
+    lines = summary(reference, tmp_path / "report.md", False).splitlines()
+    assert len(lines) == len(claims) + 1 and lines[-1] == f"the whole report: {tmp_path / 'report.md'}"
+    verdict = {True: "holds", False: "does not hold", None: "not judged"}
+    for line, c in zip(lines, claims):
+        number, _, statement = c["claim"].partition(". ")
+        assert line.split()[:3] == [f"{c['game']}:", "claim", f"{number}:"] and line.endswith(statement), line
+        assert f" {verdict[c['held']]} " in line
+    assert len({line.index(" claim ") for line in lines[:-1]}) == 1  # the games' names padded to one column

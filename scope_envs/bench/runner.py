@@ -389,6 +389,10 @@ def summary(out: Path, report: Path, with_entrants: bool) -> str:
     if with_entrants:
         return entrants.summary(json.loads((out / "entrants.json").read_text()), str(report))
     verdict = {True: "holds", False: "does not hold", None: "not judged"}
-    lines = [f"{c['game']}: claim {c['claim'].split('.')[0]}: {verdict[c['held']]}"
-             for c in json.loads((out / "claims.json").read_text())]
+    claims = json.loads((out / "claims.json").read_text())
+    width = max((len(c["game"]) for c in claims), default=0) + 1
+    lines = []
+    for c in claims:
+        number, _, statement = c["claim"].partition(". ")
+        lines.append(f"{c['game'] + ':':<{width}} claim {number + ':':<4}{verdict[c['held']]:<14}{statement}")
     return "\n".join([*lines, f"the whole report: {report}"]) + "\n"
