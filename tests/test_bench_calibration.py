@@ -209,9 +209,16 @@ def test_rewrite_markdown_rewrites_the_words_from_the_json_alone(tmp_path, monke
     assert sorted(p.name for p in tmp_path.iterdir()) == ["calibration.json", "calibration.md"]
 
 
-def test_the_committed_calibration_md_is_its_json_in_the_current_wording():
+def test_each_committed_calibration_recomputes_its_known_answers_and_its_md():
+    """Every committed calibration: its known answers are what ``known_answers`` makes of its own cells and dials
+    (verdicts and words), and its calibration.md is its JSON in the current wording."""
     from pathlib import Path
 
-    folder = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "calibration"
-    data = json.loads((folder / "calibration.json").read_text())
-    assert (folder / "calibration.md").read_text() == cal.markdown(data["games"], data["settings"])
+    folders = sorted((Path(__file__).resolve().parents[1] / "benchmarks" / "results").glob("*/calibration.json"))
+    assert len(folders) >= 6
+    for path in folders:
+        data = json.loads(path.read_text())
+        for game, g in data["games"].items():
+            mean = {m: c["mean"] for m, c in g["cells"].items()}
+            assert cal.known_answers(mean, g["band"], g["dials"]) == g["known_answers"], (path, game)
+        assert (path.parent / "calibration.md").read_text() == cal.markdown(data["games"], data["settings"]), path

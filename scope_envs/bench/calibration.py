@@ -296,11 +296,11 @@ def known_answers(mean: dict, band: float, dials: dict) -> list[dict]:
     k4 = [recovered(m, COVERAGE_DIALS, lambda r: r["recovered"] > 0 and r["ci"][0] > 0)
           for m in ("rotation", "population")]
     add("K4", None if all(h is None for h, _ in k4) else all(h for h, _ in k4 if h is not None),
-        "; ".join(e for _, e in k4))
+        "; ".join(dict.fromkeys(e for _, e in k4)))  # (both remedies not judged on the same dials: said once)
     k5 = [recovered("vs", COVERAGE_DIALS, lambda r: r["recovered"] < RECOVERY),
           recovered("rotation", SHARPENING_DIALS, lambda r: r["recovered"] < RECOVERY)]
     add("K5", None if all(h is None for h, _ in k5) else all(h for h, _ in k5 if h is not None),
-        "; ".join(e for _, e in k5))
+        "; ".join(dict.fromkeys(e for _, e in k5)))
     return out
 
 
@@ -332,8 +332,9 @@ def markdown(analysis: dict, settings: dict) -> str:
                       "it did not, the difference method@dial − frozen@dial itself (nothing to recover). —: not run.",
                   "", "Cells (mean success against the reference users on held-out cards, over seeds): " + "; ".join(
             f"{m} {c['mean']:.3f}" for m, c in a["cells"].items()), ""]
-        lines += [f"* **{k['key']}** {k['expectation']}: {verdict[k['held']]}. {k['evidence']}"
-                  for k in a["known_answers"]]
+        lines += [f"* **{k['key']}** {k['expectation']}: "
+                  + (k["evidence"] if k["evidence"].startswith(verdict[None]) else  # (it says why it is not judged)
+                     f"{verdict[k['held']]}. {k['evidence']}") for k in a["known_answers"]]
         lines += [""]
     return "\n".join(lines) + "\n"
 
