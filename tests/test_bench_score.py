@@ -76,6 +76,8 @@ def test_a_saved_trainer_is_scored_by_the_protocol_against_the_reference(tiny_re
                                                                           "heldout_episodes": 4672}
     assert "Other episode counts than the reference's" in (tmp_path / "other" / "score.md").read_text()
     assert "Held-out and panel: mean donation ($)." in (tmp_path / "other" / "score.md").read_text()  # the unit
+    assert (tmp_path / "other" / "score.md").read_text().count("Seed 0, the benchmark's") == 1  # one seed: no "0..0"
+    assert "Seeds 0..1, the benchmark's" in (tmp_path / "out" / "score.md").read_text()
     (tmp_path / "mine.py").write_text("def make():\n    return lambda obs, mask: mask.argmax(1)\n")
     err = refused(capsys, "--policy", f"{tmp_path / 'mine.py'}:make", "--game", "tau2", "--against",
                   str(tiny_reference), "--out", str(tmp_path / "o"))

@@ -558,7 +558,8 @@ def markdown(result: dict) -> str:
 
     lines = [f"# scope-envs score: {result['policy']} on {result['game']} ({result['surface']} surface)", ""]
     if result["surface"] == "act":
-        lines += [f"Seeds 0..{result['seeds'] - 1}, the benchmark's evaluation protocol (scope_envs.bench.protocol). "
+        seeds = "Seed 0" if result["seeds"] == 1 else f"Seeds 0..{result['seeds'] - 1}"
+        lines += [f"{seeds}, the benchmark's evaluation protocol (scope_envs.bench.protocol). "
                   f"Held-out and panel: {game_spec(result['game']).metric_label}.",
                   "", "| row | held-out | panel |", "|---|---|---|",
                   f"| **{result['policy']}** | {f(result['heldout_success'])} | {f(result['panel_success'])} |",
