@@ -110,15 +110,18 @@ def cmd_demo(args) -> None:
         print(f"{id_:<12} scripted persuader: mean donation ${means[-1]:.3f} over {len(gifts)} episodes")
     gap, half = means[0] - means[1], 1.96 * np.sqrt(sum(variances))  # the normal 95% interval of a difference
     if not np.isfinite(half):
-        verdict = "(one episode a side: no CI)"
+        said = "(one episode a side: no CI)"
     else:
-        verdict = f"(95% CI [{gap - half:+.3f}, {gap + half:+.3f}]): " + (
-            "the collapsed simulator gives this persuader more than the held-out human proxies do" if gap - half > 0
-            else "the collapsed simulator gives this persuader less than the held-out human proxies do"
-            if gap + half < 0 else
-            f"no difference shown over {args.episodes} episodes")
-    print(f"\nfrozen - held-out: {gap:+.3f} dollars {verdict}.\n`scope-envs bench` trains policies against each kind of "
-          "simulator and scores them on the held-out proxies (docs/benchmark.md).")
+        said = f"(95% CI [{gap - half:+.3f}, {gap + half:+.3f}]): "
+        if gap - half > 0:
+            said += "the collapsed simulator gives this persuader more than the held-out human proxies do"
+        elif gap + half < 0:
+            said += "the collapsed simulator gives this persuader less than the held-out human proxies do"
+        else:
+            said += f"no difference shown over {args.episodes} episodes"
+    print(f"\nfrozen - held-out: {gap:+.3f} dollars {said}.")
+    print("`scope-envs bench` trains policies against each kind of simulator and scores them on the held-out proxies "
+          "(docs/benchmark.md).")
 
 
 def cmd_bench(args) -> None:
