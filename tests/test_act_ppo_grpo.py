@@ -204,6 +204,11 @@ def test_group_diagnostics_on_hand_made_groups():
     ({"num_envs": 0}, r"num_envs must be an int in \[1, 65536\]"),  # an IndexError
     ({"num_envs": 10**12}, r"num_envs must be an int in \[1, 65536\]"),  # built scalar envs until memory ran out
     ({"seed": -1}, r"seed must be an int in \[0, 4294967295\]"), ({"seed": 1.5}, "seed must be an int"),
+    # these trained without a word (a negative budget returned no rows, a negative learning rate ascended)
+    ({"total_steps": -5}, "total_steps must be an int >= 0"), ({"learning_rate": -1.0}, "learning_rate must be"),
+    ({"hidden": 0}, "hidden must be a positive int"), ({"gamma": 2.0}, r"gamma must be a finite number in \[0, 1\]"),
+    ({"clip_coef": 0.0}, "clip_coef must be a finite number > 0"), ({"ent_coef": float("nan")}, "ent_coef must be"),
+    ({"env_kwargs": {"surface": "text"}}, "PPOTrainer trains on the act surface, got surface='text'"),  # a TypeError
 ])
 def test_bad_grouping_options(kw, match):
     with pytest.raises(ValueError, match=match):

@@ -109,7 +109,7 @@ def test_tau2_switches_change_the_users_as_declared():
 
 @pytest.mark.parametrize("game, bad", [("p4g", "nope"), ("tau2", "nope"), ("p4g", {"wear": 1}),
                                        ("tau2", {"slips": -1}), ("cooperbench", "all_acts_move"),
-                                       ("p4g", {"moving_acts": "some"})])
+                                       ("p4g", {"moving_acts": "some"}), ("p4g", {"wear_out": "false"})])
 def test_bad_assumptions_are_one_clear_error(game, bad):
     with pytest.raises(ValueError, match="assumption|must be|take"):
         scope_envs.make(f"{game}-heldout", assumptions=bad)

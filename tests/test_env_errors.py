@@ -26,6 +26,14 @@ def test_unknown_agent_and_missing_speaker():
         env.observation_space("user_9")
 
 
+@pytest.mark.parametrize("bad", [None, [1, 0], 1, "agent_0"])
+def test_actions_that_are_not_a_dict_are_refused_saying_what_step_takes(bad):
+    env = scope_envs.make("p4g-cotrain")
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match=r"actions must be a dict \{agent: action\}"):  # None: a TypeError
+        env.step(bad)
+
+
 @pytest.mark.parametrize("bad", [1.5, "1", None, True, [1], 99, -1])
 def test_wrong_type_or_range_on_act_surface(bad):
     env = scope_envs.make("p4g-frozen")
@@ -244,9 +252,12 @@ def test_the_bounds_of_the_checked_kwargs_are_accepted():
 
 
 BAD_SEEDS = [({"seed": "1"}, "seed"), ({"seed": 1.5}, "seed"), ({"seed": -1}, "seed"), ({"seed": True}, "seed"),
-             ({"seed": [1]}, "seed"), ({"options": {"scenario_seed": "x"}}, "scenario_seed"),
-             ({"options": {"scenario_seed": -1}}, "scenario_seed"),
-             ({"options": {"scenario_seed": 1.5}}, "scenario_seed"), ({"options": "x"}, "options")]
+             ({"seed": [1]}, "seed"), ({"options": {"scenario_seed": "x"}}, r"options\['scenario_seed'\]"),
+             ({"options": {"scenario_seed": -1}}, r"options\['scenario_seed'\]"),
+             ({"options": {"scenario_seed": 1.5}}, r"options\['scenario_seed'\]"), ({"options": "x"}, "options"),
+             # a string would be read as true: "no" restarted the schedule
+             ({"options": {"reset_schedule": "no"}}, r"options\['reset_schedule'\]"),
+             ({"options": {"reset_schedule": 1}}, r"options\['reset_schedule'\]")]
 
 
 @pytest.mark.parametrize("env_id", ["p4g-frozen", "p4g-rotation", "p4g-vs", "cooperbench-population"])

@@ -74,6 +74,14 @@ def test_a_saved_policy_plays_as_the_trained_one(tmp_path):
     assert [e["return"] for e in ours.episodes] == [e["return"] for e in theirs.episodes]
     with pytest.raises(ValueError, match="no seat"):
         load_policy(tmp_path / "run", "user_0")
+    obs, _ = scope_envs.make("p4g-frozen").reset(seed=0)
+    x, m = obs["agent_0"]["observation"], obs["agent_0"]["action_mask"]
+    assert saved.act(x[None], m[None]).actions.shape == (1,)
+    for bad_x, bad_m in ((x, m), (x[None, :10], m[None]), (x[None], m[None, :5])):  # an IndexError, numpy's matmul
+        with pytest.raises(ValueError, match=rf"act takes a batch: obs an \(n, {x.size}\) array and mask \(n, {m.size}\)"):
+            saved.act(bad_x, bad_m)
+    with pytest.raises(ValueError, match="every row of the mask needs at least one legal act"):  # was act 0
+        saved.act(x[None], np.zeros_like(m)[None])
 
 
 def test_any_object_with_act_is_a_policy():

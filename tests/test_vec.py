@@ -478,6 +478,8 @@ def test_bad_reset_slots_or_options_name_the_argument_and_reset_nothing(batched)
             vec.reset(seed=1, options={"scenario_seed": bad})
         with pytest.raises(ValueError, match=r"options\[2\]\['scenario_seed'\] must be None or an int >= 0"):
             vec.reset(seed=1, options=[None, {}, {"scenario_seed": bad}])
+    with pytest.raises(ValueError, match=r"options\['reset_schedule'\] must be a bool, got 'no'"):
+        vec.reset(seed=1, options={"reset_schedule": "no"})
     # the loop of scalar envs took any; numpy read True as label 1 and refused a ragged list naming no argument
     for streams in ([9, 9, 9], [0, 0], [-1, 0, 0], [True, 0, 0], [[1], [1, 2], 0]):
         with pytest.raises(ValueError, match=r"streams must be 3 labels in \[0, 3\], one per slot"):
@@ -485,6 +487,15 @@ def test_bad_reset_slots_or_options_name_the_argument_and_reset_nothing(batched)
     assert not vec.idle.any()  # every refusal came before any slot was reset
     for slots, options in ((np.array([2, 0]), None), ([], [None, {"scenario_seed": 3}, {}]), (range(3), {})):
         vec.reset(seed=1, slots=slots, options=options)  # still taken
+
+
+@pytest.mark.parametrize("batched", [True, False])
+def test_actions_that_are_not_a_dict_are_refused_by_both_engines(batched):
+    vec = vectorize([scope_envs.make("p4g-frozen") for _ in range(2)], batched=batched)
+    vec.reset(seed=0)
+    for bad in (None, [1, 1], np.ones(2, np.int64)):
+        with pytest.raises(ValueError, match=r"actions must be a dict \{agent: an action per slot\}"):
+            vec.step(bad)
 
 
 @pytest.mark.parametrize("batched", [True, False])

@@ -134,10 +134,12 @@ def test_single_agent_view_clear_errors():
         SingleAgentView(scope_envs.make("p4g-cotrain"), others={"user_7": ScriptedPersuader()})
     with pytest.raises(ValueError, match="Simulator or a callable"):
         SingleAgentView(scope_envs.make("p4g-cotrain"), others={"user_0": 3})
-    env = SingleAgentView(scope_envs.make("p4g-cotrain"))
-    with pytest.raises(ValueError, match="user_0 is live but has no policy"):
-        env.reset(seed=0)
-        env.step(int(np.flatnonzero(env.action_masks())[0]))
+    with pytest.raises(ValueError, match=r"user_0 plays beside agent_0 but has no policy: pass others=\{'user_0': \.\.\.\}"):
+        SingleAgentView(scope_envs.make("p4g-cotrain"))
+    with pytest.raises(ValueError, match=r"user_1, user_2 play beside agent_0 but have no policy"):  # every seat named
+        SingleAgentView(scope_envs.make("p4g-population", members=3), others={"user_0": ScriptedPersuader()})
+    with pytest.raises(ValueError, match=r"agent_0 plays beside user_0 but has no policy"):
+        SingleAgentView(scope_envs.make("p4g-cotrain"), role="user_0")
     pop = SingleAgentView(scope_envs.make("p4g-population", members=3, schedule="round_robin"), role="user_2",
                           others={"agent_0": ScriptedPersuader()})
     with pytest.raises(ValueError, match="'user_2' is not live this episode"):

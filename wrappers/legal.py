@@ -28,6 +28,9 @@ from scope_envs.core.checks import check_scalar_env, check_seed
 
 
 class LegalActions(BaseParallelWrapper):
+    """``env`` (the act surface) with each masked act replaced by a uniformly random legal one, counted in
+    ``infos[agent]["illegal_actions"]`` (the module's docstring has an example)."""
+
     def __init__(self, env):
         super().__init__(check_scalar_env("LegalActions", env))
         if env.unwrapped.surface.name != "act":

@@ -44,6 +44,9 @@ from scope_envs.core.checks import short_repr
 
 
 class RecordTranscripts(BaseParallelWrapper):
+    """``env`` with every finished episode appended to the JSON-lines file ``path``, one line each (the module's
+    docstring: the line's fields, torn lines, an example); ``read_transcripts(path)`` reads them back."""
+
     def __init__(self, env, path: str | os.PathLike):
         if not isinstance(path, (str, bytes, os.PathLike)):
             raise ValueError(f"path must be a file name (a str or os.PathLike), got {short_repr(path)}")

@@ -42,6 +42,14 @@ Policy = Simulator | Callable[[Any], Any]
 
 
 class SingleAgentView(gym.Env):
+    """``role`` of the scope env ``env`` as a ``gymnasium.Env`` (the module's docstring has an example).
+
+    ``others``: a policy for each other seat that plays beside ``role`` (a ``Simulator`` or a callable
+    ``obs -> action``): every user seat when ``role`` is ``agent_0`` (a ``cotrain`` or ``population`` env), and
+    ``agent_0`` when ``role`` is a user; a seat without one is a ``ValueError`` here, naming each.
+    ``illegal``: ``"random"`` (default) replaces a masked act by a random legal one, counted in
+    ``info["illegal_actions"]``, for trainers that cannot mask; ``"raise"`` refuses it, as the env does."""
+
     def __init__(self, env, role: str = "agent_0", others: dict[str, Policy] | None = None,
                  illegal: str = "random"):
         if illegal not in ("random", "raise"):
@@ -55,6 +63,13 @@ class SingleAgentView(gym.Env):
                 raise ValueError(f"others: {agent!r} is not another agent of this env ({env.possible_agents})")
             if not (isinstance(policy, Simulator) or callable(policy)):
                 raise ValueError(f"others[{agent!r}] must be a Simulator or a callable obs -> action, got {policy!r}")
+        # the seats that play in an episode beside role: a user plays only beside agent_0, never beside another user
+        beside = [a for a in env.possible_agents if a != role and (role == "agent_0" or a == "agent_0")]
+        missing = [a for a in beside if a not in others]
+        if missing:
+            raise ValueError(f"{', '.join(missing)} {'plays' if len(missing) == 1 else 'play'} beside {role} but "
+                             f"{'has' if len(missing) == 1 else 'have'} no policy: pass others={{"
+                             + ", ".join(f"{a!r}: ..." for a in missing) + "}")
         self._text = env.unwrapped.surface.name == "text"
         self.env = LegalActions(env) if illegal == "random" and not self._text else env
         self.role = role

@@ -20,6 +20,9 @@ import math
 import numbers
 import reprlib
 import sys
+from collections.abc import Mapping
+
+import numpy as np
 
 
 def short_repr(value) -> str:
@@ -67,6 +70,21 @@ def warn_unknown_options(name: str, options) -> None:
             level, frame = level + 1, frame.f_back
         warnings.warn(f"{name}: the env reads only {', '.join(RESET_OPTIONS)}; ignoring {shown}", UserWarning,
                       stacklevel=level)
+
+
+def check_reset_options(name: str, options) -> dict:
+    """One episode's ``reset`` options: None or a dict, its ``scenario_seed`` None or an int >= 0 and its
+    ``reset_schedule`` a bool (a string such as ``"no"`` would be read as true); returns the keys the env reads."""
+    if options is None:
+        return {}
+    if not isinstance(options, Mapping):
+        raise ValueError(f"{name} must be a dict (such as {{'scenario_seed': 3}}) or None, got "
+                         f"{type(options).__name__} {short_repr(options)}")
+    warn_unknown_options(name, options)
+    check_seed(f"{name}['scenario_seed']", options.get("scenario_seed"))
+    if not isinstance(options.get("reset_schedule", False), (bool, np.bool_)):
+        raise ValueError(f"{name}['reset_schedule'] must be a bool, got {short_repr(options['reset_schedule'])}")
+    return {k: v for k, v in options.items() if k in RESET_OPTIONS}
 
 
 def check_int(name: str, value, low: int | None = None, high: int | None = None, *, wanted: str | None = None):

@@ -38,7 +38,7 @@ from typing import Any, Callable
 import numpy as np
 from pettingzoo import ParallelEnv
 
-from scope_envs.core.checks import check_int, check_seed, short_repr, warn_unknown_options
+from scope_envs.core.checks import check_int, check_reset_options, check_seed, short_repr
 from scope_envs.core.game import Game, InGameError
 from scope_envs.core.simulator import Simulator, View
 from scope_envs.core.surfaces import (MAX_MESSAGE_CHARS, MAX_MESSAGE_CHARS_LIMIT, SURFACES, TextSurface,
@@ -77,6 +77,9 @@ class FirstOrUniform:
 
 
 class DialogueParallelEnv(ParallelEnv):
+    """A ``game`` as a PettingZoo ``ParallelEnv``, its user seat filled per episode by one of ``members`` (the
+    module's docstring: turn-taking, schedules, scenario seeds). Build one with ``scope_envs.make(id)``."""
+
     metadata = {"name": "scope_dialogue_v0", "render_modes": ["ansi"], "is_parallelizable": True}
 
     def __init__(
@@ -165,12 +168,8 @@ class DialogueParallelEnv(ParallelEnv):
     def reset(self, seed: int | None = None, options: dict | None = None):
         # the arguments checked before anything changes: a bad seed is a ValueError naming it, not numpy's
         check_seed("seed", seed)
-        if options is not None and not isinstance(options, Mapping):
-            raise ValueError(f"options must be a dict (such as {{'scenario_seed': 3}}) or None, "
-                             f"got {short_repr(options)}")
-        options = options or {}
-        warn_unknown_options("reset options", options)
-        scenario = check_seed("scenario_seed", options.get("scenario_seed"))
+        options = check_reset_options("options", options)
+        scenario = options.get("scenario_seed")
         if seed is not None:
             self._rng = np.random.default_rng(seed)
         if options.get("reset_schedule"):
@@ -210,6 +209,9 @@ class DialogueParallelEnv(ParallelEnv):
             raise ValueError("step() called before reset(); call reset(seed=...) first")
         if not self.agents:
             raise ValueError("step() called on a finished episode; call reset() first")
+        if not isinstance(actions, Mapping):
+            raise ValueError(f"actions must be a dict {{agent: action}}, got {type(actions).__name__} "
+                             f"{short_repr(actions)}")
         for agent in actions:
             if agent not in self.agents:
                 raise ValueError(f"unknown agent {short_repr(agent)}: live agents are {self.agents}")

@@ -45,7 +45,7 @@ from threadpoolctl import threadpool_limits
 from torch.distributions import Categorical
 
 import scope_envs
-from scope_envs.core.checks import check_int
+from scope_envs.core.checks import check_int, check_number
 from scope_envs.core.simulator import Simulator, View
 from scope_envs.files import write_atomic
 from scope_envs.train.activation import LIMIT, rational
@@ -88,17 +88,50 @@ __all__ = ["ActorCritic", "NetworkPolicy", "PPOConfig", "PPOTrainer", "PolicySna
 
 @dataclass
 class PPOConfig:
+    """Every setting of a ``PPOTrainer``; ``check_config`` refuses a value out of its range.
+
+    The run:
+
+    * ``env_id``, ``env_kwargs``: the env trained against, ``scope_envs.make(env_id, **env_kwargs)`` on the ``act``
+      surface; ``seed``.
+    * ``total_steps``: the budget, in ``agent_0``'s decisions (0: no training). It is equal across regimes, whereas
+      env steps are not: where the user is a live agent its turns are env steps too.
+    * ``num_envs``: envs stepped in lockstep, one batched forward pass per step: an iteration's episodes in one
+      wave. ``episodes_per_iter``: whole episodes per PPO iteration.
+    * ``batched``: rollouts on ``scope_envs.make_vec``'s batched engine; False: the loop engine (the scalar envs
+      one at a time behind the same API; tests/test_vec.py trains identically on both).
+    * ``threads``: numpy's BLAS and torch threads while the trainer trains (its behaviour clone, every step): 1, as
+      ``scope-envs bench`` runs (these networks are small: a second thread on a busy machine only spins against
+      the first); restored after. None: leave them as they are.
+
+    PPO, CleanRL's names: ``learning_rate`` (annealed to 0 with ``anneal_lr``), ``gamma`` (the discount: 1, the
+    reward comes at the episode's end), ``gae_lambda``, ``update_epochs``, ``num_minibatches`` (of at least
+    ``min_minibatch`` rows), ``clip_coef``, ``clip_vloss``, ``norm_adv``, ``ent_coef`` (the persuader's entropy
+    bonus), ``vf_coef``, ``max_grad_norm``; ``hidden``: the networks' hidden width.
+
+    Learnable users (``cotrain``, ``population``, the user role of ``selfplay``):
+
+    * ``user_init``: ``"frozen"`` behaviour-clones the game's frozen simulator (``bc_episodes`` episodes,
+      ``bc_steps`` steps); ``"random"``.
+    * ``user_ent_coef``; ``user_kl_coef``: KL(user || its initial policy), 0 off (SCOPE's 0.005 is a KL to a
+      reference LLM, not to a behaviour clone).
+    * ``diversity_coef``: ``population`` rewards each member's KL from the others, capped at ``diversity_cap``.
+    * ``selfplay``: one network plays both roles of a ``cotrain`` id, told its role in the observation.
+
+    SCOPE's GRPO: ``group_size`` episodes on one scenario (persona, task; 1: every episode deals its own),
+    ``advantage`` ``"gae"`` (a value baseline) or ``"grpo"`` (an episode's return minus its group's mean return),
+    ``grpo_std_norm`` (also divide by the group's std; SCOPE: off).
+    """
+
     env_id: str = "p4g-frozen"
     env_kwargs: dict = field(default_factory=dict)
     seed: int = 0
-    total_steps: int = 30_000  # the budget, in persuader (agent_0) decisions: equal across regimes, whereas
-    # env steps are not (where the user is a live agent its turns are env steps too)
-    num_envs: int = 64  # envs stepped in lockstep, one batched forward pass per step: an iteration's episodes in
-    # one wave
-    episodes_per_iter: int = 64  # whole episodes per PPO iteration
+    total_steps: int = 30_000
+    num_envs: int = 64
+    episodes_per_iter: int = 64
     learning_rate: float = 1e-3
     anneal_lr: bool = True
-    gamma: float = 1.0  # episodic, the reward comes at the end
+    gamma: float = 1.0
     gae_lambda: float = 0.95
     update_epochs: int = 4
     num_minibatches: int = 4
@@ -106,41 +139,44 @@ class PPOConfig:
     clip_coef: float = 0.2
     clip_vloss: bool = True
     norm_adv: bool = True
-    ent_coef: float = 0.01  # the persuader's entropy bonus
+    ent_coef: float = 0.01
     vf_coef: float = 0.5
     max_grad_norm: float = 0.5
     hidden: int = 64
-    # learnable users (cotrain, population, the user role of selfplay)
-    user_init: str = "frozen"  # "frozen": behaviour-clone the game's frozen simulator; "random"
+    user_init: str = "frozen"
     user_ent_coef: float = 0.01
-    user_kl_coef: float = 0.1  # KL(user || its initial policy); 0 turns it off (SCOPE's 0.005 is a KL to a
-    # reference LLM, not to a behaviour clone)
+    user_kl_coef: float = 0.1
     bc_episodes: int = 300
     bc_steps: int = 300
-    diversity_coef: float = 0.0  # population: reward each member's KL from the others (capped)
+    diversity_coef: float = 0.0
     diversity_cap: float = 1.0
     selfplay: bool = False
-    # SCOPE's GRPO: groups of G episodes on one scenario (persona/task), group-relative advantages
-    group_size: int = 1  # G; 1: every episode deals its own scenario (the ungrouped rollout)
-    advantage: str = "gae"  # "gae": value baseline; "grpo": episode return minus its group's mean return
-    grpo_std_norm: bool = False  # grpo: also divide by the group's std (SCOPE: off)
-    # rollouts on scope_envs.make_vec's batched engine (the same episodes as the scalar envs, faster); False:
-    # the loop engine (LoopVecEnv: the scalar envs one at a time behind the same API; tests/test_vec.py trains
-    # identically on both)
+    group_size: int = 1
+    advantage: str = "gae"
+    grpo_std_norm: bool = False
     batched: bool = True
-    # BLAS (numpy's) and torch threads while the trainer trains (its behaviour clone, every step): 1, as
-    # scope-envs bench runs (these networks are small: a second thread on a busy machine only spins against the
-    # first); restored after. None: leave them as they are
     threads: int | None = 1
 
 
 def check_config(cfg: PPOConfig) -> None:
-    """The grouping options' ``ValueError``s (the env-dependent one, the curriculum user, is in the trainer)."""
+    """A ``ValueError`` naming the first setting out of its range (the env-dependent ones, the surface and the
+    curriculum user, are the trainer's)."""
     # the counts first: episodes_per_iter=0 trained forever (no iteration took a step), num_envs=0 was an
     # IndexError, a seed out of numpy's legacy range its own message
     check_int("num_envs", cfg.num_envs, 1, MAX_NUM_ENVS)
     check_int("episodes_per_iter", cfg.episodes_per_iter, 1)
     check_int("seed", cfg.seed, 0, 2**32 - 1)
+    check_int("total_steps", cfg.total_steps, 0)
+    for name in ("hidden", "update_epochs", "num_minibatches", "min_minibatch"):
+        check_int(name, getattr(cfg, name), 1)
+    for name in ("bc_episodes", "bc_steps"):
+        check_int(name, getattr(cfg, name), 0)
+    for name in ("learning_rate", "clip_coef", "max_grad_norm", "diversity_cap"):
+        check_number(name, getattr(cfg, name), 0, low_open=True)
+    for name in ("ent_coef", "vf_coef", "user_ent_coef", "user_kl_coef", "diversity_coef"):
+        check_number(name, getattr(cfg, name), 0)
+    for name in ("gamma", "gae_lambda"):
+        check_number(name, getattr(cfg, name), 0, 1)
     if cfg.advantage not in ADVANTAGES:
         raise ValueError(f"advantage must be one of {ADVANTAGES}, got {cfg.advantage!r}")
     if isinstance(cfg.group_size, bool) or not isinstance(cfg.group_size, int) or cfg.group_size < 1:
@@ -260,6 +296,12 @@ class NetworkPolicy:
 
     def act(self, obs: np.ndarray, mask: np.ndarray, greedy: bool = False) -> Decisions:
         x = np.asarray(obs, np.float32)
+        n_in, n_out = self.actor[0].shape[1], self.actor[-1].shape[0]
+        if x.ndim != 2 or x.shape[1] != n_in or np.shape(mask) != (len(x), n_out):
+            raise ValueError(f"act takes a batch: obs an (n, {n_in}) array and mask (n, {n_out}), got "
+                             f"{x.shape} and {np.shape(mask)} (one observation: obs[None], mask[None])")
+        if not np.asarray(mask, bool).any(1).all():
+            raise ValueError("every row of the mask needs at least one legal act")
         logp = log_policy(self.actor, x, mask)
         probs = np.exp(logp)
         if greedy:
@@ -366,6 +408,9 @@ class PPOTrainer:
             self._vecs: dict[tuple[int, bool], object] = {}  # a vec env per training env set and engine (first use)
             self._seeded: set[int] = set()  # the training env sets seeded so far (each on its first iteration)
             env = self.envs[0]
+            if env.unwrapped.surface.name != "act":
+                raise ValueError(f"PPOTrainer trains on the act surface, got surface="
+                                 f"{env.unwrapped.surface.name!r} (LLM players train with scope-envs train-llm)")
             users = [a for a in env.possible_agents if a != AGENT]
             if cfg.selfplay and len(users) != 1:
                 raise ValueError(f"selfplay needs an env with one learnable user (a cotrain id), got {cfg.env_id!r}")

@@ -10,24 +10,10 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from scope_envs.core.checks import RESET_OPTIONS, check_int, check_seed, short_repr, warn_unknown_options
+from scope_envs.core.checks import check_int, check_reset_options, check_seed, short_repr
 from scope_envs.core.env import AGENT, DialogueParallelEnv
 from scope_envs.core.game import InGameError
 from scope_envs.train.groups import agent_score
-
-
-def check_reset_options(name: str, options) -> dict:
-    """One episode's ``reset`` options, as the scalar env checks them: None or a dict, its ``scenario_seed`` None
-    or an int >= 0 (the batched engine hands it to numpy, whose refusal named neither)."""
-    if options is None:
-        return {}
-    if not isinstance(options, Mapping):
-        raise ValueError(f"{name} must be a dict (such as {{'scenario_seed': 3}}) or None, got "
-                         f"{type(options).__name__} {short_repr(options)}")
-    warn_unknown_options(name, options)
-    check_seed(f"{name}['scenario_seed']", options.get("scenario_seed"))
-    # what an env reads: the loop engine's envs would warn again, once per slot, of a key said here
-    return {k: v for k, v in options.items() if k in RESET_OPTIONS}
 
 
 def holds_bool(value) -> bool:
@@ -95,6 +81,9 @@ class VecBase:
 
     def _check_agents(self, actions) -> None:
         """An action for an agent the id does not have is refused, as the scalar env and the batched endpoint do."""
+        if not isinstance(actions, Mapping):
+            raise ValueError(f"actions must be a dict {{agent: an action per slot}}, got {type(actions).__name__} "
+                             f"{short_repr(actions)}")
         possible = self.possible_agents
         for agent in actions:
             if agent not in possible:

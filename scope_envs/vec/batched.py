@@ -9,11 +9,12 @@ from typing import Any
 
 import numpy as np
 
+from scope_envs.core.checks import check_reset_options
 from scope_envs.core.env import AGENT, LEARNABLE, DirectAnswer, member_generator
 from scope_envs.core.game import Turn
 from scope_envs.core.simulator import Simulator, View
 from scope_envs.core.surfaces import FEATURE_BOUND
-from scope_envs.vec.base import VecBase, always_next, check_reset_options
+from scope_envs.vec.base import VecBase, always_next
 
 SPLITS = ("train", "heldout")  # an env's split (``DialogueParallelEnv.split``), as codes
 # the roster fields of a member (dealing reads them): its batched reply model (``_kinds``; -1: none), its learnable user

@@ -80,6 +80,8 @@ class Assumptions:
     def __post_init__(self):
         if self.moving_acts not in ("persuasion", "all"):
             raise ValueError(f"moving_acts must be 'persuasion' or 'all', got {self.moving_acts!r}")
+        if not isinstance(self.wear_out, (bool, np.bool_)):  # a string such as "false" would read as true
+            raise ValueError(f"wear_out must be a bool, got {self.wear_out!r}")
         check_magnitudes(self, ("heterogeneity", "pushiness"))
 
 
