@@ -81,10 +81,39 @@ def game_name(text: str) -> str:
 
 
 def env_id(text: str) -> str:
+    """An id of ``scope_envs.registry``."""
+    if text not in scope_envs.registry:
+        raise argparse.ArgumentTypeError(f"unknown environment id {text!r}; `scope-envs list` prints them")
+    return text
+
+
+def llm_env_id(text: str) -> str:
+    """An id of ``scope_envs.registry``, or ``llm-toy`` (train-llm's toy game)."""
     if text != "llm-toy" and text not in scope_envs.registry:
         raise argparse.ArgumentTypeError(f"unknown environment id {text!r}; `scope-envs list` prints them "
                                          "(or 'llm-toy')")
     return text
+
+
+GROUP_SIZE = 8  # SCOPE's episodes per scenario: the group size where --advantage grpo or the curriculum needs groups
+
+
+def resolve_group_size(given: int | None, advantage: str, user_reward: str | None) -> int:
+    """``--group-size`` as given, else 1, or ``GROUP_SIZE`` where GRPO or the curriculum reward needs groups."""
+    if given is not None:
+        return given
+    return GROUP_SIZE if advantage == "grpo" or user_reward == "curriculum" else 1
+
+
+def held_out_refusal(text: str) -> str | None:
+    """Why a trainer refuses ``text``: a held-out id is the population every policy is evaluated against; else
+    None."""
+    spec = scope_envs.registry.get(text)
+    if spec is None or spec.regime != "heldout":
+        return None
+    return (f"{text} is the held-out population every policy is evaluated against, not trained on; train on a "
+            f"training regime (e.g. {spec.game}-frozen, {spec.game}-vs) and score the policy against it with "
+            f"scope-envs score (the benchmark's ceiling: scope-envs bench --methods oracle)")
 
 
 def model_source(text: str) -> str:

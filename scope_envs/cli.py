@@ -20,8 +20,8 @@ import numpy as np
 
 import scope_envs
 from scope_envs.arguments import (MAX_MEMBERS, MAX_POOL_SIZE, MAX_SIMULATED_EPISODES, count, env_id, existing_dir,
-                                  float_below, json_object, model_source, nonnegative_float, output_dir,
-                                  positive_float, seed, torch_device)
+                                  float_below, held_out_refusal, json_object, llm_env_id, model_source,
+                                  nonnegative_float, output_dir, positive_float, seed, torch_device)
 from scope_envs.core.rewards import TRAINED_USER_REWARDS
 from scope_envs.games import game_names, game_spec, load
 from scope_envs.registry import REGIME_AGENTS
@@ -180,6 +180,8 @@ def _check_mode_options(args) -> None:
 
 def cmd_train_llm(args) -> None:
     """LLM-PPO / GRPO on multi-turn text episodes (scope_envs.train.llm.ppo)."""
+    if why := held_out_refusal(args.env):
+        args.parser.error(f"argument --env: {why}")
     _check_mode_options(args)
     _llm_extra("train-llm")
     from scope_envs.train.llm.commands import UsageError, train_llm
@@ -209,6 +211,7 @@ def cmd_eval_llm(args) -> None:
 def build_parser() -> argparse.ArgumentParser:
     """The whole command line: every subcommand and its arguments."""
     ap = argparse.ArgumentParser(prog="scope-envs", description=scope_envs.__doc__)
+    ap.add_argument("--version", action="version", version=f"scope-envs {scope_envs.__version__}")
     sub = ap.add_subparsers(dest="command", required=True)
     sub.add_parser("list", help="every environment id with its regime and live agents").set_defaults(func=cmd_list)
     v = sub.add_parser("validate", help="real versus simulated statistics of a game (JSON)")
@@ -254,7 +257,7 @@ def build_parser() -> argparse.ArgumentParser:
     train_command.add_arguments(a)
     a.set_defaults(func=cmd_train, parser=a)
     t = sub.add_parser("train-llm", help="LLM-PPO / GRPO: train LLM agents/users on text episodes (needs scope-envs[llm])")
-    t.add_argument("--env", type=env_id, default="p4g-frozen", help="an env id (text surface is used) or llm-toy")
+    t.add_argument("--env", type=llm_env_id, default="p4g-frozen", help="an env id (text surface is used) or llm-toy")
     t.add_argument("--env-kwargs", type=json_object, default={},
                    help='JSON options for the env, e.g. \'{"max_turns": 4}\'')
     t.add_argument("--mode", choices=["agent", "cotrain", "population", "members"], default="agent",

@@ -21,8 +21,8 @@ import sys
 import time
 from pathlib import Path
 
-from scope_envs.arguments import (MAX_DECISIONS, count, env_id, json_object, nonnegative_float, output_dir,
-                                  positive_float, seed)
+from scope_envs.arguments import (GROUP_SIZE, MAX_DECISIONS, count, env_id, held_out_refusal, json_object,
+                                  nonnegative_float, output_dir, positive_float, resolve_group_size, seed)
 from scope_envs.core.rewards import TRAINED_USER_REWARDS
 
 # a ValueError of PPOConfig / PPOTrainer names a field; the command line names its flag (the first that matches)
@@ -41,7 +41,8 @@ def add_arguments(t: argparse.ArgumentParser) -> None:
     t.add_argument("--advantage", choices=["gae", "grpo"], default="gae",
                    help="gae: a value baseline (PPO); grpo: each episode's return minus its group's mean (SCOPE's)")
     t.add_argument("--group-size", type=count(1024), default=None,
-                   help="episodes per scenario (1; grpo needs at least 2; at most 1024)")
+                   help=f"episodes per scenario (1; {GROUP_SIZE}, SCOPE's, with --advantage grpo or --user-reward "
+                        "curriculum, which need at least 2; at most 1024)")
     t.add_argument("--user-reward", choices=TRAINED_USER_REWARDS, default=None,
                    help="a learnable user's reward (-cotrain, -population ids; default: the game's)")
     t.add_argument("--episodes-per-iter", type=count(65_536), default=64,
@@ -63,10 +64,10 @@ def config(args):
     env_kwargs = dict(args.env_kwargs)
     if args.user_reward is not None:
         env_kwargs["user_reward"] = args.user_reward
-    group_size = args.group_size if args.group_size is not None else (2 if args.advantage == "grpo" else 1)
     return PPOConfig(env_id=args.env, env_kwargs=env_kwargs, seed=args.seed, total_steps=args.steps,
                      num_envs=args.num_envs, episodes_per_iter=args.episodes_per_iter, learning_rate=args.lr,
-                     ent_coef=args.ent_coef, hidden=args.hidden, advantage=args.advantage, group_size=group_size)
+                     ent_coef=args.ent_coef, hidden=args.hidden, advantage=args.advantage,
+                     group_size=resolve_group_size(args.group_size, args.advantage, args.user_reward))
 
 
 def _flag(message: str, cfg) -> str:
@@ -79,11 +80,8 @@ def build(args, parser: argparse.ArgumentParser):
     import scope_envs
     from scope_envs.train.act_ppo import PPOTrainer
 
-    if scope_envs.registry[args.env].regime == "heldout":
-        game = scope_envs.registry[args.env].game
-        parser.error(f"argument --env: {args.env} is the held-out population every policy is evaluated against, not "
-                     f"trained on; train on a training regime (e.g. {game}-frozen, {game}-vs) and score the policy "
-                     f"against it with scope-envs score (the benchmark's ceiling: scope-envs bench --methods oracle)")
+    if why := held_out_refusal(args.env):
+        parser.error(f"argument --env: {why}")
     cfg = config(args)
     try:
         return PPOTrainer(cfg)

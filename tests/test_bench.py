@@ -152,3 +152,9 @@ def test_the_closing_summary_says_each_claim_with_its_verdict(tmp_path):
         assert line.split()[:3] == [f"{c['game']}:", "claim", f"{number}:"] and line.endswith(statement), line
         assert f" {verdict[c['held']]} " in line
     assert len({line.index(" claim ") for line in lines[:-1]}) == 1  # the games' names padded to one column
+    # every --method a built-in row (--method frozen): no entrant, so the claims close the run, not nothing
+    import shutil
+
+    shutil.copy(reference / "claims.json", tmp_path / "claims.json")
+    (tmp_path / "entrants.json").write_text("{}")
+    assert summary(tmp_path, tmp_path / "report.md", True).splitlines() == lines

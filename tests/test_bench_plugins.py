@@ -108,6 +108,16 @@ def test_loading_from_a_file_a_module_and_an_entry_point(plugin_file, monkeypatc
 def test_loading_errors_name_what_is_wrong(plugin_file, tmp_path, monkeypatch):
     with pytest.raises(PluginError, match="no such file"):
         load(f"{tmp_path}/nope.py:X")
+    (tmp_path / "folder.py").mkdir()  # it exists: "no such file" sent the user looking for a missing path
+    with pytest.raises(PluginError, match=r"folder.py: a directory, not a Python file"):
+        load(f"{tmp_path}/folder.py:X")
+    (tmp_path / "policy_shaped.py").write_text("def act(obs, mask):\n    return mask.argmax(1)\n\n"
+                                              "class Envs:\n    name = 'envs'\n    def train_envs(self):\n"
+                                              "        return []\n    def train(self, ctx):\n        return None\n")
+    with pytest.raises(PluginError, match=r"act\(obs, mask\) cannot be called as train\(ctx\)"):  # once it ran
+        load(f"{tmp_path}/policy_shaped.py:act")
+    with pytest.raises(PluginError, match=r"train_envs\(\) cannot be called as train_envs\(game\)"):
+        load(f"{tmp_path}/policy_shaped.py:Envs")
     with pytest.raises(PluginError, match="has no 'Missing'.*FirstLegal"):
         load(f"{plugin_file}:Missing")
     with pytest.raises(PluginError, match="not a method"):

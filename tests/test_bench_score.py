@@ -146,10 +146,14 @@ def test_an_llm_endpoint_is_scored_in_the_text_band(tmp_path):
 
 def test_bad_input_is_an_argparse_error(tmp_path, capsys):
     for argv, message in ((["--policy", str(tmp_path / "nope.zip"), "--game", "p4g"], "argument --policy"),
+                          (["--policy", str(tmp_path / "gone"), "--game", "p4g"], "gone: no such file or folder"),
                           (["--policy", "floor", "--surface", "text", "--game", "tau2"], "another game"),
                           (["--policy", "floor", "--game", "p4g", "--panel", "builtin"], "argument --panel"),
                           (["--policy", f"openai:http://127.0.0.1:9/v1#m", "--surface", "text", "--game", "p4g"],
-                           "argument --policy")):
+                           "argument --policy"),
+                          # hf:DIR, as diagnose and serve take a model folder, was read as module:NAME
+                          (["--policy", f"hf:{tmp_path}", "--surface", "text", "--game", "p4g"],
+                           f"argument --policy: {str(tmp_path)!r} holds no")):
         with pytest.raises(SystemExit) as e:
             score(*argv, "--out", str(tmp_path / "o"))
         assert e.value.code == 2
@@ -271,6 +275,7 @@ def test_an_option_of_the_other_surface_is_refused(tmp_path, capsys, nothing_pla
                                     (["--surface", "text", "--policy", "floor", "--against", "none"], "--against",
                                      "act"),
                                     (["--policy", "floor", "--seed", "4"], "--seed", "text"),
+                                    (["--policy", "floor", "--seed", "0"], "--seed", "text"),
                                     (["--policy", "floor", "--max-new-tokens", "9"], "--max-new-tokens", "text"),
                                     (["--policy", "floor", "--ceiling-steps", "9"], "--ceiling-steps", "text")):
         err = refused(capsys, *argv, "--game", "p4g", "--out", str(tmp_path / "o"))
@@ -473,6 +478,11 @@ def test_a_learned_user_that_cannot_be_scored_is_refused(sb3_models, tmp_path, c
              "argument --seeds: only with --surface act and --seat agent_0 (this is --seat user_0)"),
             (["--seat", "user_0", "--policy", str(user_zip), "--game", "p4g", "--against", "none"],
              "a learned user is diagnosed, not placed in a band"),
+            # given at their defaults they were taken, and ignored, without a word
+            (["--seat", "user_0", "--policy", str(user_zip), "--game", "p4g", "--against", "reference"],
+             "a learned user is diagnosed, not placed in a band"),
+            (["--seat", "user_0", "--policy", str(user_zip), "--game", "p4g", "--seeds", "1"],
+             "argument --seeds: only with --surface act and --seat agent_0 (this is --seat user_0)"),
             (["--seat", "user_0", "--policy", str(user_zip), "--game", "p4g", "--surface", "text"],
              "argument --seat: --surface text scores agent_0 only"),
             (["--policy", str(agent_zip), "--game", "p4g", "--bootstrap", "5"],

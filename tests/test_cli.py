@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+import scope_envs
+
 from scope_envs.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -19,8 +21,8 @@ BAD = [
     (["bench", "--steps", "-5"], "--steps", "an integer from 1 to"),
     (["bench", "--eval-episodes", "0"], "--eval-episodes", "an integer from 1 to"),
     (["bench", "--jobs", "0"], "--jobs", "an integer from 1 to"),
-    (["bench", "--advantage", "grpo"], "--group-size", "must be >= 2"),
-    (["bench", "--user-reward", "curriculum"], "--group-size", "must be >= 2"),
+    (["bench", "--advantage", "grpo", "--group-size", "1"], "--group-size", "must be >= 2"),
+    (["bench", "--user-reward", "curriculum", "--group-size", "1"], "--group-size", "must be >= 2"),
     (["bench", "--user-reward", "kind"], "--user-reward", "invalid choice"),
     (["bench", "--advantage", "td"], "--advantage", "invalid choice"),
     (["bench", "--group-size", "0"], "--group-size", "an integer from 1 to"),
@@ -36,6 +38,7 @@ BAD = [
     (["train-llm", "--env-kwargs", "notjson"], "--env-kwargs", "not valid JSON"),
     (["train-llm", "--env-kwargs", "[1, 2]"], "--env-kwargs", "JSON object"),
     (["train-llm", "--env", "nope"], "--env", "unknown environment id 'nope'"),
+    (["train-llm", "--env", "p4g-heldout"], "--env", "held-out population every policy is evaluated against"),
     (["train-llm", "--env-kwargs", '{"max_turnz": 3}'], "--env-kwargs", "max_turnz"),
     (["train-llm", "--model", "/nonexistent"], "--model", "never downloads"),
     (["train-llm", "--lr", "-1"], "--lr", "positive"),
@@ -69,6 +72,28 @@ def test_bad_argument_exits_2_naming_it(argv, argument, why, capsys, monkeypatch
     err = capsys.readouterr().err
     assert exit_.value.code == 2
     assert f"argument {argument}" in err and why in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("argv, size", [([], 1), (["--advantage", "grpo"], 8), (["--user-reward", "curriculum"], 8),
+                                        (["--advantage", "grpo", "--group-size", "4"], 4)])
+def test_bench_groups_as_train_does_scopes_eight_where_grpo_needs_groups(monkeypatch, tmp_path, argv, size):
+    """``--advantage grpo`` alone was refused as "--group-size ... got 1", a value nobody gave (train took 2)."""
+    from scope_envs.bench import runner
+
+    given = {}
+    monkeypatch.setattr(runner, "run", lambda **kw: given.update(kw))
+    monkeypatch.setattr(runner, "summary", lambda *a, **k: "", raising=False)
+    try:
+        main(["bench", "--games", "p4g", "--methods", "cotrain", "--out", str(tmp_path), *argv])
+    except (OSError, KeyError, TypeError):  # what the patched run did not write: only its arguments matter here
+        pass
+    assert given["group_size"] == size
+
+
+def test_version_is_the_packages(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["--version"])
+    assert e.value.code == 0 and capsys.readouterr().out.strip() == f"scope-envs {scope_envs.__version__}"
 
 
 def test_train_llm_cuda_without_a_gpu_is_an_argument_error(capsys, monkeypatch):

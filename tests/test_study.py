@@ -633,6 +633,7 @@ def test_analysis_json_holds_the_rank_correlations_and_report_md_escapes_the_tit
     assert result["spearman"]["panel_success"] is None  # a column that does not vary
     report = (folder / "report.md").read_text()
     assert "<script>" not in report and "&lt;script&gt;" in report.splitlines()[0]
+    assert "panel_success –" in report and "nan" not in report  # as analysis.json's null, not a float's repr
     analysis.analyze(load(folder), proxy_episodes=0, resamples=200)
     assert json.loads((folder / "analysis.json").read_text())["spearman"] is None
 

@@ -38,6 +38,14 @@ def test_train_learns_and_saves_the_folder_score_reads(tmp_path, capsys):
     assert rows[-1]["agent_steps"] == trainer.agent_steps
 
 
+def test_grpo_without_a_group_size_takes_scopes_eight_as_bench_does(tmp_path):
+    from scope_envs.train.act_ppo import PPOTrainer
+
+    main(["train", "--env", "p4g-frozen", "--steps", "64", "--advantage", "grpo", "--out", str(tmp_path / "g"),
+          "--no-progress"])
+    assert PPOTrainer.load(tmp_path / "g").cfg.group_size == 8
+
+
 def test_a_cotrain_run_trains_the_user_seat_too(tmp_path):
     from scope_envs.train.act_ppo import PPOTrainer
 
@@ -58,6 +66,7 @@ def test_a_cotrain_run_trains_the_user_seat_too(tmp_path):
     (["--env", "p4g-frozen", "--steps", "0"], "--steps", ""),
     (["--env", "p4g-frozen", "--steps", str(10**12)], "--steps", ""),
     (["--env", "no-such-id"], "--env", ""),
+    (["--env", "llm-toy"], "--env", "unknown environment id 'llm-toy'"),  # train-llm's toy: a KeyError here
 ])
 def test_what_train_cannot_do_is_one_line_naming_the_flag(tmp_path, capsys, argv, flag, words):
     with pytest.raises(SystemExit) as e:

@@ -162,7 +162,8 @@ def collapse(table: dict, entrant: str, cost: dict | None, key: str) -> dict:
 
     if cost is None:
         absent = " and ".join(f"`{m}`" for m in (BASELINE, UNCOLLAPSED) if m not in table) or "no row"
-        return {"absent": f"no collapse cost: the reference has no {absent} row with the reference users' side"}
+        return {"absent": f"no collapse cost: the rows compared (this run's, and the reference's with --against) have "
+                          f"no {absent} row with the reference users' side"}
     x = per_seed(table[entrant], key)
     if not len(x):
         return {"absent": f"{entrant}'s runs have no success on the reference model's users"}
@@ -313,8 +314,9 @@ def report_lines(game: str, st: dict) -> list[str]:
 def add_arguments(ap: argparse.ArgumentParser) -> None:
     """``bench``'s entrant options: ``--method``, ``--against``, ``--confirmatory``."""
     ap.add_argument("--method", action="append", default=None, metavar="SPEC",
-                    help="a method plug-in to add as a row: path/to/file.py:NAME, package.module:NAME, or an installed "
-                         f"entry point of the group scope_envs.methods (repeat for several; at most {MAX_PLUGINS})")
+                    help="a method plug-in to add as a row: path/to/file.py:NAME, package.module:NAME, an installed "
+                         "entry point of the group scope_envs.methods, or a built-in row's name (not with --against; "
+                         f"repeat for several; at most {MAX_PLUGINS})")
     ap.add_argument("--against", default=None, metavar="REF",
                     help="train and evaluate only the --method rows; take the others from REF: 'reference' (the "
                          "committed default run), 'reference-sb3' (its SB3 rows), 'reference-full' (the committed "

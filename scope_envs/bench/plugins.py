@@ -190,6 +190,17 @@ def _entry_point(name: str):
                           f"{type(e).__name__}: {e}") from e
 
 
+def takes_one_argument(fn) -> bool:
+    """Whether ``fn`` can be called with one positional argument (True where Python cannot tell: a builtin)."""
+    try:
+        inspect.signature(fn).bind(None)
+    except TypeError:
+        return False
+    except ValueError:
+        return True
+    return True
+
+
 def as_method(obj, spec: str):
     """A loaded object as a method: an instance with ``train`` and ``train_envs``, a class of one (built with
     no arguments), or a function ``train(ctx)``."""
@@ -210,6 +221,13 @@ def as_method(obj, spec: str):
         if not callable(getattr(obj, attr)):
             raise PluginError(f"--method {spec}: {type(obj).__name__}.{attr} is not a method (it needs "
                               f"{attr}({'game' if attr == 'train_envs' else 'ctx'}))")
+    train = obj.fn if isinstance(obj, FunctionMethod) else obj.train
+    for attr, fn, called in (("train", train, "train(ctx), ctx the TrainContext"),
+                             ("train_envs", obj.train_envs, "train_envs(game)")):
+        if not takes_one_argument(fn):
+            shown = getattr(fn, "__name__", attr)
+            raise PluginError(f"--method {spec}: {shown}{inspect.signature(fn)} cannot be called as {called}"
+                              + (" (act(obs, mask) is the policy that train returns)" if attr == "train" else ""))
     name = getattr(obj, "name", None)
     if not isinstance(name, str) or not NAME_PATTERN.match(name):
         raise PluginError(f"--method {spec}: its name {name!r} must be 1-64 letters, digits, '.', '-' or '_'")

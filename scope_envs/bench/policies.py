@@ -284,7 +284,11 @@ def load(spec: str, seed: int = 0):
             except Exception as e:  # noqa: BLE001  (the user's factory: said in one line)
                 raise ValueError(f"--policy {spec}: calling it raised {type(e).__name__}: {e}") from e
         return obj if hasattr(obj, "players") else CheckedPolicy(as_policy(obj), spec)
-    raise ValueError(f"--policy {spec}: expected a saved trainer folder, an SB3 .zip, or FILE.py:NAME / module:NAME")
+    wanted = "a saved trainer folder, an SB3 .zip, or FILE.py:NAME / module:NAME"
+    if not path.exists():
+        raise ValueError(f"--policy {spec}: no such file or folder (expected {wanted})")
+    hint = f" (a Python file: name what plays in it, {spec}:NAME)" if spec.endswith(".py") else ""
+    raise ValueError(f"--policy {spec}: expected {wanted}{hint}")
 
 
 def _takes_nothing(fn) -> bool:

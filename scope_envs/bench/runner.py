@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from scope_envs.arguments import MAX_SEEDS
+from scope_envs.arguments import GROUP_SIZE, MAX_SEEDS, resolve_group_size
 from scope_envs.bench.executors import (
     EXECUTORS,
     BenchFailure,
@@ -97,8 +97,9 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--user-reward", default=None, choices=SIMULATOR_REWARDS,
                     help="the learned user's reward (cotrain, population, selfplay); default: each game's own")
     ap.add_argument("--advantage", default="gae", choices=("gae", "grpo"), help="gae (default) or SCOPE's grpo")
-    ap.add_argument("--group-size", type=count(MAX_GROUP_SIZE), default=1,
-                    help=f"episodes per scenario (SCOPE: 8); grpo and the curriculum reward need >= 2; at most {MAX_GROUP_SIZE}")
+    ap.add_argument("--group-size", type=count(MAX_GROUP_SIZE), default=None,
+                    help=f"episodes per scenario (1; {GROUP_SIZE}, SCOPE's, with --advantage grpo or --user-reward "
+                         f"curriculum, which need >= 2; at most {MAX_GROUP_SIZE})")
     ap.add_argument("--sensitivity", action="store_true",
                     help="also re-evaluate every trained policy under each variant of the held-out proxies' "
                          "assumptions and judge the claims under each (sensitivity.json, sensitivity.md)")
@@ -297,7 +298,7 @@ def calibrate(args: argparse.Namespace, t0: float) -> None:
                        ("--sensitivity", args.sensitivity), ("--executor", args.executor != "local"),
                        ("--world", args.world), ("--seed-block", args.seed_block != SEED_BLOCK),
                        ("--user-reward", args.user_reward), ("--advantage", args.advantage != "gae"),
-                       ("--group-size", args.group_size != 1)):
+                       ("--group-size", args.group_size is not None)):
         if used:
             args.parser.error(f"argument {flag}: not with --calibration (it trains its own grid of cells)")
     if args.print_report:  # (it was taken and did nothing)
@@ -342,9 +343,10 @@ def main(args: argparse.Namespace) -> None:
             require_row(method, args.games)
         except ValueError as e:
             args.parser.error(f"argument --methods: {e}")
-    if args.group_size < 2 and (args.advantage == "grpo" or args.user_reward == "curriculum"):
+    group_size = resolve_group_size(args.group_size, args.advantage, args.user_reward)
+    if group_size < 2 and (args.advantage == "grpo" or args.user_reward == "curriculum"):
         args.parser.error(f"argument --group-size: must be >= 2 with --advantage grpo or --user-reward curriculum, "
-                          f"got {args.group_size}")
+                          f"got {group_size}")
     if args.address is not None and args.executor != "ray":
         args.parser.error("argument --address: only with --executor ray")
     if args.executor == "ray" and importlib.util.find_spec("ray") is None:
@@ -358,7 +360,7 @@ def main(args: argparse.Namespace) -> None:
     try:
         run(games=args.games, methods=args.methods, seeds=args.seeds, steps=args.steps,
             eval_episodes=args.eval_episodes, full=args.full, out=args.out, jobs=args.jobs,
-            user_reward=args.user_reward, advantage=args.advantage, group_size=args.group_size,
+            user_reward=args.user_reward, advantage=args.advantage, group_size=group_size,
             sensitivity=args.sensitivity, executor=args.executor, address=args.address, resume=args.resume,
             plugins=getattr(args, "method", None) or (), against=getattr(args, "against", None),
             confirmatory=getattr(args, "confirmatory", None), world=args.world, seed_block=args.seed_block)
@@ -380,14 +382,16 @@ def main(args: argparse.Namespace) -> None:
 
 
 def summary(out: Path, report: Path, with_entrants: bool) -> str:
-    """What ends ``bench``'s output: with entrants, their verdict per game (``entrants.summary``); without,
-    the claims' verdicts in one line each; then the report's path."""
+    """What ends ``bench``'s output: with entrants, their verdict per game (``entrants.summary``); without (or
+    where every ``--method`` named a built-in row, which is no entrant), the claims' verdicts in one line each;
+    then the report's path."""
     import json
 
     from scope_envs.bench import entrants
 
-    if with_entrants:
-        return entrants.summary(json.loads((out / "entrants.json").read_text()), str(report))
+    verdicts = json.loads((out / "entrants.json").read_text()) if with_entrants else {}
+    if verdicts:
+        return entrants.summary(verdicts, str(report))
     verdict = {True: "holds", False: "does not hold", None: "not judged"}
     claims = json.loads((out / "claims.json").read_text())
     width = max((len(c["game"]) for c in claims), default=0) + 1

@@ -352,7 +352,7 @@ def score_text(spec: str, game: str, seed: int = 0, episodes: int = TEXT_EPISODE
     if spec in ("floor", "ceiling"):
         agent = None
     elif (Path(os.path.expanduser(spec)) / "model.pt").is_file() or \
-            spec.endswith(".zip") or (":" in spec and not spec.startswith(("openai:", "vllm:"))):
+            spec.endswith(".zip") or (":" in spec and not spec.startswith(("openai:", "vllm:", "hf:"))):
         if why_not:
             raise ScoreError("--policy", why_not)
         try:
@@ -620,7 +620,7 @@ def add_parser(subparsers) -> None:
                                           "against the reference model, the frozen simulator and the held-out "
                                           "proxies; persona sensitivity is not measured for it.")
     p.add_argument("--policy", required=True, help="a saved trainer folder, an SB3 .zip, file.py:NAME / module:NAME; "
-                                                   "on the text surface also a model folder, vllm:DIR, "
+                                                   "on the text surface also a model folder (DIR or hf:DIR), vllm:DIR, "
                                                    "openai:BASE_URL#MODEL, or the rows floor / ceiling")
     from scope_envs.games import game_names
 
@@ -633,10 +633,10 @@ def add_parser(subparsers) -> None:
                    help="act (the default): the benchmark's act-level protocol on seeds 0..N-1, in the reference's "
                         "band; text: the policy speaks on the text surface against the held-out proxies (and the "
                         "panel), beside a floor and a ceiling row played on the same episodes")
-    p.add_argument("--seeds", type=count(MAX_SEEDS), default=1,
+    p.add_argument("--seeds", type=count(MAX_SEEDS), default=None,
                    help=f"act: seeds 0..N-1 (default 1; recovered needs 2 or more: it is read where the CI of the "
                         f"reference's oracle − frozen on the same seeds is above 0; at most {MAX_SEEDS})")
-    p.add_argument("--against", default="reference", help="act: the reference giving the band (reference, "
+    p.add_argument("--against", default=None, help="act: the reference giving the band (reference, "
                                                           "reference-sb3, reference-full or an --out folder; 'none' "
                                                           "for no band)")
     p.add_argument("--episodes", type=count(MAX_EPISODES), default=None,
@@ -657,19 +657,21 @@ def add_parser(subparsers) -> None:
     p.add_argument("--ceiling", type=saved_trainer, default=None,
                    help="text: a saved trainer folder (PPOTrainer.save) of --game to use as the ceiling instead of "
                         "training one (not with --ceiling-steps)")
-    p.add_argument("--seed", type=count(2**31 - 1, low=0), default=0,
+    p.add_argument("--seed", type=count(2**31 - 1, low=0), default=None,
                    help="text, a user seat: the run seed of the episodes (0; 0 to 2**31-1)")
-    p.add_argument("--max-new-tokens", type=count(32_768), default=128, help="text: per message (at most 32_768)")
+    p.add_argument("--max-new-tokens", type=count(32_768), default=None,
+                   help="text: per message (128; at most 32_768)")
     p.add_argument("--out", type=output_dir, default="runs/score",
                    help="score.json and score.md go here (default: ./runs/score)")
     p.set_defaults(func=main, parser=p)
 
 
 # what a score reads: agent_0 on the act surface ("act"), on the text surface ("text"), or a learned user
-# ("user"); the options only some of them read (--episodes and --out serve all three)
+# ("user"); the options only some of them read (--episodes and --out serve all three), each None unless given
 READ_BY = {"seeds": ("act",), "against": ("act",), "panel": ("text",), "ceiling_steps": ("text",),
            "ceiling": ("text",), "seed": ("text", "user"), "max_new_tokens": ("text",), "probe_episodes": ("user",),
            "bootstrap": ("user",)}
+DEFAULTS = {"seeds": 1, "against": "reference", "seed": 0, "max_new_tokens": 128}  # what each is when not given
 KIND_NAMES = {"act": "--surface act and --seat agent_0", "text": "--surface text",
               "user": "a user seat (--seat user_0, ...)"}
 
@@ -684,12 +686,15 @@ def main(args: argparse.Namespace) -> None:
         args.parser.error(f"argument --seat: --surface text scores agent_0 only; a learned user ({args.seat}) is "
                           "diagnosed on the act surface (leave out --surface)")
     for dest, readers in READ_BY.items():  # an option this score does not read would be ignored: refused
-        if getattr(args, dest) != args.parser.get_default(dest) and kind not in readers:
+        if getattr(args, dest) is not None and kind not in readers:
             why = "; it always plays the built-in panel" if dest == "panel" else \
                 "; a learned user is diagnosed, not placed in a band" if kind == "user" and dest == "against" else ""
             this = f"--seat {args.seat}" if kind == "user" else f"--surface {args.surface}"
             args.parser.error(f"argument --{dest.replace('_', '-')}: only with "
                               f"{' or '.join(KIND_NAMES[k] for k in readers)} (this is {this}{why})")
+    for dest, default in DEFAULTS.items():
+        if getattr(args, dest) is None:
+            setattr(args, dest, default)
     if args.ceiling is not None and args.ceiling_steps is not None:  # a saved ceiling is not trained: else ignored
         args.parser.error("argument --ceiling-steps: not with --ceiling (the saved trainer is the ceiling as it is; "
                           "--ceiling-steps sets the training of the ceiling made when --ceiling is not given)")

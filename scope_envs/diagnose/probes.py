@@ -57,6 +57,11 @@ def exact(sim: Simulator) -> bool:
     return not sim.plays_text and type(sim).distribution is not Simulator.distribution
 
 
+def said(error: BaseException) -> str:
+    """An exception in one phrase: its type, and its message where it has one."""
+    return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+
+
 @dataclass
 class Errors:
     """In-game errors of the diagnosed simulator: how many, and the first few distinct messages."""
@@ -109,7 +114,7 @@ class Asker:
             except FatalSimulatorError:
                 raise
             except Exception as e:  # the user's simulator: an in-game error, counted
-                self.errors.add(f"distribution: {type(e).__name__}: {e}")
+                self.errors.add(f"distribution: {said(e)}")
                 return None, counts
             for _ in range(self.samples):
                 counts[sample(q, self.rng)] += 1
@@ -139,7 +144,7 @@ class Asker:
         except InGameError as e:
             self.errors.add(f"unreadable or illegal reply: {e}")
         except Exception as e:  # the user's simulator raised: counted, the diagnosis goes on
-            self.errors.add(f"{type(e).__name__}: {e}")
+            self.errors.add(said(e))
         return None
 
 

@@ -167,6 +167,9 @@ def from_file(spec: str) -> Simulator:
     if not (isinstance(obj, type) and issubclass(obj, Simulator)):
         raise SpecError(f"{spec!r}: {path} has no Simulator subclass named {cls!r} "
                         "(scope_envs.core.simulator.Simulator)")
+    if all(getattr(obj, m) is getattr(Simulator, m) for m in ("distribution", "act", "reply")):
+        raise SpecError(f"{spec!r}: {cls} implements none of distribution(view), act(view, rng) and reply(view, "
+                        "rng): a simulator answers with one of them (scope_envs.core.simulator.Simulator)")
     try:
         return obj()
     except Exception as e:

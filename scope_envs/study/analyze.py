@@ -132,6 +132,11 @@ def correlations(cfg: StudyConfig, summary: dict, proxy: dict | None) -> dict[st
     return {k: spearman(people, [proxy[n][k] for n in names]) for k in proxy[names[0]]}
 
 
+def _num(x: float) -> str:
+    """A number of the report, or "–" where there is none (no session, a correlation that is not defined)."""
+    return f"{x:.2f}" if np.isfinite(x) else "–"
+
+
 def _ci(cell: dict) -> str:
     if cell["n"] == 0:
         return "–"
@@ -199,13 +204,13 @@ def report(cfg: StudyConfig, summary: dict, proxy: dict | None, charts: list[str
         lines += ["", "## People and the held-out proxies, the same policies", "",
                   f"| Condition | People: {label(cfg, ms[0])} | " + " | ".join(keys) + " |", "|---|---|" + "---|" * len(keys)]
         for n, p in zip(names, people):
-            lines.append(f"| {n} | {p:.2f} | " + " | ".join(f"{proxy[n][k]:.2f}" for k in keys) + " |")
+            lines.append(f"| {n} | {_num(p)} | " + " | ".join(_num(proxy[n][k]) for k in keys) + " |")
         rho = correlations(cfg, summary, proxy)
         lines += ["", f"`heldout_*`: the held-out human proxies (`{cfg.game}-heldout`); `panel_success`: the held-out "
                   "panel of six simulator families (the game's default options). "
                   f"Spearman rank correlation of the condition means with the people's {ms[0]}: "
-                  + ", ".join(f"{k} {v:.2f}" for k, v in rho.items())
-                  + " (nan: fewer than three conditions, or a column that does not vary)."]
+                  + ", ".join(f"{k} {_num(v)}" for k, v in rho.items())
+                  + " (–: fewer than three conditions with sessions, or a column that does not vary)."]
     measure, key = spec(cfg).in_chat
     lines += ["", f"`{measure}`: the game's outcome `{key}` (export.csv's `outcome_{key}`)"
               + (": the amount chosen from the list in the final message, not amounts typed in words; "

@@ -332,10 +332,11 @@ def adapter_base(path) -> str | None:
 
 
 def policy_backend(spec: str):
-    """A policy: a local model directory or LoRA adapter directory (transformers), ``vllm:DIR`` or
-    ``openai:BASE_URL#MODEL``."""
+    """A policy: a local model directory or LoRA adapter directory (transformers; ``hf:DIR`` too, as ``diagnose``
+    and ``serve`` name one), ``vllm:DIR`` or ``openai:BASE_URL#MODEL``."""
     from scope_envs.agents.llm.backends import TransformersBackend, load_backend
 
+    spec = spec.removeprefix("hf:")
     if spec.startswith(("openai:", "vllm:")):
         return load_backend(spec)
     base = adapter_base(spec)
@@ -360,6 +361,7 @@ def policy_backend(spec: str):
 def check_policy(spec: str, timeout: float = 5.0) -> None:
     """``spec`` can be played: an endpoint answers within ``timeout`` seconds, a directory holds a model or a
     LoRA adapter with its base; else ``PanelError``, naming ``spec``."""
+    spec = spec.removeprefix("hf:")
     if spec.startswith("openai:"):
         url, _, model = spec[len("openai:"):].partition("#")
         if not model:
