@@ -22,10 +22,11 @@ def is_file_spec(where: str) -> bool:
 def from_file(path: str, attr: str, spec: str, flag: str = "--method"):
     """``attr`` of the Python file ``path`` (imported once per process, under a name of its own)."""
     file = Path(os.path.expanduser(path))
+    if not file.exists():
+        raise PluginError(f"{flag} {spec}: no such file {file}")
     if not file.is_file():
-        what = "no such file" if not file.exists() else "a directory, not a Python file" if file.is_dir() else \
-            "not a regular file (a Python file is read)"
-        raise PluginError(f"{flag} {spec}: {file}: {what}" if file.exists() else f"{flag} {spec}: {what} {file}")
+        what = "a directory, not a Python file" if file.is_dir() else "not a regular file (a Python file is read)"
+        raise PluginError(f"{flag} {spec}: {file}: {what}")
     name = "scope_envs_plugin_" + re.sub(r"\W", "_", str(file.resolve()))
     if name in sys.modules:
         module = sys.modules[name]
