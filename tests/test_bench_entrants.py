@@ -269,5 +269,5 @@ def test_bench_help_names_each_default(capsys):
     assert "default: ./results" in text and "--print-report" in text
     from scope_envs.bench.methods import SEEDS_MIN
 
-    assert ", ".join(f"{g} {n}" for g, n in SEEDS_MIN.items()) in text and "SEEDS_MIN" in text
+    assert ", ".join(f"{g} {n}" for g, n in SEEDS_MIN.items()) in text and "seeds_min" in text
     assert "p4g 20_000, cooperbench 20_000, tau2 40_000" in text and "presets.py" in text

@@ -63,16 +63,16 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     ceilings = ", ".join(f"{g} {ceiling_steps(g, preset_steps(g)):_}" for g in GAMES)
     ap.add_argument("--seeds", type=count(MAX_SEEDS), default=None,
                     help=f"number of seeds (0..N-1; at most {MAX_SEEDS}). Default: the default preset's per game, "
-                         f"{seeds} (its {PRESETS['default']['seeds']} seeds raised by the seeds rule, SEEDS_MIN in "
-                         f"scope_envs/bench/methods.py); --full: {PRESETS['full']['seeds']} per game; a smoke run "
+                         f"{seeds} (each game's GameSpec.seeds_min, by the seeds rule; at least {PRESETS['default']['seeds']}); --full: {PRESETS['full']['seeds']} per game; a smoke run "
                          f"(--steps below {SMOKE_STEPS:_}): {PRESETS['default']['seeds']}. With --against the "
                          "reference's rows keep all their seeds, whatever this says")
     ap.add_argument("--steps", type=count(MAX_DECISIONS), default=None,
                     help=f"training budget per run, in decisions of agent_0 (at most {MAX_DECISIONS:_}). Default: the "
                          f"preset's per game, {steps}: the plateau rule's budgets, cooperbench's below its plateau "
                          f"(GameSpec.budget; preset_steps in scope_envs/bench/presets.py); --full: {PRESETS['full']['steps']:_} per "
-                         f"game. The ceiling (oracle) trains its own plateau budget, {ceilings}; below a game's "
-                         f"plateau, {ORACLE_BUDGET}x --steps, at most that (presets.ceiling_steps)")
+                         f"game. The ceiling (oracle) trains the plateau rule's ceiling budget, {ceilings} (where the rule found "
+                         f"no plateau, the highest rung it judged); below a game's plateau, {ORACLE_BUDGET}x --steps, "
+                         "at most that (presets.ceiling_steps)")
     ap.add_argument("--eval-episodes", type=count(MAX_EVAL_EPISODES), default=None,
                     help="evaluation episodes per side (default: the preset's, with the held-out side raised per game "
                          "by the evaluation rule, EVAL_EPISODES_MIN; a smoke run, --steps below "
