@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 
 import scope_envs
+from scope_envs.registry import training_refusal
 from scope_envs.regimes import MAX_MEMBERS  # the most co-trained users a population keeps (train-llm --members)
 
 
@@ -106,14 +107,10 @@ def resolve_group_size(given: int | None, advantage: str, user_reward: str | Non
 
 
 def held_out_refusal(text: str) -> str | None:
-    """Why a trainer refuses ``text``: a held-out id is the population every policy is evaluated against; else
-    None."""
-    spec = scope_envs.registry.get(text)
-    if spec is None or spec.regime != "heldout":
-        return None
-    return (f"{text} is the held-out population every policy is evaluated against, not trained on; train on a "
-            f"training regime (e.g. {spec.game}-frozen, {spec.game}-vs) and score the policy against it with "
-            f"scope-envs score (the benchmark's ceiling: scope-envs bench --methods oracle)")
+    """Why a training command refuses ``--env text`` (``registry.held_out_refusal``, with the commands to use)."""
+    reason = training_refusal(text)
+    return reason and (f"{reason} with scope-envs score (the benchmark's ceiling: scope-envs bench --methods "
+                       "oracle)")
 
 
 def model_source(text: str) -> str:

@@ -353,10 +353,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> None:
-    args = build_parser().parse_args(argv)
-    args.command_line = argv is None
-    with stopped_in_one_line(args):
-        args.func(args)
+    from scope_envs.games import GameDeclarationError
+
+    try:
+        args = build_parser().parse_args(argv)
+        args.command_line = argv is None
+        with stopped_in_one_line(args):
+            args.func(args)
+    except GameDeclarationError as e:  # a game of the user's that does not load: every command lists the games
+        print(f"scope-envs: error: {e}", file=sys.stderr)
+        sys.exit(2)
 
 
 class Stopped(KeyboardInterrupt):

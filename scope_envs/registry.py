@@ -68,6 +68,17 @@ class UnknownEnvironment(KeyError):
         return self.args[0]
 
 
+def training_refusal(id: str, kwargs: dict | None = None) -> str | None:
+    """Why a trainer refuses to train on ``id`` (None: it does not): a held-out id is the population every policy is evaluated
+    against. The one exception is the ceiling's recipe, the held-out behaviour model on the *train* cards
+    (``personas="train"``), which evaluates on the held-out ones like every row."""
+    spec = registry.get(id) if isinstance(id, str) else None
+    if spec is None or spec.regime != "heldout" or (kwargs or {}).get("personas") == "train":
+        return None
+    return (f"{id} is the held-out population every policy is evaluated against, not trained on; train on a "
+            f"training regime (e.g. {spec.game}-frozen, {spec.game}-vs) and evaluate against it")
+
+
 def make(id: str, surface: str = "act", **kwargs):
     """Build a registered environment: ``surface`` is ``"act"`` or ``"text"``; kwargs go to the regime."""
     if not isinstance(id, str):  # (None, a number, a list: difflib's TypeError, or 'unhashable type')

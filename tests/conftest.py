@@ -34,7 +34,19 @@ def p4g_data():
     return path
 
 
-def random_actions(env, obs, rng, text_pool=("Hello!", "Would you donate? [DONATE $0.50]", "bye")):
+BUILT_IN_GAMES = ("p4g", "cooperbench", "tau2")
+CANNED_TEXT = ("Hello!", "Would you donate? [DONATE $0.50]", "bye")  # the built-in games' tests play these
+
+
+def realized_text(env) -> tuple[str, ...]:
+    """Every act of both roles as the game's own language writes it: messages a game outside the package
+    understands, for the suites that find it by the registry (docs/adding-a-game.md)."""
+    g = env.unwrapped.game
+    rng = np.random.default_rng(0)
+    return tuple(g.realize(role, act, rng) for role in g.roles for act in range(1, len(g.acts(role))))
+
+
+def random_actions(env, obs, rng, text_pool=None):
     """A legal random action for every live agent (masked acts on act, strings on text)."""
     actions = {}
     for a in env.agents:
@@ -42,7 +54,8 @@ def random_actions(env, obs, rng, text_pool=("Hello!", "Would you donate? [DONAT
         if isinstance(o, dict):
             actions[a] = int(rng.choice(np.flatnonzero(o["action_mask"])))
         else:
-            actions[a] = str(text_pool[int(rng.integers(len(text_pool)))])
+            pool = text_pool or (CANNED_TEXT if env.unwrapped.game.name in BUILT_IN_GAMES else realized_text(env))
+            actions[a] = str(pool[int(rng.integers(len(pool)))])
     return actions
 
 

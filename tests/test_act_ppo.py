@@ -296,6 +296,24 @@ def test_a_simulator_the_networks_do_not_fit_is_refused():
     assert trainer.updates == 0 and trainer.other_envs == []
 
 
+def test_the_held_out_population_is_refused_as_a_training_env_but_the_ceilings_recipe_is_not():
+    """The command line refused a -heldout id while the Python trainer trained on it, directly or through
+    ``step(env)``: now both refuse it, by one definition (``registry.held_out_refusal``). The ceiling's recipe,
+    the held-out behaviour model on the *train* cards (``personas="train"``), stays trainable."""
+    small = dict(total_steps=100, num_envs=2, episodes_per_iter=2, seed=0)
+    with pytest.raises(ValueError, match="p4g-heldout is the held-out population every policy is evaluated "
+                                         "against, not trained on"):
+        PPOTrainer(PPOConfig(env_id="p4g-heldout", **small))
+    trainer = PPOTrainer(PPOConfig(env_id="p4g-frozen", **small))
+    with pytest.raises(ValueError, match="held-out population"):
+        trainer.step("p4g-heldout")
+    with pytest.raises(ValueError, match="held-out population"):
+        trainer.step(("p4g-heldout", {"personas": "heldout"}))
+    assert trainer.updates == 0 and trainer.other_envs == []
+    ceiling = PPOTrainer(PPOConfig(env_id="p4g-heldout", env_kwargs={"personas": "train"}, **small))
+    assert len(ceiling.train()) >= 1
+
+
 def blas_threads():
     from threadpoolctl import threadpool_info
 

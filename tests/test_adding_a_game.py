@@ -89,6 +89,17 @@ for env_id, kwargs in (("bargain-frozen", {"max_turns": 0}), ("bargain-cotrain",
 """
 
 
+def test_the_suites_that_find_a_game_by_the_registry_hold_the_example_with_nothing_added(game_env):
+    """The page says the conformance, fuzz, error, split and panel suites hold a new game "with nothing to add":
+    run on the example, 11 of them failed (the text fuzz had no legal messages for it, the text determinism test
+    played strings the example's language does not read)."""
+    suites = ["tests/test_conformance.py", "tests/test_env_fuzz.py", "tests/test_env_errors.py", "tests/test_split.py",
+              "tests/test_families.py"]
+    out = run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", *suites,
+               "-k", "bargain"], game_env)
+    assert re.search(r"\b(\d{2,}) passed", out) and "failed" not in out and " error" not in out, out[-2000:]
+
+
 def test_the_example_refuses_a_bad_option_naming_it_as_the_built_in_games_do(game_env):
     """The page's game checks its count (max_turns=0 was taken and broke at reset with an IndexError) and its proxy
     refuses a variant it does not have (assumptions="no_slips" played the default silently)."""
@@ -107,6 +118,7 @@ def test_a_one_seed_benchmark_runs_on_the_example_game(game_env, tmp_path):
     assert {"random", "oracle", "frozen", "rotation", "cotrain"} <= methods
     report = (out / "report.md").read_text()
     assert "## bargain: revenue (agent_0 = the seller)" in report
+    assert "Success is each game's success metric: for bargain the revenue. " in report  # not the built-in games'"
 
 
 def test_diagnose_says_the_example_game_declares_no_probe_agent(game_env, tmp_path):
@@ -117,6 +129,57 @@ def test_diagnose_says_the_example_game_declares_no_probe_agent(game_env, tmp_pa
                           timeout=300, cwd=ROOT)
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr[-2000:]
     assert "argument --game: bargain declares no probe agent (GameSpec.probe_agent" in done.stderr
+
+PROBED = """
+import dataclasses
+import numpy as np
+from bargain.spec import SPEC as PAGE
+
+
+class FirstLegal:
+    def act(self, view, rng):
+        return int(np.flatnonzero(view.legal)[0])
+
+
+class NoRng:
+    def act(self, view):
+        return 0
+
+
+SPEC = dataclasses.replace(PAGE, **{"probe_agent": "bargain_probed:FirstLegal", **dict({extra})})
+"""
+
+
+@pytest.mark.parametrize("extra, refused", [
+    ("concede=('acept',)", "argument --game: bargain's GameSpec.concede names acts its user does not have: acept"),
+    ("probe_agent='bargain_probed:NoRng'", "argument --game: bargain's GameSpec.probe_agent (bargain_probed:NoRng) "
+                                           "has no act(view, rng)"),
+    ("", None)])
+def test_diagnose_checks_the_probe_declarations_and_says_n_a_for_what_a_game_does_not_declare(game_env, tmp_path,
+                                                                                              extra, refused):
+    """A probe agent without ``act(view, rng)`` was a traceback mid-run, and a misspelled conceding act a rate of
+    0.000: both are refused before any episode, naming the field. A game that declares no conceding act, and whose
+    outcome has no ``cooperation_outcome`` key (the page's example: the defaults), measured neither: ``n/a`` on the
+    card and null in diagnose.json, not 0."""
+    (tmp_path / "bargain_probed.py").write_text(PROBED.replace("{extra}", extra))
+    env = dict(game_env, PYTHONPATH=os.pathsep.join([str(tmp_path), game_env["PYTHONPATH"]]),
+               SCOPE_ENVS_GAMES="bargain_probed")
+    out = tmp_path / "d"
+    done = subprocess.run([sys.executable, "-m", "scope_envs.cli", "diagnose", "--game", "bargain", "--simulator",
+                           "frozen", "--episodes", "24", "--probe-episodes", "4", "--bootstrap", "20", "--no-progress",
+                           "--out", str(out)], env=env, capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert "Traceback" not in done.stderr, done.stderr[-3000:]
+    if refused:
+        assert done.returncode == 2 and refused in done.stderr.strip().splitlines()[-1], done.stderr[-2000:]
+        assert not out.exists()
+        return
+    assert done.returncode == 0, done.stderr[-3000:]
+    co = json.loads((out / "diagnose.json").read_text())["cooperation"]
+    assert co["rate"]["value"] is None and co["bias"]["value"] is None and co["outcome"]["rate"]["value"] is None
+    card = (out / "diagnose.md").read_text()
+    assert "| conceding rate | n/a | the game declares no conceding act (GameSpec.concede) |" in card, card
+    assert "no episode's outcome has the key 'success' (GameSpec.cooperation_outcome)" in card
+
 
 def test_the_batched_engine_row_names_every_hook_a_game_must_write():
     """The page's ``scope_envs/vec/games.py`` row names each ``BatchedVecEnv`` method that only raises

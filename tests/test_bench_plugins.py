@@ -111,6 +111,9 @@ def test_loading_errors_name_what_is_wrong(plugin_file, tmp_path, monkeypatch):
     (tmp_path / "folder.py").mkdir()  # it exists: "no such file" sent the user looking for a missing path
     with pytest.raises(PluginError, match=r"folder.py: a directory, not a Python file"):
         load(f"{tmp_path}/folder.py:X")
+    (tmp_path / "method.txt").write_text("class X:\n    name = 'x'\n")  # importlib found no loader: an AttributeError
+    with pytest.raises(PluginError, match=r"method.txt is not a Python file: its name must end in .py"):
+        load(f"{tmp_path}/method.txt:X")
     (tmp_path / "policy_shaped.py").write_text("def act(obs, mask):\n    return mask.argmax(1)\n\n"
                                               "class Envs:\n    name = 'envs'\n    def train_envs(self):\n"
                                               "        return []\n    def train(self, ctx):\n        return None\n")

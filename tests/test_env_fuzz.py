@@ -91,7 +91,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from conftest import ALL_IDS, Hang, deadline
+from conftest import ALL_IDS, Hang, deadline, realized_text
 
 DEFAULT_EXAMPLES = 10
 STEP_LIMIT_S = 2.0  # (b): the wall time one step may take
@@ -495,6 +495,11 @@ TEXT_POOL = {
 }
 
 
+def text_pool(game: str, env) -> list[str]:
+    """The game's legal messages: its own above, or a game outside the package's acts as its language writes them."""
+    return TEXT_POOL.get(game) or list(realized_text(env))
+
+
 # ---------------------------------------------------------------------------------------------- the harness
 _ENVS: dict[tuple, object] = {}
 
@@ -683,7 +688,7 @@ class Fuzz:
                 mask = self.obs[a]["action_mask"]
                 actions[a] = int(data.draw(st.sampled_from(np.flatnonzero(mask).tolist()), label=f"{a} act"))
             else:
-                pool = TEXT_POOL[self.game]
+                pool = text_pool(self.game, self.env)
                 text = data.draw(st.sampled_from(pool), label=f"{a} text") if a == speaker else ""
                 actions[a] = senders[a] = text
         return actions, senders
@@ -865,7 +870,7 @@ def _advance_until(f: Fuzz, agent_pred, data_rng) -> None:
         speaker = f.speaker()
         if speaker is not None and agent_pred(speaker):
             return
-        pool = TEXT_POOL[f.game]
+        pool = text_pool(f.game, f.env)
         actions = {a: (str(pool[int(data_rng.integers(len(pool)))]) if a == speaker else "") for a in f.env.agents}
         f.step(actions, "legal (advancing)", "accept", senders=actions)
     raise AssertionError(f"{f.id}: no turn for the wanted agent within 60 legal steps (seed {f.seed})")
@@ -890,7 +895,7 @@ def test_text_hostile_catalogue(env_id):
                 f.step(actions, f"catalogue: {label}", "accept", senders={speaker: s})
                 if f.env.agents and len(f.env.agents) > 1:  # the same string from the agent whose turn it is not
                     speaker = f.speaker()
-                    pool = TEXT_POOL[f.game]
+                    pool = text_pool(f.game, f.env)
                     actions = {a: (pool[0] if a == speaker else s) for a in f.env.agents}
                     f.step(actions, f"catalogue, off turn: {label}", "accept",
                            senders={a: v for a, v in actions.items()})

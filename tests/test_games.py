@@ -1,17 +1,21 @@
 """The registry of games (``scope_envs.games``): each game's ``GameSpec``, found, ordered and loadable."""
 
 import dataclasses
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 import scope_envs
 from scope_envs import games
 from scope_envs.games import GameSpec, game_names, game_spec, load, register_game
+from scope_envs.games.spec import _BUILT_WITH, PATH_FIELDS
 from scope_envs.registry import REGIMES
 
-PATH_FIELDS = ("factory", "reference", "collapsed", "human_proxy", "rotation", "grounded", "card", "split_sizes",
-               "modal_card", "variants", "worlds", "report", "data", "probe_agent", "probe_text_agent", "real_dialogues",
-               "served_agent", "validate", "out_of_sample")
+ROOT = Path(__file__).resolve().parents[1]
+
 
 
 def test_the_built_in_games_are_found_in_their_declared_order():
@@ -30,6 +34,9 @@ def test_an_unknown_game_is_named_with_the_known_ones():
 @pytest.mark.parametrize("game", ["p4g", "cooperbench", "tau2"])
 def test_every_path_a_built_in_spec_names_loads(game):
     spec = game_spec(game)
+    paths = {f.name for f in dataclasses.fields(spec) if isinstance(getattr(spec, f.name), str)
+             and _BUILT_WITH.match(getattr(spec, f.name))}
+    assert paths <= set(PATH_FIELDS), "PATH_FIELDS is what a declared game's paths are checked by at registration"
     for field in PATH_FIELDS:
         path = getattr(spec, field)
         if path:
@@ -81,9 +88,40 @@ def test_a_module_in_the_environment_variable_that_is_not_there_is_named(monkeyp
     monkeypatch.setattr(games, "_specs", {})
     monkeypatch.setattr(games, "_listeners", [])
     monkeypatch.setattr(games, "_discovered", False)
+    monkeypatch.setattr(games, "_declaration_errors", [])
     monkeypatch.setenv(games.ENV_VAR, "no_such_game_module_here")
     with pytest.raises(ValueError, match="SCOPE_ENVS_GAMES: no module 'no_such_game_module_here'"):
         game_names()
+
+
+@pytest.mark.parametrize("declared, said", [
+    ("no_such_pkg.spec", "SCOPE_ENVS_GAMES: no module 'no_such_pkg.spec' on the path"),
+    ("broken_import", "SCOPE_ENVS_GAMES: importing 'broken_import' failed: ModuleNotFoundError: No module named "
+                      "'not_installed_anywhere'"),
+    ("no_spec_here", "SCOPE_ENVS_GAMES: 'no_spec_here' has no SPEC"),
+    ("raises_here", "SCOPE_ENVS_GAMES: importing 'raises_here' failed: RuntimeError: boom"),
+    ("misspelt_factory", "SCOPE_ENVS_GAMES: misspelt_factory: GameSpec.factory 'scope_envs.regimes:make_p4gg' does "
+                         "not load: AttributeError")])
+def test_a_game_that_does_not_load_is_one_line_from_every_command_and_import_works(tmp_path, declared, said):
+    """A typo in SCOPE_ENVS_GAMES, or a spec module that fails to import, was a traceback from ``import scope_envs``
+    and so from every command, --help included. The import now works (the other games are registered); the
+    commands, which list the games, say the fault in one line and exit 2; a game looked up raises it."""
+    (tmp_path / "broken_import.py").write_text("import not_installed_anywhere\n")
+    (tmp_path / "no_spec_here.py").write_text("X = 1\n")
+    (tmp_path / "raises_here.py").write_text("raise RuntimeError('boom')\n")
+    (tmp_path / "misspelt_factory.py").write_text(
+        "import dataclasses\nfrom scope_envs.games.p4g.spec import SPEC as P4G\n"
+        "SPEC = dataclasses.replace(P4G, name='misspelt', order=98, factory='scope_envs.regimes:make_p4gg')\n")
+    env = {**os.environ, games.ENV_VAR: declared, "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}"}
+    for argv in (["list"], ["--help"], ["bench", "--help"]):
+        r = subprocess.run([sys.executable, "-c", "from scope_envs.cli import main; main()", *argv], env=env,
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 2 and "Traceback" not in r.stderr, (argv, r.stderr)
+        assert r.stderr.strip().splitlines() == [f"scope-envs: error: {said}" + r.stderr.split(said, 1)[1].rstrip()]
+    probe = ("import scope_envs, scope_envs.games as g\nprint('imported')\n"
+             "try:\n    scope_envs.make('p4g-frozen')\nexcept g.GameDeclarationError as e:\n    print('refused:', e)\n")
+    r = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.startswith("imported\nrefused: " + said), (r.stdout, r.stderr)
 
 
 def test_an_installed_distribution_declares_its_game_by_entry_point(monkeypatch, tmp_path):
@@ -100,5 +138,6 @@ def test_an_installed_distribution_declares_its_game_by_entry_point(monkeypatch,
     monkeypatch.setattr(games, "_specs", {})
     monkeypatch.setattr(games, "_listeners", [])
     monkeypatch.setattr(games, "_discovered", False)
+    monkeypatch.setattr(games, "_declaration_errors", [])
     assert game_names()[-1] == "fakegame" and game_spec("fakegame").order == 99
     assert game_names()[:3] == ("p4g", "cooperbench", "tau2")

@@ -96,3 +96,38 @@ def test_the_modules_example_runs():
 
     result = doctest.testmod(gymnasium_registry)
     assert result.attempted >= 4 and result.failed == 0
+
+
+def test_make_vec_replaces_a_masked_act_as_make_does_and_can_refuse_it():
+    """On one id ``gymnasium.make`` replaced a masked act by a random legal one while ``gymnasium.make_vec``'s
+    default (the batched engine) raised; ``illegal=`` was refused as a regime option. Both now take ``illegal``,
+    "random" by default, counted per slot and repeatable on a seed; "raise" refuses it as the env does."""
+    runs = []
+    for _ in range(2):
+        envs = gymnasium.make_vec("scope/P4G-Frozen-v0", num_envs=4)
+        obs, info = envs.reset(seed=5)
+        assert info["illegal_actions"].tolist() == [0, 0, 0, 0]
+        masked = np.argmin(obs["action_mask"], axis=-1)  # a masked act in every slot (the no-op is, for the speaker)
+        assert not obs["action_mask"][np.arange(4), masked].any()
+        obs, _, term, trunc, info = envs.step(masked)
+        assert info["illegal_actions"].tolist() == [1, 1, 1, 1] and not (term | trunc).any()
+        runs.append(obs["observation"])
+    assert np.array_equal(runs[0], runs[1])  # the replacements' stream is the seed's
+    strict = gymnasium.make_vec("scope/P4G-Frozen-v0", num_envs=4, illegal="raise")
+    obs, _ = strict.reset(seed=5)
+    with pytest.raises(ValueError, match="is illegal in slot 0"):
+        strict.step(np.argmin(obs["action_mask"], axis=-1))
+    with pytest.raises(ValueError, match="illegal must be 'random' or 'raise', got 'skip'"):
+        gymnasium.make_vec("scope/P4G-Frozen-v0", num_envs=2, illegal="skip")
+
+
+def test_sb3s_make_vec_env_takes_every_single_agent_id():
+    """SB3's ``make_vec_env`` asks ``render_mode="rgb_array"`` of a registered id and falls back only on a
+    TypeError: the env's ValueError for a mode it has not stopped it. The mode is left out after Gymnasium's warning."""
+    from stable_baselines3.common.env_util import make_vec_env
+
+    with pytest.warns(UserWarning, match="render_mode='rgb_array' that is not in the possible render_modes"):
+        venv = make_vec_env("scope/TAU2-Frozen-v0", n_envs=2, seed=0)
+    obs = venv.reset()
+    assert obs["observation"].shape[0] == 2 and venv.render_mode is None
+    assert gymnasium.make("scope/P4G-Frozen-v0", render_mode="ansi").unwrapped.render_mode == "ansi"

@@ -22,6 +22,12 @@ def test_adapter_plays_an_episode_through_its_tool():
     assert env.get_reward() == 0.0
 
 
+def test_the_adapter_refuses_the_held_out_population():
+    """TRL's factory built an env of ``p4g-heldout``, the population every policy is evaluated against."""
+    with pytest.raises(ValueError, match="p4g-heldout is the held-out population every policy is evaluated against"):
+        environment_factory("p4g-heldout")()
+
+
 def test_adapter_reports_in_game_errors_to_the_model():
     env = ScopeEnvironment("p4g-frozen", max_turns=2)
     env.reset(seed=0)

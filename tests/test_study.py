@@ -223,6 +223,57 @@ def test_analyze_on_a_folder_never_served_refuses_and_creates_no_database(tmp_pa
     assert sorted(p.name for p in folder.iterdir()) == before  # no study.db, no report
 
 
+@pytest.mark.parametrize("kind", ["empty file", "another database", "a table dropped"])
+def test_analyze_refuses_a_database_that_is_not_a_studys_and_writes_nothing_to_it(tmp_path, policies, capsys, kind):
+    """``study analyze`` made the study's tables in whatever database it was given (an empty file, another
+    program's database, a study database missing a table) and reported a study without sessions; it now says the
+    database is not a study's, in one line, and leaves the file's bytes as they were."""
+    import sqlite3
+
+    from scope_envs.cli import main
+
+    folder = write_study(tmp_path / "study", policies)
+    db = folder / "study.db"
+    if kind == "empty file":
+        db.write_bytes(b"")
+    elif kind == "another database":
+        with sqlite3.connect(db) as c:
+            c.execute("create table foo(x)")
+    else:
+        build(load(folder)).store.engine.dispose()
+        with sqlite3.connect(db) as c:
+            c.execute("drop table messages")
+    before = db.read_bytes()
+    with pytest.raises(SystemExit) as e:
+        main(["study", "analyze", str(folder), "--proxy-episodes", "0"])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and "is not a study's database" in err.strip().splitlines()[-1], err
+    assert "Traceback" not in err and db.read_bytes() == before and not (folder / "report.md").exists()
+
+
+def test_analyze_names_a_stored_value_that_is_not_a_number(tmp_path, policies, capsys):
+    """A survey answer that is not a number (written into the database by something other than the server) was
+    a traceback from float(); it is one line naming the session and the item."""
+    import sqlite3
+
+    from scope_envs.cli import main
+
+    folder = write_study(tmp_path / "study", policies, baseline="base")
+    study = build(load(folder))
+    sid = study.store.create_session(slot=0, prolific_pid="one", secret_hash="one", condition="base", seed=0,
+                                     stage="survey", outcome=json.dumps({"intended": 2.0, "actual": 2.0,
+                                                                         "stated": 1.0, "persuader_turns": 3.0}))
+    study.finish(sid, {"donation": 1.0, "naturalness": 4, "satisfaction": 4, "talk_again": 4})
+    study.store.engine.dispose()
+    with sqlite3.connect(folder / "study.db") as c:
+        c.execute("update answers set value = '<script>' where item = 'naturalness'")
+    with pytest.raises(SystemExit) as e:
+        main(["study", "analyze", str(folder), "--proxy-episodes", "0"])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and "Traceback" not in err, err
+    assert f"session {sid}'s naturalness is '<script>', not a number" in err.strip().splitlines()[-1], err
+
+
 def test_errors_show_no_stack_trace(study_dir):
     study, client = client_for(study_dir)
     start(client)

@@ -27,6 +27,8 @@ def from_file(path: str, attr: str, spec: str, flag: str = "--method"):
     if not file.is_file():
         what = "a directory, not a Python file" if file.is_dir() else "not a regular file (a Python file is read)"
         raise PluginError(f"{flag} {spec}: {file}: {what}")
+    if file.suffix != ".py":  # importlib finds no loader for another suffix
+        raise PluginError(f"{flag} {spec}: {file} is not a Python file: its name must end in .py")
     name = "scope_envs_plugin_" + re.sub(r"\W", "_", str(file.resolve()))
     if name in sys.modules:
         module = sys.modules[name]

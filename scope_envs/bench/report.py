@@ -290,10 +290,9 @@ def write_report(out: Path, results: dict, runs: list[dict], settings: dict, wal
              *(f"| {k} | {', '.join(map(str, v)) if isinstance(v, list) else v} |" for k, v in settings.items()),
              f"| wall time | {wall_s:.0f} s (this process; with --resume, what it ran) |",
              f"| the runs' own clocks | {sum(r.get('wall_s', 0.0) for r in here):.0f} worker-s |", "",
-             "Success is each game's success metric: for p4g the mean **actual donation in dollars** "
-             "($0-$2; held-out human proxies do not always give what they state), for cooperbench the "
-             "**cooperative success rate** (both features complete and a clean merge), for tau2 the **task success "
-             "rate** (tau^2 reward 1; held-out = test-split tasks). *train* is measured against the "
+             "Success is each game's success metric: " + ", ".join(
+                 f"for {g} {game_spec(g).success_note or 'the ' + LABELS[g]}" for g in results if g in LABELS)
+             + ". *train* is measured against the "
              "simulator(s) the method trained with (untrained: the frozen simulator), *held-out* against "
              "`<game>-heldout`, never used in training. Means ± sd across seeds; entropies in nats "
              "(policy: `agent_0`'s per-decision entropy against its training simulator; sim: entropy of the "

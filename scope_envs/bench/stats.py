@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import warnings
 
 import numpy as np
 
@@ -112,7 +113,9 @@ def welch(x, y) -> dict:
         nan = float("nan")
         diff = float(x.mean() - y.mean()) if len(x) and len(y) else nan
         return {"diff": diff, "t": nan, "p": nan, "d": nan, "degenerate": True}
-    t, p = stats.ttest_ind(x, y, equal_var=False)
+    with warnings.catch_warnings():  # an arm of (nearly) equal values: scipy warns of precision, `degenerate` says it
+        warnings.simplefilter("ignore", RuntimeWarning)
+        t, p = stats.ttest_ind(x, y, equal_var=False)
     sd = np.sqrt((x.var(ddof=1) + y.var(ddof=1)) / 2)
     diff = float(x.mean() - y.mean())
     d = diff / sd if sd > 0 else (0.0 if diff == 0 else float(np.sign(diff)) * float("inf"))

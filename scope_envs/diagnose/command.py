@@ -43,6 +43,32 @@ def seconds(text: str) -> float:
 seconds.maximum = SECONDS_MAX
 
 
+def declaration_problem(game: str) -> str | None:
+    """What a game's spec declares for the probes and cannot work, before any episode: a conceding act its user
+    does not have (its rate would read 0), a probe agent without ``act(view, rng)``."""
+    import inspect
+
+    import scope_envs
+    from scope_envs.games import build, game_spec
+
+    spec = game_spec(game)
+    env = scope_envs.make(f"{game}-frozen")
+    g = env.unwrapped.game
+    unknown = sorted(set(spec.concede) - set(g.acts(g.user_role)))
+    if unknown:
+        return (f"{game}'s GameSpec.concede names acts its user does not have: {', '.join(unknown)} (the user's "
+                f"acts: {', '.join(g.acts(g.user_role))})")
+    act = getattr(build(spec.probe_agent, game=g, env=env), "act", None)
+    try:
+        takes = callable(act) and inspect.signature(act).bind(None, None) is not None
+    except (TypeError, ValueError):
+        takes = False
+    if not takes:
+        return (f"{game}'s GameSpec.probe_agent ({spec.probe_agent}) has no act(view, rng): the probes call it "
+                "with the agent's View and a numpy Generator, and take back an act index")
+    return None
+
+
 def add_parser(subparsers) -> argparse.ArgumentParser:
     from scope_envs.diagnose.specs import GAMES
 
@@ -109,6 +135,9 @@ def run(args) -> None:
     if not game_spec(args.game).probe_agent:  # a game outside the package may leave it unset (docs/adding-a-game.md)
         parser.error(f"argument --game: {args.game} declares no probe agent (GameSpec.probe_agent: the fixed agent "
                      "the probes play against the simulator), so it cannot be diagnosed")
+    problem = declaration_problem(args.game)
+    if problem:
+        parser.error(f"argument --game: {problem}")
     if args.data is not None:
         check_data = game_spec(args.game).real_dialogues
         if check_data is None:

@@ -295,15 +295,26 @@ def _diagnose(game, spec, kind, sim, probe_episodes, samples, cards, persona_sta
         a, b = _rate(o_own * done_own, done_own)(w), _rate(o_ref, np.ones(len(w)))(w)
         return None if a is None or b is None else a - b
 
+    # a game that declares no conceding act, or whose episodes never report the outcome's key, measured nothing:
+    # n/a, not a rate of 0 (a game outside the package may leave GameSpec.concede and cooperation_outcome unset)
+    none = {"value": None, "ci": None}
+    ci = (lambda f: _ci(f, ep_clusters, bootstrap, seed)) if concede else (lambda f: dict(none))
+    reported = any(key in e.outcome for e in [*own, *ref_paired])
+    ci_outcome = (lambda f: _ci(f, ep_clusters, bootstrap, seed)) if reported else (lambda f: dict(none))
     report["cooperation"] = {
         "concede_acts": sorted(concede),
-        "rate": _ci(_rate(c_own, n_own), ep_clusters, bootstrap, seed),
-        "reference_rate": _ci(_rate(c_ref, n_ref), ep_clusters, bootstrap, seed),
-        "bias": _ci(bias, ep_clusters, bootstrap, seed),
-        "outcome": {"label": label, "rate": _ci(_rate(o_own * done_own, done_own), ep_clusters, bootstrap, seed),
-                    "reference_rate": _ci(_rate(o_ref, np.ones(len(o_ref))), ep_clusters, bootstrap, seed),
-                    "difference": _ci(outcome_diff, ep_clusters, bootstrap, seed)},
+        "rate": ci(_rate(c_own, n_own)),
+        "reference_rate": ci(_rate(c_ref, n_ref)),
+        "bias": ci(bias),
+        "outcome": {"label": label, "rate": ci_outcome(_rate(o_own * done_own, done_own)),
+                    "reference_rate": ci_outcome(_rate(o_ref, np.ones(len(o_ref)))),
+                    "difference": ci_outcome(outcome_diff)},
     }
+    if not concede:
+        report["cooperation"]["note"] = "the game declares no conceding act (GameSpec.concede)"
+    if not reported:
+        report["cooperation"]["outcome"]["note"] = (f"no episode's outcome has the key {key!r} "
+                                                    "(GameSpec.cooperation_outcome)")
     # -- errors -------------------------------------------------------------------------------------------
     report["errors"] = {
         "asked": ps.asked, "probe_errors": ps.errors.count, "messages": ps.errors.messages,

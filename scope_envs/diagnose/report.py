@@ -72,11 +72,11 @@ def rows(r: dict) -> list[tuple[str, str, str]]:
                     f"reference {fmt(p['reference'], 3)}; difference {fmt(p['difference'], 3)} ({p['estimator']})"
                     + dropped + (f"; {p['note']}" if p.get("note") else "")))
     out += [
-        ("conceding rate", fmt(co["rate"], 3), f"reference {fmt(co['reference_rate'], 3)} "
-                                               f"({', '.join(co['concede_acts'])})"),
+        ("conceding rate", fmt(co["rate"], 3), co.get("note") or f"reference {fmt(co['reference_rate'], 3)} "
+                                                                  f"({', '.join(co['concede_acts'])})"),
         ("cooperation bias", fmt(co["bias"], 3), "conceding rate minus the reference's (paired episodes)"),
         (f"outcome: {co['outcome']['label']}", fmt(co["outcome"]["rate"], 3),
-         f"reference {fmt(co['outcome']['reference_rate'], 3)}"),
+         co["outcome"].get("note") or f"reference {fmt(co['outcome']['reference_rate'], 3)}"),
     ]
     real = r.get("real")
     if real:

@@ -17,15 +17,22 @@ import os
 import pkgutil
 from typing import Callable
 
-from scope_envs.games.spec import GameSpec, build, load
+from scope_envs.games.spec import GameSpec, build, load, unloadable
 
-__all__ = ["GameSpec", "build", "game_names", "game_spec", "load", "on_register", "register_game"]
+__all__ = ["GameDeclarationError", "GameSpec", "build", "game_names", "game_spec", "load", "on_register", "register_game"]
 
 ENV_VAR = "SCOPE_ENVS_GAMES"
 ENTRY_POINTS = "scope_envs.games"
 _specs: dict[str, GameSpec] = {}
 _listeners: list[Callable[[GameSpec], None]] = []
 _discovered = False
+_declaration_errors: list[str] = []
+
+
+class GameDeclarationError(ValueError):
+    """A game declared outside the package (``SCOPE_ENVS_GAMES``, an entry point) that cannot be loaded: a module
+    not on the path, one that fails to import, or one without ``SPEC = GameSpec(...)``. Importing ``scope_envs``
+    still works (the other games are registered); listing the games, or looking one up, raises it."""
 
 
 class UnknownGame(KeyError, ValueError):
@@ -57,35 +64,61 @@ def _discover() -> None:
     if _discovered:
         return
     _discovered = True
-    modules = [f"{__name__}.{m.name}.spec" for m in pkgutil.iter_modules(__path__) if m.ispkg]
+    built_in = [f"{__name__}.{m.name}.spec" for m in pkgutil.iter_modules(__path__) if m.ispkg]
     # an installed distribution declares its games as setuptools entry points (``scope_envs.games``: a name =
     # its spec module), as gymnasium's and pettingzoo's plug-ins do; SCOPE_ENVS_GAMES names modules on the path
-    modules += [ep.value.split(":")[0] for ep in importlib.metadata.entry_points(group=ENTRY_POINTS)]
-    modules += [m.strip() for m in os.environ.get(ENV_VAR, "").split(",") if m.strip()]
+    declared = [(f"entry point {ep.name!r} of group {ENTRY_POINTS}", ep.value.split(":")[0])
+                for ep in importlib.metadata.entry_points(group=ENTRY_POINTS)]
+    declared += [(ENV_VAR, m.strip()) for m in os.environ.get(ENV_VAR, "").split(",") if m.strip()]
     found = []
-    for module in modules:
+    for module in built_in:
         try:
             found.append(importlib.import_module(module).SPEC)
         except ModuleNotFoundError as e:
             if e.name != module:  # the module exists and failed to import: that is its own error
-                raise
-            if not module.startswith(__name__ + "."):  # a built-in package without a spec.py is not a game
-                raise ValueError(f"{ENV_VAR}: no module {module!r} on the path") from None
+                raise  # a built-in package without a spec.py is not a game
+    for source, module in declared:
+        # a game of the user's that does not load must not stop `import scope_envs` (nor every command's --help):
+        # the fault is kept, and said in one line where the games are listed or looked up
+        try:
+            spec = importlib.import_module(module).SPEC
+        except ModuleNotFoundError as e:
+            missing = e.name == module or module.startswith(f"{e.name}.")  # the module, or a package above it
+            problem = (f"no module {module!r} on the path" if missing else
+                       f"importing {module!r} failed: {type(e).__name__}: {e}")
         except AttributeError:
-            raise ValueError(f"{module}: a game's spec module defines SPEC = GameSpec(...)") from None
+            problem = f"{module!r} has no SPEC: a game's spec module defines SPEC = GameSpec(...)"
+        except Exception as e:  # noqa: BLE001  (the user's module: any error of its own)
+            problem = f"importing {module!r} failed: {type(e).__name__}: {str(e)[:200]}"
+        else:
+            # a misspelt path would register the ids and fail later, far from the spec (a bench run's "lost worker")
+            problem = (f"{module}.SPEC is a {type(spec).__name__}, not a GameSpec" if not isinstance(spec, GameSpec)
+                       else unloadable(spec) and f"{module}: {unloadable(spec)}")
+            if not problem:
+                found.append(spec)
+                continue
+        _declaration_errors.append(f"{source}: {problem}")
     for spec in sorted(found, key=lambda s: (s.order, s.name)):
         register_game(spec)
 
 
+def _check_declarations() -> None:
+    if _declaration_errors:
+        raise GameDeclarationError("; ".join(_declaration_errors))
+
+
 def game_names() -> tuple[str, ...]:
-    """Every registered game, in declared order (``GameSpec.order``)."""
+    """Every registered game, in declared order (``GameSpec.order``); a ``GameDeclarationError`` where a game
+    declared outside the package did not load."""
     _discover()
+    _check_declarations()
     return tuple(sorted(_specs, key=lambda name: (_specs[name].order, name)))
 
 
 def game_spec(name: str) -> GameSpec:
     """The spec of game ``name``; an ``UnknownGame`` (a ``KeyError``) naming the known games otherwise."""
     _discover()
+    _check_declarations()
     if name not in _specs:
         raise UnknownGame(f"unknown game {name!r}; the games are {', '.join(game_names())}")
     return _specs[name]
@@ -93,7 +126,8 @@ def game_spec(name: str) -> GameSpec:
 
 def on_register(listener: Callable[[GameSpec], None]) -> None:
     """Call ``listener(spec)`` for every registered game now and for each one registered later."""
-    names = game_names()  # the built-in games found first, so that each is told once
+    _discover()  # the games found first, so that each is told once (a declaration's fault waits for game_names)
+    names = sorted(_specs, key=lambda name: (_specs[name].order, name))
     _listeners.append(listener)
     for name in names:
         listener(_specs[name])

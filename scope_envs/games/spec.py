@@ -57,6 +57,7 @@ class GameSpec:
     # -- the metric: what agent_0 is (the report's "agent_0 = the ...") and the success metric's label
     role_label: str = "agent"
     metric_label: str = "success"
+    success_note: str = ""  # the report's sentence on what success is ("" : the metric_label)
 
     # -- the benchmark: the plateau rule's ladder base (the default budget before the rule) and its answers, the
     # methods' budget and the ceiling's at the default preset (bench.budgets, benchmarks/plateau_budget.py); the
@@ -115,6 +116,23 @@ class GameSpec:
             raise ValueError(f"a game's name is lowercase letters, digits and _, got {self.name!r}")
         if self.card_keyword not in ("persona", "style"):
             raise ValueError(f"card_keyword must be 'persona' or 'style', got {self.card_keyword!r}")
+
+
+PATH_FIELDS = ("factory", "reference", "collapsed", "human_proxy", "rotation", "grounded", "realism", "card",
+               "split_sizes", "modal_card", "variants", "worlds", "report", "data", "probe_agent", "probe_text_agent",
+               "real_dialogues", "served_agent", "validate", "out_of_sample")  # the fields naming "module:attribute"
+
+
+def unloadable(spec: GameSpec) -> str | None:
+    """The first path of ``spec`` that does not load, and why (None: every one loads)."""
+    for name in PATH_FIELDS:
+        path = getattr(spec, name)
+        if path:
+            try:
+                load(path)
+            except Exception as e:  # noqa: BLE001  (the game's own modules: any error of theirs)
+                return f"GameSpec.{name} {path!r} does not load: {type(e).__name__}: {str(e)[:200]}"
+    return None
 
 
 def load(path: str):

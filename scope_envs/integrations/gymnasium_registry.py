@@ -7,8 +7,9 @@ its entry points, so after ``import scope_envs``:
   ``SingleAgentView(scope_envs.make(id, **kwargs), role, others, illegal)`` (``scope_envs.wrappers``): one seat as a
   ``gymnasium.Env``, the other live seats played by ``others``; a regime whose user learns (``cotrain``,
   ``population``) needs ``others`` for it.
-* ``gymnasium.make_vec(name, num_envs=N, **kwargs)`` on a regime whose only agent is ``agent_0`` (``frozen``,
-  ``vs``, ``rotation``, ``heldout``, ``grounded``) is ``GymVectorEnv(scope_envs.make_vec(id, num_envs=N, **kwargs))``:
+* ``gymnasium.make_vec(name, num_envs=N, illegal="random", **kwargs)`` on a regime whose only agent is ``agent_0``
+  (``frozen``, ``vs``, ``rotation``, ``heldout``, ``grounded``) is
+  ``GymVectorEnv(scope_envs.make_vec(id, num_envs=N, **kwargs), illegal)``:
   the N episodes stepped together by the batched engine (docs/engines.md), not N copies of the scalar env.
 
 Example::
@@ -31,13 +32,18 @@ from scope_envs.wrappers import SingleAgentView
 
 
 def make_view(env_id: str, role: str = "agent_0", others=None, illegal: str = "random", render_mode=None, **kwargs):
-    """``gymnasium.make``'s entry point: one seat of ``scope_envs.make(env_id, **kwargs)``."""
-    if render_mode is not None:  # gymnasium passes it through; the env takes it as its own
+    """``gymnasium.make``'s entry point: one seat of ``scope_envs.make(env_id, **kwargs)``. A render mode the env
+    has not (``rgb_array``, which SB3's ``make_vec_env`` asks of every id) is left out, after Gymnasium's own
+    warning (``metadata`` below), as Gymnasium does for an env that cannot draw."""
+    if render_mode in make_view.metadata["render_modes"]:  # the env takes it as its own
         kwargs["render_mode"] = render_mode
     return SingleAgentView(make(env_id, **kwargs), role=role, others=others, illegal=illegal)
 
 
-def make_vector(env_id: str, num_envs: int = 1, **kwargs):
+make_view.metadata = {"render_modes": ["ansi"]}  # what gymnasium.make reads of its entry point, to warn of another
+
+
+def make_vector(env_id: str, num_envs: int = 1, illegal: str = "random", **kwargs):
     """``gymnasium.make_vec``'s entry point: ``scope_envs.make_vec(env_id, num_envs, **kwargs)`` as a
-    ``gymnasium.vector.VectorEnv``."""
-    return GymVectorEnv(make_vec(env_id, num_envs=num_envs, **kwargs))
+    ``gymnasium.vector.VectorEnv`` (``illegal`` as ``make_view``'s)."""
+    return GymVectorEnv(make_vec(env_id, num_envs=num_envs, **kwargs), illegal=illegal)

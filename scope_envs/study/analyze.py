@@ -46,7 +46,7 @@ def collect(cfg: StudyConfig, store: Store | None = None) -> dict[str, dict[str,
         if path is not None and not path.exists():
             raise StoreError(f"no database yet: {path} does not exist; serve the study first "
                              f"(scope-envs study serve --config {cfg.folder})")
-        store = Store(cfg.database_url)
+        store = Store(cfg.database_url, create=False)
     check_assignment(cfg, store, slots=False)  # a renamed condition's people are not left out in silence
     answers = store.answers()
     data = {c.name: {m: [] for m in measures(cfg)} for c in cfg.conditions}
@@ -61,7 +61,11 @@ def collect(cfg: StudyConfig, store: Store | None = None) -> dict[str, dict[str,
             values[measure] = outcome[key]
         for m in measures(cfg):
             if m in values:
-                data[row.condition][m].append(float(values[m]))
+                try:
+                    data[row.condition][m].append(float(values[m]))
+                except (TypeError, ValueError):
+                    raise StoreError(f"session {row.id}'s {m} is {str(values[m])[:40]!r}, not a number: the database "
+                                     "holds a value the study server did not write") from None
     return data
 
 

@@ -71,19 +71,23 @@ def secret_hash(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
 
 
-def engine(url: str) -> sa.Engine:
+def engine(url: str, create: bool = True) -> sa.Engine:
+    """The database's engine; ``create``: the study's tables made where missing, an SQLite file put in WAL mode
+    (the server's). Without it nothing is written (``analyze`` reads the database as it is)."""
     if url.startswith("sqlite"):
         eng = sa.create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
 
         @sa.event.listens_for(eng, "connect")
         def _pragmas(conn, _):  # WAL: readers never block the writer; FULL: a commit is on disk
             cur = conn.cursor()
-            cur.execute("PRAGMA journal_mode=WAL")
+            if create:
+                cur.execute("PRAGMA journal_mode=WAL")
             cur.execute("PRAGMA synchronous=FULL")
             cur.close()
     else:
         eng = sa.create_engine(url, pool_pre_ping=True)
-    meta.create_all(eng)
+    if create:
+        meta.create_all(eng)
     return eng
 
 
@@ -123,12 +127,21 @@ def sqlite_file(url: str) -> Path | None:
 
 
 class Store:
-    def __init__(self, url: str):
+    """The study's database. ``create=False`` opens an existing one without writing to it, and refuses a database
+    that lacks the study's tables (an empty file, another program's database)."""
+
+    def __init__(self, url: str, create: bool = True):
         if in_memory(url):
             raise StoreError(f"database {shown(url)}: an SQLite database in memory keeps nothing (and each connection "
                              "has its own); give a file, sqlite:///PATH, or leave database out (STUDY_DIR/study.db)")
         try:
-            self.engine = engine(url)
+            self.engine = engine(url, create)
+            if not create:
+                with self.engine.connect() as c:
+                    missing = sorted(set(meta.tables) - set(sa.inspect(c).get_table_names()))
+                if missing:
+                    raise StoreError(f"database {shown(url)} is not a study's database: it has no "
+                                     f"{', '.join(missing)} table{'s' * (len(missing) > 1)}")
         except sa.exc.NoSuchModuleError as e:
             raise StoreError(f"database {shown(url)}: no SQLAlchemy dialect for it ({e})") from None
         except ImportError as e:

@@ -15,6 +15,7 @@ SPEC = GameSpec(
     modal_card="scope_envs.games.cooperbench.styles:default_persona",
     role_label="teammate",
     metric_label="cooperative success rate",
+    success_note="the **cooperative success rate** (both features complete and a clean merge)",
     # the plateau rule finds no plateau up to 1,118,000 decisions (benchmarks/results/plateau_budget/); at that budget
     # the default run's 16 seeds would train ~160M cooperbench decisions, ~1 h 45 min of both cores here, so the
     # methods keep 20,000 until the seed axis makes it affordable (issue 46), and the ceiling its own plateau, 20,000

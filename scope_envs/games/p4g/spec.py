@@ -17,6 +17,8 @@ SPEC = GameSpec(
     modal_card="scope_envs.games.p4g.personas:default_persona",
     role_label="persuader",
     metric_label="mean donation ($)",
+    success_note="the mean **actual donation in dollars** ($0-$2; held-out human proxies do not always give what "
+                 "they state)",
     budget=20_000,  # the plateau rule's answers (benchmarks/results/plateau_budget/)
     ceiling_budget=1_118_000,
     frozen_cards=3,  # homogeneous: the modal card's collapse costs nothing at the plateau (collapse_design)

@@ -16,6 +16,7 @@ SPEC = GameSpec(
     card_keyword="style",  # a behaviour card over the dealt task: the env still deals the task
     role_label="service agent",
     metric_label="task success rate (tau^2 reward 1)",
+    success_note="the **task success rate** (tau^2 reward 1; held-out = test-split tasks)",
     ladder_base=8_000,  # the default budget before the plateau rule: its episodes are longer
     budget=40_000,  # the plateau rule's answers (benchmarks/results/plateau_budget/)
     ceiling_budget=447_000,  # none found: the highest rung judged
