@@ -251,6 +251,17 @@ def test_analyze_refuses_a_database_that_is_not_a_studys_and_writes_nothing_to_i
     assert "Traceback" not in err and db.read_bytes() == before and not (folder / "report.md").exists()
 
 
+def one_completed_session(tmp_path, policies):
+    """A study folder whose baseline condition has one completed session: (folder, its Study, the session's id)."""
+    folder = write_study(tmp_path / "study", policies, baseline="base")
+    study = build(load(folder))
+    sid = study.store.create_session(slot=0, prolific_pid="one", secret_hash="one", condition="base", seed=0,
+                                     stage="survey", outcome=json.dumps({"intended": 2.0, "actual": 2.0,
+                                                                         "stated": 1.0, "persuader_turns": 3.0}))
+    study.finish(sid, {"donation": 1.0, "naturalness": 4, "satisfaction": 4, "talk_again": 4})
+    return folder, study, sid
+
+
 def test_analyze_names_a_stored_value_that_is_not_a_number(tmp_path, policies, capsys):
     """A survey answer that is not a number (written into the database by something other than the server) was
     a traceback from float(); it is one line naming the session and the item."""
@@ -258,12 +269,7 @@ def test_analyze_names_a_stored_value_that_is_not_a_number(tmp_path, policies, c
 
     from scope_envs.cli import main
 
-    folder = write_study(tmp_path / "study", policies, baseline="base")
-    study = build(load(folder))
-    sid = study.store.create_session(slot=0, prolific_pid="one", secret_hash="one", condition="base", seed=0,
-                                     stage="survey", outcome=json.dumps({"intended": 2.0, "actual": 2.0,
-                                                                         "stated": 1.0, "persuader_turns": 3.0}))
-    study.finish(sid, {"donation": 1.0, "naturalness": 4, "satisfaction": 4, "talk_again": 4})
+    folder, study, sid = one_completed_session(tmp_path, policies)
     study.store.engine.dispose()
     with sqlite3.connect(folder / "study.db") as c:
         c.execute("update answers set value = '<script>' where item = 'naturalness'")
@@ -601,12 +607,7 @@ def test_analysis_json_is_strict_json_and_the_in_chat_column_names_its_key(tmp_p
     confused with the export's outcome_stated flag."""
     from scope_envs.cli import main
 
-    folder = write_study(tmp_path / "study", policies, baseline="base")
-    study = build(load(folder))
-    sid = study.store.create_session(slot=0, prolific_pid="one", secret_hash="one", condition="base", seed=0,
-                                     stage="survey", outcome=json.dumps({"intended": 2.0, "actual": 2.0,
-                                                                         "stated": 1.0, "persuader_turns": 3.0}))
-    study.finish(sid, {"donation": 1.0, "naturalness": 4, "satisfaction": 4, "talk_again": 4})
+    folder, study, sid = one_completed_session(tmp_path, policies)
     main(["study", "analyze", str(folder), "--proxy-episodes", "0", "--resamples", "200"])
     capsys.readouterr()
     text = (folder / "analysis.json").read_text()
