@@ -17,4 +17,5 @@ ENV SCOPE_ENV_ID=p4g-frozen SCOPE_ENV_SURFACE=act SCOPE_ENV_KWARGS={}
 EXPOSE 8000
 HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 \
     CMD python -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/health', timeout=4)"
-CMD ["sh", "-c", "uvicorn scope_envs.serve.asgi:app --host 0.0.0.0 --port 8000 --log-level warning"]
+# the protocol that closes a connection whose headers do not arrive in 30 s (scope_envs/serve/protocol.py)
+CMD ["sh", "-c", "uvicorn scope_envs.serve.asgi:app --http scope_envs.serve.protocol:HeaderTimeoutProtocol --host 0.0.0.0 --port 8000 --log-level warning"]

@@ -37,6 +37,7 @@ import json
 import threading
 import urllib.parse
 import weakref
+from collections.abc import Mapping
 from typing import Any, Optional
 
 import numpy as np
@@ -267,6 +268,9 @@ class RemoteParallelEnv(ParallelEnv):
             raise ValueError("step() called before reset(); call reset(seed=...) first")
         if not self.agents:
             raise ValueError("step() called on a finished episode; call reset() first")
+        if not isinstance(actions, Mapping):  # the in-process env's words (scope_envs/core/env.py's _step)
+            raise ValueError(f"actions must be a dict {{agent: action}}, got {type(actions).__name__} "
+                             f"{short_repr(actions)}")
         wire = {}
         for agent, act in actions.items():
             if isinstance(act, (str, np.str_)):
@@ -383,6 +387,9 @@ class RemoteVecEnv:
     def step(self, actions: dict):
         if not self._started and not self._closed:
             raise ValueError("step() called before reset(); call reset(seed=...) first")
+        if not isinstance(actions, Mapping):  # make_vec's words (scope_envs/vec/base.py's _check_agents)
+            raise ValueError(f"actions must be a dict {{agent: an action per slot}}, got {type(actions).__name__} "
+                             f"{short_repr(actions)}")
         # int arrays travel as int64; any other (float, bool) as it is, for the server to refuse as make_vec
         # does (cast here, an act of 1.7 would be played as 1)
         wire = {}

@@ -54,7 +54,8 @@ def random_actions(env, obs, rng, text_pool=None):
         if isinstance(o, dict):
             actions[a] = int(rng.choice(np.flatnonzero(o["action_mask"])))
         else:
-            pool = text_pool or (CANNED_TEXT if env.unwrapped.game.name in BUILT_IN_GAMES else realized_text(env))
+            game = getattr(env.unwrapped, "game", None)  # (a remote env has none: it plays a built-in game)
+            pool = text_pool or (CANNED_TEXT if game is None or game.name in BUILT_IN_GAMES else realized_text(env))
             actions[a] = str(pool[int(rng.integers(len(pool)))])
     return actions
 

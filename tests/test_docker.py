@@ -26,8 +26,10 @@ def test_manifest_app_serves_an_id_and_passes_openenv_validation():
     assert manifest["runtime"] == "fastapi" and manifest["port"] == 8000
     port = free_port()
     env = {**os.environ, "SCOPE_ENV_ID": "cooperbench-cotrain", "SCOPE_ENV_KWARGS": '{"max_turns": 6}'}
-    proc = subprocess.Popen([sys.executable, "-m", "uvicorn", manifest["app"], "--host", "127.0.0.1", "--port",
-                             str(port)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    http = "scope_envs.serve.protocol:HeaderTimeoutProtocol"  # as the Dockerfile starts it
+    assert f"--http {http}" in (ROOT / "Dockerfile").read_text()
+    proc = subprocess.Popen([sys.executable, "-m", "uvicorn", manifest["app"], "--http", http, "--host", "127.0.0.1",
+                             "--port", str(port)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     url = f"http://127.0.0.1:{port}"
     try:
         wait_healthy(url, proc)

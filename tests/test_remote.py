@@ -117,6 +117,28 @@ def frozen_url():
         yield url
 
 
+def test_actions_that_are_not_a_dict_are_the_in_process_value_error(frozen_url):
+    """``step([1])``, ``step(5)``, ``step(None)`` raised AttributeError ('list' object has no attribute 'items'),
+    where the in-process env (and make_vec) raise a ValueError saying actions are a dict; the client raises that
+    ValueError, word for word, before anything is sent, and plays on."""
+    remote, local = RemoteParallelEnv(frozen_url), scope_envs.make("p4g-frozen")
+    remote_vec, local_vec = RemoteVecEnv(frozen_url, num_envs=2), scope_envs.make_vec("p4g-frozen", num_envs=2)
+    try:
+        first = {env: env.reset(seed=0)[0] for env in (remote, local, remote_vec, local_vec)}
+        for ours, theirs in ((remote, local), (remote_vec, local_vec)):
+            for bad in ([1], 5, None, "agent_0", (("agent_0", 1),)):
+                with pytest.raises(ValueError, match="actions must be a dict") as got:
+                    ours.step(bad)
+                with pytest.raises(ValueError) as wanted:
+                    theirs.step(bad)
+                assert str(got.value) == str(wanted.value), (bad, got.value, wanted.value)
+        remote.step({"agent_0": int(np.flatnonzero(first[remote]["agent_0"]["action_mask"])[0])})  # plays on
+        remote_vec.step({"agent_0": np.array([np.flatnonzero(m)[0] for m in first[remote_vec]["agent_0"]["action_mask"]])})
+    finally:
+        remote.close()
+        remote_vec.close()
+
+
 def test_vec_env_is_make_vec(frozen_url):
     remote, local = RemoteVecEnv(frozen_url, num_envs=8), scope_envs.make_vec("p4g-frozen", num_envs=8)
     for vec in (remote, local):

@@ -396,7 +396,7 @@ def test_every_bounded_option_states_its_bound_in_its_help():
             continue
         bounded.append(action.option_strings[0])
         assert action.help and any(s in action.help for s in said), (action.option_strings, action.help, said)
-    assert {"--port", "--max-sessions", "--idle-timeout", "--body-timeout", "--user-llm-timeout",
+    assert {"--port", "--max-sessions", "--idle-timeout", "--body-timeout", "--header-timeout", "--user-llm-timeout",
             "--user-llm-retries"} <= set(bounded), bounded
 
 
@@ -841,3 +841,94 @@ def test_a_kwarg_named_surface_or_given_twice_is_an_argument_error():
     (code1, err1), (code2, err2) = json.loads(done.stdout)
     assert code1 == 2 and "argument --kwarg: the surface is --surface act|text" in err1, err1
     assert code2 == 2 and "argument --kwarg: max_turns given more than once" in err2, err2
+
+
+
+def _closed_within(sock, seconds: float, trickle: bytes = b"") -> float:
+    """Seconds until the server closes ``sock`` having answered nothing, sending ``trickle`` every 0.5 s meanwhile;
+    an AssertionError if it answers or is still open after ``seconds``."""
+    import select
+
+    start = time.monotonic()
+    while time.monotonic() - start < seconds:
+        if select.select([sock], [], [], 0.5)[0]:
+            got = sock.recv(65536)
+            assert got == b"", got[:200]
+            return time.monotonic() - start
+        if trickle:
+            try:
+                sock.sendall(trickle)
+            except OSError:  # (closed meanwhile)
+                return time.monotonic() - start
+    raise AssertionError(f"still open after {seconds} s")
+
+
+def _answer(sock) -> bytes:
+    """One whole answer of the server on ``sock``: its head and its Content-Length body."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        more = sock.recv(65536)
+        assert more, data
+        data += more
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length:"))
+    while len(body) < length:
+        body += sock.recv(65536)
+    return head + b"\r\n\r\n" + body
+
+
+def test_a_request_whose_headers_never_end_is_closed_after_header_timeout():
+    """``POST /reset HTTP/1.1\\r\\nHost: x\\r\\n`` and nothing more held the connection open forever (slowloris: only
+    a slow body got 408). Past ``--header-timeout`` it is closed: on a new connection, on a kept-alive one after an
+    answered request, and when header lines trickle in; a head that completes in time is served (its body then
+    timed by ``--body-timeout`` alone), and the server goes on."""
+    import socket
+
+    with serving("p4g-frozen", "--header-timeout", "2") as url:
+        host, port = url.split("//")[1].split(":")
+        address = (host, int(port))
+        half = b"POST /reset HTTP/1.1\r\nHost: x\r\n"
+        with socket.create_connection(address, timeout=30) as s:
+            s.sendall(half)
+            assert 1.5 < _closed_within(s, 20) < 20
+        with socket.create_connection(address, timeout=30) as s:  # keep-alive: the second request's head is timed
+            s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert _answer(s).startswith(b"HTTP/1.1 200")
+            s.sendall(half)
+            assert 1.5 < _closed_within(s, 20) < 20
+        with socket.create_connection(address, timeout=30) as s:  # a line every 0.5 s does not push the bound back
+            s.sendall(half)
+            assert 1.5 < _closed_within(s, 20, trickle=b"X-Slow: 1\r\n") < 20
+        with socket.create_connection(address, timeout=30) as s:  # the head in time, the body past the head's bound
+            s.sendall(half)
+            time.sleep(0.5)
+            s.sendall(b"content-type: application/json\r\ncontent-length: 11\r\n\r\n")
+            time.sleep(3)
+            s.sendall(b'{"seed": 0}')
+            assert _answer(s).startswith(b"HTTP/1.1 200")
+        assert post(url + "/reset", {"seed": 0})[0] == 200
+
+
+def test_malformed_json_names_the_character_where_it_breaks(cotrain):
+    """A body that is not JSON was answered "8: JSON decode error": nothing said 8 is a character offset, nor why."""
+    for path, raw, at, why in (("/reset", b'{"seed":', 8, "Expecting value"),
+                               ("/reset", b'{"seed": 1,}', 11, "Expecting property name"),
+                               ("/scope/vec", b'{"num_envs" 2}', 12, "Expecting \':\' delimiter")):
+        status, body = post(cotrain + path, None, raw=raw)
+        assert status == 422 and body["code"] == "BAD_REQUEST", body
+        assert body["detail"].startswith(f"the request body: invalid JSON at character {at} (counting from 0): {why}"), body
+        assert body["errors"][0]["type"] == "json_invalid" and str(at) in body["errors"][0]["msg"], body
+
+
+def test_the_documented_codes_of_an_unknown_route_and_a_wrong_method_are_the_answers(cotrain):
+    """docs/serving.md said an unknown route answers 404 HTTP_ERROR; it answers NOT_FOUND (a method a route does
+    not take: 405 HTTP_ERROR). Each row names the code the server sends."""
+    from pathlib import Path
+
+    docs = (Path(__file__).resolve().parents[1] / "docs" / "serving.md").read_text()
+    for start, (method, path) in (("| a route the server does not have", ("GET", "/nope")),
+                                  ("| an HTTP method a route does not take", ("PUT", "/reset"))):
+        status, body = post(cotrain + path, None, method=method, raw=b"")
+        row = next((line for line in docs.splitlines() if line.startswith(start)), None)
+        assert row is not None, start
+        assert f"HTTP {status} `{body['code']}`" in row, (row, status, body)

@@ -121,10 +121,9 @@ def test_mcp_errors_name_the_field_without_echoing_the_input(server):
              ({"jsonrpc": "2.0", "method": "tools/list", "id": 1, junk: 1}, "unknown key", -32600),
              ({"jsonrpc": "1.0" + junk, "method": "tools/list", "id": 1}, "jsonrpc", -32600),
              ({"jsonrpc": "2.0", "method": "tools/list", "id": junk}, "id", -32600),
-             ({"jsonrpc": "2.0", "method": "tools/list", "params": [junk], "id": 1}, "params", -32602),
+             ({"jsonrpc": "2.0", "method": "openenv/session/create", "params": [junk], "id": 1}, "params", -32602),
              (rpc("openenv/session/close", session_id=junk), "params.session_id", -32602),
              (rpc("openenv/session/close", session_id="q" * 36), "params.session_id", -32602),
-             (rpc("tools/call", session_id="q" * 36, name="x"), "params.session_id", -32602),
              ([junk], "object", -32600)]
 
     def check(error, said, code, case):
@@ -146,8 +145,35 @@ def test_mcp_errors_name_the_field_without_echoing_the_input(server):
                 check(answer["data"]["error"], said, code, case)
             else:  # (data that is not an object: the /ws frame check's BAD_REQUEST)
                 assert answer["data"]["code"] == "BAD_REQUEST" and "q" * 36 not in json.dumps(answer)
-        assert ask(m, rpc("tools/list"))["id"] == 1  # each socket goes on
+        assert ask(m, rpc("openenv/session/create"))["id"] == 1  # each socket goes on
         assert ask(w, {"type": "reset", "data": {"seed": 0}})["type"] == "observation"
+
+
+def test_mcp_tool_methods_are_methods_this_server_does_not_have(server):
+    """tools/list and tools/call were OpenEnv's -32603 (an internal error) "Environment does not support MCP", data
+    null, while the unknown-method error listed them as answered: the env has no MCP tools, so each is -32601 (method
+    not found) saying so, on every transport, and the unknown-method error no longer offers them."""
+    cases = [rpc("tools/list"), rpc("tools/call", name="x"), rpc("tools/call", session_id="q" * 36, name="x")]
+
+    def check(answer, case):
+        error = answer["error"]
+        assert error["code"] == -32601 and error["data"] == {"code": "BAD_REQUEST"}, (case, error)
+        assert "no MCP tools" in error["message"] and "/ws" in error["message"], (case, error)
+
+    for case in cases:
+        status, body = post(server + "/mcp", case)
+        assert status == 200 and "result" not in body and body["id"] == 1, body
+        check(body, case)
+    with connect(server.replace("http", "ws") + "/mcp", open_timeout=30) as m, \
+            connect(server.replace("http", "ws") + "/ws", open_timeout=30) as w:
+        for case in cases:
+            check(ask(m, case), case)
+            answer = ask(w, {"type": "mcp", "data": case})
+            assert answer["type"] == "mcp", answer
+            check(answer["data"], case)
+    unknown = post(server + "/mcp", rpc("frobnicate"))[1]["error"]
+    assert unknown["code"] == -32601 and "tools/" not in unknown["message"], unknown
+    assert "openenv/session/create" in unknown["message"]
 
 
 @pytest.mark.filterwarnings("ignore:connect\\(\\) must be used as a context manager")

@@ -181,6 +181,55 @@ def test_port_0_prints_the_port_the_server_listens_on(tmp_path, policies):
         stop_server(proc)
 
 
+def test_a_request_whose_headers_or_body_never_end_is_not_held_open(tmp_path, policies):
+    """``GET / HTTP/1.1\\r\\nHost: x\\r\\n`` and nothing more, or a form shorter than its Content-Length, held a
+    connection of ``scope-envs study serve`` open forever (slowloris). Late headers close the connection (``serve_on``'s
+    bound, 30 s as shipped), a late body is answered 408 and the connection closed (``BODY_TIMEOUT``, 30 s): 2 s
+    each in this server. Whole requests are still answered, and the stalled consent recorded nothing."""
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    from tests.study_fixtures import ROOT
+
+    folder, port = write_study(tmp_path / "study", policies), free_port()
+    run = ("import scope_envs.serve.protocol as p, scope_envs.study.app as a; p.DEFAULT_HEADER_TIMEOUT = "
+           "a.BODY_TIMEOUT = 2.0; from scope_envs.cli import main; main()")
+    proc = subprocess.Popen([sys.executable, "-c", run, "study", "serve", "--config", str(folder), "--port", str(port)],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert proc.poll() is None and time.monotonic() < deadline, "the server did not start"
+            try:
+                httpx.get(base + "/", timeout=1.0)
+                break
+            except httpx.HTTPError:
+                time.sleep(0.2)
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+            s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n")
+            start = time.monotonic()
+            assert s.recv(65536) == b""  # closed, nothing answered
+            assert 1.5 < time.monotonic() - start < 20
+        with httpx.Client(base_url=base, timeout=30) as person:
+            assert person.get("/?PROLIFIC_PID=slow1&STUDY_ID=s1&SESSION_ID=x1", follow_redirects=True).url.path == "/consent"
+            cookie = "; ".join(f"{k}={v}" for k, v in person.cookies.items()).encode()
+            with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+                s.sendall(b"POST /consent HTTP/1.1\r\nHost: x\r\nCookie: " + cookie + b"\r\nContent-Type: "
+                          b"application/x-www-form-urlencoded\r\nContent-Length: 100\r\n\r\nagree=")
+                start, answer = time.monotonic(), b""
+                while more := s.recv(65536):
+                    answer += more
+            assert answer.startswith(b"HTTP/1.1 408") and b"took too long" in answer, answer[:300]
+            assert 1.5 < time.monotonic() - start < 20
+            assert person.get("/consent").status_code == 200  # nothing was recorded: consent is still asked
+            assert person.post("/consent", data={"agree": "yes"}).headers["location"] == "/role"
+    finally:
+        stop_server(proc)
+
+
 # ---------------------------------------------------------------------------- 2. typed config, headers
 @pytest.mark.parametrize("key, value", [("admin_token", 123456), ("title", 5), ("completion_code", ["a"]),
                                         ("secure_cookie", "yes"), ("database", 3), ("completion_url", "{nope}"),
@@ -207,6 +256,36 @@ def test_error_pages_carry_the_security_headers(tmp_path, policies):
         for header, value in SECURITY_HEADERS.items():
             assert p.headers.get(header) == value, (p.status_code, header)
         assert "frame-ancestors 'none'" in p.headers.get("content-security-policy", ""), p.status_code
+
+
+def test_no_inline_script_runs_the_chats_script_is_a_file_of_the_server(tmp_path, policies):
+    """The policy allowed inline scripts ('unsafe-inline', for the chat's one inline script), so a script that
+    slipped into a page would have run; the chat's script is /static/chat.js and script-src is 'self' alone."""
+    import re
+
+    _, client = client_for(write_study(tmp_path / "study", policies))
+    chat = start(client)
+    assert chat.url.path == "/chat" and 'id="send"' in chat.text
+    policy = dict(part.strip().split(" ", 1) for part in chat.headers["content-security-policy"].split(";"))
+    assert policy["script-src"] == "'self'", policy
+    scripts = re.findall(r"<script([^>]*)>(.*?)</script>", chat.text, re.S)
+    assert scripts == [(' src="/static/chat.js"', "")], scripts  # no inline body
+    js = client.get("/static/chat.js")
+    assert js.status_code == 200 and js.headers["content-type"].startswith("text/javascript")
+    assert 'getElementById("send")' in js.text and js.headers["x-content-type-options"] == "nosniff"
+    assert client.get("/static/nope.js").status_code == 404
+
+
+def test_a_wrong_admin_token_is_called_wrong_and_no_token_missing(tmp_path, policies):
+    """A wrong token was answered "The admin token is missing.", the words for no token at all."""
+    _, client = client_for(write_study(tmp_path / "study", policies))
+    for path in ("/admin", "/admin/export.csv", "/admin/export.jsonl"):
+        for query, headers, said in (("", {}, "missing"), ("?token=", {}, "missing"),
+                                     ("?token=not-the-token-0123456789", {}, "wrong"),
+                                     ("", {"X-Admin-Token": "not-the-token-0123456789"}, "wrong")):
+            r = client.get(path + query, headers=headers)
+            assert r.status_code == 403 and f"The admin token is {said}." in r.text, (path, query, headers, r.text)
+        assert client.get(f"{path}?token={TOKEN}").status_code == 200
 
 
 def test_the_admin_page_opened_with_the_header_links_exports_that_carry_the_token(tmp_path, policies):

@@ -20,7 +20,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import json
 import math
@@ -48,7 +47,8 @@ from scope_envs.serve.errors import BadRequest, ProtocolError
 from scope_envs.serve.llm import ServedLLM, UserLLMError, UserLLMOptions, check_regime
 from scope_envs.serve.models import ScopeAction, ScopeObservation, ScopeState
 from scope_envs.serve.rpc import INVALID_REQUEST, MCP_PATH, rpc_error
-from scope_envs.serve.sessions import ScopeEnvServer, SessionGuard, replaying
+from scope_envs.serve.protocol import read_body, replaying
+from scope_envs.serve.sessions import ScopeEnvServer, SessionGuard
 from scope_envs.serve.vec import VecSessions, register_vec_routes
 
 DEFAULT_MAX_SESSIONS = 64
@@ -217,17 +217,26 @@ def reset_seed_problem(raw) -> Optional[str]:
 
 
 def safe_errors(errors) -> list:
-    """pydantic's errors without the echoed input (it may be huge, or not encodable), strings made safe."""
+    """pydantic's errors without the echoed input (it may be huge, or not encodable), strings made safe. FastAPI's
+    error for a body that is not JSON ends its ``loc`` with the parser's character offset, not a field, and says
+    only "JSON decode error": its message says where and why (``invalid JSON at character 8 ...: Expecting
+    value``)."""
     out = []
     for e in errors if isinstance(errors, list) else []:
         if isinstance(e, dict):
-            out.append({"loc": [p if isinstance(p, int) else wire_text(p, 60) for p in e.get("loc", ())],
-                        "msg": wire_text(e.get("msg", ""), 300), "type": wire_text(e.get("type", ""), 60)})
+            loc = [p if isinstance(p, int) else wire_text(p, 60) for p in e.get("loc", ())]
+            msg = wire_text(e.get("msg", ""), 300)
+            if e.get("type") == "json_invalid" and loc and isinstance(loc[-1], int):
+                why = (e.get("ctx") or {}).get("error")
+                msg = f"invalid JSON at character {loc[-1]} (counting from 0)" + (f": {wire_text(why, 100)}" if why else "")
+            out.append({"loc": loc, "msg": msg, "type": wire_text(e.get("type", ""), 60)})
     return out
 
 
 def _error_sentence(errors: list) -> str:
     first = errors[0] if errors else {"loc": [], "msg": "invalid request"}
+    if first.get("type") == "json_invalid":  # (its loc is a character offset, named in the message)
+        return f"the request body: {first['msg']}"
     loc = [str(p) for p in first["loc"] if p not in ("body",)]
     return f"{'.'.join(loc) or 'the request'}: {first['msg']}"
 
@@ -282,25 +291,14 @@ class BodyLimit:
             if name == b"content-length" and value.isdigit() and int(value) > self.limit:
                 return await self._answer(send, 413, "BODY_TOO_LARGE",
                                           f"request body too large: the limit is {self.limit} bytes")
-        chunks, seen, more, first = [], 0, True, None
-        while more:
-            try:
-                message = await asyncio.wait_for(receive(), self.timeout)
-            except asyncio.TimeoutError:
-                return await self._answer(send, 408, "REQUEST_TIMEOUT",
-                                          f"the request body did not arrive within {self.timeout:g} s "
-                                          "(shorter than its Content-Length?)")
-            if message["type"] != "http.request":
-                first = message  # the client left: the app reads the disconnect
-                break
-            body = message.get("body", b"")
-            seen += len(body)
-            if seen > self.limit:
-                return await self._answer(send, 413, "BODY_TOO_LARGE",
-                                          f"request body too large: the limit is {self.limit} bytes")
-            chunks.append(body)
-            more = message.get("more_body", False)
-        raw = b"".join(chunks)
+        raw, first, stopped = await read_body(receive, self.timeout, self.limit)  # first: the client left
+        if stopped == "timeout":
+            return await self._answer(send, 408, "REQUEST_TIMEOUT",
+                                      f"the request body did not arrive within {self.timeout:g} s "
+                                      "(shorter than its Content-Length?)")
+        if stopped == "too large":
+            return await self._answer(send, 413, "BODY_TOO_LARGE",
+                                      f"request body too large: the limit is {self.limit} bytes")
         if raw:
             problem = None
             # /mcp is OpenEnv's JSON-RPC endpoint: it reads any Content-Type and answers a parse error itself

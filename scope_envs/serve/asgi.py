@@ -9,7 +9,8 @@ by module path; this module builds it from::
 ``SCOPE_ENV_ID`` is required; ``SCOPE_ENV_SURFACE`` defaults to ``act``; ``SCOPE_ENV_KWARGS`` is a JSON
 object of ``make`` keyword arguments. ``SCOPE_MAX_SESSIONS`` and ``SCOPE_IDLE_TIMEOUT`` set the limits.
 ``SCOPE_USER_LLM`` is ``--user-llm``'s backend spec (the user seat as an LLM, text surface) and
-``SCOPE_USER_ADAPTER_DIR`` its ``--user-adapter-dir`` (``scope_envs.serve.llm``).
+``SCOPE_USER_ADAPTER_DIR`` its ``--user-adapter-dir`` (``scope_envs.serve.llm``). uvicorn by itself never times
+out a request whose headers do not end: add ``--http scope_envs.serve.protocol:HeaderTimeoutProtocol`` (30 s).
 """
 
 from __future__ import annotations

@@ -6,6 +6,7 @@ import argparse
 import json
 import socket
 import sys
+from typing import Optional
 
 import ipaddress
 import re
@@ -108,6 +109,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    help="largest request body or WebSocket frame, bytes (1024 to 1_073_741_824)")
     p.add_argument("--body-timeout", type=idle_seconds, default=30.0, metavar="SECONDS",
                    help="seconds a request body may take to arrive, else 408 (at most 7 days; default 30)")
+    p.add_argument("--header-timeout", type=idle_seconds, default=30.0, metavar="SECONDS",
+                   help="seconds a request's line and headers may take to arrive (from the connection's opening or "
+                        "the first byte of the request), else the connection is closed (at most 7 days; default 30)")
     llm = p.add_argument_group("the user seat as an LLM (text surface; see docs/serving.md)")
     llm.add_argument("--user-llm", type=backend_spec, metavar="SPEC",
                      help="the user of a frozen or vs id, or the backend of a population pool's named adapters: "
@@ -161,12 +165,17 @@ def url_host(host: str) -> str:
     return f"[{host}]" if ":" in host else host
 
 
-def serve_on(sockets: list[socket.socket], app, **options) -> None:
+def serve_on(sockets: list[socket.socket], app, header_timeout: Optional[float] = None, **options) -> None:
     """``uvicorn.run(app, **options)`` on ``sockets``, ending as it ends: an interrupt returns once the server
-    has shut down, a start that failed (the app's startup) exits 3."""
+    has shut down, a start that failed (the app's startup) exits 3. A connection whose request line and headers
+    do not arrive within ``header_timeout`` seconds (default ``protocol.DEFAULT_HEADER_TIMEOUT``) is closed:
+    uvicorn alone would hold it open forever (``scope_envs.serve.protocol``)."""
     import uvicorn
 
-    server = uvicorn.Server(uvicorn.Config(app, **options))
+    from scope_envs.serve import protocol
+
+    seconds = protocol.DEFAULT_HEADER_TIMEOUT if header_timeout is None else header_timeout
+    server = uvicorn.Server(uvicorn.Config(app, http=protocol.with_header_timeout(seconds), **options))
     try:
         server.run(sockets=sockets)
     except KeyboardInterrupt:
@@ -230,4 +239,5 @@ def run(args) -> None:
     port = sockets[0].getsockname()[1]
     print(f"serving {args.id} ({args.surface}) on http://{url_host(args.host)}:{port} (boot {app.state.scope_spec['boot_id']})",
           file=sys.stderr, flush=True)
-    serve_on(sockets, app, host=args.host, port=port, log_level="warning", ws_max_size=args.max_body_bytes)
+    serve_on(sockets, app, header_timeout=args.header_timeout, host=args.host, port=port, log_level="warning",
+             ws_max_size=args.max_body_bytes)

@@ -4,6 +4,11 @@ OpenEnv's ``/mcp`` answers a malformed request with the parser's own sentence, w
 (``Invalid request: ... input_value=...``, ``Method not found: <method>``, ``Unknown session_id: <id>``): a
 client's mistake could fill the answer with its own megabytes. ``rpc_problem`` finds such a mistake first and
 names the field without repeating what was sent, as every other error of the server does.
+
+The served env has no MCP tools (it is played by ``reset`` and ``step`` over ``/ws``): OpenEnv's ``/mcp`` answers
+``tools/list`` and ``tools/call`` for such an env with -32603, an internal error, "Environment does not support
+MCP" (building a fresh env for each HTTP request first). Here they are what they are to this server, methods it
+does not have: -32601, said before OpenEnv builds anything.
 """
 
 from __future__ import annotations
@@ -11,7 +16,10 @@ from __future__ import annotations
 from typing import Optional
 
 MCP_PATH = "/mcp"
-METHODS = ("tools/list", "tools/call", "openenv/session/create", "openenv/session/close")
+METHODS = ("openenv/session/create", "openenv/session/close")
+TOOL_METHODS = ("tools/list", "tools/call")  # MCP's tool methods: the served env has no tools
+NO_TOOLS = (f"method: this server's env has no MCP tools (play it with reset and step over /ws); /mcp answers "
+            f"{' and '.join(METHODS)}")
 KEYS = frozenset({"jsonrpc", "method", "params", "id"})
 MAX_ID_CHARS = 200  # a request id or a session id; a UUID is 36 characters
 
@@ -45,6 +53,8 @@ def rpc_problem(value) -> Optional[tuple[int, str, str]]:
     method = value.get("method")
     if not isinstance(method, str):
         return INVALID_REQUEST, f"method must be a string, got {_kind(method)}", "BAD_REQUEST"
+    if method in TOOL_METHODS:
+        return METHOD_NOT_FOUND, NO_TOOLS, "BAD_REQUEST"
     if method not in METHODS:
         return METHOD_NOT_FOUND, f"method: not a method of this server (it answers {', '.join(METHODS)})", "BAD_REQUEST"
     params = value.get("params", {})

@@ -27,6 +27,7 @@ from openenv.core.env_server.http_server import HTTPEnvServer
 from starlette.datastructures import QueryParams
 
 from scope_envs.serve.errors import ProtocolError, SessionInUse, UnknownSession
+from scope_envs.serve.protocol import read_body, replaying
 from scope_envs.serve.rpc import MCP_PATH, rpc_error, rpc_problem
 
 WS_PATH = "/ws"
@@ -114,21 +115,6 @@ def _may_be_mcp(raw) -> bool:
     return b'"mcp"' in raw or b"\\u" in raw
 
 
-def replaying(raw: bytes, first: Optional[dict], receive):
-    """An ASGI ``receive`` that hands the app a request body a middleware already read (``raw``, in one message;
-    or ``first``, the message that ended the reading, such as the client's disconnect), then the socket's own."""
-    replayed = False
-
-    async def replay():
-        nonlocal replayed
-        if not replayed:
-            replayed = True
-            return first or {"type": "http.request", "body": raw, "more_body": False}
-        return await receive()
-
-    return replay
-
-
 class SessionGuard:
     """ASGI middleware: a ``/ws?session_id=`` attach, and every JSON-RPC request on ``/mcp`` (HTTP and socket)
     or in a ``/ws`` ``mcp`` message, checked before OpenEnv sees it: a session held by another connection
@@ -156,15 +142,7 @@ class SessionGuard:
         await self.app(scope, self._frames(path, connection, receive, send), send)
 
     async def _http_rpc(self, scope, receive, send):
-        chunks, more, first = [], True, None
-        while more:
-            message = await receive()
-            if message["type"] != "http.request":
-                first = message
-                break
-            chunks.append(message.get("body", b""))
-            more = message.get("more_body", False)
-        raw = b"".join(chunks)
+        raw, first, _ = await read_body(receive)  # (BodyLimit, outside, has bounded it)
         answer = self._rpc_answer(raw, None)
         if answer is not None:
             body = json.dumps(answer).encode()

@@ -4,19 +4,20 @@ The participant's path: ``/?PROLIFIC_PID=..&STUDY_ID=..&SESSION_ID=..`` → ``/c
 ``/chat`` → ``/survey`` → ``/done``. Every page looks the session up by its secret cookie and sends the
 person to the stage they are at, so a reload resumes and no page can be skipped. The admin pages
 (``/admin``, ``/admin/export.csv``, ``/admin/export.jsonl``) need the admin token (``?token=`` or the
-``X-Admin-Token`` header). An unexpected error shows a short page (the progress is saved) and goes to
-the server log, never to the participant.
+``X-Admin-Token`` header; else 403, saying whether it is missing or wrong). An unexpected error shows a short
+page (the progress is saved) and goes to the server log, never to the participant.
 
-Every response, error pages included, carries the same security headers (no framing, no sniffing, no
-referrer, no caching, a content security policy). Form fields are UTF-8 text or the request is refused
-(400: a file sent in a form field is never a message, and bytes that are not UTF-8 are never stored as
-mojibake); new sessions are rate limited per client address (``arrival_limit`` per ``arrival_window_s``:
-429, with ``Retry-After``: the seconds until the window frees a place; a session's messages likewise, with
-``rate_window_s``); a request body is at most 64 KiB (413); the survey is saved once (a second submit is
-answered 409 and changes nothing). A message the game did not accept is shown with a note in the person's
-words (``games.participant_note``), never the engine's error. In ``sessions.csv`` a text cell that a
-spreadsheet would run as a formula (it starts with ``= + - @``, a tab or a carriage return) is prefixed with
-``'``, as OWASP recommends.
+Every response, error pages included, carries the same security headers (no framing, no sniffing, no referrer,
+no caching, a content security policy under which no inline script runs: the chat's script is
+``/static/chat.js``). Form fields are UTF-8 text or the request is refused (400: a file sent in a form field
+is never a message, and bytes that are not UTF-8 are never stored as mojibake); new sessions are rate limited
+per client address (``arrival_limit`` per ``arrival_window_s``: 429, with ``Retry-After``: the seconds until
+the window frees a place; a session's messages likewise, with ``rate_window_s``); a request body is at most 64
+KiB (413) and arrives within ``BODY_TIMEOUT`` seconds (408; late headers: ``scope_envs.serve.protocol``); the
+survey is saved once (a second submit is answered 409 and changes nothing). A message the game did not accept
+is shown with a note in the person's words (``games.participant_note``), never the engine's error. In
+``sessions.csv`` a text cell that a spreadsheet would run as a formula (it starts with ``= + - @``, a tab or a
+carriage return) is prefixed with ``'``, as OWASP recommends.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from fastapi.responses import (
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from scope_envs.serve.protocol import read_body, replaying
 from scope_envs.study.engine import (
     ID_RULE,
     DuplicateParticipant,
@@ -53,7 +55,7 @@ from scope_envs.study.engine import (
     participant_id,
 )
 from scope_envs.study.games import participant_note
-from scope_envs.study.pages import render
+from scope_envs.study.pages import SCRIPTS, render
 
 COOKIE = "scope_study"
 STAGE_PAGE = {"consent": "/consent", "role": "/role", "chat": "/chat", "survey": "/survey", "complete": "/done",
@@ -61,17 +63,19 @@ STAGE_PAGE = {"consent": "/consent", "role": "/role", "chat": "/chat", "survey":
 MAX_ID = 64
 log = logging.getLogger("scope_envs.study")
 # no framing, no sniffing, no referrer (admin URLs carry the token), nothing cached between people; scripts
-# and styles only from the page itself (the chat's one inline script), forms only to this server
+# only as this server's files (/static/chat.js: no inline script runs, so one slipped into a page would not),
+# styles from the page itself, forms only to this server
 SECURITY_HEADERS = {
     "X-Frame-Options": "DENY", "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer",
     "Cache-Control": "no-store",
-    "Content-Security-Policy": "default-src 'self'; script-src 'self' 'unsafe-inline'; style-src 'self' "
+    "Content-Security-Policy": "default-src 'self'; script-src 'self'; style-src 'self' "
                                "'unsafe-inline'; img-src 'self'; frame-ancestors 'none'; form-action 'self'; "
                                "base-uri 'none'; object-src 'none'",
 }
 NOT_UTF8 = "Your browser sent characters that are not valid text (UTF-8); please type your answer again."
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 MAX_BODY = 64 * 1024  # bytes of a request body: every form here is a few hundred
+BODY_TIMEOUT = 30.0  # seconds a request body may take to arrive (uvicorn waits for a stalled one forever)
 
 
 def page(name: str, status: int = 200, headers: dict | None = None, **context) -> HTMLResponse:
@@ -127,6 +131,26 @@ def utf8_form(body: bytes, content_type: str) -> dict[str, str] | None:
     return None
 
 
+class BodyTimeout:
+    """ASGI middleware: a request body (at most ``MAX_BODY`` bytes, declared) is read whole before the app runs;
+    one that does not arrive within ``timeout`` seconds (shorter than its Content-Length) is answered
+    ``answer`` (a 408 page) and the connection closed. uvicorn waits for a stalled body forever, and the page
+    reading it held the connection with it. A body too long or chunked goes on unread: the app refuses it (413)."""
+
+    def __init__(self, app, timeout: float, answer):
+        self.app, self.timeout, self.answer = app, timeout, answer
+
+    async def __call__(self, scope, receive, send):
+        headers = dict(scope.get("headers", [])) if scope["type"] == "http" else {}
+        length = headers.get(b"content-length", b"")
+        if not (length.isdigit() and 0 < int(length) <= MAX_BODY) or b"chunked" in headers.get(b"transfer-encoding", b""):
+            return await self.app(scope, receive, send)
+        raw, first, stopped = await read_body(receive, self.timeout)  # first: the client left
+        if stopped:
+            return await self.answer()(scope, receive, send)
+        await self.app(scope, replaying(raw, first, receive), send)
+
+
 class ArrivalLimit:
     """At most ``limit`` new sessions per client address within ``window`` seconds (in memory)."""
 
@@ -165,6 +189,10 @@ def create_app(study: Study) -> FastAPI:
     app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
     app.state.study = study
 
+    def too_slow():
+        return page("message.html", 408, {"Connection": "close"}, title=cfg.title, heading="Please try again",
+                    text="Your browser took too long to send this form; please go back and send it again.")
+
     @app.middleware("http")
     async def headers(request: Request, call_next):
         length = request.headers.get("content-length", "0")
@@ -174,6 +202,8 @@ def create_app(study: Study) -> FastAPI:
         response = await call_next(request)
         response.headers.update(SECURITY_HEADERS)
         return response
+
+    app.add_middleware(BodyTimeout, timeout=BODY_TIMEOUT, answer=too_slow)  # outermost: before any page reads a body
 
     def current(request: Request):
         return study.store.session_by_secret(request.cookies.get(COOKIE))
@@ -185,9 +215,12 @@ def create_app(study: Study) -> FastAPI:
         target = STAGE_PAGE[row.stage]
         return None if target == here else RedirectResponse(target, 303)
 
-    def admin_ok(request: Request) -> bool:
+    def admin_refusal(request: Request) -> str | None:
+        """Why the request may not see the admin pages (no token, or a wrong one); None when it may."""
         given = request.query_params.get("token") or request.headers.get("x-admin-token") or ""
-        return bool(given) and secrets.compare_digest(given.encode(), token.encode())
+        if not given:
+            return "The admin token is missing."
+        return None if secrets.compare_digest(given.encode(), token.encode()) else "The admin token is wrong."
 
     def not_text():
         return page("message.html", 400, title=cfg.title, heading="Please try again",
@@ -383,19 +416,25 @@ def create_app(study: Study) -> FastAPI:
         return go(row, "/done") or page("done.html", title=cfg.title, code=cfg.completion_code,
                                         url=cfg.completion_url.format(code=quote(cfg.completion_code, safe="")))
 
+    @app.get("/static/{name}")
+    def static(name: str):
+        if name not in SCRIPTS:
+            raise StarletteHTTPException(404)
+        return Response(SCRIPTS[name], media_type="text/javascript; charset=utf-8")
+
     @app.get("/admin", response_class=HTMLResponse)
     def admin(request: Request):
-        if not admin_ok(request):
-            return page("message.html", 403, title=cfg.title, heading="Not allowed", text="The admin token is missing.")
+        if refused := admin_refusal(request):
+            return page("message.html", 403, title=cfg.title, heading="Not allowed", text=refused)
         # the export links carry the token that opened the page, whether it came as ?token= or as the header
-        # (admin_ok matched it: it is the study's token)
+        # (admin_refusal matched it: it is the study's token)
         return page("admin.html", title=cfg.title, progress=study.progress(), per_condition=cfg.per_condition,
                     baseline=cfg.baseline, token=token)
 
     @app.get("/admin/export.csv")
     def export_csv(request: Request):
-        if not admin_ok(request):
-            return PlainTextResponse("forbidden", 403)
+        if refused := admin_refusal(request):
+            return PlainTextResponse(refused, 403)
         rows = study.rows()
         buf = io.StringIO()
         fields = list(dict.fromkeys(k for r in rows for k in r)) or ["slot"]
@@ -407,8 +446,8 @@ def create_app(study: Study) -> FastAPI:
 
     @app.get("/admin/export.jsonl")
     def export_jsonl(request: Request):
-        if not admin_ok(request):
-            return PlainTextResponse("forbidden", 403)
+        if refused := admin_refusal(request):
+            return PlainTextResponse(refused, 403)
         body = "".join(json.dumps(t) + "\n" for t in study.transcripts())
         return Response(body, media_type="application/x-ndjson",
                         headers={"Content-Disposition": "attachment; filename=transcripts.jsonl"})

@@ -1,7 +1,8 @@
 """The participant's and the admin's pages: Jinja2 templates, rendered on the server with autoescaping on,
 so whatever a person types is shown as text. A message the game did not accept is shown with a note in the
-person's words (``games.participant_note``), never the engine's error. The only script is the chat's: it
-shows the person's message and a typing indicator while the form is sent."""
+person's words (``games.participant_note``), never the engine's error. The only script is the chat's
+(``SCRIPTS["chat.js"]``, served as ``/static/chat.js``): it shows the person's message and a typing indicator
+while the form is sent. No page holds an inline script, so the content security policy forbids them all."""
 
 from __future__ import annotations
 
@@ -75,17 +76,7 @@ placeholder="Type your message"></textarea>
 {% if person_ends %}<button class="secondary" id="endbtn" name="end" value="yes" formnovalidate>End the chat</button>
 {% endif %}<span class="muted">{{ max_chars }} characters at most</span></p>
 </form>
-<script>
-document.getElementById("send").addEventListener("submit", function () {
-  var chat = document.getElementById("chat"), t = document.getElementById("text");
-  var mine = document.createElement("div"); mine.className = "msg user"; mine.textContent = t.value;
-  if (t.value.trim()) chat.appendChild(mine);
-  var dots = document.createElement("div"); dots.className = "typing"; dots.id = "typing";
-  dots.textContent = "Your partner is typing…"; chat.appendChild(dots);
-  chat.scrollTop = chat.scrollHeight; document.getElementById("sendbtn").disabled = true;
-});
-var c = document.getElementById("chat"); c.scrollTop = c.scrollHeight;
-</script>
+<script src="/static/chat.js"></script>
 {% elif owed %}<p><a class="button" href="/chat">Show the reply</a></p>{% endif %}
 {% endblock %}""",
     "survey.html": """{% extends "base.html" %}{% block body %}<h1>A few questions</h1>
@@ -112,6 +103,21 @@ $ <input name="donation" type="number" min="0" max="2" step="0.01" required></la
 <p>Export: <a href="/admin/export.csv?token={{ token | urlencode }}">sessions.csv</a> ·
 <a href="/admin/export.jsonl?token={{ token | urlencode }}">transcripts.jsonl</a></p>
 {% endblock %}""",
+}
+
+# the pages' scripts, served by the app at /static/NAME: as files of the server, never inline, so the content
+# security policy can refuse every inline script (one injected into a page would not run)
+SCRIPTS = {
+    "chat.js": """document.getElementById("send").addEventListener("submit", function () {
+  var chat = document.getElementById("chat"), t = document.getElementById("text");
+  var mine = document.createElement("div"); mine.className = "msg user"; mine.textContent = t.value;
+  if (t.value.trim()) chat.appendChild(mine);
+  var dots = document.createElement("div"); dots.className = "typing"; dots.id = "typing";
+  dots.textContent = "Your partner is typing\u2026"; chat.appendChild(dots);
+  chat.scrollTop = chat.scrollHeight; document.getElementById("sendbtn").disabled = true;
+});
+var c = document.getElementById("chat"); c.scrollTop = c.scrollHeight;
+""",
 }
 
 environment = jinja2.Environment(loader=jinja2.DictLoader(TEMPLATES), autoescape=True)
