@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from scope_envs.agents.base import SharpenedReference
+from scope_envs.core import seal
 from scope_envs.core.deprecation import sharpening_of
 from scope_envs.core.simulator import Simulator, View
 from scope_envs.core.game import Persona
@@ -52,6 +53,7 @@ class HumanProxyPartner(Simulator):
     persona = None
 
     def __init__(self, assumptions=None):
+        seal.check("HumanProxyPartner (the held-out human proxies)")
         if assumptions not in (None, "default"):  # its styles are the game's; no untestable switch is modelled
             raise ValueError(f"the cooperbench human proxy has no assumption variants (only 'default'), "
                              f"got {assumptions!r}")

@@ -58,6 +58,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from scope_envs.core import seal
 from scope_envs.core.env import DialogueParallelEnv
 from scope_envs.core.game import Game, Persona
 from scope_envs.core.simulator import Simulator
@@ -162,6 +163,8 @@ def family_specs(game: str, split: str = "train", k: int | None = None, seed: in
 
 def families(game: str, split: str = "train", k: int | None = None, seed: int = 0) -> list[Simulator]:
     """The first ``k`` families of a stream, as simulators (each with its ``Family`` as ``.family``)."""
+    if split == "heldout":
+        seal.check(f"the held-out simulator families of {game} (the panel)")
     return [f.simulator() for f in family_specs(game, split, k, seed)]
 
 

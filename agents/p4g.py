@@ -22,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from scope_envs.agents.base import SharpenedReference, normalize
+from scope_envs.core import seal
 from scope_envs.core.deprecation import sharpening_of
 from scope_envs.core.simulator import Simulator, View
 from scope_envs.core.game import Persona
@@ -74,6 +75,7 @@ class HumanProxyPersuadee(Simulator):
     persona = None
 
     def __init__(self, assumptions=None):
+        seal.check("HumanProxyPersuadee (the held-out human proxies)")
         from scope_envs.games.p4g import human_proxy
 
         self.assumptions = human_proxy.assumptions_from(assumptions)

@@ -26,6 +26,7 @@ import json
 import numpy as np
 
 from scope_envs.agents.base import SharpenedReference
+from scope_envs.core import seal
 from scope_envs.core.deprecation import sharpening_of
 from scope_envs.core.game import Persona
 from scope_envs.core.simulator import Simulator, View
@@ -80,6 +81,7 @@ class HumanProxyUser(Simulator):
     persona = None
 
     def __init__(self, assumptions=None):
+        seal.check("HumanProxyUser (the held-out human proxies)")
         self.assumptions = human_proxy.assumptions_from(assumptions)
 
     def distribution(self, view: View) -> np.ndarray:

@@ -12,6 +12,9 @@ the confirmatory arms. This script measures three things about them:
 * **The MDE per comparison.** The report's MDE uses the pooled per-seed sd of frozen and the methods compared with
   it; a comparison whose two arms spread more than the pool resolves less. Here each comparison's own MDE
   (``stats.mde`` at the family's m, times the sd of its own two arms), as a fraction of the band.
+* **An entrant at few seeds.** ``scope-envs bench --method ... --against REF`` tests an entrant of n seeds
+  against the reference's rows of m by Welch's t: at n = 2, 3, 5 and 8 against each game's m, Welch's size (how
+  often it rejects a true null at 0.05) and the bootstrap CI's coverage of the difference, by simulation.
 * **Verdicts under the alternatives.** Every claim (``claims.json``) and the collapse split's tests recomputed
   with Welch's t intervals in place of the bootstrap; the confirmatory family with the paired t (a seed's methods
   are scored on the same held-out episodes, so the arms are not independent) in place of Welch's. Which verdicts
@@ -37,6 +40,7 @@ from scope_envs.files import finite, write_json
 REPO = Path(__file__).resolve().parents[1]
 
 MAX_REPS = 100_000
+ENTRANT_SEEDS = (2, 3, 5, 8)  # an entrant's seed counts checked against each reference row's
 
 
 def welch_interval(x, y, level: float = stats.LEVEL, **_) -> tuple:
@@ -65,6 +69,20 @@ def coverage(n: int, reps: int, seed: int = 0) -> dict:
             lo, hi = ci(x, y)
             hits[name] += lo <= 0 <= hi
     return {name: h / reps for name, h in hits.items()}
+
+
+def entrant(n: int, m: int, reps: int, seed: int = 0) -> dict:
+    """An entrant of ``n`` seeds against a reference row of ``m`` (true difference 0, normal seeds, ``reps``
+    draws): how often Welch's test, the verdict's, rejects at 0.05 (its size) and how often the report's bootstrap
+    CI of the difference holds 0 (its coverage)."""
+    rng = np.random.default_rng([seed, n, m])
+    rejected = covered = 0
+    for _ in range(reps):
+        x, y = rng.normal(0, 1, n), rng.normal(0, 1, m)
+        rejected += stats.welch(x, y)["p"] < stats.ALPHA
+        lo, hi = stats.bootstrap_diff_ci(x, y)
+        covered += lo <= 0 <= hi
+    return {"welch_size": rejected / reps, "bootstrap_coverage": covered / reps}
 
 
 def verdicts(results: dict) -> dict:
@@ -140,6 +158,9 @@ def main(argv=None) -> None:
     report = {
         "results": str(args.results), "reps": args.reps,
         "coverage": {str(n): coverage(n, args.reps) for n in sizes},
+        # an entrant's seeds against the reference's (the verdict's caution below entrants.FEW_SEEDS)
+        "entrant": {f"{n} vs {m}": entrant(n, m, args.reps) for n in ENTRANT_SEEDS
+                    for m in sorted({c["seeds"] for c in comparisons.values()})},
         "per_comparison": comparisons,
         "verdicts_changed_by_welch_intervals": sorted(k for k in bootstrap if welch.get(k) != bootstrap[k]),
         "significance_changed_by_paired_t": sorted(f"{g} {m}" for g, c in comparisons.items()

@@ -14,6 +14,8 @@ from typing import Callable
 import gymnasium
 import pettingzoo
 
+from scope_envs.core import seal
+
 REGIMES = ("frozen", "vs", "rotation", "cotrain", "population", "heldout")  # every game has these
 # a regime only a game that declares its simulator has (``GameSpec.grounded``: a frozen user simulator fitted to the
 # training part of the game's real dialogues; p4g): kept out of REGIMES, so that no other game gains an id and
@@ -88,4 +90,6 @@ def make(id: str, surface: str = "act", **kwargs):
         close = difflib.get_close_matches(id, list(registry), n=3, cutoff=0.5)
         hint = f" Did you mean {', '.join(map(repr, close))}?" if close else ""
         raise UnknownEnvironment(f"unknown environment id {id!r}.{hint} Known ids: {', '.join(sorted(registry))}")
+    if registry[id].regime == "heldout":
+        seal.check(id)  # (while a benchmark method trains: scope_envs.core.seal)
     return registry[id].make(surface=surface, **kwargs)

@@ -197,10 +197,47 @@ def test_an_entrant_at_fewer_seeds_meets_every_reference_seed(three_seed_referen
     tail = stdout[stdout.index("p4g: first_legal, held-out success"):]
     assert "### " not in tail and "| method |" not in stdout  # the summary, not the report
     assert "vs frozen: " in tail and "p_Holm" in tail and "power: detects" in tail and "2 vs 3 seeds" in tail
+    assert f"vs frozen: {v['rows'][0]['reading']}: " in tail
+    assert "caution: 2 seed(s), fewer than 5: Welch's p is too small" in tail and v["few_seeds"]
     assert "collapse: cost at this budget" in tail and "share of it" in tail
     assert ("not evidence about collapse" in tail) == (not c["costs"])
     assert tail.rstrip().endswith(f"the whole report: {out.resolve() / 'report.md'}")
     assert "## The entrants' verdicts" in (out / "report.md").read_text()
+
+
+def test_a_comparison_reads_better_or_worse_only_when_significant_in_that_direction():
+    """The verdict gave numbers alone, and the report's "significant: yes" had no direction (a method far worse
+    than frozen read "yes" too)."""
+    frozen = 0.3 + 0.05 * METHODS.index("frozen")  # fake_runs' level of the k-th method: 0.3 + 0.05 k
+    shift = {"up": frozen - 0.3 + 0.3, "down": frozen - 0.35 - 0.3, "same": frozen - 0.4}
+    runs = fake_runs(METHODS) + fake_runs(["up", "down", "same"], shift=shift, rng_seed=3)
+    _, st, _ = everything(runs, confirmatory=["frozen"])
+    read = {name: e["rows"][0]["reading"] for name, e in st["p4g"]["entrants"].items()}
+    assert read == {"up": "better", "down": "worse", "same": "no detectable difference"}, read
+    assert entrants.reading(0.1, 0.001, (0.05, 0.15)) == "better"
+    assert entrants.reading(0.1, 0.001, (-0.01, 0.15)) == "no detectable difference"  # CI reaching 0
+    assert entrants.reading(-0.1, 0.2) == "no detectable difference"
+    assert entrants.reading(0.1, float("nan")) == "no detectable difference"
+
+
+def test_the_plots_draw_every_entrant_beside_the_built_in_rows(tmp_path):
+    """An entrant was missing from the learning-curve and entropy plots (they listed the built-in rows alone), and
+    one that reported no progress had no curve to draw."""
+    from scope_envs.bench.plots import plot, rows_in_order
+
+    runs = fake_runs(["random", "frozen"], seeds=2) + fake_runs(["mine", "heuristic"], seeds=2, rng_seed=4)
+    for r in runs:
+        r["curve"] = [] if r["method"] in ("random", "heuristic") else [
+            {"agent_steps": k * 100, "train": 0.5, "heldout": 0.3} for k in range(3)]
+        r["training"] = [] if not r["curve"] else [{"agent_steps": k * 100, "policy_entropy": 1.0 - 0.1 * k}
+                                                   for k in range(3)]
+    assert rows_in_order(runs) == ["random", "frozen", "mine", "heuristic"]
+    (tmp_path / "with").mkdir()
+    (tmp_path / "without").mkdir()
+    plot(tmp_path / "with", runs)
+    plot(tmp_path / "without", [r for r in runs if r["method"] in ("random", "frozen")])
+    for name in ("p4g_learning_curves.png", "p4g_entropy.png"):
+        assert (tmp_path / "with" / name).read_bytes() != (tmp_path / "without" / name).read_bytes()
 
 
 def test_the_collapse_sentence_follows_the_cost_ci():

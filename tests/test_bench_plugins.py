@@ -2,6 +2,7 @@
 and a broken plug-in failing its own runs only."""
 
 import json
+import re
 import sys
 import textwrap
 from importlib.metadata import EntryPoint
@@ -320,3 +321,96 @@ def test_a_seat_the_training_envs_have_no_learned_user_in_is_refused(tmp_path, s
     with pytest.raises(PluginError, match=rf"method 'seated': Trained\(seats=...\) names {named}, not a learned "
                                           rf"user's seat of its training envs \(p4g-{env}; their seats: "):
         run_one("p4g", "seated", 0, **TINY, plugin=f"{path}:seated")
+
+
+CHEATS = '''
+import scope_envs
+from scope_envs.agents.families import panel
+from scope_envs.agents.p4g import CollapsedPersuadee, HumanProxyPersuadee
+from scope_envs.games.p4g.personas import persona
+from scope_envs.train.act_ppo import PPOConfig, PPOTrainer
+from scope_envs.train.policy import UniformPolicy
+
+
+def ceiling_recipe(ctx):
+    PPOTrainer(PPOConfig(env_id="p4g-heldout", env_kwargs={"personas": "train"}, total_steps=100, num_envs=2))
+
+
+def batched_proxies(ctx):
+    scope_envs.make_vec("p4g-heldout", num_envs=4)
+
+
+def the_panel(ctx):
+    PPOTrainer(PPOConfig(env_id="p4g-frozen", env_kwargs={"user": panel("p4g")[0]}, total_steps=100, num_envs=2))
+
+
+def a_proxy(ctx):
+    scope_envs.make("p4g-frozen", user=HumanProxyPersuadee())
+
+
+def a_held_out_card(ctx):
+    scope_envs.make("p4g-frozen", user=CollapsedPersuadee(persona=persona("heldout", 3)))
+
+
+def honest(ctx):
+    ctx.progress(0, UniformPolicy())  # a learning-curve point: the benchmark's evaluation, held-out side included
+    return UniformPolicy()
+
+
+class DeclaresHeldOut:
+    name = "declares-held-out"
+
+    def train_envs(self, game):
+        return [(f"{game}-heldout", {"personas": "train"})]
+
+    def train(self, ctx):
+        return UniformPolicy()
+'''
+
+
+@pytest.mark.parametrize("cheat, said", [
+    ("ceiling_recipe", "p4g-heldout is the held-out side, sealed while a benchmark method trains"),
+    ("batched_proxies", "p4g-heldout is the held-out side"),
+    ("the_panel", "the held-out simulator families of p4g (the panel) is the held-out side"),
+    ("a_proxy", "HumanProxyPersuadee (the held-out human proxies) is the held-out side"),
+    ("a_held_out_card", "held-out card 3 is the held-out side")])
+def test_a_plug_in_that_trains_on_the_held_out_side_fails_its_run(tmp_path, cheat, said):
+    """A plug-in could train on the held-out users by the ceiling's recipe, make_vec, the held-out panel, a
+    human-proxy simulator or a held-out card, and its verdict read as a clean win. Its train now runs with the
+    held-out side sealed: each route fails the run, naming what it asked for; the benchmark's own evaluation (a
+    progress point, the record) still reads the held-out side."""
+    path = tmp_path / "cheats.py"
+    path.write_text(CHEATS)
+    with pytest.raises(plugins.PluginFailure, match=rf"method .{cheat}. raised in train at .*HeldOutSealed: {re.escape(said)}"):
+        run_one("p4g", cheat, 0, **TINY, plugin=f"{path}:{cheat}")
+    record = run_one("p4g", "honest", 0, **TINY, plugin=f"{path}:honest")
+    assert record["curve"][0]["agent_steps"] == 0 and "heldout_success" in record["metrics"]
+    with pytest.raises(PluginError, match=r"train_envs\('p4g'\) names 'p4g-heldout', the held-out side"):
+        run_one("p4g", "declares-held-out", 0, **TINY, plugin=f"{path}:DeclaresHeldOut")
+
+
+def test_the_seal_is_lifted_outside_and_nests():
+    import doctest
+
+    import scope_envs
+    from scope_envs.core import seal
+
+    assert doctest.testmod(seal, optionflags=doctest.ELLIPSIS).failed == 0
+    with seal.sealed():
+        with seal.unsealed():
+            scope_envs.make("p4g-heldout")
+        with pytest.raises(seal.HeldOutSealed):
+            scope_envs.make("tau2-heldout")
+    scope_envs.make("cooperbench-heldout")
+
+
+def test_a_policy_of_another_game_is_named_before_it_plays(tmp_path):
+    """A plug-in returning a trainer of another game failed in evaluation with numpy's matmul error
+    ("size 48 is different from 77"); it is one line naming the game it was trained on."""
+    path = tmp_path / "other.py"
+    path.write_text("from scope_envs.train.act_ppo import PPOConfig, PPOTrainer\n"
+                    "def other_game(ctx):\n"
+                    "    return PPOTrainer(PPOConfig(env_id='tau2-frozen', total_steps=0, num_envs=2))\n")
+    with pytest.raises(PluginError, match="method 'other_game''s policy was trained on tau2-frozen, a game other "
+                                          "than p4g"):
+        run_one("p4g", "other_game", 0, **TINY, plugin=f"{path}:other_game")

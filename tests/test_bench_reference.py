@@ -204,8 +204,10 @@ def test_refusals_name_what_differs_and_how_to_rebuild(tiny_reference, plugin, t
     data["result"]["fingerprint"]["code"] = reference.fingerprint("p4g")["code"]
     path.write_text(json.dumps(data))
     assert "data: the reference played 'embedded synthetic tasks'" in refused(REFERENCE_ARGS, tampered)
-    err = refused(REFERENCE_ARGS, tmp_path / "nowhere")
-    assert "has no runs/ folder" in err
+    err = refused(REFERENCE_ARGS, tmp_path / "nowhere")  # (it said "has no runs/ folder" of a path that is not there)
+    assert f"--against {tmp_path / 'nowhere'}: no such folder (a bench output folder, or one of reference" in err
+    (tmp_path / "empty").mkdir()
+    assert "has no runs/ folder" in refused(REFERENCE_ARGS, tmp_path / "empty")
     # a reference trained in another world (bench --world) is not the shipped world's
     data["result"]["fingerprint"]["data"] = reference.fingerprint("p4g")["data"]
     data["task"]["world"] = "no-interactions"

@@ -19,6 +19,8 @@ LAYERS = [  # (module prefix, rank): the longest matching prefix wins
     ("scope_envs.train", 5), ("scope_envs.integrations", 5),
     # SCOPE's group math depends only on core, so that the vec engines (layer 4) can import it too
     ("scope_envs.train.groups", 1),
+    # the held-out seal imports nothing, so that the registry (layer 0) can check it when an id is made
+    ("scope_envs.core.seal", 0),
     ("scope_envs.bench", 6), ("scope_envs.validate", 6), ("scope_envs.cli", 6),
     ("scope_envs.arguments", 6), ("scope_envs.train_command", 6), ("scope_envs.study", 6), ("scope_envs.serve", 6), ("scope_envs.remote", 6), ("scope_envs.diagnose", 6),
 ]

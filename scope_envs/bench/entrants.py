@@ -40,6 +40,9 @@ import argparse
 import numpy as np
 
 MAX_PLUGINS = 32
+# below it an entrant's Welch p is anti-conservative and its bootstrap CI narrow against the reference's rows
+# (benchmarks/instrument_checks.py, "entrant": at 2 seeds Welch rejects 10-12% of true nulls at 0.05, at 5 5-6%)
+FEW_SEEDS = 5
 
 
 def builtin_names() -> tuple[str, ...]:
@@ -125,8 +128,24 @@ def entrant_tests(table: dict, entrant: str, confirmatory: list[str] | None = No
         rows[i]["p_paired_holm"] = adj
     for r in rows:
         r.setdefault("p_paired_holm", float("nan"))
+        r["reading"] = reading(r["diff"], r["p_holm"], r["ci"])
     return {"family": family, "declared": "confirmatory" if confirmatory else "default", "missing": missing,
             "rows": rows}
+
+
+def reading(diff: float, p_holm: float, ci=None) -> str:
+    """A comparison in words: "better" or "worse" where its Holm-adjusted p is below ALPHA (and its CI, if given,
+    lies on that side of 0), else "no detectable difference"."""
+    from scope_envs.bench.stats import ALPHA
+
+    lo, hi = ci if ci is not None else (diff, diff)
+    if not (np.isfinite(p_holm) and p_holm < ALPHA):
+        return "no detectable difference"
+    if diff > 0 and lo > 0:
+        return "better"
+    if diff < 0 and hi < 0:
+        return "worse"
+    return "no detectable difference"
 
 
 def game_stats(table: dict, confirmatory: list[str] | None = None) -> dict:
@@ -197,6 +216,7 @@ def verdicts(results: dict, stats_by_game_: dict, splits: dict, key: str, runs: 
             # the pre-declared rule every row is read by: a game whose ceiling does not clear its floor judges none
             tests.update(band_clears=bool(band["clears"]) if band.get("present") else None,
                          heldout_success=float(per_seed(table[name]).mean()), seeds=len(per_seed(table[name])),
+                         few_seeds=len(per_seed(table[name])) < FEW_SEEDS,
                          builtin_seeds=max((len(per_seed(table[m])) for m in builtin(table)), default=0),
                          collapse=collapse(table, name, (splits.get(game) or {}).get("cost"), key))
             steps = [r.get("agent_steps") or 0 for r in runs or () if r.get("game") == game and r.get("method") == name]
@@ -235,13 +255,17 @@ def summary(verdicts_: dict, report: str) -> str:
                 lines.append(f"  budget: up to {v['agent_steps_max']:,} decisions of agent_0 a seed against "
                              f"{v['budget']:,} ({v['agent_steps_max'] / v['budget']:.2f}x: the iteration that "
                              "reached the budget crossed it)")
+            if v.get("few_seeds"):
+                lines.append(f"  caution: {v['seeds']} seed(s), fewer than {FEW_SEEDS}: Welch's p is too small and the "
+                             "bootstrap CI too narrow at so few (benchmarks/README.md, \"How far the tests hold\"); "
+                             f"a smoke run: to cite, run --seeds {FEW_SEEDS} or more")
             if v.get("band_clears") is False:
                 lines.append("  the reference's ceiling (oracle) does not clear its floor (random): this game cannot "
                              "judge methods (claim 0), so the comparisons below are no verdict on this one")
             for r in v["rows"]:
                 paired_ = f", paired p_Holm {_num(r['p_paired_holm'], '.2g')} on {r['n_paired']} shared seeds" \
                     if r["n_paired"] >= 2 else ""
-                lines.append(f"  vs {r['b']}: {r['diff']:+.3f}, {LEVEL:.0%} CI {_interval(r['ci'])}, "
+                lines.append(f"  vs {r['b']}: {r['reading']}: {r['diff']:+.3f}, {LEVEL:.0%} CI {_interval(r['ci'])}, "
                              f"p_Holm {_num(r['p_holm'], '.2g')} (Welch, m = {m}){paired_}")
                 frac = f" = {r['mde_frac']:.0%} of the headroom" if _finite(r["mde_frac"]) else ""
                 lines.append(f"    power: detects {_num(r['mde'], '.3f')}{frac} at {r['n']} vs {r['n_other']} "
@@ -290,7 +314,7 @@ def report_lines(game: str, st: dict) -> list[str]:
              "untouched. Welch's t (each arm its seeds) and the paired t on the shared seeds (same seed, same "
              "evaluation episodes).", "",
              f"| entrant | vs | difference | {LEVEL:.0%} CI (bootstrap) | Welch p | p (Holm) | paired t (n) | "
-             f"paired p | paired p (Holm) | significant ({ALPHA}, Holm, Welch / paired) |",
+             f"paired p | paired p (Holm) | reading ({ALPHA}, Holm, Welch / paired) |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     for name, e in ent.items():
         m = len(e["family"])
@@ -300,8 +324,7 @@ def report_lines(game: str, st: dict) -> list[str]:
         for r in e["rows"]:
             lo, hi = r["ci"]
             ci = "n/a" if not (np.isfinite(lo) and np.isfinite(hi)) else f"[{lo:+.3f}, {hi:+.3f}]"
-            sig = f"{'yes' if r['p_holm'] < ALPHA else 'no'} / " \
-                  f"{'yes' if np.isfinite(r['p_paired_holm']) and r['p_paired_holm'] < ALPHA else 'no'}"
+            sig = f"{r['reading']} / {reading(r['diff'], r['p_paired_holm'])}"
             lines.append(f"| {name} | {r['b']} | {r['diff']:+.3f} | {ci} | {f(r['p'])} | {f(r['p_holm'])} (m = {m}) | "
                          f"{f(r['t_paired'], '.2f')} ({r['n_paired']}) | {f(r['p_paired'])} | "
                          f"{f(r['p_paired_holm'])} | {sig} |")

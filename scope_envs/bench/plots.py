@@ -19,6 +19,21 @@ from scope_envs.files import save_figure
 BAND = {"random": "floor", "oracle": "ceiling"}
 
 
+def rows_in_order(runs: list[dict]) -> list[str]:
+    """The rows of ``runs``: the built-in ones in the benchmark's order, then the entrants in the order they ran."""
+    known = METHODS + EXTRA_METHODS
+    present = list(dict.fromkeys(r["method"] for r in runs))
+    return [m for m in known if m in present] + [m for m in present if m not in known]
+
+
+def colour(k: int):
+    """The k-th row's colour, 20 apart (matplotlib's ten repeated as soon as a game had more rows): tab20's dark
+    shades first, then its light ones."""
+    import matplotlib
+
+    return matplotlib.colormaps["tab20"]((2 * k + (k // 10) % 2) % 20)
+
+
 def plot(out: Path, runs: list[dict]) -> None:
     import matplotlib
 
@@ -27,7 +42,7 @@ def plot(out: Path, runs: list[dict]) -> None:
 
     for game in sorted({r["game"] for r in runs}):
         mine = [r for r in runs if r["game"] == game]
-        methods = [m for m in METHODS + EXTRA_METHODS if any(r["method"] == m for r in mine)]
+        methods = rows_in_order(mine)
         cols = min(4, len(methods))
         rows_ = -(-len(methods) // cols)
         fig, axes = plt.subplots(rows_, cols, figsize=(4 * cols, 3 * rows_), squeeze=False, sharey=True)
@@ -36,8 +51,12 @@ def plot(out: Path, runs: list[dict]) -> None:
         for ax, method in zip(axes.flat, methods):
             for m, level in band.items():  # the game's floor and ceiling on held-out proxies
                 ax.axhline(level, color="0.5", ls=":", lw=1, label=f"{BAND[m]} ({m}), held-out")
-            curves = [r["curve"] for r in mine if r["method"] == method]
+            curves = [r.get("curve") or [] for r in mine if r["method"] == method]
             n = min(len(c) for c in curves)
+            if n == 0:  # an entrant that reported no progress (a hand-written heuristic may not)
+                ax.text(0.5, 0.5, "no learning curve reported", ha="center", va="center", transform=ax.transAxes)
+                ax.set_title(method)
+                continue
             x = np.array([c["agent_steps"] for c in curves[0][:n]])
             for key, label in (("train", "vs training simulator"), ("heldout", "vs held-out proxies")):
                 y = np.array([[c[key] for c in cv[:n]] for cv in curves])
@@ -60,16 +79,16 @@ def plot(out: Path, runs: list[dict]) -> None:
 
         fig, ax = plt.subplots(figsize=(7, 4))
         for k, method in enumerate(methods):
-            hist = [r["training"] for r in mine if r["method"] == method and r["training"]]
-            if not hist:  # not trained (random, untrained): its evaluated entropy, drawn as a level
+            hist = [r["training"] for r in mine if r["method"] == method and r.get("training")]
+            if not hist:  # not trained (random, untrained, a heuristic entrant): its evaluated entropy, as a level
                 level = np.mean([r["metrics"]["policy_entropy"] for r in mine if r["method"] == method])
                 ax.axhline(level, ls=":" if method == "random" else "--", lw=2.5 if method == "random" else 1.5,
-                           color=f"C{k % 10}", label=f"{method} (no training)")  # random ~ untrained: both show
+                           color=colour(k), label=f"{method} (no training)")  # random ~ untrained: both show
                 continue
             grid = np.linspace(0, max(h[-1]["agent_steps"] for h in hist), 50)
             y = np.mean([np.interp(grid, [h_["agent_steps"] for h_ in h], [h_["policy_entropy"] for h_ in h])
                          for h in hist], 0)
-            ax.plot(grid, y, color=f"C{k % 10}", label=method)
+            ax.plot(grid, y, color=colour(k), label=method)
         ax.set_xlabel(f"{ROLES.get(game, 'agent_0')} decisions")
         ax.set_ylabel(f"{ROLES.get(game, 'agent_0')} policy entropy (nats)")
         ax.set_title(f"{game}: policy entropy during training (the collapse)")
@@ -79,7 +98,7 @@ def plot(out: Path, runs: list[dict]) -> None:
         plt.close(fig)
 
         grouped = [m for m in methods if any(DIAGNOSTICS[0] in h for r in mine if r["method"] == m
-                                             for h in r["training"])]
+                                             for h in r.get("training") or ())]
         if grouped:  # the collapse diagnostics next to the learning curves
             fig, axes = plt.subplots(1, len(DIAGNOSTICS), figsize=(4 * len(DIAGNOSTICS), 3.2), sharey=True)
             for ax, key in zip(axes, DIAGNOSTICS):
@@ -143,7 +162,7 @@ def performance_profiles(out: Path, runs: list[dict]) -> None:
         taus = np.linspace(values.min() - 0.02 * span, values.max() + 0.02 * span, PROFILE_POINTS)
         for k, method in enumerate(sorted(scores, key=lambda m: order.index(m) if m in order else len(order))):
             profile, lo, hi = performance_profile(scores[method], taus)
-            style = {"ls": ":" if method in BAND else "-", "color": f"C{k % 10}"}
+            style = {"ls": ":" if method in BAND else "-", "color": colour(k)}
             ax.plot(taus, profile, label=f"{method} ({BAND[method]})" if method in BAND else method, **style)
             if np.isfinite(lo).all():
                 ax.fill_between(taus, lo, hi, alpha=0.12, color=style["color"])
@@ -152,7 +171,9 @@ def performance_profiles(out: Path, runs: list[dict]) -> None:
         ax.set_ylim(-0.02, 1.02)
     axes[0, 0].set_ylabel("fraction of runs with score > τ")
     axes[0, -1].legend(fontsize=7)
-    fig.suptitle("Performance profiles of held-out success (95% stratified-bootstrap bands)")
+    # on one narrow panel the title in one line was cut at both edges
+    fig.suptitle("Performance profiles of held-out success" + (" " if len(panels) > 1 else "\n")
+                 + "(95% stratified-bootstrap bands)", fontsize=10)
     fig.tight_layout()
     save_figure(fig, out / "performance_profiles.png", dpi=100)
     plt.close(fig)

@@ -48,6 +48,7 @@ is written (``scope_envs.bench.executors``).
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import os
 import re
@@ -60,7 +61,8 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from scope_envs.bench.loading import PluginError, is_file_spec, load_object
-from scope_envs.bench.policies import Trained, check_policy, reseeded
+from scope_envs.bench.policies import Trained, agent_problem, check_policy, reseeded
+from scope_envs.core import seal
 from scope_envs.train.groups import GROUP_FRACTIONS
 from scope_envs.train.realism import REALISM_LOG
 
@@ -155,6 +157,9 @@ def env_specs(method, game: str) -> list[tuple[str, dict]]:
                               f"env id (scope-envs list)")
         if scope_envs.registry[env_id].game != game:
             raise PluginError(f"method {method.name!r}: train_envs({game!r}) names {env_id!r}, an env of another game")
+        if scope_envs.registry[env_id].regime == "heldout":
+            raise PluginError(f"method {method.name!r}: train_envs({game!r}) names {env_id!r}, the held-out side "
+                              "every method is evaluated on; a method trains on the training regimes")
         out.append((env_id, kwargs))
     if not out:
         raise PluginError(f"method {method.name!r}: train_envs({game!r}) is empty")
@@ -327,15 +332,18 @@ def run_method_seeds(method, game: str, seeds: list[int], steps: int, eval_episo
 
         def progress(decisions, policy):
             books.report(decisions)
-            curve.at(int(decisions), check_policy(policy, method.name, "progress() was given"))
+            with seal.unsealed():  # the point is the benchmark's own evaluation, on the held-out side too
+                curve.at(int(decisions), check_policy(policy, method.name, "progress() was given"))
 
         return TrainContext(game=game, seed=seed, budget=budget, progress=progress, options=options), books, curve
 
     def guarded(call, arg, stage: str | None = None):
         """``call(arg)``; what a plug-in's own code raises (its ``train``, or its policy while played: ``stage``)
-        is that method's failure, not the benchmark's: named, and not retried."""
+        is that method's failure, not the benchmark's: named, and not retried. A plug-in trains (``stage`` None)
+        with the held-out side sealed (``scope_envs.core.seal``)."""
         try:
-            return call(arg)
+            with seal.sealed() if stage is None and not builtin_row else contextlib.nullcontext():
+                return call(arg)
         except PluginError:
             raise
         except (Exception, SystemExit) as e:  # a plug-in's sys.exit() ends its own runs, not the benchmark
@@ -370,6 +378,10 @@ def run_method_seeds(method, game: str, seeds: list[int], steps: int, eval_episo
     trained = [books.close(check_policy(result, method.name)) for (_, books, _), result in zip(runs, results)]
     if not builtin_row:
         check_seats(method.name, trained, specs)
+        for done in trained:  # another game's network meets this game's observations: numpy's matmul error
+            problem = agent_problem(done.policy, f"method {method.name!r}'s policy", game)
+            if problem:
+                raise PluginError(problem)
     records = guarded(lambda policies: protocol.evaluate_policies(
         policies, game, list(seeds), train_envs=specs, eval_episodes=eval_episodes, heldout_episodes=heldout_episodes,
         sensitivity=sensitivity, assumptions=assumptions, method=method.name), trained, "in evaluation")

@@ -395,6 +395,28 @@ def check_seat(model: SB3Policy, spec: str, game: str, seat: str, spaces: dict |
                          f"{game}'s {seat} has {spaces[seat][0]} and {spaces[seat][1]}{hint}")
 
 
+def agent_problem(policy, spec: str, game: str, game_named: str | None = None) -> str | None:
+    """Why ``policy`` (read from ``spec``: a ``load`` result, a ``PPOTrainer`` or a method's result) cannot play
+    agent_0 of ``game``, before any episode: an SB3 model of another seat or game (its shapes), a trainer of
+    another game or without agent_0; None when nothing says so. Its network would otherwise meet observations of
+    another width (numpy's matmul error, in the middle of an evaluation). ``game_named``: how the message names the
+    game (default: its name)."""
+    if isinstance(policy, SB3Policy):  # a model of the user seat, or of another game
+        try:
+            check_seat(policy, spec, game, "agent_0")
+        except ValueError as e:
+            return f"{e}; a learned user is scored with --seat user_N"
+    trainer = getattr(policy, "trainer", policy)
+    trained_on = getattr(trainer, "cfg", None)
+    if trained_on is None or not hasattr(trainer, "seat"):
+        return None
+    if trained_on.env_id.split("-")[0] != game:
+        return f"{spec} was trained on {trained_on.env_id}, a game other than {game_named or game}"
+    if "agent_0" not in trainer.seat:
+        return f"{spec} has no agent_0 network (its seats: {', '.join(sorted(trainer.seat))})"
+    return None
+
+
 def load_user(spec: str, game: str, seat: str) -> Simulator:
     """A learned user of ``seat`` on ``game`` as a ``Simulator`` (``LearnedUser``, or the package's
     ``PolicySnapshot`` of a saved trainer's network): an SB3 ``.zip`` of a model trained on that seat's

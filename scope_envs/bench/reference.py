@@ -231,6 +231,9 @@ def folders(against: str) -> list[Path]:
     paths = ([named_folder(p) for p in REFERENCES[against]] if against in REFERENCES
              else [Path(os.path.expanduser(against))])
     for path in paths:
+        if against not in REFERENCES and not path.exists():
+            known = ", ".join(REFERENCES)
+            raise ReferenceMismatch(f"--against {against}: no such folder (a bench output folder, or one of {known})")
         if not records.has_records(path):
             hint = (" (the committed references are made by the commands in benchmarks/README.md, 'Benchmark "
                     "your algorithm')" if against in REFERENCES else "")

@@ -180,19 +180,9 @@ def check_plays_agent(policy, spec: str, game: str, flag: str = "--policy") -> N
     observations of another width (a matmul error, after the other rows had played)."""
     from scope_envs.bench import policies
 
-    if isinstance(policy, policies.SB3Policy):  # a model of the user seat, or of another game
-        try:
-            policies.check_seat(policy, spec, game, "agent_0")
-        except ValueError as e:
-            raise ScoreError(flag, f"{e}; a learned user is scored with --seat user_N") from None
-    trainer = getattr(policy, "trainer", policy)
-    trained_on = getattr(trainer, "cfg", None)
-    if trained_on is None or not hasattr(trainer, "seat"):
-        return
-    if trained_on.env_id.split("-")[0] != game:
-        raise ScoreError(flag, f"{spec} was trained on {trained_on.env_id}, a game other than --game {game}")
-    if "agent_0" not in trainer.seat:
-        raise ScoreError(flag, f"{spec} has no agent_0 network (its seats: {', '.join(sorted(trainer.seat))})")
+    problem = policies.agent_problem(policy, spec, game, f"--game {game}")
+    if problem:
+        raise ScoreError(flag, problem)
 
 
 def check_reference_seeds(ref: list[dict], game: str, seeds: int, against: str) -> int:

@@ -48,6 +48,7 @@ import zlib
 
 import numpy as np
 
+from scope_envs.core import seal
 from scope_envs.core.game import Persona
 from scope_envs.games.cooperbench.dialogue_acts import CLAIM, COMBINED, EDIT, INDEX
 from scope_envs.games.cooperbench.world import N_REGIONS
@@ -65,8 +66,14 @@ SPLIT_SIZES = {"train": 400, "heldout": 200}
 JITTER = {"train": 0.08, "heldout": 0.15}
 
 
-@functools.lru_cache(maxsize=None)
 def persona(split: str, i: int) -> Persona:
+    if split == "heldout":  # (before the cache: a card drawn once stays sealed)
+        seal.check(f"held-out card {i}")
+    return _persona(split, i)
+
+
+@functools.lru_cache(maxsize=None)
+def _persona(split: str, i: int) -> Persona:
     if split not in SPLIT_KEYS:
         raise ValueError(f"split must be one of {sorted(SPLIT_KEYS)}, got {split!r}")
     rng = np.random.default_rng([SPLIT_KEYS[split], i])

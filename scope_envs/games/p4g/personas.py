@@ -17,6 +17,7 @@ from importlib import resources
 
 import numpy as np
 
+from scope_envs.core import seal
 from scope_envs.core.game import Persona
 
 SPLIT_KEYS = {"train": 7_101, "heldout": 9_203}
@@ -66,7 +67,7 @@ def set_params(new: dict, part: str | None = None) -> None:
     a world swaps the training side's)."""
     for q in PARTS if part is None else (check_part(part),):
         _params[q] = new
-    persona.cache_clear()
+    _persona.cache_clear()
     default_persona.cache_clear()
 
 
@@ -102,8 +103,14 @@ def standardize(persona: Persona, part: str) -> np.ndarray:
     return (x - np.array(pm["mean"])) / np.array(pm["std"])
 
 
-@functools.lru_cache(maxsize=4096)
 def persona(split: str, i: int) -> Persona:
+    if split == "heldout":  # (before the cache: a card drawn once stays sealed)
+        seal.check(f"held-out card {i}")
+    return _persona(split, i)
+
+
+@functools.lru_cache(maxsize=4096)
+def _persona(split: str, i: int) -> Persona:
     if split not in SPLIT_KEYS:
         raise ValueError(f"split must be one of {sorted(SPLIT_KEYS)}, got {split!r}")
     if not 0 <= i < SPLIT_SIZES[split]:

@@ -36,6 +36,7 @@ import functools
 
 import numpy as np
 
+from scope_envs.core import seal
 from scope_envs.core.game import Persona
 from scope_envs.games.tau2.dialogue_acts import USER_ACTS, USER_INDEX
 from scope_envs.games.tau2.user_state import S, Weights, branches, one_row, patience_turns
@@ -49,8 +50,14 @@ PRIOR = {"disclose": (1.2, 1.2), "patience": (1.5, 1.5), "insist": (1.0, 1.5), "
 VOLUNTEER = 0.4  # weight of volunteering the identity / the details unasked, per unit of ``disclose``
 
 
-@functools.lru_cache(maxsize=4096)
 def card(split: str, i: int) -> Persona:
+    if split == "heldout":  # (before the cache: a card drawn once stays sealed)
+        seal.check(f"held-out card {i}")
+    return _card(split, i)
+
+
+@functools.lru_cache(maxsize=4096)
+def _card(split: str, i: int) -> Persona:
     if split not in SPLIT_KEYS:
         raise ValueError(f"split must be one of {sorted(SPLIT_KEYS)}, got {split!r}")
     if not 0 <= i < SPLIT_SIZES[split]:
