@@ -77,7 +77,11 @@ def plot(out: Path, runs: list[dict]) -> None:
         save_figure(fig, out / f"{game}_learning_curves.png", dpi=100)
         plt.close(fig)
 
-        fig, ax = plt.subplots(figsize=(7, 4))
+        # the ceiling trains its own, often far longer, budget: the axis spans the other rows' (a 1.1M-decision axis
+        # squeezed them into its first 2%), and the ceiling is drawn over that span
+        others = [r["training"][-1]["agent_steps"] for r in mine if r["method"] != "oracle" and r.get("training")]
+        span = max(others) if others else None
+        fig, ax = plt.subplots(figsize=(9.5, 4))
         for k, method in enumerate(methods):
             hist = [r["training"] for r in mine if r["method"] == method and r.get("training")]
             if not hist:  # not trained (random, untrained, a heuristic entrant): its evaluated entropy, as a level
@@ -85,14 +89,16 @@ def plot(out: Path, runs: list[dict]) -> None:
                 ax.axhline(level, ls=":" if method == "random" else "--", lw=2.5 if method == "random" else 1.5,
                            color=colour(k), label=f"{method} (no training)")  # random ~ untrained: both show
                 continue
-            grid = np.linspace(0, max(h[-1]["agent_steps"] for h in hist), 50)
+            longest = max(h[-1]["agent_steps"] for h in hist)
+            grid = np.linspace(0, min(longest, span) if span else longest, 50)
             y = np.mean([np.interp(grid, [h_["agent_steps"] for h_ in h], [h_["policy_entropy"] for h_ in h])
                          for h in hist], 0)
-            ax.plot(grid, y, color=colour(k), label=method)
+            ax.plot(grid, y, color=colour(k), label=method if longest <= (span or longest) else
+                    f"{method} (to {longest:,} decisions; its first {span:,} here)")
         ax.set_xlabel(f"{ROLES.get(game, 'agent_0')} decisions")
         ax.set_ylabel(f"{ROLES.get(game, 'agent_0')} policy entropy (nats)")
         ax.set_title(f"{game}: policy entropy during training (the collapse)")
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))  # beside the curves, not over them
         fig.tight_layout()
         save_figure(fig, out / f"{game}_entropy.png", dpi=100)
         plt.close(fig)
