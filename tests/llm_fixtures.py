@@ -27,6 +27,28 @@ def tiny_model_dir(arch: str = "llama", corpus: str = "default") -> str:
     return path
 
 
+BROKEN_TEMPLATE = "{% for m in messages %}{{ m.content }"  # one '}' missing: jinja's "unexpected '}'"
+
+
+def template_variant(path, kind: str) -> str:
+    """A copy of the tiny model at ``path`` (a new folder) whose chat template is ``"broken"`` (``BROKEN_TEMPLATE``)
+    or ``"missing"`` (no chat_template.jinja, none in tokenizer_config.json); its path."""
+    import json
+    import shutil
+    from pathlib import Path
+
+    path = Path(path)
+    shutil.copytree(tiny_model_dir(), path)
+    if kind == "broken":
+        (path / "chat_template.jinja").write_text(BROKEN_TEMPLATE)
+    else:
+        (path / "chat_template.jinja").unlink(missing_ok=True)
+        config = json.loads((path / "tokenizer_config.json").read_text())
+        config.pop("chat_template", None)
+        (path / "tokenizer_config.json").write_text(json.dumps(config))
+    return str(path)
+
+
 @pytest.fixture(autouse=True)
 def _one_thread():
     """Tiny models run fastest on one thread (and the CI machine is shared)."""

@@ -56,6 +56,48 @@ def test_transformers_backend_chat_and_token_ids(tiny_dir):
         assert g.text == backend.tokenizer.decode(g.token_ids, skip_special_tokens=True)
 
 
+def test_a_chat_template_is_checked_through_the_rollouts_path(tmp_path):
+    """templates.check_template renders an episode's opening (conform, then a reply and the partner's answer):
+    a missing or broken template is a TemplateError naming where it is, and TransformersBackend refuses it when
+    it is built (a BackendError naming the folder), not inside the first episode."""
+    from llm_fixtures import template_variant
+    from transformers import AutoTokenizer
+
+    from scope_envs.agents.llm import TransformersBackend
+    from scope_envs.agents.llm.templates import TemplateError, check_template
+
+    check_template(AutoTokenizer.from_pretrained(tiny_model_dir()))  # the tiny model's ChatML template renders
+    for kind, said in (("broken", "unexpected '}'"), ("missing", "has no chat template")):
+        folder = template_variant(tmp_path / kind, kind)
+        tokenizer = AutoTokenizer.from_pretrained(folder)
+        with pytest.raises(TemplateError, match=said) as refused:
+            check_template(tokenizer, repr(folder))
+        assert str(refused.value).startswith(repr(folder))
+        with pytest.raises(BackendError, match=said) as refused:
+            TransformersBackend.from_path(folder)
+        assert repr(folder) in str(refused.value)
+
+
+def test_a_template_that_refuses_a_conversation_mid_game_is_a_backend_error(tiny_dir):
+    """A template that renders an episode's opening but refuses a later conversation: the backend could not reply
+    (a BackendError, and still the ValueError the template's refusal was), which a served user seat counts as the
+    user's in-game error (tests/test_serve_llm.py), not an exception of another kind."""
+    from scope_envs.agents.llm import TransformersBackend
+    from scope_envs.agents.llm.templates import TemplateError
+
+    backend = TransformersBackend.from_path(tiny_dir)
+    backend.tokenizer.chat_template = ("{% for m in messages %}{% if 'REFUSE' in m['content'] %}"
+                                       "{{ raise_exception('no REFUSE here') }}{% endif %}<|im_start|>{{ m['role'] }}\n"
+                                       "{{ m['content'] }}<|im_end|>\n{% endfor %}"
+                                       "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+    chat = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hello"}]
+    assert backend.chat([chat], max_new_tokens=2, seed=0)[0].token_ids
+    with pytest.raises(BackendError, match="no REFUSE here") as refused:
+        backend.chat([chat + [{"role": "assistant", "content": "Hi"}, {"role": "user", "content": "REFUSE"}]],
+                     max_new_tokens=2, seed=0)
+    assert isinstance(refused.value, ValueError) and not isinstance(refused.value, TemplateError)
+
+
 def test_transformers_backend_samples_the_distribution_whose_logprobs_it_logs(tmp_path, tiny_dir):
     """Issue 30, defect 5: a model whose generation_config has a repetition penalty (as instruct models ship,
     here a strong one) must still sample from softmax(logits / T), the logprobs it logs and the trainer

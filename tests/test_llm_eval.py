@@ -748,3 +748,124 @@ def test_eval_llm_refuses_a_policy_given_twice(tmp_path, tiny_dir, capsys, monke
         main(["eval-llm", "--policy", tiny_dir, "--policy", tiny_dir, "--env", "p4g-frozen", "--panel", panel])
     err = capsys.readouterr().err
     assert exit_.value.code == 2 and "argument --policy" in err and "more than once" in err and "Traceback" not in err
+
+
+# ----------------------------------------------------------------------------- chat templates, checked at load
+@pytest.mark.parametrize("kind, said", [("broken", "unexpected '}'"), ("missing", "has no chat template")])
+def test_a_missing_or_broken_chat_template_is_an_argument_error_naming_the_folder(tmp_path, tiny_dir, capsys,
+                                                                                  monkeypatch, kind, said):
+    """A broken template was a traceback (exit 1) from inside the first rollout, after both models had loaded; a
+    missing one an error naming neither the option nor the folder. Both are one line naming the option and the
+    folder now (exit 2), before any model loads, for --model, --user-model, --policy and panel entries alike;
+    and the "already holds a run" note does not come before the refusal."""
+    from llm_fixtures import template_variant
+
+    _no_work(monkeypatch)
+    bad = template_variant(tmp_path / kind, kind)
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "metrics.jsonl").write_text('{"update": 1}\n')
+    train = ["train-llm", "--env", "p4g-frozen", "--updates", "1", "--out", str(out)]
+    good_panel = _panel(tmp_path, [{"name": "a", "kind": "local", "path": tiny_dir}], name="good.json")
+    bad_panel = _panel(tmp_path, [{"name": "a", "kind": "local", "path": bad}], name="bad.json")
+    for command, argv, argument in (
+            ("train-llm", [*train, "--model", bad], "--model"),
+            ("train-llm", [*train, "--user-model", bad], "--user-model"),
+            ("eval-llm", ["eval-llm", "--policy", bad, "--env", "p4g-frozen", "--panel", good_panel], "--policy"),
+            ("eval-llm", ["eval-llm", "--policy", tiny_dir, "--env", "p4g-frozen", "--panel", bad_panel], "--panel")):
+        with pytest.raises(SystemExit) as exit_:
+            main(argv)
+        err = capsys.readouterr().err
+        assert exit_.value.code == 2 and "Traceback" not in err, err
+        last = err.strip().splitlines()[-1]
+        assert last.startswith(f"scope-envs {command}: error: argument {argument}: ") and repr(bad) in last, last
+        assert said in last and "already holds a run" not in err
+    assert (out / "metrics.jsonl").read_text() == '{"update": 1}\n'
+
+
+def test_a_lora_adapter_folder_given_as_a_model_names_its_base_model(tmp_path, tiny_dir, capsys, monkeypatch):
+    """train-llm --model ADAPTER advised saving a tokenizer into the adapter folder, as did eval-llm --policy
+    vllm:ADAPTER: each says it is a LoRA adapter and names its base model now."""
+    pytest.importorskip("peft")
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    _no_work(monkeypatch)
+    get_peft_model(AutoModelForCausalLM.from_pretrained(tiny_dir),
+                   LoraConfig(r=4, lora_alpha=8, task_type="CAUSAL_LM")).save_pretrained(tmp_path / "adapter")
+    adapter = str(tmp_path / "adapter")
+    panel = _panel(tmp_path, [{"name": "a", "kind": "local", "path": tiny_dir}])
+    for command, argv, argument, advice in (
+            ("train-llm", ["train-llm", "--env", "p4g-frozen", "--model", adapter, "--out", str(tmp_path / "o")],
+             "--model", f"pass its base model ({tiny_dir!r}) as --model"),
+            ("eval-llm", ["eval-llm", "--policy", f"vllm:{adapter}", "--env", "p4g-frozen", "--panel", panel],
+             "--policy", "without vllm:")):
+        with pytest.raises(SystemExit) as exit_:
+            main(argv)
+        last = _one_line_refusal(capsys, exit_, command, argument, f"{adapter!r} is a LoRA adapter",
+                                 f"base model {tiny_dir!r}", advice)
+        assert "save one there" not in last
+
+
+def test_an_env_kwargs_refusal_lists_the_options_taken_as_json(tmp_path, tiny_dir, capsys, monkeypatch):
+    """The refusal listed only the regime's options, ['user'] (a player, no JSON, and --user-model's or the
+    panel's), and none of the game's that are taken (max_turns...)."""
+    _no_work(monkeypatch)
+    panel = _panel(tmp_path, [{"name": "a", "kind": "local", "path": tiny_dir}])
+    for command, argv in (("train-llm", ["train-llm", "--env", "p4g-frozen"]),
+                          ("eval-llm", ["eval-llm", "--policy", tiny_dir, "--env", "p4g-frozen", "--panel", panel])):
+        with pytest.raises(SystemExit) as exit_:
+            main([*argv, "--env-kwargs", '{"bogus": 1}'])
+        last = _one_line_refusal(capsys, exit_, command, "--env-kwargs", "takes no option(s) ['bogus']",
+                                 "'max_turns'", "'sharpening'")
+        assert "'user'" not in last
+    # the user seat is --user-model's (it would have been replaced without a word) and the panel's (a TypeError)
+    for command, argv in (("train-llm", ["train-llm", "--env", "p4g-frozen", "--user-model", "tiny"]),
+                          ("eval-llm", ["eval-llm", "--policy", tiny_dir, "--env", "p4g-frozen", "--panel", panel])):
+        with pytest.raises(SystemExit) as exit_:
+            main([*argv, "--env-kwargs", '{"user": "reference"}'])
+        _one_line_refusal(capsys, exit_, command, "--env-kwargs", "user is the env's user seat")
+
+
+def test_the_docs_panel_example_loads_and_plays(tmp_path, tiny_dir):
+    """docs/llm.md's panel.yaml, its model paths made this machine's (its vllm entry left out: no vLLM here, its
+    endpoint a stand-in): its top-level verbalized_sampling turns --env p4g-frozen into p4g-vs, said in the
+    progress output, eval.json (env, env_asked) and eval.md's title."""
+    yaml = pytest.importorskip("yaml")
+    import re
+    from pathlib import Path
+
+    from llm_fixtures import ChatStandIn
+
+    from scope_envs.train.llm.panel import eval_env_id, evaluate, load_panel
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "llm.md").read_text()
+    blocks = [b for b in re.findall(r"```yaml\n(.*?)```", text, re.S) if "simulators:" in b]
+    assert len(blocks) == 1
+    data = yaml.safe_load(blocks[0])
+    assert [e["kind"] for e in data["simulators"]] == ["local", "vllm", "openai"]
+    assert data["verbalized_sampling"] == {"k": 5}
+    stand_in = ChatStandIn(replies=("Sure. [DONATE $1]",))
+    try:
+        for entry in data["simulators"]:
+            if "path" in entry:
+                entry["path"] = tiny_dir
+            if entry["kind"] == "openai":
+                entry.update(base_url=stand_in.url, api_key_env="SCOPE_TEST_NO_KEY")
+        path = tmp_path / "panel.yaml"
+        path.write_text(yaml.safe_dump(data))
+        sims, options = load_panel(path)
+        assert [s.name for s in sims] == ["qwen-user", "llama-user", "gpt-4o-mini"]
+        assert eval_env_id("p4g-frozen", options) == ("p4g-vs", {"k": 5})
+        data["simulators"] = [e for e in data["simulators"] if e["kind"] != "vllm"]
+        path.write_text(yaml.safe_dump(data))
+        said = []
+        report = evaluate([tiny_dir], "p4g-frozen", str(path), 1, max_new_tokens=2, env_kwargs={"max_turns": 1},
+                          out=tmp_path / "eval", log=said.append)
+    finally:
+        stand_in.close()
+    assert said[0] == "the panel's verbalized_sampling plays p4g-vs in place of p4g-frozen"
+    assert (report["env"], report["env_asked"]) == ("p4g-vs", "p4g-frozen")
+    assert json.loads((tmp_path / "eval" / "eval.json").read_text())["env_asked"] == "p4g-frozen"
+    title = (tmp_path / "eval" / "eval.md").read_text().splitlines()[0]
+    assert title.startswith("# Held-out panel: p4g-vs (--env p4g-frozen, through the panel's verbalized_sampling)")

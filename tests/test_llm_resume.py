@@ -102,9 +102,12 @@ def test_resume_goes_on_from_the_newest_checkpoint_and_a_larger_updates_trains_m
     lines = (tmp_path / "metrics.jsonl").read_text().splitlines()
     assert [json.loads(line)["update"] for line in lines] == [1, 2, 3, 4]
     assert resume.checkpoints(tmp_path)[-1] == (4, tmp_path / "checkpoints" / "final")
-    with pytest.raises(resume.ResumeError, match="has trained 4 updates") as e:
+    with pytest.raises(resume.RunComplete, match="has trained 4 updates") as e:  # nothing to do
         resume.resume_point(_cfg(tmp_path, updates=4, resume=True))
-    assert e.value.argument == "--updates"
+    assert e.value.argument == "--updates" and (e.value.done, e.value.folder.name) == (4, "final")
+    with pytest.raises(resume.ResumeError, match="pass more than 4") as e:  # fewer than it has trained
+        resume.resume_point(_cfg(tmp_path, updates=3, resume=True))
+    assert e.value.argument == "--updates" and not isinstance(e.value, resume.RunComplete)
 
 
 def test_a_resume_that_cannot_continue_the_run_is_one_line_naming_the_flag(tmp_path, capsys, _one_thread):
@@ -119,7 +122,7 @@ def test_a_resume_that_cannot_continue_the_run_is_one_line_naming_the_flag(tmp_p
     main(base + ["--save-every", "1"])
     capsys.readouterr()
     for extra, flag, words in ((["--lr", "0.5"], "--lr", "--lr was 0.0001, now 0.5"),
-                               (["--updates", "2"], "--updates", "pass more than 2"),
+                               (["--updates", "1"], "--updates", "pass more than 2"),
                                (["--seed", "3"], "--seed", "--seed was 0, now 3")):
         with pytest.raises(SystemExit) as e:
             main([*base, *extra, "--resume"])
@@ -131,6 +134,28 @@ def test_a_resume_that_cannot_continue_the_run_is_one_line_naming_the_flag(tmp_p
     assert "already holds a run" not in err
     lines = (tmp_path / "metrics.jsonl").read_text().splitlines()
     assert [json.loads(line)["update"] for line in lines] == [1, 2, 3]
+
+
+def test_the_same_resume_command_on_a_finished_run_exits_0_saying_it_is_complete(tmp_path, capsys, _one_thread):
+    """A requeued job reruns its --resume command: once the run is done that was "pass more than N", exit 2. It is
+    one line saying the run is complete now, exit 0, the run's files untouched; a resume that trains says in one
+    line which checkpoint it goes on from."""
+    base = ["train-llm", "--env", "llm-toy", "--model", tiny_model_dir(), "--groups", "1", "--group-size", "2",
+            "--max-new-tokens", "2", "--save-every", "1", "--out", str(tmp_path)]
+    main(base + ["--updates", "1"])
+    capsys.readouterr()
+    main(base + ["--updates", "2", "--resume"])
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == f"resuming the run in {tmp_path} from checkpoints/final (update 1 of 2)"
+    assert out[1].startswith("update    2 ")
+    metrics = (tmp_path / "metrics.jsonl").read_text()
+    main(base + ["--updates", "2", "--resume"])  # the same command again: no SystemExit, so exit 0
+    captured = capsys.readouterr()
+    assert captured.out.splitlines() == [
+        f"scope-envs train-llm: the run in --out {tmp_path} is complete: it has trained 2 updates "
+        "(checkpoints/final) of --updates 2, so there is nothing to do (--updates is the total: pass more than 2 to "
+        "train on)"]
+    assert "error" not in captured.err and (tmp_path / "metrics.jsonl").read_text() == metrics
 
 
 def test_a_checkpoint_killed_between_its_two_renames_is_put_back_and_resumed(tmp_path, capsys, _one_thread):

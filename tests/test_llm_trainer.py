@@ -439,13 +439,14 @@ THINK = {"agent_0": ["<think>\nOpen warmly.\n</think>\n\n" + x for x in LINES["a
 def test_chat_templates_of_common_models_keep_a_token_trace(tmp_path, tiny_dir, name, fallback):
     from llm_fixtures import template_tokenizer
 
-    from scope_envs.agents.llm.templates import OPENING, render
+    from scope_envs.agents.llm.templates import OPENING, check_template, render
     from scope_envs.train.llm import ppo
 
     cfg = _cfg(tmp_path, env="p4g-cotrain", mode="cotrain", env_kwargs={"max_turns": 4}, groups=1)
     learners = _learners(cfg)
     lines = THINK if name.startswith("qwen3") and "nothink" not in name else LINES
     tok = template_tokenizer(name)
+    check_template(tok)  # the check a model's template passes when it loads takes each of these
     for learner, agent in ((learners["agent"], "agent_0"), (learners["user"], "user_0")):
         learner.tokenizer = tok
         learner.engine = ScriptedEngine(tok, lines[agent])
@@ -719,7 +720,58 @@ def test_a_max_len_with_no_room_for_a_turn_is_an_argument_error(tmp_path, tiny_d
               "--updates", "3", "--groups", "1", "--out", str(tmp_path)])
     err = capsys.readouterr().err
     assert exit_.value.code == 2 and "argument --max-len: max_len (--max-len 4) is shorter" in err
-    assert "Traceback" not in err and (tmp_path / "metrics.jsonl").read_text() == ""
+    assert "Traceback" not in err and not (tmp_path / "metrics.jsonl").exists()  # no update: no metrics file
+
+
+def test_a_run_that_fails_before_its_first_update_leaves_the_previous_metrics(tmp_path, tiny_dir):
+    """metrics.jsonl was truncated when a run started: one that then failed (a --max-len with no room, a model
+    refused at load) left the previous run's file empty beside its checkpoints. It is replaced at the first
+    update now, whole."""
+    from scope_envs.train.llm import ppo
+
+    ppo.train(_cfg(tmp_path, env="llm-toy", model=tiny_dir, updates=2, max_new_tokens=2, save_final=False))
+    before = (tmp_path / "metrics.jsonl").read_text()
+    assert len(before.splitlines()) == 2
+    with pytest.raises(ppo.MaxLenError):
+        ppo.train(_cfg(tmp_path, env="llm-toy", model=tiny_dir, max_len=4, max_new_tokens=4, save_final=False))
+    assert (tmp_path / "metrics.jsonl").read_text() == before
+    ppo.train(_cfg(tmp_path, env="llm-toy", model=tiny_dir, max_new_tokens=2, save_final=False))  # one update
+    assert [json.loads(line)["update"] for line in (tmp_path / "metrics.jsonl").read_text().splitlines()] == [1]
+
+
+def test_a_broken_chat_template_is_refused_when_the_model_loads(tmp_path, monkeypatch):
+    """From Python too (ppo.train, not only the command line's check): a model whose chat template cannot
+    render an episode's opening is a ModelLoadError naming its folder as it loads, not a ValueError from inside
+    the first rollout; a frozen LLM user's alike."""
+    from llm_fixtures import template_variant
+
+    from scope_envs.train.llm import ppo
+    from scope_envs.train.llm.panel import ModelLoadError
+
+    def forbidden(*a, **k):
+        raise AssertionError("a rollout started")
+
+    monkeypatch.setattr(ppo, "rollout", forbidden)
+    broken = template_variant(tmp_path / "broken", "broken")
+    for kw in ({"model": broken}, {"user_model": broken, "env": "p4g-frozen"}):
+        with pytest.raises(ModelLoadError, match="unexpected '}'") as refused:
+            ppo.train(_cfg(tmp_path / "out", **kw))
+        assert refused.value.path == broken and repr(broken) in str(refused.value)
+
+
+def test_the_progress_line_prints_the_k3_kl(tmp_path, tiny_dir, capsys):
+    """The progress line's kl was the run's estimator, k1 under PPO, which goes below 0: it prints kl(k3), the
+    token-weighted k3 estimate (>= 0), kept as kl_k3 beside the estimator's kl in metrics.jsonl."""
+    from scope_envs.train.llm import ppo
+
+    history = ppo.train(_cfg(tmp_path, env="llm-toy", model=tiny_dir, updates=2, max_new_tokens=4, log=True,
+                             save_final=False))["history"]
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("update ")]
+    assert len(lines) == 2
+    for line, row in zip(lines, history):
+        assert f"kl(k3) {row['kl_k3']:.4f}" in line and " kl " not in line
+        assert row["kl_k3"] >= 0 and row["kl_k3"] == pytest.approx(row["kl_k3/agent"])
+        assert row["kl"] == pytest.approx(row["kl_k1/agent"])  # the run's estimator: k1 under ppo
 
 
 def test_metrics_lines_are_strict_json(tmp_path, tiny_dir, monkeypatch):

@@ -267,3 +267,33 @@ def test_a_lora_adapter_as_the_user_llm_names_its_base_model(tmp_path):
         with pytest.raises(UserLLMError, match="is a LoRA adapter, not a model: pass its base model") as refused:
             ServedLLM(spec)
         assert base_dir in str(refused.value) and "\n" not in str(refused.value)
+
+
+def test_a_chat_template_is_checked_before_listening_and_its_refusal_mid_game_costs_the_user_a_try(tmp_path):
+    """A local --user-llm with a broken chat template started listening, and each step came back as a
+    BAD_REQUEST blaming the client: it is an argument error naming --user-llm and the folder now (exit 2),
+    before anything listens. A template that renders an episode's opening but refuses a later conversation is a
+    failed backend call during play: the user's in-game error, with user_llm_error in the agent's info."""
+    from llm_fixtures import template_variant
+
+    from scope_envs.agents.llm import TransformersBackend
+
+    broken = template_variant(tmp_path / "broken", "broken")
+    out = run_cli("p4g-frozen", "--surface", "text", "--user-llm", f"hf:{broken}")
+    assert out.returncode == 2 and "Traceback" not in out.stderr and "serving" not in out.stderr, out.stderr
+    last = out.stderr.strip().splitlines()[-1]
+    assert last.startswith("scope-envs serve: error: argument --user-llm: ") and repr(broken) in last
+    assert "unexpected '}'" in last
+
+    backend = TransformersBackend.from_path(tiny_model_dir())
+    backend.tokenizer.chat_template = ("{% for m in messages %}{% if 'REFUSE' in m['content'] %}"
+                                       "{{ raise_exception('this template refuses REFUSE') }}{% endif %}"
+                                       "<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+                                       "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+    served = ServedLLM(backend, UserLLMOptions(max_new_tokens=4))
+    env = ScopeEnvironment(ServeConfig("p4g-frozen", "text", {"max_errors": 3}, served, "user"))
+    env.reset(seed=0)
+    out = env.step(ScopeAction(actions={"agent_0": "Please REFUSE nothing: would you donate?"}))
+    entry = out.agents["agent_0"]  # each try renders the same conversation: the tries run out, truncated
+    assert entry.info["simulator_errors"] == 3 and out.done and entry.truncated and not entry.terminated
+    assert "this template refuses REFUSE" in entry.info["user_llm_error"]

@@ -31,6 +31,11 @@ class BackendError(RuntimeError):
     """A backend could not produce a reply (unreachable server, bad response, missing model)."""
 
 
+class TemplateBackendError(BackendError, ValueError):
+    """A local backend's chat template renders no form of a conversation (``templates.TemplateError``'s sentence):
+    a ``BackendError`` (the backend could not reply) and, as the template's refusal was, a ``ValueError``."""
+
+
 @dataclass
 class Generation:
     """One completion: its text, and for local backends its token ids and their sampling logprobs."""
@@ -69,13 +74,18 @@ class Backend:
         raise NotImplementedError(f"{type(self).__name__} does not return token ids; use a local backend to train")
 
     def render(self, messages: list[dict], add_generation_prompt: bool = True) -> str:
-        """The chat template applied to ``messages`` (``templates.conform``-ed), as text."""
-        from scope_envs.agents.llm.templates import conform, render
+        """The chat template applied to ``messages`` (``templates.conform``-ed), as text. A template that renders
+        no form of them is this backend failing to reply (``TemplateBackendError``, a ``BackendError``): a served
+        user seat counts it as the user's in-game error, as it counts an endpoint that fails."""
+        from scope_envs.agents.llm.templates import TemplateError, conform, render
 
         if self.tokenizer is None:
             raise NotImplementedError(f"{type(self).__name__} has no local tokenizer")
         # the form the template accepts (e.g. Gemma's: no system role, a user turn first)
-        return render(self.tokenizer, conform(self.tokenizer, messages), add_generation_prompt)
+        try:
+            return render(self.tokenizer, conform(self.tokenizer, messages), add_generation_prompt)
+        except TemplateError as e:
+            raise TemplateBackendError(str(e)) from None
 
     def encode(self, text: str) -> list[int]:
         return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
@@ -100,9 +110,14 @@ class TransformersBackend(Backend):
     wraps an in-memory model, so a trainer generates with its current weights and ``load_weights`` is a no-op.
     """
 
-    def __init__(self, model, tokenizer):
-        if tokenizer.chat_template is None:
-            raise BackendError("the tokenizer has no chat template; set tokenizer.chat_template")
+    def __init__(self, model, tokenizer, where: str = "the tokenizer"):
+        """``where``: what the tokenizer's errors name (``from_path``: its folder)."""
+        from scope_envs.agents.llm.templates import TemplateError, check_template
+
+        try:  # now, not inside the first episode
+            check_template(tokenizer, where)
+        except TemplateError as e:
+            raise TemplateBackendError(str(e)) from None
         self.model, self.tokenizer = model, tokenizer
         self.stop_ids = _stop_ids(tokenizer, getattr(model, "generation_config", None))
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else self.stop_ids[0]
@@ -115,7 +130,7 @@ class TransformersBackend(Backend):
         p = local_model_dir(path)
         tokenizer = AutoTokenizer.from_pretrained(p, local_files_only=True)
         model = AutoModelForCausalLM.from_pretrained(p, local_files_only=True, dtype=getattr(torch, dtype)).to(device)
-        return cls(model.eval(), tokenizer)
+        return cls(model.eval(), tokenizer, repr(str(path)))
 
     def generate_ids(self, prompts, *, max_new_tokens=256, temperature=1.0, seed=None, adapter=None):
         import torch

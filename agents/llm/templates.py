@@ -36,6 +36,15 @@ from __future__ import annotations
 
 OPENING = "Please start the conversation."  # the user turn before a first reply, for templates that need one
 _SENTINEL = "\x00SCOPE-ENVS-REPLY\x00"
+# what ``check_template`` renders: the shapes of the envs' first prompts (a system prompt alone, as the persuader's;
+# a system prompt and the partner's opening message), each followed by a reply and the partner's answer
+_PROBE_SYSTEM = {"role": "system", "content": "You are in a conversation."}
+_PROBE_USER = {"role": "user", "content": "Hello."}
+_PROBE_REPLY = {"role": "assistant", "content": "Hi."}
+
+
+class TemplateError(ValueError):
+    """A tokenizer with no chat template, or one that renders none of the forms of a conversation (``conform``)."""
 
 
 def render(tokenizer, messages, add_generation_prompt, tools=None) -> str:
@@ -81,9 +90,9 @@ def _fold_system(messages):
 
 def conform(tokenizer, messages: list[dict], tools=None) -> list[dict]:
     """``messages`` (users joined) in the first form the chat template renders: as they are, with an opening
-    user message, or with the system prompt folded into the first user message. Raises ``ValueError``
-    naming the template's own complaint when none renders."""
-    from jinja2 import TemplateError
+    user message, or with the system prompt folded into the first user message. Raises ``TemplateError`` (a
+    ``ValueError``) naming the template's own complaint when none renders."""
+    from jinja2 import TemplateError as JinjaError
 
     messages = join_users(messages)
     errors = []
@@ -91,10 +100,30 @@ def conform(tokenizer, messages: list[dict], tools=None) -> list[dict]:
         try:
             render(tokenizer, form, True, tools)
             return form
-        except (TemplateError, ValueError, TypeError, KeyError, IndexError) as e:
+        except (JinjaError, ValueError, TypeError, KeyError, IndexError) as e:
             errors.append(str(e))
-    raise ValueError(f"the chat template renders none of the forms of this conversation (as is, with an opening "
-                     f"user message, with the system prompt in the first user message): {errors[-1]}")
+    raise TemplateError(f"the chat template renders none of the forms of this conversation (as is, with an opening "
+                        f"user message, with the system prompt in the first user message): {errors[-1]}")
+
+
+def check_template(tokenizer, where: str = "the tokenizer") -> None:
+    """``tokenizer``'s chat template renders the conversations an episode starts with, through the code path of a
+    rollout (``conform`` at the first prompt, then the template on the reply and the partner's answer), or a
+    ``TemplateError`` whose sentence starts with ``where`` (e.g. the model folder, quoted): a template missing
+    or broken is found when a model loads, not inside the first episode."""
+    from jinja2 import TemplateError as JinjaError
+
+    if getattr(tokenizer, "chat_template", None) is None:
+        raise TemplateError(f"{where} has no chat template (no chat_template.jinja, no chat_template in "
+                            "tokenizer_config.json): use an instruct or chat model's tokenizer, or set "
+                            "tokenizer.chat_template and save it there with tokenizer.save_pretrained")
+    try:
+        for first in ([_PROBE_SYSTEM], [_PROBE_SYSTEM, _PROBE_USER]):
+            form = conform(tokenizer, first)
+            render(tokenizer, form + [_PROBE_REPLY], False)
+            render(tokenizer, join_users(form + [_PROBE_REPLY, _PROBE_USER]), True)
+    except (JinjaError, ValueError, TypeError, KeyError, IndexError) as e:
+        raise TemplateError(f"{where}: {e}") from None
 
 
 def new_turn_text(tokenizer, conversation: list[dict], new: list[dict], suffix: str, tools=None) -> str:

@@ -32,12 +32,18 @@ def _flag(message: str) -> str:
 
 
 def check_model(argument: str, path: str | None) -> None:
-    from scope_envs.train.llm.panel import PanelError, check_model_dir
+    """``path`` (``argument``'s) holds a model whose tokenizer's chat template renders an episode, before anything
+    loads (``panel.check_model_dir``); else a ``UsageError`` naming the folder and what is wrong."""
+    from scope_envs.train.llm.panel import AdapterNotModel, PanelError, check_model_dir
 
     if path is None or path == "tiny":
         return
     try:
         check_model_dir(path)
+    except AdapterNotModel as e:  # (its folder holds no tokenizer, but saving one there is no fix)
+        base = f"its base model ({e.base!r})" if e.base else "the model it was trained on"
+        raise UsageError(argument, f"{e}: pass {base} as {argument} (train-llm trains a model, or new LoRA "
+                                   "adapters on it with --lora)") from None
     except PanelError as e:
         raise UsageError(argument, str(e)) from None
 
@@ -50,10 +56,42 @@ def check_env_kwargs(env_id: str, kwargs: dict, argument: str = "--env-kwargs") 
     try:
         env = scope_envs.make(env_id, surface="text", **kwargs)
     except (TypeError, ValueError) as e:
-        raise UsageError(argument, f"{env_id} does not take {json.dumps(kwargs, default=str)}: {e}") from None
+        given = json.dumps(kwargs, default=str)
+        taken, json_taken = env_options(env_id)
+        unknown = sorted(set(kwargs) - taken)
+        if unknown:  # the regime's own sentence lists only its options, one of which (user) is no JSON
+            raise UsageError(argument, f"{env_id} does not take {given}: it takes no option(s) {unknown}; the "
+                                       f"options it takes as JSON are {sorted(json_taken)}") from None
+        raise UsageError(argument, f"{env_id} does not take {given}: {e}") from None
     live = set(env.possible_agents)
     env.close()
     return live
+
+
+# the env options that are objects, not JSON (a player, a list of players, a judge callable), or that a trainer
+# has no use for (render_mode; gamma: sharpening's deprecated name): never suggested for --env-kwargs
+NOT_JSON_OPTIONS = frozenset({"user", "users", "judge", "render_mode", "gamma"})
+
+
+def env_options(env_id: str) -> tuple[set[str], set[str]]:
+    """The keyword options ``make(env_id, surface="text", ...)`` takes: its game factory's own (``max_turns``,
+    ``user_reward``, ...), ``max_message_chars`` and its regime's (``regimes.REGIME_KWARGS``); and those of them a
+    command line can give as JSON (less ``NOT_JSON_OPTIONS``)."""
+    import inspect
+
+    import scope_envs
+    from scope_envs.games import game_spec, load
+    from scope_envs.regimes import REGIME_KWARGS
+
+    spec = scope_envs.registry[env_id]
+    taken = set(REGIME_KWARGS.get(spec.regime, ())) | {"max_message_chars"}
+    try:
+        factory = load(game_spec(spec.game).factory)
+        taken |= {name for name, p in inspect.signature(factory).parameters.items()
+                  if p.kind is inspect.Parameter.KEYWORD_ONLY}
+    except (KeyError, ValueError, TypeError, ImportError, AttributeError):  # a game declared elsewhere, unreadable
+        pass
+    return taken, taken - NOT_JSON_OPTIONS
 
 
 def check_toy_kwargs(kwargs: dict) -> None:
@@ -127,7 +165,7 @@ def train_llm(args) -> None:
 
     check_model("--model", args.model)
     check_model("--user-model", args.user_model)
-    from scope_envs.train.llm.resume import ResumeError, put_back_interrupted, resume_point, run_settings
+    from scope_envs.train.llm.resume import ResumeError, RunComplete, put_back_interrupted, resume_point, run_settings
 
     fields = set(ppo.Config.__dataclass_fields__)
     given = {k: v for k, v in vars(args).items() if k in fields and v is not None}
@@ -142,6 +180,8 @@ def train_llm(args) -> None:
         cfg = ppo.Config(**given)
     except ValueError as e:
         raise UsageError(_flag(str(e)), str(e)) from None
+    if "user" in cfg.env_kwargs and cfg.user_model is not None:  # it would be replaced without a word
+        raise UsageError("--env-kwargs", "user is the env's user seat, which --user-model fills: give one of them")
     if cfg.env != "llm-toy":  # the env and its options are checked before any model loads
         if cfg.user_reward is not None:  # a reward the game does not pay is --user-reward's mistake
             check_env_kwargs(cfg.env, {**cfg.env_kwargs, "user_reward": cfg.user_reward}, "--user-reward")
@@ -162,6 +202,9 @@ def train_llm(args) -> None:
     if cfg.resume:  # the checkpoint and its settings, before any model loads
         try:
             resume_point(cfg)
+        except RunComplete as e:  # the same command rerun (a requeued job): nothing to do, which is no error
+            print(f"scope-envs train-llm: {e}", flush=True)
+            return
         except ResumeError as e:
             raise UsageError(e.argument, str(e)) from None
     else:
@@ -210,6 +253,9 @@ def eval_llm(args) -> None:
         run_id, vs_kwargs = panel.eval_env_id(args.env, options)
     except panel.PanelError as e:
         raise UsageError("--env", str(e)) from None
+    if "user" in args.env_kwargs:  # make(user=...) beside the panel's own would be a TypeError
+        raise UsageError("--env-kwargs", "user is the env's user seat, which each panel simulator fills in turn; "
+                                         "leave it out")
     check_env_kwargs(run_id, args.env_kwargs)  # the env the panel plays in takes the user's options...
     if vs_kwargs:  # ...and the panel's verbalized-sampling options beside them
         check_env_kwargs(run_id, {**args.env_kwargs, **vs_kwargs}, argument="--panel")

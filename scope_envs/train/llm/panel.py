@@ -10,6 +10,7 @@ backends. SCOPE evaluates on six API models; any mix works here::
       - {name: gpt-4o-mini, kind: openai, base_url: https://api.openai.com/v1, model: gpt-4o-mini,
          api_key_env: OPENAI_API_KEY}                                  # any OpenAI-compatible endpoint
     verbalized_sampling: false    # or {k: 5, tau: 0.05}: the panel answers through the game's -vs env
+                                  # (--env p4g-frozen then plays p4g-vs: eval.json's env, beside env_asked)
 
 Every entry is checked before any episode: a known ``kind``, an existing model
 directory with a tokenizer, a reachable endpoint (``GET base_url/models``; any HTTP
@@ -144,11 +145,36 @@ def _unpickling(e: BaseException) -> bool:
     return any(frame.filename.endswith(torch_load) for frame in traceback.extract_tb(e.__traceback__))
 
 
+class AdapterNotModel(PanelError):
+    """A LoRA adapter directory (``adapter_config.json``) given where a model directory goes; ``base``: the base
+    model its config names (None where it names none). The commands say what to pass instead."""
+
+    def __init__(self, path, base: str | None):
+        named = f"base model {base!r}" if base else "its config names no base model"
+        super().__init__(f"{str(path)!r} is a LoRA adapter ({named}), not a model directory")
+        self.path, self.base = str(path), base
+
+
+def adapter_named_base(path) -> str | None:
+    """The base model a LoRA adapter directory's ``adapter_config.json`` names, as written, unchecked (None where
+    it names none or cannot be read)."""
+    try:
+        data = json.loads((Path(os.path.expanduser(str(path))) / "adapter_config.json").read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    base = data.get("base_model_name_or_path") if isinstance(data, dict) else None
+    return base if isinstance(base, str) and base else None
+
+
 def check_model_dir(path) -> str:
-    """``path`` as a local model directory holding a tokenizer, or a ``PanelError`` saying what is missing."""
+    """``path`` as a local model directory holding a tokenizer whose chat template renders the envs' conversations
+    (``templates.check_template``), or a ``PanelError`` saying what is missing (``AdapterNotModel`` for a LoRA
+    adapter directory; ``ModelLoadError`` for files that cannot be read)."""
     p = Path(os.path.expanduser(str(path)))
     if not p.is_dir():
         raise PanelError(f"no model directory {str(path)!r} (scope-envs never downloads models)")
+    if (p / "adapter_config.json").is_file() and not (p / "config.json").is_file():
+        raise AdapterNotModel(path, adapter_named_base(p))  # (its folder holds no tokenizer: not that advice)
     if not any((p / f).exists() for f in TOKENIZER_FILES):
         raise PanelError(f"{str(path)!r} holds no tokenizer (none of {', '.join(TOKENIZER_FILES)}); "
                          "save one there with tokenizer.save_pretrained")
@@ -169,7 +195,24 @@ def check_model_dir(path) -> str:
 
         AutoConfig.from_pretrained(str(p), local_files_only=True)
         _read_headers(p.glob("*.safetensors"))
+    check_chat_template(path)
     return str(p)
+
+
+def check_chat_template(path) -> None:
+    """The tokenizer of the model directory ``path`` loads and its chat template renders the conversations an
+    episode starts with (``templates.check_template``, the rollout's code path), in a second, before any model
+    loads: else a ``PanelError`` naming ``path`` (``ModelLoadError`` where the tokenizer's files cannot be read)."""
+    from transformers import AutoTokenizer
+
+    from scope_envs.agents.llm.templates import TemplateError, check_template
+
+    with loading(path, "tokenizer"):
+        tokenizer = AutoTokenizer.from_pretrained(str(Path(os.path.expanduser(str(path)))), local_files_only=True)
+    try:
+        check_template(tokenizer, repr(str(path)))
+    except TemplateError as e:
+        raise PanelError(str(e)) from None
 
 
 def _read_headers(files) -> None:
@@ -322,7 +365,9 @@ def adapter_base(path) -> str | None:
         raise ModelLoadError(f"{str(path)!r} is a LoRA adapter whose base model cannot be loaded: {e}", e.path,
                              e.role) from None
     except PanelError as e:
-        raise PanelError(f"{str(path)!r} is a LoRA adapter whose base model is not here: {e}") from None
+        missing = not Path(os.path.expanduser(str(base))).is_dir() if isinstance(base, str) else True
+        raise PanelError(f"{str(path)!r} is a LoRA adapter whose base model is "
+                         f"{'not here' if missing else 'not usable'}: {e}") from None
     if not any((config.parent / f).is_file() for f in ADAPTER_WEIGHTS):  # else peft takes it for a hub repo id
         raise PanelError(f"{str(path)!r} is a LoRA adapter without its weights (no {' or '.join(ADAPTER_WEIGHTS)}); "
                          "save them there with model.save_pretrained")
@@ -373,6 +418,9 @@ def check_policy(spec: str, timeout: float = 5.0) -> None:
     elif spec.startswith("vllm:") or adapter_base(spec) is None:
         try:
             check_model_dir(spec.removeprefix("vllm:"))
+        except AdapterNotModel as e:  # vllm:ADAPTER (a bare adapter directory is taken above, with its base)
+            raise PanelError(f"{spec!r}: vllm: serves a model directory, and {e}; pass the adapter directory "
+                             "without vllm: (eval-llm merges it into its base model with transformers)") from None
         except PanelError as e:
             # a --lora run's checkpoints/final/agent holds only the value head: its policy is adapters/agent
             p = Path(os.path.expanduser(spec.removeprefix("vllm:")))
@@ -447,6 +495,8 @@ def evaluate(policies: list[str], env_id: str, panel, episodes: int, *, seed: in
             check_reachable(sim)
     run_id, vs_kwargs = eval_env_id(env_id, options)
     kwargs = {**(env_kwargs or {}), **vs_kwargs}
+    if run_id != env_id and log:  # said, and kept in eval.json (env_asked): the command line named another id
+        log(f"the panel's verbalized_sampling plays {run_id} in place of {env_id}")
     scores: dict[str, dict[str, list[float]]] = {}
     # an episode of a large model can take minutes: a bar per episode, not only a line per simulator
     bar = tqdm(total=len(policies) * len(sims) * episodes, desc="eval-llm", unit="episode", disable=not log)
@@ -469,8 +519,8 @@ def evaluate(policies: list[str], env_id: str, panel, episodes: int, *, seed: in
                         "episodes")
     finally:
         bar.close()
-    report = {"env": run_id, "env_kwargs": dict(env_kwargs or {}), "episodes": episodes, "seed": seed,
-              "max_new_tokens": max_new_tokens, "panel": [asdict(s) for s in sims],  # all a rerun needs
+    report = {"env": run_id, "env_asked": env_id, "env_kwargs": dict(env_kwargs or {}), "episodes": episodes,
+              "seed": seed, "max_new_tokens": max_new_tokens, "panel": [asdict(s) for s in sims],  # all a rerun needs
               "verbalized_sampling": options["verbalized_sampling"], "policies": {}, "comparisons": []}
     for spec, by_sim in scores.items():
         per = {name: {"score": float(np.mean(v)), "success": float(np.mean(np.asarray(v) > 0)), "scores": v}
@@ -503,7 +553,10 @@ def evaluate(policies: list[str], env_id: str, panel, episodes: int, *, seed: in
 
 def to_markdown(report: dict) -> str:
     sims = [s["name"] for s in report["panel"]]
-    lines = [f"# Held-out panel: {report['env']}, {report['episodes']} episodes per simulator", "",
+    env = report["env"]
+    if report.get("env_asked", env) != env:
+        env += f" (--env {report['env_asked']}, through the panel's verbalized_sampling)"
+    lines = [f"# Held-out panel: {env}, {report['episodes']} episodes per simulator", "",
              "Score (success) per simulator and the panel mean.", "",
              "| policy | " + " | ".join(sims) + " | mean |", "|---" * (len(sims) + 2) + "|"]
     for spec, r in report["policies"].items():

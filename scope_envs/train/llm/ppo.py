@@ -369,6 +369,7 @@ def load_model(path: str, device: str, seed: int, dtype: str = "float32", tiny_d
         with loading(path[len(RANDOM):]):  # a broken config or tokenizer: panel.ModelLoadError, one line
             config = AutoConfig.from_pretrained(d, local_files_only=True)
             tokenizer = AutoTokenizer.from_pretrained(d, local_files_only=True)
+        _check_template(tokenizer, path[len(RANDOM):])
         torch.manual_seed(seed)
         with torch.device(device):
             model = AutoModelForCausalLM.from_config(config, dtype=getattr(torch, dtype))
@@ -389,7 +390,21 @@ def load_model(path: str, device: str, seed: int, dtype: str = "float32", tiny_d
     p = local_model_dir(path)
     with loading(path):
         model, tokenizer = from_dir(p)
+    _check_template(tokenizer, path)
     return model, tokenizer, str(p)
+
+
+def _check_template(tokenizer, path) -> None:
+    """The chat template of the user's model ``path`` renders an episode's first prompts, as the rollout renders
+    them (``templates.check_template``): else a ``panel.ModelLoadError`` naming the folder, at load, not inside
+    the first rollout."""
+    from scope_envs.agents.llm.templates import TemplateError, check_template
+    from scope_envs.train.llm.panel import ModelLoadError
+
+    try:
+        check_template(tokenizer, repr(str(path)))
+    except TemplateError as e:
+        raise ModelLoadError(str(e), path) from None
 
 
 @dataclass
@@ -1029,6 +1044,9 @@ def train(cfg: Config, make_env: Callable | None = None, learners: dict[str, Lea
         state = resume.load(folder, cfg.device)
         resume.restore_learners(state, folder, cfg, learners)
         start = done + 1
+        if cfg.log:
+            print(f"resuming the run in {out} from {folder.relative_to(out)} (update {done} of {cfg.updates})",
+                  flush=True)
     build_engines(cfg, learners)
     sync_engines(cfg, learners, out)  # vLLM: register the LoRA adapters before the first rollout
     make_env = make_env or make_env_factory(cfg, frozen_user(cfg))
@@ -1049,7 +1067,9 @@ def train(cfg: Config, make_env: Callable | None = None, learners: dict[str, Lea
     if state is not None:  # last: building the learners, the pool and the envs drew from the generators
         resume.restore_loop(state, cfg, rng, kl_ctls, pool, realism, envs)
         history = resume.metrics_until(metrics_path, start - 1)
-    write_atomic(metrics_path, "".join(json.dumps(row) + "\n" for row in history))
+    # metrics.jsonl is replaced (by the resumed lines and the first new one, written whole) at the first update,
+    # not here: a run that stops before it (a model, a template, --max-len) leaves the previous run's file as it was
+    replaced = False
     first = next(iter(learners))
 
     def checkpoint(name: str, update: int):
@@ -1097,23 +1117,30 @@ def train(cfg: Config, make_env: Callable | None = None, learners: dict[str, Lea
             s = ppo_update(cfg, learner, mine, kl_ctls[learner.name].coef)
             row.update({f"entropy/{a}": v for a, v in s.pop("agent_entropy").items()})
             kl_ctls[learner.name].update(s["kl"], s["tokens"])
-            kls.append((s["kl"], s["tokens"]))
+            kls.append((s["kl"], s["kl_k3"], s["tokens"]))
             row.update({f"{k}/{learner.name}": v for k, v in s.items()})
         row["time_update"] = time.perf_counter() - t1
         agent_returns = [t.episode_return for t in traces if t.agent == "agent_0"]
         row["reward_mean"] = float(np.mean(agent_returns)) if agent_returns else float("nan")
-        if kls:
-            row["kl"] = sum(k * n for k, n in kls) / max(sum(n for _, n in kls), 1)
+        if kls:  # token-weighted over the learners: the run's estimator (--kl-estimator), and k3 (>= 0) beside it
+            tokens = max(sum(n for _, _, n in kls), 1)
+            row["kl"] = sum(k * n for k, _, n in kls) / tokens
+            row["kl_k3"] = sum(k3 * n for _, k3, n in kls) / tokens
         t2 = time.perf_counter()
         sync_engines(cfg, learners, out)
         if pool is not None:
             pool.after_update(update)
         row["time_sync"] = time.perf_counter() - t2
         history.append(row)
-        with metrics_path.open("a") as f:
-            f.write(json.dumps(jsonable(row)) + "\n")  # strict JSON: a NaN (e.g. an empty curriculum) as null
-        if cfg.log:
-            print(f"update {update:>4}  reward {row['reward_mean']:+.4f}  kl {row.get('kl', float('nan')):.4f}  "
+        line = json.dumps(jsonable(row)) + "\n"  # strict JSON: a NaN (e.g. an empty curriculum) as null
+        if not replaced:
+            write_atomic(metrics_path, "".join(json.dumps(jsonable(r)) + "\n" for r in history[:-1]) + line)
+            replaced = True
+        else:
+            with metrics_path.open("a") as f:
+                f.write(line)
+        if cfg.log:  # k3, the >= 0 estimate, whatever the run's --kl-estimator (k1 is unbiased but goes below 0)
+            print(f"update {update:>4}  reward {row['reward_mean']:+.4f}  kl(k3) {row.get('kl_k3', float('nan')):.4f}  "
                   f"tok/s {row['tokens_per_s']:.0f}  rollout {t_roll:.1f}s  update {row['time_update']:.1f}s", flush=True)
         if cfg.save_every and update % cfg.save_every == 0:
             checkpoint(f"update_{update}", update)

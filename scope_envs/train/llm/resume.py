@@ -7,8 +7,8 @@ the pool's draw, the realism discriminator and the envs' member schedules. Resum
 run continues as if it had never stopped: the same metrics, update for update, and the same final weights
 (``tests/test_llm_resume.py``). What only places a run (``--device``, ``--engine``, ``--gpu-memory-fraction``,
 ``chunk_tokens``, ``--gradient-checkpointing``: memory, not math), how long it runs (``--updates``: the total, so a
-larger one trains more) and what it writes (``--save-every``, ``--out``) may change; any other setting must be the
-run's own.
+larger one trains more, and the same one on a finished run has nothing to do: ``RunComplete``) and what it writes
+(``--save-every``, ``--out``) may change; any other setting must be the run's own.
 
     >>> sorted(PLACEMENT)[:3]
     ['chunk_tokens', 'device', 'engine']
@@ -36,6 +36,16 @@ class ResumeError(ValueError):
     def __init__(self, argument: str, message: str):
         super().__init__(message)
         self.argument = argument
+
+
+class RunComplete(ResumeError):
+    """``--resume`` of a run that has already trained ``--updates`` and written its final checkpoint: nothing is
+    left to do (the command line says so in one line and exits 0, so a requeued job that reruns the same command
+    ends cleanly)."""
+
+    def __init__(self, message: str, done: int, folder: Path):
+        super().__init__("--updates", message)
+        self.done, self.folder = done, folder
 
 
 def put_back_interrupted(out: Path) -> None:
@@ -109,11 +119,15 @@ def resume_point(cfg) -> tuple[int, Path]:
         raise ResumeError(f"--{differ[0].replace('_', '-')}",
                           f"--resume continues the run in --out {cfg.out} with its own settings: {shown}. "
                           "Pass the run's settings again, or a new --out for a new run")
-    if done >= cfg.updates:
-        raise ResumeError("--updates", f"the run in --out {cfg.out} has trained {done} updates "
-                                       f"({folder.relative_to(Path(cfg.out))}); --updates is the total: pass more "
-                                       f"than {done} to train on")
-    return done, folder
+    where = folder.relative_to(Path(cfg.out))
+    if done == cfg.updates and (folder.name == "final" or not cfg.save_final):
+        raise RunComplete(f"the run in --out {cfg.out} is complete: it has trained {done} updates ({where}) of "
+                          f"--updates {cfg.updates}, so there is nothing to do (--updates is the total: pass more "
+                          f"than {done} to train on)", done, folder)
+    if done > cfg.updates:
+        raise ResumeError("--updates", f"the run in --out {cfg.out} has trained {done} updates ({where}); --updates "
+                                       f"is the total: pass more than {done} to train on")
+    return done, folder  # (done == updates without its final checkpoint: the resume writes it, training nothing)
 
 
 # ----------------------------------------------------------------------------- what a checkpoint holds
