@@ -71,8 +71,8 @@ class UnknownEnvironment(KeyError):
 
 
 def training_refusal(id: str, kwargs: dict | None = None) -> str | None:
-    """Why a trainer refuses to train on ``id`` (None: it does not): a held-out id is the population every policy is evaluated
-    against. The one exception is the ceiling's recipe, the held-out behaviour model on the *train* cards
+    """Why a trainer refuses to train on ``id`` (None: it does not): a held-out id is the population every policy
+    is evaluated against. The one exception is the ceiling's recipe, the held-out behaviour model on the *train* cards
     (``personas="train"``), which evaluates on the held-out ones like every row."""
     spec = registry.get(id) if isinstance(id, str) else None
     if spec is None or spec.regime != "heldout" or (kwargs or {}).get("personas") == "train":

@@ -19,7 +19,8 @@ from typing import Callable
 
 from scope_envs.games.spec import GameSpec, build, load, unloadable
 
-__all__ = ["GameDeclarationError", "GameSpec", "build", "game_names", "game_spec", "load", "on_register", "register_game"]
+__all__ = ["GameDeclarationError", "GameSpec", "build", "game_names", "game_spec", "load", "on_register",
+           "register_game"]
 
 ENV_VAR = "SCOPE_ENVS_GAMES"
 ENTRY_POINTS = "scope_envs.games"
@@ -74,9 +75,9 @@ def _discover() -> None:
     for module in built_in:
         try:
             found.append(importlib.import_module(module).SPEC)
-        except ModuleNotFoundError as e:
+        except ModuleNotFoundError as e:  # a built-in package without a spec.py is not a game
             if e.name != module:  # the module exists and failed to import: that is its own error
-                raise  # a built-in package without a spec.py is not a game
+                raise
     for source, module in declared:
         # a game of the user's that does not load must not stop `import scope_envs` (nor every command's --help):
         # the fault is kept, and said in one line where the games are listed or looked up
@@ -92,8 +93,11 @@ def _discover() -> None:
             problem = f"importing {module!r} failed: {type(e).__name__}: {str(e)[:200]}"
         else:
             # a misspelt path would register the ids and fail later, far from the spec (a bench run's "lost worker")
-            problem = (f"{module}.SPEC is a {type(spec).__name__}, not a GameSpec" if not isinstance(spec, GameSpec)
-                       else unloadable(spec) and f"{module}: {unloadable(spec)}")
+            if not isinstance(spec, GameSpec):
+                problem = f"{module}.SPEC is a {type(spec).__name__}, not a GameSpec"
+            else:
+                problem = unloadable(spec)
+                problem = problem and f"{module}: {problem}"
             if not problem:
                 found.append(spec)
                 continue

@@ -106,7 +106,8 @@ class SB3VecEnv(VecEnv):
         if not isinstance(env, GymVectorEnv) and not hasattr(env, "num_envs"):
             raise TypeError(f"SB3VecEnv wraps make_vec(id, num_envs=N) or a GymVectorEnv, got {type(env).__name__} "
                             f"{env!r:.80}; sb3_vec_env(id, num_envs=N) builds one from an id")
-        self.gym_env = env if isinstance(env, GymVectorEnv) else GymVectorEnv(env)
+        # a masked act raises here (the module's docstring): SB3's maskable trainers never send one
+        self.gym_env = env if isinstance(env, GymVectorEnv) else GymVectorEnv(env, illegal="raise")
         n = self.gym_env.num_envs
         self._masks = np.zeros((n, self.gym_env.n_acts), bool)
         self._member = np.zeros(n, np.int64)
