@@ -107,7 +107,7 @@ def resolve_group_size(given: int | None, advantage: str, user_reward: str | Non
 
 
 def held_out_refusal(text: str) -> str | None:
-    """Why a training command refuses ``--env text`` (``registry.held_out_refusal``, with the commands to use)."""
+    """Why a training command refuses ``--env text`` (``registry.training_refusal``, with the commands to use)."""
     reason = training_refusal(text)
     return reason and (f"{reason} with scope-envs score (the benchmark's ceiling: scope-envs bench --methods "
                        "oracle)")

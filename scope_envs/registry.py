@@ -81,6 +81,13 @@ def training_refusal(id: str, kwargs: dict | None = None) -> str | None:
             f"training regime (e.g. {spec.game}-frozen, {spec.game}-vs) and evaluate against it")
 
 
+def check_trainable(id: str, kwargs: dict | None = None) -> None:
+    """A ``ValueError`` with ``training_refusal``'s reason, where there is one: the trainers' check."""
+    refused = training_refusal(id, kwargs)
+    if refused:
+        raise ValueError(refused)
+
+
 def make(id: str, surface: str = "act", **kwargs):
     """Build a registered environment: ``surface`` is ``"act"`` or ``"text"``; kwargs go to the regime."""
     if not isinstance(id, str):  # (None, a number, a list: difflib's TypeError, or 'unhashable type')

@@ -37,14 +37,13 @@ import json
 import threading
 import urllib.parse
 import weakref
-from collections.abc import Mapping
 from typing import Any, Optional
 
 import numpy as np
 from gymnasium import spaces
 from pettingzoo import ParallelEnv
 
-from scope_envs.core.checks import short_repr
+from scope_envs.core.checks import check_actions, short_repr
 from scope_envs.core.surfaces import Transcript
 from scope_envs.serve.codec import pack, unpack
 from scope_envs.vec.base import holds_bool
@@ -268,9 +267,7 @@ class RemoteParallelEnv(ParallelEnv):
             raise ValueError("step() called before reset(); call reset(seed=...) first")
         if not self.agents:
             raise ValueError("step() called on a finished episode; call reset() first")
-        if not isinstance(actions, Mapping):  # the in-process env's words (scope_envs/core/env.py's _step)
-            raise ValueError(f"actions must be a dict {{agent: action}}, got {type(actions).__name__} "
-                             f"{short_repr(actions)}")
+        check_actions(actions)  # as the in-process env
         wire = {}
         for agent, act in actions.items():
             if isinstance(act, (str, np.str_)):
@@ -387,9 +384,7 @@ class RemoteVecEnv:
     def step(self, actions: dict):
         if not self._started and not self._closed:
             raise ValueError("step() called before reset(); call reset(seed=...) first")
-        if not isinstance(actions, Mapping):  # make_vec's words (scope_envs/vec/base.py's _check_agents)
-            raise ValueError(f"actions must be a dict {{agent: an action per slot}}, got {type(actions).__name__} "
-                             f"{short_repr(actions)}")
+        check_actions(actions, "an action per slot")  # as make_vec
         # int arrays travel as int64; any other (float, bool) as it is, for the server to refuse as make_vec
         # does (cast here, an act of 1.7 would be played as 1)
         wire = {}

@@ -28,7 +28,7 @@ import gymnasium as gym
 import numpy as np
 from ray.rllib.env.multi_agent_env import MultiAgentEnv
 
-from scope_envs.core.checks import check_scalar_env
+from scope_envs.core.checks import check_illegal, check_scalar_env
 from scope_envs.wrappers.legal import LegalActions
 
 
@@ -38,8 +38,7 @@ class RLlibMultiAgentEnv(MultiAgentEnv):
         check_scalar_env("RLlibMultiAgentEnv", env)
         if env.unwrapped.surface.name != "act":
             raise ValueError("RLlibMultiAgentEnv needs the act surface (RLlib trains on arrays)")
-        if illegal not in ("random", "raise"):
-            raise ValueError(f"illegal must be 'random' or 'raise', got {illegal!r}")
+        check_illegal(illegal)
         self.env = LegalActions(env) if illegal == "random" else env
         self.possible_agents = list(env.possible_agents)
         self.agents = []

@@ -34,7 +34,7 @@ from typing import Any, Callable
 import gymnasium as gym
 import numpy as np
 
-from scope_envs.core.checks import check_scalar_env, check_seed
+from scope_envs.core.checks import check_illegal, check_scalar_env, check_seed
 from scope_envs.core.simulator import Simulator
 from scope_envs.wrappers.legal import LegalActions
 
@@ -52,8 +52,7 @@ class SingleAgentView(gym.Env):
 
     def __init__(self, env, role: str = "agent_0", others: dict[str, Policy] | None = None,
                  illegal: str = "random"):
-        if illegal not in ("random", "raise"):
-            raise ValueError(f"illegal must be 'random' or 'raise', got {illegal!r}")
+        check_illegal(illegal)
         check_scalar_env("SingleAgentView", env)
         if role not in env.possible_agents:
             raise ValueError(f"role {role!r} is not an agent of this env; possible agents are {env.possible_agents}")

@@ -33,6 +33,23 @@ def short_repr(value) -> str:
     return reprlib.repr(value)
 
 
+def check_actions(actions, each: str = "action") -> None:
+    """``step``'s argument is a mapping ``{agent: action}`` (``each``: what one agent's action is), else a
+    ``ValueError`` saying so: the scalar env, the vec engines and the remote clients' one sentence."""
+    if not isinstance(actions, Mapping):
+        raise ValueError(f"actions must be a dict {{agent: {each}}}, got {type(actions).__name__} "
+                         f"{short_repr(actions)}")
+
+
+ILLEGAL = ("random", "raise")  # what the views do with a masked act: replace it by a random legal one, or refuse it
+
+
+def check_illegal(illegal) -> None:
+    """``illegal=`` of the views that can replace a masked act (``ILLEGAL``), else a ``ValueError``."""
+    if illegal not in ILLEGAL:
+        raise ValueError(f"illegal must be 'random' or 'raise', got {illegal!r}")
+
+
 def _range(kind: str, low, high, low_open: bool = False, high_open: bool = False) -> str:
     if low is not None and high is not None:
         return f"{kind} in {'(' if low_open else '['}{low}, {high}{')' if high_open else ']'}"

@@ -32,13 +32,12 @@ members hold cards of their own (p4g's frozen simulator, a rotation).
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
 from typing import Any, Callable
 
 import numpy as np
 from pettingzoo import ParallelEnv
 
-from scope_envs.core.checks import check_int, check_reset_options, check_seed, short_repr
+from scope_envs.core.checks import check_actions, check_int, check_reset_options, check_seed, short_repr
 from scope_envs.core.game import Game, InGameError
 from scope_envs.core.simulator import Simulator, View
 from scope_envs.core.surfaces import (MAX_MESSAGE_CHARS, MAX_MESSAGE_CHARS_LIMIT, SURFACES, TextSurface,
@@ -209,9 +208,7 @@ class DialogueParallelEnv(ParallelEnv):
             raise ValueError("step() called before reset(); call reset(seed=...) first")
         if not self.agents:
             raise ValueError("step() called on a finished episode; call reset() first")
-        if not isinstance(actions, Mapping):
-            raise ValueError(f"actions must be a dict {{agent: action}}, got {type(actions).__name__} "
-                             f"{short_repr(actions)}")
+        check_actions(actions)
         for agent in actions:
             if agent not in self.agents:
                 raise ValueError(f"unknown agent {short_repr(agent)}: live agents are {self.agents}")

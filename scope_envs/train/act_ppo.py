@@ -47,7 +47,7 @@ from torch.distributions import Categorical
 import scope_envs
 from scope_envs.core.checks import check_int, check_number
 from scope_envs.core.simulator import Simulator, View
-from scope_envs.registry import training_refusal
+from scope_envs.registry import check_trainable
 from scope_envs.files import write_atomic
 from scope_envs.train.activation import LIMIT, rational
 from scope_envs.train.advantage import gae
@@ -411,9 +411,7 @@ class PPOTrainer:
             random.seed(cfg.seed)
             np.random.seed(cfg.seed)
             torch.manual_seed(cfg.seed)
-            refused = training_refusal(cfg.env_id, cfg.env_kwargs)
-            if refused:
-                raise ValueError(refused)
+            check_trainable(cfg.env_id, cfg.env_kwargs)
             self.envs = [scope_envs.make(cfg.env_id, **cfg.env_kwargs) for _ in range(cfg.num_envs)]
             # the simulators step() has trained against besides the config's: (env id, kwargs, their num_envs envs)
             self.other_envs: list[tuple[str, dict, list]] = []
@@ -734,9 +732,7 @@ class PPOTrainer:
         if self.pools:
             raise ValueError(f"{cfg.env_id} keeps a checkpoint pool of the live user: its trainer trains against "
                              f"that pool only, not {env_id!r}")
-        refused = training_refusal(env_id, kwargs)
-        if refused:
-            raise ValueError(refused)
+        check_trainable(env_id, kwargs)
         envs = [scope_envs.make(env_id, **kwargs) for _ in range(cfg.num_envs)]
         first, mine = envs[0], self.envs[0]
         differs = [what for what, a, b in (

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from scope_envs.core.checks import check_int, check_reset_options, check_seed, short_repr
+from scope_envs.core.checks import check_actions, check_int, check_reset_options, check_seed, short_repr
 from scope_envs.core.env import AGENT, DialogueParallelEnv
 from scope_envs.core.game import InGameError
 from scope_envs.train.groups import agent_score
@@ -81,9 +81,7 @@ class VecBase:
 
     def _check_agents(self, actions) -> None:
         """An action for an agent the id does not have is refused, as the scalar env and the batched endpoint do."""
-        if not isinstance(actions, Mapping):
-            raise ValueError(f"actions must be a dict {{agent: an action per slot}}, got {type(actions).__name__} "
-                             f"{short_repr(actions)}")
+        check_actions(actions, "an action per slot")
         possible = self.possible_agents
         for agent in actions:
             if agent not in possible:

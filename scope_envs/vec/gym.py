@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 from gymnasium.spaces import Discrete
 
+from scope_envs.core.checks import check_illegal
 from scope_envs.core.env import AGENT
 from scope_envs.registry import REGIME_AGENTS
 
@@ -44,8 +45,7 @@ class GymVectorEnv(VectorEnv):
     either way."""
 
     def __init__(self, vec, illegal: str = "random"):
-        if illegal not in ("random", "raise"):
-            raise ValueError(f"illegal must be 'random' or 'raise', got {illegal!r}")
+        check_illegal(illegal)
         if vec.possible_agents != [AGENT]:
             raise ValueError(f"the Gymnasium view needs a single-agent id ({', '.join(single_agent_regimes())}); "
                              f"this one has agents {vec.possible_agents}")

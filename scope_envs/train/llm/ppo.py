@@ -67,7 +67,7 @@ from torch import nn
 
 from scope_envs.agents.llm.templates import render, takes_tools
 from scope_envs.core.rewards import TRAINED_USER_REWARDS
-from scope_envs.registry import training_refusal
+from scope_envs.registry import check_trainable
 from scope_envs.files import jsonable, write_atomic
 from scope_envs.train.advantage import gae
 from scope_envs.train.groups import (
@@ -560,9 +560,7 @@ def make_env_factory(cfg: Config, user_player=None) -> Callable:
 
     if cfg.env == "llm-toy":
         return lambda: make_toy_env(**cfg.env_kwargs)
-    refused = training_refusal(cfg.env, cfg.env_kwargs)
-    if refused:
-        raise ValueError(refused)
+    check_trainable(cfg.env, cfg.env_kwargs)
     return lambda: scope_envs.make(cfg.env, surface="text", **env_kwargs(cfg, user_player))
 
 

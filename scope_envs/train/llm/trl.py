@@ -31,11 +31,9 @@ class ScopeEnvironment:
 
     def __init__(self, env_id: str = "p4g-frozen", others: dict | None = None, seed: int | None = None, **make_kwargs):
         import scope_envs
-        from scope_envs.registry import training_refusal
+        from scope_envs.registry import check_trainable
 
-        refused = training_refusal(env_id, make_kwargs)
-        if refused:
-            raise ValueError(refused)
+        check_trainable(env_id, make_kwargs)
         self._env = scope_envs.make(env_id, surface="text", **make_kwargs)
         self._others = others or {}
         self._base_seed = seed if seed is not None else 0
