@@ -134,6 +134,15 @@ def test_bad_config():
         PPOTrainer(PPOConfig(env_id="p4g-cotrain", user_init="nope", total_steps=0))
 
 
+@pytest.mark.parametrize("name", ["selfplay", "batched", "anneal_lr", "norm_adv", "clip_vloss", "grpo_std_norm"])
+def test_a_switch_takes_a_bool_only(name):
+    """``selfplay="False"`` turned self-play on (any string is true), as ``batched="False"`` ran the batched
+    engine; every other setting was already checked."""
+    with pytest.raises(ValueError, match=f"{name} must be True or False, got 'False'"):
+        PPOTrainer(PPOConfig(env_id="p4g-cotrain", total_steps=0, **{name: "False"}))
+    PPOTrainer(PPOConfig(env_id="p4g-cotrain", total_steps=0, **{name: np.bool_(False)}))
+
+
 def test_default_path_is_unchanged():
     """group_size=1 with gae is the default and the ungrouped rollout: spelled out, it trains bit-identically,
     and its log rows carry no group diagnostics (the benchmark's numbers depend on this path)."""

@@ -414,3 +414,33 @@ def test_a_policy_of_another_game_is_named_before_it_plays(tmp_path):
     with pytest.raises(PluginError, match="method 'other_game''s policy was trained on tau2-frozen, a game other "
                                           "than p4g"):
         run_one("p4g", "other_game", 0, **TINY, plugin=f"{path}:other_game")
+
+
+def test_run_method_takes_what_method_takes_from_python(plugin_file):
+    """The page's "a function train(ctx) is a method too" held for --method only: run_method(function) was an
+    AttributeError ('function' object has no attribute 'train_envs'), a class without `name` another, and a
+    negative budget was accepted."""
+    from scope_envs.bench.plugins import run_method
+
+    def first_legal(ctx):
+        return lambda obs, mask: mask.argmax(1)
+
+    record = run_method(first_legal, "p4g", seed=0, **{k: v for k, v in TINY.items()})
+    assert record["method"] == "first_legal" and 0 <= record["metrics"]["heldout_success"]
+
+    class NoName:
+        def train_envs(self, game):
+            return [f"{game}-frozen"]
+
+        def train(self, ctx):
+            return UniformPolicy()
+
+    with pytest.raises(PluginError, match="method NoName: NoName is not a method: it has no `name`"):
+        run_method(NoName(), "p4g", seed=0, **TINY)
+    for bad, message in (({"steps": -5}, "steps must be a positive int, got -5"),
+                         ({"curve_points": -1}, "curve_points must be an int >= 0"),
+                         ({"curve_episodes": 0}, "curve_episodes must be a positive int, got 0")):
+        with pytest.raises(ValueError, match=message):
+            run_method(first_legal, "p4g", seed=0, **{**TINY, **bad})
+    with pytest.raises(ValueError, match=r"seed must be an int in \[0, 999\]"):
+        run_method(first_legal, "p4g", seed=-1, **TINY)

@@ -150,6 +150,20 @@ def test_not_a_policy_is_named():
         evaluate_policy(UniformPolicy(), "chess", 0)
 
 
+@pytest.mark.parametrize("bad, message", [
+    ({"eval_episodes": 0}, "eval_episodes must be a positive int, got 0"),  # an IndexError in the rollout
+    ({"heldout_episodes": -3}, "heldout_episodes must be a positive int, got -3"),
+    ({"eval_episodes": 2.5}, "eval_episodes must be a positive int, got 2.5"),  # played 3 episodes
+    ({"seed": -1}, r"seed must be an int in \[0, 999\], got -1"),
+    ({"seed": 1000}, r"seed must be an int in \[0, 999\], got 1000"),  # its train side: seed 0's held-out one
+])
+def test_counts_and_seeds_are_checked_before_anything_plays(bad, message):
+    kwargs = {"seed": 0, "eval_episodes": 2, "heldout_episodes": 2, **bad}
+    with pytest.raises(ValueError, match=message):
+        evaluate_policy(UniformPolicy(), "p4g", **kwargs)
+    assert protocol.MAX_RUN_SEED * protocol.SEED_STRIDE + protocol.TRAIN_SEED < protocol.HELDOUT_SEED
+
+
 @pytest.mark.parametrize("env_id", ["p4g-frozen", "cooperbench-cotrain"])
 def test_a_deferred_curve_point_is_the_point_played_at_its_mark(env_id):
     """A built-in row's learning curve is played once the row has trained, from copies of the networks taken at

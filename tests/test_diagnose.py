@@ -534,6 +534,16 @@ def test_one_card_is_refused_zero_and_the_bound_are_kept():
             cards(bad)
 
 
+@pytest.mark.parametrize("bad", [{"bootstrap": -1}, {"episodes": 0}, {"probe_episodes": 0}, {"samples": 1001},
+                                 {"real_dialogues": 0}, {"seed": -1}, {"episodes": 2.5}])
+def test_the_python_call_takes_the_command_lines_ranges(bad):
+    """bootstrap=-1 came back with every CI None; episodes=0 blamed the simulator ("no usable answer in any of its
+    0 episodes"); each is the command line's range now, refused before anything is played."""
+    (name, value), = bad.items()
+    with pytest.raises(ValueError, match=f"^{name} must be"):
+        diagnose("p4g", "frozen", **{**TINY, **bad})
+
+
 def test_the_card_shows_no_negative_zero():
     from scope_envs.diagnose.report import fmt
 

@@ -121,6 +121,22 @@ def test_make_vec_replaces_a_masked_act_as_make_does_and_can_refuse_it():
         gymnasium.make_vec("scope/P4G-Frozen-v0", num_envs=2, illegal="skip")
 
 
+def test_make_vec_takes_the_default_seat_and_refuses_what_it_cannot_do():
+    """``role="agent_0"`` was refused as a regime option, and ``render_mode="ansi"`` was dropped without a word
+    (the slots fell back to the loop engine, which cannot draw either)."""
+    envs = gymnasium.make_vec("scope/P4G-Frozen-v0", num_envs=2, role="agent_0", others={})
+    assert type(envs).__name__ == "GymVectorEnv"
+    with pytest.raises(ValueError, match="role: make_vec views agent_0.*got 'user_0'"):
+        gymnasium.make_vec("scope/P4G-Frozen-v0", num_envs=2, role="user_0")
+    with pytest.raises(ValueError, match="others: make_vec's ids have no other acting seat"):
+        gymnasium.make_vec("scope/P4G-Frozen-v0", num_envs=2, others={"user_0": lambda obs: 0})
+    with pytest.raises(ValueError, match="render_mode: the batched engine draws nothing, got 'ansi'"):
+        gymnasium.make_vec("scope/P4G-Frozen-v0", num_envs=2, render_mode="ansi")
+    sync = gymnasium.make_vec("scope/P4G-Frozen-v0", num_envs=2, vectorization_mode="sync", render_mode="ansi")
+    sync.reset(seed=0)
+    assert all(isinstance(text, str) and text for text in sync.render())
+
+
 def test_sb3s_make_vec_env_takes_every_single_agent_id():
     """SB3's ``make_vec_env`` asks ``render_mode="rgb_array"`` of a registered id and falls back only on a
     TypeError: the env's ValueError for a mode it has not stopped it. The mode is left out after Gymnasium's warning."""

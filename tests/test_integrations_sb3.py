@@ -171,6 +171,28 @@ def test_an_illegal_act_raises():
         venv.step(acts)
 
 
+def test_plain_ppo_trains_with_replaced_acts_counted_per_slot():
+    """Plain PPO sends masked acts: ``sb3_vec_env`` refused ``illegal=`` as a regime option, so the page's
+    replacement for the SuperSuit recipe could not train it. ``illegal="random"`` replaces each, counted in the
+    slot's info (and no longer among a finished episode's outcome keys)."""
+    from stable_baselines3 import PPO
+
+    venv = sb3_vec_env("p4g-rotation", num_envs=4, illegal="random")
+    venv.seed(0)
+    venv.reset()
+    _, _, _, infos = venv.step(np.argmin(venv.action_masks(), axis=1))  # a masked act in every slot
+    assert [info["illegal_actions"] for info in infos] == [1] * 4
+    outcomes = []
+    for _ in range(40):
+        _, _, _, infos = venv.step(np.argmin(venv.action_masks(), axis=1))
+        outcomes += [(info["outcome"], info["illegal_actions"]) for info in infos if "outcome" in info]
+    assert outcomes and all("illegal_actions" not in o and n >= 1 for o, n in outcomes)
+    PPO("MlpPolicy", sb3_vec_env("p4g-rotation", num_envs=4, illegal="random"), n_steps=32, batch_size=64,
+        seed=0).learn(128)
+    with pytest.raises(ValueError, match="illegal must be 'random' or 'raise'"):
+        sb3_vec_env("p4g-rotation", num_envs=2, illegal="skip")
+
+
 @pytest.mark.parametrize("wrong", ["p4g-frozen", "scalar"])
 def test_an_id_or_a_scalar_env_is_refused_naming_what_it_wraps(wrong):
     """SB3VecEnv of an id or of make(id) is one TypeError saying what it takes (it was an AttributeError from

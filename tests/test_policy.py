@@ -82,6 +82,18 @@ def test_a_saved_policy_plays_as_the_trained_one(tmp_path):
             saved.act(bad_x, bad_m)
     with pytest.raises(ValueError, match="every row of the mask needs at least one legal act"):  # was act 0
         saved.act(x[None], np.zeros_like(m)[None])
+    for bad in (np.nan, np.inf):  # every score NaN: act 0, a masked one, with logp NaN
+        rows = np.stack([x, x]).astype(np.float32)
+        rows[1, 3] = bad
+        with pytest.raises(ValueError, match="obs row 1 holds a NaN or an infinity"):
+            saved.act(rows, np.stack([m, m]))
+
+
+def test_the_uniform_policy_takes_a_batch_and_says_so():
+    """One observation's 1-d mask was numpy's AxisError; the trained policy's message says what to pass."""
+    with pytest.raises(ValueError, match=r"act takes a batch: mask an \(n, n_acts\) array, got shape \(3,\)"):
+        UniformPolicy(seed=0).act(np.zeros(4, np.float32), np.ones(3, bool))
+    assert UniformPolicy(seed=0).act(np.zeros((1, 4), np.float32), np.ones((1, 3), bool)).actions.shape == (1,)
 
 
 def test_any_object_with_act_is_a_policy():

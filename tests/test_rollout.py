@@ -57,6 +57,14 @@ def test_bad_calls_say_what_is_wrong():
         collect(vec, {"agent_0": UniformPolicy(seed=0), "user_0": UniformPolicy(seed=0)}, 3, seed=0, group_size=2)
     with pytest.raises(TypeError, match="policy"):
         evaluate(object(), "p4g-frozen", episodes=2)
+    one = {"agent_0": UniformPolicy(seed=0)}
+    for bad in (0, -1, 2.5):  # 0 and -1 gave no episodes and no error
+        with pytest.raises(ValueError, match=f"n_episodes must be a positive int, got {bad}"):
+            collect(scope_envs.make_vec("p4g-frozen", num_envs=2), one, bad, seed=0)
+    with pytest.raises(ValueError, match=r"the policy for agent_0 has no act\(obs, mask, greedy=False\)"):
+        collect(scope_envs.make_vec("p4g-frozen", num_envs=2), {"agent_0": lambda obs, mask: mask.argmax(1)}, 2)
+    with pytest.raises(ValueError, match="the rollouts play the act surface"):  # was a TypeError on a tuple
+        collect(scope_envs.make_vec("p4g-frozen", num_envs=2, surface="text"), one, 2)
 
 
 def test_a_policy_whose_act_returns_bare_acts_is_told_to_return_decisions():

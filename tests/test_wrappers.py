@@ -127,6 +127,35 @@ def test_single_agent_view_illegal_acts():
         strict.step(0)
 
 
+def test_single_agent_view_counts_the_other_seats_masked_acts():
+    """A policy in ``others`` that sends a masked act had it replaced and counted only in the other seat's info,
+    which the view never returns: the episode ended as if nothing happened. It is counted in the viewed role's
+    info now (replacement on), and refused with ``illegal="raise"``."""
+    def sends_masked(obs):
+        return int(np.flatnonzero(obs["action_mask"] == 0)[0])
+
+    def first_legal(obs):
+        return int(np.flatnonzero(obs["action_mask"])[0])
+
+    counts = []
+    for user in (sends_masked, first_legal):
+        env = SingleAgentView(scope_envs.make("p4g-cotrain"), others={"user_0": user})
+        obs, info = env.reset(seed=0)
+        assert info["others_illegal_actions"] == 0
+        done = False
+        while not done:
+            obs, _, term, trunc, info = env.step(first_legal(obs))
+            done = term or trunc
+        assert info["illegal_actions"] == 0
+        counts.append(info["others_illegal_actions"])
+    assert counts[0] >= 1 and counts[1] == 0
+    strict = SingleAgentView(scope_envs.make("p4g-cotrain"), others={"user_0": sends_masked}, illegal="raise")
+    obs, _ = strict.reset(seed=0)
+    with pytest.raises(ValueError, match="user_0: act 0"):
+        strict.step(first_legal(obs))
+    assert "others_illegal_actions" not in strict.reset(seed=0)[1]
+
+
 def test_single_agent_view_clear_errors():
     with pytest.raises(ValueError, match="role 'user_0' is not an agent"):
         SingleAgentView(scope_envs.make("p4g-frozen"), role="user_0")

@@ -50,9 +50,7 @@ class LegalActions(BaseParallelWrapper):
         fixed = {}
         for agent, act in actions.items():
             mask = self._masks.get(agent)
-            a = np.asarray(act)
-            # only in-space acts: anything else is a programmer's error, which the env reports
-            if mask is not None and a.shape == () and a.dtype.kind in "iu" and 0 <= a < len(mask) and not mask[a]:
+            if mask is not None and masked(act, mask):
                 act = int(self._rng.choice(np.flatnonzero(mask)))
                 self._count[agent] += 1
             fixed[agent] = act
@@ -64,3 +62,10 @@ class LegalActions(BaseParallelWrapper):
         for a, info in infos.items():
             info["illegal_actions"] = self._count.get(a, 0)
         return infos
+
+
+def masked(act, mask) -> bool:
+    """Whether ``act`` is an in-range int act that ``mask`` rules out: what ``LegalActions`` replaces. Only
+    in-space acts: anything else is a programmer's error, which the env reports."""
+    a = np.asarray(act)
+    return bool(a.shape == () and a.dtype.kind in "iu" and 0 <= a < len(mask) and not mask[a])

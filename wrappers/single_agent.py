@@ -9,8 +9,9 @@ not speak in are played through, and their rewards are added to its next step.
 ``action_masks()`` returns the current legal acts, which ``MaskablePPO`` reads.
 Every act of the action space is accepted, as gymnasium expects: with
 ``illegal="random"`` (default) a masked act is replaced by a random legal one
-(``LegalActions``, counted in ``info["illegal_actions"]``); ``"raise"`` keeps
-the env's ``ValueError``.
+(``LegalActions``, counted in ``info["illegal_actions"]``; a masked act of a
+policy in ``others`` is replaced too, and counted in ``info["others_illegal_actions"]``);
+``"raise"`` keeps the env's ``ValueError``, for the viewed role and ``others`` alike.
 
 Example::
 
@@ -36,7 +37,7 @@ import numpy as np
 
 from scope_envs.core.checks import check_illegal, check_scalar_env, check_seed
 from scope_envs.core.simulator import Simulator
-from scope_envs.wrappers.legal import LegalActions
+from scope_envs.wrappers.legal import LegalActions, masked
 
 Policy = Simulator | Callable[[Any], Any]
 
@@ -48,7 +49,8 @@ class SingleAgentView(gym.Env):
     ``obs -> action``): every user seat when ``role`` is ``agent_0`` (a ``cotrain`` or ``population`` env), and
     ``agent_0`` when ``role`` is a user; a seat without one is a ``ValueError`` here, naming each.
     ``illegal``: ``"random"`` (default) replaces a masked act by a random legal one, counted in
-    ``info["illegal_actions"]``, for trainers that cannot mask; ``"raise"`` refuses it, as the env does."""
+    ``info["illegal_actions"]`` (``others``' acts in ``info["others_illegal_actions"]``), for trainers that cannot
+    mask; ``"raise"`` refuses it, as the env does."""
 
     def __init__(self, env, role: str = "agent_0", others: dict[str, Policy] | None = None,
                  illegal: str = "random"):
@@ -79,6 +81,8 @@ class SingleAgentView(gym.Env):
         self.metadata = {"render_modes": env.metadata.get("render_modes", []), "render_fps": 1,
                          "name": env.metadata.get("name")}
         self._obs = self._infos = None
+        self._count_others = illegal == "random" and not self._text
+        self._others_illegal = 0
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         check_seed("seed", seed)  # a ValueError naming seed, before gymnasium's or numpy's own error
@@ -89,10 +93,11 @@ class SingleAgentView(gym.Env):
             raise ValueError(f"role {self.role!r} is not live this episode (live: {self.env.agents}); "
                              "view a role that plays every episode, e.g. a user of a 'cotrain' env")
         self._obs, self._infos = obs, infos
+        self._others_illegal = 0
         reward, term, trunc = self._play_others(0.0)
         if term or trunc:
             raise ValueError(f"the episode ended before {self.role!r} had a turn")
-        return self._obs[self.role], self._infos[self.role]
+        return self._obs[self.role], self._info()
 
     def step(self, action):
         if self._obs is None:
@@ -102,7 +107,13 @@ class SingleAgentView(gym.Env):
         reward, term, trunc = self._step_all(action)
         if not (term or trunc):
             reward, term, trunc = self._play_others(reward)
-        return self._obs[self.role], reward, term, trunc, self._infos[self.role]
+        return self._obs[self.role], reward, term, trunc, self._info()
+
+    def _info(self) -> dict:
+        """The viewed role's info; with replacement on, the episode's count of ``others``' masked acts beside
+        its own (the env counts those in the other seats' infos, which this view never returns)."""
+        info = self._infos[self.role]
+        return {**info, "others_illegal_actions": self._others_illegal} if self._count_others else info
 
     def action_masks(self) -> np.ndarray:
         return np.asarray(self._obs[self.role]["action_mask"], dtype=bool)
@@ -122,7 +133,11 @@ class SingleAgentView(gym.Env):
                 continue
             if agent not in self.others:
                 raise ValueError(f"{agent} is live but has no policy: pass others={{{agent!r}: ...}}")
-            actions[agent] = self._other_action(agent) if self._infos[agent]["active"] else self._idle_action()
+            if self._infos[agent]["active"]:
+                actions[agent] = act = self._other_action(agent)
+                self._others_illegal += self._count_others and masked(act, self._obs[agent]["action_mask"])
+            else:
+                actions[agent] = self._idle_action()
         obs, rew, terms, truncs, infos = self.env.step(actions)
         # the last observation of a finished episode stays readable, as gymnasium expects
         self._obs = {**self._obs, **obs}
@@ -150,3 +165,4 @@ class SingleAgentView(gym.Env):
 
     def close(self):
         self.env.close()
+

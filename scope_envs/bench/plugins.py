@@ -63,6 +63,7 @@ import numpy as np
 from scope_envs.bench.loading import PluginError, is_file_spec, load_object
 from scope_envs.bench.policies import Trained, agent_problem, check_policy, reseeded
 from scope_envs.core import seal
+from scope_envs.core.checks import check_int
 from scope_envs.train.groups import GROUP_FRACTIONS
 from scope_envs.train.realism import REALISM_LOG
 
@@ -206,36 +207,37 @@ def takes_one_argument(fn) -> bool:
     return True
 
 
-def as_method(obj, spec: str):
+def as_method(obj, spec: str, given: str = "--method"):
     """A loaded object as a method: an instance with ``train`` and ``train_envs``, a class of one (built with
-    no arguments), or a function ``train(ctx)``."""
+    no arguments), or a function ``train(ctx)``. ``given``: what the errors say the object came in (``--method
+    SPEC``; ``run_method``'s ``method``)."""
     if inspect.isclass(obj):
         try:
             obj = obj()
         except Exception as e:  # noqa: BLE001
-            raise PluginError(f"--method {spec}: {obj.__name__}() failed: {type(e).__name__}: {e}") from e
+            raise PluginError(f"{given} {spec}: {obj.__name__}() failed: {type(e).__name__}: {e}") from e
     elif inspect.isfunction(obj):
         obj = FunctionMethod(obj)
     missing = [a for a in ("name", "train_envs", "train") if not hasattr(obj, a)]
     if missing:
         needs = {"name": "name (the row's name)", "train_envs": "train_envs(game)", "train": "train(ctx)"}
         lacks = " and no ".join(f"`{a}`" for a in missing)
-        raise PluginError(f"--method {spec}: {type(obj).__name__} is not a method: it has no {lacks} "
+        raise PluginError(f"{given} {spec}: {type(obj).__name__} is not a method: it has no {lacks} "
                           f"(a method needs {', '.join(needs[a] for a in needs)}; see scope_envs.bench.plugins)")
     for attr in ("train_envs", "train"):
         if not callable(getattr(obj, attr)):
-            raise PluginError(f"--method {spec}: {type(obj).__name__}.{attr} is not a method (it needs "
+            raise PluginError(f"{given} {spec}: {type(obj).__name__}.{attr} is not a method (it needs "
                               f"{attr}({'game' if attr == 'train_envs' else 'ctx'}))")
     train = obj.fn if isinstance(obj, FunctionMethod) else obj.train
     for attr, fn, called in (("train", train, "train(ctx), ctx the TrainContext"),
                              ("train_envs", obj.train_envs, "train_envs(game)")):
         if not takes_one_argument(fn):
             shown = getattr(fn, "__name__", attr)
-            raise PluginError(f"--method {spec}: {shown}{inspect.signature(fn)} cannot be called as {called}"
+            raise PluginError(f"{given} {spec}: {shown}{inspect.signature(fn)} cannot be called as {called}"
                               + (" (act(obs, mask) is the policy that train returns)" if attr == "train" else ""))
     name = getattr(obj, "name", None)
     if not isinstance(name, str) or not NAME_PATTERN.match(name):
-        raise PluginError(f"--method {spec}: its name {name!r} must be 1-64 letters, digits, '.', '-' or '_'")
+        raise PluginError(f"{given} {spec}: its name {name!r} must be 1-64 letters, digits, '.', '-' or '_'")
     return obj
 
 
@@ -316,6 +318,13 @@ def run_method_seeds(method, game: str, seeds: list[int], steps: int, eval_episo
     t0 = time.perf_counter()
     options = dict(options or {})
     builtin_row = getattr(method, "builtin", False)  # a built-in row (methods.PPOMethod): its options, its budget
+    if not builtin_row:  # what --method takes, from Python too: a function train(ctx), a class, checked
+        method = as_method(method, getattr(method, "__name__", type(method).__name__), given="method")
+    protocol.check_counts(steps=steps, eval_episodes=eval_episodes, curve_episodes=curve_episodes,
+                          heldout_episodes=heldout_episodes)
+    check_int("curve_points", curve_points, 0)
+    for seed in seeds:
+        protocol.check_run_seed(seed)
     if assumptions is not None:
         if not (builtin_row and method.name == "oracle"):
             raise ValueError(f"assumptions= is for the oracle row only, got method {method.name!r}")

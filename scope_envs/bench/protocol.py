@@ -63,10 +63,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from scope_envs.core.checks import check_int
 from scope_envs.games import game_names, game_spec, load
 
 TRAIN_SEED, HELDOUT_SEED = 1_000_000, 2_000_000  # the two sides' seed bases (the panel's: PANEL_SEED)
 SEED_STRIDE = 1000  # run seed s evaluates from base + SEED_STRIDE * s
+MAX_RUN_SEED = (HELDOUT_SEED - TRAIN_SEED) // SEED_STRIDE - 1  # above it a train side would play held-out seeds
 CURVE_OFFSET = 500  # learning-curve points start 500 seeds into each side's range
 EVAL_EPISODES = 500  # the train side's episodes (the default preset's eval_episodes)
 # the held-out side and the panel play max(the preset's eval_episodes, EVAL_EPISODES_MIN[game]) episodes, so that one
@@ -112,6 +114,19 @@ def eval_envs(episodes: int) -> int:
     and one batched step serve 4x the slots; p4g's held-out side takes half the time), else ``evaluate``'s 64 (a
     smaller side would spend its last waves on a few long episodes)."""
     return 256 if episodes >= LARGE_EVAL else 64
+
+
+def check_run_seed(seed) -> int:
+    """A run seed: an int from 0 to ``MAX_RUN_SEED``, so that its train side never plays another seed's held-out
+    episodes (a ``ValueError`` naming ``seed``)."""
+    return check_int("seed", seed, 0, MAX_RUN_SEED)
+
+
+def check_counts(**counts) -> None:
+    """Each of ``counts`` (episodes, decisions) an int >= 1, or None for the default (a ``ValueError`` naming it)."""
+    for name, value in counts.items():
+        if value is not None:
+            check_int(name, value, 1)
 
 
 def side_seeds(seed: int) -> dict:
@@ -204,6 +219,9 @@ def evaluate_policies(policies: list, game: str, seeds: list[int], *, train_envs
 
     if f"{game}-heldout" not in scope_envs.registry:
         raise ValueError(f"unknown game {game!r}")
+    check_counts(eval_episodes=eval_episodes, heldout_episodes=heldout_episodes)
+    for seed in seeds:
+        check_run_seed(seed)
     trained = [_as_trained(p) for p in policies]
     specs = _specs(game, train_envs)
     n_train = EVAL_EPISODES if eval_episodes is None else eval_episodes

@@ -10,7 +10,9 @@ from collections import Counter
 
 import numpy as np
 
+from scope_envs.core.checks import check_int
 from scope_envs.core.simulator import Simulator
+from scope_envs.diagnose.command import LIMITS
 from scope_envs.diagnose import measures, probes, specs
 from scope_envs.games import game_names, game_spec
 from scope_envs.train.rollout import entropy_of_counts
@@ -107,9 +109,16 @@ def diagnose(game: str, simulator: str | Simulator, *, probe_episodes: int = 40,
 
     ``sampled``: fit from sampled answers even when the simulator states its distribution (the black-box
     route an LLM takes). ``data``: the P4G data folder (p4g only) for the real-people numbers. Raises
+    ``ValueError`` for a count or seed outside the command line's range (``command.LIMITS``),
     ``specs.SpecError`` for a bad spec, ``DataError`` for data files that cannot be used, and ``DiagnoseError``
     when no usable answer came back at any probe state, or in any episode.
     """
+    counts = {"probe_episodes": probe_episodes, "samples": samples, "cards": cards, "persona_states": persona_states,
+              "episodes": episodes, "bootstrap": bootstrap, "real_dialogues": real_dialogues}
+    for name, value in counts.items():  # the command line's ranges
+        if value is not None or name != "real_dialogues":
+            check_int(name, value, *LIMITS[name])
+    check_int("seed", seed, 0, 2**32 - 1)
     if cards == 1:
         raise ValueError("cards: the persona probe needs at least 2 cards, or 0 for none")
     if isinstance(simulator, Simulator):

@@ -43,7 +43,19 @@ def make_view(env_id: str, role: str = "agent_0", others=None, illegal: str = "r
 make_view.metadata = {"render_modes": ["ansi"]}  # what gymnasium.make reads of its entry point, to warn of another
 
 
-def make_vector(env_id: str, num_envs: int = 1, illegal: str = "random", **kwargs):
+def make_vector(env_id: str, num_envs: int = 1, illegal: str = "random", role: str = "agent_0", others=None,
+                render_mode=None, **kwargs):
     """``gymnasium.make_vec``'s entry point: ``scope_envs.make_vec(env_id, num_envs, **kwargs)`` as a
-    ``gymnasium.vector.VectorEnv`` (``illegal`` as ``make_view``'s)."""
+    ``gymnasium.vector.VectorEnv`` (``illegal`` as ``make_view``'s). It views ``agent_0``, the one seat that acts
+    (``role`` and ``others`` are ``gymnasium.make``'s choices: refused here but for that default), and draws
+    nothing: a ``render_mode`` is refused, where the batched engine would otherwise fall back to a loop of envs."""
+    if role != "agent_0":
+        raise ValueError(f"role: make_vec views agent_0, the only seat of a single-agent id, got {role!r}; another "
+                         "seat is gymnasium.make(..., role=...) or scope_envs.make_vec on a cotrain id")
+    if others:
+        raise ValueError("others: make_vec's ids have no other acting seat (the simulator plays the user); "
+                         "others= is for gymnasium.make on a cotrain or population id")
+    if render_mode is not None:
+        raise ValueError(f"render_mode: the batched engine draws nothing, got {render_mode!r}; render one episode "
+                         "with gymnasium.make(..., render_mode='ansi'), or pass vectorization_mode='sync'")
     return GymVectorEnv(make_vec(env_id, num_envs=num_envs, **kwargs), illegal=illegal)

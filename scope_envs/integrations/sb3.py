@@ -27,7 +27,8 @@ What SB3 sees:
   The mask goes where sb3-contrib looks for it: ``action_masks()`` gives the (N, n) bool masks, and
   ``env_method("action_masks")`` / ``get_action_masks(venv)`` one row per slot, through any ``VecEnvWrapper``
   (``VecMonitor``, ``VecNormalize``). A masked act raises ``ValueError``, as in the scalar env: train with
-  ``MaskablePPO``, or with ``PPO`` on ``SingleAgentView`` + ``LegalActions``.
+  ``MaskablePPO``, or with ``PPO`` on ``sb3_vec_env(id, illegal="random")``, which replaces it by a random legal
+  act and counts it in the slot's ``info["illegal_actions"]`` (replaced acts are still credited to the policy).
 * ``action_space``: ``Discrete(n)``; ``step(actions)`` takes an int array (N,).
 * ``step`` returns ``dones = terminated | truncated`` and auto-resets the finished slots in the same step
   (the returned observation is the next episode's first). A finished slot's info holds
@@ -91,9 +92,11 @@ def _slot_actions(actions, n: int) -> np.ndarray:
     return actions.reshape(n)
 
 
-def sb3_vec_env(id: str, num_envs: int = 16, **kwargs) -> SB3VecEnv:
-    """``SB3VecEnv`` over ``make_vec(id, num_envs, **kwargs)`` (a single-agent id)."""
-    return SB3VecEnv(make_vec(id, num_envs=num_envs, **kwargs))
+def sb3_vec_env(id: str, num_envs: int = 16, illegal: str = "raise", **kwargs) -> SB3VecEnv:
+    """``SB3VecEnv`` over ``make_vec(id, num_envs, **kwargs)`` (a single-agent id). ``illegal``: ``"raise"``
+    (default) refuses a masked act, for ``MaskablePPO``; ``"random"`` replaces it by a random legal one, counted in
+    each slot's ``info["illegal_actions"]``, for trainers that cannot mask (SB3's ``PPO``, ``A2C``)."""
+    return SB3VecEnv(GymVectorEnv(make_vec(id, num_envs=num_envs, **kwargs), illegal=illegal))
 
 
 class SB3VecEnv(VecEnv):
@@ -148,15 +151,22 @@ class SB3VecEnv(VecEnv):
             {"member": int(m), "TimeLimit.truncated": bool(tr and not te)}
             for m, te, tr in zip(self._member, terms, truncs)
         ]
+        counted = self.gym_env.illegal == "random"  # the slots' replaced acts this episode
+        if counted:
+            for i, n in enumerate(info["illegal_actions"].tolist()):
+                infos[i]["illegal_actions"] = n
         finished = info.get("_final_obs", np.zeros(self.num_envs, bool))
         if finished.any():
             final = info["final_info"]
-            outcome_keys = [k for k in final if not k.startswith("_") and k not in ("return", "agent_score")]
+            outcome_keys = [k for k in final if not k.startswith("_")
+                            and k not in ("return", "agent_score", "illegal_actions")]
             for i in np.flatnonzero(finished).tolist():
                 infos[i]["terminal_observation"] = np.asarray(info["final_obs"][i]["observation"], np.float32)
                 infos[i]["return"] = float(final["return"][i])
                 infos[i]["agent_score"] = float(final["agent_score"][i])
                 infos[i]["outcome"] = {k: float(final[k][i]) for k in outcome_keys}
+                if counted:  # the finished episode's count (the slot's next episode has made no act yet)
+                    infos[i]["illegal_actions"] = int(final["illegal_actions"][i])
         return self._keep(obs), np.asarray(rewards, np.float32), dones, infos
 
     def close(self) -> None:

@@ -187,6 +187,9 @@ def check_config(cfg: PPOConfig) -> None:
     if cfg.episodes_per_iter % cfg.group_size:
         raise ValueError(f"episodes_per_iter must be a multiple of group_size, got episodes_per_iter="
                          f"{cfg.episodes_per_iter} and group_size={cfg.group_size}")
+    for f in dataclasses.fields(cfg):  # a string such as "False" would be read as true
+        if f.type == "bool" and not isinstance(getattr(cfg, f.name), (bool, np.bool_)):
+            raise ValueError(f"{f.name} must be True or False, got {getattr(cfg, f.name)!r}")
     if cfg.threads is not None and (isinstance(cfg.threads, bool) or not isinstance(cfg.threads, int)
                                     or cfg.threads < 1):
         raise ValueError(f"threads must be an int >= 1 or None (leave them as they are), got {cfg.threads!r}")
@@ -319,6 +322,9 @@ class SavedPolicy(NetworkPolicy):
                              f"{np.shape(obs)} and {np.shape(mask)} (one observation: obs[None], mask[None])")
         if not np.asarray(mask, bool).any(1).all():
             raise ValueError("every row of the mask needs at least one legal act")
+        finite = np.isfinite(np.asarray(obs, np.float64)).all(1)
+        if not finite.all():  # the network's scores would all be NaN, and the act an illegal one
+            raise ValueError(f"obs row {int(np.flatnonzero(~finite)[0])} holds a NaN or an infinity")
         return super().act(obs, mask, greedy)
 
 

@@ -72,6 +72,9 @@ class UniformPolicy:
 
     def act(self, obs: np.ndarray, mask: np.ndarray, greedy: bool = False) -> Decisions:
         mask = np.asarray(mask, bool)
+        if mask.ndim != 2:
+            raise ValueError(f"act takes a batch: mask an (n, n_acts) array, got shape {mask.shape} (one "
+                             "observation: obs[None], mask[None])")
         n = mask.sum(1)
         if (n == 0).any():
             raise ValueError("every row of the mask needs at least one legal act")

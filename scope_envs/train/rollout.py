@@ -35,8 +35,10 @@ from collections.abc import Callable, Mapping
 from typing import NamedTuple
 
 import numpy as np
+from gymnasium.spaces import Discrete
 
 import scope_envs
+from scope_envs.core.checks import check_int, short_repr
 from scope_envs.train.groups import group_diagnostics, scenario_options
 from scope_envs.train.policy import Decisions, Policy, UniformPolicy
 from scope_envs.vec import BATCHED_KWARGS, vectorize
@@ -88,7 +90,18 @@ def check_blocks(vec, blocks: list[Block]) -> list[range]:
     slots, a policy for every live seat, grouped play with whole groups and a seed to deal them from."""
     n = vec.num_envs
     ranges, taken = [], np.zeros(n, bool)
+    for agent in vec.possible_agents:
+        if not isinstance(vec.action_space(agent), Discrete):
+            raise ValueError("the rollouts play the act surface (int acts under a mask); on the text surface step "
+                             "the vec env itself, a string per slot")
     for b in blocks:
+        check_int("n_episodes", b.n_episodes, 1)
+        # the env's seats only: a policy for a seat it lacks sits out (a co-trained user, on the held-out side)
+        for agent in vec.possible_agents:
+            policy = b.policies.get(agent)
+            if policy is not None and not callable(getattr(policy, "act", None)):
+                raise ValueError(f"the policy for {agent} has no act(obs, mask, greedy=False) (a Policy: "
+                                 f"scope_envs.train.policy), got {short_repr(policy)}")
         slots = range(n) if b.slots is None else b.slots
         if not isinstance(slots, range) or slots.step != 1 or not len(slots) or slots.start < 0 or slots.stop > n:
             raise ValueError(f"a block's slots must be a non-empty range of the vec env's {n} slots, got {slots!r}")
