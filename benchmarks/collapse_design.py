@@ -73,6 +73,8 @@ def main() -> None:
                     help="the output folder (default: the committed benchmarks/results/collapse_design; give "
                          "another for a trial run)")
     args = ap.parse_args()
+    if len(set(args.games)) != len(args.games):
+        ap.error(f"argument --games: each game once, got {' '.join(args.games)}")
     if args.world is not None:
         for game in args.games:
             names = world_names(game)

@@ -149,8 +149,13 @@ def main(argv=None) -> None:
                    help=f"simulated pairs per seed count for the coverage (10..{MAX_REPS:,}; default 2000)")
     p.add_argument("--out", type=output_file, help="write the JSON here (atomically); default: print it")
     args = p.parse_args(argv)
-
-    runs = [r["result"] for _, r in records.read(Path(args.results))]
+    if not records.has_records(Path(args.results)):
+        p.error(f"argument --results: {args.results} holds no run records (runs/ or {records.PACKED}): give a "
+                "scope-envs bench output folder")
+    try:
+        runs = [r["result"] for _, r in records.read(Path(args.results))]
+    except records.RecordError as e:
+        p.error(f"argument --results: {e}")
     results = stats.summarize(runs)
     comparisons = per_comparison(results)
     sizes = sorted({3} | {c["seeds"] for c in comparisons.values()})

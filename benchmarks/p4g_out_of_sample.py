@@ -22,6 +22,7 @@ from scope_envs.arguments import count, output_path
 from scope_envs.cli import MAX_REPLICATIONS
 from scope_envs.files import write_atomic
 from scope_envs.games.p4g.fit import check_data
+from scope_envs.validate.p4g import DataFilesError
 from scope_envs.validate.p4g_holdout import REPLICATIONS, markdown, out_of_sample
 
 HERE = Path(__file__).resolve().parent
@@ -42,7 +43,10 @@ def main() -> None:
     ap.add_argument("--replications", type=count(MAX_REPLICATIONS), default=REPLICATIONS,
                     help=f"replays per test dialogue (default: %(default)s; at most {MAX_REPLICATIONS})")
     args = ap.parse_args()
-    report = out_of_sample(args.data, args.replications)
+    try:
+        report = out_of_sample(args.data, args.replications)
+    except DataFilesError as e:
+        ap.error(f"argument --data: {e}")
     args.out.mkdir(parents=True, exist_ok=True)
     write_atomic(args.out / "p4g_out_of_sample.json", json.dumps(report, indent=1) + "\n")
     table = markdown(report)

@@ -104,13 +104,21 @@ def main(argv=None) -> None:
     ap.add_argument("--out", type=output_dir, default=str(OUT), help="folder for the results (default: %(default)s)")
     args = ap.parse_args(argv)
     from scope_envs.games.p4g.fit import check_data
+    from scope_envs.validate.p4g import DataFilesError, data_errors
 
     try:
         check_data(Path(args.data))
     except FileNotFoundError as e:
         ap.error(f"argument --data: {e}")
+    new = not Path(args.out).exists()
     out = check_output_dir(args.out)  # a folder that cannot be written fails now, not after the fits
-    report = run(Path(args.data), args.episodes, args.validate_episodes, args.seed)
+    try:
+        with data_errors(args.data):
+            report = run(Path(args.data), args.episodes, args.validate_episodes, args.seed)
+    except DataFilesError as e:
+        if new:
+            out.rmdir()
+        ap.error(f"argument --data: {e}")
     write_json(out / "p4g_split_fit.json", report)
     write_atomic(out / "p4g_split_fit.md", markdown(report))
     print(markdown(report), end="")

@@ -188,6 +188,11 @@ def main(argv=None) -> None:
     args = ap.parse_args(argv)
     if not 0.1 <= args.tau2_speedup <= 100:
         ap.error(f"argument --tau2-speedup: must be in [0.1, 100], got {args.tau2_speedup}")
+    for rev in args.runs or ():  # ("" would read the index: git show :PATH)
+        known = subprocess.run(["git", "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"], cwd=REPO,
+                               capture_output=True).returncode == 0
+        if not rev or not known:
+            ap.error(f"argument --runs: {rev!r} is not a revision of this repository")
     runs = {}
     try:
         for rev in args.runs or RUNS:

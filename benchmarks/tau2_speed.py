@@ -119,6 +119,11 @@ def main(argv=None) -> None:
     if missing:
         ap.error(f"argument --data: {str(data_dir)!r} has no folder of {', '.join(missing)} (give --domains of the "
                  f"ones it holds)")
+    for domain in args.domains:  # a malformed file is said now, not as a traceback of the first replay
+        try:
+            load_domain(domain, str(data_dir))
+        except ValueError as e:
+            ap.error(f"argument --data: {e}")
     python = args.tau2_python
     if python is not None:
         problem = tau2_problem(python)

@@ -32,7 +32,7 @@ import torch
 from threadpoolctl import threadpool_limits
 
 import scope_envs
-from scope_envs.arguments import count, output_file, registered_id
+from scope_envs.arguments import count, held_out_refusal, output_file, registered_id
 from scope_envs.bench.methods import METHODS, UNTRAINED, method_setup, require_row, run_one, run_seeds
 from scope_envs.bench.presets import GAMES, PRESETS, preset_steps
 from scope_envs.bench.protocol import heldout_episodes_for
@@ -154,6 +154,9 @@ def main() -> None:
                          "default preset's evaluation: methods.run_one seed after seed against methods.run_seeds)")
     ap.add_argument("--out", type=output_file, default=None, help=f"only with --seeds: the JSON (default {OUT})")
     args = ap.parse_args()
+    for env in args.env or ():
+        if held_out_refusal(env):
+            ap.error(f"argument --env: {held_out_refusal(env)}")
     if args.seeds is None:  # options the env mode has no use for are refused, never ignored
         for name, value in (("--games", args.games), ("--methods", args.methods), ("--whole", args.whole or None),
                             ("--out", args.out)):

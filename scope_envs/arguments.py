@@ -32,6 +32,24 @@ def _number(cast, low: float, strict: bool, wanted: str):
     return check
 
 
+def number_in(low: float, high: float, low_open: bool = True):
+    """An argparse type: a number from ``low`` (excluded, unless not ``low_open``) to ``high`` (included)."""
+    wanted = f"a number in {'(' if low_open else '['}{low:g}, {high:g}]"
+
+    def check(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {wanted}, got {text[:40]!r}") from None
+        if not ((low < value) if low_open else (low <= value)) or not value <= high:  # NaN fails too
+            raise argparse.ArgumentTypeError(f"expected {wanted}, got {value}")
+        return value
+
+    check.__name__ = wanted
+    return check
+
+
+learning_rate = number_in(0.0, 1.0)  # Adam above 1 only diverges (1e300 overflowed into NaN weights, saved)
 positive_int = _number(int, 0, True, "a positive integer")
 nonnegative_int = _number(int, 0, False, "an integer >= 0")
 positive_float = _number(float, 0.0, True, "a positive finite number")

@@ -13,15 +13,18 @@ import contextlib
 import errno
 import json
 import os
+import shutil
 import signal
 import sys
+from pathlib import Path
 
 import numpy as np
 
 import scope_envs
 from scope_envs.arguments import (MAX_MEMBERS, MAX_POOL_SIZE, MAX_SIMULATED_EPISODES, count, env_id, existing_dir,
-                                  float_below, held_out_refusal, json_object, llm_env_id, model_source,
-                                  nonnegative_float, output_dir, positive_float, seed, torch_device)
+                                  float_below, held_out_refusal, json_object, learning_rate, llm_env_id,
+                                  model_source, nonnegative_float, number_in, output_dir, positive_float, seed,
+                                  torch_device)
 from scope_envs.core.rewards import TRAINED_USER_REWARDS
 from scope_envs.games import game_names, game_spec, load
 from scope_envs.registry import REGIME_AGENTS
@@ -291,13 +294,14 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--max-new-tokens", type=count(32_768), default=32, help="per turn (32; at most 32_768)")
     t.add_argument("--max-len", type=count(1_048_576), default=None, help="token budget of an episode's stream (2048; at most 1_048_576)")
     t.add_argument("--temperature", type=positive_float, default=1.0, help="sampling temperature (1.0)")
-    t.add_argument("--lr", type=positive_float, default=1e-4, help="learning rate (1e-4)")
-    t.add_argument("--user-lr", type=positive_float, default=None, help="the user learner's learning rate (--lr)")
+    t.add_argument("--lr", type=learning_rate, default=1e-4, help="learning rate, in (0, 1] (1e-4)")
+    t.add_argument("--user-lr", type=learning_rate, default=None, help="the user learner's learning rate, in (0, 1] (--lr)")
     t.add_argument("--ppo-epochs", type=count(1000), default=None, help="epochs per update (4; at most 1000)")
     t.add_argument("--minibatch", type=count(4096), default=None, help="sequences per gradient step (8; at most 4096)")
     t.add_argument("--clip-low", type=float_below(1.0), default=None,
                    help="ratio floor 1 - x, x in [0, 1) (0.2)")
-    t.add_argument("--clip-high", type=nonnegative_float, default=None, help="ratio ceiling 1 + x (ppo 0.2, grpo 0.28)")
+    t.add_argument("--clip-high", type=number_in(0.0, 10.0, low_open=False), default=None,
+                   help="ratio ceiling 1 + x, x in [0, 10] (ppo 0.2, grpo 0.28)")
     t.add_argument("--ent-coef", type=nonnegative_float, default=None, help="entropy bonus (0)")
     t.add_argument("--kl-coef", type=nonnegative_float, default=None, help="ppo 0.01 (reward penalty), grpo 0.001 (loss)")
     t.add_argument("--kl-estimator", choices=["k1", "k3", "low_var_kl"], default=None, help="ppo k1, grpo low_var_kl")
@@ -358,11 +362,33 @@ def main(argv=None) -> None:
     try:
         args = build_parser().parse_args(argv)
         args.command_line = argv is None
-        with stopped_in_one_line(args):
+        with stopped_in_one_line(args), no_empty_output(getattr(args, "out", None)):
             args.func(args)
     except GameDeclarationError as e:  # a game of the user's that does not load: every command lists the games
         print(f"scope-envs: error: {e}", file=sys.stderr)
         sys.exit(2)
+
+
+@contextlib.contextmanager
+def no_empty_output(out):
+    """A command that ends in a refusal or an error (exit 1 or 2) leaves no ``--out`` folder it created and wrote
+    nothing in: the folder is made early, to prove it writable before any work, and a refusal can come after."""
+    new = out is not None and not os.path.lexists(out)
+    try:
+        yield
+    except SystemExit as e:
+        if new and e.code not in (0, None) and (isinstance(e.code, str) or e.code in (1, 2)):
+            _remove_if_empty(Path(out))
+        raise
+
+
+def _remove_if_empty(folder: Path) -> None:
+    """``folder`` removed where it holds folders only, none of them with a file."""
+    try:
+        if folder.is_dir() and not any(p.is_file() or p.is_symlink() for p in folder.rglob("*")):
+            shutil.rmtree(folder)
+    except OSError:
+        pass
 
 
 class Stopped(KeyboardInterrupt):

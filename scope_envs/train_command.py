@@ -16,13 +16,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import signal
 import sys
 import time
 from pathlib import Path
 
 from scope_envs.arguments import (GROUP_SIZE, MAX_DECISIONS, count, env_id, held_out_refusal, json_object,
-                                  nonnegative_float, output_dir, positive_float, resolve_group_size, seed)
+                                  learning_rate, nonnegative_float, output_dir, resolve_group_size, seed)
 from scope_envs.core.rewards import TRAINED_USER_REWARDS
 
 # a ValueError of PPOConfig / PPOTrainer names a field; the command line names its flag (the first that matches)
@@ -36,7 +37,8 @@ def add_arguments(t: argparse.ArgumentParser) -> None:
                         "(scope-envs list); a learnable user seat (-cotrain, -population) trains beside it")
     t.add_argument("--env-kwargs", type=json_object, default={}, help='JSON options for the env, e.g. \'{"k": 5}\'')
     t.add_argument("--steps", type=count(MAX_DECISIONS), default=20_000,
-                   help=f"the budget in agent_0 decisions (20000; at most {MAX_DECISIONS:_})")
+                   help=f"the budget in agent_0 decisions (20000; at most {MAX_DECISIONS:_}), trained in whole "
+                        "iterations (--episodes-per-iter episodes each): the last one may cross it")
     t.add_argument("--seed", type=seed, default=0, help="0 to 2**32-1")
     t.add_argument("--advantage", choices=["gae", "grpo"], default="gae",
                    help="gae: a value baseline (PPO); grpo: each episode's return minus its group's mean (SCOPE's)")
@@ -49,7 +51,7 @@ def add_arguments(t: argparse.ArgumentParser) -> None:
                    help="whole episodes per PPO iteration (64; a multiple of --group-size; at most 65_536)")
     t.add_argument("--num-envs", type=count(4096), default=64,
                    help="episodes stepped together, one batched forward pass a step (64; at most 4096)")
-    t.add_argument("--lr", type=positive_float, default=1e-3, help="learning rate, annealed to 0 (1e-3)")
+    t.add_argument("--lr", type=learning_rate, default=1e-3, help="learning rate, in (0, 1], annealed to 0 (1e-3)")
     t.add_argument("--ent-coef", type=nonnegative_float, default=0.01, help="agent_0's entropy bonus (0.01)")
     t.add_argument("--hidden", type=count(4096), default=64, help="the networks' hidden width (64; at most 4096)")
     t.add_argument("--out", type=output_dir, default="runs/act",
@@ -87,6 +89,11 @@ def build(args, parser: argparse.ArgumentParser):
         return PPOTrainer(cfg)
     except (TypeError, ValueError) as e:
         flag = _flag(str(e), cfg)
+        if str(e).startswith("user_reward must be one of"):  # the game's list names rewards this flag does not take
+            listed = str(e).rsplit(", got", 1)[0]
+            takes = [r for r in TRAINED_USER_REWARDS if f"'{r}'" in listed]
+            parser.error(f"argument --user-reward: {args.env}'s trained user has no {args.user_reward!r} reward; "
+                         f"it takes {', '.join(takes)}")
         parser.error(f"argument {flag}: {args.env} with {json.dumps(cfg.env_kwargs)}: {e}" if flag == "--env-kwargs"
                      else f"argument {flag}: {e}")
 
@@ -143,5 +150,5 @@ def train(args) -> None:
     final = rows[-1]["return"] if rows else float("nan")
     print(f"trained {args.env} for {trainer.agent_steps} decisions in {time.perf_counter() - t0:.0f} s "
           f"(last iteration's mean return {final:.3f}); saved in {out}\n"
-          f"score it: scope-envs score --policy {out} --game {game}")
+          f"score it: scope-envs score --policy {shlex.quote(str(out))} --game {game}")
 

@@ -145,9 +145,16 @@ def test_an_llm_endpoint_is_scored_in_the_text_band(tmp_path):
 
 
 def test_bad_input_is_an_argparse_error(tmp_path, capsys):
+    trainer = tmp_path / "trainer"  # what --ceiling's type looks for
+    trainer.mkdir()
+    (trainer / "config.json").write_text("{}")
+    (trainer / "model.pt").write_bytes(b"")
     for argv, message in ((["--policy", str(tmp_path / "nope.zip"), "--game", "p4g"], "argument --policy"),
                           (["--policy", str(tmp_path / "gone"), "--game", "p4g"], "gone: no such file or folder"),
                           (["--policy", "floor", "--surface", "text", "--game", "tau2"], "another game"),
+                          # tau2's text score has no ceiling row: --ceiling was ignored (and not checked)
+                          (["--policy", "hf:x", "--surface", "text", "--game", "tau2", "--ceiling", str(trainer)],
+                           "argument --ceiling: tau2's text score has no floor or ceiling row"),
                           (["--policy", "floor", "--game", "p4g", "--panel", "builtin"], "argument --panel"),
                           (["--policy", f"openai:http://127.0.0.1:9/v1#m", "--surface", "text", "--game", "p4g"],
                            "argument --policy"),

@@ -121,3 +121,18 @@ def test_a_failing_child_ends_the_script_with_the_childs_error():
     assert "the baseline's round failed with exit 1" in str(e.value) and "cannot import name count" in str(e.value)
     assert child_output([sys.executable, "-c", "print(42)"], {}, "a child").strip() == "42"
 
+
+
+@pytest.mark.parametrize("script, argv, said", [
+    ("collapse_design", ["--games", "p4g", "p4g", "--out", "{tmp}/cd"], "argument --games: each game once"),
+    ("instrument_checks", ["--results", "{tmp}"], "argument --results: {tmp} holds no run records"),
+    ("seeds_rule", ["--runs", "no-such-revision"], "argument --runs: 'no-such-revision' is not a revision"),
+    ("seeds_rule", ["--runs", ""], "argument --runs: '' is not a revision"),  # read the git index
+    ("trainer_speed", ["--env", "p4g-heldout"], "argument --env: p4g-heldout is the held-out population"),
+])
+def test_a_scripts_argument_mistake_is_one_line_and_exit_2(script, argv, said, tmp_path):
+    """Each was a traceback (or exit 0 on the git index), some after leaving an output folder."""
+    done = run(script, *(a.replace("{tmp}", str(tmp_path)) for a in argv), cwd=tmp_path)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr[-2000:]
+    assert said.replace("{tmp}", str(tmp_path)) in done.stderr, done.stderr[-2000:]
+    assert not (tmp_path / "cd").exists()

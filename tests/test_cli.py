@@ -41,7 +41,9 @@ BAD = [
     (["train-llm", "--env", "p4g-heldout"], "--env", "held-out population every policy is evaluated against"),
     (["train-llm", "--env-kwargs", '{"max_turnz": 3}'], "--env-kwargs", "max_turnz"),
     (["train-llm", "--model", "/nonexistent"], "--model", "never downloads"),
-    (["train-llm", "--lr", "-1"], "--lr", "positive"),
+    (["train-llm", "--lr", "-1"], "--lr", "expected a number in (0, 1], got -1.0"),
+    (["train-llm", "--lr", "1e300"], "--lr", "expected a number in (0, 1], got 1e+300"),  # overflowed in Adam
+    (["train-llm", "--clip-high", "1e300"], "--clip-high", "expected a number in [0, 10]"),  # after 18 s of rollout
     (["train-llm", "--updates", "0"], "--updates", "an integer from 1 to"),
     (["bench", "--games", "p4g", "p4g", "--methods", "random"], "--games", "p4g given twice"),
     (["bench", "--games", "p4g", "--methods", "random", "random"], "--methods", "random given twice"),

@@ -67,6 +67,10 @@ def test_a_cotrain_run_trains_the_user_seat_too(tmp_path):
     (["--env", "p4g-frozen", "--steps", str(10**12)], "--steps", ""),
     (["--env", "no-such-id"], "--env", ""),
     (["--env", "llm-toy"], "--env", "unknown environment id 'llm-toy'"),  # train-llm's toy: a KeyError here
+    (["--env", "p4g-frozen", "--lr", "1e300"], "--lr", "expected a number in (0, 1], got 1e+300"),  # NaN weights, saved
+    # the game's list named rewards --user-reward does not take (shared, zero, ...)
+    (["--env", "tau2-cotrain", "--user-reward", "realism"], "--user-reward",
+     "tau2-cotrain's trained user has no 'realism' reward; it takes adversarial, cooperative, curriculum\n"),
 ])
 def test_what_train_cannot_do_is_one_line_naming_the_flag(tmp_path, capsys, argv, flag, words):
     with pytest.raises(SystemExit) as e:
@@ -75,6 +79,33 @@ def test_what_train_cannot_do_is_one_line_naming_the_flag(tmp_path, capsys, argv
     err = capsys.readouterr().err
     assert f"argument {flag}: " in err and words in err and "Traceback" not in err, err
     assert not (tmp_path / "x" / "model.pt").exists()
+
+
+def test_a_refused_command_leaves_no_empty_output_folder(tmp_path, capsys):
+    """The output folder is made (and proved writable) before the work, so a refusal that comes after it left an
+    empty folder (bench: OUT/runs/; score, diagnose: OUT/). A folder that was there before stays."""
+    refusals = [["bench", "--method", "examples/domain_randomization.py:DomainRandomization", "--games", "p4g",
+                 "--seeds", "1", "--steps", "10", "--against", str(tmp_path / "nowhere")],
+                ["diagnose", "--game", "p4g", "--simulator", "no-such-simulator"]]
+    for k, argv in enumerate(refusals):
+        out = tmp_path / f"out{k}"
+        with pytest.raises(SystemExit) as e:
+            main([*argv, "--out", str(out)])
+        assert e.value.code == 2 and not out.exists(), (argv, capsys.readouterr().err)
+    (tmp_path / "kept").mkdir()
+    with pytest.raises(SystemExit):
+        main([*refusals[1], "--out", str(tmp_path / "kept")])
+    assert (tmp_path / "kept").is_dir()
+
+
+def test_the_score_command_it_prints_is_quoted(tmp_path, capsys):
+    out = tmp_path / "my run é"
+    main(["train", "--env", "p4g-frozen", "--steps", "64", "--episodes-per-iter", "8", "--num-envs", "8", "--out",
+          str(out), "--no-progress"])
+    import shlex
+
+    line = next(x for x in capsys.readouterr().out.splitlines() if "score it:" in x)
+    assert shlex.split(line.split("score it: ", 1)[1])[3] == str(out)
 
 
 def test_ctrl_c_saves_the_policy_trained_so_far(tmp_path):

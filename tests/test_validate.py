@@ -111,6 +111,25 @@ def test_validate_tau2_leaves_a_task_that_checks_nothing_out_of_the_act_rates_to
     assert (report["oracle_act_pass_rate"], report["random_act_pass_rate"]) == (alone["oracle"], alone["random"])
 
 
+@pytest.mark.parametrize("in_the_way", ["tasks.json", "policy.md"])
+def test_validate_tau2_names_a_folder_where_a_data_file_goes(tmp_path, capsys, in_the_way):
+    """A folder where tasks.json or policy.md goes was an IsADirectoryError traceback (malformed JSON was already
+    an argument error)."""
+    import shutil
+
+    from scope_envs.games.tau2.data import EMBEDDED
+
+    shutil.copytree(EMBEDDED / "airline", tmp_path / "airline")
+    target = tmp_path / "airline" / in_the_way
+    target.unlink(missing_ok=True)
+    target.mkdir()
+    with pytest.raises(SystemExit) as e:
+        main(["validate", "tau2", "--data", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and "Traceback" not in err, err
+    assert f"argument --data: " in err and f"cannot read {target}: Is a directory" in err, err
+
+
 def test_validate_tau2_on_the_folder_above_the_domains_names_the_one_to_pass(tmp_path, capsys):
     """--data ../shared/data/tau2 (as --data ../shared/data/p4g for p4g) holds domains/, not the domain folders:
     it was refused with 'holds none of the domain folders' and no word of the folder that does."""

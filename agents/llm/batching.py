@@ -25,6 +25,10 @@ from concurrent.futures import ThreadPoolExecutor
 from scope_envs.agents.llm.backends import Backend
 
 
+class BatchStopped(RuntimeError):
+    """What a worker's ``chat`` raises once ``run`` was interrupted (its caller sees the interruption)."""
+
+
 class BatchingBackend(Backend):
     """A backend whose ``chat`` calls made during ``run`` are generated together (see the module)."""
 
@@ -36,6 +40,7 @@ class BatchingBackend(Backend):
         self._local = threading.local()
         self._running = 0
         self._parked: list[dict] = []
+        self._stopped = False  # run() was interrupted: a worker's chat raises instead of parking
 
     def chat(self, conversations, *, max_new_tokens=256, temperature=1.0, seed=None):
         slot = getattr(self._local, "slot", None)
@@ -44,6 +49,8 @@ class BatchingBackend(Backend):
         request = {"slot": slot, "conversations": conversations, "max_new_tokens": max_new_tokens,
                    "temperature": temperature, "seed": seed, "done": False, "out": None, "error": None}
         with self._cond:
+            if self._stopped:
+                raise BatchStopped("the batched step was stopped")
             self._parked.append(request)
             self._running -= 1
             self._cond.notify_all()
@@ -71,18 +78,23 @@ class BatchingBackend(Backend):
         by_setting: dict[tuple, list[dict]] = {}
         for r in parked:
             by_setting.setdefault((r["max_new_tokens"], r["temperature"]), []).append(r)
-        for (max_new, temperature), requests in by_setting.items():
-            conversations = [c for r in requests for c in r["conversations"]]
-            try:
-                out = self._generate(conversations, max_new, temperature, requests[0]["seed"])
-                at = 0
+        try:
+            for (max_new, temperature), requests in by_setting.items():
+                conversations = [c for r in requests for c in r["conversations"]]
+                try:
+                    out = self._generate(conversations, max_new, temperature, requests[0]["seed"])
+                    at = 0
+                    for r in requests:
+                        r["out"], at = out[at:at + len(r["conversations"])], at + len(r["conversations"])
+                except Exception as e:  # the workers re-raise it where the env called chat
+                    for r in requests:
+                        r["error"] = e
                 for r in requests:
-                    r["out"], at = out[at:at + len(r["conversations"])], at + len(r["conversations"])
-            except Exception as e:  # the workers re-raise it where the env called chat
-                for r in requests:
-                    r["error"] = e
-            for r in requests:
-                r["done"] = True
+                    r["done"] = True
+        finally:  # Ctrl-C or SIGTERM inside a generation: no worker is left waiting for it
+            for r in parked:
+                if not r["done"]:
+                    r["error"], r["done"] = BatchStopped("the batched step was stopped"), True
 
     def run(self, tasks: list) -> list:
         """Call every task (a zero-argument callable) concurrently, batching their ``chat`` calls; returns
@@ -107,24 +119,36 @@ class BatchingBackend(Backend):
                     self._cond.notify_all()
 
         with self._cond:
-            self._running = len(tasks)
+            self._running, self._stopped = len(tasks), False
         # one worker per task: a parked worker holds its thread, and every task must reach its chat
         with ThreadPoolExecutor(max_workers=len(tasks)) as pool:
             for i, task in enumerate(tasks):
                 pool.submit(work, i, task)
-            with self._cond:
-                while finished[0] < len(tasks):
-                    while self._running > 0:
-                        self._cond.wait()
-                    if self._parked:
-                        self._flush()
-                        self._cond.notify_all()
-                    elif finished[0] < len(tasks):
-                        self._cond.wait()
+            try:
+                with self._cond:
+                    while finished[0] < len(tasks):
+                        while self._running > 0:
+                            self._cond.wait()
+                        if self._parked:
+                            self._flush()
+                            self._cond.notify_all()
+                        elif finished[0] < len(tasks):
+                            self._cond.wait()
+            except BaseException:  # Ctrl-C, SIGTERM: release the parked workers, or the pool's exit waits forever
+                with self._cond:
+                    self._stopped = True
+                    self._flush_stopped()
+                    self._cond.notify_all()
+                raise
         for e in errors:
             if e is not None:
                 raise e
         return results
+
+    def _flush_stopped(self):
+        for r in self._parked:
+            r["error"], r["done"] = BatchStopped("the batched step was stopped"), True
+        self._parked = []
 
     def generate_ids(self, prompts, **kwargs):
         return self.backend.generate_ids(prompts, **kwargs)

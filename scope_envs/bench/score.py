@@ -332,7 +332,9 @@ def score_text(spec: str, game: str, seed: int = 0, episodes: int = TEXT_EPISODE
     if spec in ("floor", "ceiling") and why_not:
         raise ScoreError("--policy", why_not)
     saved_ceiling = None
-    if ceiling and not why_not:
+    if ceiling and why_not:  # no ceiling row to play it in: said, not ignored
+        raise ScoreError("--ceiling", f"{game}'s text score has no floor or ceiling row ({why_not})")
+    if ceiling:
         try:  # a model.pt that cannot be loaded: said before any episode, not a traceback after the floor's
             saved_ceiling = policies.load_trainer(ceiling)
         except ValueError as e:

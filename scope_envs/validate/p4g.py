@@ -35,6 +35,10 @@ DATA_ERRORS = (IndexError, KeyError, ValueError, ZeroDivisionError, TypeError, c
                np.linalg.LinAlgError)
 
 
+class DataFilesError(ValueError):
+    """The P4G csv files cannot be used: truncated, malformed, not the P4G format (``data_errors``)."""
+
+
 @contextlib.contextmanager
 def data_errors(data_dir):
     """Turn an error from reading or fitting the real data into one ``ValueError`` naming the folder (the
@@ -45,7 +49,7 @@ def data_errors(data_dir):
         raise
     except DATA_ERRORS as e:
         reason = str(e).strip().splitlines()[0][:200] if str(e).strip() else type(e).__name__
-        raise ValueError(f"the P4G csv files in {data_dir} cannot be used ({type(e).__name__}: {reason}); "
+        raise DataFilesError(f"the P4G csv files in {data_dir} cannot be used ({type(e).__name__}: {reason}); "
                          "are they complete (not truncated) and in the P4G format?") from None
 
 

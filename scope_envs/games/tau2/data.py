@@ -178,6 +178,13 @@ def load_domain(name: str, root: str | None = None) -> DomainData:
 
 @functools.cache
 def _load_domain(name: str, path: Path, source: str) -> DomainData:
+    try:
+        return _read_domain(name, path, source)
+    except OSError as e:  # a folder where a file goes, a file it may not read: the data's fault, named
+        raise ValueError(f"tau2 {name}: cannot read {e.filename or path}: {e.strerror or e}") from None
+
+
+def _read_domain(name: str, path: Path, source: str) -> DomainData:
     folder = path / name
     if not folder.is_dir():
         raise ValueError(f"tau2: no {name!r} folder in {str(path)!r}")
