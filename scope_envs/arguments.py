@@ -32,16 +32,18 @@ def _number(cast, low: float, strict: bool, wanted: str):
     return check
 
 
-def number_in(low: float, high: float, low_open: bool = True):
-    """An argparse type: a number from ``low`` (excluded, unless not ``low_open``) to ``high`` (included)."""
-    wanted = f"a number in {'(' if low_open else '['}{low:g}, {high:g}]"
+def number_in(low: float, high: float, low_open: bool = True, high_open: bool = False):
+    """An argparse type: a number from ``low`` to ``high``, each end excluded where it is open."""
+    wanted = f"a number in {'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
 
     def check(text: str) -> float:
         try:
             value = float(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"expected {wanted}, got {text[:40]!r}") from None
-        if not ((low < value) if low_open else (low <= value)) or not value <= high:  # NaN fails too
+        above = low < value if low_open else low <= value
+        below = value < high if high_open else value <= high
+        if not (above and below):  # NaN fails too
             raise argparse.ArgumentTypeError(f"expected {wanted}, got {value}")
         return value
 
@@ -353,16 +355,4 @@ def listen_problem(host: str, port: int) -> tuple[str, str] | None:
 def float_below(high: float, low: float = 0.0):
     """An argparse type: a number from ``low`` (included) up to ``high`` (excluded), e.g. PPO's ``--clip-low``,
     whose ratio floor ``1 - x`` must stay above 0."""
-    wanted = f"a number in [{low:g}, {high:g})"
-
-    def check(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected {wanted}, got {text[:40]!r}") from None
-        if not low <= value < high:  # NaN fails too
-            raise argparse.ArgumentTypeError(f"expected {wanted}, got {value}")
-        return value
-
-    check.__name__ = wanted
-    return check
+    return number_in(low, high, low_open=False, high_open=True)
