@@ -256,6 +256,9 @@ QUICK = ["--probe-episodes", "2", "--episodes", "2", "--bootstrap", "0", "--no-p
     # either at 0 turns the persona probe off: the other, given, was ignored without a word
     (["--cards", "0", "--persona-states", "5", *QUICK], "argument --persona-states: not used with --cards 0"),
     (["--persona-states", "0", "--cards", "4", *QUICK], "argument --cards: not used with --persona-states 0"),
+    # an LLM's options with a built-in simulator were accepted and ignored
+    (["--max-new-tokens", "5", *QUICK], "argument --max-new-tokens: only for an LLM simulator"),
+    (["--timeout", "5", *QUICK], "argument --timeout: only for an LLM simulator"),
 ])
 def test_cli_bounds_every_count(tmp_path, args, words):
     base = ["--game", "cooperbench", "--out", str(tmp_path)]

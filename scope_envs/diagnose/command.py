@@ -128,6 +128,11 @@ def run(args) -> None:
         return
     if not args.simulator:
         parser.error("argument --simulator: required (or --list to see the built-in names)")
+    if not args.simulator.startswith(("openai:", "hf:")):  # options only an LLM simulator reads: never ignored
+        for name in ("max_new_tokens", "timeout", "connect_timeout"):
+            if getattr(args, name) != parser.get_default(name):
+                parser.error(f"argument --{name.replace('_', '-')}: only for an LLM simulator (openai:BASE_URL#MODEL "
+                             f"or hf:DIR), not {args.simulator!r}")
     for off, other in (("cards", "persona_states"), ("persona_states", "cards")):  # either 0: no persona probe
         if getattr(args, off) == 0 and getattr(args, other) not in (0, parser.get_default(other)):
             parser.error(f"argument --{other.replace('_', '-')}: not used with --{off.replace('_', '-')} 0 (no "
