@@ -505,7 +505,7 @@ def test_the_llm_commands_help_states_their_defaults(capsys):
         helps[command] = " ".join(capsys.readouterr().out.split())
     for said in ("--members MEMBERS members mode: K users (2;", "--lora-r LORA_R LoRA rank (8;",
                  "--updates UPDATES PPO / GRPO updates (10;", "--groups GROUPS scenario seeds per update (4;",
-                 "per turn (32;", "sampling temperature (1.0)", "--lr LR learning rate (1e-4)"):
+                 "per turn (32;", "sampling temperature (1.0)", "--lr LR learning rate, in (0, 1] (1e-4)"):
         assert said in helps["train-llm"], said
     for said in ("episodes per policy and simulator (20;", "per message (128;", "for an endpoint (5;",
                  "--env-kwargs ENV_KWARGS JSON options", "a LoRA adapter directory"):

@@ -8,12 +8,7 @@ import sys
 from pathlib import Path
 
 from scope_envs.arguments import count, existing_dir, output_dir, seed
-
-LIMITS = {  # every count has an upper bound (argparse, exit 2), and its --help says its range
-    "probe_episodes": (1, 10_000), "samples": (1, 1_000), "cards": (0, 64), "persona_states": (0, 10_000),
-    "episodes": (1, 100_000), "bootstrap": (0, 100_000), "real_dialogues": (1, 1_000),
-    "max_new_tokens": (1, 4_096),
-}
+from scope_envs.diagnose.limits import LIMITS  # every count has an upper bound, and its --help says its range
 
 
 def cards(text: str) -> int:

@@ -12,7 +12,7 @@ import numpy as np
 
 from scope_envs.core.checks import check_int
 from scope_envs.core.simulator import Simulator
-from scope_envs.diagnose.command import LIMITS
+from scope_envs.diagnose.limits import LIMITS
 from scope_envs.diagnose import measures, probes, specs
 from scope_envs.games import game_names, game_spec
 from scope_envs.train.rollout import entropy_of_counts
@@ -109,7 +109,7 @@ def diagnose(game: str, simulator: str | Simulator, *, probe_episodes: int = 40,
 
     ``sampled``: fit from sampled answers even when the simulator states its distribution (the black-box
     route an LLM takes). ``data``: the P4G data folder (p4g only) for the real-people numbers. Raises
-    ``ValueError`` for a count or seed outside the command line's range (``command.LIMITS``),
+    ``ValueError`` for a count or seed outside the command line's range (``limits.LIMITS``),
     ``specs.SpecError`` for a bad spec, ``DataError`` for data files that cannot be used, and ``DiagnoseError``
     when no usable answer came back at any probe state, or in any episode.
     """
