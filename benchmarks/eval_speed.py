@@ -24,6 +24,7 @@ import json
 import os
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -82,6 +83,9 @@ def main() -> None:
     ap.add_argument("--games", nargs="+", default=list(GAMES), choices=GAMES, help="the games (default: all of them)")
     ap.add_argument("--baseline", metavar="DIR", type=existing_dir, help="paired rounds against the code in DIR (on PYTHONPATH)")
     args = ap.parse_args()
+    if args.baseline and not (Path(args.baseline) / "scope_envs" / "__init__.py").is_file():
+        ap.error(f"argument --baseline: {args.baseline} holds no scope_envs package (baseline_tree.py REV DIR "
+                 "writes one)")
     codes = ("baseline", "current") if args.baseline else ("current",)
     load_before = os.getloadavg()
     runs: dict[str, list[dict]] = {c: [] for c in codes}

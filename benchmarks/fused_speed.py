@@ -138,6 +138,10 @@ def main() -> None:
     ap.add_argument("--check", action="store_true", help="only the check over every float32 value")
     ap.add_argument("--out", type=output_file, default=OUT, help=f"the JSON (default {OUT})")
     args = ap.parse_args()
+    if args.check:  # the check covers every float32 value, whatever the speed's options say
+        for name in ("seeds", "games", "steps", "rounds"):
+            if getattr(args, name) != ap.get_default(name):
+                ap.error(f"argument --{name}: not with --check (it times no row)")
     if not fused.available():
         ap.exit(2, "fused_speed.py: the compiled kernels are off (numba missing, or SCOPE_ENVS_FUSED=0); "
                    "install the `fast` extra\n")

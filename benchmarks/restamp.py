@@ -29,6 +29,7 @@ import sys
 from pathlib import Path
 
 from same_numbers import records_of  # (the scripts' folder is on the path, as when one is run)
+from scope_envs.arguments import existing_dir
 from scope_envs.bench import records
 from scope_envs.files import write_json
 
@@ -107,7 +108,8 @@ def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("before", help="same_numbers.py run's file from the old tree")
     ap.add_argument("after", help="same_numbers.py run's file from this tree")
-    ap.add_argument("--results", type=Path, default=RESULTS, help="the folder of references (default: %(default)s)")
+    ap.add_argument("--results", type=lambda text: Path(existing_dir(text)), default=RESULTS,
+                    help="the folder of references (default: %(default)s)")
     ap.add_argument("--dry-run", action="store_true", help="say what would be rewritten, rewrite nothing")
     ap.add_argument("--rebuilt", nargs="+", default=[], metavar="GAME-ROW",
                     help="rows changed on purpose and rebuilt, not carried over (e.g. p4g-frozen p4g-frozen-sb3)")
@@ -123,8 +125,6 @@ def main(argv=None) -> None:
         unstamped = next((k for k, r in runs.items() if not isinstance(r.get("fingerprint"), dict)), None)
         if unstamped is not None:
             ap.error(f"argument {name}: {path}: the record {unstamped} has no fingerprint")
-    if not args.results.is_dir():
-        ap.error(f"argument --results: {args.results} is not a folder")
     rebuilt = frozenset(args.rebuilt)
     counts, left = restamp(check(args.before, args.after, rebuilt), args.results, args.dry_run, rebuilt)
     verb = "would restamp" if args.dry_run else "restamped"

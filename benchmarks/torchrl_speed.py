@@ -121,6 +121,8 @@ def main(argv=None):
                     help="MAPPO iterations of --frames frames with --benchmarl (at most 100; default 4)")
     ap.add_argument("--out", type=output_file, default=OUT, help=f"the JSON written (default {OUT})")
     args = ap.parse_args(argv)
+    if args.iterations != ap.get_default("iterations") and not args.benchmarl:
+        ap.error("argument --iterations: only with --benchmarl (the iterations of BenchMARL's MAPPO)")
     if args.benchmarl and ScopeEnvsClass is None:
         ap.error("argument --benchmarl: BenchMARL is not installed here (bash .ci/benchmarl.sh install, then run "
                  "this script with .venv-benchmarl/bin/python)")

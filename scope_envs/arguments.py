@@ -70,7 +70,16 @@ def _shown(text: str) -> str:
     return repr(text) if len(text) <= 80 else repr(text[:60]) + f"... ({len(text)} characters)"
 
 
+def nonempty(text: str) -> str:
+    """A name or a path, refused when empty: ``--against "$REF"`` with ``REF`` unset would read as not given."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("an empty value; leave the option out, or give one")
+    return text
+
+
 def existing_dir(text: str) -> str:
+    if not text:  # Path("") is the working folder: an unset shell variable would read it
+        raise argparse.ArgumentTypeError('an empty folder name; give a folder ("." for the working folder)')
     if not _is_dir(text):
         raise argparse.ArgumentTypeError(f"{_shown(text)} is a file, not a directory" if _is_file(text)
                                          else f"no such directory: {_shown(text)}")

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from scope_envs.arguments import (GROUP_SIZE, MAX_DECISIONS, count, env_id, held_out_refusal, json_object,
                                   learning_rate, nonnegative_float, output_dir, resolve_group_size, seed)
-from scope_envs.core.rewards import TRAINED_USER_REWARDS
+from scope_envs.core.rewards import TRAINED_USER_REWARDS, UnknownUserReward
 
 # a ValueError of PPOConfig / PPOTrainer names a field; the command line names its flag (the first that matches)
 FLAGS = (("user_reward", "--user-reward"), ("episodes_per_iter", "--episodes-per-iter"), ("group_size", "--group-size"),
@@ -88,12 +88,13 @@ def build(args, parser: argparse.ArgumentParser):
     try:
         return PPOTrainer(cfg)
     except (TypeError, ValueError) as e:
-        flag = _flag(str(e), cfg)
-        if str(e).startswith("user_reward must be one of"):  # the game's list names rewards this flag does not take
-            listed = str(e).rsplit(", got", 1)[0]
-            takes = [r for r in TRAINED_USER_REWARDS if f"'{r}'" in listed]
-            parser.error(f"argument --user-reward: {args.env}'s trained user has no {args.user_reward!r} reward; "
+        if isinstance(e, UnknownUserReward):
+            if args.user_reward is None:  # given in --env-kwargs, which takes every reward the game pays
+                parser.error(f"argument --env-kwargs: {args.env}: {e}")
+            takes = [r for r in TRAINED_USER_REWARDS if r in e.accepted]  # the game's list names more than this flag takes
+            parser.error(f"argument --user-reward: {args.env}'s trained user has no {e.given!r} reward; "
                          f"it takes {', '.join(takes)}")
+        flag = _flag(str(e), cfg)
         parser.error(f"argument {flag}: {args.env} with {json.dumps(cfg.env_kwargs)}: {e}" if flag == "--env-kwargs"
                      else f"argument {flag}: {e}")
 

@@ -35,6 +35,10 @@ BAD = [
     ("tanh_speed", ["--check-step", "0"], "--check-step", "an integer from 1 to"),
     ("fused_speed", ["--rounds", "0"], "--rounds", "an integer from 1 to"),
     ("fused_speed", ["--seeds", "5000"], "--seeds", "an integer from 1 to"),
+    ("fused_speed", ["--check", "--games", "p4g"], "--games", "not with --check"),  # was ignored
+    ("torchrl_speed", ["--iterations", "2"], "--iterations", "only with --benchmarl"),  # was ignored
+    ("eval_speed", ["--baseline", str(ROOT / "docs")], "--baseline", "holds no scope_envs package"),  # was run
+    ("restamp", ["a.json", "b.json", "--results", ""], "--results", "an empty folder name"),  # was the working folder
     ("cooperbench_code_speed", ["--rounds", "0"], "--rounds", "an integer from 1 to"),
     ("realism_known_answers", ["--seeds", "0"], "--seeds", "an integer from 1 to"),
     ("realism_known_answers", ["--game", "tau2"], "--game", "invalid choice"),
@@ -200,6 +204,8 @@ def test_eval_speed_stops_in_one_line_where_a_round_measured_nothing(monkeypatch
     """A round whose evaluation did not go through the timed function: never a figure of 0 s, nor a ratio over it
     (a real round measures: its tiny run in tests/test_benchmarks_scripts.py, which such a round would fail)."""
     module = load_script("eval_speed")
+    (tmp_path / "scope_envs").mkdir()
+    (tmp_path / "scope_envs" / "__init__.py").write_text("")
     round_out = json.dumps({"p4g": {"eval_s": 0.0, "eval_cpu_s": 0.0, "wall_s": 1.0, "digest": "d"}})
     monkeypatch.setattr(module, "child_output", lambda cmd, env, what: round_out + "\n")
     monkeypatch.setattr(sys, "argv", ["eval_speed.py", "--rounds", "1", "--games", "p4g", "--baseline",

@@ -28,6 +28,10 @@ BAD = [
     (["bench", "--group-size", "0"], "--group-size", "an integer from 1 to"),
     (["bench", "--seed-block", "0"], "--seed-block", "an integer from 1 to"),
     (["bench", "--seed-block", "1001"], "--seed-block", "an integer from 1 to 1_000"),
+    # an unset shell variable: the whole grid ran (bench), a study.yaml in the working folder was served (study)
+    (["bench", "--against", ""], "--against", "an empty value"),
+    (["score", "--policy", ".", "--game", "p4g", "--against", ""], "--against", "an empty value"),
+    (["study", "serve", "--config", ""], "--config", "an empty value"),
     (["validate", "tau2", "--data", "/nonexistent"], "--data", "no such directory"),
     (["validate", "p4g", "--data", "/nonexistent"], "--data", "no such directory"),
     (["validate", "p4g", "--data", __file__], "--data", "is a file, not a directory"),

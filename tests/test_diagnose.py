@@ -294,6 +294,17 @@ def test_help_states_the_range_of_every_count_and_duration():
     assert "0 to 100_000" in " ".join(helps.split()) and "2**32-1" in helps
 
 
+@pytest.mark.parametrize("data, words", [("", "an empty folder name"), ("{tmp}", "has no full_info.csv")])
+def test_the_tables_data_folder_is_checked_before_any_row(tmp_path, data, words):
+    """``--data`` of a folder without the P4G files was a DataError traceback after minutes of rows; '' read the
+    working folder."""
+    p = subprocess.run([sys.executable, "-m", "scope_envs.diagnose.table", "--games", "p4g", "--data",
+                        data.format(tmp=tmp_path), "--out", str(tmp_path / "out")],
+                       capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert p.returncode == 2 and "argument --data: " in p.stderr and words in p.stderr, p.stderr[-2000:]
+    assert "Traceback" not in p.stderr and not (tmp_path / "out").exists()
+
+
 def test_list_says_the_range_each_parametrised_name_takes():
     """--list showed family:0..2 while family:I takes 0..999: the list and docs/diagnose.md say the range."""
     from scope_envs.diagnose.specs import FAMILIES

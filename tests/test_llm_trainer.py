@@ -723,6 +723,19 @@ def test_a_max_len_with_no_room_for_a_turn_is_an_argument_error(tmp_path, tiny_d
     assert "Traceback" not in err and not (tmp_path / "metrics.jsonl").exists()  # no update: no metrics file
 
 
+def test_a_refused_run_leaves_no_tiny_model_it_built(tmp_path, capsys):
+    """--model tiny is built into OUT/base-model before the first prompt shows --max-len too short: the refusal
+    left it (about a megabyte) in an output folder that holds no run."""
+    from scope_envs.cli import main
+
+    out = tmp_path / "run"
+    with pytest.raises(SystemExit) as exit_:
+        main(["train-llm", "--env", "p4g-frozen", "--model", "tiny", "--max-len", "20", "--updates", "1",
+              "--out", str(out)])
+    assert exit_.value.code == 2 and "argument --max-len" in capsys.readouterr().err
+    assert not out.exists()
+
+
 def test_a_run_that_fails_before_its_first_update_leaves_the_previous_metrics(tmp_path, tiny_dir):
     """metrics.jsonl was truncated when a run started: one that then failed (a --max-len with no room, a model
     refused at load) left the previous run's file empty beside its checkpoints. It is replaced at the first

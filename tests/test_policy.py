@@ -82,8 +82,8 @@ def test_a_saved_policy_plays_as_the_trained_one(tmp_path):
             saved.act(bad_x, bad_m)
     with pytest.raises(ValueError, match="every row of the mask needs at least one legal act"):  # was act 0
         saved.act(x[None], np.zeros_like(m)[None])
-    for bad in (np.nan, np.inf):  # every score NaN: act 0, a masked one, with logp NaN
-        rows = np.stack([x, x]).astype(np.float32)
+    for bad in (np.nan, np.inf, 1e300):  # every score NaN: act 0, a masked one, with logp NaN; 1e300 is inf in float32
+        rows = np.stack([x, x]).astype(np.float64)
         rows[1, 3] = bad
         with pytest.raises(ValueError, match="obs row 1 holds a NaN or an infinity"):
             saved.act(rows, np.stack([m, m]))

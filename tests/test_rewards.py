@@ -9,7 +9,7 @@ import pytest
 
 import scope_envs
 from conftest import random_actions
-from scope_envs.core.rewards import SIMULATOR_REWARDS, TARGET_VAR, WIDTH, curriculum_reward
+from scope_envs.core.rewards import SIMULATOR_REWARDS, TARGET_VAR, WIDTH, UnknownUserReward, curriculum_reward
 from scope_envs.games.cooperbench.game import OWN_BONUS, TEAM_BONUS
 from scope_envs.games.p4g import dialogue_acts
 from scope_envs.games.p4g.dialogue_acts import PERSUADER_INDEX
@@ -152,6 +152,21 @@ def test_default_user_reward_is_unchanged(game_id):
     default = play(game_id, episodes=10)
     explicit = play(game_id, DEFAULTS[game_id], episodes=10)
     assert [r for r, *_ in default] == [r for r, *_ in explicit]
+
+
+@pytest.mark.parametrize("game_id", [*GAMES, "cooperbench-code"])
+def test_an_unknown_user_reward_names_what_the_game_pays(game_id):
+    """Every game refuses a reward it does not pay with one exception type, carrying its list, so a command reads
+    the list rather than the message."""
+    from scope_envs.games.cooperbench.code.game import CodeGame
+
+    with pytest.raises(UnknownUserReward) as e:
+        if game_id == "cooperbench-code":
+            CodeGame(tasks="demo", user_reward="kind")
+        else:
+            scope_envs.make(f"{game_id}-cotrain", user_reward="kind")
+    assert e.value.given == "kind" and "cooperative" in e.value.accepted and "kind" not in e.value.accepted
+    assert isinstance(e.value, ValueError) and str(e.value).startswith("user_reward must be one of")
 
 
 # -- curriculum options --------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from scope_envs.study import build
 from scope_envs.study.app import create_app
 from scope_envs.study.config import ConfigError, load, parse
 from scope_envs.study.engine import condition_for_slot
+from scope_envs.study.store import Store
 from tests.study_fixtures import save_policies, write_study
 
 
@@ -356,13 +357,19 @@ def test_analysis_matches_a_hand_computation(tmp_path, policies):
     assert (folder / "study_donation.png").stat().st_size > 1000
 
 
-def test_a_policy_of_another_game_is_refused_with_its_reason(tmp_path, tau2_policies, capsys):
+def test_a_policy_of_another_game_is_refused_with_its_reason(tmp_path, tau2_policies, capsys, monkeypatch):
+    """The refusal comes after the database is opened; a refused start leaves no admin token and no database (the
+    admin token is generated once the study can start)."""
     from scope_envs.cli import main
+    from scope_envs.study.config import TOKEN_ENV
 
-    folder = write_study(tmp_path / "study", tau2_policies)  # tau2 agents in a p4g study
+    monkeypatch.delenv(TOKEN_ENV, raising=False)
+    folder = write_study(tmp_path / "study", tau2_policies, admin_token=None)  # tau2 agents in a p4g study
+    before = sorted(p.name for p in folder.iterdir())
     with pytest.raises(SystemExit) as e:
-        main(["study", "serve", "--config", str(folder)])
+        main(["study", "serve", "--config", str(folder), "--port", "0"])
     assert e.value.code == 2 and "argument --config: the policy reads 48 features" in capsys.readouterr().err
+    assert sorted(p.name for p in folder.iterdir()) == before
 
 
 def test_a_port_in_use_or_a_demo_option_with_config_is_refused(tmp_path, policies, capsys, monkeypatch):
@@ -411,7 +418,10 @@ def test_config_and_cli_errors(tmp_path, policies, capsys):
                          (["study", "serve", "--config", str(folder)], "argument --config: per_condition"),
                          (["study", "serve", "--demo", "--port", "70000"], "argument --port"),
                          (["study", "analyze", str(tmp_path / "nowhere")], "argument study_dir: no such directory"),
-                         (["study", "analyze", str(folder / "study.yaml")], "is a file, not a study folder")]:
+                         (["study", "analyze", str(folder / "study.yaml")], "is a file, not a study folder"),
+                         (["study", "analyze", ""], "argument study_dir: no such directory: ''"),  # was the cwd
+                         (["study", "analyze", str(write_study(tmp_path / "ok", policies)), "--baseline", ""],
+                          "argument --baseline: an empty value")]:  # was the config's baseline
         with pytest.raises(SystemExit) as e:
             main(argv)
         assert e.value.code == 2 and wanted in capsys.readouterr().err
@@ -707,6 +717,7 @@ def test_a_policy_folder_that_cannot_be_read_is_one_line(tmp_path, policies, cap
     shutil.copytree(policies["base"], odd)
     (odd / "config.json").write_text('{"env_id": 5, "colour": 1}')
     other = write_study(tmp_path / "other", {"base": str(odd), "trained": policies["trained"]})
+    Store(load(folder).database_url).engine.dispose()  # analyze reads a served study's database
     monkeypatch.setattr(uvicorn.Server, "run", lambda *a, **k: pytest.fail("the server started"))
     for argv, where in ((["study", "serve", "--config", str(folder), "--port", "0"], broken),
                         (["study", "serve", "--config", str(other), "--port", "0"], odd),

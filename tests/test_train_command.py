@@ -71,6 +71,9 @@ def test_a_cotrain_run_trains_the_user_seat_too(tmp_path):
     # the game's list named rewards --user-reward does not take (shared, zero, ...)
     (["--env", "tau2-cotrain", "--user-reward", "realism"], "--user-reward",
      "tau2-cotrain's trained user has no 'realism' reward; it takes adversarial, cooperative, curriculum\n"),
+    # through --env-kwargs, every reward the game pays is taken, so the game's own list is the answer
+    (["--env", "tau2-cotrain", "--env-kwargs", '{"user_reward": "realism"}'], "--env-kwargs",
+     "user_reward must be one of ('shared', 'zero', 'persona'"),
 ])
 def test_what_train_cannot_do_is_one_line_naming_the_flag(tmp_path, capsys, argv, flag, words):
     with pytest.raises(SystemExit) as e:

@@ -29,6 +29,13 @@ class BatchStopped(RuntimeError):
     """What a worker's ``chat`` raises once ``run`` was interrupted (its caller sees the interruption)."""
 
 
+def _stop(requests: list[dict]) -> None:
+    """Answer each request not yet done with ``BatchStopped``, so no parked worker waits for a reply."""
+    for r in requests:
+        if not r["done"]:
+            r["error"], r["done"] = BatchStopped("the batched step was stopped"), True
+
+
 class BatchingBackend(Backend):
     """A backend whose ``chat`` calls made during ``run`` are generated together (see the module)."""
 
@@ -92,9 +99,7 @@ class BatchingBackend(Backend):
                 for r in requests:
                     r["done"] = True
         finally:  # Ctrl-C or SIGTERM inside a generation: no worker is left waiting for it
-            for r in parked:
-                if not r["done"]:
-                    r["error"], r["done"] = BatchStopped("the batched step was stopped"), True
+            _stop(parked)
 
     def run(self, tasks: list) -> list:
         """Call every task (a zero-argument callable) concurrently, batching their ``chat`` calls; returns
@@ -137,18 +142,14 @@ class BatchingBackend(Backend):
             except BaseException:  # Ctrl-C, SIGTERM: release the parked workers, or the pool's exit waits forever
                 with self._cond:
                     self._stopped = True
-                    self._flush_stopped()
+                    parked, self._parked = self._parked, []
+                    _stop(parked)
                     self._cond.notify_all()
                 raise
         for e in errors:
             if e is not None:
                 raise e
         return results
-
-    def _flush_stopped(self):
-        for r in self._parked:
-            r["error"], r["done"] = BatchStopped("the batched step was stopped"), True
-        self._parked = []
 
     def generate_ids(self, prompts, **kwargs):
         return self.backend.generate_ids(prompts, **kwargs)

@@ -39,6 +39,8 @@ import argparse
 
 import numpy as np
 
+from scope_envs.arguments import nonempty
+
 MAX_PLUGINS = 32
 # below it an entrant's Welch p is anti-conservative and its bootstrap CI narrow against the reference's rows
 # (benchmarks/instrument_checks.py, "entrant": at 2 seeds Welch rejects 10-12% of true nulls at 0.05, at 5 5-6%)
@@ -340,7 +342,7 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
                     help="a method plug-in to add as a row: path/to/file.py:NAME, package.module:NAME, an installed "
                          "entry point of the group scope_envs.methods, or a built-in row's name (not with --against; "
                          f"repeat for several; at most {MAX_PLUGINS})")
-    ap.add_argument("--against", default=None, metavar="REF",
+    ap.add_argument("--against", type=nonempty, default=None, metavar="REF",
                     help="train and evaluate only the --method rows; take the others from REF: 'reference' (the "
                          "committed default run), 'reference-sb3' (its SB3 rows), 'reference-full' (the committed "
                          "--full run; with --full) or an earlier --out folder; "

@@ -598,7 +598,7 @@ def markdown(result: dict) -> str:
 
 def add_parser(subparsers) -> None:
     """``scope-envs score`` (a subcommand of ``scope_envs.cli``)."""
-    from scope_envs.arguments import MAX_DECISIONS, MAX_SEEDS, count, game_name, output_dir, saved_trainer
+    from scope_envs.arguments import MAX_DECISIONS, MAX_SEEDS, count, game_name, nonempty, output_dir, saved_trainer
 
     p = subparsers.add_parser("score", help="score one policy (saved, SB3 .zip, file.py:NAME, or an LLM on the "
                                             "text surface) by the benchmark's protocol, in a band; or diagnose a "
@@ -628,7 +628,7 @@ def add_parser(subparsers) -> None:
     p.add_argument("--seeds", type=count(MAX_SEEDS), default=None,
                    help=f"act: seeds 0..N-1 (default 1; recovered needs 2 or more: it is read where the CI of the "
                         f"reference's oracle − frozen on the same seeds is above 0; at most {MAX_SEEDS})")
-    p.add_argument("--against", default=None, help="act: the reference giving the band (reference, "
+    p.add_argument("--against", type=nonempty, default=None, help="act: the reference giving the band (reference, "
                                                           "reference-sb3, reference-full or an --out folder; 'none' "
                                                           "for no band)")
     p.add_argument("--episodes", type=count(MAX_EPISODES), default=None,

@@ -31,6 +31,21 @@ TRAINED_USER_REWARDS = SIMULATOR_REWARDS + tuple(REALISM_REWARDS)  # what a trai
 TARGET_VAR, WIDTH = 0.25, 0.02  # SCOPE's defaults: the variance of a 50% success rate
 
 
+class UnknownUserReward(ValueError):
+    """A user reward the game does not pay; ``accepted`` holds the ones it does, for a caller that names them
+    in its own words (``train --user-reward`` takes only some of a game's rewards)."""
+
+    def __init__(self, given, accepted):
+        self.given, self.accepted = given, tuple(accepted)
+        super().__init__(f"user_reward must be one of {self.accepted}, got {given!r}")
+
+
+def check_user_reward(user_reward, accepted) -> None:
+    """Raise ``UnknownUserReward`` unless ``user_reward`` is one of ``accepted``."""
+    if user_reward not in accepted:
+        raise UnknownUserReward(user_reward, accepted)
+
+
 def curriculum_reward(scores, target_var: float = TARGET_VAR, width: float = WIDTH) -> float:
     """The curriculum reward of one group of episodes, from the agent's scores in [0, 1]."""
     scores = np.asarray(scores, dtype=float)

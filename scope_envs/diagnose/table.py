@@ -12,11 +12,12 @@ import argparse
 import shlex
 import sys
 import time
+from pathlib import Path
 
-from scope_envs.arguments import count, output_dir, seed
+from scope_envs.arguments import count, existing_dir, output_dir, seed
 from scope_envs.diagnose.report import clean, fmt, number
 from scope_envs.diagnose.specs import GAMES, names
-from scope_envs.games import game_spec
+from scope_envs.games import game_spec, load
 
 HEADER = ("| game | simulator | fit | sharpening vs reference [95% CI] | explained | on its own card (explained) "
           "| act cov | path cov | H ratio "
@@ -52,23 +53,34 @@ def main(argv=None) -> None:
     from tqdm.auto import tqdm
 
     from scope_envs.diagnose import diagnose
+    from scope_envs.diagnose.diagnosis import DataError
     from scope_envs.files import check_output_dir, write_atomic, write_json
 
     ap = argparse.ArgumentParser(prog="python -m scope_envs.diagnose.table", description=__doc__)
     ap.add_argument("--out", type=output_dir, default="runs/diagnose-table",
                     help="table.md and table.json go here (default: ./runs/diagnose-table)")
     ap.add_argument("--games", nargs="+", choices=GAMES, default=list(GAMES), help="the games (default: all of them)")
-    ap.add_argument("--data", default=None, help="the P4G data folder, for p4g's real-people columns")
+    ap.add_argument("--data", type=existing_dir, default=None, help="the P4G data folder, for p4g's real-people columns")
     ap.add_argument("--bootstrap", type=count(100_000, low=0), default=300,
                     help="bootstrap replicates of each diagnosis (default 300; 0 to 100_000)")
     ap.add_argument("--seed", type=seed, default=0, help="seed of every diagnosis (default 0; 0 to 2**32-1)")
     args = ap.parse_args(argv)
+    with_data = [g for g in args.games if game_spec(g).real_dialogues]
+    if args.data is not None:  # the files before any row: the rows without real people take minutes
+        for game in with_data:
+            try:
+                load(game_spec(game).real_dialogues)(Path(args.data))
+            except FileNotFoundError as e:
+                ap.error(f"argument --data: {e}")
     out = check_output_dir(args.out)
     jobs = [(g, s) for g in args.games for s in names(g)]
     reports, start = [], time.time()
     for game, spec in tqdm(jobs, desc="diagnose table", unit="simulator"):
-        reports.append(clean(diagnose(game, spec, bootstrap=args.bootstrap, seed=args.seed,
-                                      data=args.data if game_spec(game).real_dialogues else None)))
+        try:
+            reports.append(clean(diagnose(game, spec, bootstrap=args.bootstrap, seed=args.seed,
+                                          data=args.data if game in with_data else None)))
+        except DataError as e:  # truncated or malformed csv files, found as they are read
+            ap.error(f"argument --data: {e}")
     minutes = (time.time() - start) / 60
     command = "python -m scope_envs.diagnose.table " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
     lines = [f"Command: `{command}` ({minutes:.1f} min). Each row: `scope-envs diagnose` at its defaults "

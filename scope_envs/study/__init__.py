@@ -32,7 +32,7 @@ import sys
 from pathlib import Path
 from urllib.parse import quote
 
-from scope_envs.arguments import count, listen_problem, output_dir
+from scope_envs.arguments import count, listen_problem, nonempty, output_dir
 
 EXTRA_HINT = "the study needs the study extra: pip install 'scope-envs[study]'"
 MAX_DEMO_STEPS = 10_000_000
@@ -56,7 +56,7 @@ def add_arguments(sub) -> None:
     commands = p.add_subparsers(dest="study_command", required=True)
     s = commands.add_parser("serve", help="the web server on 127.0.0.1")
     source = s.add_mutually_exclusive_group(required=True)
-    source.add_argument("--config", help="a study.yaml (or the folder that holds one)")
+    source.add_argument("--config", type=nonempty, help="a study.yaml (or the folder that holds one)")
     source.add_argument("--demo", action="store_true", help="a three-condition P4G study in --dir, trained in seconds")
     s.add_argument("--dir", type=output_dir, default="study-demo", help="--demo: the study folder (default: ./study-demo)")
     s.add_argument("--demo-steps", type=count(MAX_DEMO_STEPS), default=None,
@@ -66,7 +66,7 @@ def add_arguments(sub) -> None:
     s.set_defaults(func=cmd_serve, parser=s)
     a = commands.add_parser("analyze", help="report.md, analysis.json and charts from a study folder")
     a.add_argument("study_dir", help="the folder holding study.yaml")
-    a.add_argument("--baseline", default=None, help="the condition every other is tested against (config's)")
+    a.add_argument("--baseline", type=nonempty, default=None, help="the condition every other is tested against (config's)")
     a.add_argument("--proxy-episodes", type=count(MAX_PROXY_EPISODES, low=0), default=200,
                    help=f"episodes per policy on the held-out proxies and per panel family (0: skip; at most "
                         f"{MAX_PROXY_EPISODES:_})")
@@ -92,8 +92,12 @@ def build(cfg):
     from scope_envs.study.store import Store
 
     store = Store(cfg.database_url)  # first: a bad database URL is said before any policy trains
-    check_assignment(cfg, store)  # and a study.yaml changed under its sessions
-    return Study(cfg, speakers(cfg), store)
+    try:
+        check_assignment(cfg, store)  # and a study.yaml changed under its sessions
+        return Study(cfg, speakers(cfg), store)
+    except BaseException:
+        store.engine.dispose()  # its connections closed: SQLite's WAL files go with them
+        raise
 
 
 def cmd_serve(args) -> None:
@@ -104,7 +108,7 @@ def cmd_serve(args) -> None:
     except ImportError:
         sys.exit(f"scope-envs study: error: {EXTRA_HINT}")
     from scope_envs.study.config import ConfigError
-    from scope_envs.study.store import StoreError, shown
+    from scope_envs.study.store import StoreError, shown, sqlite_file
 
     for dest in ("dir", "demo_steps"):  # the demo's options, ignored with --config: refused
         if not args.demo and getattr(args, dest) != args.parser.get_default(dest):
@@ -128,14 +132,21 @@ def cmd_serve(args) -> None:
         path = args.config
     cfg = _config(args, path)
     try:
-        token, origin = cfg.token_origin()  # before anything else: a short or empty token never starts
+        cfg.token_origin(generate=False)  # before anything else: a short or empty token never starts
     except ConfigError as e:
         args.parser.error(f"argument --config: {e}")
+    database = sqlite_file(cfg.database_url)
+    new_database = database is not None and not database.exists()
     try:
         study = build(cfg)
-    except StoreError as e:
+    except (StoreError, ValueError, FileNotFoundError) as e:  # a bad database; a policy that cannot play, a missing file
+        if new_database:  # a refused start leaves the study folder as it found it
+            for leftover in (database, *(database.with_name(database.name + end) for end in ("-wal", "-shm"))):
+                leftover.unlink(missing_ok=True)
         args.parser.error(f"argument --config: {e}")
-    except (ValueError, FileNotFoundError) as e:  # a policy that cannot play this game, a missing file
+    try:
+        token, origin = cfg.token_origin()  # generated once the study can start
+    except ConfigError as e:
         args.parser.error(f"argument --config: {e}")
     app = create_app(study)
     from scope_envs.serve.cli import bound_sockets, serve_on
@@ -160,11 +171,11 @@ def cmd_analyze(args) -> None:
         sys.exit(f"scope-envs study: error: {EXTRA_HINT}")
     from scope_envs.study.analyze import analyze as run
 
-    if not Path(args.study_dir).is_dir():
+    if not args.study_dir or not Path(args.study_dir).is_dir():  # Path("") is the working folder
         what = "is a file, not a study folder" if Path(args.study_dir).is_file() else "no such directory"
         args.parser.error(f"argument study_dir: {what}: {args.study_dir!r}")
     cfg = _config(args, args.study_dir)
-    baseline = args.baseline or cfg.baseline
+    baseline = cfg.baseline if args.baseline is None else args.baseline
     if baseline not in [c.name for c in cfg.conditions]:
         args.parser.error(f"argument --baseline: {baseline!r} is not a condition of the study "
                           f"({', '.join(c.name for c in cfg.conditions)})")

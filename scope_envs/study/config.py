@@ -113,9 +113,10 @@ class StudyConfig:
         ``MIN_TOKEN``, empty or blank, naming where it came from."""
         return self.token_origin()[0]
 
-    def token_origin(self) -> tuple[str, str]:
+    def token_origin(self, generate: bool = True) -> tuple[str | None, str]:
         """(the admin token, where it came from, as the start-up line says it: ``from study.yaml's admin_token``,
-        ``from the environment's ...``, ``from STUDY_DIR/admin_token``, or ``generated now in ...``)."""
+        ``from the environment's ...``, ``from STUDY_DIR/admin_token``, or ``generated now in ...``).
+        ``generate=False`` checks a token that exists and writes none: ``(None, "to generate")`` where there is none."""
         if self.admin_token is not None:
             return _long_enough(self.admin_token, "admin_token in study.yaml"), "from study.yaml's admin_token"
         if TOKEN_ENV in os.environ:
@@ -123,6 +124,8 @@ class StudyConfig:
             return _long_enough(os.environ[TOKEN_ENV], where), f"from {where}"
         path = self.folder / "admin_token"
         origin = f"from {path}"
+        if not path.exists() and not generate:
+            return None, "to generate"
         if not path.exists():
             try:
                 fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)

@@ -322,10 +322,12 @@ class SavedPolicy(NetworkPolicy):
                              f"{np.shape(obs)} and {np.shape(mask)} (one observation: obs[None], mask[None])")
         if not np.asarray(mask, bool).any(1).all():
             raise ValueError("every row of the mask needs at least one legal act")
-        finite = np.isfinite(np.asarray(obs, np.float64)).all(1)
+        with np.errstate(over="ignore"):  # the network's own dtype: a value beyond float32 is an infinity, refused
+            x = np.asarray(obs, np.float32)
+        finite = np.isfinite(x).all(1)
         if not finite.all():  # the network's scores would all be NaN, and the act an illegal one
-            raise ValueError(f"obs row {int(np.flatnonzero(~finite)[0])} holds a NaN or an infinity")
-        return super().act(obs, mask, greedy)
+            raise ValueError(f"obs row {int(np.flatnonzero(~finite)[0])} holds a NaN or an infinity (as float32)")
+        return super().act(x, mask, greedy)
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ import numpy as np
 
 from scope_envs.core.checks import MAX_EPISODE_TURNS, check_int
 from scope_envs.core.game import ONE, InGameError, Persona, RowGame
-from scope_envs.core.rewards import curriculum_options
+from scope_envs.core.rewards import check_user_reward, curriculum_options
 from scope_envs.games.p4g import dialogue_acts, language, personas
 from scope_envs.games.p4g.batched import (  # noqa: F401  (the game's constants, defined with its rules)
     N_PERSUADEE_ACTS,
@@ -45,8 +45,7 @@ class P4GGame(RowGame):
     def __init__(self, max_turns: int = 10, user_reward: str = "mixed", target_var: float | None = None,
                  width: float | None = None):
         super().__init__()
-        if user_reward not in USER_REWARDS:
-            raise ValueError(f"user_reward must be one of {USER_REWARDS}, got {user_reward!r}")
+        check_user_reward(user_reward, USER_REWARDS)
         check_int("max_turns", max_turns, 1, MAX_EPISODE_TURNS)  # a str, a float or a bool too, naming it
         self.max_turns = max_turns
         self.user_reward = user_reward

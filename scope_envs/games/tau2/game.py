@@ -53,6 +53,7 @@ from scope_envs.core.checks import MAX_EPISODE_TURNS, check_int
 from scope_envs.core.game import Game, Persona, Turn
 from scope_envs.core.rewards import (
     SIMULATOR_REWARDS,
+    check_user_reward,
     curriculum_options,
     simulator_reward,
 )
@@ -262,8 +263,7 @@ class Tau2Game(Game):
     def __init__(self, domains: Sequence[str] = ("airline", "retail", "telecom"), data_dir=None,
                  max_steps: int = 100, max_tool_errors: int = 10, judge: Callable | None = None,
                  user_reward: str = "shared", target_var: float | None = None, width: float | None = None):
-        if user_reward not in USER_REWARDS:
-            raise ValueError(f"user_reward must be one of {USER_REWARDS}, got {user_reward!r}")
+        check_user_reward(user_reward, USER_REWARDS)
         target_var, width = curriculum_options(user_reward, target_var, width)
         super().__init__()
         given = domains

@@ -219,15 +219,20 @@ def train_llm(args) -> None:
     from scope_envs.agents.llm.backends import BackendError
     from scope_envs.train.llm.panel import ModelLoadError
 
+    built_before = set(Path(cfg.out).glob("base-model*"))
     try:
         ppo.train(cfg)
     except BackendError as e:  # a missing extra, engine or device: the user's setup, not a bug
         sys.exit(f"scope-envs train-llm: error: {e}")
-    except ModelLoadError as e:  # a directory whose files transformers cannot read: found once it loads
+    except (ModelLoadError, ppo.MaxLenError) as e:  # found once the models load, or the first prompts render
+        import shutil
+
+        for built in set(Path(cfg.out).glob("base-model*")) - built_before:  # a refused run leaves no tiny model
+            shutil.rmtree(built, ignore_errors=True)
+        if isinstance(e, ppo.MaxLenError):
+            raise UsageError("--max-len", str(e)) from None
         user = e.path == cfg.user_model and cfg.user_model != cfg.model
         raise UsageError("--user-model" if user else "--model", str(e)) from None
-    except ppo.MaxLenError as e:  # found once the first prompts are rendered
-        raise UsageError("--max-len", str(e)) from None
 
 
 def eval_llm(args) -> None:

@@ -66,7 +66,7 @@ import torch
 from torch import nn
 
 from scope_envs.agents.llm.templates import render, takes_tools
-from scope_envs.core.rewards import TRAINED_USER_REWARDS
+from scope_envs.core.rewards import TRAINED_USER_REWARDS, check_user_reward
 from scope_envs.registry import check_trainable
 from scope_envs.files import jsonable, write_atomic
 from scope_envs.train.advantage import gae
@@ -202,8 +202,7 @@ class Config:
         if self.mode == "population" and not self.lora:
             raise ValueError("mode 'population' keeps the user's snapshots as LoRA adapters: pass lora=True (--lora)")
         if self.user_reward is not None:
-            if self.user_reward not in USER_REWARDS:
-                raise ValueError(f"user_reward must be one of {USER_REWARDS}, got {self.user_reward!r}")
+            check_user_reward(self.user_reward, USER_REWARDS)
             if self.mode == "agent":
                 raise ValueError("user_reward pays a trained user: use mode cotrain, population or members")
             if self.user_reward == "curriculum" and self.group_size < 2:

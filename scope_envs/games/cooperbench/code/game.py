@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from scope_envs.core.game import Game, InGameError, Turn
-from scope_envs.core.rewards import curriculum_options
+from scope_envs.core.rewards import check_user_reward, curriculum_options
 from scope_envs.games.cooperbench import styles
 from scope_envs.games.cooperbench.code import dataset
 from scope_envs.games.cooperbench.code.merge import Grader, MergeResult, merge_and_grade
@@ -97,8 +97,7 @@ class CodeGame(Game):
             raise ValueError("give either tasks='demo' (the shipped demo tasks) or data_dir=PATH, not both")
         if tasks is not None and tasks != "demo":
             raise ValueError(f"tasks must be 'demo' (or give data_dir=PATH), got {tasks!r}")
-        if user_reward not in USER_REWARDS:
-            raise ValueError(f"user_reward must be one of {USER_REWARDS}, got {user_reward!r}")
+        check_user_reward(user_reward, USER_REWARDS)
         if isinstance(max_turns, bool) or not isinstance(max_turns, int) or max_turns < 2:
             raise ValueError(f"max_turns must be an int >= 2, got {max_turns!r}")
         for key, value in (("tool_timeout", tool_timeout), ("cpu_limit", cpu_limit), ("memory_mb", memory_mb)):
