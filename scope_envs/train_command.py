@@ -91,7 +91,7 @@ def build(args, parser: argparse.ArgumentParser):
         if isinstance(e, UnknownUserReward):
             if args.user_reward is None:  # given in --env-kwargs, which takes every reward the game pays
                 parser.error(f"argument --env-kwargs: {args.env}: {e}")
-            takes = [r for r in TRAINED_USER_REWARDS if r in e.accepted]  # the game's list names more than this flag takes
+            takes = [r for r in TRAINED_USER_REWARDS if r in e.accepted]  # the game's own list names more
             parser.error(f"argument --user-reward: {args.env}'s trained user has no {e.given!r} reward; "
                          f"it takes {', '.join(takes)}")
         flag = _flag(str(e), cfg)

@@ -36,6 +36,17 @@ def test_the_first_chats_of_a_round_are_one_call_in_task_order():
     assert sum(batching.batch_sizes) == 8
 
 
+def test_every_round_is_one_call_over_every_worker_in_task_order():
+    """A released worker counted as running only once it woke: one that woke first and chatted again was generated
+    alone, before the others had woken, so the later calls of a round held fewer conversations (and which ones
+    depended on the threads' timing)."""
+    for _ in range(20):
+        batching = BatchingBackend(Counting())
+        replies = batching.run([ask(batching, 3) for _ in range(8)])
+        assert batching.batch_sizes == [8, 8, 8]
+        assert replies == [[f"n{i}"] * 3 for i in range(8)]
+
+
 @pytest.mark.parametrize("interrupt_on", [1, 2])
 def test_an_interrupted_round_releases_every_worker(interrupt_on):
     """The interruption propagated out of the round while the parked workers waited for a reply that never came,

@@ -63,7 +63,6 @@ class BatchingBackend(Backend):
             self._cond.notify_all()
             while not request["done"]:
                 self._cond.wait()
-            self._running += 1
         if request["error"] is not None:
             raise request["error"]
         return request["out"]
@@ -82,6 +81,9 @@ class BatchingBackend(Backend):
     def _flush(self):
         """Generate every parked request, one call per (max_new_tokens, temperature), in slot order."""
         parked, self._parked = sorted(self._parked, key=lambda r: r["slot"]), []
+        # each released worker runs again from now, not from when it wakes: one that woke first and chatted again
+        # would otherwise be generated alone, before the others had woken
+        self._running += len(parked)
         by_setting: dict[tuple, list[dict]] = {}
         for r in parked:
             by_setting.setdefault((r["max_new_tokens"], r["temperature"]), []).append(r)
@@ -143,6 +145,7 @@ class BatchingBackend(Backend):
                 with self._cond:
                     self._stopped = True
                     parked, self._parked = self._parked, []
+                    self._running += len(parked)
                     _stop(parked)
                     self._cond.notify_all()
                 raise

@@ -60,7 +60,8 @@ def main(argv=None) -> None:
     ap.add_argument("--out", type=output_dir, default="runs/diagnose-table",
                     help="table.md and table.json go here (default: ./runs/diagnose-table)")
     ap.add_argument("--games", nargs="+", choices=GAMES, default=list(GAMES), help="the games (default: all of them)")
-    ap.add_argument("--data", type=existing_dir, default=None, help="the P4G data folder, for p4g's real-people columns")
+    ap.add_argument("--data", type=existing_dir, default=None,
+                    help="the P4G data folder, for p4g's real-people columns")
     ap.add_argument("--bootstrap", type=count(100_000, low=0), default=300,
                     help="bootstrap replicates of each diagnosis (default 300; 0 to 100_000)")
     ap.add_argument("--seed", type=seed, default=0, help="seed of every diagnosis (default 0; 0 to 2**32-1)")

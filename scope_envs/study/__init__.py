@@ -66,7 +66,8 @@ def add_arguments(sub) -> None:
     s.set_defaults(func=cmd_serve, parser=s)
     a = commands.add_parser("analyze", help="report.md, analysis.json and charts from a study folder")
     a.add_argument("study_dir", help="the folder holding study.yaml")
-    a.add_argument("--baseline", type=nonempty, default=None, help="the condition every other is tested against (config's)")
+    a.add_argument("--baseline", type=nonempty, default=None,
+                   help="the condition every other is tested against (config's)")
     a.add_argument("--proxy-episodes", type=count(MAX_PROXY_EPISODES, low=0), default=200,
                    help=f"episodes per policy on the held-out proxies and per panel family (0: skip; at most "
                         f"{MAX_PROXY_EPISODES:_})")
@@ -139,7 +140,7 @@ def cmd_serve(args) -> None:
     new_database = database is not None and not database.exists()
     try:
         study = build(cfg)
-    except (StoreError, ValueError, FileNotFoundError) as e:  # a bad database; a policy that cannot play, a missing file
+    except (StoreError, ValueError, FileNotFoundError) as e:  # a bad database, an unplayable policy, a missing file
         if new_database:  # a refused start leaves the study folder as it found it
             for leftover in (database, *(database.with_name(database.name + end) for end in ("-wal", "-shm"))):
                 leftover.unlink(missing_ok=True)
