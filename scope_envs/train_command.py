@@ -24,7 +24,7 @@ from pathlib import Path
 
 from scope_envs.arguments import (GROUP_SIZE, MAX_DECISIONS, count, env_id, held_out_refusal, json_object,
                                   learning_rate, nonnegative_float, output_dir, resolve_group_size, seed)
-from scope_envs.core.rewards import TRAINED_USER_REWARDS, UnknownUserReward
+from scope_envs.core.rewards import TRAINED_USER_REWARDS, UnknownUserReward, trained_reward_refusal
 
 # a ValueError of PPOConfig / PPOTrainer names a field; the command line names its flag (the first that matches)
 FLAGS = (("user_reward", "--user-reward"), ("episodes_per_iter", "--episodes-per-iter"), ("group_size", "--group-size"),
@@ -84,6 +84,11 @@ def build(args, parser: argparse.ArgumentParser):
 
     if why := held_out_refusal(args.env):
         parser.error(f"argument --env: {why}")
+    from scope_envs.bench.records import PACKED
+
+    if any((Path(args.out) / name).exists() for name in ("results.json", "runs", PACKED)):
+        parser.error(f"argument --out: {args.out} holds a benchmark's run (results.json, runs/); a trained policy "
+                     "goes in a folder of its own")
     cfg = config(args)
     try:
         return PPOTrainer(cfg)
@@ -91,9 +96,7 @@ def build(args, parser: argparse.ArgumentParser):
         if isinstance(e, UnknownUserReward):
             if args.user_reward is None:  # given in --env-kwargs, which takes every reward the game pays
                 parser.error(f"argument --env-kwargs: {args.env}: {e}")
-            takes = [r for r in TRAINED_USER_REWARDS if r in e.accepted]  # the game's own list names more
-            parser.error(f"argument --user-reward: {args.env}'s trained user has no {e.given!r} reward; "
-                         f"it takes {', '.join(takes)}")
+            parser.error(f"argument --user-reward: {trained_reward_refusal(args.env, e)}")
         flag = _flag(str(e), cfg)
         parser.error(f"argument {flag}: {args.env} with {json.dumps(cfg.env_kwargs)}: {e}" if flag == "--env-kwargs"
                      else f"argument {flag}: {e}")

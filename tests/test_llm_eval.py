@@ -273,7 +273,8 @@ BAD_TRAIN = [
      "--group-size", "group"),
     (["--mode", "cotrain", "--env", "p4g-cotrain", "--env-kwargs", '{"turns": 3}'], "--env-kwargs", "turns"),
     (["--mode", "cotrain", "--env", "cooperbench-cotrain", "--user-reward", "realism"], "--user-reward",
-     "user_reward must be one of"),  # a game without real dialogues pays no realism
+     # a game without real dialogues pays no realism; the game's own list (persona, mixed, ...) is not the flag's
+     "cooperbench-cotrain's trained user has no 'realism' reward; it takes adversarial, cooperative, curriculum\n"),
     (["--mode", "cotrain", "--env", "p4g-frozen"], "--env", "p4g-cotrain"),
     (["--mode", "agent", "--env", "p4g-cotrain"], "--env", "p4g-frozen"),
     (["--engine", "vllm", "--lora", "--lora-r", "24"], "--lora-r", "vLLM serves LoRA ranks"),

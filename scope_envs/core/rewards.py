@@ -40,6 +40,13 @@ class UnknownUserReward(ValueError):
         super().__init__(f"user_reward must be one of {self.accepted}, got {given!r}")
 
 
+def trained_reward_refusal(env_id: str, error: UnknownUserReward) -> str:
+    """A trainer's refusal of a user reward ``env_id``'s game does not pay, naming those it pays that a trainer can
+    pay (``TRAINED_USER_REWARDS``; the game's own list holds more: shared, persona, ...)."""
+    takes = [r for r in TRAINED_USER_REWARDS if r in error.accepted]
+    return f"{env_id}'s trained user has no {error.given!r} reward; it takes {', '.join(takes)}"
+
+
 def check_user_reward(user_reward, accepted) -> None:
     """Raise ``UnknownUserReward`` unless ``user_reward`` is one of ``accepted``."""
     if user_reward not in accepted:

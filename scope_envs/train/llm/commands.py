@@ -11,6 +11,8 @@ import json
 import sys
 from pathlib import Path
 
+from scope_envs.core.rewards import UnknownUserReward, trained_reward_refusal
+
 
 class UsageError(ValueError):
     """The user's input is wrong: ``argument`` (e.g. ``--group-size``) and why."""
@@ -56,6 +58,8 @@ def check_env_kwargs(env_id: str, kwargs: dict, argument: str = "--env-kwargs") 
     try:
         env = scope_envs.make(env_id, surface="text", **kwargs)
     except (TypeError, ValueError) as e:
+        if isinstance(e, UnknownUserReward) and argument == "--user-reward":
+            raise UsageError(argument, trained_reward_refusal(env_id, e)) from None
         given = json.dumps(kwargs, default=str)
         taken, json_taken = env_options(env_id)
         unknown = sorted(set(kwargs) - taken)
