@@ -27,6 +27,18 @@ from typing import Any
 import numpy as np
 
 
+PACKED = "runs.jsonl.gz"  # a benchmark's per-run records in one file (``bench.records``)
+BENCHMARK_OUTPUTS = ("results.json", "runs", PACKED)  # what marks a folder as a benchmark run's
+
+
+def benchmark_run_refusal(folder: str | os.PathLike) -> str | None:
+    """Why a trainer may not write into ``folder``: it holds a benchmark run's outputs, which its files would be
+    mixed in with (None: it holds none)."""
+    if any((Path(folder) / name).exists() for name in BENCHMARK_OUTPUTS):
+        return f"{folder} holds a benchmark's run (results.json, runs/); a trained policy goes in a folder of its own"
+    return None
+
+
 class OutputError(OSError):
     """An output folder or file that cannot be written; the message says where and why, in one line."""
 

@@ -25,6 +25,7 @@ from pathlib import Path
 from scope_envs.arguments import (GROUP_SIZE, MAX_DECISIONS, count, env_id, held_out_refusal, json_object,
                                   learning_rate, nonnegative_float, output_dir, resolve_group_size, seed)
 from scope_envs.core.rewards import TRAINED_USER_REWARDS, UnknownUserReward, trained_reward_refusal
+from scope_envs.files import benchmark_run_refusal
 
 # a ValueError of PPOConfig / PPOTrainer names a field; the command line names its flag (the first that matches)
 FLAGS = (("user_reward", "--user-reward"), ("episodes_per_iter", "--episodes-per-iter"), ("group_size", "--group-size"),
@@ -84,11 +85,8 @@ def build(args, parser: argparse.ArgumentParser):
 
     if why := held_out_refusal(args.env):
         parser.error(f"argument --env: {why}")
-    from scope_envs.bench.records import PACKED
-
-    if any((Path(args.out) / name).exists() for name in ("results.json", "runs", PACKED)):
-        parser.error(f"argument --out: {args.out} holds a benchmark's run (results.json, runs/); a trained policy "
-                     "goes in a folder of its own")
+    if why := benchmark_run_refusal(args.out):
+        parser.error(f"argument --out: {why}")
     cfg = config(args)
     try:
         return PPOTrainer(cfg)

@@ -84,12 +84,13 @@ def test_what_train_cannot_do_is_one_line_naming_the_flag(tmp_path, capsys, argv
     assert not (tmp_path / "x" / "model.pt").exists()
 
 
-def test_train_refuses_a_benchmarks_output_folder(tmp_path, capsys):
-    """config.json, model.pt and metrics.jsonl were written beside a bench run's results.json and runs/, with no
-    word: the folder then read as neither."""
+@pytest.mark.parametrize("command", [["train", "--no-progress"], ["train-llm", "--model", "tiny"]])
+def test_a_trainer_refuses_a_benchmarks_output_folder(tmp_path, capsys, command):
+    """A trained policy's files (config.json, model.pt, metrics.jsonl; train-llm's checkpoints/) were written
+    beside a bench run's results.json and runs/, with no word: the folder then read as neither."""
     (tmp_path / "runs").mkdir()
     with pytest.raises(SystemExit) as e:
-        main(["train", "--env", "p4g-frozen", "--out", str(tmp_path), "--no-progress"])
+        main([*command, "--env", "p4g-frozen", "--out", str(tmp_path)])
     assert e.value.code == 2 and "argument --out: " in capsys.readouterr().err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["runs"]
 

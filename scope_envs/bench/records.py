@@ -23,9 +23,8 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from scope_envs.files import write_atomic, write_json
+from scope_envs.files import PACKED, write_atomic, write_json
 
-PACKED = "runs.jsonl.gz"
 CURVES = "curves.json"  # the run's records with its settings, as a run writes them: what packing replaces
 
 

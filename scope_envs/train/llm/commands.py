@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from scope_envs.core.rewards import UnknownUserReward, trained_reward_refusal
+from scope_envs.files import benchmark_run_refusal
 
 
 class UsageError(ValueError):
@@ -203,6 +204,8 @@ def train_llm(args) -> None:
         check_toy_kwargs(cfg.env_kwargs)
     if cfg.engine == "vllm" and not vllm_installed():
         raise UsageError("--engine", f"vllm: {VLLM_MISSING}; --engine hf generates with transformers")
+    if why := benchmark_run_refusal(cfg.out):
+        raise UsageError("--out", why)
     if cfg.resume:  # the checkpoint and its settings, before any model loads
         try:
             resume_point(cfg)
