@@ -14,6 +14,7 @@ from pathlib import Path
 import scope_envs
 from scope_envs.registry import training_refusal
 from scope_envs.regimes import MAX_MEMBERS  # the most co-trained users a population keeps (train-llm --members)
+from scope_envs.wrappers.pool import MAX_POOL_SIZE, MAX_SNAPSHOT_EVERY  # noqa: F401  (the pool's bounds, for the CLI)
 
 
 def _number(cast, low: float, strict: bool, wanted: str):
@@ -193,7 +194,6 @@ SEED_MAX = 2**32 - 1  # numpy's legacy seeds and most libraries' accept this ran
 MAX_DECISIONS = 100_000_000  # the most decisions a command line may ask one run to train
 MAX_SEEDS = 1000  # the most seeds (0..N-1) a command line may ask to train or score
 MAX_SIMULATED_EPISODES = 1_000_000  # the most episodes validate p4g (and its fit) or demo may simulate
-MAX_POOL_SIZE = 1024  # the most users a checkpoint pool may keep (train-llm --pool-size, serve's pool_size)
 seed = count(SEED_MAX, low=0)
 
 

@@ -21,10 +21,10 @@ from pathlib import Path
 import numpy as np
 
 import scope_envs
-from scope_envs.arguments import (MAX_MEMBERS, MAX_POOL_SIZE, MAX_SIMULATED_EPISODES, count, env_id, existing_dir,
-                                  float_below, held_out_refusal, json_object, learning_rate, llm_env_id,
-                                  model_source, nonnegative_float, number_in, output_dir, positive_float, seed,
-                                  torch_device)
+from scope_envs.arguments import (MAX_MEMBERS, MAX_POOL_SIZE, MAX_SIMULATED_EPISODES, MAX_SNAPSHOT_EVERY, count,
+                                  env_id, existing_dir, float_below, held_out_refusal, json_object, learning_rate,
+                                  llm_env_id, model_source, nonnegative_float, number_in, output_dir, positive_float,
+                                  seed, torch_device)
 from scope_envs.core.rewards import TRAINED_USER_REWARDS
 from scope_envs.games import game_names, game_spec, load
 from scope_envs.registry import REGIME_AGENTS
@@ -278,7 +278,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"members mode: K users (2; at most {MAX_MEMBERS})")
     t.add_argument("--pool-size", type=count(MAX_POOL_SIZE), default=None,
                    help=f"population: live user + snapshots (5; at most {MAX_POOL_SIZE})")
-    t.add_argument("--snapshot-every", type=count(100_000), default=None, help="population: updates per snapshot (4; at most 100_000)")
+    t.add_argument("--snapshot-every", type=count(MAX_SNAPSHOT_EVERY), default=None,
+                   help=f"population: updates per snapshot (4; at most {MAX_SNAPSHOT_EVERY:_})")
     t.add_argument("--pool-sample", choices=["uniform", "latest"], default=None, help="population: the draw per batch")
     t.add_argument("--user-reward", choices=TRAINED_USER_REWARDS, default=None, help="the trained user's reward (the act level's definitions; realism: p4g only)")
     t.add_argument("--lora", action="store_true", help="train LoRA adapters (peft) rather than every weight")

@@ -51,6 +51,9 @@ def test_latest_is_always_the_live_user():
 
 @pytest.mark.parametrize("bad, match", [({"pool_size": 0}, "pool_size"), ({"snapshot_every": 0}, "snapshot_every"),
                                         ({"pool_sample": "best"}, "pool_sample"),
+                                        # unbounded, a pool never evicted and held every snapshot of a run
+                                        ({"pool_size": 10**12}, r"pool_size must be an int in \[1, 1024\]"),
+                                        ({"snapshot_every": 100_001}, r"snapshot_every must be an int in \[1, 100000\]"),
                                         ({"pool_size": 3, "members": 2}, "not both")])
 def test_bad_pool_options(bad, match):
     with pytest.raises(ValueError, match=match):

@@ -34,6 +34,8 @@ from scope_envs.core.simulator import Simulator
 from scope_envs.wrappers.infos import InfosWrapper
 
 POOL_SAMPLES = ("uniform", "latest")
+MAX_POOL_SIZE = 1024  # the most users a checkpoint pool keeps: a larger one never evicts, and grows with training
+MAX_SNAPSHOT_EVERY = 100_000  # the most episodes (act level) or updates (train-llm) between two snapshots
 
 
 class PoolSchedule:
@@ -57,8 +59,9 @@ class CheckpointPool(InfosWrapper):
 
     def __init__(self, env, pool_size: int = 5, snapshot_every: int = 4, sample: str = "uniform"):
         super().__init__(env)
-        pool_size, snapshot_every = (int(check_int(name, value, 1)) for name, value in
-                                     (("pool_size", pool_size), ("snapshot_every", snapshot_every)))
+        pool_size, snapshot_every = (int(check_int(name, value, 1, high)) for name, value, high in
+                                     (("pool_size", pool_size, MAX_POOL_SIZE),
+                                      ("snapshot_every", snapshot_every, MAX_SNAPSHOT_EVERY)))
         if sample not in POOL_SAMPLES:
             raise ValueError(f"pool_sample must be one of {POOL_SAMPLES}, got {sample!r}")
         self.pool_size, self.snapshot_every, self.sample = pool_size, snapshot_every, sample
