@@ -90,11 +90,11 @@ def build(args, parser: argparse.ArgumentParser):
     cfg = config(args)
     try:
         return PPOTrainer(cfg)
+    except UnknownUserReward as e:
+        if args.user_reward is None:  # given in --env-kwargs, which takes every reward the game pays
+            parser.error(f"argument --env-kwargs: {args.env}: {e}")
+        parser.error(f"argument --user-reward: {trained_reward_refusal(args.env, e)}")
     except (TypeError, ValueError) as e:
-        if isinstance(e, UnknownUserReward):
-            if args.user_reward is None:  # given in --env-kwargs, which takes every reward the game pays
-                parser.error(f"argument --env-kwargs: {args.env}: {e}")
-            parser.error(f"argument --user-reward: {trained_reward_refusal(args.env, e)}")
         flag = _flag(str(e), cfg)
         parser.error(f"argument {flag}: {args.env} with {json.dumps(cfg.env_kwargs)}: {e}" if flag == "--env-kwargs"
                      else f"argument {flag}: {e}")

@@ -142,8 +142,7 @@ def cmd_serve(args) -> None:
         study = build(cfg)
     except (StoreError, ValueError, FileNotFoundError) as e:  # a bad database, an unplayable policy, a missing file
         if new_database:  # a refused start leaves the study folder as it found it
-            for leftover in (database, *(database.with_name(database.name + end) for end in ("-wal", "-shm"))):
-                leftover.unlink(missing_ok=True)
+            database.unlink(missing_ok=True)
         args.parser.error(f"argument --config: {e}")
     try:
         token, origin = cfg.token_origin()  # generated once the study can start
